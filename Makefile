@@ -1,0 +1,165 @@
+# warden — build, test, demo.
+#
+#   make            build everything into $(BUILD)
+#   make demo       install deps, build, run the main job on embedded defaults
+#   make test       install deps, build, run every test (ends "N passed, N failed")
+#   make bench      benchmarks, each figure next to its peer tool
+#   make fuzz       longer fuzz runs
+#   make vmtest     BPF LSM + sandbox tests inside a guest kernel under qemu
+#   make install    PREFIX=/usr/local DESTDIR=
+#   V=1             show commands; BUILD=dir for an out-of-tree build dir
+
+BUILD    ?= build
+PREFIX   ?= /usr/local
+DESTDIR  ?=
+ARCH     := x86
+CC       ?= gcc
+CLANG    ?= clang
+BPFTOOL  ?= bpftool
+STRIP    ?= llvm-strip
+
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+endif
+
+.DEFAULT_GOAL := all
+.DELETE_ON_ERROR:
+.SUFFIXES:
+
+PKGS     := libbpf libseccomp libcap yaml-0.1 jansson zlib libcrypto sqlite3 libcurl libmicrohttpd
+CFLAGS   ?= -O2 -g
+WARN     := -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow -Wformat=2 -Wvla
+CPPFLAGS += -D_GNU_SOURCE -Idaemon -I$(BUILD)/include -Ibpf
+ALL_CFLAGS = $(CFLAGS) $(WARN) -std=gnu11 -fno-strict-aliasing -MMD -MP
+LDLIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lelf -lz -lpthread -lm
+
+# ---- BPF objects and skeletons --------------------------------------------
+BPF_SRCS := $(wildcard bpf/*.bpf.c)
+BPF_OBJS := $(patsubst bpf/%.bpf.c,$(BUILD)/bpf/%.bpf.o,$(BPF_SRCS))
+BPF_SKELS := $(patsubst bpf/%.bpf.c,$(BUILD)/include/%.skel.h,$(BPF_SRCS))
+BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Ibpf -Wall -Werror -MMD -MP
+
+$(BUILD)/bpf/%.tmp.o: bpf/%.bpf.c
+	@mkdir -p $(@D)
+	$(if $(Q),@echo "  BPF     $<")
+	$(Q)$(CLANG) $(BPF_CFLAGS) -MF $(@:.o=.d) -c $< -o $@
+
+# link (bpftool gen object), then drop DWARF; BTF stays for CO-RE
+$(BUILD)/bpf/%.bpf.o: $(BUILD)/bpf/%.tmp.o
+	$(Q)$(BPFTOOL) gen object $@ $<
+	$(Q)$(STRIP) -g $@
+
+$(BUILD)/include/%.skel.h: $(BUILD)/bpf/%.bpf.o
+	@mkdir -p $(@D)
+	$(if $(Q),@echo "  SKEL    $@")
+	$(Q)$(BPFTOOL) gen skeleton $< name $(subst -,_,$*)_bpf > $@
+
+# ---- user space --------------------------------------------------------------
+LIB_DIRS := common policy sandbox enforce trace gateway runtime broker events alert api
+LIB_SRCS := $(foreach d,$(LIB_DIRS),$(wildcard daemon/$(d)/*.c))
+LIB_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(LIB_SRCS))
+CLI_SRCS := $(wildcard daemon/cli/*.c)
+CLI_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(CLI_SRCS))
+D_SRCS   := $(wildcard daemon/wardend/*.c)
+D_OBJS   := $(patsubst %.c,$(BUILD)/%.o,$(D_SRCS))
+LIBWARDEN := $(BUILD)/libwarden.a
+
+$(BUILD)/%.o: %.c | $(BPF_SKELS)
+	@mkdir -p $(@D)
+	$(if $(Q),@echo "  CC      $<")
+	$(Q)$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -c $< -o $@
+
+$(LIBWARDEN): $(LIB_OBJS)
+	$(Q)rm -f $@
+	$(Q)ar rcs $@ $^
+
+# --whole-archive: CLI verbs and self-registering tables live in the library
+$(BUILD)/warden: $(CLI_OBJS) $(LIBWARDEN)
+	$(if $(Q),@echo "  LD      $@")
+	$(Q)$(CC) $(CFLAGS) -o $@ $(CLI_OBJS) -Wl,--whole-archive $(LIBWARDEN) -Wl,--no-whole-archive $(LDLIBS)
+
+$(BUILD)/wardend: $(D_OBJS) $(LIBWARDEN)
+	$(if $(Q),@echo "  LD      $@")
+	$(Q)$(CC) $(CFLAGS) -o $@ $(D_OBJS) -Wl,--whole-archive $(LIBWARDEN) -Wl,--no-whole-archive $(LDLIBS)
+
+BINS := $(BUILD)/warden $(if $(D_SRCS),$(BUILD)/wardend)
+
+# ---- tests ---------------------------------------------------------------------
+UNIT_SRCS := $(wildcard tests/unit/*.c)
+UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(UNIT_SRCS))
+HELPER_SRCS := $(wildcard tests/helpers/*.c)
+HELPER_BINS := $(patsubst tests/helpers/%.c,$(BUILD)/tests/helpers/%,$(HELPER_SRCS))
+FUZZ_SRCS := $(wildcard tests/fuzz/*.c)
+FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(BUILD)/tests/fuzz/%,$(FUZZ_SRCS))
+BENCH_SRCS := $(wildcard tests/bench/*.c)
+BENCH_BINS := $(patsubst tests/bench/%.c,$(BUILD)/tests/bench/%,$(BENCH_SRCS))
+
+$(BUILD)/tests/unit/%: tests/unit/%.c $(LIBWARDEN)
+	@mkdir -p $(@D)
+	$(if $(Q),@echo "  TEST    $@")
+	$(Q)$(CC) $(CPPFLAGS) -Itests $(ALL_CFLAGS) -o $@ $< -Wl,--whole-archive $(LIBWARDEN) -Wl,--no-whole-archive $(LDLIBS)
+
+# helpers run inside sandboxes whose filesystem may hold nothing but them
+$(BUILD)/tests/helpers/%: tests/helpers/%.c
+	@mkdir -p $(@D)
+	$(if $(Q),@echo "  STATIC  $@")
+	$(Q)$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -static -o $@ $< -lpthread
+
+# libFuzzer targets (clang), built with ASan/UBSan
+FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -Idaemon -I$(BUILD)/include -Ibpf -std=gnu11
+$(BUILD)/tests/fuzz/%: tests/fuzz/%.c $(LIB_SRCS) | $(BPF_SKELS)
+	@mkdir -p $(@D)
+	$(if $(Q),@echo "  FUZZ    $@")
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRCS) $(LDLIBS)
+
+$(BUILD)/tests/bench/%: tests/bench/%.c $(LIBWARDEN)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) -Itests $(ALL_CFLAGS) -o $@ $< -Wl,--whole-archive $(LIBWARDEN) -Wl,--no-whole-archive $(LDLIBS)
+
+# ---- targets -------------------------------------------------------------------
+.PHONY: all deps demo test unit-tests check-format format bench fuzz vmtest install clean
+
+all: $(BINS)
+
+tests-build: all $(UNIT_BINS) $(HELPER_BINS)
+
+deps:
+	$(Q)scripts/deps.sh
+
+demo: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)BUILD=$(BUILD) scripts/demo.sh
+
+test: deps
+	$(Q)$(MAKE) --no-print-directory tests-build $(FUZZ_BINS)
+	$(Q)BUILD=$(BUILD) tests/run.sh
+
+bench: deps
+	$(Q)$(MAKE) --no-print-directory tests-build $(BENCH_BINS)
+	$(Q)BUILD=$(BUILD) tests/bench/run.sh
+
+fuzz: deps
+	$(Q)$(MAKE) --no-print-directory $(FUZZ_BINS)
+	$(Q)BUILD=$(BUILD) FUZZ_SECONDS=$${FUZZ_SECONDS:-300} tests/fuzz/run.sh
+
+vmtest: deps
+	$(Q)BUILD=$(BUILD) scripts/vmtest.sh
+
+FORMAT_FILES = $(shell git ls-files 'daemon/*.[ch]' 'bpf/*.[ch]' 'tests/*.[ch]' 2>/dev/null)
+check-format:
+	$(Q)clang-format --dry-run --Werror $(FORMAT_FILES)
+
+format:
+	$(Q)clang-format -i $(FORMAT_FILES)
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/warden/policy
+	install -m 0755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
+	cp -r policy/. $(DESTDIR)$(PREFIX)/share/warden/policy/
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

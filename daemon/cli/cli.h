@@ -1,0 +1,34 @@
+/* The warden CLI is a table of verbs, one file per verb. A verb file
+ * registers itself with WD_VERB(); main.c finds the table through the
+ * linker section, so adding a verb touches no shared file.
+ *
+ * A verb returns the process exit code: 0 ok, 1 failed, 2 usage
+ * (DESIGN.md §4); `warden exec` returns the command's own exit code.
+ */
+#ifndef WD_CLI_H
+#define WD_CLI_H
+
+#include <stdbool.h>
+
+enum { WD_EXIT_OK = 0, WD_EXIT_FAIL = 1, WD_EXIT_USAGE = 2 };
+
+struct wd_verb {
+	const char *name;
+	const char *summary; /* one line for `warden --help` */
+	int (*run)(int argc, char **argv); /* argv[0] is the verb name */
+};
+
+#define WD_VERB(ident, vname, vsummary, vrun)                                  \
+	static const struct wd_verb wd_verb_##ident                            \
+		__attribute__((used, section("wd_verbs"), aligned(8))) = {     \
+			.name = vname, .summary = vsummary, .run = vrun}
+
+/* True if argv has -h/--help before "--". */
+bool wd_cli_wants_help(int argc, char **argv);
+/* The daemon socket: --socket value, else $WARDEN_SOCKET, else default. */
+const char *wd_cli_socket(const char *flag_value);
+
+#define WD_VERSION "0.1.0"
+#define WD_DEFAULT_SOCKET "/run/warden/wardend.sock"
+
+#endif

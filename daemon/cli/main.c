@@ -1,0 +1,92 @@
+#include "cli/cli.h"
+#include "common/log.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern const struct wd_verb __start_wd_verbs[];
+extern const struct wd_verb __stop_wd_verbs[];
+
+bool wd_cli_wants_help(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--"))
+			return false;
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
+			return true;
+	}
+	return false;
+}
+
+const char *wd_cli_socket(const char *flag_value)
+{
+	if (flag_value)
+		return flag_value;
+	const char *e = getenv("WARDEN_SOCKET");
+	return e && *e ? e : WD_DEFAULT_SOCKET;
+}
+
+static int cmp_verb(const void *a, const void *b)
+{
+	return strcmp(((const struct wd_verb *)a)->name,
+		      ((const struct wd_verb *)b)->name);
+}
+
+static void usage(FILE *f)
+{
+	size_t n = __stop_wd_verbs - __start_wd_verbs;
+	struct wd_verb *v = calloc(n, sizeof(*v));
+	if (v && n)
+		memcpy(v, __start_wd_verbs, n * sizeof(*v));
+	if (v)
+		qsort(v, n, sizeof(*v), cmp_verb);
+	fprintf(f, "usage: warden [-v] VERB [ARGS...]   (warden VERB --help)\n\n"
+		   "verbs:\n");
+	for (size_t i = 0; v && i < n; i++)
+		fprintf(f, "  %-10s %s\n", v[i].name, v[i].summary);
+	free(v);
+}
+
+int main(int argc, char **argv)
+{
+	wd_log_set_ident("warden");
+	const char *lvl = getenv("WARDEN_LOG");
+	if (lvl && !strcmp(lvl, "debug"))
+		wd_log_set_level(WD_LOG_DEBUG);
+	else if (lvl && !strcmp(lvl, "info"))
+		wd_log_set_level(WD_LOG_INFO);
+	while (argc > 1 && !strcmp(argv[1], "-v")) {
+		wd_log_set_level(WD_LOG_DEBUG);
+		argv++;
+		argc--;
+	}
+	wd_log_route_libbpf();
+	if (argc < 2) {
+		usage(stderr);
+		return WD_EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") ||
+	    !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return WD_EXIT_OK;
+	}
+	for (const struct wd_verb *v = __start_wd_verbs; v < __stop_wd_verbs;
+	     v++)
+		if (!strcmp(v->name, argv[1]))
+			return v->run(argc - 1, argv + 1);
+	fprintf(stderr, "warden: unknown verb '%s'\n", argv[1]);
+	usage(stderr);
+	return WD_EXIT_USAGE;
+}
+
+static int verb_version(int argc, char **argv)
+{
+	if (wd_cli_wants_help(argc, argv)) {
+		printf("usage: warden version\n");
+		return WD_EXIT_OK;
+	}
+	printf("warden %s\n", WD_VERSION);
+	return WD_EXIT_OK;
+}
+WD_VERB(version, "version", "print the version", verb_version);

@@ -1,0 +1,285 @@
+#include "common/util.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+
+int wd_err_set(struct wd_err *err, int code, const char *fmt, ...)
+{
+	if (err) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+		va_end(ap);
+		err->code = code;
+	}
+	return code;
+}
+
+static void oom(void)
+{
+	static const char m[] = "warden: out of memory\n";
+	(void)!write(2, m, sizeof(m) - 1);
+	abort();
+}
+
+void *wd_malloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+	if (!p)
+		oom();
+	return p;
+}
+
+void *wd_calloc(size_t n, size_t sz)
+{
+	void *p = calloc(n ? n : 1, sz ? sz : 1);
+	if (!p)
+		oom();
+	return p;
+}
+
+void *wd_realloc(void *p, size_t n)
+{
+	p = realloc(p, n ? n : 1);
+	if (!p)
+		oom();
+	return p;
+}
+
+char *wd_strdup(const char *s)
+{
+	char *p = strdup(s ? s : "");
+	if (!p)
+		oom();
+	return p;
+}
+
+char *wd_strndup(const char *s, size_t n)
+{
+	char *p = strndup(s, n);
+	if (!p)
+		oom();
+	return p;
+}
+
+char *wd_asprintf(const char *fmt, ...)
+{
+	va_list ap;
+	char *p;
+	va_start(ap, fmt);
+	if (vasprintf(&p, fmt, ap) < 0)
+		oom();
+	va_end(ap);
+	return p;
+}
+
+int wd_strlcpy(char *dst, const char *src, size_t size)
+{
+	size_t n = strlen(src);
+	if (size == 0)
+		return -ENAMETOOLONG;
+	if (n >= size) {
+		memcpy(dst, src, size - 1);
+		dst[size - 1] = 0;
+		return -ENAMETOOLONG;
+	}
+	memcpy(dst, src, n + 1);
+	return 0;
+}
+
+int wd_read_file(const char *path, char **out, size_t *len)
+{
+	cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct wd_buf b = {0};
+	char tmp[65536];
+	if (fd < 0)
+		return -errno;
+	for (;;) {
+		ssize_t n = read(fd, tmp, sizeof(tmp));
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			int e = -errno;
+			wd_buf_free(&b);
+			return e;
+		}
+		if (n == 0)
+			break;
+		wd_buf_append(&b, tmp, n);
+	}
+	wd_buf_append(&b, "", 1); /* NUL terminate */
+	b.len--;
+	*out = b.data;
+	if (len)
+		*len = b.len;
+	return 0;
+}
+
+int wd_write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+	while (len) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += n;
+		len -= n;
+	}
+	return 0;
+}
+
+int wd_write_file(const char *path, const char *data, size_t len, int mode)
+{
+	cleanup_close int fd =
+		open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+	if (fd < 0)
+		return -errno;
+	return wd_write_all(fd, data, len);
+}
+
+int wd_write_str(const char *path, const char *s)
+{
+	cleanup_close int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = write(fd, s, strlen(s));
+	if (n < 0)
+		return -errno;
+	return 0;
+}
+
+int wd_mkdir_p(const char *path, int mode)
+{
+	char buf[4096];
+	if (wd_strlcpy(buf, path, sizeof(buf)) < 0)
+		return -ENAMETOOLONG;
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mkdir(buf, mode) < 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(buf, mode) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+static int rm_rf_at(int dfd, const char *name)
+{
+	struct stat st;
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (!S_ISDIR(st.st_mode))
+		return unlinkat(dfd, name, 0) < 0 && errno != ENOENT ? -errno : 0;
+	int fd = openat(dfd, name,
+			O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return -errno;
+	}
+	struct dirent *e;
+	int ret = 0;
+	while ((e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		int r = rm_rf_at(dirfd(d), e->d_name);
+		if (r < 0 && !ret)
+			ret = r;
+	}
+	closedir(d);
+	if (unlinkat(dfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT && !ret)
+		ret = -errno;
+	return ret;
+}
+
+/* Never crosses into symlinks (AT_SYMLINK_NOFOLLOW/O_NOFOLLOW): a sandboxed
+ * program may leave a symlink to / in its scratch directory. */
+int wd_rm_rf(const char *path)
+{
+	return rm_rf_at(AT_FDCWD, path);
+}
+
+uint64_t wd_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+uint64_t wd_wall_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+void wd_iso8601(uint64_t wall_ns, char *buf, size_t len)
+{
+	time_t s = wall_ns / 1000000000ull;
+	struct tm tm;
+	gmtime_r(&s, &tm);
+	snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%06uZ",
+		 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+		 tm.tm_min, tm.tm_sec, (unsigned)(wall_ns % 1000000000ull / 1000));
+}
+
+void wd_rand_hex(char *buf, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	unsigned char r[64];
+	size_t need = (n + 1) / 2;
+	if (need > sizeof(r))
+		need = sizeof(r);
+	if (getrandom(r, need, 0) != (ssize_t)need)
+		abort();
+	for (size_t i = 0; i < n && i / 2 < need; i++)
+		buf[i] = hex[(r[i / 2] >> ((i & 1) ? 0 : 4)) & 15];
+	buf[n] = 0;
+}
+
+void wd_buf_append(struct wd_buf *b, const void *p, size_t n)
+{
+	if (b->len + n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 256;
+		while (cap < b->len + n + 1)
+			cap *= 2;
+		b->data = wd_realloc(b->data, cap);
+		b->cap = cap;
+	}
+	memcpy(b->data + b->len, p, n);
+	b->len += n;
+	b->data[b->len] = 0;
+}
+
+void wd_buf_printf(struct wd_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+	va_start(ap, fmt);
+	int n = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		oom();
+	wd_buf_append(b, s, n);
+	free(s);
+}
+
+void wd_buf_free(struct wd_buf *b)
+{
+	free(b->data);
+	b->data = NULL;
+	b->len = b->cap = 0;
+}

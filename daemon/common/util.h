@@ -1,0 +1,108 @@
+/* Small helpers used everywhere.
+ *
+ * Error convention (the only one in warden): functions return 0 (or a
+ * non-negative count) on success and -errno on failure; functions returning a
+ * pointer return NULL and set errno. Where a caller needs a human message,
+ * the function also takes a `struct wd_err *` (may be NULL) and fills it via
+ * wd_err_set(), which returns the -errno it was given so callers can write
+ *     return wd_err_set(err, -EINVAL, "bad thing %s", x);
+ * Log once, at the boundary with the most context (the CLI verb, the daemon
+ * request handler), not at every level.
+ */
+#ifndef WD_UTIL_H
+#define WD_UTIL_H
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#define WD_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define WD_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define WD_MAX(a, b) ((a) > (b) ? (a) : (b))
+
+struct wd_err {
+	int code;       /* -errno */
+	char msg[1024]; /* "" when unset */
+};
+
+int wd_err_set(struct wd_err *err, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Scope cleanup (bubblewrap/crun style). */
+static inline void wd_freep(void *p)
+{
+	free(*(void **)p);
+}
+static inline void wd_closep(int *fd)
+{
+	if (*fd >= 0) {
+		int saved = errno;
+		close(*fd);
+		errno = saved;
+	}
+}
+static inline void wd_fclosep(FILE **f)
+{
+	if (*f)
+		fclose(*f);
+}
+#define cleanup_free __attribute__((cleanup(wd_freep)))
+#define cleanup_close __attribute__((cleanup(wd_closep)))
+#define cleanup_fclose __attribute__((cleanup(wd_fclosep)))
+
+/* Transfer ownership out of a cleanup-scoped variable. */
+#define steal_pointer(pp)                                                      \
+	({                                                                     \
+		__typeof__(*(pp)) _p = *(pp);                                  \
+		*(pp) = NULL;                                                  \
+		_p;                                                            \
+	})
+#define steal_fd(fdp)                                                          \
+	({                                                                     \
+		int _fd = *(fdp);                                              \
+		*(fdp) = -1;                                                   \
+		_fd;                                                           \
+	})
+
+/* Allocation that cannot fail silently: aborts on OOM (as glib does). */
+void *wd_malloc(size_t n);
+void *wd_calloc(size_t n, size_t sz);
+void *wd_realloc(void *p, size_t n);
+char *wd_strdup(const char *s);
+char *wd_strndup(const char *s, size_t n);
+char *wd_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Bounded copy; returns -ENAMETOOLONG if truncated. */
+int wd_strlcpy(char *dst, const char *src, size_t size);
+
+/* Files. All return 0 / -errno. */
+int wd_read_file(const char *path, char **out, size_t *len);
+int wd_write_file(const char *path, const char *data, size_t len, int mode);
+int wd_write_str(const char *path, const char *s); /* sysfs/cgroupfs */
+int wd_mkdir_p(const char *path, int mode);
+int wd_rm_rf(const char *path);
+int wd_write_all(int fd, const void *buf, size_t len);
+
+/* Monotonic and wall clocks. */
+uint64_t wd_now_ns(void);      /* CLOCK_MONOTONIC */
+uint64_t wd_wall_ns(void);     /* CLOCK_REALTIME */
+void wd_iso8601(uint64_t wall_ns, char *buf, size_t len);
+
+/* Random hex id, e.g. for run and call ids. */
+void wd_rand_hex(char *buf, size_t nbytes_hex);
+
+/* A growable byte buffer. */
+struct wd_buf {
+	char *data;
+	size_t len, cap;
+};
+void wd_buf_append(struct wd_buf *b, const void *p, size_t n);
+void wd_buf_printf(struct wd_buf *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void wd_buf_free(struct wd_buf *b);
+
+#endif

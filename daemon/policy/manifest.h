@@ -1,0 +1,119 @@
+/* Tool manifest: the parsed form of a policy/tools/*.yaml file
+ * (DESIGN.md §4). Every field here is enforced, not documentation.
+ *
+ * Loading: wd_manifest_load_file()/wd_manifest_load_str() parse YAML (JSON is
+ * YAML) with libyaml, reject unknown keys, canonicalise paths and parse
+ * network endpoints. Errors are collected as "file:line:col: message".
+ */
+#ifndef WD_MANIFEST_H
+#define WD_MANIFEST_H
+
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/util.h"
+
+enum wd_tier { WD_TIER_1 = 1, WD_TIER_2 = 2, WD_TIER_3 = 3 };
+enum wd_input_mode { WD_INPUT_STDIN_JSON, WD_INPUT_ARGV, WD_INPUT_STDIN_FIELD };
+enum wd_side_effects { WD_SE_NONE, WD_SE_INTERNAL, WD_SE_EXTERNAL };
+enum wd_mode { WD_MODE_ENFORCE, WD_MODE_AUDIT };
+enum wd_auth_mode { WD_AUTH_ON_BEHALF_OF_USER, WD_AUTH_SERVICE };
+
+/* One egress allow-list entry: an address prefix and a port (0 = any).
+ * IPv4 is stored as IPv4-mapped IPv6 (::ffff:a.b.c.d) so one rule type
+ * covers connect4 and IPv4-mapped connect6. `host` keeps the original
+ * text; names that are not literal addresses are resolved at load. */
+struct wd_net_rule {
+	uint8_t addr[16];  /* network byte order, IPv6 or v4-mapped */
+	uint8_t prefix;    /* 0..128 over the 16-byte form */
+	uint16_t port;     /* host byte order; 0 = any port */
+	char text[128];    /* as written, for messages */
+};
+
+struct wd_path_list {
+	char **v; /* canonical absolute paths */
+	int n;
+};
+
+struct wd_approval {
+	bool always;
+	/* required_above: {arg_name: threshold}; approval needed when the
+	 * numeric value (or array length) of args[arg] exceeds threshold */
+	char **above_keys;
+	double *above_vals;
+	int n_above;
+};
+
+struct wd_rate_limit {
+	int count;     /* 0 = none */
+	int per_s;     /* window in seconds */
+	char scope[16]; /* "run" | "user" | "agent" */
+};
+
+struct wd_manifest {
+	char *source;        /* file the manifest came from (for messages) */
+	char *name;
+	char *description;
+	enum wd_tier tier;
+	char **exec;         /* argv prefix, NULL-terminated; NULL if absent */
+	int n_exec;
+	enum wd_input_mode input;
+	char *input_field;   /* for stdin:<field> */
+	char *args_schema;   /* JSON text of the schema (validated by broker) */
+	uint32_t timeout_ms;
+	uint32_t memory_mb;  /* 0 = unset -> default */
+	double cpus;         /* 0 = unset */
+	uint32_t pids;       /* 0 = unset -> default */
+	struct wd_net_rule *net_allow;
+	int n_net_allow;
+	bool filesystem_ephemeral; /* `filesystem: ephemeral` shorthand */
+	struct wd_path_list fs_read, fs_write, fs_exec;
+	char **syscalls_deny; /* names, validated against libseccomp */
+	int n_syscalls_deny;
+	char **socket_families; /* extra families allowed, e.g. "netlink" */
+	int n_socket_families;
+	enum wd_auth_mode auth_mode;
+	char **auth_scopes;
+	int n_auth_scopes;
+	struct wd_rate_limit rate_limit;
+	enum wd_side_effects side_effects;
+	struct wd_approval approval;
+	uint32_t output_max_bytes;
+	enum wd_mode mode;
+	char **require; /* mechanisms the call must have, e.g. "bpf_lsm" */
+	int n_require;
+};
+
+/* Defaults applied when a field is absent. */
+#define WD_DEFAULT_TIMEOUT_MS 30000
+#define WD_DEFAULT_MEMORY_MB 256
+#define WD_DEFAULT_PIDS 64
+#define WD_DEFAULT_OUTPUT_MAX 65536
+
+/* A list of diagnostics "file:line:col: message". */
+struct wd_diag {
+	char **msgs;
+	int n;
+};
+void wd_diag_add(struct wd_diag *d, const char *file, int line, int col,
+		 const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+void wd_diag_free(struct wd_diag *d);
+
+/* Parse. On any error returns -EINVAL with messages in `diag` and *out NULL.
+ * A multi-document file (---) yields the first manifest via _load_file and
+ * all of them via wd_manifest_load_all(). */
+int wd_manifest_load_file(const char *path, struct wd_manifest **out,
+			  struct wd_diag *diag);
+int wd_manifest_load_str(const char *name, const char *text, size_t len,
+			 struct wd_manifest **out, struct wd_diag *diag);
+int wd_manifest_load_all(const char *path, struct wd_manifest ***out, int *n,
+			 struct wd_diag *diag);
+void wd_manifest_free(struct wd_manifest *m);
+
+/* Parse "host:port", "a.b.c.d/nn:port", "[v6]:port", "[v6/nn]:port"; port
+ * may be "*". Returns 0 or -EINVAL with a message in err. */
+int wd_net_rule_parse(const char *text, struct wd_net_rule *r,
+		      struct wd_err *err);
+
+#endif

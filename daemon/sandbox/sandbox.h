@@ -1,0 +1,94 @@
+/* Run one tool call in the sandbox its manifest asks for.
+ *
+ *   struct wd_call c = { .manifest = m, .argv = argv, ... };
+ *   struct wd_result r;
+ *   int rc = wd_sandbox_run(&c, &r, &err);
+ *
+ * wd_sandbox_run() returns 0 when the call was carried out (whatever the
+ * program's own outcome: see r.status) and -errno when the sandbox could not
+ * be set up — then nothing was started (fail closed) and err names the
+ * constraint and the missing mechanism. Everything the call created (cgroup,
+ * BPF map entries, mounts, scratch, processes) is gone when it returns.
+ */
+#ifndef WD_SANDBOX_H
+#define WD_SANDBOX_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <jansson.h>
+
+#include "common/util.h"
+#include "events/event.h"
+#include "policy/manifest.h"
+
+enum wd_status {
+	WD_ST_OK,        /* exited 0 */
+	WD_ST_ERROR,     /* exited non-zero or killed by a signal */
+	WD_ST_TIMEOUT,   /* timeout_ms reached: everything killed */
+	WD_ST_OOM,       /* memory limit reached */
+	WD_ST_SANDBOX_ERROR,
+};
+const char *wd_status_name(enum wd_status s);
+
+struct wd_call {
+	const struct wd_manifest *manifest;
+	char *const *argv;     /* command; NULL -> manifest exec */
+	const char *stdin_data; /* may be NULL */
+	size_t stdin_len;
+	uid_t caller_uid;      /* identity the tool runs as (never 0: see below) */
+	gid_t caller_gid;
+	const char *call_id;   /* NULL -> generated */
+	/* Called for each denial while the call runs (from the supervising
+	 * thread); may be NULL. Denials are also collected in the result. */
+	void (*on_event)(const struct wd_event *e, void *arg);
+	void *on_event_arg;
+};
+
+/* Per-mechanism state reported in results and `warden status`. */
+struct wd_enforcement {
+	char name[32];  /* "landlock", "seccomp", "bpf_egress", "cgroup", ... */
+	char state[96]; /* "enforced", "audit", "not needed", ... */
+};
+
+struct wd_result {
+	enum wd_status status;
+	int exit_code;      /* the program's, 128+sig if killed, 124 timeout */
+	struct wd_buf out, err;
+	bool truncated;
+	int tier;
+	uint64_t duration_ns;
+	struct wd_event *denials;
+	int n_denials;
+	int lost_denials;   /* events the call caused but could not record */
+	struct wd_enforcement enf[16];
+	int n_enf;
+	char call_id[40];
+};
+
+/* Unprivileged identity for a root caller's tools (configurable with
+ * $WARDEN_RUNAS_UID / _GID; default 65534 nobody). */
+#define WD_DEFAULT_RUNAS 65534
+
+int wd_sandbox_run(const struct wd_call *call, struct wd_result *res,
+		   struct wd_err *err);
+void wd_result_free(struct wd_result *r);
+json_t *wd_result_to_json(const struct wd_result *r);
+
+/* Helpers for runners */
+void wd_result_add_denial(struct wd_result *r, const struct wd_event *e);
+void wd_result_enf(struct wd_result *r, const char *name, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Tier runners: the table wd_sandbox_run() dispatches through. Tier 3 lives
+ * in sandbox/gvisor.c. */
+struct wd_runner {
+	int tier;
+	int (*run)(const struct wd_call *call, struct wd_result *res,
+		   struct wd_err *err);
+};
+extern const struct wd_runner wd_runner_native; /* tiers 1 and 2 */
+extern const struct wd_runner wd_runner_gvisor; /* tier 3 */
+
+#endif

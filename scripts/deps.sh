@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Install every Debian package warden needs to build, test and demo.
+# Idempotent and quiet when everything is already present.
+set -euo pipefail
+
+PKGS=(
+  build-essential clang llvm libbpf-dev bpftool pkg-config
+  libseccomp-dev libcap-dev libyaml-dev libjansson-dev zlib1g-dev
+  libssl-dev libsqlite3-dev libcurl4-openssl-dev libmicrohttpd-dev
+  clang-format libclang-rt-14-dev
+  runsc bubblewrap iproute2 curl python3 gcc
+  busybox-static qemu-system-x86 cpio
+)
+[ "${WARDEN_DEPS_EXTRA:-}" ] && PKGS+=(${WARDEN_DEPS_EXTRA})
+
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "scripts/deps.sh: missing packages (${missing[*]}); run as root to install them" >&2
+  exit 1
+fi
+echo "scripts/deps.sh: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq >/dev/null
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
