@@ -14,21 +14,21 @@ enum { WD_EXIT_OK = 0, WD_EXIT_FAIL = 1, WD_EXIT_USAGE = 2 };
 
 struct wd_verb {
 	const char *name;
-	const char *summary; /* one line for `warden --help` */
+	const char *summary;		   /* one line for `warden --help` */
 	int (*run)(int argc, char **argv); /* argv[0] is the verb name */
 };
 
 #define WD_VERB(ident, vname, vsummary, vrun)                                  \
 	static const struct wd_verb wd_verb_##ident                            \
-		__attribute__((used, section("wd_verbs"), aligned(8))) = {     \
-			.name = vname, .summary = vsummary, .run = vrun}
+	    __attribute__((used, section("wd_verbs"), aligned(8))) = {         \
+		.name = vname, .summary = vsummary, .run = vrun}
 
 /* True if argv has -h/--help before "--". */
 bool wd_cli_wants_help(int argc, char **argv);
 /* The daemon socket: --socket value, else $WARDEN_SOCKET, else default. */
 const char *wd_cli_socket(const char *flag_value);
 
-#define WD_VERSION "0.1.0"
+#define WD_VERSION	  "0.1.0"
 #define WD_DEFAULT_SOCKET "/run/warden/wardend.sock"
 
 #endif

@@ -41,8 +41,9 @@ static void usage(FILE *f)
 		memcpy(v, __start_wd_verbs, n * sizeof(*v));
 	if (v)
 		qsort(v, n, sizeof(*v), cmp_verb);
-	fprintf(f, "usage: warden [-v] VERB [ARGS...]   (warden VERB --help)\n\n"
-		   "verbs:\n");
+	fprintf(f,
+		"usage: warden [-v] VERB [ARGS...]   (warden VERB --help)\n\n"
+		"verbs:\n");
 	for (size_t i = 0; v && i < n; i++)
 		fprintf(f, "  %-10s %s\n", v[i].name, v[i].summary);
 	free(v);

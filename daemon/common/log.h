@@ -17,14 +17,14 @@ void wd_log_set_ident(const char *ident);
 void wd_log_route_libbpf(void);
 
 void wd_log(enum wd_log_level lvl, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 /* Appends ": strerror(-err)". `err` is a -errno value. */
 void wd_log_errno(enum wd_log_level lvl, int err, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 #define wd_error(...) wd_log(WD_LOG_ERROR, __VA_ARGS__)
-#define wd_warn(...) wd_log(WD_LOG_WARN, __VA_ARGS__)
-#define wd_info(...) wd_log(WD_LOG_INFO, __VA_ARGS__)
+#define wd_warn(...)  wd_log(WD_LOG_WARN, __VA_ARGS__)
+#define wd_info(...)  wd_log(WD_LOG_INFO, __VA_ARGS__)
 #define wd_debug(...) wd_log(WD_LOG_DEBUG, __VA_ARGS__)
 
 #endif

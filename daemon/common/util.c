@@ -139,7 +139,7 @@ int wd_write_all(int fd, const void *buf, size_t len)
 int wd_write_file(const char *path, const char *data, size_t len, int mode)
 {
 	cleanup_close int fd =
-		open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+	    open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
 	if (fd < 0)
 		return -errno;
 	return wd_write_all(fd, data, len);
@@ -180,9 +180,10 @@ static int rm_rf_at(int dfd, const char *name)
 	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return errno == ENOENT ? 0 : -errno;
 	if (!S_ISDIR(st.st_mode))
-		return unlinkat(dfd, name, 0) < 0 && errno != ENOENT ? -errno : 0;
-	int fd = openat(dfd, name,
-			O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		return unlinkat(dfd, name, 0) < 0 && errno != ENOENT ? -errno
+								     : 0;
+	int fd =
+	    openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	DIR *d = fdopendir(fd);
@@ -233,7 +234,8 @@ void wd_iso8601(uint64_t wall_ns, char *buf, size_t len)
 	gmtime_r(&s, &tm);
 	snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%06uZ",
 		 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-		 tm.tm_min, tm.tm_sec, (unsigned)(wall_ns % 1000000000ull / 1000));
+		 tm.tm_min, tm.tm_sec,
+		 (unsigned)(wall_ns % 1000000000ull / 1000));
 }
 
 void wd_rand_hex(char *buf, size_t n)

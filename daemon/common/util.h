@@ -21,16 +21,16 @@
 #include <unistd.h>
 
 #define WD_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
-#define WD_MIN(a, b) ((a) < (b) ? (a) : (b))
-#define WD_MAX(a, b) ((a) > (b) ? (a) : (b))
+#define WD_MIN(a, b)	 ((a) < (b) ? (a) : (b))
+#define WD_MAX(a, b)	 ((a) > (b) ? (a) : (b))
 
 struct wd_err {
-	int code;       /* -errno */
+	int code;	/* -errno */
 	char msg[1024]; /* "" when unset */
 };
 
 int wd_err_set(struct wd_err *err, int code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 /* Scope cleanup (bubblewrap/crun style). */
 static inline void wd_freep(void *p)
@@ -50,8 +50,8 @@ static inline void wd_fclosep(FILE **f)
 	if (*f)
 		fclose(*f);
 }
-#define cleanup_free __attribute__((cleanup(wd_freep)))
-#define cleanup_close __attribute__((cleanup(wd_closep)))
+#define cleanup_free   __attribute__((cleanup(wd_freep)))
+#define cleanup_close  __attribute__((cleanup(wd_closep)))
 #define cleanup_fclose __attribute__((cleanup(wd_fclosep)))
 
 /* Transfer ownership out of a cleanup-scoped variable. */
@@ -88,8 +88,8 @@ int wd_rm_rf(const char *path);
 int wd_write_all(int fd, const void *buf, size_t len);
 
 /* Monotonic and wall clocks. */
-uint64_t wd_now_ns(void);      /* CLOCK_MONOTONIC */
-uint64_t wd_wall_ns(void);     /* CLOCK_REALTIME */
+uint64_t wd_now_ns(void);  /* CLOCK_MONOTONIC */
+uint64_t wd_wall_ns(void); /* CLOCK_REALTIME */
 void wd_iso8601(uint64_t wall_ns, char *buf, size_t len);
 
 /* Random hex id, e.g. for run and call ids. */
@@ -102,7 +102,7 @@ struct wd_buf {
 };
 void wd_buf_append(struct wd_buf *b, const void *p, size_t n);
 void wd_buf_printf(struct wd_buf *b, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 void wd_buf_free(struct wd_buf *b);
 
 #endif

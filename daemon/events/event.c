@@ -31,11 +31,13 @@ json_t *wd_event_to_json(const struct wd_event *e)
 	json_object_set_new(o, "kind", json_string(e->kind));
 	if (e->call_id[0])
 		json_object_set_new(o, "call_id", json_string(e->call_id));
-	json_object_set_new(o, "cgroup_id", json_integer((json_int_t)e->cgroup_id));
+	json_object_set_new(o, "cgroup_id",
+			    json_integer((json_int_t)e->cgroup_id));
 	json_object_set_new(o, "pid", json_integer(e->pid));
 	json_object_set_new(o, "uid", json_integer(e->uid));
 	if (e->syscall_nr >= 0)
-		json_object_set_new(o, "syscall_nr", json_integer(e->syscall_nr));
+		json_object_set_new(o, "syscall_nr",
+				    json_integer(e->syscall_nr));
 	if (e->syscall[0])
 		json_object_set_new(o, "syscall", json_string(e->syscall));
 	json_object_set_new(o, "errno", json_integer(e->err));
@@ -43,7 +45,7 @@ json_t *wd_event_to_json(const struct wd_event *e)
 		json_object_set_new(o, "target", json_string(e->target));
 	json_object_set_new(o, "verdict",
 			    json_string(e->verdict == WD_VERDICT_DENIED
-						? "denied"
-						: "audited"));
+					    ? "denied"
+					    : "audited"));
 	return o;
 }

@@ -12,29 +12,29 @@
 #include <jansson.h>
 
 enum wd_event_source {
-	WD_SRC_SECCOMP,  /* seccomp user-notify supervisor */
-	WD_SRC_BPF,      /* cgroup sock_addr programs */
-	WD_SRC_LSM,      /* BPF LSM programs */
+	WD_SRC_SECCOMP,	 /* seccomp user-notify supervisor */
+	WD_SRC_BPF,	 /* cgroup sock_addr programs */
+	WD_SRC_LSM,	 /* BPF LSM programs */
 	WD_SRC_LANDLOCK, /* Landlock audit records */
-	WD_SRC_GVISOR,   /* runsc logs */
-	WD_SRC_SANDBOX,  /* the sandbox itself (e.g. oom kill, pids limit) */
+	WD_SRC_GVISOR,	 /* runsc logs */
+	WD_SRC_SANDBOX,	 /* the sandbox itself (e.g. oom kill, pids limit) */
 };
 
 enum wd_verdict { WD_VERDICT_DENIED, WD_VERDICT_AUDITED };
 
 struct wd_event {
-	uint64_t ts_ns;      /* CLOCK_REALTIME */
-	uint64_t cgroup_id;  /* the call's v2 cgroup id, 0 if unknown */
-	char call_id[40];    /* filled when the cgroup maps to a call */
+	uint64_t ts_ns;	    /* CLOCK_REALTIME */
+	uint64_t cgroup_id; /* the call's v2 cgroup id, 0 if unknown */
+	char call_id[40];   /* filled when the cgroup maps to a call */
 	int32_t pid;
 	uint32_t uid;
 	enum wd_event_source source;
-	char kind[24];       /* "syscall", "connect", "sendmsg", "socket",
-			      * "file_open", "exec", "ptrace", "kill", ... */
-	int32_t syscall_nr;  /* -1 if not a syscall event */
-	char syscall[32];    /* name, "" if unknown */
-	int32_t err;         /* errno returned to the program (positive) */
-	char target[256];    /* "10.0.0.1:443", "/etc/shadow", ... */
+	char kind[24];	    /* "syscall", "connect", "sendmsg", "socket",
+			     * "file_open", "exec", "ptrace", "kill", ... */
+	int32_t syscall_nr; /* -1 if not a syscall event */
+	char syscall[32];   /* name, "" if unknown */
+	int32_t err;	    /* errno returned to the program (positive) */
+	char target[256];   /* "10.0.0.1:443", "/etc/shadow", ... */
 	enum wd_verdict verdict;
 };
 

@@ -25,10 +25,10 @@ enum wd_auth_mode { WD_AUTH_ON_BEHALF_OF_USER, WD_AUTH_SERVICE };
  * covers connect4 and IPv4-mapped connect6. `host` keeps the original
  * text; names that are not literal addresses are resolved at load. */
 struct wd_net_rule {
-	uint8_t addr[16];  /* network byte order, IPv6 or v4-mapped */
-	uint8_t prefix;    /* 0..128 over the 16-byte form */
-	uint16_t port;     /* host byte order; 0 = any port */
-	char text[128];    /* as written, for messages */
+	uint8_t addr[16]; /* network byte order, IPv6 or v4-mapped */
+	uint8_t prefix;	  /* 0..128 over the 16-byte form */
+	uint16_t port;	  /* host byte order; 0 = any port */
+	char text[128];	  /* as written, for messages */
 };
 
 struct wd_path_list {
@@ -46,25 +46,25 @@ struct wd_approval {
 };
 
 struct wd_rate_limit {
-	int count;     /* 0 = none */
-	int per_s;     /* window in seconds */
+	int count;	/* 0 = none */
+	int per_s;	/* window in seconds */
 	char scope[16]; /* "run" | "user" | "agent" */
 };
 
 struct wd_manifest {
-	char *source;        /* file the manifest came from (for messages) */
+	char *source; /* file the manifest came from (for messages) */
 	char *name;
 	char *description;
 	enum wd_tier tier;
-	char **exec;         /* argv prefix, NULL-terminated; NULL if absent */
+	char **exec; /* argv prefix, NULL-terminated; NULL if absent */
 	int n_exec;
 	enum wd_input_mode input;
-	char *input_field;   /* for stdin:<field> */
-	char *args_schema;   /* JSON text of the schema (validated by broker) */
+	char *input_field; /* for stdin:<field> */
+	char *args_schema; /* JSON text of the schema (validated by broker) */
 	uint32_t timeout_ms;
-	uint32_t memory_mb;  /* 0 = unset -> default */
-	double cpus;         /* 0 = unset */
-	uint32_t pids;       /* 0 = unset -> default */
+	uint32_t memory_mb; /* 0 = unset -> default */
+	double cpus;	    /* 0 = unset */
+	uint32_t pids;	    /* 0 = unset -> default */
 	struct wd_net_rule *net_allow;
 	int n_net_allow;
 	bool filesystem_ephemeral; /* `filesystem: ephemeral` shorthand */
@@ -87,8 +87,8 @@ struct wd_manifest {
 
 /* Defaults applied when a field is absent. */
 #define WD_DEFAULT_TIMEOUT_MS 30000
-#define WD_DEFAULT_MEMORY_MB 256
-#define WD_DEFAULT_PIDS 64
+#define WD_DEFAULT_MEMORY_MB  256
+#define WD_DEFAULT_PIDS	      64
 #define WD_DEFAULT_OUTPUT_MAX 65536
 
 /* A list of diagnostics "file:line:col: message". */

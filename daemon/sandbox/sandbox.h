@@ -24,22 +24,22 @@
 #include "policy/manifest.h"
 
 enum wd_status {
-	WD_ST_OK,        /* exited 0 */
-	WD_ST_ERROR,     /* exited non-zero or killed by a signal */
-	WD_ST_TIMEOUT,   /* timeout_ms reached: everything killed */
-	WD_ST_OOM,       /* memory limit reached */
+	WD_ST_OK,      /* exited 0 */
+	WD_ST_ERROR,   /* exited non-zero or killed by a signal */
+	WD_ST_TIMEOUT, /* timeout_ms reached: everything killed */
+	WD_ST_OOM,     /* memory limit reached */
 	WD_ST_SANDBOX_ERROR,
 };
 const char *wd_status_name(enum wd_status s);
 
 struct wd_call {
 	const struct wd_manifest *manifest;
-	char *const *argv;     /* command; NULL -> manifest exec */
+	char *const *argv;	/* command; NULL -> manifest exec */
 	const char *stdin_data; /* may be NULL */
 	size_t stdin_len;
-	uid_t caller_uid;      /* identity the tool runs as (never 0: see below) */
+	uid_t caller_uid; /* identity the tool runs as (never 0: see below) */
 	gid_t caller_gid;
-	const char *call_id;   /* NULL -> generated */
+	const char *call_id; /* NULL -> generated */
 	/* Called for each denial while the call runs (from the supervising
 	 * thread); may be NULL. Denials are also collected in the result. */
 	void (*on_event)(const struct wd_event *e, void *arg);
@@ -48,20 +48,20 @@ struct wd_call {
 
 /* Per-mechanism state reported in results and `warden status`. */
 struct wd_enforcement {
-	char name[32];  /* "landlock", "seccomp", "bpf_egress", "cgroup", ... */
+	char name[32];	/* "landlock", "seccomp", "bpf_egress", "cgroup", ... */
 	char state[96]; /* "enforced", "audit", "not needed", ... */
 };
 
 struct wd_result {
 	enum wd_status status;
-	int exit_code;      /* the program's, 128+sig if killed, 124 timeout */
+	int exit_code; /* the program's, 128+sig if killed, 124 timeout */
 	struct wd_buf out, err;
 	bool truncated;
 	int tier;
 	uint64_t duration_ns;
 	struct wd_event *denials;
 	int n_denials;
-	int lost_denials;   /* events the call caused but could not record */
+	int lost_denials; /* events the call caused but could not record */
 	struct wd_enforcement enf[16];
 	int n_enf;
 	char call_id[40];
@@ -79,7 +79,7 @@ json_t *wd_result_to_json(const struct wd_result *r);
 /* Helpers for runners */
 void wd_result_add_denial(struct wd_result *r, const struct wd_event *e);
 void wd_result_enf(struct wd_result *r, const char *name, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 /* Tier runners: the table wd_sandbox_run() dispatches through. Tier 3 lives
  * in sandbox/gvisor.c. */
