@@ -1,4 +1,4 @@
-/* Tool manifest: the parsed form of a policy/tools/*.yaml file
+/* Tool manifest: the parsed form of a policy/tools/ YAML file
  * (DESIGN.md §4). Every field here is enforced, not documentation.
  *
  * Loading: wd_manifest_load_file()/wd_manifest_load_str() parse YAML (JSON is
@@ -22,13 +22,19 @@ enum wd_auth_mode { WD_AUTH_ON_BEHALF_OF_USER, WD_AUTH_SERVICE };
 
 /* One egress allow-list entry: an address prefix and a port (0 = any).
  * IPv4 is stored as IPv4-mapped IPv6 (::ffff:a.b.c.d) so one rule type
- * covers connect4 and IPv4-mapped connect6. `host` keeps the original
- * text; names that are not literal addresses are resolved at load. */
+ * covers connect4 and IPv4-mapped connect6. `text` keeps the original
+ * text. A host name that is not a literal address is NOT resolved at load
+ * (DNS at load time would freeze a stale answer into the policy and make
+ * `policy check` depend on the network): `needs_resolve` is set, `host`
+ * holds the name, addr/prefix are zero, and the sandbox resolves it at call
+ * time and fails closed if it cannot. */
 struct wd_net_rule {
 	uint8_t addr[16]; /* network byte order, IPv6 or v4-mapped */
 	uint8_t prefix;	  /* 0..128 over the 16-byte form */
 	uint16_t port;	  /* host byte order; 0 = any port */
-	char text[128];	  /* as written, for messages */
+	char text[128];	  /* as written, for messages (may be truncated) */
+	bool needs_resolve; /* `host` is a DNS name, addr/prefix unset */
+	char host[254];	    /* the DNS name (lower case) when needs_resolve */
 };
 
 struct wd_path_list {
@@ -60,7 +66,8 @@ struct wd_manifest {
 	int n_exec;
 	enum wd_input_mode input;
 	char *input_field; /* for stdin:<field> */
-	char *args_schema; /* JSON text of the schema (validated by broker) */
+	char *args_schema; /* compact JSON text of the schema; never NULL after
+			    * load ({"type":"object"} when absent) */
 	uint32_t timeout_ms;
 	uint32_t memory_mb; /* 0 = unset -> default */
 	double cpus;	    /* 0 = unset */
@@ -73,6 +80,7 @@ struct wd_manifest {
 	int n_syscalls_deny;
 	char **socket_families; /* extra families allowed, e.g. "netlink" */
 	int n_socket_families;
+	int *socket_family_nums; /* AF_* numbers of socket_families */
 	enum wd_auth_mode auth_mode;
 	char **auth_scopes;
 	int n_auth_scopes;
@@ -83,7 +91,14 @@ struct wd_manifest {
 	enum wd_mode mode;
 	char **require; /* mechanisms the call must have, e.g. "bpf_lsm" */
 	int n_require;
+	int line; /* 1-based line of the manifest's document in `source` */
 };
+
+/* Defaults for absent fields, beyond the numeric ones below:
+ *   side_effects -> external (an undeclared tool is assumed to change the
+ *   world: never replayed live); auth.mode -> on_behalf_of_user; mode ->
+ *   enforce; network.allow, filesystem lists, syscalls.deny -> empty
+ *   (deny by default); input -> stdin; cpus -> 0 (no CPU limit). */
 
 /* Defaults applied when a field is absent. */
 #define WD_DEFAULT_TIMEOUT_MS 30000
@@ -91,11 +106,21 @@ struct wd_manifest {
 #define WD_DEFAULT_PIDS	      64
 #define WD_DEFAULT_OUTPUT_MAX 65536
 
-/* A list of diagnostics "file:line:col: message". */
+/* A list of diagnostics "file:line:col: message". `items` holds the same
+ * diagnostics split into their parts (for --json). At most WD_DIAG_MAX are
+ * kept; `dropped` counts the rest. */
+struct wd_diag_item {
+	char *file;
+	int line, col; /* 1-based; 0 when unknown */
+	char *msg;
+};
 struct wd_diag {
 	char **msgs;
 	int n;
+	struct wd_diag_item *items;
+	int dropped;
 };
+#define WD_DIAG_MAX 200
 void wd_diag_add(struct wd_diag *d, const char *file, int line, int col,
 		 const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 void wd_diag_free(struct wd_diag *d);
@@ -109,7 +134,24 @@ int wd_manifest_load_str(const char *name, const char *text, size_t len,
 			 struct wd_manifest **out, struct wd_diag *diag);
 int wd_manifest_load_all(const char *path, struct wd_manifest ***out, int *n,
 			 struct wd_diag *diag);
+int wd_manifest_load_all_str(const char *name, const char *text, size_t len,
+			     struct wd_manifest ***out, int *n,
+			     struct wd_diag *diag);
 void wd_manifest_free(struct wd_manifest *m);
+void wd_manifest_free_all(struct wd_manifest **v, int n);
+
+/* Canonical form of an absolute path: realpath() of its longest existing
+ * prefix (so /lib -> /usr/lib on merged-usr) with the rest lexically
+ * normalised ("." "..", "//"). Returns 0 and a malloc'd *out, or -EINVAL
+ * (relative, empty) / -ENAMETOOLONG with a message in err. */
+int wd_path_canonical(const char *path, char **out, struct wd_err *err);
+
+/* AF_* number of a socket family name ("netlink", "packet", "unix", ...),
+ * or -1 if unknown. */
+int wd_socket_family_parse(const char *name);
+
+/* Known names for `require:` (enforcement mechanisms). */
+bool wd_mechanism_known(const char *name);
 
 /* Parse "host:port", "a.b.c.d/nn:port", "[v6]:port", "[v6/nn]:port"; port
  * may be "*". Returns 0 or -EINVAL with a message in err. */
