@@ -1,0 +1,176 @@
+/* The trace store (DESIGN.md §4 "Trace records"): append-only, hash-chained
+ * JSON-lines segments + content-addressed zlib blobs + a SQLite index that is
+ * derived from the segments alone (and rebuilt with wd_trace_reindex()).
+ *
+ * Layout under STATE/trace/:
+ *   segments/<first-seq, 16 digits>.jsonl   one record per line
+ *   blobs/ab/cdef...                        zlib(payload), name =
+ * sha256(payload) index.db                                SQLite, rebuildable
+ *
+ * A segment line is a compact JSON object whose first keys are
+ *   seq, ts, run_id, step, type, prev
+ * followed by the caller's fields, and whose LAST key is
+ *   "crc":"<8 hex>"          crc32c of every byte of the line before ',"crc"'
+ * `prev` is "sha256:<hex>" of the previous line's bytes (without '\n'); the
+ * first record of the store has prev "sha256:" + 64 zeros. The chain runs
+ * across segments. At open, a torn tail (a line without '\n', a bad crc, a
+ * broken chain) in the last segment is moved to <segment>.torn-<offset> and
+ * cut, so the store can append again; nothing acknowledged as durable is
+ * ever in a torn tail.
+ *
+ * Record fields the store understands (the index and `warden trace show`
+ * read them; any other field is kept as is). OpenTelemetry GenAI names are
+ * preferred; the short names in brackets are accepted too:
+ *   run_start        agent, team, user, gen_ai.request.model [model],
+ *                    trace: {payloads: "full"|"hash_only", retention_days}
+ *   model_call       gen_ai.request.model [model], prompt_hash, prompt_ref,
+ *                    response_ref, gen_ai.usage.input_tokens [input_tokens],
+ *                    gen_ai.usage.output_tokens [output_tokens], cost_usd,
+ *                    latency_ms
+ *   tool_attempt     gen_ai.tool.name [tool], gen_ai.tool.call.id [call_id],
+ *                    side_effects, args | args_ref
+ *   tool_result      gen_ai.tool.name [tool], gen_ai.tool.call.id [call_id],
+ *                    status ("ok", "error", "denied", "timeout", ...),
+ *                    result_hash, result_ref, exit_code, latency_ms
+ *   denial           gen_ai.tool.name [tool], call_id, event {...}
+ *   approval_request, approval_decision, budget_stop (bound, ...)
+ *   run_end          status ("ok" | "failed" | ...), cost_usd, flagged
+ *   flag             (marks the run: gc keeps its payloads)
+ *   gc               written by wd_trace_gc(): refs[] dropped by retention
+ * `*_ref` fields hold "sha256:<hex>" naming a blob (wd_trace_put_blob()).
+ *
+ * Thread safety: every function taking a `struct wd_trace *` may be called
+ * from several threads at once, except wd_trace_close().
+ *
+ * Errors: 0 / -errno plus a message in `err` (may be NULL). A failed write
+ * (ENOSPC, EIO, ...) is returned to the caller and latches the store
+ * unhealthy (wd_trace_healthy() == false): every later append fails with the
+ * same error, so the broker fails closed. Nothing is swallowed.
+ */
+#ifndef WD_TRACE_H
+#define WD_TRACE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "common/util.h"
+
+struct wd_trace;
+struct wd_otlp;
+
+#define WD_TRACE_REF_LEN 72 /* "sha256:" + 64 hex + NUL */
+
+struct wd_trace_opts {
+	uint64_t segment_bytes; /* rotate after this size; 0 = 64 MiB */
+	unsigned commit_us;	/* group-commit window for non-durable
+				 * appends; 0 = 2000 us */
+	bool read_only;		/* CLI readers: no tail cut, no writes */
+	bool no_index;		/* skip the SQLite index (fuzzing, tools) */
+	/* Extra redaction patterns (POSIX extended regexes), applied after
+	 * the built-in ones (sk-..., sk-ant-..., Bearer ..., x-api-key,
+	 * Authorization). NULL-terminated; may be NULL. */
+	const char *const *redact_regexes;
+	/* Optional OTLP exporter fed with every appended record (best
+	 * effort, never blocks). Not owned. */
+	struct wd_otlp *otlp;
+};
+
+/* Open (creating if needed) STATE/trace. Cuts a torn tail and checks the
+ * chain head of the last segment. */
+int wd_trace_open(const char *state_dir, const struct wd_trace_opts *o,
+		  struct wd_trace **out, struct wd_err *err);
+/* Flushes, syncs, stops the writer thread, frees. NULL is a no-op. */
+void wd_trace_close(struct wd_trace *t);
+
+/* Store a payload. Redaction is applied first; the ref is the sha256 of the
+ * redacted payload ("sha256:<hex>"). The blob is written and fsynced before
+ * this returns, so a record naming it can follow. If `run_id` names a run
+ * whose run_start said payloads: hash_only, nothing is stored and only the
+ * ref is computed. run_id may be NULL (always stored). */
+int wd_trace_put_blob(struct wd_trace *t, const char *run_id, const void *data,
+		      size_t len, char out_ref[WD_TRACE_REF_LEN],
+		      struct wd_err *err);
+/* Read a blob back (decompressed, hash checked: -EBADMSG on mismatch,
+ * -ENOENT if absent or dropped by gc). *data is NUL-terminated, free() it. */
+int wd_trace_get_blob(struct wd_trace *t, const char *ref, char **data,
+		      size_t *len, struct wd_err *err);
+
+/* Append one record. `record` must hold run_id (string), step (integer) and
+ * type (string); it is redacted in place and the store sets seq, ts and
+ * prev in it. durable=true: returns only after the record is on disk
+ * (fdatasync) — use it for a tool_attempt whose side_effects != none.
+ * Otherwise the record is group-committed within commit_us.
+ * seq_out may be NULL. */
+int wd_trace_append(struct wd_trace *t, json_t *record, bool durable,
+		    uint64_t *seq_out, struct wd_err *err);
+/* Wait until everything appended so far is written and fdatasync'ed. */
+int wd_trace_flush(struct wd_trace *t, struct wd_err *err);
+/* False once a write failed; carries the error in *code if non-NULL. */
+bool wd_trace_healthy(struct wd_trace *t, int *code);
+
+/* All records of a run in seq order (a new JSON array), for replay and
+ * `trace show`. Includes records still in the group-commit buffer. */
+int wd_trace_run_records(struct wd_trace *t, const char *run_id, json_t **array,
+			 struct wd_err *err);
+
+/* Index queries. Each returns a new JSON array. */
+struct wd_trace_query {
+	const char *agent, *team, *user, *tool, *status;
+	const char *prompt_hash, *result_hash;
+	uint64_t since_ns; /* runs started at/after; 0 = any */
+	unsigned limit;	   /* 0 = no limit */
+};
+/* Runs matching: [{run_id, agent, team, user, model, status, started,
+ * ended, cost_usd, input_tokens, output_tokens, steps, flagged, ...}] */
+int wd_trace_query_runs(struct wd_trace *t, const struct wd_trace_query *q,
+			json_t **array, struct wd_err *err);
+/* Records matching tool/status/prompt_hash/result_hash:
+ * [{seq, run_id, step, type, tool, status, prompt_hash, result_hash, ts}] */
+int wd_trace_query_records(struct wd_trace *t, const struct wd_trace_query *q,
+			   json_t **array, struct wd_err *err);
+
+/* Drop the index and rebuild it from the segments. */
+int wd_trace_reindex(struct wd_trace *t, struct wd_err *err);
+
+/* Verify framing, the chain and every referenced blob's hash, over the whole
+ * store or (run_id != NULL) the records of one run plus the chain around
+ * them. Problems are appended to *problems (a new JSON array of
+ * {kind, file, offset, line, seq, message}); returns 0 when the store is
+ * intact, -EBADMSG when damage was found, another -errno when verification
+ * could not run. */
+int wd_trace_verify(struct wd_trace *t, const char *run_id, json_t **problems,
+		    struct wd_err *err);
+
+/* Retention: for each run whose end (or last record) is older than its
+ * retention_days at `now_ns` (0 = now), not failed and not flagged, delete
+ * its payload blobs that no retained run references, and append a `gc`
+ * record naming them (metadata stays). Returns the number of blobs deleted
+ * (>= 0) or -errno. */
+int wd_trace_gc(struct wd_trace *t, uint64_t now_ns, struct wd_err *err);
+
+/* Paths, for tools and tests. */
+const char *wd_trace_dir(struct wd_trace *t);
+
+/* ---- redaction (exposed for tests) ---- */
+/* Redact a text in place into a new string (free() it); returns NULL when
+ * nothing matched. */
+char *wd_trace_redact_text(struct wd_trace *t, const char *s, size_t len,
+			   size_t *out_len);
+
+/* ---- segment reader (exposed for the fuzzer and verify) ---- */
+/* Check one line (without '\n'): frame (crc) and JSON. On success returns 0,
+ * fills hash_hex (64 hex + NUL) with sha256 of the line and, if rec != NULL,
+ * a parsed record. -EBADMSG on a bad frame. */
+int wd_trace_check_line(const char *line, size_t len, char hash_hex[65],
+			json_t **rec);
+/* Walk a buffer of segment bytes: calls cb for each good line; stops at the
+ * first bad one. Returns the byte offset where good data ends. */
+size_t wd_trace_scan(const char *buf, size_t len, const char *prev_hex,
+		     int (*cb)(void *ctx, const char *line, size_t len,
+			       uint64_t off, json_t *rec),
+		     void *ctx, bool *chain_ok);
+
+#endif
