@@ -1,0 +1,25 @@
+/* A JSON Schema subset for tool arguments (DESIGN.md §4 args_schema):
+ * type (string or array of strings), required, properties,
+ * additionalProperties (bool or schema), enum, minimum/maximum,
+ * exclusiveMinimum/exclusiveMaximum (numbers), minLength/maxLength,
+ * items, minItems/maxItems, pattern (POSIX extended regex, unanchored as in
+ * JSON Schema). Keywords outside the subset are ignored, as JSON Schema
+ * ignores unknown keywords.
+ *
+ * The message is written for the model: it names the JSON path and what was
+ * expected, so a model that hallucinated an argument shape can correct it.
+ */
+#ifndef WD_SCHEMA_H
+#define WD_SCHEMA_H
+
+#include <jansson.h>
+
+#include "common/util.h"
+
+/* 0 when `inst` satisfies `schema`; -EINVAL with the first violation in err
+ * ("$.recipients: expected at most 10 items, got 12"). A malformed schema is
+ * reported as -EINVAL too, naming the keyword. */
+int wd_schema_validate(const json_t *schema, const json_t *inst,
+		       struct wd_err *err);
+
+#endif
