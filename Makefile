@@ -47,7 +47,7 @@ $(BUILD)/bpf/%.tmp.o: bpf/%.bpf.c
 	$(Q)$(CLANG) $(BPF_CFLAGS) -MF $(@:.o=.d) -c $< -o $@
 
 # link (bpftool gen object), then drop DWARF; BTF stays for CO-RE
-$(BUILD)/bpf/%.bpf.o: $(BUILD)/bpf/%.tmp.o
+$(BPF_OBJS): $(BUILD)/bpf/%.bpf.o: $(BUILD)/bpf/%.tmp.o
 	$(Q)$(BPFTOOL) gen object $@ $<
 	$(Q)$(STRIP) -g $@
 

@@ -1,0 +1,82 @@
+/* Maps shared by every warden BPF object, and the event-emit helper.
+ * BPF side only (include after vmlinux.h and bpf_helpers.h).
+ *
+ * Each object that includes this declares the same four maps; the egress
+ * object (daemon/enforce/egress.c) creates them, and the others take its fds
+ * with bpf_map__reuse_fd() before load (wd_egress_map_fds()), so one policy
+ * entry per call and one ring buffer serve every hook on the node.
+ * The ring buffer size is set by user space before load
+ * (bpf_map__set_max_entries); the value here is only the default.
+ */
+#ifndef WD_BPF_MAPS_H
+#define WD_BPF_MAPS_H
+
+#include "lib/events.h"
+#include "lib/policy.h"
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, WD_POLICY_MAX_CALLS);
+	__type(key, __u64); /* cgroup id */
+	__type(value, struct wd_call_policy);
+} wd_policy SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, WD_EGRESS_MAX_RULES);
+	__uint(map_flags, BPF_F_NO_PREALLOC); /* required for LPM tries */
+	__type(key, struct wd_egress_key);
+	__type(value, struct wd_egress_val);
+} wd_egress_rules SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 22); /* bytes; user space may change it */
+} wd_events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, WD_LOSS_NR);
+	__type(key, __u32);
+	__type(value, __u64);
+} wd_loss SEC(".maps");
+
+static __always_inline void wd_count(__u32 idx)
+{
+	__u64 *c = bpf_map_lookup_elem(&wd_loss, &idx);
+	if (c)
+		*c += 1; /* per-CPU: no atomic needed */
+}
+
+/* Reserve an event record with the common fields filled in, or NULL after
+ * counting the loss (the caller still enforces: a full ring buffer never
+ * turns a denial into an allow). */
+static __always_inline struct wd_kevent *
+wd_event_reserve(__u16 kind, __u8 verdict, __s32 err)
+{
+	struct wd_kevent *e = bpf_ringbuf_reserve(&wd_events, sizeof(*e), 0);
+	if (!e) {
+		wd_count(WD_LOSS_RINGBUF);
+		return NULL;
+	}
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	e->ts_ns = bpf_ktime_get_boot_ns();
+	e->cgroup_id = bpf_get_current_cgroup_id();
+	e->pid = (__u32)pid_tgid;
+	e->tgid = pid_tgid >> 32;
+	e->uid = (__u32)bpf_get_current_uid_gid();
+	e->kind = kind;
+	e->family = 0;
+	e->err = err;
+	e->verdict = verdict;
+	e->protocol = 0;
+	e->port = 0;
+	__builtin_memset(e->addr, 0, sizeof(e->addr));
+	e->arg = 0;
+	e->arg2 = 0;
+	bpf_get_current_comm(e->comm, sizeof(e->comm));
+	e->path[0] = 0;
+	return e;
+}
+
+#endif
