@@ -29,10 +29,10 @@ enum wd_auth_mode { WD_AUTH_ON_BEHALF_OF_USER, WD_AUTH_SERVICE };
  * holds the name, addr/prefix are zero, and the sandbox resolves it at call
  * time and fails closed if it cannot. */
 struct wd_net_rule {
-	uint8_t addr[16]; /* network byte order, IPv6 or v4-mapped */
-	uint8_t prefix;	  /* 0..128 over the 16-byte form */
-	uint16_t port;	  /* host byte order; 0 = any port */
-	char text[128];	  /* as written, for messages (may be truncated) */
+	uint8_t addr[16];   /* network byte order, IPv6 or v4-mapped */
+	uint8_t prefix;	    /* 0..128 over the 16-byte form */
+	uint16_t port;	    /* host byte order; 0 = any port */
+	char text[128];	    /* as written, for messages (may be truncated) */
 	bool needs_resolve; /* `host` is a DNS name, addr/prefix unset */
 	char host[254];	    /* the DNS name (lower case) when needs_resolve */
 };

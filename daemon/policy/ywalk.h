@@ -1,0 +1,94 @@
+/* Strict walking of a libyaml document, shared by the policy parsers
+ * (tools, agents, users). Every check that fails adds one diagnostic
+ * "file:line:col: message" pointing at the offending node and returns
+ * -EINVAL; callers keep going so one pass reports several errors.
+ *
+ * Threats handled here rather than in each parser:
+ *  - a typo'd key must never silently weaken a policy: unknown keys and
+ *    duplicate keys are errors;
+ *  - aliases can make a document a DAG or even a cycle (libyaml registers
+ *    an anchor before its children are loaded), so every node visit is
+ *    counted against a budget and recursion is depth-limited;
+ *  - a double-quoted "\0" puts a NUL inside a scalar: such strings are
+ *    rejected (a path "/etc\0..." must not become "/etc").
+ */
+#ifndef WD_POLICY_YWALK_H
+#define WD_POLICY_YWALK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <yaml.h>
+
+#include "policy/manifest.h"
+
+#define WD_Y_NODE_BUDGET 100000
+#define WD_Y_MAX_DEPTH	 64
+
+struct wd_ywalk {
+	yaml_document_t *doc;
+	const char *file;
+	struct wd_diag *diag;
+	long budget; /* node visits left */
+	bool budget_reported;
+	int nerr; /* errors added through this walker */
+};
+
+/* Add a diagnostic at node n (n may be NULL: line/col of the document). */
+void wd_y_err(struct wd_ywalk *w, const yaml_node_t *n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Count one visit; false (and one diagnostic) when the budget is spent. */
+bool wd_y_visit(struct wd_ywalk *w, const yaml_node_t *n);
+yaml_node_t *wd_y_get(struct wd_ywalk *w, int idx);
+
+const char *wd_y_kind(const yaml_node_t *n); /* "a mapping", ... */
+bool wd_y_is_null(const yaml_node_t *n);
+/* The scalar's text if n is a scalar without embedded NUL, else NULL. */
+const char *wd_y_scalar(const yaml_node_t *n);
+
+/* Typed readers. `what` names the field in messages ("'timeout_ms'"). */
+int wd_y_str(struct wd_ywalk *w, yaml_node_t *n, const char *what, char **out);
+int wd_y_uint(struct wd_ywalk *w, yaml_node_t *n, const char *what,
+	      uint64_t min, uint64_t max, uint64_t *out);
+int wd_y_double(struct wd_ywalk *w, yaml_node_t *n, const char *what,
+		double min_excl, double max, double *out);
+int wd_y_bool(struct wd_ywalk *w, yaml_node_t *n, const char *what, bool *out);
+/* One of a fixed set of words; returns the index in `words`. */
+int wd_y_enum(struct wd_ywalk *w, yaml_node_t *n, const char *what,
+	      const char *const *words, int nwords, int *out);
+/* A sequence of strings. *out is NULL-terminated (n entries). If `check` is
+ * given it is called per item and may reject it (adding a diagnostic). */
+typedef int (*wd_y_item_check)(struct wd_ywalk *w, yaml_node_t *item,
+			       const char *s, void *arg);
+int wd_y_strlist(struct wd_ywalk *w, yaml_node_t *n, const char *what,
+		 char ***out, int *nout, wd_y_item_check check, void *arg);
+void wd_y_strv_free(char **v, int n);
+
+/* A mapping with a fixed set of keys. Each key's handler gets the value
+ * node and `obj`. Unknown keys, duplicate keys and missing required keys
+ * are errors. Returns 0 or -EINVAL. */
+struct wd_y_key {
+	const char *name;
+	int (*fn)(struct wd_ywalk *w, yaml_node_t *val, void *obj);
+	bool required;
+};
+int wd_y_map(struct wd_ywalk *w, yaml_node_t *n, const char *what,
+	     const struct wd_y_key *keys, size_t nkeys, void *obj);
+
+/* Convert a node to JSON (YAML 1.2 core schema for plain scalars).
+ * NULL + a diagnostic on failure. */
+struct json_t;
+struct json_t *wd_y_to_json(struct wd_ywalk *w, yaml_node_t *n, int depth);
+
+/* Parse every document of `text`; call fn(w, root, arg) for each non-empty
+ * one. YAML syntax errors become diagnostics. Returns the number of
+ * documents seen (>= 0) or -EINVAL if any diagnostic was added. */
+typedef void (*wd_y_doc_fn)(struct wd_ywalk *w, yaml_node_t *root, void *arg);
+int wd_y_load(const char *file, const char *text, size_t len,
+	      struct wd_diag *diag, wd_y_doc_fn fn, void *arg);
+
+/* Name syntax shared by tools, agents, teams, users, groups:
+ * [a-z0-9_-]{1,64}. */
+bool wd_y_valid_name(const char *s);
+int wd_y_name(struct wd_ywalk *w, yaml_node_t *n, const char *what, char **out);
+
+#endif
