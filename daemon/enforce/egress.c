@@ -1,0 +1,487 @@
+#include "enforce/egress.h"
+
+#include <arpa/inet.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <netdb.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <time.h>
+
+#include "common/log.h"
+#include "egress.skel.h"
+#include "lib/events.h"
+#include "lib/policy.h"
+
+#define WD_RING_DEFAULT (1u << 22)
+
+struct wd_egress_call {
+	uint64_t cgid;
+	struct bpf_link *links[4];
+	struct wd_egress_key *keys; /* inserted rule keys, for detach */
+	int n_keys;
+	struct wd_egress_call *next;
+};
+
+struct wd_egress {
+	struct egress_bpf *skel;
+	struct ring_buffer *rb;
+	pthread_mutex_t lock; /* calls */
+	struct wd_egress_call *calls;
+	uint64_t invalid; /* records rejected by validation */
+	/* set for the duration of one wd_egress_consume */
+	void (*cb)(const struct wd_event *ev, void *arg);
+	void *cb_arg;
+	int64_t boot_to_wall;
+	int delivered;
+};
+
+static int64_t boot_to_wall_now(void)
+{
+	struct timespec r, b;
+	clock_gettime(CLOCK_REALTIME, &r);
+	clock_gettime(CLOCK_BOOTTIME, &b);
+	return ((int64_t)r.tv_sec - b.tv_sec) * 1000000000LL +
+	       (r.tv_nsec - b.tv_nsec);
+}
+
+static void fmt_addr(char *buf, size_t len, const uint8_t a[16], uint16_t port)
+{
+	static const uint8_t v4mapped[12] = {0, 0, 0, 0, 0,    0,
+					     0, 0, 0, 0, 0xff, 0xff};
+	char s[INET6_ADDRSTRLEN];
+	if (!memcmp(a, v4mapped, 12)) {
+		inet_ntop(AF_INET, a + 12, s, sizeof(s));
+		snprintf(buf, len, "%s:%u", s, port);
+	} else {
+		inet_ntop(AF_INET6, a, s, sizeof(s));
+		snprintf(buf, len, "[%s]:%u", s, port);
+	}
+}
+
+struct kind_info {
+	const char *name;
+	enum wd_event_source src;
+	int nr; /* syscall number when the hook has exactly one, else -1 */
+	const char *sys;
+};
+
+static const struct kind_info kinds[WD_KEV_KIND_MAX] = {
+    [WD_KEV_CONNECT] = {"connect", WD_SRC_BPF, __NR_connect, "connect"},
+    [WD_KEV_SENDMSG] = {"sendmsg", WD_SRC_BPF, -1, ""},
+    [WD_KEV_SOCKET_CREATE] = {"socket", WD_SRC_LSM, __NR_socket, "socket"},
+    [WD_KEV_SOCKET_CONNECT] = {"connect", WD_SRC_LSM, __NR_connect, "connect"},
+    [WD_KEV_FILE_OPEN] = {"file_open", WD_SRC_LSM, -1, ""},
+    [WD_KEV_BPRM_CHECK] = {"exec", WD_SRC_LSM, -1, ""},
+    [WD_KEV_PTRACE] = {"ptrace", WD_SRC_LSM, -1, ""},
+    [WD_KEV_TASK_KILL] = {"kill", WD_SRC_LSM, -1, ""},
+    [WD_KEV_BPF] = {"bpf", WD_SRC_LSM, __NR_bpf, "bpf"},
+    [WD_KEV_SB_MOUNT] = {"mount", WD_SRC_LSM, -1, ""},
+    [WD_KEV_MOVE_MOUNT] = {"move_mount", WD_SRC_LSM, __NR_move_mount,
+			   "move_mount"},
+    [WD_KEV_KMOD_REQUEST] = {"module_request", WD_SRC_LSM, -1, ""},
+};
+
+int wd_kevent_to_event(const void *data, size_t size, int64_t boot_to_wall_ns,
+		       struct wd_event *out)
+{
+	const struct wd_kevent *k = data;
+	/* The record comes from the kernel but is still input: check size
+	 * and every field used as an index or enum before use. */
+	if (size < sizeof(*k) || k->kind == WD_KEV_NONE ||
+	    k->kind >= WD_KEV_KIND_MAX || k->verdict > WD_KEV_AUDITED ||
+	    k->err < 0 || k->err > 4095)
+		return -EINVAL;
+	const struct kind_info *ki = &kinds[k->kind];
+	memset(out, 0, sizeof(*out));
+	out->ts_ns = (uint64_t)((int64_t)k->ts_ns + boot_to_wall_ns);
+	out->cgroup_id = k->cgroup_id;
+	out->pid = (int32_t)k->tgid;
+	out->uid = k->uid;
+	out->source = ki->src;
+	wd_strlcpy(out->kind, ki->name, sizeof(out->kind));
+	out->syscall_nr = ki->nr;
+	wd_strlcpy(out->syscall, ki->sys, sizeof(out->syscall));
+	out->err = k->verdict == WD_KEV_AUDITED ? 0 : k->err;
+	out->verdict = k->verdict == WD_KEV_AUDITED ? WD_VERDICT_AUDITED
+						    : WD_VERDICT_DENIED;
+	char path[WD_KEV_PATH_LEN];
+	memcpy(path, k->path, WD_KEV_PATH_LEN);
+	path[WD_KEV_PATH_LEN - 1] = 0; /* never trust the NUL */
+	switch (k->kind) {
+	case WD_KEV_CONNECT:
+	case WD_KEV_SENDMSG:
+	case WD_KEV_SOCKET_CONNECT:
+		if (k->family == AF_INET || k->family == AF_INET6)
+			fmt_addr(out->target, sizeof(out->target), k->addr,
+				 k->port);
+		else if (path[0])
+			wd_strlcpy(out->target, path, sizeof(out->target));
+		else
+			snprintf(out->target, sizeof(out->target), "family=%u",
+				 k->family);
+		break;
+	case WD_KEV_SOCKET_CREATE:
+		snprintf(out->target, sizeof(out->target),
+			 "family=%u type=%u protocol=%u", k->family, k->arg2,
+			 k->protocol);
+		break;
+	case WD_KEV_PTRACE:
+		snprintf(out->target, sizeof(out->target), "pid %u", k->arg);
+		break;
+	case WD_KEV_TASK_KILL:
+		snprintf(out->target, sizeof(out->target), "pid %u signal %u",
+			 k->arg, k->arg2);
+		break;
+	case WD_KEV_BPF:
+		snprintf(out->target, sizeof(out->target), "cmd %u", k->arg);
+		break;
+	default:
+		wd_strlcpy(out->target, path, sizeof(out->target));
+		break;
+	}
+	return 0;
+}
+
+static int on_sample(void *ctx, void *data, size_t size)
+{
+	struct wd_egress *e = ctx;
+	struct wd_event ev;
+	if (wd_kevent_to_event(data, size, e->boot_to_wall, &ev)) {
+		__atomic_add_fetch(&e->invalid, 1, __ATOMIC_RELAXED);
+		return 0;
+	}
+	e->delivered++;
+	if (e->cb)
+		e->cb(&ev, e->cb_arg);
+	return 0;
+}
+
+int wd_egress_open_opts(struct wd_egress **out, const struct wd_egress_opts *o,
+			struct wd_err *err)
+{
+	int rc;
+	uint32_t ring = o && o->ring_bytes ? o->ring_bytes : WD_RING_DEFAULT;
+	long page = sysconf(_SC_PAGESIZE);
+
+	*out = NULL;
+	if (ring < (uint32_t)page || (ring & (ring - 1)))
+		return wd_err_set(err, -EINVAL,
+				  "egress: ring size %u is not a power of two "
+				  ">= page size",
+				  ring);
+	wd_log_route_libbpf();
+	struct wd_egress *e = wd_calloc(1, sizeof(*e));
+	pthread_mutex_init(&e->lock, NULL);
+	e->skel = egress_bpf__open();
+	if (!e->skel) {
+		rc = -errno;
+		wd_err_set(err, rc, "egress: open BPF object: %s",
+			   strerror(-rc));
+		goto fail;
+	}
+	rc = bpf_map__set_max_entries(e->skel->maps.wd_events, ring);
+	if (rc) {
+		wd_err_set(err, rc, "map 'wd_events': set size %u: %s", ring,
+			   strerror(-rc));
+		goto fail;
+	}
+	rc = egress_bpf__load(e->skel);
+	if (rc) {
+		wd_err_set(err, rc,
+			   "egress: load cgroup sock_addr programs: %s "
+			   "(needs root and CONFIG_CGROUP_BPF)",
+			   strerror(-rc));
+		goto fail;
+	}
+	e->rb = ring_buffer__new(bpf_map__fd(e->skel->maps.wd_events),
+				 on_sample, e, NULL);
+	if (!e->rb) {
+		rc = -errno;
+		wd_err_set(err, rc, "map 'wd_events': ring buffer: %s",
+			   strerror(-rc));
+		goto fail;
+	}
+	*out = e;
+	return 0;
+fail:
+	wd_egress_close(e);
+	return rc;
+}
+
+int wd_egress_open(struct wd_egress **out, struct wd_err *err)
+{
+	return wd_egress_open_opts(out, NULL, err);
+}
+
+struct wd_egress *wd_egress_shared(struct wd_err *err)
+{
+	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	static struct wd_egress *shared;
+	pthread_mutex_lock(&mu);
+	if (!shared)
+		wd_egress_open(&shared, err);
+	struct wd_egress *e = shared;
+	pthread_mutex_unlock(&mu);
+	return e;
+}
+
+static void key_for(struct wd_egress_key *k, uint64_t cgid, const uint8_t a[16],
+		    int prefix, uint16_t port)
+{
+	memset(k, 0, sizeof(*k));
+	k->prefixlen = WD_EGRESS_KEY_FIXED_BITS + prefix;
+	k->cgid_lo = (uint32_t)cgid;
+	k->cgid_hi = cgid >> 32;
+	k->port = htons(port);
+	/* zero the bits past the prefix so equal rules give equal keys */
+	for (int i = 0; i < 16; i++) {
+		int bits = prefix - i * 8;
+		uint8_t mask = bits >= 8   ? 0xff
+			       : bits <= 0 ? 0
+					   : (uint8_t)(0xff << (8 - bits));
+		k->addr[i] = a[i] & mask;
+	}
+}
+
+static int add_key(struct wd_egress *e, struct wd_egress_call *c,
+		   const struct wd_egress_key *k, uint32_t rule,
+		   struct wd_err *err, const char *text)
+{
+	struct wd_egress_val v = {.rule = rule};
+	for (int i = 0; i < c->n_keys; i++)
+		if (!memcmp(&c->keys[i], k, sizeof(*k)))
+			return 0; /* duplicate rule */
+	if (bpf_map_update_elem(bpf_map__fd(e->skel->maps.wd_egress_rules), k,
+				&v, BPF_ANY)) {
+		int rc = -errno;
+		return wd_err_set(err, rc,
+				  "map 'wd_egress_rules': rule '%s': %s", text,
+				  strerror(-rc));
+	}
+	c->keys = wd_realloc(c->keys, (c->n_keys + 1) * sizeof(*c->keys));
+	c->keys[c->n_keys++] = *k;
+	return 0;
+}
+
+static int add_rule(struct wd_egress *e, struct wd_egress_call *c,
+		    const struct wd_net_rule *r, uint32_t idx,
+		    struct wd_err *err)
+{
+	struct wd_egress_key k;
+	if (!r->needs_resolve) {
+		if (r->prefix > 128)
+			return wd_err_set(err, -EINVAL,
+					  "egress: rule '%s': prefix %u > 128",
+					  r->text, r->prefix);
+		key_for(&k, c->cgid, r->addr, r->prefix, r->port);
+		return add_key(e, c, &k, idx, err, r->text);
+	}
+	struct addrinfo hints = {.ai_family = AF_UNSPEC,
+				 .ai_socktype = SOCK_STREAM};
+	struct addrinfo *res = NULL;
+	int g = getaddrinfo(r->host, NULL, &hints, &res);
+	if (g || !res)
+		return wd_err_set(err, -EHOSTUNREACH,
+				  "egress: rule '%s': cannot resolve '%s': %s "
+				  "(refusing the call: fail closed)",
+				  r->text, r->host, gai_strerror(g));
+	int rc = 0;
+	for (struct addrinfo *ai = res; ai && !rc; ai = ai->ai_next) {
+		uint8_t a[16] = {0};
+		int prefix;
+		if (ai->ai_family == AF_INET) {
+			a[10] = a[11] = 0xff;
+			memcpy(a + 12,
+			       &((struct sockaddr_in *)ai->ai_addr)->sin_addr,
+			       4);
+			prefix = 128;
+		} else if (ai->ai_family == AF_INET6) {
+			memcpy(a,
+			       &((struct sockaddr_in6 *)ai->ai_addr)->sin6_addr,
+			       16);
+			prefix = 128;
+		} else {
+			continue;
+		}
+		key_for(&k, c->cgid, a, prefix, r->port);
+		rc = add_key(e, c, &k, idx, err, r->text);
+	}
+	freeaddrinfo(res);
+	return rc;
+}
+
+static void call_free_maps(struct wd_egress *e, struct wd_egress_call *c)
+{
+	for (int i = 0; i < 4; i++)
+		if (c->links[i]) {
+			bpf_link__destroy(c->links[i]);
+			c->links[i] = NULL;
+		}
+	/* links first: with the programs gone nothing reads the entries */
+	int rfd = bpf_map__fd(e->skel->maps.wd_egress_rules);
+	for (int i = 0; i < c->n_keys; i++)
+		bpf_map_delete_elem(rfd, &c->keys[i]);
+	bpf_map_delete_elem(bpf_map__fd(e->skel->maps.wd_policy), &c->cgid);
+	free(c->keys);
+	c->keys = NULL;
+	c->n_keys = 0;
+}
+
+int wd_egress_attach(struct wd_egress *e, int cgroup_fd, uint64_t cgid,
+		     const struct wd_net_rule *rules, int n, bool audit,
+		     uint64_t families_mask, struct wd_err *err)
+{
+	int rc = 0;
+	if (!e || cgroup_fd < 0 || n < 0 || (n && !rules))
+		return wd_err_set(err, -EINVAL, "egress: bad arguments");
+	pthread_mutex_lock(&e->lock);
+	for (struct wd_egress_call *c = e->calls; c; c = c->next)
+		if (c->cgid == cgid) {
+			pthread_mutex_unlock(&e->lock);
+			return wd_err_set(
+			    err, -EEXIST,
+			    "egress: cgroup %llu already attached",
+			    (unsigned long long)cgid);
+		}
+	struct wd_egress_call *c = wd_calloc(1, sizeof(*c));
+	c->cgid = cgid;
+	for (int i = 0; i < n && !rc; i++)
+		rc = add_rule(e, c, &rules[i], (uint32_t)i, err);
+	if (rc)
+		goto fail;
+	struct wd_call_policy pol = {
+	    .flags = WD_POL_EGRESS | (audit ? WD_POL_AUDIT : 0) |
+		     (families_mask ? WD_POL_FAMILIES : 0),
+	    .n_rules = (uint32_t)n,
+	    .families_mask = families_mask,
+	};
+	if (bpf_map_update_elem(bpf_map__fd(e->skel->maps.wd_policy), &cgid,
+				&pol, BPF_ANY)) {
+		rc = -errno;
+		wd_err_set(err, rc, "map 'wd_policy': cgroup %llu: %s",
+			   (unsigned long long)cgid, strerror(-rc));
+		goto fail;
+	}
+	struct bpf_program *progs[4] = {
+	    e->skel->progs.wd_connect4, e->skel->progs.wd_connect6,
+	    e->skel->progs.wd_sendmsg4, e->skel->progs.wd_sendmsg6};
+	for (int i = 0; i < 4; i++) {
+		c->links[i] = bpf_program__attach_cgroup(progs[i], cgroup_fd);
+		if (!c->links[i]) {
+			rc = -errno;
+			wd_err_set(err, rc,
+				   "egress: attach '%s' to cgroup %llu: %s",
+				   bpf_program__name(progs[i]),
+				   (unsigned long long)cgid, strerror(-rc));
+			goto fail;
+		}
+	}
+	c->next = e->calls;
+	e->calls = c;
+	pthread_mutex_unlock(&e->lock);
+	return 0;
+fail:
+	call_free_maps(e, c);
+	free(c);
+	pthread_mutex_unlock(&e->lock);
+	return rc;
+}
+
+int wd_egress_detach(struct wd_egress *e, uint64_t cgid)
+{
+	if (!e)
+		return -EINVAL;
+	pthread_mutex_lock(&e->lock);
+	struct wd_egress_call **pp = &e->calls, *c = NULL;
+	for (; *pp; pp = &(*pp)->next)
+		if ((*pp)->cgid == cgid) {
+			c = *pp;
+			*pp = c->next;
+			break;
+		}
+	pthread_mutex_unlock(&e->lock);
+	if (!c) {
+		bpf_map_delete_elem(bpf_map__fd(e->skel->maps.wd_policy),
+				    &cgid);
+		return -ENOENT;
+	}
+	call_free_maps(e, c);
+	free(c);
+	return 0;
+}
+
+int wd_egress_events_fd(struct wd_egress *e)
+{
+	return ring_buffer__epoll_fd(e->rb);
+}
+
+int wd_egress_consume(struct wd_egress *e,
+		      void (*cb)(const struct wd_event *ev, void *arg),
+		      void *arg)
+{
+	e->cb = cb;
+	e->cb_arg = arg;
+	e->boot_to_wall = boot_to_wall_now();
+	e->delivered = 0;
+	int rc = ring_buffer__consume(e->rb);
+	e->cb = NULL;
+	e->cb_arg = NULL;
+	return rc < 0 ? rc : e->delivered;
+}
+
+static int sum_counter(struct wd_egress *e, uint32_t idx, uint64_t *out)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	if (ncpu <= 0)
+		return ncpu ? ncpu : -EINVAL;
+	uint64_t *v = wd_calloc(ncpu, sizeof(*v));
+	int rc = 0;
+	if (bpf_map_lookup_elem(bpf_map__fd(e->skel->maps.wd_loss), &idx, v))
+		rc = -errno;
+	uint64_t s = 0;
+	for (int i = 0; i < ncpu && !rc; i++)
+		s += v[i];
+	free(v);
+	*out = s;
+	return rc;
+}
+
+int wd_egress_lost(struct wd_egress *e, uint64_t *lost)
+{
+	uint64_t s = 0;
+	int rc = sum_counter(e, WD_LOSS_RINGBUF, &s);
+	*lost = s + __atomic_load_n(&e->invalid, __ATOMIC_RELAXED);
+	return rc;
+}
+
+int wd_egress_policy_misses(struct wd_egress *e, uint64_t *misses)
+{
+	return sum_counter(e, WD_LOSS_POLICY_MISS, misses);
+}
+
+void wd_egress_map_fds(struct wd_egress *e, struct wd_egress_map_fds *out)
+{
+	out->policy = bpf_map__fd(e->skel->maps.wd_policy);
+	out->egress_rules = bpf_map__fd(e->skel->maps.wd_egress_rules);
+	out->events = bpf_map__fd(e->skel->maps.wd_events);
+	out->loss = bpf_map__fd(e->skel->maps.wd_loss);
+}
+
+void wd_egress_close(struct wd_egress *e)
+{
+	if (!e)
+		return;
+	while (e->calls) {
+		struct wd_egress_call *c = e->calls;
+		e->calls = c->next;
+		call_free_maps(e, c);
+		free(c);
+	}
+	ring_buffer__free(e->rb);
+	egress_bpf__destroy(e->skel);
+	pthread_mutex_destroy(&e->lock);
+	free(e);
+}

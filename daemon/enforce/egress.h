@@ -1,0 +1,94 @@
+/* Egress enforcement: the owner of the egress BPF object
+ * (bpf/egress.bpf.c: cgroup/connect4, connect6, sendmsg4, sendmsg6) and of
+ * the maps every warden BPF object shares (bpf/lib/maps.h): the per-call
+ * policy, the egress allow-list, the event ring buffer and the per-CPU loss
+ * counters.
+ *
+ * Lifecycle: open once per process (wd_egress_open, or the process-wide
+ * wd_egress_shared()); for each tool call, wd_egress_attach() after the
+ * call's v2 cgroup exists and before the tool starts, wd_egress_detach()
+ * when the call ends, whatever happened. The object is thread-safe (one
+ * mutex around the per-call table); consume from one thread at a time.
+ *
+ * Errors: 0 or -errno, with a message in `err` where the signature has one.
+ */
+#ifndef WD_ENFORCE_EGRESS_H
+#define WD_ENFORCE_EGRESS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/util.h"
+#include "events/event.h"
+#include "policy/manifest.h"
+
+struct wd_egress;
+
+struct wd_egress_opts {
+	/* Ring buffer size in bytes: a power of two, >= page size. 0 = the
+	 * default (4 MiB, ~12k events). Tests shrink it to provoke losses. */
+	uint32_t ring_bytes;
+};
+
+/* Open, size and load the BPF object (libbpf logs go through the warden
+ * logger). Nothing is attached yet. -EPERM/-EINVAL etc. from the kernel
+ * with a message naming the step. */
+int wd_egress_open(struct wd_egress **out, struct wd_err *err);
+int wd_egress_open_opts(struct wd_egress **out, const struct wd_egress_opts *o,
+			struct wd_err *err);
+/* A process-wide instance, opened on first use (thread-safe). NULL with
+ * the error in `err` if it cannot load; later calls retry. Never closed. */
+struct wd_egress *wd_egress_shared(struct wd_err *err);
+
+/* Put a call's policy in the maps, then attach the four programs to its
+ * cgroup (bpf links on cgroup_fd, an fd of the call's cgroup v2 directory
+ * whose id is cgid). Rules with needs_resolve are resolved here with
+ * getaddrinfo (every address of the name, each as a /128 or v4 /32 with the
+ * rule's port); a name that does not resolve fails the attach (-EHOSTUNREACH,
+ * fail closed). families_mask: bit n = AF n may be used; 0 = no family check
+ * here (seccomp holds that line). audit: allow and report what would be
+ * denied. On failure nothing stays attached or in the maps. -EEXIST if the
+ * cgid is already attached. */
+int wd_egress_attach(struct wd_egress *e, int cgroup_fd, uint64_t cgid,
+		     const struct wd_net_rule *rules, int n, bool audit,
+		     uint64_t families_mask, struct wd_err *err);
+/* Destroy the call's links and delete its map entries. Safe to call for a
+ * cgid that was never (or only partly) attached: returns -ENOENT then,
+ * after removing whatever map entries exist for it. */
+int wd_egress_detach(struct wd_egress *e, uint64_t cgid);
+
+/* The ring buffer's epoll-able fd (readable when records are pending). */
+int wd_egress_events_fd(struct wd_egress *e);
+/* Drain the ring buffer: each record is validated (size, kind range,
+ * verdict) and converted to a struct wd_event (source bpf or bpf_lsm, wall
+ * clock time, target "a.b.c.d:port" / "[v6]:port" / path). Invalid records
+ * are counted (wd_egress_lost's `invalid`) and skipped. Returns the number
+ * of events delivered or -errno. */
+int wd_egress_consume(struct wd_egress *e,
+		      void (*cb)(const struct wd_event *ev, void *arg),
+		      void *arg);
+/* Records the BPF side could not write (ring buffer reserve failures),
+ * summed over CPUs, plus records rejected by validation. */
+int wd_egress_lost(struct wd_egress *e, uint64_t *lost);
+/* Policy lookup misses (attached cgroup without a policy entry; denied). */
+int wd_egress_policy_misses(struct wd_egress *e, uint64_t *misses);
+
+/* Fds of the shared maps, for other BPF objects (bpf/lsm.bpf.c) to
+ * bpf_map__reuse_fd() before their load, so every hook reads the same
+ * policy and writes the same ring buffer. Owned by `e`: do not close. */
+struct wd_egress_map_fds {
+	int policy;	  /* wd_policy */
+	int egress_rules; /* wd_egress_rules */
+	int events;	  /* wd_events */
+	int loss;	  /* wd_loss */
+};
+void wd_egress_map_fds(struct wd_egress *e, struct wd_egress_map_fds *out);
+
+/* Convert one kernel record (validated first). 0, or -EINVAL if the record
+ * is malformed. `boot_to_wall_ns` = CLOCK_REALTIME - CLOCK_BOOTTIME. */
+int wd_kevent_to_event(const void *data, size_t size, int64_t boot_to_wall_ns,
+		       struct wd_event *out);
+
+void wd_egress_close(struct wd_egress *e);
+
+#endif
