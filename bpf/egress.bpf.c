@@ -22,6 +22,10 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
+/* Keeps struct wd_kevent in the object's BTF (ring buffer records have no
+ * BTF type otherwise) so tests/unit/test_event_layout.c can compare it. */
+const struct wd_kevent *wd_kevent_btf_anchor __attribute__((unused));
+
 static __always_inline int judge(struct bpf_sock_addr *ctx, const __u32 a[4],
 				 __u16 kind)
 {

@@ -1,0 +1,102 @@
+/* The structs shared by BPF and user space (bpf/lib/events.h, policy.h)
+ * have the same size and member offsets in the BPF object (read from its
+ * BTF, as embedded in the skeleton) as in this compilation unit. */
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "egress.skel.h"
+#include "lib/events.h"
+#include "lib/policy.h"
+#include "t.h"
+
+struct field {
+	const char *name;
+	size_t off;
+};
+
+#define F(type, m)                                                             \
+	{                                                                      \
+#m, offsetof(struct type, m)                                   \
+	}
+
+static void check(const struct btf *btf, const char *type, size_t size,
+		  const struct field *f, int n)
+{
+	char name[96];
+	int id = btf__find_by_name_kind(btf, type, BTF_KIND_STRUCT);
+	snprintf(name, sizeof(name), "layout_%s", type);
+	if (id < 0) {
+		T_FAIL(name, "struct %s not in the BPF object's BTF", type);
+		return;
+	}
+	const struct btf_type *t = btf__type_by_id(btf, id);
+	if (t->size != size) {
+		T_FAIL(name, "size: BPF %u, user space %zu", t->size, size);
+		return;
+	}
+	int vlen = btf_vlen(t);
+	if (vlen != n) {
+		T_FAIL(name, "members: BPF %d, user space list %d", vlen, n);
+		return;
+	}
+	const struct btf_member *m = btf_members(t);
+	for (int i = 0; i < vlen; i++) {
+		const char *mn = btf__name_by_offset(btf, m[i].name_off);
+		size_t boff = btf_member_bit_offset(t, i);
+		if (strcmp(mn, f[i].name) || boff != f[i].off * 8) {
+			T_FAIL(name, "member %d: BPF %s@%zu, user space %s@%zu",
+			       i, mn, boff / 8, f[i].name, f[i].off);
+			return;
+		}
+	}
+	T_PASS(name);
+}
+
+int main(void)
+{
+	size_t sz = 0;
+	const void *elf = egress_bpf__elf_bytes(&sz);
+	struct bpf_object *obj = bpf_object__open_mem(elf, sz, NULL);
+	const struct btf *btf = obj ? bpf_object__btf(obj) : NULL;
+	if (!btf) {
+		T_FAIL("layout_btf", "egress object has no BTF");
+		return T_DONE();
+	}
+	const struct field kev[] = {
+	    F(wd_kevent, ts_ns),   F(wd_kevent, cgroup_id),
+	    F(wd_kevent, pid),	   F(wd_kevent, tgid),
+	    F(wd_kevent, uid),	   F(wd_kevent, kind),
+	    F(wd_kevent, family),  F(wd_kevent, err),
+	    F(wd_kevent, verdict), F(wd_kevent, protocol),
+	    F(wd_kevent, port),	   F(wd_kevent, addr),
+	    F(wd_kevent, arg),	   F(wd_kevent, arg2),
+	    F(wd_kevent, comm),	   F(wd_kevent, path),
+	};
+	check(btf, "wd_kevent", sizeof(struct wd_kevent), kev,
+	      (int)(sizeof(kev) / sizeof(kev[0])));
+	const struct field pol[] = {
+	    F(wd_call_policy, flags),
+	    F(wd_call_policy, n_rules),
+	    F(wd_call_policy, families_mask),
+	    F(wd_call_policy, reserved),
+	};
+	check(btf, "wd_call_policy", sizeof(struct wd_call_policy), pol,
+	      (int)(sizeof(pol) / sizeof(pol[0])));
+	const struct field key[] = {
+	    F(wd_egress_key, prefixlen), F(wd_egress_key, cgid_lo),
+	    F(wd_egress_key, cgid_hi),	 F(wd_egress_key, port),
+	    F(wd_egress_key, addr),	 F(wd_egress_key, pad),
+	};
+	check(btf, "wd_egress_key", sizeof(struct wd_egress_key), key,
+	      (int)(sizeof(key) / sizeof(key[0])));
+	const struct field val[] = {
+	    F(wd_egress_val, rule),
+	    F(wd_egress_val, pad),
+	};
+	check(btf, "wd_egress_val", sizeof(struct wd_egress_val), val,
+	      (int)(sizeof(val) / sizeof(val[0])));
+	bpf_object__close(obj);
+	return T_DONE();
+}
