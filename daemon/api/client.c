@@ -1,0 +1,179 @@
+#include "api/client.h"
+
+#include <curl/curl.h>
+#include <pthread.h>
+#include <string.h>
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static void curl_init(void)
+{
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+static size_t collect(char *p, size_t sz, size_t n, void *ud)
+{
+	struct wd_buf *b = ud;
+	/* a runaway daemon response must not exhaust the CLI */
+	if (b->len + sz * n > 256u << 20)
+		return 0;
+	wd_buf_append(b, p, sz * n);
+	return sz * n;
+}
+
+static CURL *make_handle(const char *socket, const char *method,
+			 const char *path, struct curl_slist **hdrs)
+{
+	pthread_once(&curl_once, curl_init);
+	CURL *c = curl_easy_init();
+	if (!c)
+		return NULL;
+	cleanup_free char *url = wd_asprintf("http://wardend%s", path);
+	curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, socket);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
+	*hdrs = curl_slist_append(NULL, "Content-Type: application/json");
+	*hdrs = curl_slist_append(*hdrs, "Accept: application/json");
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, *hdrs);
+	return c;
+}
+
+static int transport_err(CURLcode rc, const char *socket, struct wd_err *err)
+{
+	int code = -EIO;
+	if (rc == CURLE_COULDNT_CONNECT)
+		code = -ECONNREFUSED;
+	return wd_err_set(err, code,
+			  "cannot talk to wardend at %s: %s (is the daemon "
+			  "running? set --socket or $WARDEN_SOCKET)",
+			  socket, curl_easy_strerror(rc));
+}
+
+int wd_api_call(const char *socket, const char *method, const char *path,
+		const json_t *body, long *status, json_t **resp,
+		struct wd_err *err)
+{
+	struct curl_slist *hdrs = NULL;
+	struct wd_buf out = {0};
+	cleanup_free char *text = NULL;
+	*resp = NULL;
+	*status = 0;
+	CURL *c = make_handle(socket, method, path, &hdrs);
+	if (!c)
+		return wd_err_set(err, -ENOMEM, "curl_easy_init failed");
+	if (body) {
+		text = json_dumps(body, JSON_COMPACT);
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, text ? text : "{}");
+	} else if (!strcmp(method, "POST")) {
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, "{}");
+	}
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &out);
+	CURLcode rc = curl_easy_perform(c);
+	int ret = 0;
+	if (rc != CURLE_OK) {
+		ret = transport_err(rc, socket, err);
+	} else {
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
+		json_error_t je;
+		if (out.len)
+			*resp = json_loadb(out.data, out.len, 0, &je);
+	}
+	curl_slist_free_all(hdrs);
+	curl_easy_cleanup(c);
+	wd_buf_free(&out);
+	return ret;
+}
+
+struct stream_ctx {
+	struct wd_buf pending;
+	int (*line)(void *arg, json_t *obj);
+	void *arg;
+	int cb_rc;
+	long status;
+	CURL *c;
+	struct wd_buf errbody;
+};
+
+static size_t stream_write(char *p, size_t sz, size_t n, void *ud)
+{
+	struct stream_ctx *s = ud;
+	size_t len = sz * n;
+	if (!s->status)
+		curl_easy_getinfo(s->c, CURLINFO_RESPONSE_CODE, &s->status);
+	if (s->status < 200 || s->status >= 300)
+		return collect(p, sz, n, &s->errbody);
+	wd_buf_append(&s->pending, p, len);
+	for (;;) {
+		char *nl = memchr(s->pending.data, '\n', s->pending.len);
+		if (!nl)
+			break;
+		size_t l = nl - s->pending.data;
+		json_error_t je;
+		json_t *o = l ? json_loadb(s->pending.data, l, 0, &je) : NULL;
+		memmove(s->pending.data, nl + 1, s->pending.len - l - 1);
+		s->pending.len -= l + 1;
+		if (o) {
+			int r = s->line(s->arg, o);
+			json_decref(o);
+			if (r) {
+				s->cb_rc = r;
+				return 0; /* abort the transfer */
+			}
+		}
+	}
+	if (s->pending.len > 64u << 20)
+		return 0;
+	return len;
+}
+
+int wd_api_stream(const char *socket, const char *path,
+		  int (*line)(void *arg, json_t *obj), void *arg,
+		  struct wd_err *err)
+{
+	struct curl_slist *hdrs = NULL;
+	struct stream_ctx s = {.line = line, .arg = arg};
+	CURL *c = make_handle(socket, "GET", path, &hdrs);
+	if (!c)
+		return wd_err_set(err, -ENOMEM, "curl_easy_init failed");
+	s.c = c;
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, stream_write);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &s);
+	CURLcode rc = curl_easy_perform(c);
+	int ret = 0;
+	if (s.cb_rc) {
+		ret = s.cb_rc;
+	} else if (rc != CURLE_OK) {
+		ret = transport_err(rc, socket, err);
+	} else {
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &s.status);
+		if (s.status < 200 || s.status >= 300) {
+			json_error_t je;
+			json_t *o = s.errbody.len
+					? json_loadb(s.errbody.data,
+						     s.errbody.len, 0, &je)
+					: NULL;
+			ret = wd_err_set(err, -EPROTO, "%s",
+					 wd_api_error_text(o, s.status));
+			json_decref(o);
+		}
+	}
+	curl_slist_free_all(hdrs);
+	curl_easy_cleanup(c);
+	wd_buf_free(&s.pending);
+	wd_buf_free(&s.errbody);
+	return ret;
+}
+
+const char *wd_api_error_text(const json_t *resp, long status)
+{
+	const char *m = json_string_value(json_object_get(resp, "error"));
+	if (m)
+		return m;
+	if (status == 404)
+		return "not found";
+	if (status == 403)
+		return "permission denied";
+	return "request failed";
+}

@@ -1,0 +1,316 @@
+#include "api/request.h"
+
+#include <ctype.h>
+#include <string.h>
+#include <time.h>
+
+#define BODY_MAX   (1u << 20)
+#define TASK_MAX   (256u << 10)
+#define AGENT_MAX  128
+#define REASON_MAX 1024
+
+bool wd_api_id_ok(const char *s)
+{
+	size_t n = 0;
+	for (; s[n]; n++) {
+		unsigned char c = s[n];
+		if (!isalnum(c) && c != '_' && c != '-')
+			return false;
+		if (n >= WD_API_ID_MAX)
+			return false;
+	}
+	return n > 0;
+}
+
+int wd_api_parse_since(const char *s, uint64_t now_wall_ns, uint64_t *out_ns)
+{
+	if (!s || !*s)
+		return -EINVAL;
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (end != s && !errno) {
+		uint64_t unit = 0;
+		if (!*end)
+			unit = 0; /* epoch seconds */
+		else if (!strcmp(end, "s"))
+			unit = 1;
+		else if (!strcmp(end, "m"))
+			unit = 60;
+		else if (!strcmp(end, "h"))
+			unit = 3600;
+		else if (!strcmp(end, "d"))
+			unit = 86400;
+		else
+			goto date;
+		if (v > 1ull << 32)
+			return -EINVAL;
+		if (!unit) {
+			*out_ns = (uint64_t)v * 1000000000ull;
+			return 0;
+		}
+		uint64_t back = (uint64_t)v * unit * 1000000000ull;
+		*out_ns = back > now_wall_ns ? 0 : now_wall_ns - back;
+		return 0;
+	}
+date:;
+	struct tm tm = {0};
+	const char *r = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
+	if (!r) {
+		memset(&tm, 0, sizeof(tm));
+		r = strptime(s, "%Y-%m-%d", &tm);
+	}
+	if (!r || (*r && strcmp(r, "Z")))
+		return -EINVAL;
+	time_t t = timegm(&tm);
+	if (t < 0)
+		return -EINVAL;
+	*out_ns = (uint64_t)t * 1000000000ull;
+	return 0;
+}
+
+static int body_obj(const char *body, size_t len, json_t **out,
+		    struct wd_err *err)
+{
+	json_error_t je;
+	if (len > BODY_MAX)
+		return wd_err_set(err, 413, "request body too large");
+	if (!body || !len) {
+		*out = json_object();
+		return 0;
+	}
+	*out = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
+	if (!*out)
+		return wd_err_set(err, 400, "body is not JSON: %s (col %d)",
+				  je.text, je.column);
+	if (!json_is_object(*out)) {
+		json_decref(*out);
+		*out = NULL;
+		return wd_err_set(err, 400, "body must be a JSON object");
+	}
+	return 0;
+}
+
+/* Every key of `o` must be in `allowed` (a typo is an error, not a
+ * silently ignored field). */
+static int only_keys(json_t *o, const char *const *allowed, struct wd_err *err)
+{
+	const char *k;
+	json_t *v;
+	json_object_foreach(o, k, v)
+	{
+		bool ok = false;
+		for (int i = 0; allowed[i]; i++)
+			ok |= !strcmp(k, allowed[i]);
+		if (!ok)
+			return wd_err_set(err, 400, "unknown field '%s'", k);
+	}
+	return 0;
+}
+
+static int str_field(json_t *o, const char *key, bool required, size_t max,
+		     char **out, struct wd_err *err)
+{
+	json_t *v = json_object_get(o, key);
+	if (!v) {
+		if (required)
+			return wd_err_set(err, 400, "missing field '%s'", key);
+		return 0;
+	}
+	if (!json_is_string(v))
+		return wd_err_set(err, 400, "field '%s' must be a string", key);
+	size_t n = json_string_length(v);
+	if (n > max)
+		return wd_err_set(err, 400, "field '%s' longer than %zu bytes",
+				  key, max);
+	if (strlen(json_string_value(v)) != n)
+		return wd_err_set(err, 400, "field '%s' contains NUL", key);
+	if (required && !n)
+		return wd_err_set(err, 400, "field '%s' is empty", key);
+	*out = wd_strndup(json_string_value(v), n);
+	return 0;
+}
+
+static int parse_run_create(json_t *o, struct wd_api_req *r, struct wd_err *err)
+{
+	static const char *const keys[] = {"agent", "task", NULL};
+	int rc;
+	if ((rc = only_keys(o, keys, err)) ||
+	    (rc = str_field(o, "agent", true, AGENT_MAX, &r->agent, err)) ||
+	    (rc = str_field(o, "task", true, TASK_MAX, &r->task, err)))
+		return rc;
+	for (const char *p = r->agent; *p; p++)
+		if (!isalnum((unsigned char)*p) && *p != '_' && *p != '-' &&
+		    *p != '.')
+			return wd_err_set(err, 400, "bad agent name");
+	return 0;
+}
+
+static int parse_decision(json_t *o, struct wd_api_req *r, struct wd_err *err)
+{
+	static const char *const keys[] = {"decision", "reason", NULL};
+	cleanup_free char *d = NULL;
+	int rc;
+	if ((rc = only_keys(o, keys, err)) ||
+	    (rc = str_field(o, "decision", true, 16, &d, err)) ||
+	    (rc = str_field(o, "reason", false, REASON_MAX, &r->reason, err)))
+		return rc;
+	if (!strcmp(d, "approve") || !strcmp(d, "approved"))
+		r->approve = true;
+	else if (!strcmp(d, "deny") || !strcmp(d, "denied"))
+		r->approve = false;
+	else
+		return wd_err_set(err, 400,
+				  "decision must be \"approve\" or \"deny\"");
+	return 0;
+}
+
+static int parse_u64(const char *s, uint64_t *out)
+{
+	if (!s || !*s || !isdigit((unsigned char)*s))
+		return -EINVAL;
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || *end)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+/* Split "/v1/runs/ID/stream" into at most 4 segments, each bounded. */
+static int split_path(const char *path, char seg[4][WD_API_ID_MAX + 1], int *n)
+{
+	*n = 0;
+	if (path[0] != '/')
+		return -EINVAL;
+	const char *p = path + 1;
+	while (*p) {
+		const char *e = strchr(p, '/');
+		size_t l = e ? (size_t)(e - p) : strlen(p);
+		if (*n >= 4 || l > WD_API_ID_MAX || l == 0)
+			return -EINVAL;
+		memcpy(seg[*n], p, l);
+		seg[*n][l] = 0;
+		(*n)++;
+		p += l;
+		if (*p == '/')
+			p++;
+	}
+	return 0;
+}
+
+int wd_api_parse(const char *method, const char *path,
+		 const char *(*query)(void *arg, const char *key), void *qarg,
+		 const char *body, size_t body_len, struct wd_api_req *req,
+		 struct wd_err *err)
+{
+	char seg[4][WD_API_ID_MAX + 1];
+	int n, rc;
+	bool get = !strcmp(method, "GET"), post = !strcmp(method, "POST");
+	memset(req, 0, sizeof(*req));
+	if (split_path(path, seg, &n))
+		return wd_err_set(err, 404, "no such endpoint");
+	if (n == 1 && !strcmp(seg[0], "healthz")) {
+		req->ep = WD_EP_HEALTHZ;
+		return get ? 0 : wd_err_set(err, 405, "use GET");
+	}
+	if (n == 1 && !strcmp(seg[0], "metrics")) {
+		req->ep = WD_EP_METRICS;
+		return get ? 0 : wd_err_set(err, 405, "use GET");
+	}
+	if (n < 2 || strcmp(seg[0], "v1"))
+		return wd_err_set(err, 404, "no such endpoint");
+	const char *res = seg[1];
+	json_t *o = NULL;
+	if (post && (rc = body_obj(body, body_len, &o, err)))
+		return rc;
+	rc = wd_err_set(err, 404, "no such endpoint");
+	if (!strcmp(res, "runs")) {
+		if (n == 2 && post) {
+			req->ep = WD_EP_RUN_CREATE;
+			rc = parse_run_create(o, req, err);
+		} else if (n == 2 && get) {
+			req->ep = WD_EP_RUN_LIST;
+			rc = 0;
+		} else if (n >= 3 && n <= 4 && get) {
+			if (!wd_api_id_ok(seg[2])) {
+				rc = wd_err_set(err, 400, "bad run id");
+				goto out;
+			}
+			memcpy(req->id, seg[2], sizeof(req->id));
+			if (n == 3) {
+				req->ep = WD_EP_RUN_GET;
+				rc = 0;
+			} else if (!strcmp(seg[3], "stream")) {
+				req->ep = WD_EP_RUN_STREAM;
+				rc = 0;
+				const char *s = query(qarg, "since");
+				if (s && parse_u64(s, &req->since_seq))
+					rc = wd_err_set(err, 400, "bad since");
+			}
+		} else if (n <= 4) {
+			rc = wd_err_set(err, 405, "method not allowed");
+		}
+	} else if (!strcmp(res, "approvals")) {
+		if (n == 2 && get) {
+			req->ep = WD_EP_APPROVAL_LIST;
+			rc = 0;
+		} else if (n == 3 && post) {
+			req->ep = WD_EP_APPROVAL_DECIDE;
+			if (!wd_api_id_ok(seg[2]))
+				rc = wd_err_set(err, 400, "bad approval id");
+			else {
+				memcpy(req->id, seg[2], sizeof(req->id));
+				rc = parse_decision(o, req, err);
+			}
+		} else if (n <= 3) {
+			rc = wd_err_set(err, 405, "method not allowed");
+		}
+	} else if (!strcmp(res, "cost") && n == 2) {
+		req->ep = WD_EP_COST;
+		rc = get ? 0 : wd_err_set(err, 405, "use GET");
+		const char *by = query(qarg, "by");
+		if (!rc && !by)
+			by = "team";
+		if (!rc && strcmp(by, "team") && strcmp(by, "agent") &&
+		    strcmp(by, "user"))
+			rc = wd_err_set(err, 400,
+					"by must be team, agent or user");
+		if (!rc)
+			wd_strlcpy(req->by, by, sizeof(req->by));
+		const char *since = query(qarg, "since");
+		if (!rc && since &&
+		    wd_api_parse_since(since, wd_wall_ns(), &req->since_ns))
+			rc = wd_err_set(err, 400,
+					"bad since (YYYY-MM-DD, 24h, 7d)");
+	} else if (!strcmp(res, "events") && n == 2) {
+		req->ep = WD_EP_EVENTS;
+		rc = get ? 0 : wd_err_set(err, 405, "use GET");
+		const char *f = query(qarg, "follow");
+		req->follow = f && (!strcmp(f, "1") || !strcmp(f, "true"));
+		const char *s = query(qarg, "since");
+		if (!rc && s && parse_u64(s, &req->since_seq))
+			rc = wd_err_set(err, 400, "bad since");
+	} else if (!strcmp(res, "policy") && n == 3 &&
+		   !strcmp(seg[2], "reload")) {
+		req->ep = WD_EP_POLICY_RELOAD;
+		rc = post ? 0 : wd_err_set(err, 405, "use POST");
+	} else if (!strcmp(res, "status") && n == 2) {
+		req->ep = WD_EP_STATUS;
+		rc = get ? 0 : wd_err_set(err, 405, "use GET");
+	}
+out:
+	json_decref(o);
+	if (rc)
+		wd_api_req_free(req);
+	return rc;
+}
+
+void wd_api_req_free(struct wd_api_req *req)
+{
+	free(req->agent);
+	free(req->task);
+	free(req->reason);
+	req->agent = req->task = req->reason = NULL;
+}

@@ -1,0 +1,65 @@
+/* Parsing of wardend API requests (method, path, query, JSON body) into a
+ * typed request, shared by the daemon and the fuzz target. Everything the
+ * client sends is untrusted: ids are checked against a strict alphabet,
+ * bodies against the fields each endpoint takes. The caller's identity is
+ * NOT part of a request: it comes from the socket (SO_PEERCRED).
+ */
+#ifndef WD_API_REQUEST_H
+#define WD_API_REQUEST_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/util.h"
+
+enum wd_api_ep {
+	WD_EP_HEALTHZ,	       /* GET  /healthz */
+	WD_EP_RUN_CREATE,      /* POST /v1/runs {agent, task} */
+	WD_EP_RUN_LIST,	       /* GET  /v1/runs */
+	WD_EP_RUN_GET,	       /* GET  /v1/runs/ID */
+	WD_EP_RUN_STREAM,      /* GET  /v1/runs/ID/stream[?since=N] */
+	WD_EP_APPROVAL_LIST,   /* GET  /v1/approvals */
+	WD_EP_APPROVAL_DECIDE, /* POST /v1/approvals/ID {decision, reason} */
+	WD_EP_COST,	       /* GET  /v1/cost?by=team|agent|user&since= */
+	WD_EP_EVENTS,	       /* GET  /v1/events?follow=1&since=SEQ */
+	WD_EP_POLICY_RELOAD,   /* POST /v1/policy/reload */
+	WD_EP_STATUS,	       /* GET  /v1/status */
+	WD_EP_METRICS,	       /* GET  /metrics */
+};
+
+#define WD_API_ID_MAX 64
+
+struct wd_api_req {
+	enum wd_api_ep ep;
+	char id[WD_API_ID_MAX + 1]; /* run or approval id */
+	/* run create */
+	char *agent, *task;
+	/* approval */
+	bool approve;
+	char *reason;
+	/* cost */
+	char by[8]; /* "team" | "agent" | "user" */
+	uint64_t since_ns;
+	/* events / stream */
+	bool follow;
+	uint64_t since_seq;
+};
+
+/* Query strings arrive already split by the HTTP library: `query(key)`
+ * returns the value or NULL. Returns 0, or an HTTP status (400, 404, 405)
+ * with a message in err. */
+int wd_api_parse(const char *method, const char *path,
+		 const char *(*query)(void *arg, const char *key), void *qarg,
+		 const char *body, size_t body_len, struct wd_api_req *req,
+		 struct wd_err *err);
+void wd_api_req_free(struct wd_api_req *req);
+
+/* "2026-11-29", "2026-11-29T10:00:00Z", "24h", "7d", "30m", or seconds since
+ * the epoch; 0 or -EINVAL. */
+int wd_api_parse_since(const char *s, uint64_t now_wall_ns, uint64_t *out_ns);
+
+/* True if s is a valid run/approval id ([A-Za-z0-9_-], 1..64). */
+bool wd_api_id_ok(const char *s);
+
+#endif

@@ -1,0 +1,541 @@
+#include "broker/broker.h"
+
+#include <math.h>
+#include <openssl/evp.h>
+#include <string.h>
+
+#include "broker/schema.h"
+#include "common/log.h"
+#include "sandbox/sandbox.h"
+#include "trace/trace.h"
+
+#define ARGS_INLINE_MAX 4096 /* larger args go to a blob */
+#define PREVIEW_MAX	512
+
+const char *wd_broker_verdict_name(enum wd_broker_verdict v)
+{
+	switch (v) {
+	case WD_BRK_ALLOW:
+		return "allow";
+	case WD_BRK_DENIED:
+		return "denied";
+	case WD_BRK_INVALID:
+		return "invalid";
+	case WD_BRK_APPROVAL:
+		return "approval";
+	}
+	return "?";
+}
+
+/* ---- rate limiter ---- */
+
+struct rl_entry {
+	char *key;
+	uint64_t *ts; /* ring of timestamps of taken tokens */
+	int cap, head, n;
+	struct rl_entry *next;
+};
+
+#define RL_BUCKETS 256
+struct wd_ratelimit {
+	pthread_mutex_t mu;
+	struct rl_entry *b[RL_BUCKETS];
+};
+
+struct wd_ratelimit *wd_ratelimit_new(void)
+{
+	struct wd_ratelimit *rl = wd_calloc(1, sizeof(*rl));
+	pthread_mutex_init(&rl->mu, NULL);
+	return rl;
+}
+
+void wd_ratelimit_free(struct wd_ratelimit *rl)
+{
+	if (!rl)
+		return;
+	for (int i = 0; i < RL_BUCKETS; i++) {
+		struct rl_entry *e = rl->b[i], *n;
+		for (; e; e = n) {
+			n = e->next;
+			free(e->key);
+			free(e->ts);
+			free(e);
+		}
+	}
+	pthread_mutex_destroy(&rl->mu);
+	free(rl);
+}
+
+static unsigned hash_str(const char *s)
+{
+	unsigned h = 2166136261u;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
+	return h;
+}
+
+bool wd_ratelimit_take(struct wd_ratelimit *rl, const char *key, int count,
+		       int per_s, uint64_t now_ns)
+{
+	if (count <= 0)
+		return true;
+	pthread_mutex_lock(&rl->mu);
+	struct rl_entry **pp = &rl->b[hash_str(key) % RL_BUCKETS], *e = *pp;
+	while (e && strcmp(e->key, key))
+		e = e->next;
+	if (!e) {
+		e = wd_calloc(1, sizeof(*e));
+		e->key = wd_strdup(key);
+		e->next = *pp;
+		*pp = e;
+	}
+	if (e->cap != count) { /* policy changed: restart the window */
+		free(e->ts);
+		e->ts = wd_calloc((size_t)count, sizeof(*e->ts));
+		e->cap = count;
+		e->head = e->n = 0;
+	}
+	uint64_t win = (uint64_t)per_s * 1000000000ull;
+	/* drop tokens older than the window (oldest first) */
+	while (e->n) {
+		int oldest = (e->head - e->n + e->cap) % e->cap;
+		if (now_ns - e->ts[oldest] < win)
+			break;
+		e->n--;
+	}
+	bool ok = e->n < e->cap;
+	if (ok) {
+		e->ts[e->head] = now_ns;
+		e->head = (e->head + 1) % e->cap;
+		e->n++;
+	}
+	pthread_mutex_unlock(&rl->mu);
+	return ok;
+}
+
+/* ---- checks ---- */
+
+bool wd_broker_needs_approval(const struct wd_manifest *m, const json_t *args,
+			      char *why, size_t why_len)
+{
+	if (m->approval.always) {
+		snprintf(why, why_len, "tool '%s' always needs approval",
+			 m->name);
+		return true;
+	}
+	for (int i = 0; i < m->approval.n_above; i++) {
+		const char *k = m->approval.above_keys[i];
+		double lim = m->approval.above_vals[i], v;
+		json_t *a = json_object_get(args, k);
+		if (json_is_array(a))
+			v = (double)json_array_size(a);
+		else if (json_is_number(a))
+			v = json_number_value(a);
+		else if (json_is_string(a))
+			v = (double)json_string_length(a);
+		else
+			continue;
+		if (v > lim) {
+			snprintf(why, why_len,
+				 "%s = %g is above the approval threshold %g",
+				 k, v, lim);
+			return true;
+		}
+	}
+	return false;
+}
+
+static bool granted(const struct wd_broker_run *run, const char *name)
+{
+	for (int i = 0; i < run->n_granted; i++)
+		if (!strcmp(run->granted[i], name))
+			return true;
+	return false;
+}
+
+static bool user_has(const struct wd_broker_run *run, const char *scope)
+{
+	for (int i = 0; i < run->n_user_scopes; i++) {
+		const char *s = run->user_scopes[i];
+		if (!strcmp(s, scope) || !strcmp(s, "*"))
+			return true;
+		/* "email:*" grants "email:send" */
+		size_t n = strlen(s);
+		if (n >= 2 && s[n - 1] == '*' && s[n - 2] == ':' &&
+		    !strncmp(s, scope, n - 1))
+			return true;
+	}
+	return false;
+}
+
+enum wd_broker_verdict wd_broker_check(const struct wd_broker_run *run,
+				       const struct wd_broker_call *call,
+				       struct wd_ratelimit *rl, bool approved,
+				       const struct wd_manifest **mp,
+				       char check[16], char *reason,
+				       size_t reason_len)
+{
+	*mp = NULL;
+	/* 1. granted to this agent: a compromised prompt cannot reach a
+	 * tool the agent definition never listed */
+	if (!granted(run, call->name)) {
+		snprintf(check, 16, "grant");
+		snprintf(reason, reason_len,
+			 "tool '%s' is not granted to agent '%s'", call->name,
+			 run->agent);
+		return WD_BRK_DENIED;
+	}
+	const struct wd_manifest *m = run->tool(run->tool_arg, call->name);
+	if (!m) {
+		snprintf(check, 16, "grant");
+		snprintf(reason, reason_len,
+			 "tool '%s' has no manifest in the loaded policy",
+			 call->name);
+		return WD_BRK_DENIED;
+	}
+	*mp = m;
+	/* 2. authorise as the user, never as the platform */
+	if (m->auth_mode == WD_AUTH_ON_BEHALF_OF_USER) {
+		for (int i = 0; i < m->n_auth_scopes; i++) {
+			if (!user_has(run, m->auth_scopes[i])) {
+				snprintf(check, 16, "authz");
+				snprintf(reason, reason_len,
+					 "user '%s' lacks scope '%s' needed "
+					 "by tool '%s'",
+					 run->user, m->auth_scopes[i],
+					 call->name);
+				return WD_BRK_DENIED;
+			}
+		}
+	}
+	/* 3. args against the schema, before anything runs */
+	if (call->parse_error || !json_is_object(call->args)) {
+		snprintf(check, 16, "schema");
+		snprintf(reason, reason_len,
+			 "arguments of '%s' are not a JSON object; send a JSON "
+			 "object matching the tool's schema",
+			 call->name);
+		return WD_BRK_INVALID;
+	}
+	json_error_t je;
+	json_t *schema = json_loads(m->args_schema, 0, &je);
+	struct wd_err e = {0};
+	int rc = schema ? wd_schema_validate(schema, call->args, &e)
+			: wd_err_set(&e, -EINVAL, "schema is not JSON");
+	json_decref(schema);
+	if (rc) {
+		snprintf(check, 16, "schema");
+		snprintf(reason, reason_len, "invalid arguments for '%s': %s",
+			 call->name, e.msg);
+		return WD_BRK_INVALID;
+	}
+	/* 4. rate limit */
+	if (m->rate_limit.count > 0 && !approved) {
+		const char *scope = m->rate_limit.scope;
+		const char *who = !strcmp(scope, "user")    ? run->user
+				  : !strcmp(scope, "agent") ? run->agent
+							    : run->run_id;
+		cleanup_free char *key =
+		    wd_asprintf("%s|%s|%s", m->name, scope, who);
+		if (!wd_ratelimit_take(rl, key, m->rate_limit.count,
+				       m->rate_limit.per_s, wd_now_ns())) {
+			snprintf(check, 16, "rate_limit");
+			snprintf(reason, reason_len,
+				 "rate limit of '%s' reached: %d per %d s per "
+				 "%s",
+				 call->name, m->rate_limit.count,
+				 m->rate_limit.per_s, scope);
+			return WD_BRK_DENIED;
+		}
+	}
+	/* 5. approval gate for consequential actions */
+	if (!approved &&
+	    wd_broker_needs_approval(m, call->args, reason, reason_len)) {
+		snprintf(check, 16, "approval");
+		return WD_BRK_APPROVAL;
+	}
+	check[0] = 0;
+	return WD_BRK_ALLOW;
+}
+
+/* ---- execution ---- */
+
+static const char *se_name(enum wd_side_effects s)
+{
+	return s == WD_SE_NONE	     ? "none"
+	       : s == WD_SE_INTERNAL ? "internal"
+				     : "external";
+}
+
+static json_t *base_rec(const struct wd_broker_run *run,
+			const struct wd_broker_call *call, const char *type)
+{
+	json_t *r = json_object();
+	json_object_set_new(r, "run_id", json_string(run->run_id));
+	json_object_set_new(r, "step", json_integer(run->step));
+	json_object_set_new(r, "type", json_string(type));
+	json_object_set_new(r, "gen_ai.tool.name", json_string(call->name));
+	json_object_set_new(r, "gen_ai.tool.call.id",
+			    json_string(call->call_id));
+	json_object_set_new(r, "agent", json_string(run->agent));
+	json_object_set_new(r, "team", json_string(run->team));
+	json_object_set_new(r, "user", json_string(run->user));
+	return r;
+}
+
+static void sha256_hex(const void *p, size_t n, char out[72])
+{
+	unsigned char md[32];
+	unsigned int l = 0;
+	EVP_Digest(p, n, md, &l, EVP_sha256(), NULL);
+	memcpy(out, "sha256:", 7);
+	for (int i = 0; i < 32; i++)
+		snprintf(out + 7 + 2 * i, 3, "%02x", md[i]);
+}
+
+int wd_broker_record_refusal(const struct wd_broker_run *run,
+			     const struct wd_broker_call *call,
+			     enum wd_broker_verdict v, const char *check,
+			     const char *reason, struct wd_err *err)
+{
+	json_t *r = base_rec(run, call, "tool_result");
+	json_object_set_new(r, "status",
+			    json_string(wd_broker_verdict_name(v)));
+	json_object_set_new(r, "check", json_string(check));
+	json_object_set_new(r, "reason", json_string(reason));
+	if (!run->hash_only)
+		json_object_set(r, "args",
+				call->args ? call->args : json_null());
+	int rc = wd_trace_append(run->trace, r, false, NULL, err);
+	json_decref(r);
+	return rc;
+}
+
+/* How the call's args reach the program (manifest `input`). */
+static int build_input(const struct wd_manifest *m, const json_t *args,
+		       char **stdin_out, char ***argv_out)
+{
+	*stdin_out = NULL;
+	*argv_out = NULL;
+	if (m->input == WD_INPUT_STDIN_JSON) {
+		*stdin_out = json_dumps(args, JSON_COMPACT);
+		return *stdin_out ? 0 : -ENOMEM;
+	}
+	if (m->input == WD_INPUT_STDIN_FIELD) {
+		json_t *v = json_object_get(args, m->input_field);
+		if (json_is_string(v))
+			*stdin_out = wd_strndup(json_string_value(v),
+						json_string_length(v));
+		else if (v)
+			*stdin_out =
+			    json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+		else
+			*stdin_out = wd_strdup("");
+		return 0;
+	}
+	/* argv: the manifest's exec, then each argument's value in order
+	 * (an "argv" array is spliced). Values are separate argv elements:
+	 * never a shell string. */
+	size_t n = (size_t)m->n_exec, cap = n + 1;
+	char **v = wd_calloc(cap, sizeof(char *));
+	for (int i = 0; i < m->n_exec; i++)
+		v[i] = wd_strdup(m->exec[i]);
+	const char *k;
+	json_t *a;
+	json_object_foreach((json_t *)args, k, a)
+	{
+		json_t *list = json_is_array(a) ? a : NULL;
+		size_t cnt = list ? json_array_size(list) : 1;
+		v = wd_realloc(v, (cap + cnt) * sizeof(char *));
+		cap += cnt;
+		for (size_t j = 0; j < cnt; j++) {
+			json_t *x = list ? json_array_get(list, j) : a;
+			v[n++] =
+			    json_is_string(x)
+				? wd_strdup(json_string_value(x))
+				: json_dumps(x, JSON_COMPACT | JSON_ENCODE_ANY);
+		}
+	}
+	v[n] = NULL;
+	*argv_out = v;
+	return 0;
+}
+
+static void free_argv(char **v)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
+int wd_broker_execute(const struct wd_broker_run *run,
+		      const struct wd_broker_call *call,
+		      const struct wd_manifest *m, const json_t *approval,
+		      json_t **result_for_model, char status_out[24],
+		      struct wd_err *err)
+{
+	*result_for_model = NULL;
+	bool service = m->auth_mode == WD_AUTH_SERVICE;
+	/* a root caller's tools never run as root on the host; the
+	 * service identity is the unprivileged run-as user too */
+	uid_t uid = run->uid;
+	gid_t gid = run->gid;
+	if (uid == 0 || service) {
+		const char *eu = getenv("WARDEN_RUNAS_UID");
+		const char *eg = getenv("WARDEN_RUNAS_GID");
+		uid = eu ? (uid_t)atoi(eu) : WD_DEFAULT_RUNAS;
+		gid = eg ? (gid_t)atoi(eg) : WD_DEFAULT_RUNAS;
+	}
+
+	/* 6. the attempt, on disk before anything starts */
+	json_t *att = base_rec(run, call, "tool_attempt");
+	json_object_set_new(att, "side_effects",
+			    json_string(se_name(m->side_effects)));
+	json_object_set_new(att, "tier", json_integer(m->tier));
+	json_object_set_new(att, "authz", json_string("allowed"));
+	json_object_set_new(
+	    att, "auth_mode",
+	    json_string(service ? "service" : "on_behalf_of_user"));
+	json_object_set_new(att, "run_as_uid", json_integer(uid));
+	cleanup_free char *args_text = json_dumps(call->args, JSON_COMPACT);
+	if (!args_text)
+		args_text = wd_strdup("{}");
+	char args_hash[72];
+	sha256_hex(args_text, strlen(args_text), args_hash);
+	json_object_set_new(att, "args_hash", json_string(args_hash));
+	if (run->hash_only || strlen(args_text) > ARGS_INLINE_MAX) {
+		char ref[WD_TRACE_REF_LEN];
+		int rc = wd_trace_put_blob(run->trace, run->run_id, args_text,
+					   strlen(args_text), ref, err);
+		if (rc) {
+			json_decref(att);
+			return rc;
+		}
+		json_object_set_new(att, "args_ref", json_string(ref));
+	} else {
+		json_object_set(att, "args", call->args);
+	}
+	if (approval)
+		json_object_set(att, "approval", (json_t *)approval);
+	bool durable = m->side_effects != WD_SE_NONE;
+	int rc = wd_trace_append(run->trace, att, durable, NULL, err);
+	json_decref(att);
+	if (rc) {
+		/* seed 000: an unrecorded action that changed the world is
+		 * worse than a failed run */
+		if (durable)
+			return rc;
+		wd_warn("run %s: tool_attempt not recorded (%s); tool '%s' "
+			"has no side effects, running it",
+			run->run_id, err ? err->msg : "?", call->name);
+	}
+
+	/* 7. the sandbox */
+	char *stdin_data = NULL, **argv = NULL;
+	build_input(m, call->args, &stdin_data, &argv);
+	struct wd_call c = {
+	    .manifest = m,
+	    .argv = argv,
+	    .stdin_data = stdin_data,
+	    .stdin_len = stdin_data ? strlen(stdin_data) : 0,
+	    .caller_uid = uid,
+	    .caller_gid = gid,
+	    .call_id = call->call_id,
+	};
+	struct wd_result res = {0};
+	struct wd_err serr = {0};
+	int src = wd_sandbox_run(&c, &res, &serr);
+	free(stdin_data);
+	free_argv(argv);
+
+	/* 8. the result and every denial */
+	json_t *out = json_object();
+	json_t *r = base_rec(run, call, "tool_result");
+	const char *status;
+	if (src) {
+		status = "sandbox_error";
+		json_object_set_new(out, "error", json_string(serr.msg));
+		json_object_set_new(r, "reason", json_string(serr.msg));
+	} else {
+		status = res.status == WD_ST_OK		     ? "ok"
+			 : res.status == WD_ST_TIMEOUT	     ? "timeout"
+			 : res.status == WD_ST_OOM	     ? "oom"
+			 : res.status == WD_ST_SANDBOX_ERROR ? "sandbox_error"
+							     : "error";
+		json_object_set_new(out, "exit_code",
+				    json_integer(res.exit_code));
+		json_object_set_new(
+		    out, "stdout",
+		    json_stringn(res.out.data ? res.out.data : "",
+				 res.out.len));
+		json_object_set_new(
+		    out, "stderr",
+		    json_stringn(res.err.data ? res.err.data : "",
+				 res.err.len));
+		json_object_set_new(out, "truncated",
+				    json_boolean(res.truncated));
+		json_t *dn = json_array();
+		for (int i = 0; i < res.n_denials; i++) {
+			const struct wd_event *e = &res.denials[i];
+			json_array_append_new(
+			    dn, json_pack("{s:s,s:s,s:s,s:s}", "source",
+					  wd_event_source_name(e->source),
+					  "kind", e->kind, "target", e->target,
+					  "syscall", e->syscall));
+			json_t *d = base_rec(run, call, "denial");
+			json_object_set_new(d, "call_id",
+					    json_string(call->call_id));
+			json_object_set_new(d, "event", wd_event_to_json(e));
+			struct wd_err derr = {0};
+			if (wd_trace_append(run->trace, d, false, NULL, &derr))
+				wd_warn("run %s: denial not recorded: %s",
+					run->run_id, derr.msg);
+			json_decref(d);
+		}
+		json_object_set_new(out, "denials", dn);
+		json_object_set_new(r, "exit_code",
+				    json_integer(res.exit_code));
+		json_object_set_new(
+		    r, "latency_ms",
+		    json_integer((json_int_t)(res.duration_ns / 1000000)));
+		json_object_set_new(r, "tier", json_integer(res.tier));
+		json_object_set_new(r, "truncated",
+				    json_boolean(res.truncated));
+		json_object_set_new(r, "denials", json_integer(res.n_denials));
+		if (res.lost_denials)
+			json_object_set_new(r, "lost_denials",
+					    json_integer(res.lost_denials));
+		json_t *enf = json_object();
+		for (int i = 0; i < res.n_enf; i++)
+			json_object_set_new(enf, res.enf[i].name,
+					    json_string(res.enf[i].state));
+		json_object_set_new(r, "enforcement", enf);
+	}
+	json_object_set_new(out, "status", json_string(status));
+	json_object_set_new(r, "status", json_string(status));
+	cleanup_free char *payload = json_dumps(out, JSON_COMPACT);
+	if (payload) {
+		char ref[WD_TRACE_REF_LEN], h[72];
+		size_t plen = strlen(payload);
+		sha256_hex(payload, plen, h);
+		json_object_set_new(r, "result_hash", json_string(h));
+		json_object_set_new(r, "bytes", json_integer((json_int_t)plen));
+		struct wd_err berr = {0};
+		if (!wd_trace_put_blob(run->trace, run->run_id, payload, plen,
+				       ref, &berr))
+			json_object_set_new(r, "result_ref", json_string(ref));
+		if (!run->hash_only)
+			json_object_set_new(
+			    r, "preview",
+			    json_stringn(payload, WD_MIN(plen, PREVIEW_MAX)));
+	}
+	rc = wd_trace_append(run->trace, r, false, NULL, err);
+	json_decref(r);
+	snprintf(status_out, 24, "%s", status);
+	wd_result_free(&res);
+	*result_for_model = out;
+	if (rc)
+		wd_warn("run %s: tool_result of '%s' not recorded: %s",
+			run->run_id, call->name, err ? err->msg : "?");
+	return 0;
+}

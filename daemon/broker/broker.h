@@ -1,0 +1,110 @@
+/* The tool broker: seed 000 step 4, every check enforced, in this order:
+ *
+ *   1. granted   the tool is in the agent's tools[] (a prompt-injected call
+ *                to anything else stops here)
+ *   2. authz     as the calling USER: on_behalf_of_user needs every scope of
+ *                the manifest among the user's scopes (users.yaml);
+ *                `service` only where the manifest says so, and recorded
+ *   3. schema    args validated against args_schema; the message goes back
+ *                to the model so it can correct the call
+ *   4. rate      rate_limit per run / user / agent (sliding window)
+ *   5. approval  `approval: always` or required_above thresholds → the run
+ *                suspends (the caller handles it; see runtime)
+ *   6. attempt   `tool_attempt` appended — durably (fdatasync) when
+ *                side_effects != none — BEFORE the sandbox starts; if it
+ *                cannot be written a side-effecting tool does not run
+ *   7. sandbox   wd_sandbox_run() as the calling user's uid (never 0)
+ *   8. result    `tool_result` + one `denial` record per kernel denial,
+ *                attributed to run, step, call and tool
+ */
+#ifndef WD_BROKER_H
+#define WD_BROKER_H
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "common/util.h"
+#include "policy/manifest.h"
+
+struct wd_trace;
+
+/* Who and what a call is made for. */
+struct wd_broker_run {
+	const char *run_id;
+	int step;
+	const char *agent, *team;
+	char *const *granted; /* the agent's tools[] */
+	int n_granted;
+	const char *user; /* calling user (from SO_PEERCRED) */
+	uid_t uid;
+	gid_t gid;
+	char *const *user_scopes; /* the user's scopes from users.yaml */
+	int n_user_scopes;
+	struct wd_trace *trace;
+	bool hash_only; /* trace payloads: hash_only */
+	/* Tools by name (the run's policy snapshot). */
+	const struct wd_manifest *(*tool)(void *arg, const char *name);
+	void *tool_arg;
+};
+
+struct wd_broker_call {
+	const char *call_id;
+	const char *name;
+	json_t *args; /* object */
+	bool parse_error;
+};
+
+enum wd_broker_verdict {
+	WD_BRK_ALLOW,	 /* run it (wd_broker_execute) */
+	WD_BRK_DENIED,	 /* checks 1, 2 or 4 failed */
+	WD_BRK_INVALID,	 /* check 3 failed: message for the model */
+	WD_BRK_APPROVAL, /* needs a human decision first */
+};
+const char *wd_broker_verdict_name(enum wd_broker_verdict v);
+
+/* Sliding-window rate limiter shared by every run of the daemon. */
+struct wd_ratelimit;
+struct wd_ratelimit *wd_ratelimit_new(void);
+void wd_ratelimit_free(struct wd_ratelimit *rl);
+/* Take one token for `key` if fewer than `count` were taken in the last
+ * `per_s` seconds (at now_ns). true = allowed (and counted). */
+bool wd_ratelimit_take(struct wd_ratelimit *rl, const char *key, int count,
+		       int per_s, uint64_t now_ns);
+
+/* Checks 1–5. Fills `check` with the name of the failing check ("grant",
+ * "authz", "schema", "rate_limit", "approval") and `reason` with a message
+ * fit for the model and the trace. *m is the tool's manifest when known.
+ * `approved` skips the approval gate (a human already said yes) but never
+ * the other checks. */
+enum wd_broker_verdict wd_broker_check(const struct wd_broker_run *run,
+				       const struct wd_broker_call *call,
+				       struct wd_ratelimit *rl, bool approved,
+				       const struct wd_manifest **m,
+				       char check[16], char *reason,
+				       size_t reason_len);
+
+/* Does this call need approval under the manifest? Sets why. */
+bool wd_broker_needs_approval(const struct wd_manifest *m, const json_t *args,
+			      char *why, size_t why_len);
+
+/* Steps 6–8. `approval` (may be NULL) is recorded in the attempt. Returns
+ * 0 with *result_for_model set (a new JSON object: status, exit_code,
+ * stdout, stderr, truncated, denials[]) — whatever the tool's own outcome —
+ * or -errno when the attempt could not be recorded (the tool did not run;
+ * the run must fail) with err set. *status_out gets the tool_result status. */
+int wd_broker_execute(const struct wd_broker_run *run,
+		      const struct wd_broker_call *call,
+		      const struct wd_manifest *m, const json_t *approval,
+		      json_t **result_for_model, char status_out[24],
+		      struct wd_err *err);
+
+/* Record a call refused by a check (tool_result {status: "denied" |
+ * "invalid", check, reason}). */
+int wd_broker_record_refusal(const struct wd_broker_run *run,
+			     const struct wd_broker_call *call,
+			     enum wd_broker_verdict v, const char *check,
+			     const char *reason, struct wd_err *err);
+
+#endif
