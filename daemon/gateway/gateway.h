@@ -9,7 +9,7 @@
  *   openai     Chat Completions POST {base}/v1/chat/completions (also any
  *              OpenAI-compatible server: llama.cpp server, vLLM, Ollama)
  *   script     a deterministic scripted model read from a file
- *              (policy/models/*.script, format in gateway/script.h)
+ *              (policy/models/NAME.script, format in gateway/script.h)
  *
  * Conversation model. A request is an array of messages:
  *   WD_ROLE_SYSTEM     text (providers that have a system slot get it there;

@@ -2,7 +2,7 @@
  * It is the embedded default for the demo and for tests, so it never
  * touches the network and answers the same conversation the same way.
  *
- * Format (policy/models/*.script): one JSON object per line (a rule); blank
+ * Format (policy/models/NAME.script): one JSON object per line (a rule); blank
  * lines and lines starting with '#' are ignored. On each call the rules are
  * tried in file order; the first whose conditions ALL hold answers. A rule
  * without conditions always matches (a fallback). If none matches the model

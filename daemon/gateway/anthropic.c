@@ -1,0 +1,249 @@
+/* Anthropic Messages API wire format (POST {base}/v1/messages,
+ * anthropic-version 2023-06-01). */
+#include <string.h>
+
+#include "gateway/provider.h"
+
+/* Append a content block to the last message if it has the same role (the
+ * API wants user/assistant turns to alternate), else start a message. */
+static void push_block(json_t *msgs, const char *role, json_t *block)
+{
+	json_t *last = json_array_get(msgs, json_array_size(msgs) - 1);
+
+	if (last &&
+	    !strcmp(json_string_value(json_object_get(last, "role")), role)) {
+		json_array_append_new(json_object_get(last, "content"), block);
+		return;
+	}
+	json_array_append_new(
+	    msgs, json_pack("{s:s,s:[o]}", "role", role, "content", block));
+}
+
+static json_t *anthropic_build(const struct wd_complete_req *req,
+			       const char *model, struct wd_err *err)
+{
+	json_t *body = json_object(), *msgs = json_array();
+	struct wd_buf sys = {0};
+
+	json_object_set_new(body, "model", json_string(model));
+	json_object_set_new(
+	    body, "max_tokens",
+	    json_integer(req->max_tokens ? req->max_tokens : 4096));
+	if (req->temperature >= 0)
+		json_object_set_new(body, "temperature",
+				    json_real(req->temperature));
+	for (int i = 0; i < req->n_msgs; i++) {
+		const struct wd_msg *m = &req->msgs[i];
+		switch (m->role) {
+		case WD_ROLE_SYSTEM:
+			if (m->text) {
+				if (sys.len)
+					wd_buf_append(&sys, "\n\n", 2);
+				wd_buf_append(&sys, m->text, strlen(m->text));
+			}
+			break;
+		case WD_ROLE_USER:
+			push_block(
+			    msgs, "user",
+			    json_pack("{s:s,s:o}", "type", "text", "text",
+				      wd_json_text(m->text ? m->text : "")));
+			break;
+		case WD_ROLE_ASSISTANT:
+			if (m->text && *m->text)
+				push_block(msgs, "assistant",
+					   json_pack("{s:s,s:o}", "type",
+						     "text", "text",
+						     wd_json_text(m->text)));
+			for (int j = 0; j < m->n_tool_calls; j++) {
+				const struct wd_tool_call *c =
+				    &m->tool_calls[j];
+				json_t *in = c->arguments
+						 ? json_deep_copy(c->arguments)
+						 : json_object();
+				push_block(
+				    msgs, "assistant",
+				    json_pack(
+					"{s:s,s:o,s:o,s:o}", "type", "tool_use",
+					"id", wd_json_text(c->id), "name",
+					wd_json_text(c->name), "input", in));
+			}
+			break;
+		case WD_ROLE_TOOL: {
+			json_t *b = json_pack(
+			    "{s:s,s:o,s:o}", "type", "tool_result",
+			    "tool_use_id", wd_json_text(m->tool_call_id),
+			    "content", wd_json_text(m->text ? m->text : ""));
+			if (m->is_error)
+				json_object_set_new(b, "is_error", json_true());
+			push_block(msgs, "user", b);
+			break;
+		}
+		}
+	}
+	if (sys.len) {
+		wd_buf_append(&sys, "", 1);
+		json_object_set_new(body, "system", wd_json_text(sys.data));
+	}
+	wd_buf_free(&sys);
+	json_object_set_new(body, "messages", msgs);
+	if (req->n_tools) {
+		json_t *tools = json_array();
+		for (int i = 0; i < req->n_tools; i++) {
+			json_t *p = wd_tool_parameters(&req->tools[i], err);
+			if (!p) {
+				json_decref(tools);
+				json_decref(body);
+				return NULL;
+			}
+			json_array_append_new(
+			    tools,
+			    json_pack(
+				"{s:o,s:o,s:o}", "name",
+				wd_json_text(req->tools[i].name), "description",
+				wd_json_text(req->tools[i].description
+						 ? req->tools[i].description
+						 : ""),
+				"input_schema", p));
+		}
+		json_object_set_new(body, "tools", tools);
+	}
+	return body;
+}
+
+static int anthropic_parse(const char *body, size_t len,
+			   struct wd_complete_resp *resp, struct wd_err *err)
+{
+	json_error_t je;
+	json_t *root = json_loadb(body, len, 0, &je), *content, *blk, *u, *v;
+	struct wd_buf text = {0};
+	const char *stop;
+	size_t i, ncalls = 0;
+
+	if (!root)
+		return wd_err_set(err, -EBADMSG,
+				  "anthropic: response is not JSON (%s at "
+				  "line %d column %d)",
+				  je.text, je.line, je.column);
+	if (!json_is_object(root)) {
+		json_decref(root);
+		return wd_err_set(err, -EBADMSG,
+				  "anthropic: response is not a JSON object");
+	}
+	content = json_object_get(root, "content");
+	if (!json_is_array(content)) {
+		json_decref(root);
+		return wd_err_set(err, -EBADMSG,
+				  "anthropic: response has no 'content' array");
+	}
+	json_array_foreach(content, i, blk)
+	{
+		const char *t = json_string_value(json_object_get(blk, "type"));
+		if (t && !strcmp(t, "tool_use"))
+			ncalls++;
+	}
+	resp->tool_calls =
+	    wd_calloc(ncalls ? ncalls : 1, sizeof(*resp->tool_calls));
+	json_array_foreach(content, i, blk)
+	{
+		const char *t = json_string_value(json_object_get(blk, "type"));
+		if (!t)
+			continue;
+		if (!strcmp(t, "text")) {
+			v = json_object_get(blk, "text");
+			if (json_is_string(v))
+				wd_buf_append(&text, json_string_value(v),
+					      json_string_length(v));
+		} else if (!strcmp(t, "tool_use")) {
+			const char *id =
+			    json_string_value(json_object_get(blk, "id"));
+			const char *name =
+			    json_string_value(json_object_get(blk, "name"));
+			json_t *in = json_object_get(blk, "input");
+			struct wd_tool_call *c;
+			if (!id || !name || !*name) {
+				json_decref(root);
+				wd_buf_free(&text);
+				return wd_err_set(err, -EBADMSG,
+						  "anthropic: tool_use block "
+						  "without id or name");
+			}
+			c = &resp->tool_calls[resp->n_tool_calls++];
+			c->id = wd_strdup(id);
+			c->name = wd_strdup(name);
+			if (json_is_object(in)) {
+				c->arguments = json_incref(in);
+			} else {
+				c->arguments = json_object();
+				c->parse_error = in != NULL;
+				if (in)
+					json_object_set(c->arguments, "_raw",
+							in);
+			}
+		}
+		/* thinking, redacted_thinking, server tool blocks: ignored */
+	}
+	wd_buf_append(&text, "", 1);
+	resp->text = wd_strdup(text.data);
+	wd_buf_free(&text);
+
+	stop = json_string_value(json_object_get(root, "stop_reason"));
+	resp->stop_raw = wd_strdup(stop ? stop : "");
+	if (!stop)
+		resp->stop_reason =
+		    resp->n_tool_calls ? WD_STOP_TOOL_USE : WD_STOP_END_TURN;
+	else if (!strcmp(stop, "end_turn") || !strcmp(stop, "stop_sequence"))
+		resp->stop_reason = WD_STOP_END_TURN;
+	else if (!strcmp(stop, "tool_use"))
+		resp->stop_reason = WD_STOP_TOOL_USE;
+	else if (!strcmp(stop, "max_tokens"))
+		resp->stop_reason = WD_STOP_MAX_TOKENS;
+	else
+		resp->stop_reason = WD_STOP_OTHER;
+	if (resp->n_tool_calls && resp->stop_reason == WD_STOP_END_TURN)
+		resp->stop_reason = WD_STOP_TOOL_USE;
+
+	u = json_object_get(root, "usage");
+	if (json_is_object(u)) {
+		uint64_t in = wd_json_count(json_object_get(u, "input_tokens"));
+		uint64_t cr = wd_json_count(
+		    json_object_get(u, "cache_read_input_tokens"));
+		uint64_t cc = wd_json_count(
+		    json_object_get(u, "cache_creation_input_tokens"));
+		resp->usage.input_tokens = in + cr + cc;
+		resp->usage.cached_tokens = cr;
+		resp->usage.output_tokens =
+		    wd_json_count(json_object_get(u, "output_tokens"));
+	}
+	v = json_object_get(root, "model");
+	if (json_is_string(v)) {
+		free(resp->model);
+		resp->model = wd_strdup(json_string_value(v));
+	}
+	v = json_object_get(root, "id");
+	if (json_is_string(v))
+		resp->response_id = wd_strdup(json_string_value(v));
+	json_decref(root);
+	return 0;
+}
+
+static void anthropic_error_message(const char *body, size_t len, char *out,
+				    size_t outlen)
+{
+	json_t *root = json_loadb(body, len, 0, NULL);
+	json_t *e = json_object_get(root, "error");
+	const char *type = json_string_value(json_object_get(e, "type"));
+	const char *msg = json_string_value(json_object_get(e, "message"));
+
+	out[0] = 0;
+	if (type || msg)
+		snprintf(out, outlen, "%s%s%s", type ? type : "",
+			 type && msg ? ": " : "", msg ? msg : "");
+	json_decref(root);
+}
+
+const struct wd_provider_ops wd_anthropic_ops = {
+    .kind = WD_PROVIDER_ANTHROPIC,
+    .build = anthropic_build,
+    .parse = anthropic_parse,
+    .error_message = anthropic_error_message,
+};
