@@ -1,0 +1,43 @@
+/* seccomp: the syscall line of tiers 1 and 2 (DESIGN.md §2).
+ *
+ * The filter is built in the parent with libseccomp and exported to raw BPF
+ * (wd_seccomp_build), so the child between fork and exec only calls
+ * seccomp(2). Denied syscalls go to SECCOMP_RET_USER_NOTIF: the supervisor
+ * (wd_seccomp_answer) records the event and answers EPERM — or, in audit
+ * mode, lets the syscall continue. It decides on the syscall number and the
+ * integer arguments the filter already judged; it never reads the tool's
+ * memory (a pointer argument can change after it is checked).
+ *
+ * Other ABIs (i386 via int 0x80, x32) are not in the filter's arch list and
+ * kill the process.
+ */
+#ifndef WD_SECCOMP_H
+#define WD_SECCOMP_H
+
+#include <linux/filter.h>
+#include <stdbool.h>
+
+#include "common/util.h"
+#include "events/event.h"
+#include "policy/manifest.h"
+
+struct wd_seccomp_prog {
+	struct sock_fprog prog; /* prog.filter is owned */
+};
+
+/* Build the filter for a manifest: baseline deny list + syscalls.deny +
+ * socket families. */
+int wd_seccomp_build(const struct wd_manifest *m, struct wd_seccomp_prog *out,
+		     struct wd_err *err);
+void wd_seccomp_prog_free(struct wd_seccomp_prog *p);
+/* Child side: install with a new listener; returns the notify fd or -errno.
+ * no_new_privs must be set. No allocation. */
+int wd_seccomp_install(const struct wd_seccomp_prog *p);
+/* Parent side: receive one notification on `fd`, answer it (EPERM, or
+ * CONTINUE when audit), fill `ev`. Returns 1 if an event was produced, 0 if
+ * the notification vanished (target died), -errno on error. */
+int wd_seccomp_answer(int fd, bool audit, struct wd_event *ev);
+/* The baseline deny list (names), NULL-terminated, for docs and tests. */
+extern const char *const wd_seccomp_baseline[];
+
+#endif

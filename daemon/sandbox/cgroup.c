@@ -1,0 +1,275 @@
+#include "sandbox/cgroup.h"
+#include "common/log.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+static const char *const ctrl_name[WD_CG_NCTRL] = {"memory", "pids", "cpu"};
+
+static int cg_write(const char *dir, const char *file, const char *val)
+{
+	char p[600];
+	snprintf(p, sizeof(p), "%s/%s", dir, file);
+	return wd_write_str(p, val);
+}
+
+static uint64_t cg_read_key(const char *dir, const char *file, const char *key)
+{
+	char p[600];
+	cleanup_free char *s = NULL;
+	snprintf(p, sizeof(p), "%s/%s", dir, file);
+	if (wd_read_file(p, &s, NULL) < 0)
+		return 0;
+	if (!key)
+		return strtoull(s, NULL, 10);
+	size_t kl = strlen(key);
+	for (char *l = s; l && *l;
+	     l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+		if (!strncmp(l, key, kl) && l[kl] == ' ')
+			return strtoull(l + kl + 1, NULL, 10);
+	return 0;
+}
+
+/* Make "<root>/warden/<id>"; the parent is created on first use. */
+static int mkleaf(char *out, size_t len, const char *root, const char *id)
+{
+	char parent[512];
+	snprintf(parent, sizeof(parent), "%s/warden", root);
+	if (mkdir(parent, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	snprintf(out, len, "%s/%s", parent, id);
+	if (mkdir(out, 0755) < 0)
+		return -errno;
+	return 0;
+}
+
+static int limit_v2(struct wd_cgroup *cg, int c, const struct wd_cg_limits *l)
+{
+	char v[64];
+	int r = 0;
+	switch (c) {
+	case WD_CG_MEMORY:
+		snprintf(v, sizeof(v), "%llu",
+			 (unsigned long long)l->memory_bytes);
+		r = cg_write(cg->v2, "memory.max", v);
+		/* No swap: the limit must be a limit. */
+		if (!r)
+			cg_write(cg->v2, "memory.swap.max", "0");
+		break;
+	case WD_CG_PIDS:
+		snprintf(v, sizeof(v), "%u", l->pids);
+		r = cg_write(cg->v2, "pids.max", v);
+		break;
+	case WD_CG_CPU:
+		snprintf(v, sizeof(v), "%llu 100000",
+			 (unsigned long long)(l->cpus * 100000));
+		r = cg_write(cg->v2, "cpu.max", v);
+		break;
+	}
+	return r;
+}
+
+static int limit_v1(struct wd_cgroup *cg, int c, const struct wd_cg_limits *l)
+{
+	char v[64];
+	int r = 0;
+	const char *d = cg->v1[c];
+	switch (c) {
+	case WD_CG_MEMORY:
+		snprintf(v, sizeof(v), "%llu",
+			 (unsigned long long)l->memory_bytes);
+		r = cg_write(d, "memory.limit_in_bytes", v);
+		/* memsw exists only with swap accounting; where it does, hold
+		 * it to the same value so swap cannot extend the limit. */
+		cg_write(d, "memory.memsw.limit_in_bytes", v);
+		cg_write(d, "memory.swappiness", "0");
+		break;
+	case WD_CG_PIDS:
+		snprintf(v, sizeof(v), "%u", l->pids);
+		r = cg_write(d, "pids.max", v);
+		break;
+	case WD_CG_CPU:
+		r = cg_write(d, "cpu.cfs_period_us", "100000");
+		if (!r) {
+			snprintf(v, sizeof(v), "%llu",
+				 (unsigned long long)(l->cpus * 100000));
+			r = cg_write(d, "cpu.cfs_quota_us", v);
+		}
+		break;
+	}
+	return r;
+}
+
+/* Enable a controller for warden/ children on v2 (subtree_control of the
+ * root and of warden/). */
+static bool v2_enable(const char *root, int c)
+{
+	char p[600], v[32];
+	snprintf(v, sizeof(v), "+%s", ctrl_name[c]);
+	snprintf(p, sizeof(p), "%s/cgroup.subtree_control", root);
+	if (wd_write_str(p, v) < 0)
+		return false;
+	snprintf(p, sizeof(p), "%s/warden/cgroup.subtree_control", root);
+	return wd_write_str(p, v) == 0;
+}
+
+int wd_cgroup_create(struct wd_cgroup *cg, const struct wd_cgroup_layout *lay,
+		     const char *id, const struct wd_cg_limits *lim,
+		     struct wd_err *err)
+{
+	bool want[WD_CG_NCTRL] = {lim->memory_bytes > 0, lim->pids > 0,
+				  lim->cpus > 0};
+	int r;
+
+	memset(cg, 0, sizeof(*cg));
+	cg->v2_fd = -1;
+	if (!lay->v2_root[0])
+		return wd_err_set(err, -ENOTSUP,
+				  "cgroup: no cgroup v2 hierarchy on this node "
+				  "(needed for the call's identity and BPF)");
+	r = mkleaf(cg->v2, sizeof(cg->v2), lay->v2_root, id);
+	if (r < 0)
+		return wd_err_set(err, r, "cgroup '%s': cannot create: %s",
+				  cg->v2, strerror(-r));
+	cg->v2_fd = open(cg->v2, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct stat st;
+	if (cg->v2_fd < 0 || fstat(cg->v2_fd, &st) < 0) {
+		r = -errno;
+		wd_cgroup_destroy(cg);
+		return wd_err_set(err, r, "cgroup '%s': %s", cg->v2,
+				  strerror(-r));
+	}
+	cg->v2_id = st.st_ino; /* the kernel's cgroup id on cgroup2 */
+
+	for (int c = 0; c < WD_CG_NCTRL; c++) {
+		if (!want[c])
+			continue;
+		if (lay->v2_ctrl[c] && v2_enable(lay->v2_root, c)) {
+			cg->on_v2[c] = true;
+			r = limit_v2(cg, c, lim);
+		} else if (lay->v1_root[c][0]) {
+			r = mkleaf(cg->v1[c], sizeof(cg->v1[c]),
+				   lay->v1_root[c], id);
+			if (r < 0) {
+				cg->v1[c][0] = 0;
+			} else {
+				r = limit_v1(cg, c, lim);
+			}
+		} else {
+			wd_cgroup_destroy(cg);
+			return wd_err_set(err, -ENOTSUP,
+					  "%s limit: cannot enforce: no %s "
+					  "controller on cgroup v2 or v1",
+					  ctrl_name[c], ctrl_name[c]);
+		}
+		if (r < 0) {
+			wd_cgroup_destroy(cg);
+			return wd_err_set(err, r,
+					  "%s limit: cannot enforce: %s",
+					  ctrl_name[c], strerror(-r));
+		}
+	}
+	return 0;
+}
+
+int wd_cgroup_enter(struct wd_cgroup *cg, pid_t pid)
+{
+	char v[32];
+	int r;
+	snprintf(v, sizeof(v), "%d", pid);
+	r = cg_write(cg->v2, "cgroup.procs", v);
+	if (r < 0)
+		return r;
+	for (int c = 0; c < WD_CG_NCTRL; c++)
+		if (cg->v1[c][0] &&
+		    (r = cg_write(cg->v1[c], "cgroup.procs", v)) < 0)
+			return r;
+	return 0;
+}
+
+static int kill_listed(const char *dir)
+{
+	char p[600];
+	cleanup_free char *s = NULL;
+	int n = 0;
+	snprintf(p, sizeof(p), "%s/cgroup.procs", dir);
+	if (wd_read_file(p, &s, NULL) < 0)
+		return 0;
+	for (char *t = strtok(s, "\n"); t; t = strtok(NULL, "\n")) {
+		pid_t pid = atoi(t);
+		if (pid > 1 && kill(pid, SIGKILL) == 0)
+			n++;
+	}
+	return n;
+}
+
+bool wd_cgroup_populated(struct wd_cgroup *cg)
+{
+	if (!cg->v2[0])
+		return false;
+	return cg_read_key(cg->v2, "cgroup.events", "populated") != 0;
+}
+
+int wd_cgroup_kill(struct wd_cgroup *cg)
+{
+	if (!cg->v2[0])
+		return 0;
+	/* cgroup.kill (5.14+) kills atomically, including processes forking
+	 * while we look. The pid-list fallback loops until empty. */
+	if (cg_write(cg->v2, "cgroup.kill", "1") == 0)
+		return 0;
+	for (int i = 0; i < 100 && kill_listed(cg->v2) > 0; i++)
+		;
+	return 0;
+}
+
+uint64_t wd_cgroup_oom_kills(struct wd_cgroup *cg)
+{
+	if (cg->on_v2[WD_CG_MEMORY])
+		return cg_read_key(cg->v2, "memory.events", "oom_kill");
+	if (cg->v1[WD_CG_MEMORY][0])
+		return cg_read_key(cg->v1[WD_CG_MEMORY], "memory.oom_control",
+				   "oom_kill");
+	return 0;
+}
+
+static void rmdir_retry(const char *dir)
+{
+	for (int i = 0; i < 200; i++) {
+		if (rmdir(dir) == 0 || errno == ENOENT)
+			return;
+		if (errno != EBUSY)
+			break;
+		kill_listed(dir);
+		struct timespec ts = {0, 5 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+	wd_log_errno(WD_LOG_WARN, -errno, "cgroup '%s': cannot remove", dir);
+}
+
+void wd_cgroup_destroy(struct wd_cgroup *cg)
+{
+	if (cg->v2[0]) {
+		wd_cgroup_kill(cg);
+		for (int i = 0; i < 400 && wd_cgroup_populated(cg); i++) {
+			struct timespec ts = {0, 5 * 1000 * 1000};
+			nanosleep(&ts, NULL);
+		}
+	}
+	for (int c = 0; c < WD_CG_NCTRL; c++)
+		if (cg->v1[c][0]) {
+			rmdir_retry(cg->v1[c]);
+			cg->v1[c][0] = 0;
+		}
+	if (cg->v2_fd >= 0) {
+		close(cg->v2_fd);
+		cg->v2_fd = -1;
+	}
+	if (cg->v2[0]) {
+		rmdir_retry(cg->v2);
+		cg->v2[0] = 0;
+	}
+}

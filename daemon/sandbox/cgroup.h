@@ -1,0 +1,51 @@
+/* A cgroup per call: a v2 leaf (identity, BPF attachment, cgroup.kill) and
+ * the memory/pids/cpu limits wherever the node has those controllers — on
+ * v2, or on the v1 hierarchies of a hybrid node. Two managers behind one
+ * small table (crun cgroup-internal.h style): the v2 one and the v1 one;
+ * a call uses v2 for what v2 has and v1 for the rest.
+ *
+ * We only ever mkdir/rmdir below "warden/" in each hierarchy; the node's
+ * hierarchies are never mounted, unmounted or remounted.
+ */
+#ifndef WD_CGROUP_H
+#define WD_CGROUP_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/util.h"
+#include "enforce/probe.h"
+
+struct wd_cg_limits {
+	uint64_t memory_bytes; /* 0 = none */
+	uint32_t pids;	       /* 0 = none */
+	double cpus;	       /* 0 = none */
+};
+
+struct wd_cgroup {
+	char v2[512];		   /* leaf path in the v2 hierarchy */
+	int v2_fd;		   /* O_DIRECTORY fd of the leaf */
+	uint64_t v2_id;		   /* cgroup id (inode) for BPF */
+	char v1[WD_CG_NCTRL][512]; /* v1 leaves, "" where unused */
+	bool on_v2[WD_CG_NCTRL];   /* controller handled on v2 */
+};
+
+/* Create the leaves for call `id` and apply limits. Fails (-errno, message
+ * naming the controller) if a limit is asked for and no hierarchy has its
+ * controller: fail closed. */
+int wd_cgroup_create(struct wd_cgroup *cg, const struct wd_cgroup_layout *lay,
+		     const char *id, const struct wd_cg_limits *lim,
+		     struct wd_err *err);
+/* Move `pid` into every leaf. */
+int wd_cgroup_enter(struct wd_cgroup *cg, pid_t pid);
+/* Kill every process in the call (cgroup.kill on v2, else SIGKILL each pid
+ * listed, repeated until empty). */
+int wd_cgroup_kill(struct wd_cgroup *cg);
+/* Whether any process remains. */
+bool wd_cgroup_populated(struct wd_cgroup *cg);
+/* OOM kills counted by the memory controller since creation. */
+uint64_t wd_cgroup_oom_kills(struct wd_cgroup *cg);
+/* Kill what remains, wait for it, remove the leaves. Safe to call twice. */
+void wd_cgroup_destroy(struct wd_cgroup *cg);
+
+#endif

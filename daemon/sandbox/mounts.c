@@ -1,0 +1,237 @@
+#include "sandbox/mounts.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+
+const char *const wd_loader_paths[] = {
+    "/lib64/ld-linux-x86-64.so.2",
+    "/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2",
+    "/lib/ld-linux-aarch64.so.1",
+};
+const int wd_loader_paths_n = WD_ARRAY_SIZE(wd_loader_paths);
+
+struct bind {
+	const char *path;
+	bool write;
+};
+
+static int cmp_bind(const void *a, const void *b)
+{
+	/* Parents before children: binding /usr after /usr/bin would hide
+	 * the child mount. */
+	return strcmp(((const struct bind *)a)->path,
+		      ((const struct bind *)b)->path);
+}
+
+/* Create `rel` under root as a directory or an empty file. */
+static int make_point(const char *dst, bool dir)
+{
+	char buf[4096];
+	if (wd_strlcpy(buf, dst, sizeof(buf)) < 0)
+		return -ENAMETOOLONG;
+	char *slash = strrchr(buf, '/');
+	if (slash && slash != buf) {
+		*slash = 0;
+		int r = wd_mkdir_p(buf, 0755);
+		if (r < 0)
+			return r;
+	}
+	if (dir)
+		return mkdir(dst, 0755) < 0 && errno != EEXIST ? -errno : 0;
+	int fd = open(dst, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return errno == EEXIST ? 0 : -errno;
+	close(fd);
+	return 0;
+}
+
+/* Bind one host path at the same place in the new root. Not recursive: a
+ * mount below the path would otherwise come along with its own (possibly
+ * writable) flags; without MS_REC it shows as an empty directory. */
+static int bind_one(const char *root, const char *src, bool write,
+		    struct wd_err *err)
+{
+	struct stat st;
+	char dst[4096];
+	if (stat(src, &st) < 0)
+		return errno == ENOENT
+			   ? 0
+			   : wd_err_set(err, -errno, "filesystem: '%s': %s",
+					src, strerror(errno));
+	snprintf(dst, sizeof(dst), "%s%s", root, src);
+	int r = make_point(dst, S_ISDIR(st.st_mode));
+	if (r < 0)
+		return wd_err_set(err, r, "filesystem: mountpoint '%s': %s",
+				  dst, strerror(-r));
+	if (mount(src, dst, NULL, MS_BIND, NULL) < 0)
+		return wd_err_set(err, -errno, "filesystem: bind '%s': %s", src,
+				  strerror(errno));
+	unsigned long fl = MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV;
+	if (!write)
+		fl |= MS_RDONLY;
+	if (mount(NULL, dst, NULL, fl, NULL) < 0)
+		return wd_err_set(err, -errno, "filesystem: remount '%s'%s: %s",
+				  src, write ? "" : " read-only",
+				  strerror(errno));
+	return 0;
+}
+
+/* Keep the host's top-level symlinks (/lib -> usr/lib on merged-usr): ELF
+ * interpreters and scripts name the short paths. */
+static int copy_root_symlinks(const char *root)
+{
+	DIR *d = opendir("/");
+	struct dirent *e;
+	if (!d)
+		return -errno;
+	while ((e = readdir(d))) {
+		char target[256], dst[4096], src[300];
+		snprintf(src, sizeof(src), "/%s", e->d_name);
+		ssize_t n = readlink(src, target, sizeof(target) - 1);
+		if (n <= 0)
+			continue;
+		target[n] = 0;
+		snprintf(dst, sizeof(dst), "%s/%s", root, e->d_name);
+		if (symlink(target, dst) < 0 && errno != EEXIST) {
+			int r = -errno;
+			closedir(d);
+			return r;
+		}
+	}
+	closedir(d);
+	return 0;
+}
+
+static int setup_dev(const char *root, struct wd_err *err)
+{
+	char dev[4096];
+	snprintf(dev, sizeof(dev), "%s/dev", root);
+	if (mkdir(dev, 0755) < 0 && errno != EEXIST)
+		return wd_err_set(err, -errno, "/dev: %s", strerror(errno));
+	if (mount("tmpfs", dev, "tmpfs", MS_NOSUID | MS_NOEXEC,
+		  "mode=0755,size=64k") < 0)
+		return wd_err_set(err, -errno, "/dev tmpfs: %s",
+				  strerror(errno));
+	static const char *const nodes[] = {"null",   "zero",	 "full",
+					    "random", "urandom", "tty"};
+	for (size_t i = 0; i < WD_ARRAY_SIZE(nodes); i++) {
+		char src[64], dst[4200];
+		snprintf(src, sizeof(src), "/dev/%s", nodes[i]);
+		snprintf(dst, sizeof(dst), "%s/%s", dev, nodes[i]);
+		if (make_point(dst, false) < 0 ||
+		    mount(src, dst, NULL, MS_BIND, NULL) < 0)
+			return wd_err_set(err, -errno, "/dev/%s: %s", nodes[i],
+					  strerror(errno));
+	}
+	static const char *const links[][2] = {{"/proc/self/fd", "fd"},
+					       {"/proc/self/fd/0", "stdin"},
+					       {"/proc/self/fd/1", "stdout"},
+					       {"/proc/self/fd/2", "stderr"}};
+	for (size_t i = 0; i < WD_ARRAY_SIZE(links); i++) {
+		char dst[4200];
+		snprintf(dst, sizeof(dst), "%s/%s", dev, links[i][1]);
+		if (symlink(links[i][0], dst) < 0)
+			return wd_err_set(err, -errno, "/dev/%s: %s",
+					  links[i][1], strerror(errno));
+	}
+	char shm[4200];
+	snprintf(shm, sizeof(shm), "%s/shm", dev);
+	if (mkdir(shm, 01777) < 0 ||
+	    mount("tmpfs", shm, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+		  "mode=1777,size=16m") < 0)
+		return wd_err_set(err, -errno, "/dev/shm: %s", strerror(errno));
+	/* read-only from here on: nothing can add device nodes */
+	if (mount(NULL, dev, NULL,
+		  MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NOEXEC,
+		  "mode=0755,size=64k") < 0)
+		return wd_err_set(err, -errno, "/dev read-only: %s",
+				  strerror(errno));
+	return 0;
+}
+
+int wd_mounts_setup(const char *root, const struct wd_manifest *m,
+		    struct wd_err *err)
+{
+	int r;
+	/* Cut propagation both ways before touching anything. */
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		return wd_err_set(err, -errno, "mount: make / private: %s",
+				  strerror(errno));
+	if (mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV,
+		  "mode=0755,size=1m") < 0)
+		return wd_err_set(err, -errno, "root tmpfs: %s",
+				  strerror(errno));
+	if ((r = copy_root_symlinks(root)) < 0)
+		return wd_err_set(err, r, "root symlinks: %s", strerror(-r));
+
+	int n = m->fs_read.n + m->fs_exec.n + m->fs_write.n + wd_loader_paths_n;
+	struct bind *b = wd_calloc(n, sizeof(*b));
+	int k = 0;
+	for (int i = 0; i < m->fs_read.n; i++)
+		b[k++] = (struct bind){m->fs_read.v[i], false};
+	for (int i = 0; i < m->fs_exec.n; i++)
+		b[k++] = (struct bind){m->fs_exec.v[i], false};
+	for (int i = 0; i < m->fs_write.n; i++)
+		b[k++] = (struct bind){m->fs_write.v[i], true};
+	for (int i = 0; i < wd_loader_paths_n; i++) {
+		char rp[4096];
+		if (realpath(wd_loader_paths[i], rp))
+			b[k++] = (struct bind){strdup(rp), false};
+	}
+	qsort(b, k, sizeof(*b), cmp_bind);
+	for (int i = 0; i < k; i++) {
+		/* Skip a path already covered by an earlier bind of a parent
+		 * with the same or wider access. */
+		bool covered = false;
+		for (int j = 0; j < i && !covered; j++) {
+			size_t pl = strlen(b[j].path);
+			covered =
+			    !strncmp(b[i].path, b[j].path, pl) &&
+			    (b[i].path[pl] == '/' || b[i].path[pl] == 0) &&
+			    (b[j].write || !b[i].write);
+		}
+		if (covered)
+			continue;
+		if ((r = bind_one(root, b[i].path, b[i].write, err)) < 0) {
+			free(b);
+			return r;
+		}
+	}
+	free(b);
+
+	char p[4096];
+	snprintf(p, sizeof(p), "%s/tmp", root);
+	uint32_t mb = m->memory_mb ? m->memory_mb : WD_DEFAULT_MEMORY_MB;
+	char opts[64];
+	snprintf(opts, sizeof(opts), "mode=1777,size=%um", mb);
+	if (make_point(p, true) < 0 ||
+	    mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
+		return wd_err_set(err, -errno, "/tmp tmpfs: %s",
+				  strerror(errno));
+	if ((r = setup_dev(root, err)) < 0)
+		return r;
+	snprintf(p, sizeof(p), "%s/proc", root);
+	if (make_point(p, true) < 0 ||
+	    mount("proc", p, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+		  "hidepid=2") < 0)
+		return wd_err_set(err, -errno, "/proc: %s", strerror(errno));
+
+	if (chdir(root) < 0 || syscall(SYS_pivot_root, ".", ".") < 0)
+		return wd_err_set(err, -errno, "pivot_root: %s",
+				  strerror(errno));
+	/* The old root is stacked under the new one: detach it. */
+	if (umount2(".", MNT_DETACH) < 0 || chdir("/") < 0)
+		return wd_err_set(err, -errno, "detach old root: %s",
+				  strerror(errno));
+	if (mount(NULL, "/", NULL,
+		  MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV,
+		  "mode=0755,size=1m") < 0)
+		return wd_err_set(err, -errno, "root read-only: %s",
+				  strerror(errno));
+	return 0;
+}

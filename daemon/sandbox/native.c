@@ -1,0 +1,803 @@
+/* Tiers 1 and 2: the tool runs on the host kernel, held by cgroups, BPF,
+ * Landlock and seccomp; tier 2 adds mount, pid, ipc, uts (and, with no
+ * egress, network) namespaces with only the manifest's paths bound.
+ *
+ * Process tree:
+ *   tier 1: warden ── C (restricts itself, execs the tool)
+ *   tier 2: warden ── C (host pid ns; unshares; waits) ── G1 (pid 1: mounts,
+ *           restricts itself, reaps) ── G2 (execs the tool)
+ * C is placed in the call's cgroups before it does anything, so everything
+ * it starts is in them and dies with cgroup.kill at the end of the call.
+ *
+ * The launch is a flat list of steps in privilege order (nsjail contain.cc):
+ * namespaces → mounts → rlimits → identity (groups, gid, capability bounding
+ * set, uid, libcap clear) → no_new_privs → Landlock → seccomp → exec.
+ * A failing step reports on the error pipe and exits 125: nothing runs
+ * weaker than its manifest.
+ */
+#include "sandbox/sandbox.h"
+#include "common/log.h"
+#include "enforce/egress.h"
+#include "enforce/landlock.h"
+#include "enforce/probe.h"
+#include "enforce/seccomp.h"
+#include "sandbox/cgroup.h"
+#include "sandbox/mounts.h"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/capability.h>
+#include <net/if.h>
+#include <poll.h>
+#include <pwd.h>
+#include <sched.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/capability.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+
+struct launch {
+	const struct wd_call *call;
+	const struct wd_manifest *m;
+	int tier;
+	uid_t uid;
+	gid_t gid;
+	char id[40];
+	char calldir[256]; /* host dir for this call (scratch, root) */
+	char scratch[300]; /* tier 1 TMPDIR/HOME */
+	char root[300];	   /* tier 2 new root mountpoint */
+	bool netns;
+	char **argv;
+	char **envp;
+	struct wd_seccomp_prog sc;
+	int go[2];   /* parent → child: you are in the cgroups */
+	int errp[2]; /* child → parent: setup error text (CLOEXEC) */
+	int sock[2]; /* child → parent: seccomp listener fd */
+	int in[2], out[2], err[2];
+};
+
+/* ---- child side (between fork and exec) ---------------------------------- */
+
+static void __attribute__((noreturn, format(printf, 3, 4)))
+child_fail(struct launch *l, int e, const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (e && n > 0 && (size_t)n < sizeof(buf))
+		snprintf(buf + n, sizeof(buf) - n, ": %s", strerror(e));
+	(void)!write(l->errp[1], buf, strlen(buf));
+	_exit(125);
+}
+
+static int send_fd(int sock, int fd)
+{
+	char c = 'F';
+	struct iovec iov = {.iov_base = &c, .iov_len = 1};
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct msghdr msg = {.msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = u.buf,
+			     .msg_controllen = sizeof(u.buf)};
+	struct cmsghdr *c0 = CMSG_FIRSTHDR(&msg);
+	c0->cmsg_level = SOL_SOCKET;
+	c0->cmsg_type = SCM_RIGHTS;
+	c0->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c0), &fd, sizeof(int));
+	return sendmsg(sock, &msg, MSG_NOSIGNAL) < 0 ? -errno : 0;
+}
+
+static void lo_up(struct launch *l)
+{
+	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	struct ifreq ifr = {0};
+	if (s < 0)
+		child_fail(l, errno, "network: loopback socket");
+	wd_strlcpy(ifr.ifr_name, "lo", sizeof(ifr.ifr_name));
+	if (ioctl(s, SIOCGIFFLAGS, &ifr) < 0)
+		child_fail(l, errno, "network: lo flags");
+	ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+	if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
+		child_fail(l, errno, "network: lo up");
+	close(s);
+}
+
+static void set_rlimits(struct launch *l)
+{
+	const struct {
+		int res;
+		rlim_t v;
+	} lims[] = {
+	    {RLIMIT_CORE, 0},
+	    {RLIMIT_NOFILE, 1024},
+	    /* a single file cannot exceed the memory the call has */
+	    {RLIMIT_FSIZE,
+	     (rlim_t)(l->m->memory_mb ? l->m->memory_mb : WD_DEFAULT_MEMORY_MB)
+		 << 20},
+	    {RLIMIT_MEMLOCK, 64 << 10},
+	    {RLIMIT_MSGQUEUE, 0},
+	};
+	for (size_t i = 0; i < WD_ARRAY_SIZE(lims); i++) {
+		struct rlimit r = {lims[i].v, lims[i].v};
+		if (setrlimit(lims[i].res, &r) < 0)
+			child_fail(l, errno, "rlimit %d", lims[i].res);
+	}
+}
+
+static void drop_identity(struct launch *l)
+{
+	if (setgroups(0, NULL) < 0)
+		child_fail(l, errno, "identity: setgroups");
+	if (setresgid(l->gid, l->gid, l->gid) < 0)
+		child_fail(l, errno, "identity: setresgid %u", l->gid);
+	/* Empty the bounding set while we still have CAP_SETPCAP: no exec of
+	 * a file-capability binary can bring a capability back. */
+	for (int c = 0; c <= CAP_LAST_CAP; c++)
+		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
+			child_fail(l, errno, "identity: drop bounding cap %d",
+				   c);
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 &&
+	    errno != EINVAL)
+		child_fail(l, errno, "identity: clear ambient caps");
+	if (setresuid(l->uid, l->uid, l->uid) < 0)
+		child_fail(l, errno, "identity: setresuid %u", l->uid);
+	cap_t caps = cap_init(); /* all clear */
+	if (!caps || cap_set_proc(caps) < 0)
+		child_fail(l, errno, "identity: clear capabilities");
+	cap_free(caps);
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		child_fail(l, errno, "identity: no_new_privs");
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		child_fail(l, errno, "identity: dumpable");
+}
+
+static struct wd_landlock *build_landlock(struct launch *l)
+{
+	struct wd_err e = {0};
+	struct wd_landlock *ll = NULL;
+	const struct wd_manifest *m = l->m;
+	if (wd_landlock_new(&ll, &e) < 0)
+		child_fail(l, 0, "%s", e.msg);
+#define GRANT(path, g)                                                         \
+	do {                                                                   \
+		if (wd_landlock_allow(ll, path, g, &e) < 0)                    \
+			child_fail(l, 0, "%s", e.msg);                         \
+	} while (0)
+	for (int i = 0; i < m->fs_read.n; i++)
+		GRANT(m->fs_read.v[i], WD_LL_READ);
+	for (int i = 0; i < m->fs_exec.n; i++)
+		GRANT(m->fs_exec.v[i], WD_LL_EXEC);
+	for (int i = 0; i < m->fs_write.n; i++)
+		GRANT(m->fs_write.v[i], WD_LL_WRITE);
+	/* The ELF interpreter is opened for execution by the kernel too. */
+	for (int i = 0; i < wd_loader_paths_n; i++)
+		GRANT(wd_loader_paths[i], WD_LL_EXEC);
+	GRANT(l->tier == 1 ? l->scratch : "/tmp", WD_LL_WRITE);
+	static const char *const devs[] = {"/dev/null", "/dev/zero",
+					   "/dev/full", "/dev/random",
+					   "/dev/urandom"};
+	for (size_t i = 0; i < WD_ARRAY_SIZE(devs); i++)
+		GRANT(devs[i], WD_LL_DEV);
+	if (l->tier == 2) {
+		/* Our own pid namespace's procfs: only the call's processes. */
+		GRANT("/proc", WD_LL_READ);
+		GRANT("/dev/shm", WD_LL_WRITE);
+	}
+#undef GRANT
+	return ll;
+}
+
+/* Steps shared by both tiers once namespaces and mounts are in place. The
+ * caller is the process that will (after a possible fork) exec the tool. */
+static void restrict_self(struct launch *l)
+{
+	set_rlimits(l);
+	struct wd_landlock *ll = build_landlock(l); /* opens paths as root */
+	drop_identity(l);
+	int r = wd_landlock_restrict(ll);
+	if (r < 0)
+		child_fail(l, -r, "filesystem: cannot enforce: Landlock");
+	int nfd = wd_seccomp_install(&l->sc);
+	if (nfd < 0)
+		child_fail(l, -nfd, "syscalls: cannot enforce: seccomp");
+	if ((r = send_fd(l->sock[1], nfd)) < 0)
+		child_fail(l, -r, "syscalls: pass seccomp listener");
+	close(nfd);
+	close(l->sock[1]);
+}
+
+static void __attribute__((noreturn)) exec_tool(struct launch *l)
+{
+	if (dup2(l->in[0], 0) < 0 || dup2(l->out[1], 1) < 0 ||
+	    dup2(l->err[1], 2) < 0)
+		child_fail(l, errno, "stdio");
+	if (chdir(l->tier == 1 ? l->scratch : "/tmp") < 0)
+		child_fail(l, errno, "chdir");
+	execve(l->argv[0], l->argv, l->envp);
+	child_fail(l, errno, "exec '%s'", l->argv[0]);
+}
+
+/* Exit the way the child did, so the status travels up unchanged. */
+static void __attribute__((noreturn)) exit_like(int st)
+{
+	if (WIFEXITED(st))
+		_exit(WEXITSTATUS(st));
+	_exit(128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0));
+}
+
+static void __attribute__((noreturn)) child_main(struct launch *l)
+{
+	char c;
+	close(l->go[1]);
+	close(l->errp[0]);
+	close(l->sock[0]);
+	close(l->in[1]);
+	close(l->out[0]);
+	close(l->err[0]);
+	/* The parent may die: never outlive it unsupervised. */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (read(l->go[0], &c, 1) != 1)
+		_exit(125);
+	close(l->go[0]);
+
+	if (l->tier == 1) {
+		restrict_self(l);
+		exec_tool(l);
+	}
+
+	int flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS;
+	if (l->netns)
+		flags |= CLONE_NEWNET;
+	if (unshare(flags) < 0)
+		child_fail(l, errno, "namespaces: unshare");
+	pid_t g1 = fork();
+	if (g1 < 0)
+		child_fail(l, errno, "fork");
+	if (g1 > 0) {
+		/* C: holds nothing the tool can reach; relays G1's status. */
+		int st;
+		close(l->in[0]);
+		close(l->out[1]);
+		close(l->err[1]);
+		close(l->sock[1]);
+		while (waitpid(g1, &st, 0) < 0)
+			if (errno != EINTR)
+				_exit(125);
+		exit_like(st);
+	}
+	/* G1: pid 1 of the call's pid namespace. */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (l->netns)
+		lo_up(l);
+	struct wd_err e = {0};
+	if (wd_mounts_setup(l->root, l->m, &e) < 0)
+		child_fail(l, 0, "%s", e.msg);
+	if (sethostname("warden", 6) < 0)
+		child_fail(l, errno, "uts: sethostname");
+	restrict_self(l);
+	pid_t g2 = fork();
+	if (g2 < 0)
+		child_fail(l, errno, "fork");
+	if (g2 == 0)
+		exec_tool(l);
+	close(l->in[0]);
+	close(l->out[1]);
+	close(l->err[1]);
+	close(l->errp[1]);
+	/* Reap everything; leave when the tool does. Our exit tears the pid
+	 * namespace down, killing whatever the tool left behind. */
+	for (;;) {
+		int st;
+		pid_t p = wait(&st);
+		if (p == g2)
+			exit_like(st);
+		if (p < 0 && errno == ECHILD)
+			_exit(125);
+	}
+}
+
+/* ---- parent side ------------------------------------------------------------
+ */
+
+static int recv_fd(int sock)
+{
+	char c;
+	struct iovec iov = {.iov_base = &c, .iov_len = 1};
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct msghdr msg = {.msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = u.buf,
+			     .msg_controllen = sizeof(u.buf)};
+	ssize_t n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+	if (n <= 0)
+		return n == 0 ? -EPIPE : -errno;
+	struct cmsghdr *c0 = CMSG_FIRSTHDR(&msg);
+	if (!c0 || c0->cmsg_type != SCM_RIGHTS ||
+	    c0->cmsg_len != CMSG_LEN(sizeof(int)))
+		return -EPROTO;
+	int fd;
+	memcpy(&fd, CMSG_DATA(c0), sizeof(int));
+	return fd;
+}
+
+static void closep2(int p[2])
+{
+	for (int i = 0; i < 2; i++)
+		if (p[i] >= 0) {
+			close(p[i]);
+			p[i] = -1;
+		}
+}
+
+static char *resolve_exec(const char *a)
+{
+	if (a[0] == '/')
+		return wd_strdup(a);
+	static const char *const dirs[] = {"/usr/local/bin", "/usr/bin", "/bin",
+					   "/usr/sbin", "/sbin"};
+	for (size_t i = 0; i < WD_ARRAY_SIZE(dirs); i++) {
+		char *p = wd_asprintf("%s/%s", dirs[i], a);
+		if (access(p, X_OK) == 0)
+			return p;
+		free(p);
+	}
+	return NULL;
+}
+
+static void build_env(struct launch *l)
+{
+	const char *home = l->tier == 1 ? l->scratch : "/tmp";
+	/* A clean environment: nothing of the caller's (API keys, tokens,
+	 * sockets) reaches the tool. */
+	l->envp = wd_calloc(8, sizeof(char *));
+	l->envp[0] = wd_strdup("PATH=/usr/local/bin:/usr/bin:/bin");
+	l->envp[1] = wd_asprintf("HOME=%s", home);
+	l->envp[2] = wd_asprintf("TMPDIR=%s", home);
+	l->envp[3] = wd_strdup("LANG=C.UTF-8");
+	l->envp[4] = wd_asprintf("WARDEN_CALL_ID=%s", l->id);
+}
+
+static void free_strv(char **v)
+{
+	for (int i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
+struct collect {
+	struct wd_result *res;
+	const struct wd_call *call;
+};
+
+static void on_event(const struct wd_event *ev, void *arg)
+{
+	struct collect *c = arg;
+	struct wd_event e = *ev;
+	wd_strlcpy(e.call_id, c->res->call_id, sizeof(e.call_id));
+	wd_result_add_denial(c->res, &e);
+	if (c->call->on_event)
+		c->call->on_event(&e, c->call->on_event_arg);
+}
+
+/* Append up to the cap, drain the rest. */
+static void take(struct wd_buf *b, const char *p, size_t n, size_t cap,
+		 bool *trunc)
+{
+	size_t room = b->len < cap ? cap - b->len : 0;
+	if (n > room) {
+		*trunc = true;
+		n = room;
+	}
+	if (n)
+		wd_buf_append(b, p, n);
+}
+
+static int supervise(struct launch *l, pid_t child, struct wd_cgroup *cg,
+		     struct wd_egress *eg, struct wd_result *res,
+		     struct wd_err *err)
+{
+	struct collect col = {res, l->call};
+	const struct wd_manifest *m = l->m;
+	size_t cap =
+	    m->output_max_bytes ? m->output_max_bytes : WD_DEFAULT_OUTPUT_MAX;
+	uint64_t deadline =
+	    wd_now_ns() +
+	    (uint64_t)(m->timeout_ms ? m->timeout_ms : WD_DEFAULT_TIMEOUT_MS) *
+		1000000ull;
+	bool audit = m->mode == WD_MODE_AUDIT;
+	int pidfd = syscall(SYS_pidfd_open, child, 0);
+	int notify = -1, status = 0;
+	bool exited = false, timed_out = false, killed = false;
+	size_t in_off = 0;
+	struct wd_buf setup_err = {0};
+	bool trunc = false;
+
+	if (pidfd < 0)
+		return wd_err_set(err, -errno, "pidfd_open: %s",
+				  strerror(errno));
+	if (!l->call->stdin_data || !l->call->stdin_len) {
+		close(l->in[1]);
+		l->in[1] = -1;
+	} else {
+		fcntl(l->in[1], F_SETFL, O_NONBLOCK);
+	}
+	for (;;) {
+		struct pollfd p[8];
+		int n = 0, i_out = -1, i_err = -1, i_in = -1, i_pid = -1,
+		    i_sock = -1, i_not = -1, i_ep = -1, i_bpf = -1;
+		if (l->out[0] >= 0)
+			p[i_out = n++] = (struct pollfd){l->out[0], POLLIN, 0};
+		if (l->err[0] >= 0)
+			p[i_err = n++] = (struct pollfd){l->err[0], POLLIN, 0};
+		if (l->in[1] >= 0)
+			p[i_in = n++] = (struct pollfd){l->in[1], POLLOUT, 0};
+		if (!exited)
+			p[i_pid = n++] = (struct pollfd){pidfd, POLLIN, 0};
+		if (l->sock[0] >= 0)
+			p[i_sock = n++] =
+			    (struct pollfd){l->sock[0], POLLIN, 0};
+		if (notify >= 0)
+			p[i_not = n++] = (struct pollfd){notify, POLLIN, 0};
+		if (l->errp[0] >= 0)
+			p[i_ep = n++] = (struct pollfd){l->errp[0], POLLIN, 0};
+		if (eg)
+			p[i_bpf = n++] =
+			    (struct pollfd){wd_egress_events_fd(eg), POLLIN, 0};
+
+		/* Done when the child is gone and every writer closed. */
+		if (exited && l->out[0] < 0 && l->err[0] < 0)
+			break;
+		uint64_t now = wd_now_ns();
+		int tmo = -1;
+		if (!killed)
+			tmo = now >= deadline
+				  ? 0
+				  : (int)((deadline - now) / 1000000) + 1;
+		else if (exited)
+			tmo = 2000; /* stragglers: cgroup already killed */
+		int r = poll(p, n, tmo);
+		if (r < 0 && errno != EINTR) {
+			wd_err_set(err, -errno, "poll: %s", strerror(errno));
+			break;
+		}
+		if (r == 0) {
+			if (!killed) {
+				timed_out = !exited;
+				wd_cgroup_kill(cg);
+				killed = true;
+				continue;
+			}
+			break; /* pipes held open by something unkillable */
+		}
+		char buf[65536];
+		if (i_out >= 0 && p[i_out].revents) {
+			ssize_t k = read(l->out[0], buf, sizeof(buf));
+			if (k > 0)
+				take(&res->out, buf, k, cap, &trunc);
+			else if (k == 0 || errno != EINTR) {
+				close(l->out[0]);
+				l->out[0] = -1;
+			}
+		}
+		if (i_err >= 0 && p[i_err].revents) {
+			ssize_t k = read(l->err[0], buf, sizeof(buf));
+			if (k > 0)
+				take(&res->err, buf, k, cap, &trunc);
+			else if (k == 0 || errno != EINTR) {
+				close(l->err[0]);
+				l->err[0] = -1;
+			}
+		}
+		if (i_in >= 0 && p[i_in].revents) {
+			ssize_t k =
+			    write(l->in[1], l->call->stdin_data + in_off,
+				  l->call->stdin_len - in_off);
+			if (k > 0)
+				in_off += k;
+			if (k < 0 && errno != EAGAIN && errno != EINTR)
+				in_off =
+				    l->call->stdin_len; /* EPIPE: reader left */
+			if (in_off >= l->call->stdin_len) {
+				close(l->in[1]);
+				l->in[1] = -1;
+			}
+		}
+		if (i_sock >= 0 && p[i_sock].revents) {
+			int fd = recv_fd(l->sock[0]);
+			if (fd >= 0)
+				notify = fd;
+			close(l->sock[0]);
+			l->sock[0] = -1;
+		}
+		if (i_not >= 0 && p[i_not].revents) {
+			if (p[i_not].revents & (POLLHUP | POLLERR)) {
+				close(notify);
+				notify = -1;
+			} else {
+				struct wd_event ev;
+				if (wd_seccomp_answer(notify, audit, &ev) > 0) {
+					ev.cgroup_id = cg->v2_id;
+					ev.uid = l->uid;
+					on_event(&ev, &col);
+				}
+			}
+		}
+		if (i_ep >= 0 && p[i_ep].revents) {
+			ssize_t k = read(l->errp[0], buf, sizeof(buf));
+			if (k > 0)
+				wd_buf_append(&setup_err, buf, k);
+			else {
+				close(l->errp[0]);
+				l->errp[0] = -1;
+			}
+		}
+		if (i_bpf >= 0 && p[i_bpf].revents)
+			wd_egress_consume(eg, on_event, &col);
+		if (i_pid >= 0 && p[i_pid].revents) {
+			while (waitpid(child, &status, 0) < 0 && errno == EINTR)
+				;
+			exited = true;
+			/* End of the call: kill whatever it left behind
+			 * (daemonised grandchildren hold our pipes). */
+			wd_cgroup_kill(cg);
+			killed = true;
+		}
+	}
+	if (!exited) {
+		wd_cgroup_kill(cg);
+		while (waitpid(child, &status, 0) < 0 && errno == EINTR)
+			;
+	}
+	if (eg)
+		wd_egress_consume(eg, on_event, &col);
+	if (notify >= 0)
+		close(notify);
+	close(pidfd);
+
+	res->truncated = trunc;
+	if (WIFEXITED(status))
+		res->exit_code = WEXITSTATUS(status);
+	else if (WIFSIGNALED(status))
+		res->exit_code = 128 + WTERMSIG(status);
+	if (setup_err.len) {
+		int r = wd_err_set(err, -EPERM, "sandbox setup failed: %s",
+				   setup_err.data);
+		wd_buf_free(&setup_err);
+		return r;
+	}
+	if (timed_out) {
+		res->status = WD_ST_TIMEOUT;
+		res->exit_code = 124;
+	} else if (wd_cgroup_oom_kills(cg) > 0) {
+		res->status = WD_ST_OOM;
+	} else {
+		res->status = res->exit_code == 0 ? WD_ST_OK : WD_ST_ERROR;
+	}
+	return 0;
+}
+
+static const char *runtime_dir(void)
+{
+	const char *d = getenv("WARDEN_RUNTIME_DIR");
+	return d && *d ? d : "/run/warden";
+}
+
+static int native_run(const struct wd_call *call, struct wd_result *res,
+		      struct wd_err *err)
+{
+	const struct wd_manifest *m = call->manifest;
+	const struct wd_features *f = wd_probe();
+	struct launch l = {.call = call, .m = m, .tier = m->tier};
+	struct wd_cgroup cg = {.v2_fd = -1};
+	struct wd_egress *eg = NULL;
+	bool attached = false;
+	pid_t child = -1;
+	int r;
+
+	int *fds[] = {l.go, l.errp, l.sock, l.in, l.out, l.err};
+	for (size_t i = 0; i < WD_ARRAY_SIZE(fds); i++)
+		fds[i][0] = fds[i][1] = -1;
+	wd_strlcpy(l.id, res->call_id, sizeof(l.id));
+	l.uid = call->caller_uid;
+	l.gid = call->caller_gid;
+	/* Fail closed, before anything is created: every line the manifest
+	 * draws needs its mechanism. */
+	if (f->landlock_abi < 1) {
+		r = wd_err_set(err, -ENOTSUP,
+			       "filesystem: cannot enforce: Landlock "
+			       "unavailable (%s)",
+			       strerror(-f->landlock_abi));
+		goto out;
+	}
+	if (!f->seccomp_notify) {
+		r = wd_err_set(err, -ENOTSUP,
+			       "syscalls: cannot enforce: seccomp user "
+			       "notification unavailable");
+		goto out;
+	}
+	if (m->mode == WD_MODE_AUDIT && !f->seccomp_notify_continue) {
+		r = wd_err_set(err, -ENOTSUP,
+			       "mode audit: seccomp USER_NOTIF_FLAG_CONTINUE "
+			       "unavailable");
+		goto out;
+	}
+	/* argv */
+	char *const *src = call->argv ? call->argv : m->exec;
+	if (!src || !src[0]) {
+		r = wd_err_set(err, -EINVAL,
+			       "no command: manifest '%s' has no "
+			       "exec and none was given",
+			       m->name);
+		goto out;
+	}
+	int argc = 0;
+	while (src[argc])
+		argc++;
+	l.argv = wd_calloc(argc + 1, sizeof(char *));
+	l.argv[0] = resolve_exec(src[0]);
+	if (!l.argv[0]) {
+		r = wd_err_set(err, -ENOENT, "command '%s' not found", src[0]);
+		goto out;
+	}
+	for (int i = 1; i < argc; i++)
+		l.argv[i] = wd_strdup(src[i]);
+
+	r = wd_seccomp_build(m, &l.sc, err);
+	if (r < 0)
+		goto out;
+
+	/* Call directory: tier 1 scratch (TMPDIR/HOME) or tier 2 root. */
+	snprintf(l.calldir, sizeof(l.calldir), "%s/calls/%s", runtime_dir(),
+		 l.id);
+	if ((r = wd_mkdir_p(l.calldir, 0711)) < 0) {
+		wd_err_set(err, r, "call dir '%s': %s", l.calldir,
+			   strerror(-r));
+		goto out;
+	}
+	snprintf(l.scratch, sizeof(l.scratch), "%s/tmp", l.calldir);
+	snprintf(l.root, sizeof(l.root), "%s/root", l.calldir);
+	if (l.tier == 1) {
+		if (mkdir(l.scratch, 0700) < 0 ||
+		    chown(l.scratch, l.uid, l.gid) < 0) {
+			r = wd_err_set(err, -errno, "scratch '%s': %s",
+				       l.scratch, strerror(errno));
+			goto out;
+		}
+	} else if (mkdir(l.root, 0755) < 0) {
+		r = wd_err_set(err, -errno, "root '%s': %s", l.root,
+			       strerror(errno));
+		goto out;
+	}
+	l.netns = l.tier == 2 && m->n_net_allow == 0;
+	build_env(&l);
+
+	/* cgroup */
+	struct wd_cg_limits lim = {
+	    .memory_bytes =
+		(uint64_t)(m->memory_mb ? m->memory_mb : WD_DEFAULT_MEMORY_MB)
+		<< 20,
+	    .pids = m->pids ? m->pids : WD_DEFAULT_PIDS,
+	    .cpus = m->cpus,
+	};
+	if ((r = wd_cgroup_create(&cg, &f->cg, l.id, &lim, err)) < 0)
+		goto out;
+	wd_result_enf(res, "cgroup", "%s (memory %s, pids %s%s)",
+		      f->cg.hybrid ? "hybrid v1+v2" : "v2",
+		      cg.on_v2[WD_CG_MEMORY] ? "v2" : "v1",
+		      cg.on_v2[WD_CG_PIDS] ? "v2" : "v1",
+		      lim.cpus > 0
+			  ? (cg.on_v2[WD_CG_CPU] ? ", cpu v2" : ", cpu v1")
+			  : "");
+
+	/* egress: the in-kernel allow-list, attached to the call's cgroup.
+	 * Tier 2 with no egress also gets an empty network namespace. */
+	eg = wd_egress_shared(err);
+	if (!eg) {
+		r = wd_err_set(err, -ENOTSUP,
+			       "network.allow: cannot enforce: BPF egress "
+			       "programs unavailable: %s",
+			       err->msg);
+		goto out;
+	}
+	r = wd_egress_attach(eg, cg.v2_fd, cg.v2_id, m->net_allow,
+			     m->n_net_allow, m->mode == WD_MODE_AUDIT, 0, err);
+	if (r < 0)
+		goto out;
+	attached = true;
+	wd_result_enf(res, "bpf_egress",
+		      "%s: cgroup/connect4,6 sendmsg4,6 "
+		      "(%d rule%s)%s",
+		      m->mode == WD_MODE_AUDIT ? "audit" : "enforced",
+		      m->n_net_allow, m->n_net_allow == 1 ? "" : "s",
+		      l.netns ? " + empty netns" : "");
+	wd_result_enf(res, "landlock", "enforced (ABI %d)%s", f->landlock_abi,
+		      m->mode == WD_MODE_AUDIT ? "; audit mode cannot watch "
+						 "the filesystem"
+					       : "");
+	wd_result_enf(res, "seccomp", "%s (user-notify, %u instructions)",
+		      m->mode == WD_MODE_AUDIT ? "audit" : "enforced",
+		      l.sc.prog.len);
+	wd_result_enf(res, "identity",
+		      "uid %u gid %u, no capabilities, "
+		      "no_new_privs",
+		      l.uid, l.gid);
+	if (l.tier == 2)
+		wd_result_enf(res, "namespaces", "mnt pid ipc uts%s",
+			      l.netns ? " net" : "");
+
+	if (pipe2(l.go, O_CLOEXEC) < 0 || pipe2(l.errp, O_CLOEXEC) < 0 ||
+	    socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, l.sock) < 0 ||
+	    pipe2(l.in, O_CLOEXEC) < 0 || pipe2(l.out, O_CLOEXEC) < 0 ||
+	    pipe2(l.err, O_CLOEXEC) < 0) {
+		r = wd_err_set(err, -errno, "pipes: %s", strerror(errno));
+		goto out;
+	}
+	child = fork();
+	if (child < 0) {
+		r = wd_err_set(err, -errno, "fork: %s", strerror(errno));
+		goto out;
+	}
+	if (child == 0)
+		child_main(&l);
+
+	close(l.go[0]);
+	l.go[0] = -1;
+	close(l.errp[1]);
+	l.errp[1] = -1;
+	close(l.sock[1]);
+	l.sock[1] = -1;
+	close(l.in[0]);
+	l.in[0] = -1;
+	close(l.out[1]);
+	l.out[1] = -1;
+	close(l.err[1]);
+	l.err[1] = -1;
+	if ((r = wd_cgroup_enter(&cg, child)) < 0) {
+		kill(child, SIGKILL);
+		waitpid(child, NULL, 0);
+		wd_err_set(err, r, "cgroup: cannot enter: %s", strerror(-r));
+		goto out;
+	}
+	if (write(l.go[1], "g", 1) != 1) {
+		r = wd_err_set(err, -errno, "start child: %s", strerror(errno));
+		kill(child, SIGKILL);
+		waitpid(child, NULL, 0);
+		goto out;
+	}
+	close(l.go[1]);
+	l.go[1] = -1;
+	r = supervise(&l, child, &cg, eg, res, err);
+
+out:
+	if (attached)
+		wd_egress_detach(eg, cg.v2_id);
+	wd_cgroup_destroy(&cg);
+	for (size_t i = 0; i < WD_ARRAY_SIZE(fds); i++)
+		closep2(fds[i]);
+	if (l.calldir[0])
+		wd_rm_rf(l.calldir);
+	wd_seccomp_prog_free(&l.sc);
+	free_strv(l.argv);
+	free_strv(l.envp);
+	return r;
+}
+
+const struct wd_runner wd_runner_native = {.tier = 1, .run = native_run};
