@@ -2,6 +2,9 @@
  * cannot. Filled once per process by wd_probe() (cached); the sandbox uses it
  * to refuse calls whose constraints cannot be enforced (fail closed) and
  * `warden status` prints it.
+ *
+ * Every "_err" field is 0 when the feature works and -errno from the probe
+ * that failed otherwise (so a reason can always be printed).
  */
 #ifndef WD_PROBE_H
 #define WD_PROBE_H
@@ -12,38 +15,87 @@
 enum wd_cg_ctrl { WD_CG_MEMORY, WD_CG_PIDS, WD_CG_CPU, WD_CG_NCTRL };
 
 struct wd_cgroup_layout {
-	bool hybrid;             /* v1 controllers + a v2 hierarchy */
-	char v2_root[256];       /* "/sys/fs/cgroup" or "/sys/fs/cgroup/unified" */
-	bool v2_ctrl[WD_CG_NCTRL];     /* controller available on v2 */
-	char v1_root[WD_CG_NCTRL][256]; /* v1 mount of the controller, "" if none */
+	bool hybrid;	   /* v1 controllers + a v2 hierarchy */
+	char v2_root[256]; /* "/sys/fs/cgroup" or "/sys/fs/cgroup/unified" */
+	bool v2_ctrl[WD_CG_NCTRL]; /* controller available on v2 */
+	char v1_root[WD_CG_NCTRL]
+		    [256];	  /* v1 mount of the controller, "" if none */
+	char v2_controllers[256]; /* the v2 root's cgroup.controllers */
+	int n_v1;		  /* v1 hierarchies with a controller */
 };
+
+/* Namespaces a tier-2 sandbox unshares; probed one by one. */
+enum wd_ns { WD_NS_MNT, WD_NS_PID, WD_NS_IPC, WD_NS_UTS, WD_NS_NET, WD_NS_N };
 
 struct wd_features {
 	char kernel_release[65];
-	bool btf;                  /* /sys/kernel/btf/vmlinux */
-	char lsm_list[256];        /* active LSMs, "" if unreadable */
+	char machine[16];   /* uname -m */
+	bool btf;	    /* /sys/kernel/btf/vmlinux */
+	int btf_err;	    /* loading vmlinux BTF through libbpf */
+	char lsm_list[256]; /* active LSMs, "" if unreadable */
+	int lsm_err;
+	/* where lsm_list came from: "securityfs", "securityfs (private mount
+	 * namespace)", "/proc/cmdline lsm=" (requested, not necessarily
+	 * active) or "" */
+	char lsm_source[48];
 	bool bpf_in_lsm_list;
-	int trampoline_err;        /* 0 if an lsm/fentry program loads, else -errno */
-	int cgroup_sockaddr_err;   /* 0 if cgroup/connect4 loads, else -errno */
-	int ringbuf_err;           /* 0 if a BPF ring buffer can be created */
-	int landlock_abi;          /* <= 0: -errno from the ABI query */
-	bool seccomp_notify;       /* SECCOMP_RET_USER_NOTIF usable */
+	int trampoline_err;	 /* 0 if an fentry program loads, else -errno */
+	int lsm_prog_err;	 /* 0 if an lsm/file_open program loads */
+	int cgroup_sockaddr_err; /* 0 if cgroup/connect4 loads, else -errno */
+	int ringbuf_err;	 /* 0 if a BPF ring buffer can be created */
+	int landlock_abi;	 /* <= 0: -errno from the ABI query */
+	int landlock_errata;	 /* bitmask, or -errno (before ABI 7) */
+	bool seccomp_filter;	 /* seccomp-bpf with RET_ERRNO/KILL_PROCESS */
+	int seccomp_filter_err;
+	bool seccomp_notify; /* SECCOMP_RET_USER_NOTIF usable */
+	int seccomp_notify_err;
 	bool seccomp_notify_continue; /* SECCOMP_USER_NOTIF_FLAG_CONTINUE */
-	bool seccomp_addfd;
-	bool userns;               /* user namespaces creatable */
-	int io_uring_disabled;     /* kernel.io_uring_disabled, -1 unknown */
-	bool audit;                /* audit netlink readable */
+	int seccomp_continue_err;
+	bool seccomp_addfd; /* SECCOMP_IOCTL_NOTIF_ADDFD */
+	int seccomp_addfd_err;
+	uint16_t seccomp_notif_sizes[3]; /* notif, resp, data */
+	bool userns;			 /* user namespaces creatable */
+	int userns_err;
+	int ns_err[WD_NS_N];   /* unshare() of each tier-2 namespace */
+	int io_uring_disabled; /* kernel.io_uring_disabled, -1 unknown */
+	int io_uring_err;
+	bool audit; /* audit netlink readable */
+	int audit_err;
+	int audit_enabled; /* AUDIT_GET: 0 off, 1 on, 2 locked; -1 unknown */
+	int cg_err;	   /* wd_cgroup_layout_detect() */
 	struct wd_cgroup_layout cg;
-	bool runsc;                /* runsc found and runs */
+	bool runsc; /* runsc found and `runsc --version` runs */
+	int runsc_err;
 	char runsc_path[128];
 	char runsc_version[64];
-	char runsc_platform[16];   /* platform that works here, "" if none */
+	char runsc_platform[16]; /* platform that works here, "" if none */
+	bool runsc_tested;	 /* a `runsc do /bin/true` result is known */
+	bool runsc_cached;	 /* ... and it came from the cache file */
+	int runsc_run_err;	 /* 0 ok, -ETIMEDOUT, -ECHILD (non-zero exit) */
+	char runsc_note[160];	 /* last stderr line of a failed run */
+	bool runsc_oci_seccomp;	 /* `runsc flags` lists -oci-seccomp */
 };
 
 /* Probe once (cached for the process). Never fails: unknown things are
- * reported as unavailable with their errno. */
+ * reported as unavailable with their errno. Thread-safe. The runsc platform
+ * is filled only from the cache file (WD_PROBE_RUNSC_CACHE), never by
+ * running runsc. */
 const struct wd_features *wd_probe(void);
+/* wd_probe() plus a real `runsc --platform=ptrace --network=none do
+ * /bin/true` (~0.2 s) unless the cache file keyed by runsc's path, size and
+ * mtime already holds the answer. Cached for the process, thread-safe. */
+const struct wd_features *wd_probe_full(void);
 /* Only the cgroup layout (cheap; no BPF loads). 0 or -errno. */
 int wd_cgroup_layout_detect(struct wd_cgroup_layout *out);
+/* Same, from a mountinfo text and a reader of the v2 root's
+ * cgroup.controllers (for tests); `controllers` may be NULL to read the
+ * file. */
+int wd_cgroup_layout_parse(const char *mountinfo, const char *controllers,
+			   struct wd_cgroup_layout *out);
+
+const char *wd_cg_ctrl_name(enum wd_cg_ctrl c);
+const char *wd_ns_name(enum wd_ns n);
+
+#define WD_PROBE_RUNSC_CACHE "/run/warden/probe-runsc"
 
 #endif

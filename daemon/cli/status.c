@@ -1,0 +1,968 @@
+/* `warden status [--json]`: the node's kernel features, then for every
+ * manifest constraint which mechanism holds it per tier on this node
+ * (DESIGN.md §2), or why it cannot be held; then which constraints
+ * `mode: audit` can watch.
+ *
+ * The report is built once as a table (struct cell/row below) from the
+ * probe and then rendered either as aligned text or as JSON, so both
+ * outputs always say the same thing.
+ */
+#include "cli/cli.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "enforce/probe.h"
+
+#include <getopt.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <string.h>
+
+/* ---- errno text ---------------------------------------------------------- */
+
+/* "EPERM (Operation not permitted)" for a -errno value. */
+static const char *etext(int err, char *buf, size_t len)
+{
+	int e = err < 0 ? -err : err;
+	const char *name = strerrorname_np(e);
+	snprintf(buf, len, "%s (%s)", name ? name : "E?", strerror(e));
+	return buf;
+}
+#define ET(err) etext((err), (char[96]){0}, 96)
+
+static bool kernel_at_least(const struct wd_features *f, int maj, int min)
+{
+	int a = 0, b = 0;
+	if (sscanf(f->kernel_release, "%d.%d", &a, &b) != 2)
+		return false;
+	return a > maj || (a == maj && b >= min);
+}
+
+/* ---- the constraint table ----------------------------------------------- */
+
+struct cell {
+	bool ok;
+	char *text; /* mechanism when ok, reason when not */
+	char *note; /* a limitation or fallback worth knowing, may be NULL */
+};
+
+struct row {
+	const char *constraint;
+	struct cell t[3];
+};
+
+struct watch {
+	const char *constraint;
+	bool ok;
+	char *text; /* mechanism, or reason it cannot be watched */
+};
+
+struct report {
+	const struct wd_features *f;
+	struct row rows[16];
+	int n_rows;
+	struct watch watch[16];
+	int n_watch;
+};
+
+static struct cell yes(const char *note, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static struct cell yes(const char *note, const char *fmt, ...)
+{
+	struct cell c = {.ok = true};
+	va_list ap;
+	va_start(ap, fmt);
+	if (vasprintf(&c.text, fmt, ap) < 0)
+		abort();
+	va_end(ap);
+	c.note = note ? wd_strdup(note) : NULL;
+	return c;
+}
+
+static struct cell no(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+static struct cell no(const char *fmt, ...)
+{
+	struct cell c = {.ok = false};
+	va_list ap;
+	va_start(ap, fmt);
+	if (vasprintf(&c.text, fmt, ap) < 0)
+		abort();
+	va_end(ap);
+	return c;
+}
+
+static struct row *add_row(struct report *r, const char *name)
+{
+	struct row *w = &r->rows[r->n_rows++];
+	w->constraint = name;
+	return w;
+}
+
+static void add_watch(struct report *r, const char *name, bool ok,
+		      const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void add_watch(struct report *r, const char *name, bool ok,
+		      const char *fmt, ...)
+{
+	struct watch *w = &r->watch[r->n_watch++];
+	va_list ap;
+	w->constraint = name;
+	w->ok = ok;
+	va_start(ap, fmt);
+	if (vasprintf(&w->text, fmt, ap) < 0)
+		abort();
+	va_end(ap);
+}
+
+/* Why BPF LSM cannot be used here, or NULL when an lsm program loads. */
+static const char *bpf_lsm_missing(const struct wd_features *f, char *buf,
+				   size_t len)
+{
+	if (!f->bpf_in_lsm_list)
+		snprintf(buf, len, "'bpf' is not in the active LSM list (%s)",
+			 f->lsm_list[0] ? f->lsm_list : "unknown");
+	else if (f->lsm_prog_err)
+		snprintf(buf, len, "lsm programs do not load: %s",
+			 ET(f->lsm_prog_err));
+	else
+		return NULL;
+	return buf;
+}
+
+/* Tier 3 prerequisite: a runsc that runs a sandbox on some platform. */
+static const char *tier3_missing(const struct wd_features *f, char *buf,
+				 size_t len)
+{
+	if (f->runsc_err == -ENOENT)
+		snprintf(buf, len,
+			 "runsc not found ($WARDEN_RUNSC, PATH, /usr/bin, "
+			 "/usr/sbin)");
+	else if (!f->runsc)
+		snprintf(buf, len, "runsc %s does not run: %s%s%s",
+			 f->runsc_path, ET(f->runsc_err),
+			 f->runsc_note[0] ? ": " : "", f->runsc_note);
+	else if (!f->runsc_tested)
+		snprintf(buf, len, "runsc not tested (run `warden status`)");
+	else if (!f->runsc_platform[0])
+		snprintf(buf, len,
+			 "`runsc do /bin/true` fails on ptrace and systrap: "
+			 "%s%s%s",
+			 ET(f->runsc_run_err), f->runsc_note[0] ? ": " : "",
+			 f->runsc_note);
+	else
+		return NULL;
+	return buf;
+}
+
+/* Tier 2 prerequisite: the namespaces a container needs (net aside). */
+static const char *tier2_missing(const struct wd_features *f, char *buf,
+				 size_t len)
+{
+	for (int i = 0; i < WD_NS_N; i++)
+		if (i != WD_NS_NET && f->ns_err[i]) {
+			snprintf(buf, len, "cannot create a %s namespace: %s",
+				 wd_ns_name(i), ET(f->ns_err[i]));
+			return buf;
+		}
+	return NULL;
+}
+
+static void row_network(struct report *r, const char *t2m, const char *t3m)
+{
+	const struct wd_features *f = r->f;
+	struct row *w = add_row(r, "network.allow");
+	char lb[256], note[512];
+	const char *lsm = bpf_lsm_missing(f, lb, sizeof(lb));
+	snprintf(note, sizeof(note), "%s%s%s%s",
+		 lsm ? "BPF LSM socket_connect not used: " : "", lsm ? lsm : "",
+		 f->ringbuf_err ? "; no kernel denial records: ring buffer: "
+				: "",
+		 f->ringbuf_err ? ET(f->ringbuf_err) : "");
+	struct cell bpf;
+	if (f->cgroup_sockaddr_err)
+		bpf = no("BPF cgroup/connect4 does not load: %s",
+			 ET(f->cgroup_sockaddr_err));
+	else if (!f->cg.v2_root[0])
+		bpf = no("no cgroup v2 hierarchy to attach BPF cgroup "
+			 "programs to");
+	else
+		bpf =
+		    yes(note[0] ? note : NULL,
+			"BPF cgroup/connect4,connect6,sendmsg4,sendmsg6 "
+			"allow-list keyed by cgroup id (cgroup v2 at %s)%s",
+			f->cg.v2_root, lsm ? "" : " + BPF LSM socket_connect");
+	w->t[0] = bpf;
+	if (t2m)
+		w->t[1] = no("%s", t2m);
+	else if (!bpf.ok)
+		w->t[1] = no("%s", bpf.text);
+	else if (f->ns_err[WD_NS_NET])
+		w->t[1] = no("an empty list needs a new network namespace: %s",
+			     ET(f->ns_err[WD_NS_NET]));
+	else
+		w->t[1] = yes(bpf.note,
+			      "%s; an empty list: a new, empty network "
+			      "namespace",
+			      bpf.text);
+	if (t3m)
+		w->t[2] = no("%s", t3m);
+	else
+		w->t[2] = yes("a non-empty list has no tier-3 mechanism "
+			      "(DESIGN.md §2): such a manifest is refused",
+			      "runsc --network=none (empty list)");
+}
+
+static void row_families(struct report *r, const char *t2m, const char *t3m)
+{
+	const struct wd_features *f = r->f;
+	struct row *w = add_row(r, "network.families");
+	char lb[256], note[300];
+	const char *lsm = bpf_lsm_missing(f, lb, sizeof(lb));
+	snprintf(note, sizeof(note), "BPF LSM socket_create not used: %s",
+		 lsm ? lsm : "");
+	struct cell c;
+	if (!f->seccomp_filter)
+		c = no("seccomp filters unavailable: %s",
+		       ET(f->seccomp_filter_err));
+	else
+		c = yes(lsm ? note : NULL,
+			"seccomp-bpf on socket() domain (an integer: safe to "
+			"judge in seccomp): unix, inet, inet6 + the "
+			"manifest's families%s",
+			lsm ? "" : " + BPF LSM socket_create");
+	w->t[0] = c;
+	w->t[1] = t2m	 ? no("%s", t2m)
+		  : c.ok ? yes(c.note, "%s", c.text)
+			 : no("%s", c.text);
+	w->t[2] = t3m ? no("%s", t3m)
+		      : yes(NULL, "gVisor: sockets are the sentry's, "
+				  "--network=none has no host network");
+}
+
+static void row_fs(struct report *r, const char *t2m, const char *t3m,
+		   const char *name, const char *rights, const char *lsm_hook,
+		   const char *t2, const char *t3)
+{
+	const struct wd_features *f = r->f;
+	struct row *w = add_row(r, name);
+	char lb[256], note[300];
+	const char *lsm = bpf_lsm_missing(f, lb, sizeof(lb));
+	snprintf(note, sizeof(note), "BPF LSM %s not used: %s", lsm_hook,
+		 lsm ? lsm : "");
+	struct cell c;
+	if (f->landlock_abi <= 0)
+		c = no("Landlock unavailable: %s", ET(f->landlock_abi));
+	else
+		c = yes(lsm ? note : NULL, "Landlock ABI %d ruleset (%s)%s%s",
+			f->landlock_abi, rights, lsm ? "" : " + BPF LSM ",
+			lsm ? "" : lsm_hook);
+	w->t[0] = c;
+	if (t2m)
+		w->t[1] = no("%s", t2m);
+	else if (!c.ok)
+		w->t[1] =
+		    no("%s (tier 2 layers Landlock over its mounts)", c.text);
+	else
+		w->t[1] = yes(c.note, "%s + %s", t2, c.text);
+	w->t[2] = t3m ? no("%s", t3m) : yes(NULL, "%s", t3);
+}
+
+static void row_syscalls(struct report *r, const char *t2m, const char *t3m)
+{
+	const struct wd_features *f = r->f;
+	struct row *w = add_row(r, "syscalls.deny");
+	struct cell c;
+	char note[256];
+	snprintf(note, sizeof(note),
+		 "no denial records: seccomp user-notify unavailable: %s",
+		 ET(f->seccomp_notify_err));
+	if (!f->seccomp_filter)
+		c = no("seccomp filters unavailable: %s",
+		       ET(f->seccomp_filter_err));
+	else if (!f->seccomp_notify)
+		c = yes(note,
+			"seccomp-bpf: baseline deny list + syscalls.deny, "
+			"other ABIs (x32, int 0x80) killed; denied => EPERM");
+	else
+		c = yes(NULL,
+			"seccomp-bpf: baseline deny list + syscalls.deny, "
+			"other ABIs (x32, int 0x80) killed; denied => "
+			"SECCOMP_RET_USER_NOTIF => supervisor records, answers "
+			"EPERM");
+	w->t[0] = c;
+	w->t[1] = t2m	 ? no("%s", t2m)
+		  : c.ok ? yes(c.note, "%s", c.text)
+			 : no("%s", c.text);
+	if (t3m)
+		w->t[2] = no("%s", t3m);
+	else if (f->runsc_oci_seccomp)
+		w->t[2] = yes(NULL, "gVisor sentry (its own host seccomp "
+				    "filters) + syscalls.deny as OCI "
+				    "linux.seccomp (runsc --oci-seccomp)");
+	else
+		w->t[2] = no("this runsc has no --oci-seccomp: syscalls.deny "
+			     "cannot be applied inside gVisor");
+}
+
+static void row_limit(struct report *r, const char *t2m, const char *t3m,
+		      const char *name, enum wd_cg_ctrl c, const char *v2file,
+		      const char *v1file)
+{
+	const struct wd_features *f = r->f;
+	struct row *w = add_row(r, name);
+	struct cell cell;
+	if (f->cg.v2_ctrl[c])
+		cell = yes(NULL, "cgroup v2 %s (controller on %s)", v2file,
+			   f->cg.v2_root);
+	else if (f->cg.v1_root[c][0])
+		cell = yes(NULL, "cgroup v1 %s under %s (hybrid node)", v1file,
+			   f->cg.v1_root[c]);
+	else if (f->cg_err)
+		cell = no("no cgroup hierarchy found: %s", ET(f->cg_err));
+	else
+		cell = no("no %s controller: not in %s/cgroup.controllers "
+			  "(\"%s\") and not mounted as cgroup v1",
+			  wd_cg_ctrl_name(c),
+			  f->cg.v2_root[0] ? f->cg.v2_root : "(no v2)",
+			  f->cg.v2_controllers);
+	w->t[0] = cell;
+	w->t[1] = t2m	    ? no("%s", t2m)
+		  : cell.ok ? yes(NULL, "%s", cell.text)
+			    : no("%s", cell.text);
+	if (t3m)
+		w->t[2] = no("%s", t3m);
+	else if (!cell.ok)
+		w->t[2] = no("%s (runsc applies OCI resources with the same "
+			     "controllers)",
+			     cell.text);
+	else
+		w->t[2] = yes(NULL, "OCI linux.resources (runsc sets %s)",
+			      f->cg.v2_ctrl[c] ? v2file : v1file);
+}
+
+static void row_timeout(struct report *r, const char *t2m, const char *t3m)
+{
+	const struct wd_features *f = r->f;
+	struct row *w = add_row(r, "timeout_ms");
+	struct cell c;
+	if (!f->cg.v2_root[0])
+		c = no("no cgroup v2 hierarchy: the call's processes cannot "
+		       "be found all");
+	else if (kernel_at_least(f, 5, 14))
+		c = yes(NULL, "cgroup.kill on the call's v2 leaf: every "
+			      "process, daemonised grandchildren included");
+	else
+		c = yes(NULL, "SIGKILL to every pid in the call's "
+			      "cgroup.procs until it is empty");
+	w->t[0] = c;
+	w->t[1] = t2m ? no("%s", t2m)
+		  : c.ok
+		      ? yes(NULL, "%s (and the pid namespace's init)", c.text)
+		      : no("%s", c.text);
+	w->t[2] = t3m ? no("%s", t3m)
+		      : yes(NULL, "runsc kill --all SIGKILL, then runsc "
+				  "delete --force");
+}
+
+static void build_rows(struct report *r)
+{
+	const struct wd_features *f = r->f;
+	char b2[256], b3[512];
+	const char *t2m = tier2_missing(f, b2, sizeof(b2));
+	const char *t3m = tier3_missing(f, b3, sizeof(b3));
+
+	row_network(r, t2m, t3m);
+	row_families(r, t2m, t3m);
+	row_fs(r, t2m, t3m, "filesystem.read", "read_file, read_dir",
+	       "file_open",
+	       "mount namespace: only listed paths bound read-only",
+	       "OCI mounts: listed paths bound read-only, read-only rootfs");
+	row_fs(r, t2m, t3m, "filesystem.write",
+	       f->landlock_abi >= 3 ? "write_file, make_*, remove_*, truncate"
+				    : "write_file, make_*, remove_*",
+	       "file_open",
+	       "mount namespace: only `write` paths bound writable, tmpfs "
+	       "scratch at /tmp",
+	       "OCI mounts: `write` paths bound writable, tmpfs scratch");
+	row_fs(r, t2m, t3m, "filesystem.exec", "execute", "bprm_check_security",
+	       "mount namespace: only listed paths are visible",
+	       "OCI mounts + gVisor's own exec of the bound files");
+	row_syscalls(r, t2m, t3m);
+	row_limit(r, t2m, t3m, "memory_mb", WD_CG_MEMORY, "memory.max",
+		  "memory.limit_in_bytes");
+	row_limit(r, t2m, t3m, "pids", WD_CG_PIDS, "pids.max", "pids.max");
+	row_limit(r, t2m, t3m, "cpus", WD_CG_CPU, "cpu.max",
+		  "cpu.cfs_quota_us/cpu.cfs_period_us");
+	row_timeout(r, t2m, t3m);
+
+	struct row *w = add_row(r, "output.max_bytes");
+	w->t[0] = yes(NULL, "warden reads the capture pipes: bytes past the "
+			    "cap are drained and dropped, truncated: true");
+	w->t[1] = t2m ? no("%s", t2m) : yes(NULL, "%s", w->t[0].text);
+	w->t[2] = t3m ? no("%s", t3m) : yes(NULL, "%s", w->t[0].text);
+
+	w = add_row(r, "identity");
+	w->t[0] = yes(NULL, "setresgid/setresuid to the calling user (a root "
+			    "caller's tools get an unprivileged uid), "
+			    "capabilities dropped (libcap), no_new_privs");
+	w->t[1] = t2m ? no("%s", t2m) : yes(NULL, "%s", w->t[0].text);
+	w->t[2] = t3m ? no("%s", t3m)
+		      : yes(NULL, "OCI process.user (unprivileged uid), no "
+				  "capabilities, noNewPrivileges");
+
+	w = add_row(r, "tier");
+	w->t[0] = f->cg.v2_root[0]
+		      ? yes(NULL, "light process: host namespaces, a cgroup "
+				  "and scratch directory per call")
+		      : no("no cgroup v2 hierarchy for the call's cgroup");
+	char nsl[64] = "mnt, pid, ipc, uts";
+	if (!f->ns_err[WD_NS_NET])
+		wd_strlcpy(nsl, "mnt, pid, ipc, uts, net", sizeof(nsl));
+	w->t[1] = t2m ? no("%s", t2m)
+		      : yes(NULL,
+			    "container: new %s namespaces, minimal "
+			    "/dev, new /proc",
+			    nsl);
+	w->t[2] = t3m ? no("%s", t3m)
+		      : yes(NULL, "gVisor: runsc --platform=%s (version %s)",
+			    f->runsc_platform, f->runsc_version);
+}
+
+static void build_watch(struct report *r)
+{
+	const struct wd_features *f = r->f;
+	char lb[256];
+	const char *lsm = bpf_lsm_missing(f, lb, sizeof(lb));
+
+	if (f->seccomp_notify_continue) {
+		add_watch(r, "syscalls.deny", true,
+			  "seccomp user-notify: the supervisor records and "
+			  "answers SECCOMP_USER_NOTIF_FLAG_CONTINUE");
+		add_watch(r, "network.families", true,
+			  "seccomp user-notify on socket() domain, answered "
+			  "with FLAG_CONTINUE");
+	} else {
+		add_watch(r, "syscalls.deny", false,
+			  "SECCOMP_USER_NOTIF_FLAG_CONTINUE unavailable: %s",
+			  ET(f->seccomp_continue_err));
+		add_watch(r, "network.families", false,
+			  "SECCOMP_USER_NOTIF_FLAG_CONTINUE unavailable: %s",
+			  ET(f->seccomp_continue_err));
+	}
+	if (!f->cgroup_sockaddr_err && !f->ringbuf_err && f->cg.v2_root[0])
+		add_watch(r, "network.allow", true,
+			  "BPF cgroup/connect*,sendmsg*: record to the ring "
+			  "buffer and allow (tiers 1-2; tier 3's "
+			  "--network=none cannot be audited)");
+	else
+		add_watch(r, "network.allow", false,
+			  "BPF egress programs unavailable: connect4 %s, "
+			  "ring buffer %s",
+			  f->cgroup_sockaddr_err ? ET(f->cgroup_sockaddr_err)
+						 : "ok",
+			  f->ringbuf_err ? ET(f->ringbuf_err) : "ok");
+	static const char *const fs[] = {"filesystem.read", "filesystem.write",
+					 "filesystem.exec"};
+	for (size_t i = 0; i < WD_ARRAY_SIZE(fs); i++) {
+		if (!lsm)
+			add_watch(r, fs[i], true,
+				  "BPF LSM file_open/bprm_check_security: "
+				  "record and allow");
+		else
+			add_watch(r, fs[i], false,
+				  "Landlock has no audit/permissive mode (it "
+				  "only denies; ABI 7 can log its denials but "
+				  "still denies), and BPF LSM is unusable: %s",
+				  lsm);
+	}
+	static const char *const lim[] = {"memory_mb", "pids", "cpus"};
+	for (size_t i = 0; i < WD_ARRAY_SIZE(lim); i++)
+		add_watch(r, lim[i], false,
+			  "a cgroup limit is applied or not: it cannot "
+			  "record an overrun and let it through");
+	add_watch(r, "timeout_ms", false,
+		  "a timeout kills the call; there is no record-and-continue");
+	add_watch(r, "output.max_bytes", false,
+		  "the cap is applied while capturing; always enforced");
+	add_watch(r, "identity", false,
+		  "uid, capabilities and no_new_privs are set before exec; "
+		  "there is no permissive variant");
+	add_watch(r, "tier", false, "isolation is structural, not a check");
+}
+
+static void report_free(struct report *r)
+{
+	for (int i = 0; i < r->n_rows; i++)
+		for (int t = 0; t < 3; t++) {
+			free(r->rows[i].t[t].text);
+			free(r->rows[i].t[t].note);
+		}
+	for (int i = 0; i < r->n_watch; i++)
+		free(r->watch[i].text);
+}
+
+/* ---- mechanisms named by `require:` -------------------------------------- */
+
+struct mech {
+	const char *name;
+	bool ok;
+	char why[256];
+};
+
+static int build_mechs(const struct wd_features *f, struct mech *m)
+{
+	char lb[256];
+	const char *lsm = bpf_lsm_missing(f, lb, sizeof(lb));
+	int n = 0;
+	m[n] = (struct mech){.name = "bpf_lsm", .ok = !lsm};
+	wd_strlcpy(m[n++].why, lsm ? lsm : "", sizeof(m[0].why));
+	m[n] = (struct mech){.name = "landlock", .ok = f->landlock_abi > 0};
+	if (f->landlock_abi <= 0)
+		snprintf(m[n].why, sizeof(m[n].why), "%s", ET(f->landlock_abi));
+	n++;
+	m[n] = (struct mech){.name = "seccomp", .ok = f->seccomp_filter};
+	if (!f->seccomp_filter)
+		snprintf(m[n].why, sizeof(m[n].why), "%s",
+			 ET(f->seccomp_filter_err));
+	n++;
+	m[n] = (struct mech){.name = "bpf_egress",
+			     .ok = !f->cgroup_sockaddr_err && f->cg.v2_root[0]};
+	if (f->cgroup_sockaddr_err)
+		snprintf(m[n].why, sizeof(m[n].why), "cgroup/connect4: %s",
+			 ET(f->cgroup_sockaddr_err));
+	else if (!f->cg.v2_root[0])
+		snprintf(m[n].why, sizeof(m[n].why), "no cgroup v2 hierarchy");
+	n++;
+	m[n] = (struct mech){.name = "cgroup", .ok = !f->cg_err};
+	if (f->cg_err)
+		snprintf(m[n].why, sizeof(m[n].why), "%s", ET(f->cg_err));
+	n++;
+	return n;
+}
+
+/* ---- JSON ------------------------------------------------------------------
+ */
+
+static json_t *jerr(int err)
+{
+	return err ? json_string(ET(err)) : json_null();
+}
+
+/* {"ok": bool, "err": -errno, "error": "EPERM (...)" | null} */
+static json_t *jfeat(int err)
+{
+	return json_pack("{s:b,s:i,s:o}", "ok", err == 0, "err", err, "error",
+			 jerr(err));
+}
+
+static json_t *jlist(const char *s, const char *sep)
+{
+	json_t *a = json_array();
+	char tmp[512];
+	char *save = NULL;
+	wd_strlcpy(tmp, s, sizeof(tmp));
+	for (char *t = strtok_r(tmp, sep, &save); t;
+	     t = strtok_r(NULL, sep, &save))
+		json_array_append_new(a, json_string(t));
+	return a;
+}
+
+static json_t *jstr_or_null(const char *s)
+{
+	return s && *s ? json_string(s) : json_null();
+}
+
+static json_t *json_report(const struct report *r)
+{
+	const struct wd_features *f = r->f;
+	json_t *o = json_object();
+
+	json_object_set_new(o, "kernel",
+			    json_pack("{s:s,s:s,s:b,s:o}", "release",
+				      f->kernel_release, "machine", f->machine,
+				      "btf", f->btf, "btf_error",
+				      jerr(f->btf_err)));
+
+	json_t *ft = json_object();
+	json_object_set_new(ft, "lsm",
+			    json_pack("{s:o,s:o,s:o}", "list",
+				      jlist(f->lsm_list, ","), "source",
+				      jstr_or_null(f->lsm_source), "error",
+				      jerr(f->lsm_err)));
+	json_object_set_new(ft, "bpf_lsm",
+			    json_pack("{s:b,s:o,s:b}", "in_lsm_list",
+				      f->bpf_in_lsm_list, "lsm_prog_load",
+				      jfeat(f->lsm_prog_err), "usable",
+				      f->bpf_in_lsm_list && !f->lsm_prog_err));
+	json_object_set_new(ft, "bpf_trampoline", jfeat(f->trampoline_err));
+	json_object_set_new(ft, "bpf_cgroup_sock_addr",
+			    jfeat(f->cgroup_sockaddr_err));
+	json_object_set_new(ft, "bpf_ringbuf", jfeat(f->ringbuf_err));
+	json_object_set_new(
+	    ft, "landlock",
+	    json_pack("{s:i,s:o,s:o}", "abi",
+		      f->landlock_abi > 0 ? f->landlock_abi : 0, "errata",
+		      f->landlock_errata >= 0 ? json_integer(f->landlock_errata)
+					      : json_null(),
+		      "error",
+		      f->landlock_abi > 0 ? json_null()
+					  : jerr(f->landlock_abi)));
+	json_object_set_new(
+	    ft, "seccomp",
+	    json_pack("{s:o,s:o,s:o,s:o,s:{s:i,s:i,s:i}}", "filter",
+		      jfeat(f->seccomp_filter_err), "user_notif",
+		      jfeat(f->seccomp_notify_err), "flag_continue",
+		      jfeat(f->seccomp_continue_err), "addfd",
+		      jfeat(f->seccomp_addfd_err), "notif_sizes", "notif",
+		      f->seccomp_notif_sizes[0], "resp",
+		      f->seccomp_notif_sizes[1], "data",
+		      f->seccomp_notif_sizes[2]));
+	json_object_set_new(ft, "user_namespaces", jfeat(f->userns_err));
+	json_t *ns = json_object();
+	for (int i = 0; i < WD_NS_N; i++)
+		json_object_set_new(ns, wd_ns_name(i), jfeat(f->ns_err[i]));
+	json_object_set_new(ft, "namespaces", ns);
+	json_object_set_new(ft, "io_uring",
+			    json_pack("{s:o,s:o}", "disabled",
+				      f->io_uring_disabled >= 0
+					  ? json_integer(f->io_uring_disabled)
+					  : json_null(),
+				      "error", jerr(f->io_uring_err)));
+	json_object_set_new(
+	    ft, "audit",
+	    json_pack("{s:b,s:o,s:o}", "readable", f->audit, "enabled",
+		      f->audit_enabled >= 0 ? json_integer(f->audit_enabled)
+					    : json_null(),
+		      "error", jerr(f->audit_err)));
+	json_object_set_new(o, "features", ft);
+
+	json_t *cg = json_object();
+	json_object_set_new(cg, "layout",
+			    json_string(f->cg.hybrid	   ? "hybrid"
+					: f->cg.v2_root[0] ? "v2"
+					: f->cg.n_v1	   ? "v1"
+							   : "none"));
+	json_object_set_new(cg, "v2_root", jstr_or_null(f->cg.v2_root));
+	json_object_set_new(cg, "v2_controllers",
+			    jlist(f->cg.v2_controllers, " "));
+	json_t *ctl = json_object();
+	for (int c = 0; c < WD_CG_NCTRL; c++) {
+		const char *h = f->cg.v2_ctrl[c]      ? "v2"
+				: f->cg.v1_root[c][0] ? "v1"
+						      : NULL;
+		const char *p =
+		    f->cg.v2_ctrl[c] ? f->cg.v2_root : f->cg.v1_root[c];
+		json_object_set_new(ctl, wd_cg_ctrl_name(c),
+				    json_pack("{s:o,s:o}", "hierarchy",
+					      jstr_or_null(h), "path",
+					      jstr_or_null(p)));
+	}
+	json_object_set_new(cg, "controllers", ctl);
+	json_object_set_new(cg, "error", jerr(f->cg_err));
+	json_object_set_new(o, "cgroup", cg);
+
+	json_object_set_new(
+	    o, "runsc",
+	    json_pack("{s:b,s:o,s:o,s:b,s:b,s:o,s:o,s:b,s:o,s:o}", "present",
+		      f->runsc, "path", jstr_or_null(f->runsc_path), "version",
+		      jstr_or_null(f->runsc_version), "tested", f->runsc_tested,
+		      "cached", f->runsc_cached, "platform",
+		      jstr_or_null(f->runsc_platform), "run_error",
+		      f->runsc_tested ? jerr(f->runsc_run_err) : json_null(),
+		      "oci_seccomp", f->runsc_oci_seccomp, "error",
+		      jerr(f->runsc_err), "note", jstr_or_null(f->runsc_note)));
+
+	struct mech m[8];
+	int nm = build_mechs(f, m);
+	json_t *mj = json_object();
+	for (int i = 0; i < nm; i++)
+		json_object_set_new(mj, m[i].name,
+				    json_pack("{s:b,s:o}", "available", m[i].ok,
+					      "reason",
+					      jstr_or_null(m[i].why)));
+	json_object_set_new(o, "mechanisms", mj);
+
+	json_t *rows = json_array();
+	for (int i = 0; i < r->n_rows; i++) {
+		const struct row *w = &r->rows[i];
+		json_t *jr = json_pack("{s:s}", "constraint", w->constraint);
+		for (int t = 0; t < 3; t++) {
+			const struct cell *c = &w->t[t];
+			json_t *jc =
+			    c->ok ? json_pack("{s:b,s:s,s:o}", "enforced", true,
+					      "mechanism", c->text, "note",
+					      jstr_or_null(c->note))
+				  : json_pack("{s:b,s:s}", "enforced", false,
+					      "reason", c->text);
+			char key[8];
+			snprintf(key, sizeof(key), "tier%d", t + 1);
+			json_object_set_new(jr, key, jc);
+		}
+		json_array_append_new(rows, jr);
+	}
+	json_object_set_new(o, "constraints", rows);
+
+	json_t *yes_ = json_array(), *no_ = json_array();
+	for (int i = 0; i < r->n_watch; i++) {
+		const struct watch *w = &r->watch[i];
+		if (w->ok)
+			json_array_append_new(
+			    yes_,
+			    json_pack("{s:s,s:s}", "constraint", w->constraint,
+				      "mechanism", w->text));
+		else
+			json_array_append_new(
+			    no_, json_pack("{s:s,s:s}", "constraint",
+					   w->constraint, "reason", w->text));
+	}
+	json_object_set_new(
+	    o, "audit",
+	    json_pack("{s:o,s:o}", "watchable", yes_, "not_watchable", no_));
+	return o;
+}
+
+/* ---- text
+ * -------------------------------------------------------------------- */
+
+#define LABEL_W 22
+
+static void line(const char *label, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void line(const char *label, const char *fmt, ...)
+{
+	va_list ap;
+	printf("  %-*s ", LABEL_W, label);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+}
+
+static const char *okerr(int err)
+{
+	static char buf[128];
+	if (!err)
+		return "yes";
+	snprintf(buf, sizeof(buf), "no: %s", ET(err));
+	return buf;
+}
+
+/* Print `text` wrapped at 78 columns, continuation lines indented under
+ * the text (after `prefix`). */
+static void wrapped(int indent, const char *prefix, const char *text)
+{
+	const int width = 78;
+	int start = indent + (int)strlen(prefix);
+	int col = start;
+	printf("%*s%s", indent, "", prefix);
+	for (const char *p = text; *p;) {
+		while (*p == ' ')
+			p++;
+		size_t w = strcspn(p, " ");
+		if (!w)
+			break;
+		if (col > start && col + 1 + (int)w > width) {
+			printf("\n%*s", start, "");
+			col = start;
+		} else if (col > start) {
+			putchar(' ');
+			col++;
+		}
+		printf("%.*s", (int)w, p);
+		col += (int)w;
+		p += w;
+	}
+	putchar('\n');
+}
+
+static bool same_cell(const struct cell *a, const struct cell *b)
+{
+	return a->ok == b->ok && !strcmp(a->text, b->text) &&
+	       !strcmp(a->note ? a->note : "", b->note ? b->note : "");
+}
+
+static void text_report(const struct report *r)
+{
+	const struct wd_features *f = r->f;
+	printf("Kernel\n");
+	line("release", "%s (%s)", f->kernel_release, f->machine);
+	line("BTF", "%s",
+	     f->btf && !f->btf_err ? "yes (/sys/kernel/btf/vmlinux)"
+				   : okerr(f->btf_err ? f->btf_err : -ENOENT));
+	line("LSM list", "%s", f->lsm_list[0] ? f->lsm_list : "unknown");
+	if (f->lsm_source[0])
+		line("  source", "%s", f->lsm_source);
+	if (f->lsm_err)
+		line("", "(securityfs: %s)", ET(f->lsm_err));
+
+	printf("\nBPF\n");
+	line("BPF LSM", "%s; lsm program load: %s",
+	     f->bpf_in_lsm_list ? "in the LSM list" : "not in the LSM list",
+	     okerr(f->lsm_prog_err));
+	line("trampoline (fentry)", "%s", okerr(f->trampoline_err));
+	line("cgroup/connect4", "%s", okerr(f->cgroup_sockaddr_err));
+	line("ring buffer", "%s", okerr(f->ringbuf_err));
+
+	printf("\nLandlock, seccomp, namespaces\n");
+	if (f->landlock_abi > 0)
+		line("Landlock", "ABI %d%s", f->landlock_abi,
+		     f->landlock_errata > 0 ? " (errata fixed: see --json)"
+					    : "");
+	else
+		line("Landlock", "%s", okerr(f->landlock_abi));
+	line("seccomp filter", "%s", okerr(f->seccomp_filter_err));
+	line("seccomp user-notify", "%s", okerr(f->seccomp_notify_err));
+	line("  FLAG_CONTINUE", "%s", okerr(f->seccomp_continue_err));
+	line("  ADDFD", "%s", okerr(f->seccomp_addfd_err));
+	line("user namespaces", "%s", okerr(f->userns_err));
+	char nsb[256] = "";
+	size_t o = 0;
+	for (int i = 0; i < WD_NS_N; i++)
+		o += snprintf(nsb + o, sizeof(nsb) - o, "%s%s%s", i ? ", " : "",
+			      wd_ns_name(i), f->ns_err[i] ? " NO" : "");
+	line("namespaces (tier 2)", "%s", nsb);
+	for (int i = 0; i < WD_NS_N; i++)
+		if (f->ns_err[i])
+			line("", "%s: %s", wd_ns_name(i), ET(f->ns_err[i]));
+	if (f->io_uring_disabled >= 0)
+		line("io_uring", "io_uring_disabled=%d (%s)",
+		     f->io_uring_disabled,
+		     f->io_uring_disabled == 0	 ? "enabled for all"
+		     : f->io_uring_disabled == 1 ? "restricted to a group"
+						 : "disabled");
+	else
+		line("io_uring", "unknown: %s", ET(f->io_uring_err));
+	if (f->audit)
+		line("audit", "readable; enabled=%d", f->audit_enabled);
+	else
+		line("audit", "%s", okerr(f->audit_err));
+
+	printf("\ncgroups\n");
+	line("layout", "%s",
+	     f->cg.hybrid	? "hybrid (v2 + v1 controllers)"
+	     : f->cg.v2_root[0] ? "v2 (unified)"
+	     : f->cg.n_v1	? "v1 only"
+				: "none found");
+	line("v2 root", "%s (controllers: %s)",
+	     f->cg.v2_root[0] ? f->cg.v2_root : "-",
+	     f->cg.v2_controllers[0] ? f->cg.v2_controllers : "none");
+	for (int c = 0; c < WD_CG_NCTRL; c++)
+		line(wd_cg_ctrl_name(c), "%s",
+		     f->cg.v2_ctrl[c]	   ? "v2"
+		     : f->cg.v1_root[c][0] ? f->cg.v1_root[c]
+					   : "not available");
+
+	printf("\nrunsc (tier 3)\n");
+	if (!f->runsc) {
+		line("runsc", "%s", okerr(f->runsc_err));
+	} else {
+		line("runsc", "%s, version %s", f->runsc_path,
+		     f->runsc_version[0] ? f->runsc_version : "?");
+		if (f->runsc_platform[0])
+			line("platform", "%s works (do /bin/true)%s",
+			     f->runsc_platform,
+			     f->runsc_cached ? " [cached]" : "");
+		else if (f->runsc_tested)
+			line("platform", "none works: %s %s",
+			     ET(f->runsc_run_err), f->runsc_note);
+		else
+			line("platform", "not tested");
+		line("OCI seccomp", "%s",
+		     f->runsc_oci_seccomp ? "yes (--oci-seccomp)" : "no");
+	}
+
+	printf("\nEnforcement per manifest constraint\n");
+	for (int i = 0; i < r->n_rows; i++) {
+		const struct row *w = &r->rows[i];
+		printf("  %s\n", w->constraint);
+		for (int t = 0; t < 3; t++) {
+			const struct cell *c = &w->t[t];
+			char pfx[48];
+			if (t > 0 && same_cell(c, &w->t[t - 1])) {
+				printf("    tier %d  same as tier %d\n", t + 1,
+				       t);
+				continue;
+			}
+			snprintf(pfx, sizeof(pfx), "tier %d  %s", t + 1,
+				 c->ok ? "" : "cannot enforce: ");
+			wrapped(4, pfx, c->text);
+			if (c->note)
+				wrapped(12, "note: ", c->note);
+		}
+	}
+
+	printf("\nmode: audit can watch\n");
+	for (int i = 0; i < r->n_watch; i++)
+		if (r->watch[i].ok) {
+			char pfx[48];
+			snprintf(pfx, sizeof(pfx), "%-18s ",
+				 r->watch[i].constraint);
+			wrapped(2, pfx, r->watch[i].text);
+		}
+	printf("\nmode: audit cannot watch (enforced even in audit mode)\n");
+	for (int i = 0; i < r->n_watch; i++)
+		if (!r->watch[i].ok) {
+			char pfx[48];
+			snprintf(pfx, sizeof(pfx), "%-18s ",
+				 r->watch[i].constraint);
+			wrapped(2, pfx, r->watch[i].text);
+		}
+}
+
+/* ---- verb ------------------------------------------------------------------
+ */
+
+static void usage(FILE *out)
+{
+	fprintf(
+	    out,
+	    "usage: warden status [--json]\n\n"
+	    "Probe the kernel's enforcement features (BPF LSM, BPF cgroup\n"
+	    "programs, Landlock, seccomp user-notify, namespaces, cgroups,\n"
+	    "runsc) and print, for every manifest constraint and tier, the\n"
+	    "mechanism that enforces it on this node or why it cannot.\n\n"
+	    "  --json   one JSON object: kernel, features, cgroup, runsc,\n"
+	    "           mechanisms, constraints[], audit{}\n");
+}
+
+static int verb_status(int argc, char **argv)
+{
+	bool json = false;
+	if (wd_cli_wants_help(argc, argv)) {
+		usage(stdout);
+		return WD_EXIT_OK;
+	}
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--json")) {
+			json = true;
+		} else {
+			fprintf(stderr,
+				"warden status: unknown argument '%s'\n",
+				argv[i]);
+			usage(stderr);
+			return WD_EXIT_USAGE;
+		}
+	}
+	struct report r = {.f = wd_probe_full()};
+	build_rows(&r);
+	build_watch(&r);
+	if (json) {
+		json_t *o = json_report(&r);
+		char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+		if (!s) {
+			json_decref(o);
+			report_free(&r);
+			wd_error("status: cannot serialise JSON");
+			return WD_EXIT_FAIL;
+		}
+		printf("%s\n", s);
+		free(s);
+		json_decref(o);
+	} else {
+		text_report(&r);
+	}
+	report_free(&r);
+	return WD_EXIT_OK;
+}
+WD_VERB(status, "status", "kernel features and which mechanism enforces what",
+	verb_status);
