@@ -841,14 +841,16 @@ static int thresholds(struct wd_ywalk *w, yaml_node_t *v, const char *what,
 			rc = -EINVAL;
 			continue;
 		}
-		/* threshold may be 0 ("any recipient"), so min is exclusive
-		 * -1; negative values make no sense */
-		if (wd_y_double(w, val, "approval threshold", -1, 1e15, &d) <
-			0 ||
-		    d < 0) {
-			if (d < 0)
-				wd_y_err(w, val,
-					 "approval threshold must be >= 0");
+		/* threshold may be 0 ("any value needs approval") */
+		char what2[96];
+		snprintf(what2, sizeof(what2), "approval threshold '%s'", ks);
+		if (wd_y_double(w, val, what2, -1e300, 1e15, &d) < 0) {
+			free(ks);
+			rc = -EINVAL;
+			continue;
+		}
+		if (d < 0) {
+			wd_y_err(w, val, "%s must be >= 0", what2);
 			free(ks);
 			rc = -EINVAL;
 			continue;

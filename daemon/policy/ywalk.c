@@ -172,6 +172,11 @@ int wd_y_uint(struct wd_ywalk *w, yaml_node_t *n, const char *what,
 	const char *p = v;
 	if (*p == '+')
 		p++;
+	if (*p == '-' && p[1] >= '0' && p[1] <= '9') {
+		wd_y_err(w, n, "%s: %s is out of range %llu..%llu", what, v,
+			 (unsigned long long)min, (unsigned long long)max);
+		return -EINVAL;
+	}
 	if (*p < '0' || *p > '9') {
 		wd_y_err(w, n, "%s must be an integer, not '%s'", what, v);
 		return -EINVAL;
