@@ -1,6 +1,8 @@
 #include "events/event.h"
 #include "common/util.h"
 
+#include <stdio.h>
+
 const char *wd_event_source_name(enum wd_event_source s)
 {
 	switch (s) {
@@ -43,6 +45,22 @@ json_t *wd_event_to_json(const struct wd_event *e)
 	json_object_set_new(o, "errno", json_integer(e->err));
 	if (e->target[0])
 		json_object_set_new(o, "target", json_string(e->target));
+	if (e->run_id[0]) {
+		json_object_set_new(o, "run_id", json_string(e->run_id));
+		json_object_set_new(o, "step", json_integer(e->step));
+	}
+	if (e->tool[0])
+		json_object_set_new(o, "tool", json_string(e->tool));
+	if (e->agent[0])
+		json_object_set_new(o, "agent", json_string(e->agent));
+	if (e->team[0])
+		json_object_set_new(o, "team", json_string(e->team));
+	if (e->domain_id) {
+		char d[24];
+		snprintf(d, sizeof(d), "%llx",
+			 (unsigned long long)e->domain_id);
+		json_object_set_new(o, "domain_id", json_string(d));
+	}
 	json_object_set_new(o, "verdict",
 			    json_string(e->verdict == WD_VERDICT_DENIED
 					    ? "denied"

@@ -36,6 +36,14 @@ struct wd_event {
 	int32_t err;	    /* errno returned to the program (positive) */
 	char target[256];   /* "10.0.0.1:443", "/etc/shadow", ... */
 	enum wd_verdict verdict;
+	/* Attribution the daemon adds when the cgroup maps to a call of a
+	 * run ("" / -1 when unknown). */
+	char run_id[40];
+	int32_t step;  /* -1 unknown (set by the publisher) */
+	char tool[64]; /* gen_ai.tool.name */
+	char agent[64];
+	char team[64];
+	uint64_t domain_id; /* Landlock domain id (source landlock), else 0 */
 };
 
 const char *wd_event_source_name(enum wd_event_source s);

@@ -1,0 +1,249 @@
+#include "events/stream.h"
+
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+
+#include "enforce/egress.h"
+
+struct wd_stream {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct wd_stream_entry *ring;
+	uint32_t cap;
+	uint64_t last; /* seq of the newest event, 0 if none */
+	uint64_t lost[WD_LOST_NR];
+	uint64_t overrun;
+	bool shut;
+	wd_stream_attrib_fn attrib;
+	void *attrib_arg;
+};
+
+struct wd_stream *wd_stream_new(uint32_t capacity)
+{
+	struct wd_stream *s = wd_calloc(1, sizeof(*s));
+	s->cap = capacity ? capacity : 1;
+	s->ring = wd_calloc(s->cap, sizeof(*s->ring));
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&s->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	return s;
+}
+
+void wd_stream_free(struct wd_stream *s)
+{
+	if (!s)
+		return;
+	pthread_cond_destroy(&s->cv);
+	pthread_mutex_destroy(&s->mu);
+	free(s->ring);
+	free(s);
+}
+
+void wd_stream_set_attrib(struct wd_stream *s, wd_stream_attrib_fn fn,
+			  void *arg)
+{
+	pthread_mutex_lock(&s->mu);
+	s->attrib = fn;
+	s->attrib_arg = arg;
+	pthread_mutex_unlock(&s->mu);
+}
+
+uint64_t wd_stream_publish(struct wd_stream *s, const struct wd_event *ev)
+{
+	struct wd_event copy = *ev;
+	pthread_mutex_lock(&s->mu);
+	wd_stream_attrib_fn fn = s->attrib;
+	void *arg = s->attrib_arg;
+	pthread_mutex_unlock(&s->mu);
+	if (fn)
+		fn(&copy, arg);
+	pthread_mutex_lock(&s->mu);
+	uint64_t seq = ++s->last;
+	struct wd_stream_entry *slot = &s->ring[(seq - 1) % s->cap];
+	slot->seq = seq;
+	slot->ev = copy;
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+	return seq;
+}
+
+void wd_stream_set_lost(struct wd_stream *s, enum wd_stream_lost_src src,
+			uint64_t total)
+{
+	if ((unsigned)src >= WD_LOST_NR)
+		return;
+	pthread_mutex_lock(&s->mu);
+	if (total > s->lost[src]) {
+		s->lost[src] = total;
+		pthread_cond_broadcast(&s->cv);
+	}
+	pthread_mutex_unlock(&s->mu);
+}
+
+static uint64_t oldest_locked(const struct wd_stream *s)
+{
+	if (!s->last)
+		return 0;
+	return s->last > s->cap ? s->last - s->cap + 1 : 1;
+}
+
+void wd_stream_stats(struct wd_stream *s, struct wd_stream_stats *out)
+{
+	pthread_mutex_lock(&s->mu);
+	out->published = s->last;
+	out->oldest = oldest_locked(s);
+	out->capacity = s->cap;
+	memcpy(out->lost, s->lost, sizeof(out->lost));
+	out->overrun = s->overrun;
+	pthread_mutex_unlock(&s->mu);
+}
+
+void wd_stream_cursor_init(struct wd_stream_cursor *c, uint64_t since)
+{
+	memset(c, 0, sizeof(*c));
+	c->next = since + 1;
+}
+
+void wd_stream_shutdown(struct wd_stream *s)
+{
+	pthread_mutex_lock(&s->mu);
+	s->shut = true;
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+}
+
+int wd_stream_read(struct wd_stream *s, struct wd_stream_cursor *c,
+		   struct wd_stream_entry *out, int max, int timeout_ms)
+{
+	struct timespec dl;
+	clock_gettime(CLOCK_MONOTONIC, &dl);
+	if (timeout_ms > 0) {
+		dl.tv_sec += timeout_ms / 1000;
+		dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+		if (dl.tv_nsec >= 1000000000L) {
+			dl.tv_sec++;
+			dl.tv_nsec -= 1000000000L;
+		}
+	}
+	pthread_mutex_lock(&s->mu);
+	for (;;) {
+		/* a cursor ahead of the stream (since= in the future, or a
+		 * restarted daemon) waits for that seq */
+		if (c->next <= s->last)
+			break;
+		if (s->shut) {
+			pthread_mutex_unlock(&s->mu);
+			return -EPIPE;
+		}
+		if (timeout_ms == 0)
+			break;
+		if (timeout_ms < 0)
+			pthread_cond_wait(&s->cv, &s->mu);
+		else if (pthread_cond_timedwait(&s->cv, &s->mu, &dl) ==
+			 ETIMEDOUT)
+			break;
+	}
+	uint64_t oldest = oldest_locked(s);
+	if (oldest && c->next < oldest) {
+		/* overrun: the ring wrapped past this subscriber */
+		c->lost += oldest - c->next;
+		s->overrun += oldest - c->next;
+		c->next = oldest;
+	}
+	int n = 0;
+	while (n < max && c->next <= s->last) {
+		out[n++] = s->ring[(c->next - 1) % s->cap];
+		c->next++;
+	}
+	pthread_mutex_unlock(&s->mu);
+	return n;
+}
+
+json_t *wd_stream_entry_json(const struct wd_stream_entry *e)
+{
+	json_t *o = wd_event_to_json(&e->ev);
+	json_object_set_new(o, "type", json_string("event"));
+	json_object_set_new(o, "seq", json_integer((json_int_t)e->seq));
+	return o;
+}
+
+static void append_json(struct wd_buf *out, json_t *o)
+{
+	char *line = json_dumps(o, JSON_COMPACT);
+	if (line) {
+		wd_buf_append(out, line, strlen(line));
+		wd_buf_append(out, "\n", 1);
+		free(line);
+	}
+	json_decref(o);
+}
+
+int wd_stream_render(struct wd_stream *s, struct wd_stream_cursor *c,
+		     struct wd_buf *out, int max, int timeout_ms)
+{
+	struct wd_stream_entry buf[64];
+	int total = 0, rc = 0;
+	bool first = true;
+	while (total < max) {
+		int want = WD_MIN(max - total, (int)WD_ARRAY_SIZE(buf));
+		rc = wd_stream_read(s, c, buf, want, first ? timeout_ms : 0);
+		first = false;
+		if (rc <= 0)
+			break;
+		for (int i = 0; i < rc; i++)
+			append_json(out, wd_stream_entry_json(&buf[i]));
+		total += rc;
+		if (rc < want)
+			break;
+	}
+	struct wd_stream_stats st;
+	wd_stream_stats(s, &st);
+	uint64_t now[WD_LOST_NR + 1] = {st.lost[WD_LOST_BPF_RINGBUF],
+					st.lost[WD_LOST_SOURCE], c->lost};
+	uint64_t t = wd_now_ns();
+	if (!c->shown_once || memcmp(now, c->shown, sizeof(now)) ||
+	    t - c->last_line_ns >= 10ull * 1000000000ull) {
+		json_t *o = json_object();
+		json_object_set_new(o, "type", json_string("loss"));
+		json_object_set_new(o, "bpf_ringbuf",
+				    json_integer((json_int_t)now[0]));
+		json_object_set_new(o, "source",
+				    json_integer((json_int_t)now[1]));
+		json_object_set_new(o, "overrun",
+				    json_integer((json_int_t)now[2]));
+		json_object_set_new(o, "next_seq",
+				    json_integer((json_int_t)c->next));
+		append_json(out, o);
+		memcpy(c->shown, now, sizeof(now));
+		c->shown_once = true;
+	}
+	if (total || rc == 0)
+		c->last_line_ns = t;
+	return total ? total : rc;
+}
+
+struct pump_ctx {
+	struct wd_stream *s;
+	int n;
+};
+
+static void pump_one(const struct wd_event *ev, void *arg)
+{
+	struct pump_ctx *p = arg;
+	wd_stream_publish(p->s, ev);
+	p->n++;
+}
+
+int wd_stream_pump_bpf(struct wd_stream *s, struct wd_egress *e)
+{
+	struct pump_ctx p = {.s = s};
+	int rc = wd_egress_consume(e, pump_one, &p);
+	uint64_t lost = 0;
+	if (!wd_egress_lost(e, &lost))
+		wd_stream_set_lost(s, WD_LOST_BPF_RINGBUF, lost);
+	return rc < 0 ? rc : p.n;
+}
