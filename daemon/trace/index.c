@@ -1,0 +1,632 @@
+/* The SQLite index: derived from the segments alone. Every row can be
+ * recomputed by wd_trace_reindex(); wd_idx_add() is idempotent (seq is the
+ * key), so the daemon's live indexing and a CLI's catch-up may overlap.
+ * synchronous=OFF: losing index pages in a power cut is repaired by the
+ * catch-up at the next open, the segments being the truth. */
+#include "trace/trace_int.h"
+#include "common/log.h"
+
+#include <string.h>
+#include <time.h>
+
+enum {
+	S_REC,
+	S_RUN_NEW,
+	S_RUN_TOUCH,
+	S_RUN_START,
+	S_RUN_MODEL,
+	S_RUN_END,
+	S_RUN_FLAG,
+	S_RUN_GC,
+	S_REF,
+	S_TAIL,
+	S_N
+};
+
+static const char *const sqls[S_N] = {
+    [S_REC] = "INSERT OR IGNORE INTO records(seq, seg, off, len, ts, "
+	      "run_id, step, type, tool, call_id, status, prompt_hash, "
+	      "result_hash) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
+    [S_RUN_NEW] = "INSERT OR IGNORE INTO runs(run_id, status, started, "
+		  "last_ts) VALUES(?, 'running', ?, ?)",
+    [S_RUN_TOUCH] = "UPDATE runs SET last_ts = max(last_ts, ?2), steps = "
+		    "max(steps, ?3), records = records + 1 WHERE run_id = ?1",
+    [S_RUN_START] = "UPDATE runs SET agent = ?2, team = ?3, user = ?4, "
+		    "model = coalesce(?5, model), started = ?6, payloads = "
+		    "?7, retention_days = ?8 WHERE run_id = ?1",
+    [S_RUN_MODEL] = "UPDATE runs SET input_tokens = input_tokens + ?2, "
+		    "output_tokens = output_tokens + ?3, cost_usd = cost_usd "
+		    "+ ?4, model_calls = model_calls + 1, model = "
+		    "coalesce(model, ?5) WHERE run_id = ?1",
+    [S_RUN_END] = "UPDATE runs SET status = ?2, ended = ?3, flagged = "
+		  "max(flagged, ?4), cost_usd = coalesce(?5, cost_usd) WHERE "
+		  "run_id = ?1",
+    [S_RUN_FLAG] = "UPDATE runs SET flagged = 1 WHERE run_id = ?1",
+    [S_RUN_GC] = "UPDATE runs SET payloads_dropped = 1 WHERE run_id = ?1",
+    [S_REF] = "INSERT OR IGNORE INTO refs(ref, run_id, seq) VALUES(?,?,?)",
+    [S_TAIL] = "SELECT seq, seg, off + len + 1 FROM records ORDER BY seq "
+	       "DESC LIMIT 1",
+};
+
+static const char schema[] =
+    "PRAGMA journal_mode=WAL;"
+    "PRAGMA synchronous=OFF;"
+    "CREATE TABLE IF NOT EXISTS records(seq INTEGER PRIMARY KEY, seg "
+    "INTEGER NOT NULL, off INTEGER NOT NULL, len INTEGER NOT NULL, ts "
+    "INTEGER NOT NULL, run_id TEXT NOT NULL, step INTEGER, type TEXT, tool "
+    "TEXT, call_id TEXT, status TEXT, prompt_hash TEXT, result_hash TEXT);"
+    "CREATE INDEX IF NOT EXISTS rec_run ON records(run_id, seq);"
+    "CREATE INDEX IF NOT EXISTS rec_prompt ON records(prompt_hash) WHERE "
+    "prompt_hash IS NOT NULL;"
+    "CREATE INDEX IF NOT EXISTS rec_result ON records(result_hash) WHERE "
+    "result_hash IS NOT NULL;"
+    "CREATE INDEX IF NOT EXISTS rec_tool ON records(tool, status) WHERE "
+    "tool IS NOT NULL;"
+    "CREATE TABLE IF NOT EXISTS runs(run_id TEXT PRIMARY KEY, agent TEXT, "
+    "team TEXT, user TEXT, model TEXT, status TEXT, started INTEGER, ended "
+    "INTEGER, last_ts INTEGER, cost_usd REAL NOT NULL DEFAULT 0, "
+    "input_tokens INTEGER NOT NULL DEFAULT 0, output_tokens INTEGER NOT "
+    "NULL DEFAULT 0, model_calls INTEGER NOT NULL DEFAULT 0, steps INTEGER "
+    "NOT NULL DEFAULT 0, records INTEGER NOT NULL DEFAULT 0, flagged "
+    "INTEGER NOT NULL DEFAULT 0, payloads TEXT, retention_days INTEGER, "
+    "payloads_dropped INTEGER NOT NULL DEFAULT 0);"
+    "CREATE INDEX IF NOT EXISTS runs_started ON runs(started);"
+    "CREATE TABLE IF NOT EXISTS refs(ref TEXT NOT NULL, run_id TEXT NOT "
+    "NULL, seq INTEGER NOT NULL, PRIMARY KEY(ref, seq)) WITHOUT ROWID;"
+    "CREATE INDEX IF NOT EXISTS refs_run ON refs(run_id);";
+
+struct wd_idx {
+	sqlite3 *db;
+	sqlite3_stmt *st[S_N];
+};
+
+sqlite3 *wd_idx_db(struct wd_idx *x)
+{
+	return x->db;
+}
+
+void wd_idx_close(struct wd_idx *x)
+{
+	if (!x)
+		return;
+	for (int i = 0; i < S_N; i++)
+		sqlite3_finalize(x->st[i]);
+	sqlite3_close(x->db);
+	free(x);
+}
+
+int wd_idx_open(const char *path, struct wd_idx **out, struct wd_err *err)
+{
+	struct wd_idx *x = wd_calloc(1, sizeof(*x));
+	char *msg = NULL;
+	if (sqlite3_open_v2(path, &x->db,
+			    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+				SQLITE_OPEN_NOMUTEX,
+			    NULL) != SQLITE_OK)
+		goto fail;
+	sqlite3_busy_timeout(x->db, 10000);
+	if (sqlite3_exec(x->db, schema, NULL, NULL, &msg) != SQLITE_OK)
+		goto fail;
+	for (int i = 0; i < S_N; i++)
+		if (sqlite3_prepare_v3(x->db, sqls[i], -1,
+				       SQLITE_PREPARE_PERSISTENT, &x->st[i],
+				       NULL) != SQLITE_OK)
+			goto fail;
+	*out = x;
+	return 0;
+fail:
+	wd_err_set(err, -EIO, "trace index %s: %s", path,
+		   msg ? msg : sqlite3_errmsg(x->db));
+	sqlite3_free(msg);
+	wd_idx_close(x);
+	return -EIO;
+}
+
+int wd_idx_begin(struct wd_idx *x)
+{
+	return sqlite3_exec(x->db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK
+		   ? 0
+		   : -EIO;
+}
+
+int wd_idx_commit(struct wd_idx *x)
+{
+	if (sqlite3_exec(x->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK)
+		return 0;
+	sqlite3_exec(x->db, "ROLLBACK", NULL, NULL, NULL);
+	return -EIO;
+}
+
+int wd_idx_clear(struct wd_idx *x)
+{
+	return sqlite3_exec(x->db,
+			    "DELETE FROM records; DELETE FROM runs; DELETE "
+			    "FROM refs;",
+			    NULL, NULL, NULL) == SQLITE_OK
+		   ? 0
+		   : -EIO;
+}
+
+int wd_idx_tail(struct wd_idx *x, uint64_t *seq, uint64_t *seg, uint64_t *end)
+{
+	sqlite3_stmt *st = x->st[S_TAIL];
+	*seq = *seg = *end = 0;
+	int rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		*seq = sqlite3_column_int64(st, 0);
+		*seg = sqlite3_column_int64(st, 1);
+		*end = sqlite3_column_int64(st, 2);
+	}
+	sqlite3_reset(st);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : -EIO;
+}
+
+static const char *str2(json_t *r, const char *a, const char *b)
+{
+	const char *s = json_string_value(json_object_get(r, a));
+	return s || !b ? s : json_string_value(json_object_get(r, b));
+}
+
+static json_t *get2(json_t *r, const char *a, const char *b)
+{
+	json_t *v = json_object_get(r, a);
+	return v ? v : json_object_get(r, b);
+}
+
+/* cost_usd may be a number or a decimal string ("0.0231", seed 000) */
+static double num(json_t *v)
+{
+	if (json_is_number(v))
+		return json_number_value(v);
+	if (json_is_string(v))
+		return strtod(json_string_value(v), NULL);
+	return 0;
+}
+
+bool wd_trace_is_ref_key(const char *k)
+{
+	size_t n = strlen(k);
+	return n > 4 && !strcmp(k + n - 4, "_ref");
+}
+
+json_t *wd_idx_fields(json_t *rec)
+{
+	static const char *const keys[] = {
+	    "run_id",
+	    "step",
+	    "type",
+	    "ts",
+	    "gen_ai.tool.name",
+	    "tool",
+	    "gen_ai.tool.call.id",
+	    "call_id",
+	    "status",
+	    "prompt_hash",
+	    "result_hash",
+	    "agent",
+	    "team",
+	    "user",
+	    "model",
+	    "gen_ai.request.model",
+	    "trace",
+	    "payloads",
+	    "retention_days",
+	    "gen_ai.usage.input_tokens",
+	    "input_tokens",
+	    "gen_ai.usage.output_tokens",
+	    "output_tokens",
+	    "cost_usd",
+	    "flagged",
+	};
+	json_t *o = json_object();
+	for (size_t i = 0; i < WD_ARRAY_SIZE(keys); i++) {
+		json_t *v = json_object_get(rec, keys[i]);
+		if (v)
+			json_object_set_new(o, keys[i], json_deep_copy(v));
+	}
+	const char *k;
+	json_t *v;
+	json_object_foreach(rec, k,
+			    v) if (wd_trace_is_ref_key(k) && json_is_string(v))
+	    json_object_set_new(o, k, json_deep_copy(v));
+	return o;
+}
+
+static void bind_str(sqlite3_stmt *st, int i, const char *s)
+{
+	if (s)
+		sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT);
+	else
+		sqlite3_bind_null(st, i);
+}
+
+static int run_step(sqlite3_stmt *st)
+{
+	int rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	return rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : -EIO;
+}
+
+uint64_t wd_trace_parse_ts(const char *s)
+{
+	struct tm tm = {0};
+	unsigned us = 0;
+	if (!s ||
+	    sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d.%6uZ", &tm.tm_year, &tm.tm_mon,
+		   &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &us) < 6)
+		return 0;
+	tm.tm_year -= 1900;
+	tm.tm_mon -= 1;
+	time_t t = timegm(&tm);
+	if (t < 0)
+		return 0;
+	return (uint64_t)t * 1000000ull + us;
+}
+
+int wd_idx_add(struct wd_idx *x, uint64_t seq, uint64_t seg, uint64_t off,
+	       uint64_t len, uint64_t ts, json_t *rec)
+{
+	const char *run = str2(rec, "run_id", NULL);
+	const char *type = str2(rec, "type", NULL);
+	int64_t step = json_integer_value(json_object_get(rec, "step"));
+	if (!run || !type)
+		return 0; /* not a record the index understands */
+	sqlite3_stmt *st = x->st[S_REC];
+	sqlite3_bind_int64(st, 1, seq);
+	sqlite3_bind_int64(st, 2, seg);
+	sqlite3_bind_int64(st, 3, off);
+	sqlite3_bind_int64(st, 4, len);
+	sqlite3_bind_int64(st, 5, ts);
+	bind_str(st, 6, run);
+	sqlite3_bind_int64(st, 7, step);
+	bind_str(st, 8, type);
+	bind_str(st, 9, str2(rec, "gen_ai.tool.name", "tool"));
+	bind_str(st, 10, str2(rec, "gen_ai.tool.call.id", "call_id"));
+	bind_str(st, 11, str2(rec, "status", NULL));
+	bind_str(st, 12, str2(rec, "prompt_hash", "prompt_ref"));
+	bind_str(st, 13, str2(rec, "result_hash", "result_ref"));
+	if (run_step(st) < 0)
+		return -EIO;
+	if (sqlite3_changes(x->db) == 0)
+		return 0; /* already indexed */
+
+	st = x->st[S_RUN_NEW];
+	bind_str(st, 1, run);
+	sqlite3_bind_int64(st, 2, ts);
+	sqlite3_bind_int64(st, 3, ts);
+	if (run_step(st) < 0)
+		return -EIO;
+	st = x->st[S_RUN_TOUCH];
+	bind_str(st, 1, run);
+	sqlite3_bind_int64(st, 2, ts);
+	sqlite3_bind_int64(st, 3, step);
+	if (run_step(st) < 0)
+		return -EIO;
+
+	if (!strcmp(type, "run_start")) {
+		json_t *tr = json_object_get(rec, "trace");
+		const char *pl = json_string_value(get2(tr, "payloads", NULL));
+		if (!pl)
+			pl = str2(rec, "payloads", NULL);
+		json_t *rd = json_object_get(tr, "retention_days");
+		if (!rd)
+			rd = json_object_get(rec, "retention_days");
+		st = x->st[S_RUN_START];
+		bind_str(st, 1, run);
+		bind_str(st, 2, str2(rec, "agent", NULL));
+		bind_str(st, 3, str2(rec, "team", NULL));
+		bind_str(st, 4, str2(rec, "user", NULL));
+		bind_str(st, 5, str2(rec, "gen_ai.request.model", "model"));
+		sqlite3_bind_int64(st, 6, ts);
+		bind_str(st, 7, pl ? pl : "full");
+		if (json_is_number(rd))
+			sqlite3_bind_int64(st, 8, (int64_t)num(rd));
+		else
+			sqlite3_bind_null(st, 8);
+	} else if (!strcmp(type, "model_call")) {
+		st = x->st[S_RUN_MODEL];
+		bind_str(st, 1, run);
+		sqlite3_bind_int64(
+		    st, 2,
+		    (int64_t)num(get2(rec, "gen_ai.usage.input_tokens",
+				      "input_tokens")));
+		sqlite3_bind_int64(
+		    st, 3,
+		    (int64_t)num(get2(rec, "gen_ai.usage.output_tokens",
+				      "output_tokens")));
+		sqlite3_bind_double(st, 4,
+				    num(json_object_get(rec, "cost_usd")));
+		bind_str(st, 5, str2(rec, "gen_ai.request.model", "model"));
+	} else if (!strcmp(type, "run_end")) {
+		const char *s = str2(rec, "status", NULL);
+		json_t *c = json_object_get(rec, "cost_usd");
+		st = x->st[S_RUN_END];
+		bind_str(st, 1, run);
+		bind_str(st, 2, s ? s : "ok");
+		sqlite3_bind_int64(st, 3, ts);
+		sqlite3_bind_int(st, 4,
+				 json_is_true(json_object_get(rec, "flagged")));
+		if (c)
+			sqlite3_bind_double(st, 5, num(c));
+		else
+			sqlite3_bind_null(st, 5);
+	} else if (!strcmp(type, "flag")) {
+		st = x->st[S_RUN_FLAG];
+		bind_str(st, 1, run);
+	} else if (!strcmp(type, "gc")) {
+		st = x->st[S_RUN_GC];
+		bind_str(st, 1, run);
+	} else {
+		st = NULL;
+	}
+	if (st && run_step(st) < 0)
+		return -EIO;
+	if (!strcmp(type, "gc"))
+		return 0; /* its refs name dropped blobs, not references */
+	const char *k;
+	json_t *v;
+	json_object_foreach(rec, k, v)
+	{
+		if (!wd_trace_is_ref_key(k) ||
+		    !wd_trace_ref_ok(json_string_value(v)))
+			continue;
+		st = x->st[S_REF];
+		bind_str(st, 1, json_string_value(v));
+		bind_str(st, 2, run);
+		sqlite3_bind_int64(st, 3, seq);
+		if (run_step(st) < 0)
+			return -EIO;
+	}
+	return 0;
+}
+
+/* ---- catch-up and reindex ---- */
+
+struct cu_ctx {
+	struct wd_idx *x;
+	uint64_t seg, base, n;
+	int r;
+};
+
+static int cu_cb(void *p, const char *line, size_t len, uint64_t off,
+		 json_t *rec)
+{
+	struct cu_ctx *c = p;
+	uint64_t ts =
+	    wd_trace_parse_ts(json_string_value(json_object_get(rec, "ts")));
+	c->r = wd_idx_add(c->x, json_integer_value(json_object_get(rec, "seq")),
+			  c->seg, c->base + off, len, ts, rec);
+	if (c->r < 0)
+		return c->r;
+	if (++c->n % 20000 == 0) {
+		if ((c->r = wd_idx_commit(c->x)) < 0 ||
+		    (c->r = wd_idx_begin(c->x)) < 0)
+			return c->r;
+	}
+	return 0;
+}
+
+int wd_trace_idx_catch_up(struct wd_trace *t, struct wd_err *err)
+{
+	uint64_t seq, seg, end;
+	pthread_mutex_lock(&t->idx_mu);
+	int r = wd_idx_tail(t->idx, &seq, &seg, &end);
+	/* an index ahead of the segments (cut tail, replaced store) is stale */
+	if (!r && seq >= t->next_seq) {
+		wd_info("trace index '%s' is ahead of the segments; "
+			"rebuilding",
+			t->root);
+		r = wd_idx_clear(t->idx);
+		seq = seg = end = 0;
+	}
+	cleanup_free uint64_t *segs = NULL;
+	size_t n = 0;
+	if (!r)
+		r = wd_trace_list_segments(t, &segs, &n);
+	for (size_t i = 0; !r && i < n; i++) {
+		if (segs[i] < seg)
+			continue;
+		uint64_t from = segs[i] == seg ? end : 0;
+		cleanup_free char *p = wd_trace_seg_path(t, segs[i]);
+		cleanup_free char *buf = NULL;
+		size_t len;
+		r = wd_read_file(p, &buf, &len);
+		if (r < 0)
+			break;
+		if (from >= len)
+			continue;
+		struct cu_ctx c = {t->idx, segs[i], from, 0, 0};
+		if ((r = wd_idx_begin(t->idx)) < 0)
+			break;
+		wd_trace_scan(buf + from, len - from, NULL, cu_cb, &c, NULL);
+		r = c.r;
+		if (!r)
+			r = wd_idx_commit(t->idx);
+		else
+			wd_idx_commit(t->idx);
+	}
+	pthread_mutex_unlock(&t->idx_mu);
+	if (r < 0)
+		return wd_err_set(err, r, "trace index catch-up: %s",
+				  strerror(-r));
+	return 0;
+}
+
+int wd_trace_reindex(struct wd_trace *t, struct wd_err *err)
+{
+	if (!t->idx)
+		return wd_err_set(err, -EINVAL, "store opened without index");
+	int r = wd_trace_flush(t, err);
+	if (r < 0)
+		return r;
+	pthread_mutex_lock(&t->idx_mu);
+	r = wd_idx_clear(t->idx);
+	pthread_mutex_unlock(&t->idx_mu);
+	if (r < 0)
+		return wd_err_set(err, r, "trace index: cannot clear");
+	return wd_trace_idx_catch_up(t, err);
+}
+
+/* ---- queries ---- */
+
+static json_t *col_json(sqlite3_stmt *st, int i)
+{
+	switch (sqlite3_column_type(st, i)) {
+	case SQLITE_INTEGER:
+		return json_integer(sqlite3_column_int64(st, i));
+	case SQLITE_FLOAT:
+		return json_real(sqlite3_column_double(st, i));
+	case SQLITE_TEXT:
+		return json_string((const char *)sqlite3_column_text(st, i));
+	default:
+		return json_null();
+	}
+}
+
+static json_t *ts_json(sqlite3_stmt *st, int i)
+{
+	if (sqlite3_column_type(st, i) == SQLITE_NULL)
+		return json_null();
+	char b[40];
+	wd_iso8601((uint64_t)sqlite3_column_int64(st, i) * 1000, b, sizeof(b));
+	return json_string(b);
+}
+
+static int run_query(struct wd_trace *t, struct wd_buf *sql, const char **args,
+		     size_t nargs, json_t **array, struct wd_err *err,
+		     const char *const *tscols)
+{
+	if (!t->idx)
+		return wd_err_set(err, -EINVAL, "store opened without index");
+	pthread_mutex_lock(&t->idx_mu);
+	sqlite3 *db = wd_idx_db(t->idx);
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(db, sql->data, -1, &st, NULL) != SQLITE_OK) {
+		int r = wd_err_set(err, -EIO, "index query: %s",
+				   sqlite3_errmsg(db));
+		pthread_mutex_unlock(&t->idx_mu);
+		return r;
+	}
+	for (size_t i = 0; i < nargs; i++)
+		sqlite3_bind_text(st, i + 1, args[i], -1, SQLITE_STATIC);
+	json_t *arr = json_array();
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		json_t *o = json_object();
+		for (int c = 0; c < sqlite3_column_count(st); c++) {
+			const char *name = sqlite3_column_name(st, c);
+			bool is_ts = false;
+			for (size_t k = 0; tscols[k]; k++)
+				is_ts |= !strcmp(tscols[k], name);
+			json_object_set_new(
+			    o, name, is_ts ? ts_json(st, c) : col_json(st, c));
+		}
+		json_array_append_new(arr, o);
+	}
+	sqlite3_finalize(st);
+	pthread_mutex_unlock(&t->idx_mu);
+	if (rc != SQLITE_DONE) {
+		json_decref(arr);
+		return wd_err_set(err, -EIO, "index query failed");
+	}
+	*array = arr;
+	return 0;
+}
+
+int wd_trace_query_runs(struct wd_trace *t, const struct wd_trace_query *q,
+			json_t **array, struct wd_err *err)
+{
+	static const char *const tscols[] = {"started", "ended", "last_ts",
+					     NULL};
+	struct wd_buf sql = {0};
+	const char *args[8];
+	size_t n = 0;
+	wd_buf_printf(&sql, "SELECT run_id, agent, team, user, model, status, "
+			    "started, ended, last_ts, cost_usd, input_tokens, "
+			    "output_tokens, model_calls, steps, records, "
+			    "flagged, payloads, retention_days, "
+			    "payloads_dropped FROM runs WHERE 1");
+#define F(field, col)                                                          \
+	if (q->field) {                                                        \
+		wd_buf_printf(&sql, " AND " col " = ?");                       \
+		args[n++] = q->field;                                          \
+	}
+	F(agent, "agent");
+	F(team, "team");
+	F(user, "user");
+	F(status, "status");
+#undef F
+	if (q->tool) {
+		wd_buf_printf(&sql, " AND run_id IN (SELECT run_id FROM "
+				    "records WHERE tool = ?)");
+		args[n++] = q->tool;
+	}
+	if (q->prompt_hash) {
+		wd_buf_printf(&sql, " AND run_id IN (SELECT run_id FROM "
+				    "records WHERE prompt_hash = ?)");
+		args[n++] = q->prompt_hash;
+	}
+	if (q->result_hash) {
+		wd_buf_printf(&sql, " AND run_id IN (SELECT run_id FROM "
+				    "records WHERE result_hash = ?)");
+		args[n++] = q->result_hash;
+	}
+	if (q->since_ns)
+		wd_buf_printf(&sql, " AND started >= %llu",
+			      (unsigned long long)(q->since_ns / 1000));
+	wd_buf_printf(&sql, " ORDER BY started, run_id");
+	if (q->limit)
+		wd_buf_printf(&sql, " LIMIT %u", q->limit);
+	int r = run_query(t, &sql, args, n, array, err, tscols);
+	wd_buf_free(&sql);
+	return r;
+}
+
+int wd_trace_query_records(struct wd_trace *t, const struct wd_trace_query *q,
+			   json_t **array, struct wd_err *err)
+{
+	static const char *const tscols[] = {"ts", NULL};
+	struct wd_buf sql = {0};
+	const char *args[8];
+	size_t n = 0;
+	wd_buf_printf(&sql, "SELECT seq, run_id, step, type, tool, call_id, "
+			    "status, prompt_hash, result_hash, ts FROM "
+			    "records WHERE 1");
+#define F(field, col)                                                          \
+	if (q->field) {                                                        \
+		wd_buf_printf(&sql, " AND " col " = ?");                       \
+		args[n++] = q->field;                                          \
+	}
+	F(tool, "tool");
+	F(status, "status");
+	F(prompt_hash, "prompt_hash");
+	F(result_hash, "result_hash");
+#undef F
+	if (q->agent || q->team || q->user) {
+		wd_buf_printf(&sql, " AND run_id IN (SELECT run_id FROM runs "
+				    "WHERE 1");
+		if (q->agent) {
+			wd_buf_printf(&sql, " AND agent = ?");
+			args[n++] = q->agent;
+		}
+		if (q->team) {
+			wd_buf_printf(&sql, " AND team = ?");
+			args[n++] = q->team;
+		}
+		if (q->user) {
+			wd_buf_printf(&sql, " AND user = ?");
+			args[n++] = q->user;
+		}
+		wd_buf_printf(&sql, ")");
+	}
+	if (q->since_ns)
+		wd_buf_printf(&sql, " AND ts >= %llu",
+			      (unsigned long long)(q->since_ns / 1000));
+	wd_buf_printf(&sql, " ORDER BY seq");
+	if (q->limit)
+		wd_buf_printf(&sql, " LIMIT %u", q->limit);
+	int r = run_query(t, &sql, args, n, array, err, tscols);
+	wd_buf_free(&sql);
+	return r;
+}

@@ -1,0 +1,167 @@
+/* Segment framing: crc32c per line, sha256 chain between lines. This is the
+ * code that reads bytes an attacker or a crash may have mangled, so it trusts
+ * nothing: every length is checked before use (it is the fuzz target). */
+#include "trace/trace_int.h"
+
+#include <string.h>
+
+#include <openssl/evp.h>
+#include <openssl/sha.h>
+
+static uint32_t crc_tab[8][256];
+static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
+
+static void crc_init(void)
+{
+	for (uint32_t i = 0; i < 256; i++) {
+		uint32_t c = i;
+		for (int k = 0; k < 8; k++)
+			c = c & 1 ? (c >> 1) ^ 0x82f63b78u : c >> 1;
+		crc_tab[0][i] = c;
+	}
+	for (uint32_t i = 0; i < 256; i++)
+		for (int k = 1; k < 8; k++)
+			crc_tab[k][i] = (crc_tab[k - 1][i] >> 8) ^
+					crc_tab[0][crc_tab[k - 1][i] & 0xff];
+}
+
+/* Slicing-by-8 crc32c (Castagnoli), the framing checksum. */
+uint32_t wd_crc32c(uint32_t crc, const void *buf, size_t len)
+{
+	const unsigned char *p = buf;
+	pthread_once(&crc_once, crc_init);
+	crc = ~crc;
+	while (len >= 8) {
+		uint64_t w;
+		memcpy(&w, p, 8);
+		w ^= crc;
+		crc = crc_tab[7][w & 0xff] ^ crc_tab[6][(w >> 8) & 0xff] ^
+		      crc_tab[5][(w >> 16) & 0xff] ^
+		      crc_tab[4][(w >> 24) & 0xff] ^
+		      crc_tab[3][(w >> 32) & 0xff] ^
+		      crc_tab[2][(w >> 40) & 0xff] ^
+		      crc_tab[1][(w >> 48) & 0xff] ^ crc_tab[0][w >> 56];
+		p += 8;
+		len -= 8;
+	}
+	while (len--)
+		crc = (crc >> 8) ^ crc_tab[0][(crc ^ *p++) & 0xff];
+	return ~crc;
+}
+
+static EVP_MD *sha;
+static pthread_once_t sha_once = PTHREAD_ONCE_INIT;
+static void sha_fetch(void)
+{
+	sha = EVP_MD_fetch(NULL, "SHA256", NULL);
+}
+
+void wd_sha256_hex(const void *data, size_t len, char out[65])
+{
+	static const char hex[] = "0123456789abcdef";
+	unsigned char md[SHA256_DIGEST_LENGTH];
+	pthread_once(&sha_once, sha_fetch);
+	if (!sha || !EVP_Digest(data, len, md, NULL, sha, NULL))
+		SHA256(data, len, md);
+	for (int i = 0; i < SHA256_DIGEST_LENGTH; i++) {
+		out[2 * i] = hex[md[i] >> 4];
+		out[2 * i + 1] = hex[md[i] & 15];
+	}
+	out[64] = 0;
+}
+
+bool wd_trace_ref_ok(const char *ref)
+{
+	if (!ref || strncmp(ref, "sha256:", 7) || strlen(ref) != 71)
+		return false;
+	for (int i = 7; i < 71; i++)
+		if (!((ref[i] >= '0' && ref[i] <= '9') ||
+		      (ref[i] >= 'a' && ref[i] <= 'f')))
+			return false;
+	return true;
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+int wd_trace_check_line(const char *line, size_t len, char hash_hex[65],
+			json_t **rec)
+{
+	if (rec)
+		*rec = NULL;
+	if (len < WD_CRC_TAIL_LEN + 2 || line[0] != '{' ||
+	    line[len - 1] != '}' || line[len - 2] != '"')
+		return -EBADMSG;
+	const char *tail = line + len - WD_CRC_TAIL_LEN;
+	if (memcmp(tail, WD_CRC_TAIL, sizeof(WD_CRC_TAIL) - 1))
+		return -EBADMSG;
+	uint32_t want = 0;
+	for (int i = 0; i < 8; i++) {
+		int v = hexval(tail[sizeof(WD_CRC_TAIL) - 1 + i]);
+		if (v < 0)
+			return -EBADMSG;
+		want = want << 4 | (uint32_t)v;
+	}
+	if (wd_crc32c(0, line, len - WD_CRC_TAIL_LEN) != want)
+		return -EBADMSG;
+	if (memchr(line, '\n', len))
+		return -EBADMSG;
+	if (rec) {
+		json_error_t je;
+		json_t *r = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je);
+		if (!r || !json_is_object(r) ||
+		    !json_is_integer(json_object_get(r, "seq")) ||
+		    !json_is_string(json_object_get(r, "prev"))) {
+			json_decref(r);
+			return -EBADMSG;
+		}
+		*rec = r;
+	}
+	if (hash_hex)
+		wd_sha256_hex(line, len, hash_hex);
+	return 0;
+}
+
+size_t wd_trace_scan(const char *buf, size_t len, const char *prev_hex,
+		     int (*cb)(void *ctx, const char *line, size_t len,
+			       uint64_t off, json_t *rec),
+		     void *ctx, bool *chain_ok)
+{
+	char prev[65], h[65];
+	size_t off = 0;
+	if (chain_ok)
+		*chain_ok = true;
+	if (prev_hex)
+		memcpy(prev, prev_hex, 65);
+	while (off < len) {
+		const char *nl = memchr(buf + off, '\n', len - off);
+		if (!nl)
+			break; /* torn: no newline */
+		size_t ll = nl - (buf + off);
+		json_t *rec = NULL;
+		if (wd_trace_check_line(buf + off, ll, h, &rec) < 0)
+			break;
+		const char *p = json_string_value(json_object_get(rec, "prev"));
+		if (prev_hex &&
+		    (strncmp(p, "sha256:", 7) || strcmp(p + 7, prev))) {
+			if (chain_ok)
+				*chain_ok = false;
+			json_decref(rec);
+			break;
+		}
+		int r = cb ? cb(ctx, buf + off, ll, off, rec) : 0;
+		json_decref(rec);
+		if (r < 0)
+			break;
+		if (prev_hex)
+			memcpy(prev, h, 65);
+		off += ll + 1;
+	}
+	return off;
+}

@@ -1,0 +1,773 @@
+/* The trace store: open/close, append with group commit, flush, run reads.
+ *
+ * Concurrency: appenders serialize only the framing of their line (seq, ts,
+ * prev, crc, sha256) under t->mu into the current batch; one writer thread
+ * swaps the batch out, writes it (rotating segments by size), fdatasyncs it
+ * when any record in it is durable (or a flush waits, or 1 s passed), then
+ * indexes it. A durable appender sleeps until synced_seq covers its seq; so
+ * one fdatasync acknowledges every durable record of the batch. */
+#include "trace/trace_int.h"
+#include "common/log.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#define BATCH_URGENT  (1u << 20)  /* write now once this much is pending */
+#define PENDING_LIMIT (64u << 20) /* appenders wait above this (backpressure)  \
+				   */
+#define SYNC_EVERY_NS 1000000000ull /* non-durable data reaches disk within */
+
+char *wd_trace_seg_path(struct wd_trace *t, uint64_t first)
+{
+	return wd_asprintf("%s/%016llu" WD_SEG_SUFFIX, t->segdir,
+			   (unsigned long long)first);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+int wd_trace_list_segments(struct wd_trace *t, uint64_t **out, size_t *n)
+{
+	DIR *d = opendir(t->segdir);
+	if (!d)
+		return -errno;
+	uint64_t *v = NULL;
+	size_t cnt = 0, cap = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		size_t l = strlen(e->d_name);
+		if (l != 16 + strlen(WD_SEG_SUFFIX) ||
+		    strcmp(e->d_name + 16, WD_SEG_SUFFIX) ||
+		    strspn(e->d_name, "0123456789") != 16)
+			continue;
+		if (cnt == cap) {
+			cap = cap ? cap * 2 : 16;
+			v = wd_realloc(v, cap * sizeof(*v));
+		}
+		v[cnt++] = strtoull(e->d_name, NULL, 10);
+	}
+	closedir(d);
+	qsort(v, cnt, sizeof(*v), cmp_u64);
+	*out = v;
+	*n = cnt;
+	return 0;
+}
+
+const char *wd_trace_dir(struct wd_trace *t)
+{
+	return t->root;
+}
+
+bool wd_trace_healthy(struct wd_trace *t, int *code)
+{
+	pthread_mutex_lock(&t->mu);
+	int e = t->error;
+	pthread_mutex_unlock(&t->mu);
+	if (code)
+		*code = e;
+	return e == 0;
+}
+
+static void batch_reset(struct wd_batch *b)
+{
+	for (size_t i = 0; i < b->n; i++)
+		json_decref(b->v[i].idx);
+	b->n = 0;
+	b->buf.len = 0;
+	b->want_sync = false;
+	b->t0 = 0;
+}
+
+static void batch_free(struct wd_batch *b)
+{
+	batch_reset(b);
+	free(b->v);
+	wd_buf_free(&b->buf);
+}
+
+static int open_segment(struct wd_trace *t, uint64_t first)
+{
+	cleanup_free char *p = wd_trace_seg_path(t, first);
+	int fd = open(p, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+	if (fd < 0)
+		return -errno;
+	struct stat st;
+	if (fstat(fd, &st) < 0) {
+		int e = -errno;
+		close(fd);
+		return e;
+	}
+	/* a new segment's directory entry must be durable too */
+	int dfd = open(t->segdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		fsync(dfd);
+		close(dfd);
+	}
+	if (t->segfd >= 0)
+		close(t->segfd);
+	t->segfd = fd;
+	t->seg_first = first;
+	t->seg_size = st.st_size;
+	return 0;
+}
+
+/* Writer thread only. Writes the batch, rotating segments; on failure cuts
+ * the partial write back off (best effort) and returns -errno. */
+static int write_batch(struct wd_trace *t, struct wd_batch *b, bool sync)
+{
+	size_t i = 0;
+	while (i < b->n) {
+		struct wd_pend *p = &b->v[i];
+		int r;
+		if (t->segfd < 0 ||
+		    (t->seg_size > 0 &&
+		     t->seg_size + p->len + 1 > t->o.segment_bytes)) {
+			if (t->segfd >= 0 && fdatasync(t->segfd) < 0)
+				return -errno;
+			r = open_segment(t, p->seq);
+			if (r < 0)
+				return r;
+		}
+		/* the run of records that fits in this segment */
+		size_t j = i;
+		uint64_t sz = t->seg_size;
+		while (j < b->n &&
+		       (j == i || sz + b->v[j].len + 1 <= t->o.segment_bytes)) {
+			b->v[j].seg = t->seg_first;
+			b->v[j].fileoff = sz;
+			sz += b->v[j].len + 1;
+			j++;
+		}
+		size_t from = b->v[i].off;
+		size_t to = b->v[j - 1].off + b->v[j - 1].len + 1;
+		r = wd_write_all(t->segfd, b->buf.data + from, to - from);
+		if (r < 0) {
+			/* leave no partial line behind if we can help it;
+			 * open() would cut it anyway */
+			if (ftruncate(t->segfd, t->seg_size) < 0)
+				wd_debug("trace: cannot cut partial write");
+			return r;
+		}
+		t->seg_size = sz;
+		i = j;
+	}
+	if (sync && t->segfd >= 0) {
+		if (fdatasync(t->segfd) < 0)
+			return -errno;
+		t->last_sync_ns = wd_now_ns();
+	}
+	return 0;
+}
+
+static void index_batch(struct wd_trace *t, struct wd_batch *b)
+{
+	if (!t->idx || !b->n)
+		return;
+	pthread_mutex_lock(&t->idx_mu);
+	int r = wd_idx_begin(t->idx);
+	for (size_t i = 0; !r && i < b->n; i++)
+		r = wd_idx_add(t->idx, b->v[i].seq, b->v[i].seg,
+			       b->v[i].fileoff, b->v[i].len, b->v[i].ts_us,
+			       b->v[i].idx);
+	if (!r)
+		r = wd_idx_commit(t->idx);
+	pthread_mutex_unlock(&t->idx_mu);
+	/* The index is derived: the segments hold the truth and catch-up at
+	 * the next open repairs a gap, so this is a warning, not a failure. */
+	if (r < 0)
+		wd_log_errno(WD_LOG_WARN, r, "trace index '%s'", t->root);
+}
+
+static void deadline_wait(pthread_cond_t *c, pthread_mutex_t *m,
+			  uint64_t ns_from_now)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	uint64_t ns = ts.tv_nsec + ns_from_now;
+	ts.tv_sec += ns / 1000000000ull;
+	ts.tv_nsec = ns % 1000000000ull;
+	pthread_cond_timedwait(c, m, &ts);
+}
+
+static void *writer_main(void *arg)
+{
+	struct wd_trace *t = arg;
+	pthread_mutex_lock(&t->mu);
+	for (;;) {
+		if (t->cur.n == 0) {
+			bool dirty = t->synced_seq < t->written_seq;
+			if (dirty && !t->error &&
+			    (t->flush_waiters || t->stop ||
+			     wd_now_ns() - t->last_sync_ns >= SYNC_EVERY_NS)) {
+				uint64_t w = t->written_seq;
+				pthread_mutex_unlock(&t->mu);
+				int r = fdatasync(t->segfd) < 0 ? -errno : 0;
+				t->last_sync_ns = wd_now_ns();
+				pthread_mutex_lock(&t->mu);
+				if (r < 0 && !t->error)
+					t->error = r;
+				if (!r)
+					t->synced_seq = w;
+				pthread_cond_broadcast(&t->done);
+				continue;
+			}
+			if (t->stop)
+				break;
+			if (dirty)
+				deadline_wait(&t->wake, &t->mu, SYNC_EVERY_NS);
+			else
+				pthread_cond_wait(&t->wake, &t->mu);
+			continue;
+		}
+		bool urgent = t->cur.want_sync ||
+			      t->cur.buf.len >= BATCH_URGENT || t->stop ||
+			      t->flush_waiters || t->error;
+		uint64_t due = t->cur.t0 + (uint64_t)t->o.commit_us * 1000;
+		uint64_t now = wd_now_ns();
+		if (!urgent && now < due) {
+			deadline_wait(&t->wake, &t->mu, due - now);
+			continue;
+		}
+		struct wd_batch b = t->cur;
+		t->cur = t->spare;
+		t->spare = b;
+		struct wd_batch *w = &t->spare;
+		bool sync = w->want_sync || t->flush_waiters || t->stop ||
+			    wd_now_ns() - t->last_sync_ns >= SYNC_EVERY_NS;
+		int r = t->error;
+		pthread_mutex_unlock(&t->mu);
+		if (!r)
+			r = write_batch(t, w, sync);
+		if (!r)
+			index_batch(t, w);
+		uint64_t last = w->v[w->n - 1].seq;
+		pthread_mutex_lock(&t->mu);
+		if (r < 0 && !t->error) {
+			t->error = r;
+			wd_log_errno(WD_LOG_ERROR, r,
+				     "trace '%s': write failed; store is "
+				     "unhealthy",
+				     t->root);
+		}
+		if (!r) {
+			t->written_seq = last;
+			if (sync)
+				t->synced_seq = last;
+		}
+		batch_reset(w);
+		pthread_cond_broadcast(&t->done);
+	}
+	pthread_mutex_unlock(&t->mu);
+	return NULL;
+}
+
+static bool reserved_key(const char *k)
+{
+	return !strcmp(k, "seq") || !strcmp(k, "ts") || !strcmp(k, "prev") ||
+	       !strcmp(k, "crc") || !strcmp(k, "run_id") ||
+	       !strcmp(k, "step") || !strcmp(k, "type");
+}
+
+static void note_hash_only(struct wd_trace *t, const char *run_id, json_t *rec)
+{
+	json_t *tr = json_object_get(rec, "trace");
+	const char *p = json_string_value(json_object_get(tr, "payloads"));
+	if (!p)
+		p = json_string_value(json_object_get(rec, "payloads"));
+	if (!p || strcmp(p, "hash_only"))
+		return;
+	pthread_mutex_lock(&t->runs_mu);
+	json_object_set_new(t->hash_only, run_id, json_true());
+	pthread_mutex_unlock(&t->runs_mu);
+}
+
+int wd_trace_append(struct wd_trace *t, json_t *rec, bool durable,
+		    uint64_t *seq_out, struct wd_err *err)
+{
+	const char *run_id = json_string_value(json_object_get(rec, "run_id"));
+	const char *type = json_string_value(json_object_get(rec, "type"));
+	json_t *step = json_object_get(rec, "step");
+	if (!json_is_object(rec) || !run_id || !*run_id || !type || !*type ||
+	    !json_is_integer(step) || json_integer_value(step) < 0)
+		return wd_err_set(err, -EINVAL,
+				  "trace record needs run_id, type (strings) "
+				  "and step (integer >= 0)");
+	if (t->o.read_only)
+		return wd_err_set(err, -EROFS, "trace store opened read-only");
+
+	wd_trace_redact_json(t, rec);
+	run_id = json_string_value(json_object_get(rec, "run_id"));
+	type = json_string_value(json_object_get(rec, "type"));
+
+	/* serialize outside the lock: run_id, step, type, then the rest */
+	json_t *body = json_object();
+	json_object_set(body, "run_id", json_object_get(rec, "run_id"));
+	json_object_set(body, "step", step);
+	json_object_set(body, "type", json_object_get(rec, "type"));
+	const char *k;
+	json_t *v;
+	json_object_foreach(rec, k, v) if (!reserved_key(k))
+	    json_object_set(body, k, v);
+	char *mid = json_dumps(body, JSON_COMPACT | JSON_ENSURE_ASCII);
+	json_decref(body);
+	if (!mid)
+		return wd_err_set(err, -EINVAL, "trace record: cannot encode");
+	size_t midlen = strlen(mid);
+	json_t *idx = t->idx ? wd_idx_fields(rec) : NULL;
+	if (!strcmp(type, "run_start"))
+		note_hash_only(t, run_id, rec);
+
+	pthread_mutex_lock(&t->mu);
+	while (!t->error && t->cur.buf.len > PENDING_LIMIT)
+		pthread_cond_wait(&t->done, &t->mu);
+	if (t->error) {
+		int e = t->error;
+		pthread_mutex_unlock(&t->mu);
+		free(mid);
+		json_decref(idx);
+		return wd_err_set(err, e, "trace store unhealthy: %s",
+				  strerror(-e));
+	}
+	uint64_t seq = t->next_seq++;
+	uint64_t wall = wd_wall_ns();
+	char ts[40], head[200];
+	wd_iso8601(wall, ts, sizeof(ts));
+	int hl = snprintf(head, sizeof(head),
+			  "{\"seq\":%llu,\"ts\":\"%s\",\"prev\":\"sha256:%s\",",
+			  (unsigned long long)seq, ts, t->prev);
+	struct wd_batch *b = &t->cur;
+	if (b->n == 0)
+		b->t0 = wd_now_ns();
+	size_t off = b->buf.len;
+	wd_buf_append(&b->buf, head, hl);
+	wd_buf_append(&b->buf, mid + 1, midlen - 2);
+	uint32_t crc = wd_crc32c(0, b->buf.data + off, b->buf.len - off);
+	char tail[24];
+	int tl = snprintf(tail, sizeof(tail), WD_CRC_TAIL "%08x\"}", crc);
+	wd_buf_append(&b->buf, tail, tl);
+	size_t len = b->buf.len - off;
+	char prev_hex[65];
+	memcpy(prev_hex, t->prev, 65);
+	wd_sha256_hex(b->buf.data + off, len, t->prev);
+	wd_buf_append(&b->buf, "\n", 1);
+	if (b->n == b->cap) {
+		b->cap = b->cap ? b->cap * 2 : 256;
+		b->v = wd_realloc(b->v, b->cap * sizeof(*b->v));
+	}
+	b->v[b->n++] = (struct wd_pend){.seq = seq,
+					.ts_us = wall / 1000,
+					.off = off,
+					.len = len,
+					.idx = idx};
+	if (durable) {
+		b->want_sync = true;
+		pthread_cond_signal(&t->wake);
+	} else if (b->buf.len >= BATCH_URGENT || b->n == 1) {
+		pthread_cond_signal(&t->wake);
+	}
+	int r = 0;
+	if (durable) {
+		while (t->synced_seq < seq && !t->error)
+			pthread_cond_wait(&t->done, &t->mu);
+		if (t->synced_seq < seq)
+			r = t->error;
+	}
+	pthread_mutex_unlock(&t->mu);
+	free(mid);
+	if (r < 0)
+		return wd_err_set(err, r, "trace: durable append failed: %s",
+				  strerror(-r));
+	json_object_set_new(rec, "seq", json_integer(seq));
+	json_object_set_new(rec, "ts", json_string(ts));
+	char pv[72];
+	snprintf(pv, sizeof(pv), "sha256:%s", prev_hex);
+	json_object_set_new(rec, "prev", json_string(pv));
+	if (t->o.otlp)
+		wd_otlp_feed(t->o.otlp, rec);
+	if (seq_out)
+		*seq_out = seq;
+	return 0;
+}
+
+int wd_trace_flush(struct wd_trace *t, struct wd_err *err)
+{
+	if (!t->have_writer)
+		return 0;
+	pthread_mutex_lock(&t->mu);
+	uint64_t target = t->next_seq - 1;
+	t->flush_waiters++;
+	pthread_cond_signal(&t->wake);
+	while (t->synced_seq < target && !t->error)
+		pthread_cond_wait(&t->done, &t->mu);
+	t->flush_waiters--;
+	int e = t->synced_seq < target ? t->error : 0;
+	pthread_mutex_unlock(&t->mu);
+	if (e)
+		return wd_err_set(err, e, "trace flush: %s", strerror(-e));
+	return 0;
+}
+
+/* Last complete line's hash and seq of a segment file (chain head). */
+static int seg_head(struct wd_trace *t, uint64_t first, char hash[65],
+		    uint64_t *seq)
+{
+	cleanup_free char *p = wd_trace_seg_path(t, first);
+	cleanup_free char *buf = NULL;
+	size_t len;
+	int r = wd_read_file(p, &buf, &len);
+	if (r < 0)
+		return r;
+	size_t end = len;
+	while (end > 0 && buf[end - 1] != '\n')
+		end--;
+	if (end == 0)
+		return -ENOENT;
+	size_t s = end - 1;
+	while (s > 0 && buf[s - 1] != '\n')
+		s--;
+	json_t *rec = NULL;
+	if (wd_trace_check_line(buf + s, end - 1 - s, hash, &rec) < 0)
+		return -EBADMSG;
+	*seq = json_integer_value(json_object_get(rec, "seq"));
+	json_decref(rec);
+	return 0;
+}
+
+struct tail_ctx {
+	uint64_t last_seq;
+	char last_hash[65];
+	bool any;
+};
+
+static int tail_cb(void *x, const char *line, size_t len, uint64_t off,
+		   json_t *rec)
+{
+	struct tail_ctx *c = x;
+	c->last_seq = json_integer_value(json_object_get(rec, "seq"));
+	wd_sha256_hex(line, len, c->last_hash);
+	c->any = true;
+	return 0;
+}
+
+/* True if any well-framed line follows `off` (then the bad bytes are not a
+ * torn tail from a crash but damage in the middle). */
+static bool good_line_after(const char *buf, size_t len, size_t off)
+{
+	const char *nl = memchr(buf + off, '\n', len - off);
+	while (nl) {
+		size_t s = nl - buf + 1;
+		const char *e = memchr(buf + s, '\n', len - s);
+		if (!e)
+			break;
+		if (wd_trace_check_line(buf + s, e - (buf + s), NULL, NULL) ==
+		    0)
+			return true;
+		nl = e;
+	}
+	return false;
+}
+
+static int load_tail(struct wd_trace *t, struct wd_err *err)
+{
+	cleanup_free uint64_t *segs = NULL;
+	size_t n;
+	int r = wd_trace_list_segments(t, &segs, &n);
+	if (r < 0)
+		return wd_err_set(err, r, "%s: %s", t->segdir, strerror(-r));
+	memcpy(t->prev, WD_ZERO_HASH, 65);
+	t->next_seq = 1;
+	if (!n)
+		return 0;
+	uint64_t last = segs[n - 1];
+	char prev[65];
+	memcpy(prev, WD_ZERO_HASH, 65);
+	if (n > 1) {
+		uint64_t s;
+		r = seg_head(t, segs[n - 2], prev, &s);
+		if (r < 0)
+			return wd_err_set(err, -EBADMSG,
+					  "segment %016llu: cannot read its "
+					  "last record (%s); run 'warden "
+					  "trace verify'",
+					  (unsigned long long)segs[n - 2],
+					  strerror(-r));
+	}
+	cleanup_free char *path = wd_trace_seg_path(t, last);
+	cleanup_free char *buf = NULL;
+	size_t len;
+	r = wd_read_file(path, &buf, &len);
+	if (r < 0)
+		return wd_err_set(err, r, "%s: %s", path, strerror(-r));
+	struct tail_ctx c = {0};
+	bool chain_ok;
+	size_t good = wd_trace_scan(buf, len, prev, tail_cb, &c, &chain_ok);
+	if (good < len && !t->o.read_only) {
+		bool damage = !chain_ok || good_line_after(buf, len, good);
+		cleanup_free char *keep = wd_asprintf(
+		    "%s.%s-%zu", path, damage ? "damaged" : "torn", good);
+		r = wd_write_file(keep, buf + good, len - good, 0640);
+		if (r < 0)
+			return wd_err_set(err, r, "%s: %s", keep, strerror(-r));
+		if (truncate(path, good) < 0)
+			return wd_err_set(err, -errno, "%s: cut tail: %s", path,
+					  strerror(errno));
+		if (damage)
+			wd_warn("trace segment '%s': damaged data at byte "
+				"%zu moved to '%s'",
+				path, good, keep);
+		else
+			wd_info("trace segment '%s': torn tail of %zu bytes "
+				"cut at byte %zu",
+				path, len - good, good);
+	}
+	if (c.any) {
+		t->next_seq = c.last_seq + 1;
+		memcpy(t->prev, c.last_hash, 65);
+	} else if (n > 1) {
+		uint64_t s;
+		seg_head(t, segs[n - 2], prev, &s);
+		t->next_seq = s + 1;
+		memcpy(t->prev, prev, 65);
+	}
+	t->seg_first = last;
+	t->seg_size = good;
+	return 0;
+}
+
+static int load_hash_only(struct wd_trace *t)
+{
+	if (!t->idx)
+		return 0;
+	sqlite3_stmt *st;
+	sqlite3 *db = wd_idx_db(t->idx);
+	if (sqlite3_prepare_v2(db,
+			       "SELECT run_id FROM runs WHERE payloads = "
+			       "'hash_only'",
+			       -1, &st, NULL) != SQLITE_OK)
+		return -EIO;
+	while (sqlite3_step(st) == SQLITE_ROW)
+		json_object_set_new(t->hash_only,
+				    (const char *)sqlite3_column_text(st, 0),
+				    json_true());
+	sqlite3_finalize(st);
+	return 0;
+}
+
+int wd_trace_open(const char *state_dir, const struct wd_trace_opts *o,
+		  struct wd_trace **out, struct wd_err *err)
+{
+	struct wd_trace *t = wd_calloc(1, sizeof(*t));
+	int r;
+	if (o)
+		t->o = *o;
+	if (!t->o.segment_bytes)
+		t->o.segment_bytes = 64ull << 20;
+	if (!t->o.commit_us)
+		t->o.commit_us = 2000;
+	t->root = wd_asprintf("%s/trace", state_dir);
+	t->segdir = wd_asprintf("%s/segments", t->root);
+	t->blobdir = wd_asprintf("%s/blobs", t->root);
+	t->segfd = -1;
+	t->hash_only = json_object();
+	pthread_mutex_init(&t->mu, NULL);
+	pthread_mutex_init(&t->idx_mu, NULL);
+	pthread_mutex_init(&t->runs_mu, NULL);
+	pthread_cond_init(&t->wake, NULL);
+	pthread_cond_init(&t->done, NULL);
+	for (size_t i = 0; t->o.redact_regexes && t->o.redact_regexes[i]; i++)
+		t->nrx++;
+	t->rx = wd_calloc(t->nrx ? t->nrx : 1, sizeof(regex_t));
+	for (size_t i = 0; i < t->nrx; i++) {
+		r = regcomp(&t->rx[i], t->o.redact_regexes[i], REG_EXTENDED);
+		if (r) {
+			for (size_t j = 0; j < i; j++)
+				regfree(&t->rx[j]);
+			t->nrx = 0;
+			wd_trace_close(t);
+			return wd_err_set(err, -EINVAL,
+					  "redaction pattern '%s' is not a "
+					  "valid regex",
+					  o->redact_regexes[i]);
+		}
+	}
+	if (t->o.read_only) {
+		struct stat st;
+		if (stat(t->segdir, &st) < 0) {
+			r = -errno;
+			wd_trace_close(t);
+			return wd_err_set(err, r, "no trace store at %s/trace",
+					  state_dir);
+		}
+	} else if ((r = wd_mkdir_p(t->segdir, 0750)) < 0 ||
+		   (r = wd_mkdir_p(t->blobdir, 0750)) < 0) {
+		wd_trace_close(t);
+		return wd_err_set(err, r, "%s: %s", t->root, strerror(-r));
+	}
+	r = load_tail(t, err);
+	if (r < 0) {
+		wd_trace_close(t);
+		return r;
+	}
+	t->written_seq = t->synced_seq = t->next_seq - 1;
+	if (!t->o.no_index) {
+		cleanup_free char *db = wd_asprintf("%s/index.db", t->root);
+		r = wd_idx_open(db, &t->idx, err);
+		if (r == 0)
+			r = wd_trace_idx_catch_up(t, err);
+		if (r < 0) {
+			wd_trace_close(t);
+			return r;
+		}
+		load_hash_only(t);
+	}
+	if (!t->o.read_only) {
+		if (t->seg_first && (r = open_segment(t, t->seg_first)) < 0) {
+			wd_trace_close(t);
+			return wd_err_set(err, r, "open segment: %s",
+					  strerror(-r));
+		}
+		t->last_sync_ns = wd_now_ns();
+		if ((r = -pthread_create(&t->writer, NULL, writer_main, t))) {
+			wd_trace_close(t);
+			return wd_err_set(err, r, "trace writer thread");
+		}
+		t->have_writer = true;
+	}
+	*out = t;
+	return 0;
+}
+
+void wd_trace_close(struct wd_trace *t)
+{
+	if (!t)
+		return;
+	if (t->have_writer) {
+		pthread_mutex_lock(&t->mu);
+		t->stop = true;
+		pthread_cond_signal(&t->wake);
+		pthread_mutex_unlock(&t->mu);
+		pthread_join(t->writer, NULL);
+	}
+	if (t->segfd >= 0)
+		close(t->segfd);
+	wd_idx_close(t->idx);
+	for (size_t i = 0; i < t->nrx; i++)
+		regfree(&t->rx[i]);
+	free(t->rx);
+	batch_free(&t->cur);
+	batch_free(&t->spare);
+	json_decref(t->hash_only);
+	pthread_mutex_destroy(&t->mu);
+	pthread_mutex_destroy(&t->idx_mu);
+	pthread_mutex_destroy(&t->runs_mu);
+	pthread_cond_destroy(&t->wake);
+	pthread_cond_destroy(&t->done);
+	free(t->root);
+	free(t->segdir);
+	free(t->blobdir);
+	free(t);
+}
+
+/* ---- reading ---- */
+
+struct collect_ctx {
+	const char *run_id;
+	json_t *arr;
+};
+
+static int collect_cb(void *x, const char *line, size_t len, uint64_t off,
+		      json_t *rec)
+{
+	struct collect_ctx *c = x;
+	const char *r = json_string_value(json_object_get(rec, "run_id"));
+	if (r && !strcmp(r, c->run_id))
+		json_array_append(c->arr, rec);
+	return 0;
+}
+
+int wd_trace_read_line(struct wd_trace *t, uint64_t seg, uint64_t off,
+		       uint64_t len, json_t **rec)
+{
+	cleanup_free char *p = wd_trace_seg_path(t, seg);
+	cleanup_close int fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	cleanup_free char *buf = wd_malloc(len + 1);
+	ssize_t n = pread(fd, buf, len, off);
+	if (n != (ssize_t)len)
+		return n < 0 ? -errno : -EBADMSG;
+	return wd_trace_check_line(buf, len, NULL, rec);
+}
+
+int wd_trace_run_records(struct wd_trace *t, const char *run_id, json_t **array,
+			 struct wd_err *err)
+{
+	int r = wd_trace_flush(t, err);
+	if (r < 0)
+		return r;
+	json_t *arr = json_array();
+	if (!t->idx) {
+		cleanup_free uint64_t *segs = NULL;
+		size_t n;
+		r = wd_trace_list_segments(t, &segs, &n);
+		for (size_t i = 0; !r && i < n; i++) {
+			cleanup_free char *p = wd_trace_seg_path(t, segs[i]);
+			cleanup_free char *buf = NULL;
+			size_t len;
+			r = wd_read_file(p, &buf, &len);
+			struct collect_ctx c = {run_id, arr};
+			if (!r)
+				wd_trace_scan(buf, len, NULL, collect_cb, &c,
+					      NULL);
+		}
+		if (r < 0) {
+			json_decref(arr);
+			return wd_err_set(err, r, "read segments: %s",
+					  strerror(-r));
+		}
+		*array = arr;
+		return 0;
+	}
+	pthread_mutex_lock(&t->idx_mu);
+	sqlite3_stmt *st;
+	sqlite3 *db = wd_idx_db(t->idx);
+	if (sqlite3_prepare_v2(db,
+			       "SELECT seg, off, len FROM records WHERE "
+			       "run_id = ? ORDER BY seq",
+			       -1, &st, NULL) != SQLITE_OK) {
+		pthread_mutex_unlock(&t->idx_mu);
+		json_decref(arr);
+		return wd_err_set(err, -EIO, "index: %s", sqlite3_errmsg(db));
+	}
+	sqlite3_bind_text(st, 1, run_id, -1, SQLITE_STATIC);
+	while (!r && sqlite3_step(st) == SQLITE_ROW) {
+		json_t *rec;
+		uint64_t seg = sqlite3_column_int64(st, 0);
+		uint64_t off = sqlite3_column_int64(st, 1);
+		r = wd_trace_read_line(t, seg, off, sqlite3_column_int64(st, 2),
+				       &rec);
+		if (r < 0)
+			wd_err_set(
+			    err, r,
+			    "segment %016llu offset %llu: %s; run "
+			    "'warden trace verify'",
+			    (unsigned long long)seg, (unsigned long long)off,
+			    r == -EBADMSG ? "damaged record" : strerror(-r));
+		else
+			json_array_append_new(arr, rec);
+	}
+	sqlite3_finalize(st);
+	pthread_mutex_unlock(&t->idx_mu);
+	if (r < 0) {
+		json_decref(arr);
+		return r;
+	}
+	*array = arr;
+	return 0;
+}

@@ -1,0 +1,103 @@
+/* Internals of the trace store shared by its files. Not a public API. */
+#ifndef WD_TRACE_INT_H
+#define WD_TRACE_INT_H
+
+#include <pthread.h>
+#include <regex.h>
+#include <sqlite3.h>
+
+#include "trace/trace.h"
+
+#define WD_SEG_SUFFIX	".jsonl"
+#define WD_CRC_TAIL	",\"crc\":\"" /* then 8 hex, '"', '}' */
+#define WD_CRC_TAIL_LEN 18	      /* strlen(",\"crc\":\"xxxxxxxx\"}") */
+#define WD_ZERO_HASH                                                           \
+	"0000000000000000000000000000000000000000000000000000000000000000"
+
+uint32_t wd_crc32c(uint32_t crc, const void *buf, size_t len);
+void wd_sha256_hex(const void *data, size_t len, char out[65]);
+/* "sha256:<64 hex>" -> true if well formed (lowercase hex). */
+bool wd_trace_ref_ok(const char *ref);
+
+/* One record waiting in the group-commit buffer: where its line sits in the
+ * batch buffer and what the index needs from it. */
+struct wd_pend {
+	uint64_t seq;
+	uint64_t ts_us;
+	size_t off, len;       /* line in the batch buffer, without '\n' */
+	json_t *idx;	       /* index fields (owned) */
+	uint64_t seg, fileoff; /* where the writer put it */
+};
+
+struct wd_batch {
+	struct wd_buf buf;
+	struct wd_pend *v;
+	size_t n, cap;
+	bool want_sync;
+	uint64_t t0; /* wd_now_ns() of the first record */
+};
+
+/* ---- index (index.c) ---- */
+struct wd_idx;
+int wd_idx_open(const char *path, struct wd_idx **out, struct wd_err *err);
+void wd_idx_close(struct wd_idx *x);
+int wd_idx_begin(struct wd_idx *x);
+int wd_idx_commit(struct wd_idx *x);
+/* Idempotent: a seq already present is ignored. */
+int wd_idx_add(struct wd_idx *x, uint64_t seq, uint64_t seg, uint64_t off,
+	       uint64_t len, uint64_t ts_us, json_t *rec);
+int wd_idx_clear(struct wd_idx *x);
+/* Where indexing stopped: last indexed seq and the end of its line. */
+int wd_idx_tail(struct wd_idx *x, uint64_t *seq, uint64_t *seg, uint64_t *end);
+sqlite3 *wd_idx_db(struct wd_idx *x);
+/* The subset of a record the index reads (new reference). */
+json_t *wd_idx_fields(json_t *rec);
+/* "2024-01-02T03:04:05.123456Z" -> microseconds since the epoch; 0 on error */
+uint64_t wd_trace_parse_ts(const char *s);
+
+struct wd_trace {
+	char *root, *segdir, *blobdir;
+	struct wd_trace_opts o;
+	struct wd_idx *idx;
+	regex_t *rx;
+	size_t nrx;
+
+	pthread_mutex_t mu;  /* appends, batch, seq/prev, health */
+	pthread_cond_t wake; /* writer: work to do */
+	pthread_cond_t done; /* appenders: progress */
+	uint64_t next_seq;
+	char prev[65];
+	struct wd_batch cur;
+	uint64_t written_seq, synced_seq; /* last seq on file / on disk */
+	int error;			  /* latched -errno, 0 = healthy */
+	bool stop, have_writer;
+	pthread_t writer;
+	int flush_waiters;
+
+	/* owned by the writer thread (or the opener before it starts) */
+	struct wd_batch spare;
+	int segfd;
+	uint64_t seg_first, seg_size;
+	uint64_t last_sync_ns;
+
+	pthread_mutex_t idx_mu; /* the SQLite handle */
+
+	/* hash_only runs seen in run_start records (for put_blob) */
+	pthread_mutex_t runs_mu;
+	json_t *hash_only; /* object run_id -> true */
+};
+
+int wd_trace_read_line(struct wd_trace *t, uint64_t seg, uint64_t off,
+		       uint64_t len, json_t **rec);
+int wd_trace_idx_catch_up(struct wd_trace *t, struct wd_err *err);
+/* Sorted list of segment first-seqs; free() it. */
+int wd_trace_list_segments(struct wd_trace *t, uint64_t **out, size_t *n);
+char *wd_trace_seg_path(struct wd_trace *t, uint64_t first);
+char *wd_trace_blob_path(struct wd_trace *t, const char *hex);
+int wd_trace_load_blob(struct wd_trace *t, const char *hex, char **data,
+		       size_t *len);
+void wd_trace_redact_json(struct wd_trace *t, json_t *v);
+bool wd_trace_is_ref_key(const char *key);
+void wd_otlp_feed(struct wd_otlp *o, json_t *rec);
+
+#endif
