@@ -1,0 +1,484 @@
+#include "enforce/lsm.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include "common/log.h"
+#include "enforce/probe.h"
+#include "lib/policy.h"
+#include "lsm_policy.h"
+#include "lsm.skel.h"
+
+/* Hook table: the program for each hook and how it attaches. */
+static const struct {
+	const char *hook, *prog, *attach;
+	bool per_cgroup; /* lsm_cgroup: attached to each call's cgroup */
+} hooks[WD_LSM_H_NR] = {
+    [WD_LSM_H_SOCKET_CREATE] = {"socket_create", "wd_socket_create",
+				"lsm_cgroup", true},
+    [WD_LSM_H_SOCKET_CONNECT] = {"socket_connect", "wd_socket_connect",
+				 "lsm_cgroup", true},
+    [WD_LSM_H_FILE_OPEN] = {"file_open", "wd_file_open", "lsm.s", false},
+    [WD_LSM_H_BPRM_CHECK] = {"bprm_check_security", "wd_bprm_check", "lsm.s",
+			     false},
+    [WD_LSM_H_PTRACE] = {"ptrace_access_check", "wd_ptrace", "lsm", false},
+    [WD_LSM_H_TASK_KILL] = {"task_kill", "wd_task_kill", "lsm", false},
+    [WD_LSM_H_BPF] = {"bpf", "wd_bpf", "lsm", false},
+    [WD_LSM_H_SB_MOUNT] = {"sb_mount", "wd_sb_mount", "lsm", false},
+    [WD_LSM_H_MOVE_MOUNT] = {"move_mount", "wd_move_mount", "lsm", false},
+    [WD_LSM_H_KMOD_REQUEST] = {"kernel_module_request", "wd_kmod_request",
+			       "lsm", false},
+};
+
+/* Character devices every program may open (read and write). */
+static const char *const base_devices[] = {
+    "/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"};
+
+struct wd_lsm_call {
+	uint64_t cgid;
+	bool created_policy; /* we inserted the wd_policy entry */
+	struct bpf_link *links[WD_LSM_H_NR];
+	struct wd_lsm_file_key *keys;
+	int n_keys;
+	struct wd_lsm_call *next;
+};
+
+struct wd_lsm {
+	struct lsm_bpf *skel; /* NULL when no program loads */
+	struct wd_egress_map_fds fds;
+	struct bpf_link *links[WD_LSM_H_NR]; /* global lsm/ programs */
+	struct wd_lsm_hook_status st[WD_LSM_H_NR];
+	pthread_mutex_t lock;
+	struct wd_lsm_call *calls;
+};
+
+const char *wd_lsm_hook_name(enum wd_lsm_hook h)
+{
+	return h < WD_LSM_H_NR ? hooks[h].hook : "?";
+}
+
+static struct bpf_program *prog_of(struct lsm_bpf *s, int h)
+{
+	return bpf_object__find_program_by_name(s->obj, hooks[h].prog);
+}
+
+/* Open a fresh skeleton whose shared maps are the egress object's. */
+static int open_skel(struct wd_lsm *l, struct lsm_bpf **out)
+{
+	struct lsm_bpf *s = lsm_bpf__open();
+	if (!s)
+		return -errno;
+	int rc = 0;
+	if ((rc = bpf_map__reuse_fd(s->maps.wd_policy, l->fds.policy)) ||
+	    (rc = bpf_map__reuse_fd(s->maps.wd_egress_rules,
+				    l->fds.egress_rules)) ||
+	    (rc = bpf_map__reuse_fd(s->maps.wd_events, l->fds.events)) ||
+	    (rc = bpf_map__reuse_fd(s->maps.wd_loss, l->fds.loss))) {
+		lsm_bpf__destroy(s);
+		return rc < 0 ? rc : -EINVAL;
+	}
+	*out = s;
+	return 0;
+}
+
+static void set_unavailable(struct wd_lsm_hook_status *st, int err,
+			    const char *why)
+{
+	st->active = false;
+	st->err = err;
+	snprintf(st->reason, sizeof(st->reason), "%s: %s (errno %d)", why,
+		 strerror(-err), -err);
+}
+
+/* Load one program alone; 0 or the kernel's -errno. */
+static int probe_one(struct wd_lsm *l, int h)
+{
+	struct lsm_bpf *s = NULL;
+	int rc = open_skel(l, &s);
+	if (rc)
+		return rc;
+	for (int j = 0; j < WD_LSM_H_NR; j++)
+		bpf_program__set_autoload(prog_of(s, j), j == h);
+	rc = lsm_bpf__load(s);
+	lsm_bpf__destroy(s);
+	return rc;
+}
+
+static int quiet_print(enum libbpf_print_level lvl, const char *fmt, va_list ap)
+{
+	return 0;
+}
+
+static void probe_and_load(struct wd_lsm *l)
+{
+	const struct wd_features *f = wd_probe();
+	struct lsm_bpf *s = NULL;
+	int rc;
+
+	for (int h = 0; h < WD_LSM_H_NR; h++) {
+		l->st[h].hook = hooks[h].hook;
+		l->st[h].attach = hooks[h].attach;
+	}
+	if (!f->bpf_in_lsm_list) {
+		/* Programs would load and attach, and the kernel would never
+		 * call them: claim nothing. */
+		for (int h = 0; h < WD_LSM_H_NR; h++) {
+			l->st[h].active = false;
+			l->st[h].err = -EOPNOTSUPP;
+			snprintf(l->st[h].reason, sizeof(l->st[h].reason),
+				 "bpf is not in the active LSM list '%s' "
+				 "(from %s)",
+				 f->lsm_list[0] ? f->lsm_list : "unknown",
+				 f->lsm_source[0] ? f->lsm_source
+						  : "nowhere readable");
+		}
+		return;
+	}
+
+	/* Fast path: everything loads. Verifier noise of the probes is not
+	 * an error worth a log line; the per-hook status carries the errno. */
+	libbpf_print_fn_t old = libbpf_set_print(quiet_print);
+	int err[WD_LSM_H_NR] = {0};
+	if ((rc = open_skel(l, &s)) == 0 && (rc = lsm_bpf__load(s)) == 0)
+		goto loaded;
+	if (s)
+		lsm_bpf__destroy(s);
+	s = NULL;
+	int n_ok = 0;
+	for (int h = 0; h < WD_LSM_H_NR; h++) {
+		err[h] = probe_one(l, h);
+		n_ok += !err[h];
+	}
+	if (n_ok && open_skel(l, &s) == 0) {
+		for (int h = 0; h < WD_LSM_H_NR; h++)
+			bpf_program__set_autoload(prog_of(s, h), !err[h]);
+		if ((rc = lsm_bpf__load(s)) != 0) {
+			for (int h = 0; h < WD_LSM_H_NR; h++)
+				if (!err[h])
+					err[h] = rc;
+			lsm_bpf__destroy(s);
+			s = NULL;
+		}
+	}
+loaded:
+	libbpf_set_print(old);
+	l->skel = s;
+
+	for (int h = 0; h < WD_LSM_H_NR; h++) {
+		if (err[h]) {
+			set_unavailable(&l->st[h], err[h], "load refused");
+			continue;
+		}
+		if (!hooks[h].per_cgroup) {
+			l->links[h] = bpf_program__attach_lsm(prog_of(s, h));
+			if (!l->links[h]) {
+				set_unavailable(&l->st[h], -errno,
+						"attach refused");
+				continue;
+			}
+		}
+		l->st[h].active = true;
+		l->st[h].err = 0;
+		l->st[h].reason[0] = 0;
+	}
+}
+
+int wd_lsm_open(struct wd_lsm **out, struct wd_egress *eg, struct wd_err *err)
+{
+	struct wd_lsm *l = wd_calloc(1, sizeof(*l));
+	pthread_mutex_init(&l->lock, NULL);
+	wd_egress_map_fds(eg, &l->fds);
+	probe_and_load(l);
+	*out = l;
+	return 0;
+}
+
+struct wd_lsm *wd_lsm_shared(struct wd_err *err)
+{
+	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	static struct wd_lsm *shared;
+	pthread_mutex_lock(&mu);
+	if (!shared) {
+		struct wd_egress *eg = wd_egress_shared(err);
+		if (eg)
+			wd_lsm_open(&shared, eg, err);
+	}
+	struct wd_lsm *l = shared;
+	pthread_mutex_unlock(&mu);
+	return l;
+}
+
+void wd_lsm_status(const struct wd_lsm *l,
+		   struct wd_lsm_hook_status out[WD_LSM_H_NR])
+{
+	memcpy(out, l->st, sizeof(l->st));
+}
+
+int wd_lsm_n_active(const struct wd_lsm *l)
+{
+	int n = 0;
+	for (int h = 0; h < WD_LSM_H_NR; h++)
+		n += l->st[h].active;
+	return n;
+}
+
+int wd_lsm_hook_status(struct wd_lsm_hook_status out[WD_LSM_H_NR])
+{
+	struct wd_err e = {0};
+	struct wd_lsm *l = wd_lsm_shared(&e);
+	if (l) {
+		wd_lsm_status(l, out);
+		return WD_LSM_H_NR;
+	}
+	for (int h = 0; h < WD_LSM_H_NR; h++) {
+		memset(&out[h], 0, sizeof(out[h]));
+		out[h].hook = hooks[h].hook;
+		out[h].attach = hooks[h].attach;
+		out[h].err = e.code ? e.code : -EINVAL;
+		snprintf(out[h].reason, sizeof(out[h].reason),
+			 "shared BPF maps unavailable: %s",
+			 e.msg[0] ? e.msg : strerror(-out[h].err));
+	}
+	return WD_LSM_H_NR;
+}
+
+bool wd_lsm_active(void)
+{
+	struct wd_lsm *l = wd_lsm_shared(NULL);
+	return l && wd_lsm_n_active(l) == WD_LSM_H_NR;
+}
+
+/* ---- per call ------------------------------------------------------------ */
+
+static struct wd_lsm_call *find_call(struct wd_lsm *l, uint64_t cgid)
+{
+	for (struct wd_lsm_call *c = l->calls; c; c = c->next)
+		if (c->cgid == cgid)
+			return c;
+	return NULL;
+}
+
+static int add_file_rule(struct wd_lsm *l, struct wd_lsm_call *c,
+			 const struct stat *st, unsigned access)
+{
+	/* st_dev is the user-space encoding; sb->s_dev is MKDEV(major,minor)
+	 * = major << 20 | minor. */
+	struct wd_lsm_file_key k = {
+	    .cgid = c->cgid,
+	    .ino = st->st_ino,
+	    .dev = (uint32_t)(major(st->st_dev) << 20 | minor(st->st_dev)),
+	};
+	int fd = bpf_map__fd(l->skel->maps.wd_lsm_files);
+	uint32_t v = 0;
+	bool known = bpf_map_lookup_elem(fd, &k, &v) == 0;
+	v |= access;
+	if (bpf_map_update_elem(fd, &k, &v, BPF_ANY))
+		return -errno;
+	if (!known) {
+		c->keys =
+		    wd_realloc(c->keys, (c->n_keys + 1) * sizeof(*c->keys));
+		c->keys[c->n_keys++] = k;
+	}
+	return 0;
+}
+
+static int add_paths(struct wd_lsm *l, struct wd_lsm_call *c,
+		     const struct wd_path_list *pl, unsigned access,
+		     struct wd_err *err)
+{
+	for (int i = 0; i < pl->n; i++) {
+		struct stat st;
+		if (stat(pl->v[i], &st) < 0) {
+			if (errno == ENOENT || errno == ENOTDIR)
+				continue; /* nothing there: nothing granted */
+			return wd_err_set(err, -errno, "bpf_lsm: path '%s': %s",
+					  pl->v[i], strerror(errno));
+		}
+		int rc = add_file_rule(l, c, &st, access);
+		if (rc)
+			return wd_err_set(err, rc,
+					  "map 'wd_lsm_files': path '%s': %s",
+					  pl->v[i], strerror(-rc));
+	}
+	return 0;
+}
+
+static void call_undo(struct wd_lsm *l, struct wd_lsm_call *c)
+{
+	for (int h = 0; h < WD_LSM_H_NR; h++)
+		if (c->links[h]) {
+			bpf_link__destroy(c->links[h]);
+			c->links[h] = NULL;
+		}
+	int pfd = l->fds.policy;
+	struct wd_call_policy p;
+	if (bpf_map_lookup_elem(pfd, &c->cgid, &p) == 0) {
+		if (c->created_policy) {
+			bpf_map_delete_elem(pfd, &c->cgid);
+		} else {
+			p.reserved[WD_LSM_SLOT] = 0;
+			bpf_map_update_elem(pfd, &c->cgid, &p, BPF_EXIST);
+		}
+	}
+	if (l->skel) {
+		int ffd = bpf_map__fd(l->skel->maps.wd_lsm_files);
+		for (int i = 0; i < c->n_keys; i++)
+			bpf_map_delete_elem(ffd, &c->keys[i]);
+	}
+	free(c->keys);
+	c->keys = NULL;
+	c->n_keys = 0;
+}
+
+static bool wants_unix(const struct wd_manifest *m)
+{
+	for (int i = 0; i < m->n_socket_families; i++)
+		if (m->socket_family_nums &&
+		    m->socket_family_nums[i] == AF_UNIX)
+			return true;
+	return false;
+}
+
+int wd_lsm_begin(struct wd_lsm *l, int cgroup_fd, uint64_t cgid,
+		 const struct wd_manifest *m, struct wd_err *err)
+{
+	if (!l->skel || !wd_lsm_n_active(l) || m->tier == WD_TIER_3)
+		return 0;
+	pthread_mutex_lock(&l->lock);
+	if (find_call(l, cgid)) {
+		pthread_mutex_unlock(&l->lock);
+		return wd_err_set(err, -EEXIST,
+				  "bpf_lsm: cgroup %llu is already armed",
+				  (unsigned long long)cgid);
+	}
+	struct wd_lsm_call *c = wd_calloc(1, sizeof(*c));
+	c->cgid = cgid;
+	int rc = 0;
+
+	/* Files first: nothing is armed until the policy flags are set. */
+	if (l->st[WD_LSM_H_FILE_OPEN].active ||
+	    l->st[WD_LSM_H_BPRM_CHECK].active) {
+		for (size_t i = 0; i < WD_ARRAY_SIZE(base_devices) && !rc;
+		     i++) {
+			struct stat st;
+			if (stat(base_devices[i], &st) == 0 &&
+			    S_ISCHR(st.st_mode))
+				rc = add_file_rule(l, c, &st,
+						   WD_LSM_READ | WD_LSM_WRITE);
+		}
+		if (rc)
+			wd_err_set(err, rc, "map 'wd_lsm_files': %s",
+				   strerror(-rc));
+		if (!rc)
+			rc = add_paths(l, c, &m->fs_read, WD_LSM_READ, err);
+		if (!rc)
+			rc = add_paths(l, c, &m->fs_write,
+				       WD_LSM_READ | WD_LSM_WRITE, err);
+		if (!rc)
+			rc = add_paths(l, c, &m->fs_exec, WD_LSM_EXECUTE, err);
+		if (rc)
+			goto fail;
+	}
+
+	for (int h = 0; h < WD_LSM_H_NR; h++) {
+		if (!hooks[h].per_cgroup || !l->st[h].active)
+			continue;
+		c->links[h] =
+		    bpf_program__attach_cgroup(prog_of(l->skel, h), cgroup_fd);
+		if (!c->links[h]) {
+			rc = -errno;
+			wd_err_set(err, rc, "bpf_lsm: attach %s to cgroup: %s",
+				   hooks[h].hook, strerror(-rc));
+			goto fail;
+		}
+	}
+
+	struct wd_call_policy p;
+	if (bpf_map_lookup_elem(l->fds.policy, &cgid, &p) < 0) {
+		/* no egress entry: make one that asks nothing of egress */
+		memset(&p, 0, sizeof(p));
+		c->created_policy = true;
+	}
+	uint64_t fl = WD_LSM_ON;
+	if (l->st[WD_LSM_H_FILE_OPEN].active)
+		fl |= WD_LSM_FILES;
+	if (l->st[WD_LSM_H_BPRM_CHECK].active)
+		fl |= WD_LSM_EXEC;
+	if (wants_unix(m))
+		fl |= WD_LSM_ALLOW_UNIX;
+	p.reserved[WD_LSM_SLOT] = fl;
+	if (!(p.flags & WD_POL_FAMILIES)) {
+		p.flags |= WD_POL_FAMILIES;
+		p.families_mask =
+		    (1ull << AF_UNIX) | (1ull << AF_INET) | (1ull << AF_INET6);
+		for (int i = 0; i < m->n_socket_families; i++)
+			if (m->socket_family_nums &&
+			    m->socket_family_nums[i] > 0 &&
+			    m->socket_family_nums[i] < 64)
+				p.families_mask |= 1ull
+						   << m->socket_family_nums[i];
+	}
+	if (m->mode == WD_MODE_AUDIT)
+		p.flags |= WD_POL_AUDIT;
+	if (bpf_map_update_elem(l->fds.policy, &cgid, &p, BPF_ANY)) {
+		rc = -errno;
+		wd_err_set(err, rc, "map 'wd_policy': %s", strerror(-rc));
+		goto fail;
+	}
+	c->next = l->calls;
+	l->calls = c;
+	pthread_mutex_unlock(&l->lock);
+	return 0;
+fail:
+	call_undo(l, c);
+	free(c);
+	pthread_mutex_unlock(&l->lock);
+	return rc;
+}
+
+int wd_lsm_allow_fd(struct wd_lsm *l, uint64_t cgid, int fd, unsigned access)
+{
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	pthread_mutex_lock(&l->lock);
+	struct wd_lsm_call *c = find_call(l, cgid);
+	int rc = c ? add_file_rule(l, c, &st, access) : -ENOENT;
+	pthread_mutex_unlock(&l->lock);
+	return rc;
+}
+
+int wd_lsm_end(struct wd_lsm *l, uint64_t cgid)
+{
+	pthread_mutex_lock(&l->lock);
+	struct wd_lsm_call **pp = &l->calls, *c = NULL;
+	for (; *pp; pp = &(*pp)->next)
+		if ((*pp)->cgid == cgid) {
+			c = *pp;
+			*pp = c->next;
+			break;
+		}
+	if (c) {
+		call_undo(l, c);
+		free(c);
+	}
+	pthread_mutex_unlock(&l->lock);
+	return c ? 0 : -ENOENT;
+}
+
+void wd_lsm_close(struct wd_lsm *l)
+{
+	if (!l)
+		return;
+	while (l->calls)
+		wd_lsm_end(l, l->calls->cgid);
+	for (int h = 0; h < WD_LSM_H_NR; h++)
+		bpf_link__destroy(l->links[h]);
+	lsm_bpf__destroy(l->skel);
+	pthread_mutex_destroy(&l->lock);
+	free(l);
+}
