@@ -118,18 +118,21 @@ static void append_trimmed(struct wd_buf *b, const char *s, size_t n)
 	wd_buf_append(b, s, n);
 }
 
+/* The longest list of numbers in s: numbers separated only by spaces,
+ * commas, semicolons or "and" form one list ("above 50: 45, 80, 62 and 63"
+ * gives [45, 80, 62, 63], not the 50). Digits inside words are no numbers. */
 static void numbers_of(struct wd_buf *b, const char *s)
 {
-	bool first = true;
+	const char *best = NULL, *best_end = NULL, *run = NULL, *run_end = NULL;
+	int best_n = 0, run_n = 0;
 	char prev = ' ';
 
-	wd_buf_append(b, "[", 1);
 	while (s && *s) {
 		bool sign = *s == '-' && isdigit((unsigned char)s[1]);
 		if ((sign || isdigit((unsigned char)*s)) &&
 		    !isalnum((unsigned char)prev) && prev != '_' &&
 		    prev != '.') {
-			const char *e = s + sign;
+			const char *e = s + sign, *g;
 			while (isdigit((unsigned char)*e))
 				e++;
 			if (*e == '.' && isdigit((unsigned char)e[1])) {
@@ -137,14 +140,54 @@ static void numbers_of(struct wd_buf *b, const char *s)
 				while (isdigit((unsigned char)*e))
 					e++;
 			}
-			if (!first)
-				wd_buf_append(b, ", ", 2);
-			wd_buf_append(b, s, (size_t)(e - s));
-			first = false;
+			if (isalpha((unsigned char)*e) || *e == '_') {
+				prev = *s++; /* "3rd", "x86" */
+				continue;
+			}
+			/* does the gap since the run's last number continue
+			 * the list? */
+			bool cont = run != NULL;
+			for (g = run_end; cont && g < s; g++) {
+				if (isspace((unsigned char)*g) || *g == ',' ||
+				    *g == ';')
+					continue;
+				if (!strncmp(g, "and", 3)) {
+					g += 2;
+					continue;
+				}
+				cont = false;
+			}
+			if (!cont) {
+				run = s;
+				run_n = 0;
+			}
+			run_n++;
+			run_end = e;
+			if (run_n > best_n) {
+				best_n = run_n;
+				best = run;
+				best_end = run_end;
+			}
 			prev = e[-1];
 			s = e;
 		} else {
 			prev = *s++;
+		}
+	}
+	wd_buf_append(b, "[", 1);
+	for (s = best; s && s < best_end;) {
+		bool sign = *s == '-' && isdigit((unsigned char)s[1]);
+		if (sign || isdigit((unsigned char)*s)) {
+			const char *e = s + sign;
+			while (e < best_end &&
+			       (isdigit((unsigned char)*e) || *e == '.'))
+				e++;
+			if (s != best)
+				wd_buf_append(b, ", ", 2);
+			wd_buf_append(b, s, (size_t)(e - s));
+			s = e;
+		} else {
+			s++;
 		}
 	}
 	wd_buf_append(b, "]", 1);

@@ -35,7 +35,9 @@
  *                          other values as compact JSON. If the content is
  *                          not JSON the whole content is used; a missing
  *                          field gives "".
- *   {{task.numbers}}       the numbers in the task, as a JSON array
+ *   {{task.numbers}}       the longest list of numbers in the task (numbers
+ *                          separated by spaces, commas, ';' or "and") as a
+ *                          JSON array
  *                          ("[45, 80, 62, 63]"; "[]" if none)
  * Tool-call ids are "call_<step>_<index>".
  */

@@ -1,0 +1,339 @@
+/* Gateway pure code: gateway.yaml parser, script provider (the shipped demo
+ * script), Anthropic/OpenAI request building and response parsing, cost. */
+#include <jansson.h>
+#include <string.h>
+
+#include "gateway/gateway.h"
+#include "gateway/provider.h"
+#include "gateway/script.h"
+#include "policy/gateway_config.h"
+#include "t.h"
+
+static int load(const char *yaml, struct wd_gateway_config **cfg,
+		struct wd_err *err)
+{
+	memset(err, 0, sizeof(*err));
+	return wd_gateway_config_load_str("gw.yaml", "policy", yaml,
+					  strlen(yaml), cfg, err);
+}
+
+static void test_config(void)
+{
+	struct wd_gateway_config *cfg = NULL;
+	struct wd_err err;
+	int r;
+
+	r = wd_gateway_config_load_file("policy/gateway.yaml", &cfg, &err);
+	T_OK(r == 0, "config-shipped-loads", "%s", err.msg);
+	if (!r) {
+		const struct wd_alias *a =
+		    wd_gateway_config_alias(cfg, "default");
+		T_OK(a && a->n_routes == 1 && a->routes[0].script,
+		     "config-default-is-script",
+		     "default alias not the script");
+		a = wd_gateway_config_alias(cfg, "claude");
+		T_OK(a && a->n_routes == 2 &&
+			 cfg->providers[a->routes[0].provider].kind ==
+			     WD_PROVIDER_ANTHROPIC,
+		     "config-claude-failover", "claude alias wrong");
+		const struct wd_price *p = wd_gateway_config_price(
+		    cfg, "anthropic", "claude-sonnet-4-5");
+		T_OK(p && p->input == 3.0 && p->output == 15.0 &&
+			 p->cached_input == 0.30,
+		     "config-price", "price wrong");
+		T_OK(cfg->retry.max_attempts == 3, "config-retries", "%u",
+		     cfg->retry.max_attempts);
+		wd_gateway_config_free(cfg);
+	}
+
+	r = load("providers:\n  a: {kind: openai, base_url: http://x, "
+		 "api_key_env: K, timout_ms: 5}\nmodels:\n  m: [{provider: a, "
+		 "model: x}]\n",
+		 &cfg, &err);
+	T_OK(r == -EINVAL && strstr(err.msg, "gw.yaml:2:") &&
+		 strstr(err.msg, "unknown key 'timout_ms'"),
+	     "config-unknown-key-error", "r=%d msg=%s", r, err.msg);
+
+	r = load("providers:\n  a: {kind: openai, base_url: http://x}\n"
+		 "models:\n  m: [{provider: b, model: x}]\n",
+		 &cfg, &err);
+	T_OK(r == -EINVAL && strstr(err.msg, "gw.yaml:4:") &&
+		 strstr(err.msg, "no provider named 'b'"),
+	     "config-dangling-provider", "r=%d msg=%s", r, err.msg);
+
+	r = load("providers:\n  a: {kind: gemini, base_url: http://x}\n"
+		 "models:\n  m: [{provider: a, model: x}]\n",
+		 &cfg, &err);
+	T_OK(r == -EINVAL && strstr(err.msg, "gw.yaml:2:") &&
+		 strstr(err.msg, "'kind'"),
+	     "config-bad-kind", "r=%d msg=%s", r, err.msg);
+
+	r = load("providers:\n  a: {kind: openai, base_url: http://x, "
+		 "api_key: sk-123}\nmodels:\n  m: [{provider: a, model: x}]\n",
+		 &cfg, &err);
+	T_OK(r == -EINVAL && strstr(err.msg, "unknown key 'api_key'") &&
+		 !strstr(err.msg, "sk-123"),
+	     "config-no-inline-key", "r=%d msg=%s", r, err.msg);
+
+	r = load("providers:\n  a: {kind: openai, base_url: http://x}\n"
+		 "  a: {kind: openai, base_url: http://y}\n"
+		 "models:\n  m: [{provider: a, model: x}]\n",
+		 &cfg, &err);
+	T_OK(r == -EINVAL && strstr(err.msg, "gw.yaml:3:") &&
+		 strstr(err.msg, "duplicate key 'a'"),
+	     "config-duplicate-key", "r=%d msg=%s", r, err.msg);
+
+	r = load("providers:\n  s: {kind: script}\nmodels:\n  m: [{provider: "
+		 "s, model: models/nope.script}]\n",
+		 &cfg, &err);
+	T_OK(r == -EINVAL && strstr(err.msg, "gw.yaml:4:") &&
+		 strstr(err.msg, "nope.script"),
+	     "config-missing-script", "r=%d msg=%s", r, err.msg);
+
+	r = load("providers:\n  a: {kind: openai, base_url: http://x}\n"
+		 "models:\n  m: [{provider: a, model: x}]\nretries: "
+		 "{max_attempts: 0}\nprices:\n  x: {input: -1, output: 2}\n",
+		 &cfg, &err);
+	T_OK(r == -EINVAL && strstr(err.msg, "gw.yaml:5:") &&
+		 strstr(err.msg, "gw.yaml:7:"),
+	     "config-several-errors", "r=%d msg=%s", r, err.msg);
+
+	r = load("providers: [1, 2\n", &cfg, &err);
+	T_OK(r == -EINVAL && strstr(err.msg, "gw.yaml:"), "config-yaml-syntax",
+	     "r=%d msg=%s", r, err.msg);
+}
+
+/* Run the shipped demo script through the whole story. */
+static void test_demo_script(void)
+{
+	struct wd_script *s = NULL;
+	struct wd_err err = {0};
+	struct wd_complete_resp resp = {0};
+	struct wd_msg msgs[16];
+	struct wd_tool_call calls[4][1];
+	int n = 0, r;
+	const char *task = "Calculate the average of this list of numbers and "
+			   "tell me if it's above 50: 45, 80, 62 and 63";
+	const char *results[] = {
+	    "{\"status\":\"ok\",\"exit_code\":0,\"stdout\":\"average 62.5 of 4 "
+	    "numbers; above 50: yes\\n\",\"stderr\":\"\"}",
+	    "{\"status\":\"error\",\"exit_code\":7,\"stdout\":\"\",\"stderr\":"
+	    "\"curl: (7) Couldn't "
+	    "connect\",\"denials\":[{\"kind\":\"egress\"}]}",
+	    "{\"status\":\"ok\",\"exit_code\":0,\"stdout\":\"DRY RUN\"}"};
+	const char *want_tool[] = {"run_python", "fetch_url",
+				   "send_customer_email"};
+
+	r = wd_script_load_file("policy/models/demo.script", &s, &err);
+	T_OK(r == 0, "script-demo-loads", "%s", err.msg);
+	if (r)
+		return;
+	msgs[n++] = (struct wd_msg){.role = WD_ROLE_SYSTEM, .text = "analyst"};
+	msgs[n++] = (struct wd_msg){.role = WD_ROLE_USER, .text = task};
+	for (int step = 0; step < 3; step++) {
+		struct wd_complete_req req = {
+		    .model = "default", .msgs = msgs, .n_msgs = n};
+		memset(&resp, 0, sizeof(resp));
+		r = wd_script_complete(s, &req, &resp, &err);
+		char name[64];
+		snprintf(name, sizeof(name), "script-demo-step%d-%s", step,
+			 want_tool[step]);
+		T_OK(r == 0 && resp.stop_reason == WD_STOP_TOOL_USE &&
+			 resp.n_tool_calls == 1 &&
+			 !strcmp(resp.tool_calls[0].name, want_tool[step]),
+		     name, "r=%d stop=%d n=%d", r, resp.stop_reason,
+		     resp.n_tool_calls);
+		if (resp.n_tool_calls != 1) {
+			wd_complete_resp_free(&resp);
+			break;
+		}
+		if (step == 0) {
+			const char *code = json_string_value(json_object_get(
+			    resp.tool_calls[0].arguments, "code"));
+			T_OK(code && strstr(code, "nums = [45, 80, 62, 63]"),
+			     "script-task-numbers", "code=%s", code);
+		}
+		if (step == 2) {
+			json_t *rc = json_object_get(
+			    resp.tool_calls[0].arguments, "recipients");
+			const char *body = json_string_value(json_object_get(
+			    resp.tool_calls[0].arguments, "body"));
+			T_OK(json_array_size(rc) == 2 && body &&
+				 strstr(body, "average 62.5 of 4 numbers; "
+					      "above 50: yes."),
+			     "script-result-template", "body=%s", body);
+		}
+		wd_tool_call_copy(&calls[step][0], &resp.tool_calls[0]);
+		msgs[n++] = (struct wd_msg){.role = WD_ROLE_ASSISTANT,
+					    .text = NULL,
+					    .tool_calls = calls[step],
+					    .n_tool_calls = 1};
+		msgs[n++] = (struct wd_msg){.role = WD_ROLE_TOOL,
+					    .text = results[step],
+					    .tool_call_id = calls[step][0].id,
+					    .is_error = step == 1};
+		wd_complete_resp_free(&resp);
+	}
+	struct wd_complete_req req = {
+	    .model = "default", .msgs = msgs, .n_msgs = n};
+	memset(&resp, 0, sizeof(resp));
+	r = wd_script_complete(s, &req, &resp, &err);
+	T_OK(r == 0 && resp.stop_reason == WD_STOP_END_TURN &&
+		 resp.n_tool_calls == 0 &&
+		 strstr(resp.text, "average 62.5 of 4 numbers; above 50: yes"),
+	     "script-demo-final-answer", "text=%s", resp.text);
+	T_OK(resp.usage.input_tokens > 0 && resp.usage.output_tokens > 0,
+	     "script-usage-estimated", "in=%lu out=%lu",
+	     (unsigned long)resp.usage.input_tokens,
+	     (unsigned long)resp.usage.output_tokens);
+	wd_complete_resp_free(&resp);
+	for (int i = 0; i < 3; i++)
+		wd_tool_call_clear(&calls[i][0]);
+	wd_script_free(s);
+
+	/* bad scripts: file:line:col */
+	const char *bad = "# c\n\n{\"step\": 0, \"txt\": \"x\"}\n";
+	r = wd_script_load_str("x.script", bad, strlen(bad), &s, &err);
+	T_OK(r == -EINVAL && strstr(err.msg, "x.script:3:") &&
+		 strstr(err.msg, "unknown key 'txt'"),
+	     "script-unknown-key", "%s", err.msg);
+	bad = "{\"text\": \"{{reslt}}\"}\n";
+	r = wd_script_load_str("x.script", bad, strlen(bad), &s, &err);
+	T_OK(r == -EINVAL && strstr(err.msg, "x.script:1:"),
+	     "script-bad-template", "%s", err.msg);
+	bad = "{\"text\": \"a\",\n";
+	r = wd_script_load_str("x.script", bad, strlen(bad), &s, &err);
+	T_OK(r == -EINVAL && strstr(err.msg, "x.script:1:"), "script-bad-json",
+	     "%s", err.msg);
+}
+
+static void test_wire(void)
+{
+	struct wd_tool_call tc = {.id = "toolu_1",
+				  .name = "run_python",
+				  .arguments = json_pack("{s:s}", "code", "1")};
+	struct wd_msg msgs[] = {
+	    {.role = WD_ROLE_SYSTEM, .text = "sys"},
+	    {.role = WD_ROLE_USER, .text = "task"},
+	    {.role = WD_ROLE_ASSISTANT,
+	     .text = "thinking",
+	     .tool_calls = &tc,
+	     .n_tool_calls = 1},
+	    {.role = WD_ROLE_TOOL,
+	     .text = "boom",
+	     .tool_call_id = "toolu_1",
+	     .is_error = true},
+	    {.role = WD_ROLE_USER, .text = "more \xff bytes"},
+	};
+	struct wd_tool_schema tools[] = {
+	    {.name = "run_python",
+	     .description = "py",
+	     .parameters_json = "{\"type\":\"object\"}"}};
+	struct wd_complete_req req = {.model = "m",
+				      .msgs = msgs,
+				      .n_msgs = 5,
+				      .tools = tools,
+				      .n_tools = 1,
+				      .temperature = -1};
+	struct wd_err err = {0};
+	json_t *b = wd_anthropic_ops.build(&req, "claude-x", &err);
+	json_t *m = json_object_get(b, "messages");
+
+	T_OK(b &&
+		 !strcmp(json_string_value(json_object_get(b, "system")),
+			 "sys") &&
+		 json_array_size(m) == 3 &&
+		 json_integer_value(json_object_get(b, "max_tokens")) == 4096 &&
+		 !json_object_get(b, "temperature"),
+	     "anthropic-build-shape", "%s", json_dumps(b, JSON_COMPACT));
+	json_t *u2 = json_object_get(json_array_get(m, 2), "content");
+	json_t *tr = json_array_get(u2, 0);
+	T_OK(!strcmp(json_string_value(json_object_get(tr, "type")),
+		     "tool_result") &&
+		 !strcmp(json_string_value(json_object_get(tr, "tool_use_id")),
+			 "toolu_1") &&
+		 json_is_true(json_object_get(tr, "is_error")) &&
+		 json_array_size(u2) == 2,
+	     "anthropic-build-tool-result", "%s", json_dumps(u2, JSON_COMPACT));
+	T_OK(strstr(json_string_value(
+			json_object_get(json_array_get(u2, 1), "text")),
+		    "\xef\xbf\xbd") != NULL,
+	     "build-invalid-utf8-kept", "invalid bytes dropped");
+	json_decref(b);
+
+	b = wd_openai_ops.build(&req, "gpt-x", &err);
+	m = json_object_get(b, "messages");
+	json_t *am = json_array_get(m, 2);
+	json_t *fn = json_object_get(
+	    json_array_get(json_object_get(am, "tool_calls"), 0), "function");
+	T_OK(json_array_size(m) == 5 &&
+		 !strcmp(json_string_value(json_object_get(fn, "arguments")),
+			 "{\"code\":\"1\"}") &&
+		 !strcmp(json_string_value(json_object_get(json_array_get(m, 3),
+							   "tool_call_id")),
+			 "toolu_1"),
+	     "openai-build-shape", "%s", json_dumps(b, JSON_COMPACT));
+	json_decref(b);
+	json_decref(tc.arguments);
+
+	const char *ar =
+	    "{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\","
+	    "\"model\":\"claude-x-2025\",\"content\":[{\"type\":\"text\","
+	    "\"text\":\"hi\"},{\"type\":\"tool_use\",\"id\":\"toolu_9\","
+	    "\"name\":\"f\",\"input\":{\"a\":1}}],\"stop_reason\":\"tool_use\","
+	    "\"usage\":{\"input_tokens\":100,\"cache_read_input_tokens\":50,"
+	    "\"cache_creation_input_tokens\":0,\"output_tokens\":20}}";
+	struct wd_complete_resp resp = {0};
+	int r = wd_anthropic_ops.parse(ar, strlen(ar), &resp, &err);
+	T_OK(r == 0 && resp.n_tool_calls == 1 &&
+		 !strcmp(resp.tool_calls[0].id, "toolu_9") &&
+		 json_integer_value(
+		     json_object_get(resp.tool_calls[0].arguments, "a")) == 1 &&
+		 !strcmp(resp.text, "hi") &&
+		 resp.stop_reason == WD_STOP_TOOL_USE &&
+		 resp.usage.input_tokens == 150 &&
+		 resp.usage.cached_tokens == 50 &&
+		 resp.usage.output_tokens == 20,
+	     "anthropic-parse", "r=%d %s", r, err.msg);
+	wd_complete_resp_free(&resp);
+
+	const char *orr =
+	    "{\"id\":\"chatcmpl-1\",\"object\":\"chat.completion\",\"model\":"
+	    "\"gpt-x\",\"choices\":[{\"index\":0,\"message\":{\"role\":"
+	    "\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":\"call_1\","
+	    "\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":"
+	    "\"{\\\"a\\\": [1,2]}\"}},{\"type\":\"function\",\"function\":{"
+	    "\"name\":\"g\",\"arguments\":\"{oops\"}}]},\"finish_reason\":"
+	    "\"stop\"}],\"usage\":{\"prompt_tokens\":100,\"completion_tokens\":"
+	    "7,\"prompt_tokens_details\":{\"cached_tokens\":30}}}";
+	r = wd_openai_ops.parse(orr, strlen(orr), &resp, &err);
+	T_OK(r == 0 && resp.n_tool_calls == 2 &&
+		 !strcmp(resp.tool_calls[0].id, "call_1") &&
+		 json_array_size(
+		     json_object_get(resp.tool_calls[0].arguments, "a")) == 2 &&
+		 !resp.tool_calls[0].parse_error &&
+		 resp.tool_calls[1].parse_error &&
+		 !strncmp(resp.tool_calls[1].id, "call_", 5) &&
+		 resp.stop_reason == WD_STOP_TOOL_USE &&
+		 resp.usage.input_tokens == 100 &&
+		 resp.usage.cached_tokens == 30 && !strcmp(resp.text, ""),
+	     "openai-parse-defensive", "r=%d %s", r, err.msg);
+	wd_complete_resp_free(&resp);
+
+	r = wd_openai_ops.parse("{\"choices\":[]}", 14, &resp, &err);
+	T_OK(r == -EBADMSG && strstr(err.msg, "choices[0].message"),
+	     "openai-parse-no-choice", "r=%d %s", r, err.msg);
+	wd_complete_resp_free(&resp);
+	r = wd_anthropic_ops.parse("<html>", 6, &resp, &err);
+	T_OK(r == -EBADMSG && strstr(err.msg, "not JSON"),
+	     "anthropic-parse-not-json", "r=%d %s", r, err.msg);
+	wd_complete_resp_free(&resp);
+}
+
+int main(void)
+{
+	test_config();
+	test_demo_script();
+	test_wire();
+	return T_DONE();
+}
