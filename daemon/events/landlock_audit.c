@@ -1,0 +1,388 @@
+#include "events/landlock_audit.h"
+
+#include <fcntl.h>
+#include <linux/audit.h>
+#include <linux/netlink.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#define DOM_CACHE 64
+
+struct dom_info {
+	uint64_t id;
+	int32_t pid;
+	uint32_t uid;
+};
+
+struct wd_landlock_audit {
+	int fd;		  /* multicast reader */
+	int prev_enabled; /* -1: not changed by us */
+	uint64_t lost;
+	struct dom_info dom[DOM_CACHE];
+	int dom_next;
+	/* the access record waiting for the rest of its event */
+	bool pending;
+	uint64_t pending_serial;
+	struct wd_event pev;
+};
+
+int wd_audit_field(const char *text, size_t len, const char *k, char *buf,
+		   size_t buflen)
+{
+	size_t kl = strlen(k);
+	if (!buflen)
+		return -EINVAL;
+	for (size_t i = 0; i + kl < len; i++) {
+		if ((i && text[i - 1] != ' ') || memcmp(text + i, k, kl) ||
+		    text[i + kl] != '=')
+			continue;
+		const char *v = text + i + kl + 1, *end = text + len;
+		size_t o = 0;
+		if (v < end && *v == '"') {
+			for (v++; v < end && *v != '"' && o + 1 < buflen; v++)
+				buf[o++] = *v;
+		} else {
+			const char *e = v;
+			while (e < end && *e != ' ' && *e != '\n' && *e)
+				e++;
+			/* untrusted strings with odd bytes are hex-encoded */
+			bool hex = (e - v) % 2 == 0 && e > v;
+			for (const char *p = v; hex && p < e; p++)
+				hex = (*p >= '0' && *p <= '9') ||
+				      (*p >= 'A' && *p <= 'F');
+			if (hex && strcmp(k, "domain") && strcmp(k, "ino")) {
+				for (const char *p = v; p < e && o + 1 < buflen;
+				     p += 2) {
+					char h[3] = {p[0], p[1], 0};
+					char c = (char)strtol(h, NULL, 16);
+					buf[o++] = c ? c : '?';
+				}
+			} else {
+				for (; v < e && o + 1 < buflen; v++)
+					buf[o++] = *v;
+			}
+		}
+		buf[o] = 0;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+static int parse_stamp(const char *text, size_t len, uint64_t *ts_ns,
+		       uint64_t *serial)
+{
+	unsigned long long s, ms, ser;
+	char tmp[64];
+	size_t n = WD_MIN(len, sizeof(tmp) - 1);
+	memcpy(tmp, text, n);
+	tmp[n] = 0;
+	if (sscanf(tmp, "audit(%llu.%llu:%llu)", &s, &ms, &ser) != 3)
+		return -EINVAL;
+	if (ts_ns)
+		*ts_ns = s * 1000000000ull + ms * 1000000ull;
+	if (serial)
+		*serial = ser;
+	return 0;
+}
+
+int wd_landlock_audit_parse(int type, const char *text, size_t len,
+			    struct wd_event *out, uint64_t *serial)
+{
+	uint64_t ts, ser;
+	if (parse_stamp(text, len, &ts, &ser))
+		return -EINVAL;
+	if (serial)
+		*serial = ser;
+	if (type != AUDIT_LANDLOCK_ACCESS)
+		return 0;
+	char dom[32], blockers[128], path[256];
+	if (wd_audit_field(text, len, "domain", dom, sizeof(dom)) ||
+	    wd_audit_field(text, len, "blockers", blockers, sizeof(blockers)))
+		return -EINVAL;
+	char *end;
+	errno = 0;
+	uint64_t id = strtoull(dom, &end, 16);
+	if (errno || *end || end == dom)
+		return -EINVAL;
+	memset(out, 0, sizeof(*out));
+	out->ts_ns = ts;
+	out->source = WD_SRC_LANDLOCK;
+	out->domain_id = id;
+	out->syscall_nr = -1;
+	out->step = -1;
+	out->err = EACCES;
+	out->verdict = WD_VERDICT_DENIED;
+	/* kind: the first blocker ("fs.read_file,fs.write_file" ->
+	 * "fs.read_file"); target: the object, else the blockers */
+	char *comma = strchr(blockers, ',');
+	size_t kl = comma ? (size_t)(comma - blockers) : strlen(blockers);
+	snprintf(out->kind, sizeof(out->kind), "%.*s", (int)kl, blockers);
+	if (!wd_audit_field(text, len, "path", path, sizeof(path)) ||
+	    !wd_audit_field(text, len, "name", path, sizeof(path)))
+		wd_strlcpy(out->target, path, sizeof(out->target));
+	else if (!wd_audit_field(text, len, "daddr", dom, sizeof(dom))) {
+		char port[16] = "";
+		wd_audit_field(text, len, "dest", port, sizeof(port));
+		snprintf(out->target, sizeof(out->target), "%s:%s", dom, port);
+	} else
+		wd_strlcpy(out->target, blockers, sizeof(out->target));
+	return 1;
+}
+
+static int nl_send(int fd, int type, const void *data, size_t len)
+{
+	struct {
+		struct nlmsghdr h;
+		char buf[512];
+	} m = {0};
+	if (len > sizeof(m.buf))
+		return -EINVAL;
+	m.h.nlmsg_len = NLMSG_LENGTH(len);
+	m.h.nlmsg_type = type;
+	m.h.nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
+	m.h.nlmsg_seq = 1;
+	memcpy(NLMSG_DATA(&m.h), data, len);
+	struct sockaddr_nl k = {.nl_family = AF_NETLINK};
+	if (sendto(fd, &m, m.h.nlmsg_len, 0, (void *)&k, sizeof(k)) < 0)
+		return -errno;
+	return 0;
+}
+
+/* AUDIT_GET -> status.enabled, or -errno. */
+static int audit_get_enabled(int fd)
+{
+	int rc = nl_send(fd, AUDIT_GET, NULL, 0);
+	if (rc)
+		return rc;
+	for (int tries = 0; tries < 4; tries++) {
+		char buf[8192];
+		ssize_t n = recv(fd, buf, sizeof(buf), 0);
+		if (n < 0)
+			return -errno;
+		int left = (int)n;
+		for (struct nlmsghdr *h = (void *)buf; NLMSG_OK(h, left);
+		     h = NLMSG_NEXT(h, left)) {
+			if (h->nlmsg_type == NLMSG_ERROR) {
+				struct nlmsgerr *e = NLMSG_DATA(h);
+				if (e->error)
+					return e->error;
+				continue;
+			}
+			if (h->nlmsg_type == AUDIT_GET &&
+			    h->nlmsg_len >=
+				NLMSG_LENGTH(
+				    offsetof(struct audit_status, enabled) +
+				    sizeof(uint32_t))) {
+				struct audit_status *st = NLMSG_DATA(h);
+				return (int)st->enabled;
+			}
+		}
+	}
+	return -EIO;
+}
+
+static int audit_set_enabled(int fd, uint32_t on)
+{
+	struct audit_status st = {0};
+	st.mask = AUDIT_STATUS_ENABLED;
+	st.enabled = on;
+	int rc = nl_send(fd, AUDIT_SET, &st, sizeof(st));
+	if (rc)
+		return rc;
+	char buf[1024];
+	ssize_t n = recv(fd, buf, sizeof(buf), 0);
+	if (n < 0)
+		return -errno;
+	struct nlmsghdr *h = (void *)buf;
+	if (NLMSG_OK(h, (int)n) && h->nlmsg_type == NLMSG_ERROR)
+		return ((struct nlmsgerr *)NLMSG_DATA(h))->error;
+	return 0;
+}
+
+static int with_ctl(int (*fn)(int fd, uint32_t v), uint32_t v)
+{
+	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_AUDIT);
+	if (fd < 0)
+		return -errno;
+	struct timeval tv = {.tv_sec = 2};
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	int rc = fn(fd, v);
+	close(fd);
+	return rc;
+}
+
+static int get_wrap(int fd, uint32_t v)
+{
+	(void)v;
+	return audit_get_enabled(fd);
+}
+
+int wd_landlock_audit_open(struct wd_landlock_audit **out, bool enable_audit,
+			   struct wd_err *err)
+{
+	*out = NULL;
+	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK,
+			NETLINK_AUDIT);
+	if (fd < 0)
+		return wd_err_set(err, -errno,
+				  "landlock audit: netlink audit socket: %s",
+				  strerror(errno));
+	struct sockaddr_nl sa = {.nl_family = AF_NETLINK,
+				 .nl_groups = 1u << (AUDIT_NLGRP_READLOG - 1)};
+	if (bind(fd, (void *)&sa, sizeof(sa))) {
+		int rc = -errno;
+		close(fd);
+		return wd_err_set(err, rc,
+				  "landlock audit: bind AUDIT_NLGRP_READLOG: "
+				  "%s (needs CAP_AUDIT_READ)",
+				  strerror(-rc));
+	}
+	int sz = 4 << 20;
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &sz, sizeof(sz));
+	struct wd_landlock_audit *a = wd_calloc(1, sizeof(*a));
+	a->fd = fd;
+	a->prev_enabled = -1;
+	int en = with_ctl(get_wrap, 0);
+	if (en < 0) {
+		wd_landlock_audit_close(a);
+		return wd_err_set(err, en, "landlock audit: AUDIT_GET: %s",
+				  strerror(-en));
+	}
+	if (en == 0) {
+		if (!enable_audit) {
+			wd_landlock_audit_close(a);
+			return wd_err_set(err, -ENODATA,
+					  "landlock audit: audit is disabled "
+					  "on this node: no Landlock records");
+		}
+		int rc = with_ctl(audit_set_enabled, 1);
+		if (rc) {
+			wd_landlock_audit_close(a);
+			return wd_err_set(err, rc,
+					  "landlock audit: AUDIT_SET "
+					  "enabled=1: %s",
+					  strerror(-rc));
+		}
+		a->prev_enabled = 0;
+	}
+	*out = a;
+	return 0;
+}
+
+int wd_landlock_audit_fd(struct wd_landlock_audit *a)
+{
+	return a->fd;
+}
+
+uint64_t wd_landlock_audit_lost(struct wd_landlock_audit *a)
+{
+	return a->lost;
+}
+
+static void dom_remember(struct wd_landlock_audit *a, const char *text,
+			 size_t len)
+{
+	char v[32];
+	if (wd_audit_field(text, len, "status", v, sizeof(v)) ||
+	    strcmp(v, "allocated") ||
+	    wd_audit_field(text, len, "domain", v, sizeof(v)))
+		return;
+	struct dom_info d = {.id = strtoull(v, NULL, 16)};
+	if (!wd_audit_field(text, len, "pid", v, sizeof(v)))
+		d.pid = atoi(v);
+	if (!wd_audit_field(text, len, "uid", v, sizeof(v)))
+		d.uid = (uint32_t)strtoul(v, NULL, 10);
+	a->dom[a->dom_next++ % DOM_CACHE] = d;
+}
+
+static void flush(struct wd_landlock_audit *a,
+		  void (*cb)(const struct wd_event *ev, void *arg), void *arg,
+		  int *n)
+{
+	if (!a->pending)
+		return;
+	if (!a->pev.pid)
+		for (int i = 0; i < DOM_CACHE; i++)
+			if (a->dom[i].id == a->pev.domain_id) {
+				a->pev.pid = a->dom[i].pid;
+				a->pev.uid = a->dom[i].uid;
+			}
+	a->pending = false;
+	cb(&a->pev, arg);
+	(*n)++;
+}
+
+int wd_landlock_audit_read(struct wd_landlock_audit *a,
+			   void (*cb)(const struct wd_event *ev, void *arg),
+			   void *arg)
+{
+	int delivered = 0;
+	static char buf[1 << 16];
+	for (;;) {
+		ssize_t n = recv(a->fd, buf, sizeof(buf), MSG_DONTWAIT);
+		if (n < 0) {
+			if (errno == ENOBUFS) { /* queue overflowed */
+				a->lost++;
+				continue;
+			}
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		int left = (int)n; /* NLMSG_OK needs a signed length */
+		for (struct nlmsghdr *h = (void *)buf; NLMSG_OK(h, left);
+		     h = NLMSG_NEXT(h, left)) {
+			const char *t = NLMSG_DATA(h);
+			size_t tl = h->nlmsg_len - NLMSG_HDRLEN;
+			uint64_t ser = 0;
+			struct wd_event ev;
+			int r = wd_landlock_audit_parse(h->nlmsg_type, t, tl,
+							&ev, &ser);
+			if (r < 0)
+				continue;
+			if (a->pending && ser != a->pending_serial)
+				flush(a, cb, arg, &delivered);
+			if (r == 1) {
+				a->pev = ev;
+				a->pending = true;
+				a->pending_serial = ser;
+				continue;
+			}
+			if (h->nlmsg_type == AUDIT_LANDLOCK_DOMAIN)
+				dom_remember(a, t, tl);
+			else if (a->pending && h->nlmsg_type == AUDIT_SYSCALL) {
+				char v[32];
+				if (!wd_audit_field(t, tl, "pid", v, sizeof(v)))
+					a->pev.pid = atoi(v);
+				if (!wd_audit_field(t, tl, "uid", v, sizeof(v)))
+					a->pev.uid = strtoul(v, NULL, 10);
+				if (!wd_audit_field(t, tl, "syscall", v,
+						    sizeof(v)))
+					a->pev.syscall_nr = atoi(v);
+				if (!wd_audit_field(t, tl, "exit", v,
+						    sizeof(v)) &&
+				    atoi(v) < 0)
+					a->pev.err = -atoi(v);
+			}
+			if (h->nlmsg_type == AUDIT_EOE)
+				flush(a, cb, arg, &delivered);
+		}
+	}
+	/* the rest of an event never comes after a drained queue for long;
+	 * deliver what we have rather than hold a denial back */
+	flush(a, cb, arg, &delivered);
+	return delivered;
+}
+
+void wd_landlock_audit_close(struct wd_landlock_audit *a)
+{
+	if (!a)
+		return;
+	if (a->prev_enabled == 0)
+		with_ctl(audit_set_enabled, 0);
+	if (a->fd >= 0)
+		close(a->fd);
+	free(a);
+}

@@ -1,0 +1,70 @@
+/* Landlock denials through the audit subsystem (Landlock ABI >= 7, kernel
+ * >= 6.15): the kernel writes AUDIT_LANDLOCK_ACCESS (1423) records
+ *   "audit(T:SERIAL): domain=HEX blockers=fs.read_file path=\"/etc/x\" ..."
+ * and, the first time a domain shows up, AUDIT_LANDLOCK_DOMAIN (1424)
+ *   "domain=HEX status=allocated mode=enforcing pid=N uid=N exe=.. comm=.."
+ * (and "status=deallocated denials=N" when it goes away). We read them from
+ * the audit netlink multicast group AUDIT_NLGRP_READLOG (read-only, needs
+ * CAP_AUDIT_READ; works next to auditd or without it) and convert each
+ * access record into a struct wd_event (source landlock, domain id, pid,
+ * target = path or blocker).
+ *
+ * Conditions, measured on this node (kernel 6.18, CONFIG_AUDIT=y, no
+ * auditd): records are only produced while audit is enabled
+ * (audit_enabled=1). wd_landlock_audit_open(.., enable=true, ..) turns it
+ * on with an AUDIT_SET netlink message (CAP_AUDIT_CONTROL; no auditctl)
+ * when it is off, and wd_landlock_audit_close() restores the previous
+ * state. Enabling audit with no rules costs every process created after
+ * that an audit context. Denials after an execve are logged only if the
+ * sandbox passed LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON to
+ * landlock_restrict_self(); same-exec denials are logged by default.
+ * The pid of a denial comes from the SYSCALL record of the same event when
+ * the task has an audit context, else from the domain's allocation record
+ * (the task that created the domain).
+ *
+ * Errors: 0 / -errno, message in err.
+ */
+#ifndef WD_LANDLOCK_AUDIT_H
+#define WD_LANDLOCK_AUDIT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "common/util.h"
+#include "events/event.h"
+
+#ifndef AUDIT_LANDLOCK_ACCESS
+#define AUDIT_LANDLOCK_ACCESS 1423
+#endif
+#ifndef AUDIT_LANDLOCK_DOMAIN
+#define AUDIT_LANDLOCK_DOMAIN 1424
+#endif
+
+struct wd_landlock_audit;
+
+int wd_landlock_audit_open(struct wd_landlock_audit **out, bool enable_audit,
+			   struct wd_err *err);
+/* Pollable fd (readable when records are queued). */
+int wd_landlock_audit_fd(struct wd_landlock_audit *a);
+/* Drain queued records without blocking; one callback per Landlock access
+ * denial. Returns events delivered or -errno. Overflow of the socket's
+ * receive queue (ENOBUFS) is counted in wd_landlock_audit_lost(). */
+int wd_landlock_audit_read(struct wd_landlock_audit *a,
+			   void (*cb)(const struct wd_event *ev, void *arg),
+			   void *arg);
+uint64_t wd_landlock_audit_lost(struct wd_landlock_audit *a);
+void wd_landlock_audit_close(struct wd_landlock_audit *a);
+
+/* Pure parser (exposed for tests and fuzzing): one record's text (after
+ * the netlink header, "audit(...): k=v ...") of type `type`. For an access
+ * record fills out (source landlock, domain_id, target, kind) and returns
+ * 1; for other types returns 0 and leaves out alone; -EINVAL if malformed.
+ * serial gets the record's event serial when non-NULL. */
+int wd_landlock_audit_parse(int type, const char *text, size_t len,
+			    struct wd_event *out, uint64_t *serial);
+/* Value of key `k` in a record (quoted, hex-encoded or bare), into buf.
+ * 0, or -ENOENT. */
+int wd_audit_field(const char *text, size_t len, const char *k, char *buf,
+		   size_t buflen);
+
+#endif
