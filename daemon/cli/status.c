@@ -728,14 +728,19 @@ static json_t *json_report(const struct report *r)
 
 static void line(const char *label, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+static void wrapped(int indent, const char *prefix, const char *text);
+
 static void line(const char *label, const char *fmt, ...)
 {
 	va_list ap;
-	printf("  %-*s ", LABEL_W, label);
+	char pfx[64], *v;
+	snprintf(pfx, sizeof(pfx), "%-*s ", LABEL_W, label);
 	va_start(ap, fmt);
-	vprintf(fmt, ap);
+	if (vasprintf(&v, fmt, ap) < 0)
+		abort();
 	va_end(ap);
-	putchar('\n');
+	wrapped(2, pfx, v);
+	free(v);
 }
 
 static const char *okerr(int err)
@@ -796,18 +801,17 @@ static void text_report(const struct report *r)
 		line("", "(securityfs: %s)", ET(f->lsm_err));
 
 	printf("\nBPF\n");
-	line("BPF LSM", "%s; lsm program load: %s",
-	     f->bpf_in_lsm_list ? "in the LSM list" : "not in the LSM list",
-	     okerr(f->lsm_prog_err));
+	line("BPF LSM", "%s",
+	     f->bpf_in_lsm_list ? "in the LSM list" : "not in the LSM list");
+	line("  lsm program loads", "%s", okerr(f->lsm_prog_err));
 	line("trampoline (fentry)", "%s", okerr(f->trampoline_err));
 	line("cgroup/connect4", "%s", okerr(f->cgroup_sockaddr_err));
 	line("ring buffer", "%s", okerr(f->ringbuf_err));
 
 	printf("\nLandlock, seccomp, namespaces\n");
 	if (f->landlock_abi > 0)
-		line("Landlock", "ABI %d%s", f->landlock_abi,
-		     f->landlock_errata > 0 ? " (errata fixed: see --json)"
-					    : "");
+		line("Landlock", "ABI %d, errata 0x%x", f->landlock_abi,
+		     f->landlock_errata > 0 ? f->landlock_errata : 0);
 	else
 		line("Landlock", "%s", okerr(f->landlock_abi));
 	line("seccomp filter", "%s", okerr(f->seccomp_filter_err));
@@ -847,10 +851,13 @@ static void text_report(const struct report *r)
 	     f->cg.v2_root[0] ? f->cg.v2_root : "-",
 	     f->cg.v2_controllers[0] ? f->cg.v2_controllers : "none");
 	for (int c = 0; c < WD_CG_NCTRL; c++)
-		line(wd_cg_ctrl_name(c), "%s",
-		     f->cg.v2_ctrl[c]	   ? "v2"
+		line(wd_cg_ctrl_name(c), "%s%s",
+		     f->cg.v2_ctrl[c]	   ? "v2 at "
+		     : f->cg.v1_root[c][0] ? "v1 at "
+					   : "not available",
+		     f->cg.v2_ctrl[c]	   ? f->cg.v2_root
 		     : f->cg.v1_root[c][0] ? f->cg.v1_root[c]
-					   : "not available");
+					   : "");
 
 	printf("\nrunsc (tier 3)\n");
 	if (!f->runsc) {
