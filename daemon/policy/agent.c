@@ -1,0 +1,341 @@
+/* Agent definitions: YAML -> struct wd_agent, strictly (ywalk.h). */
+#include "policy/agent.h"
+#include "policy/ywalk.h"
+
+#include <string.h>
+
+#define A(obj) ((struct wd_agent *)(obj))
+
+static int f_name(struct wd_ywalk *w, yaml_node_t *v, void *o)
+{
+	return wd_y_name(w, v, "'name'", &A(o)->name);
+}
+static int f_team(struct wd_ywalk *w, yaml_node_t *v, void *o)
+{
+	return wd_y_name(w, v, "'team'", &A(o)->team);
+}
+static int f_description(struct wd_ywalk *w, yaml_node_t *v, void *o)
+{
+	return wd_y_str(w, v, "'description'", &A(o)->description);
+}
+
+static int f_model(struct wd_ywalk *w, yaml_node_t *v, void *o)
+{
+	char *s = NULL;
+	if (wd_y_str(w, v, "'model'", &s) < 0)
+		return -EINVAL;
+	bool ok = *s && strlen(s) <= 128;
+	for (const char *p = s; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      (*p >= '0' && *p <= '9') || strchr("_-./:", *p)))
+			ok = false;
+	if (!ok) {
+		wd_y_err(w, v, "'model': '%s' is not a model alias", s);
+		free(s);
+		return -EINVAL;
+	}
+	free(A(o)->model);
+	A(o)->model = s;
+	return 0;
+}
+
+static int f_system_prompt(struct wd_ywalk *w, yaml_node_t *v, void *o)
+{
+	if (wd_y_str(w, v, "'system_prompt'", &A(o)->system_prompt) < 0)
+		return -EINVAL;
+	if (strlen(A(o)->system_prompt) > 100000) {
+		wd_y_err(w, v, "'system_prompt' is longer than 100000 bytes");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int tool_check(struct wd_ywalk *w, yaml_node_t *item, const char *s,
+		      void *arg)
+{
+	struct wd_agent *a = arg;
+	if (!wd_y_valid_name(s)) {
+		wd_y_err(w, item, "'tools': '%s' is not a tool name", s);
+		return -EINVAL;
+	}
+	(void)a;
+	return 0;
+}
+
+static int f_tools(struct wd_ywalk *w, yaml_node_t *v, void *o)
+{
+	struct wd_agent *a = A(o);
+	if (wd_y_strlist(w, v, "'tools'", &a->tools, &a->n_tools, tool_check,
+			 a) < 0)
+		return -EINVAL;
+	int rc = 0;
+	for (int i = 0; i < a->n_tools; i++)
+		for (int j = 0; j < i; j++)
+			if (!strcmp(a->tools[i], a->tools[j])) {
+				wd_y_err(
+				    w,
+				    wd_y_get(w,
+					     v->data.sequence.items.start[i]),
+				    "'tools': '%s' listed twice", a->tools[i]);
+				rc = -EINVAL;
+			}
+	return rc;
+}
+
+static int b_steps(struct wd_ywalk *w, yaml_node_t *v, void *o)
+{
+	uint64_t x;
+	if (wd_y_uint(w, v, "'bounds.max_steps'", 1, 1000, &x) < 0)
+		return -EINVAL;
+	A(o)->bounds.max_steps = (uint32_t)x;
+	return 0;
+}
+static int b_tokens(struct wd_ywalk *w, yaml_node_t *v, void *o)
+{
+	return wd_y_uint(w, v, "'bounds.token_budget'", 1, 1000000000ull,
+			 &A(o)->bounds.token_budget);
+}
+static int b_wall(struct wd_ywalk *w, yaml_node_t *v, void *o)
+{
+	uint64_t x;
+	if (wd_y_uint(w, v, "'bounds.wall_clock_s'", 1, 7 * 86400, &x) < 0)
+		return -EINVAL;
+	A(o)->bounds.wall_clock_s = (uint32_t)x;
+	return 0;
+}
+static int b_cost(struct wd_ywalk *w, yaml_node_t *v, void *o)
+{
+	return wd_y_double(w, v, "'bounds.cost_cap_usd'", 0, 1e6,
+			   &A(o)->bounds.cost_cap_usd);
+}
+static int b_ttl(struct wd_ywalk *w, yaml_node_t *v, void *o)
+{
+	uint64_t x;
+	if (wd_y_uint(w, v, "'bounds.approval_ttl_s'", 1, 30 * 86400, &x) < 0)
+		return -EINVAL;
+	A(o)->bounds.approval_ttl_s = (uint32_t)x;
+	return 0;
+}
+
+static int f_bounds(struct wd_ywalk *w, yaml_node_t *v, void *o)
+{
+	static const struct wd_y_key keys[] = {
+	    {"max_steps", b_steps, true},     {"token_budget", b_tokens, true},
+	    {"wall_clock_s", b_wall, true},   {"cost_cap_usd", b_cost, true},
+	    {"approval_ttl_s", b_ttl, false},
+	};
+	return wd_y_map(w, v, "'bounds'", keys, WD_ARRAY_SIZE(keys), o);
+}
+
+static int c_budget(struct wd_ywalk *w, yaml_node_t *v, void *o)
+{
+	return wd_y_uint(w, v, "'context.budget_tokens'", 256, 10000000,
+			 &A(o)->context.budget_tokens);
+}
+static int c_strategy(struct wd_ywalk *w, yaml_node_t *v, void *o)
+{
+	static const char *const words[] = {"sliding_window", "summarize",
+					    "externalize"};
+	int i;
+	if (wd_y_enum(w, v, "'context.strategy'", words, 3, &i) < 0)
+		return -EINVAL;
+	A(o)->context.strategy = (enum wd_context_strategy)i;
+	return 0;
+}
+static int f_context(struct wd_ywalk *w, yaml_node_t *v, void *o)
+{
+	static const struct wd_y_key keys[] = {
+	    {"budget_tokens", c_budget, false},
+	    {"strategy", c_strategy, false},
+	};
+	return wd_y_map(w, v, "'context'", keys, WD_ARRAY_SIZE(keys), o);
+}
+
+static int t_payloads(struct wd_ywalk *w, yaml_node_t *v, void *o)
+{
+	static const char *const words[] = {"full", "hash_only"};
+	int i;
+	if (wd_y_enum(w, v, "'trace.payloads'", words, 2, &i) < 0)
+		return -EINVAL;
+	A(o)->trace.payloads = (enum wd_trace_payloads)i;
+	return 0;
+}
+static int t_retention(struct wd_ywalk *w, yaml_node_t *v, void *o)
+{
+	uint64_t x;
+	if (wd_y_uint(w, v, "'trace.retention_days'", 1, 36500, &x) < 0)
+		return -EINVAL;
+	A(o)->trace.retention_days = (uint32_t)x;
+	return 0;
+}
+static int f_trace(struct wd_ywalk *w, yaml_node_t *v, void *o)
+{
+	static const struct wd_y_key keys[] = {
+	    {"payloads", t_payloads, false},
+	    {"retention_days", t_retention, false},
+	};
+	return wd_y_map(w, v, "'trace'", keys, WD_ARRAY_SIZE(keys), o);
+}
+
+static int f_temperature(struct wd_ywalk *w, yaml_node_t *v, void *o)
+{
+	double d;
+	/* 0 is a valid temperature: range check by hand */
+	if (wd_y_double(w, v, "'temperature'", -1e300, 1e300, &d) < 0)
+		return -EINVAL;
+	if (d < 0 || d > 2) {
+		wd_y_err(w, v, "'temperature' must be between 0 and 2");
+		return -EINVAL;
+	}
+	A(o)->temperature = d;
+	return 0;
+}
+
+static const struct wd_y_key agent_keys[] = {
+    {"name", f_name, true},
+    {"description", f_description, false},
+    {"team", f_team, true},
+    {"model", f_model, true},
+    {"system_prompt", f_system_prompt, true},
+    {"tools", f_tools, true},
+    {"bounds", f_bounds, true},
+    {"context", f_context, false},
+    {"trace", f_trace, false},
+    {"temperature", f_temperature, false},
+};
+
+struct load_state {
+	const char *file;
+	struct wd_agent **v;
+	int n;
+};
+
+static void load_doc(struct wd_ywalk *w, yaml_node_t *root, void *arg)
+{
+	struct load_state *st = arg;
+	struct wd_agent *a = wd_calloc(1, sizeof(*a));
+	a->source = wd_strdup(st->file);
+	a->line = (int)root->start_mark.line + 1;
+	a->context.budget_tokens = WD_AGENT_DEFAULT_CONTEXT_TOKENS;
+	a->context.strategy = WD_CTX_SLIDING_WINDOW;
+	a->trace.payloads = WD_TRACE_FULL;
+	a->trace.retention_days = WD_AGENT_DEFAULT_RETENTION_DAYS;
+	a->bounds.approval_ttl_s = WD_AGENT_DEFAULT_APPROVAL_TTL_S;
+	a->temperature = -1;
+	int errs = w->nerr;
+	wd_y_map(w, root, "agent", agent_keys, WD_ARRAY_SIZE(agent_keys), a);
+	if (a->name && w->nerr == errs)
+		for (int i = 0; i < st->n; i++)
+			if (!strcmp(st->v[i]->name, a->name))
+				wd_y_err(w, root,
+					 "duplicate agent name '%s' (also at "
+					 "line %d)",
+					 a->name, st->v[i]->line);
+	if (w->nerr != errs) {
+		wd_agent_free(a);
+		return;
+	}
+	if (!a->tools)
+		a->tools = wd_calloc(1, sizeof(char *));
+	if (!a->description)
+		a->description = wd_strdup("");
+	st->v = wd_realloc(st->v, (size_t)(st->n + 1) * sizeof(*st->v));
+	st->v[st->n++] = a;
+}
+
+int wd_agent_load_all_str(const char *name, const char *text, size_t len,
+			  struct wd_agent ***out, int *n, struct wd_diag *diag)
+{
+	struct load_state st = {.file = name ? name : "<input>"};
+	struct wd_diag local = {0};
+	struct wd_diag *d = diag ? diag : &local;
+	int before = d->n + d->dropped;
+	*out = NULL;
+	*n = 0;
+	int rc = wd_y_load(st.file, text, len, d, load_doc, &st);
+	if (rc == 0)
+		wd_diag_add(d, st.file, 0, 0, "no agent definition in file");
+	if (rc <= 0 || d->n + d->dropped != before) {
+		wd_agent_free_all(st.v, st.n);
+		wd_diag_free(&local);
+		return -EINVAL;
+	}
+	wd_diag_free(&local);
+	*out = st.v;
+	*n = st.n;
+	return 0;
+}
+
+int wd_agent_load_str(const char *name, const char *text, size_t len,
+		      struct wd_agent **out, struct wd_diag *diag)
+{
+	struct wd_agent **v;
+	int n;
+	*out = NULL;
+	int rc = wd_agent_load_all_str(name, text, len, &v, &n, diag);
+	if (rc < 0)
+		return rc;
+	*out = v[0];
+	for (int i = 1; i < n; i++)
+		wd_agent_free(v[i]);
+	free(v);
+	return 0;
+}
+
+int wd_agent_load_file(const char *path, struct wd_agent **out,
+		       struct wd_diag *diag)
+{
+	char *text = NULL;
+	size_t len = 0;
+	*out = NULL;
+	int rc = wd_read_file(path, &text, &len);
+	if (rc < 0) {
+		wd_diag_add(diag, path, 0, 0, "cannot read: %s", strerror(-rc));
+		return rc;
+	}
+	rc = wd_agent_load_str(path, text, len, out, diag);
+	free(text);
+	return rc;
+}
+
+void wd_agent_free(struct wd_agent *a)
+{
+	if (!a)
+		return;
+	free(a->source);
+	free(a->name);
+	free(a->description);
+	free(a->team);
+	free(a->model);
+	free(a->system_prompt);
+	wd_y_strv_free(a->tools, a->n_tools);
+	free(a);
+}
+
+void wd_agent_free_all(struct wd_agent **v, int n)
+{
+	for (int i = 0; i < n; i++)
+		wd_agent_free(v[i]);
+	free(v);
+}
+
+bool wd_agent_has_tool(const struct wd_agent *a, const char *tool)
+{
+	for (int i = 0; i < a->n_tools; i++)
+		if (!strcmp(a->tools[i], tool))
+			return true;
+	return false;
+}
+
+const char *wd_context_strategy_name(enum wd_context_strategy s)
+{
+	switch (s) {
+	case WD_CTX_SLIDING_WINDOW:
+		return "sliding_window";
+	case WD_CTX_SUMMARIZE:
+		return "summarize";
+	case WD_CTX_EXTERNALIZE:
+		return "externalize";
+	}
+	return "?";
+}

@@ -1,0 +1,87 @@
+/* Agent definition: the parsed form of a file in policy/agents/
+ * (DESIGN.md §4, seed 000 step 5). Parsed with the same strictness as tool
+ * manifests: unknown/duplicate keys and wrong types are errors reported as
+ * "file:line:col: message" in a struct wd_diag.
+ *
+ *   name: analyst
+ *   team: data
+ *   model: default                 # alias in policy/gateway.yaml
+ *   system_prompt: "You are ..."
+ *   tools: [run_python, fetch_url]
+ *   bounds: {max_steps: 30, token_budget: 200000, wall_clock_s: 300,
+ *            cost_cap_usd: 2.0}
+ *   context: {budget_tokens: 32000, strategy: sliding_window}
+ *   trace: {payloads: full, retention_days: 30}
+ *
+ * All four bounds are required: a step cap alone does not bound cost
+ * (context grows each step), so an agent missing any of them is refused.
+ */
+#ifndef WD_AGENT_H
+#define WD_AGENT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "policy/manifest.h" /* struct wd_diag */
+
+enum wd_context_strategy {
+	WD_CTX_SLIDING_WINDOW, /* keep the newest steps that fit */
+	WD_CTX_SUMMARIZE,      /* fold older steps into a summary */
+	WD_CTX_EXTERNALIZE,    /* keep tool results by reference only */
+};
+
+enum wd_trace_payloads {
+	WD_TRACE_FULL,	    /* prompts and results stored as blobs */
+	WD_TRACE_HASH_ONLY, /* only sha256 of payloads */
+};
+
+struct wd_agent_bounds {
+	uint32_t max_steps;
+	uint64_t token_budget; /* input + output tokens over the run */
+	uint32_t wall_clock_s;
+	double cost_cap_usd;
+	uint32_t approval_ttl_s; /* a run suspended on approval fails after
+				  * this long; default 3600 */
+};
+
+struct wd_agent {
+	char *source; /* file it came from */
+	char *name;   /* [a-z0-9_-]+ */
+	char *description;
+	char *team;  /* [a-z0-9_-]+, for attribution */
+	char *model; /* gateway model alias */
+	char *system_prompt;
+	char **tools; /* tool names, NULL-terminated */
+	int n_tools;
+	struct wd_agent_bounds bounds;
+	struct {
+		uint64_t budget_tokens;		   /* default 32000 */
+		enum wd_context_strategy strategy; /* default sliding_window */
+	} context;
+	struct {
+		enum wd_trace_payloads payloads; /* default full */
+		uint32_t retention_days;	 /* default 30 */
+	} trace;
+	double temperature; /* < 0 = provider default (absent) */
+	int line;	    /* 1-based line of the document */
+};
+
+#define WD_AGENT_DEFAULT_CONTEXT_TOKENS 32000
+#define WD_AGENT_DEFAULT_RETENTION_DAYS 30
+#define WD_AGENT_DEFAULT_APPROVAL_TTL_S 3600
+
+/* 0, or -EINVAL with messages in diag (and *out NULL), or -errno (I/O).
+ * A multi-document file yields its first agent; _all yields every one. */
+int wd_agent_load_file(const char *path, struct wd_agent **out,
+		       struct wd_diag *diag);
+int wd_agent_load_str(const char *name, const char *text, size_t len,
+		      struct wd_agent **out, struct wd_diag *diag);
+int wd_agent_load_all_str(const char *name, const char *text, size_t len,
+			  struct wd_agent ***out, int *n, struct wd_diag *diag);
+void wd_agent_free(struct wd_agent *a);
+void wd_agent_free_all(struct wd_agent **v, int n);
+
+bool wd_agent_has_tool(const struct wd_agent *a, const char *tool);
+const char *wd_context_strategy_name(enum wd_context_strategy s);
+
+#endif

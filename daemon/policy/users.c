@@ -1,0 +1,449 @@
+/* policy/users.yaml: users, groups -> scopes, approvers (see users.h). */
+#include "policy/users.h"
+#include "policy/ywalk.h"
+
+#include <string.h>
+
+struct uctx {
+	struct wd_users *u;
+	struct wd_user *cur_user;
+	struct wd_group *cur_group;
+	/* nodes, for messages in the cross-reference pass */
+	yaml_node_t **user_nodes;	/* per user: its mapping */
+	yaml_node_t **user_group_nodes; /* per user: its groups list or NULL */
+	yaml_node_t *ap_users, *ap_groups;
+	bool has_users;
+};
+
+static int scope_check(struct wd_ywalk *w, yaml_node_t *item, const char *s,
+		       void *arg)
+{
+	bool ok = *s && strlen(s) <= 128;
+	for (const char *p = s; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      (*p >= '0' && *p <= '9') || strchr("_-.:/*", *p)))
+			ok = false;
+	/* '*' only as the whole grant or as the last character after ':' */
+	const char *star = strchr(s, '*');
+	if (star && !(star[1] == 0 && (star == s || star[-1] == ':')))
+		ok = false;
+	if (!ok) {
+		wd_y_err(w, item,
+			 "%s: '%s' is not a scope grant (scope, \"prefix:*\" "
+			 "or \"*\")",
+			 (const char *)arg, s);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int name_check(struct wd_ywalk *w, yaml_node_t *item, const char *s,
+		      void *arg)
+{
+	if (!wd_y_valid_name(s)) {
+		wd_y_err(w, item, "%s: '%s' must match [a-z0-9_-]{1,64}",
+			 (const char *)arg, s);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* ---- users
+ * ------------------------------------------------------------------- */
+
+static int u_uid(struct wd_ywalk *w, yaml_node_t *v, void *o)
+{
+	struct uctx *c = o;
+	uint64_t x;
+	/* (uid_t)-1 is "no uid" for the kernel: never a valid entry */
+	if (wd_y_uint(w, v, "'uid'", 0, 4294967294u, &x) < 0)
+		return -EINVAL;
+	for (int i = 0; i < c->u->n_users - 1; i++)
+		if (c->u->users[i].uid == x) {
+			wd_y_err(w, v, "uid %llu is already user '%s'",
+				 (unsigned long long)x, c->u->users[i].name);
+			return -EINVAL;
+		}
+	c->cur_user->uid = (uint32_t)x;
+	return 0;
+}
+
+static int u_groups(struct wd_ywalk *w, yaml_node_t *v, void *o)
+{
+	struct uctx *c = o;
+	c->user_group_nodes[c->u->n_users - 1] = v;
+	return wd_y_strlist(w, v, "'groups'", &c->cur_user->groups,
+			    &c->cur_user->n_groups, name_check, "'groups'");
+}
+
+static int u_scopes(struct wd_ywalk *w, yaml_node_t *v, void *o)
+{
+	struct uctx *c = o;
+	return wd_y_strlist(w, v, "'scopes'", &c->cur_user->scopes,
+			    &c->cur_user->n_scopes, scope_check, "'scopes'");
+}
+
+static int f_users(struct wd_ywalk *w, yaml_node_t *v, void *o)
+{
+	static const struct wd_y_key keys[] = {
+	    {"uid", u_uid, true},
+	    {"groups", u_groups, false},
+	    {"scopes", u_scopes, false},
+	};
+	struct uctx *c = o;
+	struct wd_users *u = c->u;
+	c->has_users = true;
+	if (v->type != YAML_MAPPING_NODE) {
+		wd_y_err(w, v,
+			 "'users' must be a mapping {name: {uid, ...}}, "
+			 "not %s",
+			 wd_y_kind(v));
+		return -EINVAL;
+	}
+	int rc = 0;
+	for (yaml_node_pair_t *p = v->data.mapping.pairs.start;
+	     p < v->data.mapping.pairs.top; p++) {
+		yaml_node_t *k = wd_y_get(w, p->key);
+		yaml_node_t *val = wd_y_get(w, p->value);
+		char *name = NULL;
+		if (!k || !val)
+			return -EINVAL;
+		if (wd_y_name(w, k, "user name", &name) < 0) {
+			rc = -EINVAL;
+			continue;
+		}
+		if (wd_users_by_name(u, name)) {
+			wd_y_err(w, k, "duplicate user '%s'", name);
+			free(name);
+			rc = -EINVAL;
+			continue;
+		}
+		size_t n = (size_t)u->n_users + 1;
+		u->users = wd_realloc(u->users, n * sizeof(*u->users));
+		c->user_nodes =
+		    wd_realloc(c->user_nodes, n * sizeof(*c->user_nodes));
+		c->user_group_nodes = wd_realloc(
+		    c->user_group_nodes, n * sizeof(*c->user_group_nodes));
+		u->users[n - 1] = (struct wd_user){.name = name};
+		c->user_nodes[n - 1] = k;
+		c->user_group_nodes[n - 1] = NULL;
+		u->n_users = (int)n;
+		c->cur_user = &u->users[n - 1];
+		if (wd_y_map(w, val, "user", keys, WD_ARRAY_SIZE(keys), c) < 0)
+			rc = -EINVAL;
+		if (!c->cur_user->groups)
+			c->cur_user->groups = wd_calloc(1, sizeof(char *));
+		if (!c->cur_user->scopes)
+			c->cur_user->scopes = wd_calloc(1, sizeof(char *));
+	}
+	return rc;
+}
+
+/* ---- groups
+ * ------------------------------------------------------------------- */
+
+static int g_scopes(struct wd_ywalk *w, yaml_node_t *v, void *o)
+{
+	struct uctx *c = o;
+	return wd_y_strlist(w, v, "'scopes'", &c->cur_group->scopes,
+			    &c->cur_group->n_scopes, scope_check, "'scopes'");
+}
+
+static const struct wd_group *group_by_name(const struct wd_users *u,
+					    const char *name)
+{
+	for (int i = 0; i < u->n_groups; i++)
+		if (!strcmp(u->groups[i].name, name))
+			return &u->groups[i];
+	return NULL;
+}
+
+static int f_groups(struct wd_ywalk *w, yaml_node_t *v, void *o)
+{
+	static const struct wd_y_key keys[] = {{"scopes", g_scopes, true}};
+	struct uctx *c = o;
+	struct wd_users *u = c->u;
+	if (v->type != YAML_MAPPING_NODE) {
+		wd_y_err(w, v,
+			 "'groups' must be a mapping {name: {scopes}}, "
+			 "not %s",
+			 wd_y_kind(v));
+		return -EINVAL;
+	}
+	int rc = 0;
+	for (yaml_node_pair_t *p = v->data.mapping.pairs.start;
+	     p < v->data.mapping.pairs.top; p++) {
+		yaml_node_t *k = wd_y_get(w, p->key);
+		yaml_node_t *val = wd_y_get(w, p->value);
+		char *name = NULL;
+		if (!k || !val)
+			return -EINVAL;
+		if (wd_y_name(w, k, "group name", &name) < 0) {
+			rc = -EINVAL;
+			continue;
+		}
+		if (group_by_name(u, name)) {
+			wd_y_err(w, k, "duplicate group '%s'", name);
+			free(name);
+			rc = -EINVAL;
+			continue;
+		}
+		u->groups = wd_realloc(u->groups, (size_t)(u->n_groups + 1) *
+						      sizeof(*u->groups));
+		u->groups[u->n_groups] = (struct wd_group){.name = name};
+		c->cur_group = &u->groups[u->n_groups++];
+		if (wd_y_map(w, val, "group", keys, WD_ARRAY_SIZE(keys), c) < 0)
+			rc = -EINVAL;
+		if (!c->cur_group->scopes)
+			c->cur_group->scopes = wd_calloc(1, sizeof(char *));
+	}
+	return rc;
+}
+
+/* ---- approvers
+ * ------------------------------------------------------------------ */
+
+static int ap_users(struct wd_ywalk *w, yaml_node_t *v, void *o)
+{
+	struct uctx *c = o;
+	c->ap_users = v;
+	return wd_y_strlist(w, v, "'approvers.users'", &c->u->approver_users,
+			    &c->u->n_approver_users, name_check,
+			    "'approvers.users'");
+}
+
+static int ap_groups(struct wd_ywalk *w, yaml_node_t *v, void *o)
+{
+	struct uctx *c = o;
+	c->ap_groups = v;
+	return wd_y_strlist(w, v, "'approvers.groups'", &c->u->approver_groups,
+			    &c->u->n_approver_groups, name_check,
+			    "'approvers.groups'");
+}
+
+static int f_approvers(struct wd_ywalk *w, yaml_node_t *v, void *o)
+{
+	static const struct wd_y_key keys[] = {
+	    {"users", ap_users, false},
+	    {"groups", ap_groups, false},
+	};
+	return wd_y_map(w, v, "'approvers'", keys, WD_ARRAY_SIZE(keys), o);
+}
+
+static const struct wd_y_key top_keys[] = {
+    {"users", f_users, true},
+    {"groups", f_groups, false},
+    {"approvers", f_approvers, false},
+};
+
+/* ---- load
+ * ------------------------------------------------------------------------- */
+
+static yaml_node_t *item_node(struct wd_ywalk *w, yaml_node_t *seq, int i)
+{
+	if (!seq || seq->type != YAML_SEQUENCE_NODE)
+		return seq;
+	return yaml_document_get_node(w->doc,
+				      seq->data.sequence.items.start[i]);
+}
+
+struct load_state {
+	const char *file;
+	struct wd_users *u;
+	int docs;
+};
+
+static void load_doc(struct wd_ywalk *w, yaml_node_t *root, void *arg)
+{
+	struct load_state *st = arg;
+	if (++st->docs > 1) {
+		wd_y_err(w, root, "users file must hold one document");
+		return;
+	}
+	struct uctx c = {.u = st->u};
+	int errs = w->nerr;
+	wd_y_map(w, root, "users file", top_keys, WD_ARRAY_SIZE(top_keys), &c);
+	if (w->nerr == errs) {
+		/* references: groups of users, approvers */
+		struct wd_users *u = st->u;
+		for (int i = 0; i < u->n_users; i++)
+			for (int j = 0; j < u->users[i].n_groups; j++)
+				if (!group_by_name(u, u->users[i].groups[j]))
+					wd_y_err(
+					    w,
+					    item_node(w, c.user_group_nodes[i],
+						      j),
+					    "user '%s': unknown group '%s'",
+					    u->users[i].name,
+					    u->users[i].groups[j]);
+		for (int i = 0; i < u->n_approver_users; i++)
+			if (!wd_users_by_name(u, u->approver_users[i]))
+				wd_y_err(w, item_node(w, c.ap_users, i),
+					 "approvers: unknown user '%s'",
+					 u->approver_users[i]);
+		for (int i = 0; i < u->n_approver_groups; i++)
+			if (!group_by_name(u, u->approver_groups[i]))
+				wd_y_err(w, item_node(w, c.ap_groups, i),
+					 "approvers: unknown group '%s'",
+					 u->approver_groups[i]);
+	}
+	free(c.user_nodes);
+	free(c.user_group_nodes);
+}
+
+int wd_users_load_str(const char *name, const char *text, size_t len,
+		      struct wd_users **out, struct wd_diag *diag)
+{
+	struct wd_diag local = {0};
+	struct wd_diag *d = diag ? diag : &local;
+	int before = d->n + d->dropped;
+	struct load_state st = {.file = name ? name : "<input>"};
+	st.u = wd_calloc(1, sizeof(*st.u));
+	st.u->source = wd_strdup(st.file);
+	*out = NULL;
+	int rc = wd_y_load(st.file, text, len, d, load_doc, &st);
+	if (rc == 0)
+		wd_diag_add(d, st.file, 0, 0, "no users document in file");
+	if (rc <= 0 || d->n + d->dropped != before) {
+		wd_users_free(st.u);
+		wd_diag_free(&local);
+		return -EINVAL;
+	}
+	struct wd_users *u = st.u;
+	if (!u->approver_users)
+		u->approver_users = wd_calloc(1, sizeof(char *));
+	if (!u->approver_groups)
+		u->approver_groups = wd_calloc(1, sizeof(char *));
+	wd_diag_free(&local);
+	*out = u;
+	return 0;
+}
+
+int wd_users_load_file(const char *path, struct wd_users **out,
+		       struct wd_diag *diag)
+{
+	char *text = NULL;
+	size_t len = 0;
+	*out = NULL;
+	int rc = wd_read_file(path, &text, &len);
+	if (rc < 0) {
+		wd_diag_add(diag, path, 0, 0, "cannot read: %s", strerror(-rc));
+		return rc;
+	}
+	rc = wd_users_load_str(path, text, len, out, diag);
+	free(text);
+	return rc;
+}
+
+void wd_users_free(struct wd_users *u)
+{
+	if (!u)
+		return;
+	for (int i = 0; i < u->n_users; i++) {
+		free(u->users[i].name);
+		wd_y_strv_free(u->users[i].groups, u->users[i].n_groups);
+		wd_y_strv_free(u->users[i].scopes, u->users[i].n_scopes);
+	}
+	free(u->users);
+	for (int i = 0; i < u->n_groups; i++) {
+		free(u->groups[i].name);
+		wd_y_strv_free(u->groups[i].scopes, u->groups[i].n_scopes);
+	}
+	free(u->groups);
+	wd_y_strv_free(u->approver_users, u->n_approver_users);
+	wd_y_strv_free(u->approver_groups, u->n_approver_groups);
+	free(u->source);
+	free(u);
+}
+
+/* ---- queries
+ * ------------------------------------------------------------------------ */
+
+const struct wd_user *wd_users_by_uid(const struct wd_users *u, uid_t uid)
+{
+	for (int i = 0; u && i < u->n_users; i++)
+		if (u->users[i].uid == uid)
+			return &u->users[i];
+	return NULL;
+}
+
+const struct wd_user *wd_users_by_name(const struct wd_users *u,
+				       const char *name)
+{
+	for (int i = 0; u && i < u->n_users; i++)
+		if (!strcmp(u->users[i].name, name))
+			return &u->users[i];
+	return NULL;
+}
+
+const char *wd_users_name(const struct wd_users *u, uid_t uid)
+{
+	const struct wd_user *x = wd_users_by_uid(u, uid);
+	return x ? x->name : NULL;
+}
+
+static void add_unique(const char ***v, int *n, const char *s)
+{
+	for (int i = 0; i < *n; i++)
+		if (!strcmp((*v)[i], s))
+			return;
+	*v = wd_realloc(*v, (size_t)(*n + 2) * sizeof(**v));
+	(*v)[(*n)++] = s;
+	(*v)[*n] = NULL;
+}
+
+int wd_users_scopes_for_uid(const struct wd_users *u, uid_t uid,
+			    const char ***out)
+{
+	const char **v = wd_calloc(1, sizeof(*v));
+	int n = 0;
+	const struct wd_user *x = wd_users_by_uid(u, uid);
+	if (x) {
+		for (int i = 0; i < x->n_scopes; i++)
+			add_unique(&v, &n, x->scopes[i]);
+		for (int g = 0; g < x->n_groups; g++) {
+			const struct wd_group *gr =
+			    group_by_name(u, x->groups[g]);
+			for (int i = 0; gr && i < gr->n_scopes; i++)
+				add_unique(&v, &n, gr->scopes[i]);
+		}
+	}
+	*out = v;
+	return n;
+}
+
+bool wd_scope_match(const char *grant, const char *scope)
+{
+	if (!strcmp(grant, "*"))
+		return *scope != 0;
+	size_t gl = strlen(grant);
+	if (gl >= 2 && grant[gl - 1] == '*' && grant[gl - 2] == ':')
+		return !strncmp(grant, scope, gl - 1) && scope[gl - 1];
+	return !strcmp(grant, scope);
+}
+
+bool wd_users_has_scope(const struct wd_users *u, uid_t uid, const char *scope)
+{
+	const char **v;
+	int n = wd_users_scopes_for_uid(u, uid, &v);
+	bool ok = false;
+	for (int i = 0; i < n && !ok; i++)
+		ok = wd_scope_match(v[i], scope);
+	free(v);
+	return ok;
+}
+
+bool wd_users_is_approver(const struct wd_users *u, uid_t uid)
+{
+	const struct wd_user *x = wd_users_by_uid(u, uid);
+	if (!x)
+		return false;
+	for (int i = 0; i < u->n_approver_users; i++)
+		if (!strcmp(u->approver_users[i], x->name))
+			return true;
+	for (int i = 0; i < u->n_approver_groups; i++)
+		for (int g = 0; g < x->n_groups; g++)
+			if (!strcmp(u->approver_groups[i], x->groups[g]))
+				return true;
+	return false;
+}
