@@ -19,7 +19,7 @@ static bool tok_char(unsigned char c)
 
 static bool bearer_char(unsigned char c)
 {
-	return isalnum(c) || strchr("-._~+/=", c);
+	return isalnum(c) || (c && strchr("-._~+/=", c));
 }
 
 static bool ieq(const char *s, size_t len, size_t i, const char *w)
@@ -52,11 +52,16 @@ static size_t header_value(const char *s, size_t len, size_t i, size_t *vs,
 	*vs = j;
 	if (ieq(s, len, j, RED))
 		return 0;
+	/* a token; for Authorization "<scheme> <token>" */
 	size_t k = j;
-	while (k < len && s[k] != '"' && s[k] != '\\' && s[k] != '\n' &&
-	       s[k] != '\r' && s[k] != '\0' &&
-	       (allow_space || (s[k] != ' ' && s[k] != ',' && s[k] != ';')))
+	while (k < len && bearer_char(s[k]))
 		k++;
+	if (allow_space && k > j && k + 1 < len && s[k] == ' ' &&
+	    bearer_char(s[k + 1]) && !ieq(s, len, k + 1, RED)) {
+		k++;
+		while (k < len && bearer_char(s[k]))
+			k++;
+	}
 	return k - j;
 }
 

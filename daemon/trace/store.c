@@ -15,9 +15,10 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#define BATCH_URGENT  (1u << 20)  /* write now once this much is pending */
-#define PENDING_LIMIT (64u << 20) /* appenders wait above this (backpressure)  \
-				   */
+#define BATCH_URGENT (1u << 20) /* write now once this much is pending */
+#define PENDING_LIMIT                                                          \
+	(64u << 20) /* appenders wait above this (backpressure)                \
+		     */
 #define SYNC_EVERY_NS 1000000000ull /* non-durable data reaches disk within */
 
 char *wd_trace_seg_path(struct wd_trace *t, uint64_t first)

@@ -184,8 +184,8 @@ static void verify_all_blobs(struct vctx *v)
 		while ((f = readdir(s))) {
 			if (f->d_name[0] == '.')
 				continue;
-			char hex[80];
-			snprintf(hex, sizeof(hex), "%s%s", e->d_name,
+			char hex[600];
+			snprintf(hex, sizeof(hex), "%.2s%.500s", e->d_name,
 				 f->d_name);
 			if (!is_hex(hex, 64)) {
 				problem(v, "blob", f->d_name, -1, 0, 0,

@@ -1,0 +1,557 @@
+/* `warden trace ls|show|verify|grep|reindex|gc|export`: works on a store
+ * directly (--state DIR), no daemon needed. */
+#include "cli/cli.h"
+#include "common/log.h"
+#include "trace/otlp.h"
+#include "trace/trace.h"
+
+#include <getopt.h>
+#include <string.h>
+#include <time.h>
+
+struct opts {
+	const char *state, *agent, *team, *user, *tool, *status;
+	const char *prompt_hash, *result_hash, *otlp;
+	uint64_t since_ns, now_ns;
+	bool json;
+	int argc; /* positional args after options */
+	char **argv;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: warden trace SUBCOMMAND [OPTIONS] --state DIR\n"
+		"  ls [--agent A] [--team T] [--user U] [--tool T] [--status "
+		"S] [--since TIME] [--json]\n"
+		"  show RUN [--json]        timeline: steps, model calls, "
+		"tools, denials, costs\n"
+		"  grep --prompt-hash H | --result-hash H | --tool T [--status "
+		"S] [--json]\n"
+		"  verify [RUN] [--json]    chain, framing, blobs; exit 1 on "
+		"damage\n"
+		"  reindex                  rebuild the index from the "
+		"segments\n"
+		"  gc [--now TIME]          drop payloads past retention\n"
+		"  export --otlp URL [RUN...]  send spans to an OTLP/HTTP "
+		"collector\n"
+		"TIME: 2024-05-01[T12:00:00], @EPOCH, or an age like 7d, 12h, "
+		"30m\n"
+		"--state DIR defaults to $WARDEN_STATE or /var/lib/warden\n");
+}
+
+/* 0 on failure */
+static uint64_t parse_time(const char *s)
+{
+	char *end;
+	if (s[0] == '@') {
+		double v = strtod(s + 1, &end);
+		return *end || v < 0 ? 0 : (uint64_t)(v * 1e9);
+	}
+	double v = strtod(s, &end);
+	if (end != s && *end && !end[1] && v >= 0) {
+		uint64_t mul = 0;
+		switch (*end) {
+		case 's':
+			mul = 1;
+			break;
+		case 'm':
+			mul = 60;
+			break;
+		case 'h':
+			mul = 3600;
+			break;
+		case 'd':
+			mul = 86400;
+			break;
+		}
+		if (mul) {
+			uint64_t ago = (uint64_t)(v * mul * 1e9);
+			uint64_t now = wd_wall_ns();
+			return ago < now ? now - ago : 1;
+		}
+	}
+	struct tm tm = {0};
+	const char *p = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
+	if (!p || (*p && strcmp(p, "Z"))) {
+		memset(&tm, 0, sizeof(tm));
+		p = strptime(s, "%Y-%m-%d", &tm);
+		if (!p || *p)
+			return 0;
+	}
+	time_t t = timegm(&tm);
+	return t > 0 ? (uint64_t)t * 1000000000ull : 0;
+}
+
+static int parse(int argc, char **argv, struct opts *o)
+{
+	static const struct option lo[] = {
+	    {"state", required_argument, 0, 's'},
+	    {"agent", required_argument, 0, 'a'},
+	    {"team", required_argument, 0, 'T'},
+	    {"user", required_argument, 0, 'u'},
+	    {"tool", required_argument, 0, 't'},
+	    {"status", required_argument, 0, 'S'},
+	    {"since", required_argument, 0, 'i'},
+	    {"now", required_argument, 0, 'n'},
+	    {"prompt-hash", required_argument, 0, 'p'},
+	    {"result-hash", required_argument, 0, 'r'},
+	    {"otlp", required_argument, 0, 'o'},
+	    {"json", no_argument, 0, 'j'},
+	    {"help", no_argument, 0, 'h'},
+	    {0, 0, 0, 0},
+	};
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+h", lo, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			o->state = optarg;
+			break;
+		case 'a':
+			o->agent = optarg;
+			break;
+		case 'T':
+			o->team = optarg;
+			break;
+		case 'u':
+			o->user = optarg;
+			break;
+		case 't':
+			o->tool = optarg;
+			break;
+		case 'S':
+			o->status = optarg;
+			break;
+		case 'p':
+			o->prompt_hash = optarg;
+			break;
+		case 'r':
+			o->result_hash = optarg;
+			break;
+		case 'o':
+			o->otlp = optarg;
+			break;
+		case 'j':
+			o->json = true;
+			break;
+		case 'i':
+		case 'n':
+			if (!(c == 'i' ? (o->since_ns = parse_time(optarg))
+				       : (o->now_ns = parse_time(optarg)))) {
+				fprintf(stderr, "warden trace: bad time '%s'\n",
+					optarg);
+				return WD_EXIT_USAGE;
+			}
+			break;
+		default:
+			usage(stderr);
+			return WD_EXIT_USAGE;
+		}
+	}
+	if (!o->state) {
+		o->state = getenv("WARDEN_STATE");
+		if (!o->state || !*o->state)
+			o->state = "/var/lib/warden";
+	}
+	o->argc = argc - optind;
+	o->argv = argv + optind;
+	return 0;
+}
+
+static void print_json(json_t *v)
+{
+	char *s = json_dumps(v, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	puts(s ? s : "null");
+	free(s);
+}
+
+static const char *js(json_t *o, const char *k)
+{
+	const char *s = json_string_value(json_object_get(o, k));
+	return s ? s : "";
+}
+
+static const char *js2(json_t *o, const char *a, const char *b)
+{
+	const char *s = json_string_value(json_object_get(o, a));
+	return s ? s : js(o, b);
+}
+
+static double jnum(json_t *o, const char *k)
+{
+	json_t *v = json_object_get(o, k);
+	if (json_is_string(v))
+		return strtod(json_string_value(v), NULL);
+	return json_is_number(v) ? json_number_value(v) : 0;
+}
+
+static double jnum2(json_t *o, const char *a, const char *b)
+{
+	return json_object_get(o, a) ? jnum(o, a) : jnum(o, b);
+}
+
+static const char *short_ref(const char *ref, char *buf, size_t n)
+{
+	if (!strncmp(ref, "sha256:", 7) && strlen(ref) > 19)
+		snprintf(buf, n, "%.19s…", ref);
+	else
+		snprintf(buf, n, "%s", ref);
+	return buf;
+}
+
+static int cmd_ls(struct wd_trace *t, struct opts *o)
+{
+	struct wd_trace_query q = {.agent = o->agent,
+				   .team = o->team,
+				   .user = o->user,
+				   .tool = o->tool,
+				   .status = o->status,
+				   .since_ns = o->since_ns};
+	json_t *a;
+	struct wd_err err = {0};
+	if (wd_trace_query_runs(t, &q, &a, &err) < 0) {
+		wd_error("trace ls: %s", err.msg);
+		return WD_EXIT_FAIL;
+	}
+	if (o->json) {
+		print_json(a);
+	} else {
+		printf("%-24s %-16s %-10s %-10s %-10s %5s %10s %9s  %s\n",
+		       "RUN", "AGENT", "TEAM", "USER", "STATUS", "STEPS",
+		       "TOKENS", "COST", "STARTED");
+		size_t i;
+		json_t *r;
+		json_array_foreach(a, i, r)
+		{
+			printf("%-24s %-16s %-10s %-10s %-10s %5lld %10lld "
+			       "%9.4f  %s%s\n",
+			       js(r, "run_id"), js(r, "agent"), js(r, "team"),
+			       js(r, "user"), js(r, "status"),
+			       (long long)jnum(r, "steps"),
+			       (long long)(jnum(r, "input_tokens") +
+					   jnum(r, "output_tokens")),
+			       jnum(r, "cost_usd"), js(r, "started"),
+			       jnum(r, "flagged") ? " flagged" : "");
+		}
+	}
+	json_decref(a);
+	return WD_EXIT_OK;
+}
+
+static void show_line(json_t *r)
+{
+	const char *type = js(r, "type");
+	char rb[64];
+	const char *ts = js(r, "ts");
+	printf("%6lld %4lld  %-15.15s %-17s ",
+	       (long long)json_integer_value(json_object_get(r, "seq")),
+	       (long long)json_integer_value(json_object_get(r, "step")),
+	       strlen(ts) > 11 ? ts + 11 : ts, type);
+	if (!strcmp(type, "run_start")) {
+		json_t *tr = json_object_get(r, "trace");
+		printf("agent=%s team=%s user=%s model=%s payloads=%s "
+		       "retention=%lldd",
+		       js(r, "agent"), js(r, "team"), js(r, "user"),
+		       js2(r, "gen_ai.request.model", "model"),
+		       *js(tr, "payloads") ? js(tr, "payloads") : "full",
+		       (long long)jnum(tr, "retention_days"));
+	} else if (!strcmp(type, "model_call")) {
+		printf("%s in=%lld out=%lld cost=$%.4f %lldms",
+		       js2(r, "gen_ai.request.model", "model"),
+		       (long long)jnum2(r, "gen_ai.usage.input_tokens",
+					"input_tokens"),
+		       (long long)jnum2(r, "gen_ai.usage.output_tokens",
+					"output_tokens"),
+		       jnum(r, "cost_usd"), (long long)jnum(r, "latency_ms"));
+		const char *p = js2(r, "prompt_hash", "prompt_ref");
+		if (*p)
+			printf(" prompt=%s", short_ref(p, rb, sizeof(rb)));
+	} else if (!strcmp(type, "tool_attempt")) {
+		printf("%s call=%s side_effects=%s",
+		       js2(r, "gen_ai.tool.name", "tool"),
+		       js2(r, "gen_ai.tool.call.id", "call_id"),
+		       *js(r, "side_effects") ? js(r, "side_effects") : "?");
+	} else if (!strcmp(type, "tool_result")) {
+		printf("%s %s", js2(r, "gen_ai.tool.name", "tool"),
+		       js(r, "status"));
+		if (json_object_get(r, "exit_code"))
+			printf(" exit=%lld", (long long)jnum(r, "exit_code"));
+		printf(" %lldms", (long long)jnum(r, "latency_ms"));
+		const char *p = js2(r, "result_hash", "result_ref");
+		if (*p)
+			printf(" result=%s", short_ref(p, rb, sizeof(rb)));
+	} else if (!strcmp(type, "denial")) {
+		json_t *e = json_object_get(r, "event");
+		printf("DENIED %s %s %s %s", js2(r, "gen_ai.tool.name", "tool"),
+		       js(e, "kind"), *js(e, "syscall") ? js(e, "syscall") : "",
+		       js(e, "target"));
+		if (*js(e, "source"))
+			printf(" (%s)", js(e, "source"));
+	} else if (!strcmp(type, "budget_stop")) {
+		printf("bound=%s %s", js(r, "bound"), js(r, "reason"));
+	} else if (!strcmp(type, "run_end")) {
+		printf("status=%s", js(r, "status"));
+		if (json_object_get(r, "cost_usd"))
+			printf(" cost=$%.4f", jnum(r, "cost_usd"));
+		if (*js(r, "reason"))
+			printf(" reason=%s", js(r, "reason"));
+	} else if (!strcmp(type, "approval_request") ||
+		   !strcmp(type, "approval_decision")) {
+		printf("%s %s", js2(r, "gen_ai.tool.name", "tool"),
+		       js(r, "decision"));
+	} else if (!strcmp(type, "gc")) {
+		printf("%zu payload blobs dropped (%s)",
+		       json_array_size(json_object_get(r, "refs")),
+		       js(r, "reason"));
+	}
+	printf("\n");
+}
+
+static int cmd_show(struct wd_trace *t, struct opts *o)
+{
+	if (o->argc != 1) {
+		usage(stderr);
+		return WD_EXIT_USAGE;
+	}
+	struct wd_err err = {0};
+	json_t *a;
+	if (wd_trace_run_records(t, o->argv[0], &a, &err) < 0) {
+		wd_error("trace show: %s", err.msg);
+		return WD_EXIT_FAIL;
+	}
+	if (!json_array_size(a)) {
+		json_decref(a);
+		wd_error("trace show: no run '%s'", o->argv[0]);
+		return WD_EXIT_FAIL;
+	}
+	if (o->json) {
+		print_json(a);
+		json_decref(a);
+		return WD_EXIT_OK;
+	}
+	struct wd_trace_query q = {0};
+	json_t *runs;
+	if (wd_trace_query_runs(t, &q, &runs, &err) == 0) {
+		size_t i;
+		json_t *r;
+		json_array_foreach(runs, i,
+				   r) if (!strcmp(js(r, "run_id"), o->argv[0]))
+		{
+			printf("run %s  agent=%s team=%s user=%s status=%s "
+			       "steps=%lld tokens=%lld/%lld cost=$%.4f%s\n",
+			       js(r, "run_id"), js(r, "agent"), js(r, "team"),
+			       js(r, "user"), js(r, "status"),
+			       (long long)jnum(r, "steps"),
+			       (long long)jnum(r, "input_tokens"),
+			       (long long)jnum(r, "output_tokens"),
+			       jnum(r, "cost_usd"),
+			       jnum(r, "flagged") ? " flagged" : "");
+		}
+		json_decref(runs);
+	}
+	printf("%6s %4s  %-15s %-17s %s\n", "SEQ", "STEP", "TIME", "EVENT",
+	       "DETAIL");
+	size_t i;
+	json_t *r;
+	json_array_foreach(a, i, r) show_line(r);
+	json_decref(a);
+	return WD_EXIT_OK;
+}
+
+static int cmd_grep(struct wd_trace *t, struct opts *o)
+{
+	if (!o->prompt_hash && !o->result_hash && !o->tool) {
+		usage(stderr);
+		return WD_EXIT_USAGE;
+	}
+	struct wd_trace_query q = {.tool = o->tool,
+				   .status = o->status,
+				   .prompt_hash = o->prompt_hash,
+				   .result_hash = o->result_hash,
+				   .agent = o->agent,
+				   .team = o->team,
+				   .user = o->user,
+				   .since_ns = o->since_ns};
+	json_t *a;
+	struct wd_err err = {0};
+	if (wd_trace_query_records(t, &q, &a, &err) < 0) {
+		wd_error("trace grep: %s", err.msg);
+		return WD_EXIT_FAIL;
+	}
+	if (o->json) {
+		print_json(a);
+	} else {
+		size_t i;
+		json_t *r;
+		json_array_foreach(a, i, r) printf(
+		    "%-24s seq=%lld step=%lld %s %s %s\n", js(r, "run_id"),
+		    (long long)jnum(r, "seq"), (long long)jnum(r, "step"),
+		    js(r, "type"), js(r, "tool"), js(r, "status"));
+	}
+	int rc = json_array_size(a) ? WD_EXIT_OK : WD_EXIT_FAIL;
+	json_decref(a);
+	return rc;
+}
+
+static int cmd_verify(struct wd_trace *t, struct opts *o)
+{
+	json_t *p = NULL;
+	struct wd_err err = {0};
+	int r = wd_trace_verify(t, o->argc ? o->argv[0] : NULL, &p, &err);
+	if (r < 0 && r != -EBADMSG) {
+		wd_error("trace verify: %s", err.msg);
+		return WD_EXIT_FAIL;
+	}
+	if (o->json) {
+		json_t *out =
+		    json_pack("{s:b, s:O}", "ok", r == 0, "problems", p);
+		print_json(out);
+		json_decref(out);
+	} else if (r == 0) {
+		printf("trace verify: ok\n");
+	} else {
+		size_t i;
+		json_t *x;
+		json_array_foreach(p, i, x)
+		{
+			printf("%s: %s", js(x, "kind"), js(x, "file"));
+			if (json_object_get(x, "offset"))
+				printf(" offset %lld",
+				       (long long)jnum(x, "offset"));
+			if (json_object_get(x, "line"))
+				printf(" line %lld",
+				       (long long)jnum(x, "line"));
+			if (json_object_get(x, "seq"))
+				printf(" seq %lld", (long long)jnum(x, "seq"));
+			printf(": %s\n", js(x, "message"));
+		}
+		printf("trace verify: %zu problem(s)\n", json_array_size(p));
+	}
+	json_decref(p);
+	return r == 0 ? WD_EXIT_OK : WD_EXIT_FAIL;
+}
+
+static int cmd_export(struct wd_trace *t, struct opts *o)
+{
+	if (!o->otlp) {
+		usage(stderr);
+		return WD_EXIT_USAGE;
+	}
+	struct wd_err err = {0};
+	struct wd_otlp *x;
+	struct wd_otlp_opts oo = {.endpoint = o->otlp, .queue_max = 1 << 16};
+	if (wd_otlp_start(&oo, &x, &err) < 0) {
+		wd_error("trace export: %s", err.msg);
+		return WD_EXIT_FAIL;
+	}
+	json_t *runs = NULL;
+	if (!o->argc) {
+		struct wd_trace_query q = {.since_ns = o->since_ns};
+		if (wd_trace_query_runs(t, &q, &runs, &err) < 0) {
+			wd_otlp_stop(x);
+			wd_error("trace export: %s", err.msg);
+			return WD_EXIT_FAIL;
+		}
+	} else {
+		runs = json_array();
+		for (int i = 0; i < o->argc; i++)
+			json_array_append_new(
+			    runs, json_pack("{s:s}", "run_id", o->argv[i]));
+	}
+	int rc = WD_EXIT_OK;
+	size_t i;
+	json_t *r;
+	json_array_foreach(runs, i, r)
+	{
+		json_t *recs;
+		if (wd_trace_run_records(t, js(r, "run_id"), &recs, &err) < 0) {
+			wd_error("trace export: %s", err.msg);
+			rc = WD_EXIT_FAIL;
+			break;
+		}
+		size_t k;
+		json_t *rec;
+		json_array_foreach(recs, k, rec)
+		{
+			wd_otlp_feed(x, rec);
+			/* the CLI may wait; the daemon never does */
+			if (k % 1024 == 1023)
+				wd_otlp_flush(x, 30000);
+		}
+		json_decref(recs);
+	}
+	json_decref(runs);
+	wd_otlp_flush(x, 30000);
+	struct wd_otlp_stats s;
+	wd_otlp_stats(x, &s);
+	wd_otlp_stop(x);
+	printf("exported %llu spans (%llu failed, %llu dropped)\n",
+	       (unsigned long long)s.sent, (unsigned long long)s.failed,
+	       (unsigned long long)s.dropped);
+	return s.failed || s.dropped ? WD_EXIT_FAIL : rc;
+}
+
+static int verb_trace(int argc, char **argv)
+{
+	if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+		usage(argc < 2 ? stderr : stdout);
+		return argc < 2 ? WD_EXIT_USAGE : WD_EXIT_OK;
+	}
+	const char *sub = argv[1];
+	if (wd_cli_wants_help(argc, argv)) {
+		usage(stdout);
+		return WD_EXIT_OK;
+	}
+	static const char *const subs[] = {"ls",      "show", "grep",  "verify",
+					   "reindex", "gc",   "export"};
+	bool known = false;
+	for (size_t i = 0; i < WD_ARRAY_SIZE(subs); i++)
+		known |= !strcmp(sub, subs[i]);
+	if (!known) {
+		fprintf(stderr, "warden trace: unknown subcommand '%s'\n", sub);
+		usage(stderr);
+		return WD_EXIT_USAGE;
+	}
+	struct opts o = {0};
+	int rc = parse(argc - 1, argv + 1, &o);
+	if (rc)
+		return rc;
+	bool writes = !strcmp(sub, "reindex") || !strcmp(sub, "gc");
+	struct wd_trace_opts to = {.read_only = !writes};
+	struct wd_trace *t;
+	struct wd_err err = {0};
+	if (wd_trace_open(o.state, &to, &t, &err) < 0) {
+		wd_error("trace: %s", err.msg);
+		return WD_EXIT_FAIL;
+	}
+	if (!strcmp(sub, "ls"))
+		rc = cmd_ls(t, &o);
+	else if (!strcmp(sub, "show"))
+		rc = cmd_show(t, &o);
+	else if (!strcmp(sub, "grep"))
+		rc = cmd_grep(t, &o);
+	else if (!strcmp(sub, "verify"))
+		rc = cmd_verify(t, &o);
+	else if (!strcmp(sub, "export"))
+		rc = cmd_export(t, &o);
+	else if (!strcmp(sub, "reindex")) {
+		rc = wd_trace_reindex(t, &err) < 0 ? WD_EXIT_FAIL : WD_EXIT_OK;
+		if (rc)
+			wd_error("trace reindex: %s", err.msg);
+		else
+			printf("trace reindex: ok\n");
+	} else {
+		int n = wd_trace_gc(t, o.now_ns, &err);
+		if (n < 0) {
+			wd_error("trace gc: %s", err.msg);
+			rc = WD_EXIT_FAIL;
+		} else {
+			printf("trace gc: %d payload blob(s) deleted\n", n);
+		}
+	}
+	wd_trace_close(t);
+	return rc;
+}
+WD_VERB(trace, "trace", "inspect, verify and maintain the trace store",
+	verb_trace);

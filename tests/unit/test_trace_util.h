@@ -1,0 +1,82 @@
+/* Shared helpers for the trace store tests. */
+#ifndef WD_TEST_TRACE_UTIL_H
+#define WD_TEST_TRACE_UTIL_H
+
+#include "trace/trace.h"
+
+#include <sqlite3.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static char *tt_tmpdir(void)
+{
+	char tmpl[] = "/tmp/wd-trace-test.XXXXXX";
+	char *d = mkdtemp(tmpl);
+	return d ? wd_strdup(d) : NULL;
+}
+
+static json_t *tt_rec(const char *run, int step, const char *type)
+{
+	return json_pack("{s:s, s:i, s:s}", "run_id", run, "step", step, "type",
+			 type);
+}
+
+static int tt_append(struct wd_trace *t, json_t *r, bool durable)
+{
+	struct wd_err err = {0};
+	int e = wd_trace_append(t, r, durable, NULL, &err);
+	if (e < 0)
+		printf("# append: %s\n", err.msg);
+	json_decref(r);
+	return e;
+}
+
+/* All rows of the index tables, as text, for comparisons. */
+static char *tt_dump_index(const char *state)
+{
+	char *path = wd_asprintf("%s/trace/index.db", state);
+	sqlite3 *db;
+	struct wd_buf b = {0};
+	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) !=
+	    SQLITE_OK) {
+		free(path);
+		return NULL;
+	}
+	free(path);
+	static const char *const q[] = {
+	    "SELECT * FROM records ORDER BY seq",
+	    "SELECT * FROM runs ORDER BY run_id",
+	    "SELECT * FROM refs ORDER BY ref, seq",
+	};
+	for (size_t i = 0; i < WD_ARRAY_SIZE(q); i++) {
+		sqlite3_stmt *st;
+		if (sqlite3_prepare_v2(db, q[i], -1, &st, NULL) != SQLITE_OK)
+			continue;
+		while (sqlite3_step(st) == SQLITE_ROW) {
+			for (int c = 0; c < sqlite3_column_count(st); c++) {
+				const unsigned char *s =
+				    sqlite3_column_text(st, c);
+				wd_buf_printf(&b, "%s|",
+					      s ? (const char *)s : "NULL");
+			}
+			wd_buf_append(&b, "\n", 1);
+		}
+		sqlite3_finalize(st);
+		wd_buf_append(&b, "--\n", 3);
+	}
+	sqlite3_close(db);
+	return b.data;
+}
+
+static bool tt_file_has(const char *path, const char *needle)
+{
+	char *d = NULL;
+	size_t n;
+	if (wd_read_file(path, &d, &n) < 0)
+		return false;
+	bool r = memmem(d, n, needle, strlen(needle)) != NULL;
+	free(d);
+	return r;
+}
+
+#endif
