@@ -1,0 +1,810 @@
+/* Tier 3: gVisor (runsc), one sandbox per call. See gvisor.h.
+ *
+ * How a call runs
+ *   bundle    <rt>/gvisor/<id>/{config.json,rootfs/} from the manifest
+ *             (oci.c): read-only empty root + explicit binds, tmpfs /tmp,
+ *             process.user = the caller (never 0), no capabilities,
+ *             noNewPrivileges, rlimits.
+ *   cgroup    warden creates the leaves /warden/<id> itself (cgroup.c) with
+ *             memory/pids/cpu limits and passes that path to runsc, which
+ *             joins existing cgroups without touching their limits and does
+ *             not delete them: the OOM counter survives the sandbox.
+ *   runsc     `runsc --network=none --platform=ptrace run` under a shim: a
+ *             forked child that is PR_SET_CHILD_SUBREAPER, so the sandbox,
+ *             gofer and stub processes runsc leaves behind are reaped by us
+ *             and not by the node's init (which here does not reap them: a
+ *             zombie keeps the cgroup busy and `runsc wait` slow).
+ *   timeout   every process in the call's cgroup is SIGKILLed (the sentry,
+ *             the gofer and the ptrace stubs all live there, so this is
+ *             certain even when the sentry is wedged), then `runsc delete
+ *             --force` removes runsc's state.
+ *   oom       the memory cgroup's oom_kill counter (v1 memory.oom_control,
+ *             v2 memory.events) > 0. The host OOM killer picks the sentry
+ *             (it holds the guest's memory), runsc reports 137.
+ *
+ * Denials gVisor can report (runsc 0.0~20221219, Debian)
+ *   - "Unsupported syscall NAME(args)" lines in the sentry's (boot) log,
+ *     written at info level without --debug: syscalls gVisor does not
+ *     implement; the program got ENOSYS (or a documented stand-in). These
+ *     become WD_SRC_GVISOR events, kind "syscall", err ENOSYS.
+ *   - With a non-empty syscalls.deny: the deny list is loaded as OCI
+ *     seccomp inside the sentry (--oci-seccomp, answers EPERM) and
+ *     --strace-syscalls traces exactly those syscalls, so each denied
+ *     call appears in the boot log with its errno; those become events
+ *     kind "syscall", err EPERM.
+ *   - Host pids limit reached (pids.events "max") and OOM kills become
+ *     WD_SRC_SANDBOX events.
+ *   What it cannot report: file opens outside the root (the path simply
+ *   does not exist in the sentry's VFS: ENOENT, no log), connects under
+ *   --network=none (no route/ENETUNREACH inside the netstack, no log),
+ *   capability checks failing with EPERM (mount, bpf, reboot: not logged
+ *   unless traced); there is no seccomp-notify or audit channel out of the
+ *   sentry, and its own host seccomp filter kills the sandbox rather than
+ *   logging.
+ */
+#include "sandbox/gvisor.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include "common/log.h"
+#include "enforce/probe.h"
+#include "sandbox/oci.h"
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_close_range
+#define SYS_close_range 436
+#endif
+
+static const char *runtime_dir(void)
+{
+	const char *d = getenv("WARDEN_RUNTIME_DIR");
+	return d && *d ? d : "/run/warden";
+}
+
+static bool executable(const char *p)
+{
+	struct stat st;
+	return stat(p, &st) == 0 && S_ISREG(st.st_mode) && access(p, X_OK) == 0;
+}
+
+int wd_t3_runsc_path(char *out, size_t len, struct wd_err *err)
+{
+	const char *env = getenv("WARDEN_RUNSC");
+	if (env && *env) {
+		if (env[0] == '/' && executable(env))
+			return wd_strlcpy(out, env, len);
+		return wd_err_set(err, -ENOENT,
+				  "tier 3: runsc '%s' (WARDEN_RUNSC) is not "
+				  "an executable file; cannot enforce tier 3",
+				  env);
+	}
+	const char *path = getenv("PATH");
+	if (path) {
+		char tmp[4096];
+		wd_strlcpy(tmp, path, sizeof(tmp));
+		char *sv = NULL;
+		for (char *d = strtok_r(tmp, ":", &sv); d;
+		     d = strtok_r(NULL, ":", &sv)) {
+			char c[PATH_MAX];
+			if (*d != '/')
+				continue; /* never a relative PATH entry */
+			snprintf(c, sizeof(c), "%s/runsc", d);
+			if (executable(c))
+				return wd_strlcpy(out, c, len);
+		}
+	}
+	return wd_err_set(err, -ENOENT,
+			  "tier 3: runsc (gVisor) not found on PATH; install "
+			  "the runsc package or set WARDEN_RUNSC");
+}
+
+int wd_t3_precheck(const struct wd_manifest *m, uid_t uid, gid_t gid,
+		   struct wd_err *err)
+{
+	char p[PATH_MAX];
+	if (m->n_net_allow > 0)
+		return wd_err_set(
+		    err, -ENOTSUP,
+		    "network.allow: tier 3 cannot enforce an egress "
+		    "allow-list (gVisor runs with --network=none only; no "
+		    "filtered netns yet): refused rather than full network");
+	if (uid == 0 || gid == 0)
+		return wd_err_set(err, -EPERM,
+				  "tier 3: refusing to run as uid/gid 0");
+	return wd_t3_runsc_path(p, sizeof(p), err) < 0 ? err->code : 0;
+}
+
+static char *resolve_exec(const char *a)
+{
+	if (a[0] == '/')
+		return wd_strdup(a);
+	static const char *const dirs[] = {"/usr/local/bin", "/usr/bin", "/bin",
+					   "/usr/sbin", "/sbin"};
+	for (size_t i = 0; i < WD_ARRAY_SIZE(dirs); i++) {
+		char *p = wd_asprintf("%s/%s", dirs[i], a);
+		if (access(p, X_OK) == 0)
+			return p;
+		free(p);
+	}
+	return NULL;
+}
+
+static void free_strv(char **v)
+{
+	for (int i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
+/* Between fork and _exit: async-signal-safe calls only (the daemon is
+ * multithreaded). The shim holds nothing but the three stdio pipe ends,
+ * which it hands to runsc and then drops, so EOF on our side means every
+ * sandbox process is gone. Its exit code is runsc's (128+sig if runsc was
+ * killed); 126 when runsc could not be started. */
+static void __attribute__((noreturn))
+shim_main(int in, int out, int errfd, const char *path, char **argv,
+	  char **envp)
+{
+	int st;
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
+		_exit(126);
+	if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(errfd, 2) < 0)
+		_exit(126);
+	syscall(SYS_close_range, 3U, ~0U, 0U);
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	pid_t p = fork();
+	if (p < 0)
+		_exit(126);
+	if (p == 0) {
+		execve(path, argv, envp);
+		_exit(126);
+	}
+	int nul = open("/dev/null", O_RDWR);
+	if (nul >= 0) {
+		dup2(nul, 0);
+		dup2(nul, 1);
+		dup2(nul, 2);
+		if (nul > 2)
+			close(nul);
+	}
+	int code = 126;
+	for (;;) {
+		pid_t w = waitpid(-1, &st, 0);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			break; /* ECHILD: everything reaped */
+		}
+		if (w == p)
+			code = WIFEXITED(st) ? WEXITSTATUS(st)
+					     : 128 + WTERMSIG(st);
+	}
+	_exit(code);
+}
+
+/* Run runsc with args (stdio /dev/null), wait up to 10 s. */
+static int runsc_cmd(const char *runsc, char *const *argv)
+{
+	pid_t p = fork();
+	if (p < 0)
+		return -errno;
+	if (p == 0) {
+		int nul = open("/dev/null", O_RDWR);
+		if (nul >= 0) {
+			dup2(nul, 0);
+			dup2(nul, 1);
+			dup2(nul, 2);
+		}
+		syscall(SYS_close_range, 3U, ~0U, 0U);
+		char *envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
+		execve(runsc, argv, envp);
+		_exit(126);
+	}
+	int st;
+	for (int i = 0; i < 1000; i++) {
+		pid_t w = waitpid(p, &st, WNOHANG);
+		if (w == p)
+			return WIFEXITED(st) ? WEXITSTATUS(st) : -EINTR;
+		if (w < 0 && errno != EINTR)
+			return -errno;
+		usleep(10000);
+	}
+	kill(p, SIGKILL);
+	waitpid(p, &st, 0);
+	return -ETIMEDOUT;
+}
+
+/* Whether runsc still has state for `id` under `root` (its files are named
+ * after the container id). */
+static bool runsc_has_state(const char *root, const char *id)
+{
+	DIR *d = opendir(root);
+	if (!d)
+		return false;
+	struct dirent *e;
+	bool found = false;
+	size_t n = strlen(id);
+	while (!found && (e = readdir(d)))
+		found = !strncmp(e->d_name, id, n) &&
+			(e->d_name[n] == '_' || e->d_name[n] == '.' ||
+			 e->d_name[n] == 0);
+	closedir(d);
+	return found;
+}
+
+int wd_t3_spawn(const struct wd_manifest *m, char *const *argv, uid_t uid,
+		gid_t gid, const char *id, struct wd_t3 **out,
+		struct wd_err *err)
+{
+	int r;
+	char **av = NULL, **env = NULL, **rargv = NULL;
+	cleanup_free char *cgpath = NULL;
+	int pin[2] = {-1, -1}, pout[2] = {-1, -1}, perr[2] = {-1, -1};
+	const struct wd_features *f = wd_probe();
+	struct wd_t3 *s = wd_calloc(1, sizeof(*s));
+	s->cg.v2_fd = -1;
+	s->shim = -1;
+	s->in = s->out = s->err = -1;
+	s->uid = uid;
+	s->gid = gid;
+	*out = NULL;
+
+	if ((r = wd_t3_precheck(m, uid, gid, err)) < 0)
+		goto fail;
+	wd_t3_runsc_path(s->runsc, sizeof(s->runsc), err);
+	if (f->cg_err < 0) {
+		r = wd_err_set(err, f->cg_err,
+			       "tier 3: no cgroup layout: cannot enforce "
+			       "memory/pids/cpu");
+		goto fail;
+	}
+
+	char *const *src = argv ? argv : m->exec;
+	if (!src || !src[0]) {
+		r = wd_err_set(err, -EINVAL,
+			       "no command: manifest '%s' has no exec and none "
+			       "was given",
+			       m->name);
+		goto fail;
+	}
+	int argc = 0;
+	while (src[argc])
+		argc++;
+	av = wd_calloc(argc + 1, sizeof(char *));
+	av[0] = resolve_exec(src[0]);
+	if (!av[0]) {
+		r = wd_err_set(err, -ENOENT, "command '%s' not found", src[0]);
+		goto fail;
+	}
+	for (int i = 1; i < argc; i++)
+		av[i] = wd_strdup(src[i]);
+	/* runsc execs args[0] inside the sandbox's VFS, where only the
+	 * canonical file is bound (python3 -> python3.11): name that. */
+	char rp[PATH_MAX];
+	if (realpath(av[0], rp)) {
+		free(av[0]);
+		av[0] = wd_strdup(rp);
+	}
+
+	snprintf(s->id, sizeof(s->id), "wd-%s", id);
+	snprintf(s->root, sizeof(s->root), "%s/runsc", runtime_dir());
+	snprintf(s->dir, sizeof(s->dir), "%s/gvisor/%s", runtime_dir(), s->id);
+	if ((r = wd_mkdir_p(s->root, 0700)) < 0 ||
+	    (r = wd_mkdir_p(s->dir, 0711)) < 0) {
+		wd_err_set(err, r, "tier 3: state dirs under '%s': %s",
+			   runtime_dir(), strerror(-r));
+		s->dir[0] = 0;
+		goto fail;
+	}
+
+	/* A clean environment: nothing of the caller's reaches the tool. */
+	env = wd_calloc(8, sizeof(char *));
+	env[0] = wd_strdup("PATH=/usr/local/bin:/usr/bin:/bin");
+	env[1] = wd_strdup("HOME=/tmp");
+	env[2] = wd_strdup("TMPDIR=/tmp");
+	env[3] = wd_strdup("LANG=C.UTF-8");
+	env[4] = wd_asprintf("WARDEN_CALL_ID=%s", id);
+
+	cgpath = wd_asprintf("/warden/%s", s->id);
+	struct wd_oci_opts o = {.argv = av,
+				.envp = env,
+				.uid = uid,
+				.gid = gid,
+				.cgroups_path = cgpath,
+				.hostname = "warden"};
+	if ((r = wd_oci_bundle_write(s->dir, m, &o, err)) < 0)
+		goto fail;
+
+	struct wd_cg_limits lim = {
+	    .memory_bytes = ((uint64_t)(m->memory_mb ? m->memory_mb
+						     : WD_DEFAULT_MEMORY_MB) +
+			     WD_T3_MEM_OVERHEAD_MB)
+			    << 20,
+	    .pids = (m->pids ? m->pids : WD_DEFAULT_PIDS) + WD_T3_PIDS_OVERHEAD,
+	    .cpus = m->cpus,
+	};
+	if ((r = wd_cgroup_create(&s->cg, &f->cg, s->id, &lim, err)) < 0)
+		goto fail;
+	/* runsc joins the leaves by path: they must be the same path in
+	 * every v1 hierarchy and (pure v2) on v2. */
+
+	if (pipe2(pin, O_CLOEXEC) < 0 || pipe2(pout, O_CLOEXEC) < 0 ||
+	    pipe2(perr, O_CLOEXEC) < 0) {
+		r = wd_err_set(err, -errno, "pipes: %s", strerror(errno));
+		goto fail;
+	}
+
+	const char *plat = f->runsc_platform[0] ? f->runsc_platform : "ptrace";
+	rargv = wd_calloc(24, sizeof(char *));
+	int k = 0;
+	rargv[k++] = wd_strdup(s->runsc);
+	rargv[k++] = wd_asprintf("--root=%s", s->root);
+	rargv[k++] = wd_asprintf("--platform=%s", plat);
+	/* Only loopback inside; network.allow non-empty was refused. */
+	rargv[k++] = wd_strdup("--network=none");
+	rargv[k++] = wd_asprintf("--log=%s/runsc.log", s->dir);
+	rargv[k++] = wd_strdup("--log-format=json");
+	rargv[k++] = wd_asprintf("--debug-log=%s/%%COMMAND%%.log", s->dir);
+	rargv[k++] = wd_strdup("--debug-command=boot");
+	if (m->n_syscalls_deny > 0) {
+		struct wd_buf b = {0};
+		for (int i = 0; i < m->n_syscalls_deny; i++)
+			wd_buf_printf(&b, "%s%s", i ? "," : "",
+				      m->syscalls_deny[i]);
+		wd_buf_append(&b, "", 1);
+		rargv[k++] = wd_strdup("--oci-seccomp");
+		rargv[k++] = wd_strdup("--strace");
+		rargv[k++] = wd_asprintf("--strace-syscalls=%s", b.data);
+		wd_buf_free(&b);
+	}
+	rargv[k++] = wd_strdup("run");
+	rargv[k++] = wd_asprintf("--bundle=%s", s->dir);
+	rargv[k++] = wd_strdup(s->id);
+	char *renv[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
+
+	s->shim = fork();
+	if (s->shim < 0) {
+		r = wd_err_set(err, -errno, "fork: %s", strerror(errno));
+		goto fail;
+	}
+	if (s->shim == 0)
+		shim_main(pin[0], pout[1], perr[1], s->runsc, rargv, renv);
+	close(pin[0]);
+	close(pout[1]);
+	close(perr[1]);
+	s->in = pin[1];
+	s->out = pout[0];
+	s->err = perr[0];
+	s->spawned_ns = wd_now_ns();
+	free_strv(av);
+	free_strv(env);
+	free_strv(rargv);
+	*out = s;
+	return 0;
+
+fail:
+	for (int i = 0; i < 2; i++) {
+		if (pin[i] >= 0)
+			close(pin[i]);
+		if (pout[i] >= 0)
+			close(pout[i]);
+		if (perr[i] >= 0)
+			close(perr[i]);
+	}
+	free_strv(av);
+	free_strv(env);
+	free_strv(rargv);
+	wd_t3_destroy(s);
+	return r;
+}
+
+/* Append up to the cap, drain the rest. */
+static void take(struct wd_buf *b, const char *p, size_t n, size_t cap,
+		 bool *trunc)
+{
+	size_t room = b->len < cap ? cap - b->len : 0;
+	if (n > room) {
+		*trunc = true;
+		n = room;
+	}
+	if (n)
+		wd_buf_append(b, p, n);
+}
+
+static void emit(struct wd_result *res, const struct wd_call *call,
+		 struct wd_event *e)
+{
+	wd_strlcpy(e->call_id, res->call_id, sizeof(e->call_id));
+	wd_result_add_denial(res, e);
+	if (call && call->on_event)
+		call->on_event(e, call->on_event_arg);
+}
+
+static uint64_t pids_max_events(struct wd_t3 *s)
+{
+	char p[600];
+	cleanup_free char *txt = NULL;
+	size_t n;
+	const char *d =
+	    s->cg.on_v2[WD_CG_PIDS] ? s->cg.v2 : s->cg.v1[WD_CG_PIDS];
+	if (!d[0])
+		return 0;
+	snprintf(p, sizeof(p), "%s/pids.events", d);
+	if (wd_read_file(p, &txt, &n) < 0)
+		return 0;
+	const char *m = strstr(txt, "max ");
+	return m ? strtoull(m + 4, NULL, 10) : 0;
+}
+
+/* Parse the sentry's log: "Unsupported syscall NAME(" and, with a deny
+ * list, strace lines of those syscalls that returned an error. Input is
+ * the sandbox's own log: bounded and parsed defensively. */
+static void parse_boot_log(struct wd_t3 *s, const struct wd_manifest *m,
+			   const struct wd_call *call, struct wd_result *res)
+{
+	cleanup_free char *p = wd_asprintf("%s/boot.log", s->dir);
+	cleanup_free char *txt = NULL;
+	size_t n;
+	if (wd_read_file(p, &txt, &n) < 0)
+		return;
+	for (char *line = txt, *nl; line && *line; line = nl) {
+		nl = strchr(line, '\n');
+		if (nl)
+			*nl++ = 0;
+		struct wd_event e = {.ts_ns = wd_wall_ns(),
+				     .source = WD_SRC_GVISOR,
+				     .syscall_nr = -1,
+				     .uid = s->uid,
+				     .verdict = WD_VERDICT_DENIED};
+		wd_strlcpy(e.kind, "syscall", sizeof(e.kind));
+		const char *u = strstr(line, "Unsupported syscall ");
+		if (u) {
+			u += strlen("Unsupported syscall ");
+			size_t l = strcspn(u, "( ");
+			if (l == 0 || l >= sizeof(e.syscall))
+				continue;
+			memcpy(e.syscall, u, l);
+			e.syscall[l] = 0;
+			/* glibc registers rseq in every process and falls
+			 * back silently: not a denial of anything the
+			 * program asked for, and it would be in every call. */
+			if (!strcmp(e.syscall, "rseq"))
+				continue;
+			e.err = ENOSYS;
+			wd_strlcpy(e.target, "unsupported by gVisor",
+				   sizeof(e.target));
+			emit(res, call, &e);
+			continue;
+		}
+		/* strace exit lines: "... X name(...) = 0x0 errno=1 (...)" */
+		const char *x = strstr(line, " X ");
+		const char *en = strstr(line, "errno=");
+		if (!x || !en || m->n_syscalls_deny == 0)
+			continue;
+		x += 3;
+		size_t l = strcspn(x, "( ");
+		if (l == 0 || l >= sizeof(e.syscall))
+			continue;
+		memcpy(e.syscall, x, l);
+		e.syscall[l] = 0;
+		bool listed = false;
+		for (int i = 0; i < m->n_syscalls_deny && !listed; i++)
+			listed = !strcmp(m->syscalls_deny[i], e.syscall);
+		if (!listed)
+			continue;
+		e.err = atoi(en + 6);
+		if (e.err != EPERM)
+			continue;
+		wd_strlcpy(e.target, "syscalls.deny (OCI seccomp in gVisor)",
+			   sizeof(e.target));
+		emit(res, call, &e);
+	}
+}
+
+/* runsc's own error (it writes JSON lines to --log): "" if none. */
+static void runsc_error(struct wd_t3 *s, char *msg, size_t len)
+{
+	cleanup_free char *p = wd_asprintf("%s/runsc.log", s->dir);
+	cleanup_free char *txt = NULL;
+	size_t n;
+	msg[0] = 0;
+	if (wd_read_file(p, &txt, &n) < 0)
+		return;
+	for (char *line = txt, *nl; line && *line; line = nl) {
+		nl = strchr(line, '\n');
+		if (nl)
+			*nl++ = 0;
+		if (!strstr(line, "\"level\":\"error\"") &&
+		    !strstr(line, "\"level\":\"fatal\""))
+			continue;
+		json_t *o = json_loads(line, 0, NULL);
+		const char *s0 =
+		    o ? json_string_value(json_object_get(o, "msg")) : NULL;
+		wd_strlcpy(msg, s0 ? s0 : line, len);
+		json_decref(o);
+	}
+}
+
+static bool reap_shim(struct wd_t3 *s, int flags, int *status)
+{
+	if (s->shim < 0)
+		return true;
+	int st;
+	pid_t w;
+	while ((w = waitpid(s->shim, &st, flags)) < 0 && errno == EINTR)
+		;
+	if (w == s->shim) {
+		*status = st;
+		s->shim = -1;
+		return true;
+	}
+	return false;
+}
+
+bool wd_t3_alive(struct wd_t3 *s)
+{
+	return s->shim >= 0 && kill(s->shim, 0) == 0 &&
+	       runsc_has_state(s->root, s->id);
+}
+
+int wd_t3_finish(struct wd_t3 *s, const struct wd_manifest *m,
+		 const struct wd_call *call, struct wd_result *res,
+		 struct wd_err *err)
+{
+	size_t cap =
+	    m->output_max_bytes ? m->output_max_bytes : WD_DEFAULT_OUTPUT_MAX;
+	uint32_t tmo_ms = m->timeout_ms ? m->timeout_ms : WD_DEFAULT_TIMEOUT_MS;
+	uint64_t deadline = wd_now_ns() + (uint64_t)tmo_ms * 1000000ull;
+	const char *in = call ? call->stdin_data : NULL;
+	size_t in_len = in ? call->stdin_len : 0, in_off = 0;
+	bool trunc = false, timed_out = false;
+	int status = 0;
+	bool exited = false;
+	char buf[65536];
+
+	s->finished = true;
+	fcntl(s->in, F_SETFL, O_NONBLOCK);
+	if (in_len == 0) {
+		close(s->in);
+		s->in = -1;
+	}
+	int pidfd =
+	    s->shim >= 0 ? (int)syscall(SYS_pidfd_open, s->shim, 0) : -1;
+	if (s->shim >= 0 && pidfd < 0) {
+		/* The shim was reaped already (cannot be: only we wait for
+		 * it) or pidfd is missing: poll with a short tick. */
+		wd_debug("tier 3 '%s': pidfd_open: %s", s->id, strerror(errno));
+	}
+	while (s->out >= 0 || s->err >= 0 || !exited) {
+		struct pollfd p[4];
+		int n = 0, i_out = -1, i_err = -1, i_in = -1, i_pid = -1;
+		if (s->out >= 0)
+			p[i_out = n++] = (struct pollfd){s->out, POLLIN, 0};
+		if (s->err >= 0)
+			p[i_err = n++] = (struct pollfd){s->err, POLLIN, 0};
+		if (s->in >= 0)
+			p[i_in = n++] = (struct pollfd){s->in, POLLOUT, 0};
+		if (!exited && pidfd >= 0)
+			p[i_pid = n++] = (struct pollfd){pidfd, POLLIN, 0};
+		uint64_t now = wd_now_ns();
+		int tmo;
+		if (timed_out)
+			tmo = 100; /* killed: drain what is left */
+		else if (now >= deadline)
+			tmo = 0;
+		else
+			tmo = (int)WD_MIN((deadline - now) / 1000000 + 1,
+					  (uint64_t)INT32_MAX);
+		if (pidfd < 0 && !exited)
+			tmo = WD_MIN(tmo, 20);
+		int pr = poll(p, n, tmo);
+		if (pr < 0 && errno != EINTR)
+			return wd_err_set(err, -errno, "poll: %s",
+					  strerror(errno));
+		if (i_in >= 0 && p[i_in].revents) {
+			ssize_t w = write(s->in, in + in_off, in_len - in_off);
+			if (w > 0)
+				in_off += w;
+			if ((w < 0 && errno != EAGAIN && errno != EINTR) ||
+			    in_off == in_len) {
+				close(s->in);
+				s->in = -1;
+			}
+		}
+		int *fds[2] = {&s->out, &s->err};
+		struct wd_buf *bufs[2] = {&res->out, &res->err};
+		int idx[2] = {i_out, i_err};
+		for (int j = 0; j < 2; j++) {
+			if (idx[j] < 0 || !p[idx[j]].revents)
+				continue;
+			ssize_t r = read(*fds[j], buf, sizeof(buf));
+			if (r > 0) {
+				take(bufs[j], buf, r, cap, &trunc);
+			} else if (r == 0 ||
+				   (errno != EINTR && errno != EAGAIN)) {
+				close(*fds[j]);
+				*fds[j] = -1;
+			}
+		}
+		if (!exited && (i_pid < 0 || p[i_pid].revents))
+			exited = reap_shim(s, WNOHANG, &status);
+		if (!timed_out && wd_now_ns() >= deadline && !exited) {
+			timed_out = true;
+			wd_cgroup_kill(&s->cg);
+		}
+		if (timed_out && exited && pr == 0)
+			break; /* a leftover writer: stop draining */
+	}
+	if (pidfd >= 0)
+		close(pidfd);
+	if (s->in >= 0) {
+		close(s->in);
+		s->in = -1;
+	}
+
+	res->truncated = trunc;
+	int code =
+	    WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	res->exit_code = code;
+	char msg[512];
+	runsc_error(s, msg, sizeof(msg));
+	parse_boot_log(s, m, call, res);
+	uint64_t ooms = wd_cgroup_oom_kills(&s->cg);
+	uint64_t pmax = pids_max_events(s);
+	if (pmax > 0) {
+		struct wd_event e = {.ts_ns = wd_wall_ns(),
+				     .source = WD_SRC_SANDBOX,
+				     .syscall_nr = -1,
+				     .uid = s->uid,
+				     .err = EAGAIN,
+				     .verdict = WD_VERDICT_DENIED};
+		wd_strlcpy(e.kind, "pids", sizeof(e.kind));
+		snprintf(e.target, sizeof(e.target),
+			 "pids limit reached %llu time(s)",
+			 (unsigned long long)pmax);
+		emit(res, call, &e);
+	}
+	if (timed_out) {
+		res->status = WD_ST_TIMEOUT;
+		res->exit_code = 124;
+	} else if (ooms > 0) {
+		struct wd_event e = {.ts_ns = wd_wall_ns(),
+				     .source = WD_SRC_SANDBOX,
+				     .syscall_nr = -1,
+				     .uid = s->uid,
+				     .err = ENOMEM,
+				     .verdict = WD_VERDICT_DENIED};
+		wd_strlcpy(e.kind, "oom", sizeof(e.kind));
+		snprintf(e.target, sizeof(e.target), "memory limit %u MB",
+			 m->memory_mb ? m->memory_mb : WD_DEFAULT_MEMORY_MB);
+		emit(res, call, &e);
+		res->status = WD_ST_OOM;
+	} else if (msg[0] && pmax == 0) {
+		/* runsc itself failed (bad bundle, cannot start the program):
+		 * a sandbox error, not the program's outcome. */
+		return wd_err_set(err, -EIO, "tier 3: runsc: %s", msg);
+	} else if (code == 126 && !msg[0] && access(s->dir, F_OK) == 0 &&
+		   !runsc_has_state(s->root, s->id) &&
+		   res->out.len + res->err.len == 0) {
+		cleanup_free char *bl = wd_asprintf("%s/boot.log", s->dir);
+		if (access(bl, F_OK) < 0)
+			return wd_err_set(err, -EIO,
+					  "tier 3: could not start runsc '%s'",
+					  s->runsc);
+		res->status = WD_ST_ERROR;
+	} else {
+		res->status = code == 0 ? WD_ST_OK : WD_ST_ERROR;
+	}
+	return 0;
+}
+
+void wd_t3_destroy(struct wd_t3 *s)
+{
+	if (!s)
+		return;
+	int st;
+	if (s->shim >= 0) {
+		/* Still running (not used, or an error path): kill every
+		 * process of the sandbox; runsc then exits and the shim reaps
+		 * it. The shim itself is outside the cgroup. */
+		wd_cgroup_kill(&s->cg);
+		bool done = false;
+		for (int i = 0; i < 500 && !done; i++) {
+			done = reap_shim(s, WNOHANG, &st);
+			if (!done)
+				usleep(10000);
+		}
+		if (!done) {
+			kill(s->shim, SIGKILL);
+			reap_shim(s, 0, &st);
+		}
+	}
+	if (s->root[0] && s->id[0] && runsc_has_state(s->root, s->id)) {
+		cleanup_free char *rootarg = wd_asprintf("--root=%s", s->root);
+		char *argv[] = {s->runsc,  rootarg, "delete",
+				"--force", s->id,   NULL};
+		int r = runsc_cmd(s->runsc, argv);
+		if (r != 0)
+			wd_warn("tier 3 '%s': runsc delete --force: %d", s->id,
+				r);
+	}
+	wd_cgroup_destroy(&s->cg);
+	if (s->in >= 0)
+		close(s->in);
+	if (s->out >= 0)
+		close(s->out);
+	if (s->err >= 0)
+		close(s->err);
+	if (s->dir[0])
+		wd_rm_rf(s->dir);
+	free(s);
+}
+
+static void enforcement(const struct wd_manifest *m, struct wd_t3 *s,
+			struct wd_result *res)
+{
+	const struct wd_features *f = wd_probe();
+	const char *plat = f->runsc_platform[0] ? f->runsc_platform : "ptrace";
+	wd_result_enf(res, "gvisor", "runsc %s, platform %s",
+		      f->runsc_version[0] ? f->runsc_version : "?", plat);
+	wd_result_enf(res, "network", "none (--network=none, loopback only)");
+	wd_result_enf(res, "filesystem",
+		      "OCI: read-only empty root + %d read, %d write, %d exec "
+		      "binds; tmpfs /tmp",
+		      m->fs_read.n, m->fs_write.n, m->fs_exec.n);
+	wd_result_enf(res, "cgroup",
+		      "memory %u+%d MB, pids %u+%d, cpus %.2f (%s)",
+		      m->memory_mb ? m->memory_mb : WD_DEFAULT_MEMORY_MB,
+		      WD_T3_MEM_OVERHEAD_MB,
+		      m->pids ? m->pids : WD_DEFAULT_PIDS, WD_T3_PIDS_OVERHEAD,
+		      m->cpus, s->cg.on_v2[WD_CG_MEMORY] ? "v2" : "v1");
+	wd_result_enf(res, "identity",
+		      "uid %u gid %u, no capabilities, noNewPrivileges", s->uid,
+		      s->gid);
+	if (m->n_syscalls_deny)
+		wd_result_enf(res, "syscalls",
+			      "gVisor sentry + OCI seccomp deny %d (EPERM)",
+			      m->n_syscalls_deny);
+	else
+		wd_result_enf(res, "syscalls", "gVisor sentry");
+	if (m->mode == WD_MODE_AUDIT)
+		wd_result_enf(res, "mode",
+			      "audit not available in tier 3: enforced");
+}
+
+static int gvisor_run(const struct wd_call *call, struct wd_result *res,
+		      struct wd_err *err)
+{
+	const struct wd_manifest *m = call->manifest;
+	struct wd_t3 *s = NULL;
+	int r = wd_t3_spawn(m, call->argv, call->caller_uid, call->caller_gid,
+			    res->call_id, &s, err);
+	if (r < 0)
+		return r;
+	enforcement(m, s, res);
+	wd_result_enf(res, "pool", "cold start");
+	r = wd_t3_finish(s, m, call, res, err);
+	wd_t3_destroy(s);
+	return r;
+}
+
+const struct wd_runner wd_runner_gvisor = {.tier = 3, .run = gvisor_run};
+
+void wd_t3_enforcement(const struct wd_manifest *m, struct wd_t3 *s,
+		       struct wd_result *res)
+{
+	enforcement(m, s, res);
+}

@@ -1,0 +1,229 @@
+/* OCI bundle generation for tier 3: see oci.h. */
+#include "sandbox/oci.h"
+
+#include <dirent.h>
+#include <limits.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "sandbox/mounts.h"
+
+struct bind {
+	char *path;
+	bool write;
+};
+
+static int cmp_bind(const void *a, const void *b)
+{
+	return strcmp(((const struct bind *)a)->path,
+		      ((const struct bind *)b)->path);
+}
+
+static json_t *strv_json(char *const *v)
+{
+	json_t *a = json_array();
+	for (int i = 0; v && v[i]; i++)
+		json_array_append_new(a, json_string(v[i]));
+	return a;
+}
+
+static json_t *mount_json(const char *dst, const char *type, const char *src,
+			  const char *const *opts)
+{
+	json_t *o = json_pack("{s:s, s:s, s:s}", "destination", dst, "type",
+			      type, "source", src);
+	json_t *a = json_array();
+	for (int i = 0; opts && opts[i]; i++)
+		json_array_append_new(a, json_string(opts[i]));
+	json_object_set_new(o, "options", a);
+	return o;
+}
+
+static void add_bind(struct bind *b, int *k, const char *p, bool write)
+{
+	struct stat st;
+	/* A path the host lacks is not an error (a manifest may list /lib64
+	 * on a system without it); it simply is not there. */
+	if (!p || lstat(p, &st) < 0)
+		return;
+	b[(*k)++] = (struct bind){wd_strdup(p), write};
+}
+
+/* The mount list: proc, a gVisor-internal /dev, a tmpfs scratch at /tmp,
+ * then the manifest's paths, parents before children; a path already under
+ * a bind of a parent with the same or wider access is not bound twice (a
+ * read-only child under a writable parent is kept: it narrows). */
+static json_t *mounts_json(const struct wd_manifest *m, const char *argv0)
+{
+	json_t *a = json_array();
+	static const char *const procopts[] = {"nosuid", "noexec", "nodev",
+					       NULL};
+	static const char *const devopts[] = {"nosuid", "noexec", "mode=755",
+					      NULL};
+	static const char *const tmpopts[] = {"nosuid", "nodev", "mode=1777",
+					      NULL};
+	json_array_append_new(a, mount_json("/proc", "proc", "proc", procopts));
+	json_array_append_new(a, mount_json("/dev", "tmpfs", "tmpfs", devopts));
+	json_array_append_new(a, mount_json("/tmp", "tmpfs", "tmpfs", tmpopts));
+
+	int n =
+	    m->fs_read.n + m->fs_exec.n + m->fs_write.n + wd_loader_paths_n + 1;
+	struct bind *b = wd_calloc(n, sizeof(*b));
+	int k = 0;
+	for (int i = 0; i < m->fs_read.n; i++)
+		add_bind(b, &k, m->fs_read.v[i], false);
+	for (int i = 0; i < m->fs_exec.n; i++)
+		add_bind(b, &k, m->fs_exec.v[i], false);
+	for (int i = 0; i < m->fs_write.n; i++)
+		add_bind(b, &k, m->fs_write.v[i], true);
+	for (int i = 0; i < wd_loader_paths_n; i++) {
+		char rp[PATH_MAX];
+		if (realpath(wd_loader_paths[i], rp))
+			add_bind(b, &k, rp, false);
+	}
+	char rp[PATH_MAX];
+	if (argv0 && realpath(argv0, rp))
+		add_bind(b, &k, rp, false);
+	qsort(b, k, sizeof(*b), cmp_bind);
+	static const char *const ro[] = {"rbind", "ro", "nosuid", "nodev",
+					 NULL};
+	static const char *const rw[] = {"rbind", "rw", "nosuid", "nodev",
+					 NULL};
+	for (int i = 0; i < k; i++) {
+		bool covered = false;
+		for (int j = 0; j < i && !covered; j++) {
+			size_t pl = strlen(b[j].path);
+			covered = !strncmp(b[i].path, b[j].path, pl) &&
+				  (b[i].path[pl] == '/' || b[i].path[pl] == 0 ||
+				   !strcmp(b[j].path, "/")) &&
+				  b[j].write == b[i].write;
+		}
+		if (!covered)
+			json_array_append_new(
+			    a, mount_json(b[i].path, "bind", b[i].path,
+					  b[i].write ? rw : ro));
+	}
+	for (int i = 0; i < k; i++)
+		free(b[i].path);
+	free(b);
+	return a;
+}
+
+static json_t *seccomp_json(const struct wd_manifest *m)
+{
+	json_t *names = json_array();
+	for (int i = 0; i < m->n_syscalls_deny; i++)
+		json_array_append_new(names, json_string(m->syscalls_deny[i]));
+	return json_pack("{s:s, s:[s], s:[{s:o, s:s, s:i}]}", "defaultAction",
+			 "SCMP_ACT_ALLOW", "architectures", "SCMP_ARCH_X86_64",
+			 "syscalls", "names", names, "action", "SCMP_ACT_ERRNO",
+			 "errnoRet", EPERM);
+}
+
+json_t *wd_oci_config(const struct wd_manifest *m, const struct wd_oci_opts *o,
+		      struct wd_err *err)
+{
+	if (o->uid == 0 || o->gid == 0) {
+		/* Never uid 0 in the guest either: root in gVisor still holds
+		 * every capability over the bound host paths. */
+		wd_err_set(err, -EPERM, "tier 3: refusing to run as uid/gid 0");
+		errno = EPERM;
+		return NULL;
+	}
+	uint64_t mem =
+	    (uint64_t)(m->memory_mb ? m->memory_mb : WD_DEFAULT_MEMORY_MB)
+	    << 20;
+	json_t *empty = json_array();
+	json_t *caps = json_pack("{s:O, s:O, s:O, s:O, s:O}", "bounding", empty,
+				 "effective", empty, "inheritable", empty,
+				 "permitted", empty, "ambient", empty);
+	json_decref(empty);
+	json_t *rlimits = json_pack(
+	    "[{s:s, s:I, s:I}, {s:s, s:I, s:I}]", "type", "RLIMIT_NOFILE",
+	    "hard", (json_int_t)1024, "soft", (json_int_t)1024, "type",
+	    "RLIMIT_CORE", "hard", (json_int_t)0, "soft", (json_int_t)0);
+	json_t *proc = json_pack(
+	    "{s:{s:I, s:I}, s:o, s:o, s:s, s:b, s:o, s:o}", "user", "uid",
+	    (json_int_t)o->uid, "gid", (json_int_t)o->gid, "args",
+	    strv_json(o->argv), "env", strv_json(o->envp), "cwd", "/tmp",
+	    "noNewPrivileges", 1, "capabilities", caps, "rlimits", rlimits);
+	json_t *res = json_pack(
+	    "{s:{s:I}, s:{s:I}}", "memory", "limit", (json_int_t)mem, "pids",
+	    "limit", (json_int_t)(m->pids ? m->pids : WD_DEFAULT_PIDS));
+	if (m->cpus > 0)
+		json_object_set_new(res, "cpu",
+				    json_pack("{s:I, s:I}", "quota",
+					      (json_int_t)(m->cpus * 100000),
+					      "period", (json_int_t)100000));
+	json_t *ns = json_pack("[{s:s}, {s:s}, {s:s}, {s:s}, {s:s}]", "type",
+			       "pid", "type", "network", "type", "ipc", "type",
+			       "uts", "type", "mount");
+	json_t *linux_ =
+	    json_pack("{s:o, s:o, s:s}", "namespaces", ns, "resources", res,
+		      "cgroupsPath", o->cgroups_path);
+	if (m->n_syscalls_deny > 0)
+		json_object_set_new(linux_, "seccomp", seccomp_json(m));
+	json_t *c = json_pack("{s:s, s:o, s:{s:s, s:b}, s:s, s:o, s:o}",
+			      "ociVersion", "1.0.0", "process", proc, "root",
+			      "path", "rootfs", "readonly", 1, "hostname",
+			      o->hostname ? o->hostname : "warden", "mounts",
+			      mounts_json(m, o->argv[0]), "linux", linux_);
+	if (!c) {
+		wd_err_set(err, -ENOMEM, "tier 3: cannot build config.json");
+		errno = ENOMEM;
+	}
+	return c;
+}
+
+/* The host's top-level symlinks (/lib -> usr/lib on merged-usr): ELF
+ * interpreters and scripts name the short paths. Symlinks only: they
+ * expose nothing by themselves, their targets are bound or absent. */
+static int copy_root_symlinks(const char *root)
+{
+	DIR *d = opendir("/");
+	struct dirent *e;
+	if (!d)
+		return -errno;
+	while ((e = readdir(d))) {
+		char target[256], dst[4096], src[300];
+		snprintf(src, sizeof(src), "/%s", e->d_name);
+		ssize_t n = readlink(src, target, sizeof(target) - 1);
+		if (n <= 0)
+			continue;
+		target[n] = 0;
+		snprintf(dst, sizeof(dst), "%s/%s", root, e->d_name);
+		if (symlink(target, dst) < 0 && errno != EEXIST) {
+			int r = -errno;
+			closedir(d);
+			return r;
+		}
+	}
+	closedir(d);
+	return 0;
+}
+
+int wd_oci_bundle_write(const char *dir, const struct wd_manifest *m,
+			const struct wd_oci_opts *o, struct wd_err *err)
+{
+	json_t *c = wd_oci_config(m, o, err);
+	if (!c)
+		return -errno;
+	cleanup_free char *root = wd_asprintf("%s/rootfs", dir);
+	cleanup_free char *cfg = wd_asprintf("%s/config.json", dir);
+	int r = 0;
+	if (mkdir(root, 0755) < 0) {
+		r = wd_err_set(err, -errno, "bundle '%s': %s", root,
+			       strerror(errno));
+		goto out;
+	}
+	if ((r = copy_root_symlinks(root)) < 0) {
+		wd_err_set(err, r, "bundle '%s': symlinks: %s", root,
+			   strerror(-r));
+		goto out;
+	}
+	if (json_dump_file(c, cfg, JSON_COMPACT) < 0)
+		r = wd_err_set(err, -EIO, "bundle '%s': cannot write", cfg);
+out:
+	json_decref(c);
+	return r;
+}

@@ -1,0 +1,42 @@
+/* OCI bundles for tier 3 (gVisor): one per sandbox, generated from the
+ * manifest. Nothing of the host is visible unless the manifest names it:
+ * the root is an empty read-only directory holding only the host's
+ * top-level symlinks (/lib -> usr/lib), and every path comes in as an
+ * explicit bind mount (read-only unless listed under `write`). */
+#ifndef WD_OCI_H
+#define WD_OCI_H
+
+#include <sys/types.h>
+
+#include <jansson.h>
+
+#include "common/util.h"
+#include "policy/manifest.h"
+
+/* Host memory the gVisor sentry and gofer need on top of the program's
+ * memory_mb (they are charged to the same cgroup). */
+#define WD_T3_MEM_OVERHEAD_MB 64
+/* Host tasks of the sandbox itself (sentry threads, gofer, ptrace stubs)
+ * on top of the manifest's pids: under the ptrace platform every guest
+ * thread is also a host thread, so the host pids limit holds the guest's. */
+#define WD_T3_PIDS_OVERHEAD 48
+
+struct wd_oci_opts {
+	char *const *argv; /* absolute argv[0] */
+	char *const *envp;
+	uid_t uid;
+	gid_t gid;
+	const char *cgroups_path; /* "/warden/<id>" */
+	const char *hostname;
+};
+
+/* Build the bundle in `dir` (which must exist and be empty): rootfs/ and
+ * config.json. 0 or -errno with a message. */
+int wd_oci_bundle_write(const char *dir, const struct wd_manifest *m,
+			const struct wd_oci_opts *o, struct wd_err *err);
+
+/* The config.json object (for tests). NULL + errno, message in err. */
+json_t *wd_oci_config(const struct wd_manifest *m, const struct wd_oci_opts *o,
+		      struct wd_err *err);
+
+#endif
