@@ -10,6 +10,7 @@
 #include "cli/cli.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "enforce/lsm.h"
 #include "enforce/probe.h"
 
 #include <getopt.h>
@@ -58,6 +59,9 @@ struct watch {
 
 struct report {
 	const struct wd_features *f;
+	/* BPF LSM hooks as enforce/lsm.c loads them on this node */
+	struct wd_lsm_hook_status hooks[WD_LSM_H_NR];
+	int n_hooks;
 	struct row rows[16];
 	int n_rows;
 	struct watch watch[16];
@@ -114,10 +118,15 @@ static void add_watch(struct report *r, const char *name, bool ok,
 	va_end(ap);
 }
 
-/* Why BPF LSM cannot be used here, or NULL when an lsm program loads. */
-static const char *bpf_lsm_missing(const struct wd_features *f, char *buf,
+/* Why BPF LSM as a whole is not usable here, or NULL when some hook is
+ * active. */
+static const char *bpf_lsm_missing(const struct report *r, char *buf,
 				   size_t len)
 {
+	const struct wd_features *f = r->f;
+	for (int h = 0; h < r->n_hooks; h++)
+		if (r->hooks[h].active)
+			return NULL;
 	if (!f->bpf_in_lsm_list)
 		snprintf(buf, len, "'bpf' is not in the active LSM list (%s)",
 			 f->lsm_list[0] ? f->lsm_list : "unknown");
@@ -125,7 +134,20 @@ static const char *bpf_lsm_missing(const struct wd_features *f, char *buf,
 		snprintf(buf, len, "lsm programs do not load: %s",
 			 ET(f->lsm_prog_err));
 	else
+		snprintf(buf, len, "no hook is active");
+	return buf;
+}
+
+/* Why one BPF LSM hook is not active, or NULL when it is. */
+static const char *hook_missing(const struct report *r, enum wd_lsm_hook h,
+				char *buf, size_t len)
+{
+	if ((int)h < r->n_hooks && r->hooks[h].active)
 		return NULL;
+	if ((int)h < r->n_hooks && r->hooks[h].reason[0])
+		snprintf(buf, len, "%s", r->hooks[h].reason);
+	else if (!bpf_lsm_missing(r, buf, len))
+		snprintf(buf, len, "hook not active");
 	return buf;
 }
 
@@ -172,7 +194,8 @@ static void row_network(struct report *r, const char *t2m, const char *t3m)
 	const struct wd_features *f = r->f;
 	struct row *w = add_row(r, "network.allow");
 	char lb[256], note[512];
-	const char *lsm = bpf_lsm_missing(f, lb, sizeof(lb));
+	const char *lsm =
+	    hook_missing(r, WD_LSM_H_SOCKET_CONNECT, lb, sizeof(lb));
 	snprintf(note, sizeof(note), "%s%s%s%s",
 		 lsm ? "BPF LSM socket_connect not used: " : "", lsm ? lsm : "",
 		 f->ringbuf_err ? "; no kernel denial records: ring buffer: "
@@ -217,7 +240,8 @@ static void row_families(struct report *r, const char *t2m, const char *t3m)
 	const struct wd_features *f = r->f;
 	struct row *w = add_row(r, "network.families");
 	char lb[256], note[300];
-	const char *lsm = bpf_lsm_missing(f, lb, sizeof(lb));
+	const char *lsm =
+	    hook_missing(r, WD_LSM_H_SOCKET_CREATE, lb, sizeof(lb));
 	snprintf(note, sizeof(note), "BPF LSM socket_create not used: %s",
 		 lsm ? lsm : "");
 	struct cell c;
@@ -240,13 +264,14 @@ static void row_families(struct report *r, const char *t2m, const char *t3m)
 }
 
 static void row_fs(struct report *r, const char *t2m, const char *t3m,
-		   const char *name, const char *rights, const char *lsm_hook,
+		   const char *name, const char *rights, enum wd_lsm_hook hook,
 		   const char *t2, const char *t3)
 {
 	const struct wd_features *f = r->f;
 	struct row *w = add_row(r, name);
 	char lb[256], note[300];
-	const char *lsm = bpf_lsm_missing(f, lb, sizeof(lb));
+	const char *lsm_hook = wd_lsm_hook_name(hook);
+	const char *lsm = hook_missing(r, hook, lb, sizeof(lb));
 	snprintf(note, sizeof(note), "BPF LSM %s not used: %s", lsm_hook,
 		 lsm ? lsm : "");
 	struct cell c;
@@ -280,9 +305,9 @@ static void row_syscalls(struct report *r, const char *t2m, const char *t3m)
 		c = no("seccomp filters unavailable: %s",
 		       ET(f->seccomp_filter_err));
 	else if (!f->seccomp_notify)
-		c = yes(note,
-			"seccomp-bpf: baseline deny list + syscalls.deny, "
-			"other ABIs (x32, int 0x80) killed; denied => EPERM");
+		c = no("%s (every denial must be recorded: the sandbox "
+		       "refuses the call)",
+		       note + strlen("no denial records: "));
 	else
 		c = yes(NULL,
 			"seccomp-bpf: baseline deny list + syscalls.deny, "
@@ -374,17 +399,17 @@ static void build_rows(struct report *r)
 	row_network(r, t2m, t3m);
 	row_families(r, t2m, t3m);
 	row_fs(r, t2m, t3m, "filesystem.read", "read_file, read_dir",
-	       "file_open",
+	       WD_LSM_H_FILE_OPEN,
 	       "mount namespace: only listed paths bound read-only",
 	       "OCI mounts: listed paths bound read-only, read-only rootfs");
 	row_fs(r, t2m, t3m, "filesystem.write",
 	       f->landlock_abi >= 3 ? "write_file, make_*, remove_*, truncate"
 				    : "write_file, make_*, remove_*",
-	       "file_open",
+	       WD_LSM_H_FILE_OPEN,
 	       "mount namespace: only `write` paths bound writable, tmpfs "
 	       "scratch at /tmp",
 	       "OCI mounts: `write` paths bound writable, tmpfs scratch");
-	row_fs(r, t2m, t3m, "filesystem.exec", "execute", "bprm_check_security",
+	row_fs(r, t2m, t3m, "filesystem.exec", "execute", WD_LSM_H_BPRM_CHECK,
 	       "mount namespace: only listed paths are visible",
 	       "OCI mounts + gVisor's own exec of the bound files");
 	row_syscalls(r, t2m, t3m);
@@ -432,7 +457,6 @@ static void build_watch(struct report *r)
 {
 	const struct wd_features *f = r->f;
 	char lb[256];
-	const char *lsm = bpf_lsm_missing(f, lb, sizeof(lb));
 
 	if (f->seccomp_notify_continue) {
 		add_watch(r, "syscalls.deny", true,
@@ -461,19 +485,24 @@ static void build_watch(struct report *r)
 			  f->cgroup_sockaddr_err ? ET(f->cgroup_sockaddr_err)
 						 : "ok",
 			  f->ringbuf_err ? ET(f->ringbuf_err) : "ok");
+	/* The sandbox applies Landlock in audit mode too (it has no
+	 * permissive mode), so a BPF LSM hook in audit mode would only record
+	 * what Landlock then denies anyway. */
 	static const char *const fs[] = {"filesystem.read", "filesystem.write",
 					 "filesystem.exec"};
 	for (size_t i = 0; i < WD_ARRAY_SIZE(fs); i++) {
-		if (!lsm)
-			add_watch(r, fs[i], true,
-				  "BPF LSM file_open/bprm_check_security: "
-				  "record and allow");
-		else
-			add_watch(r, fs[i], false,
-				  "Landlock has no audit/permissive mode (it "
-				  "only denies; ABI 7 can log its denials but "
-				  "still denies), and BPF LSM is unusable: %s",
-				  lsm);
+		enum wd_lsm_hook h =
+		    i == 2 ? WD_LSM_H_BPRM_CHECK : WD_LSM_H_FILE_OPEN;
+		const char *why = hook_missing(r, h, lb, sizeof(lb));
+		add_watch(r, fs[i], false,
+			  "Landlock has no audit/permissive mode and stays "
+			  "on in audit mode (ABI 7 logs its denials but still "
+			  "denies); BPF LSM %s %s%s",
+			  wd_lsm_hook_name(h),
+			  why ? "is not active: "
+			      : "records, but Landlock "
+				"denies first",
+			  why ? why : "");
 	}
 	static const char *const lim[] = {"memory_mb", "pids", "cpus"};
 	for (size_t i = 0; i < WD_ARRAY_SIZE(lim); i++)
@@ -509,10 +538,18 @@ struct mech {
 	char why[256];
 };
 
-static int build_mechs(const struct wd_features *f, struct mech *m)
+static int build_mechs(const struct report *r, struct mech *m)
 {
+	const struct wd_features *f = r->f;
 	char lb[256];
-	const char *lsm = bpf_lsm_missing(f, lb, sizeof(lb));
+	/* `require: [bpf_lsm]` asks for every hook (wd_lsm_active()) */
+	const char *lsm = r->n_hooks ? NULL : "BPF LSM hook status unknown";
+	for (int h = 0; h < r->n_hooks && !lsm; h++)
+		if (!r->hooks[h].active) {
+			snprintf(lb, sizeof(lb), "hook %s: %s",
+				 r->hooks[h].hook, r->hooks[h].reason);
+			lsm = lb;
+		}
 	int n = 0;
 	m[n] = (struct mech){.name = "bpf_lsm", .ok = !lsm};
 	wd_strlcpy(m[n++].why, lsm ? lsm : "", sizeof(m[0].why));
@@ -589,11 +626,23 @@ static json_t *json_report(const struct report *r)
 				      jlist(f->lsm_list, ","), "source",
 				      jstr_or_null(f->lsm_source), "error",
 				      jerr(f->lsm_err)));
+	json_t *hooks = json_array();
+	int n_active = 0;
+	for (int h = 0; h < r->n_hooks; h++) {
+		const struct wd_lsm_hook_status *hs = &r->hooks[h];
+		n_active += hs->active;
+		json_array_append_new(
+		    hooks,
+		    json_pack("{s:s,s:s,s:b,s:i,s:o}", "hook", hs->hook,
+			      "attach", hs->attach, "active", hs->active, "err",
+			      hs->err, "reason", jstr_or_null(hs->reason)));
+	}
 	json_object_set_new(ft, "bpf_lsm",
-			    json_pack("{s:b,s:o,s:b}", "in_lsm_list",
+			    json_pack("{s:b,s:o,s:b,s:i,s:o}", "in_lsm_list",
 				      f->bpf_in_lsm_list, "lsm_prog_load",
 				      jfeat(f->lsm_prog_err), "usable",
-				      f->bpf_in_lsm_list && !f->lsm_prog_err));
+				      n_active > 0, "active_hooks", n_active,
+				      "hooks", hooks));
 	json_object_set_new(ft, "bpf_trampoline", jfeat(f->trampoline_err));
 	json_object_set_new(ft, "bpf_cgroup_sock_addr",
 			    jfeat(f->cgroup_sockaddr_err));
@@ -673,7 +722,7 @@ static json_t *json_report(const struct report *r)
 		      jerr(f->runsc_err), "note", jstr_or_null(f->runsc_note)));
 
 	struct mech m[8];
-	int nm = build_mechs(f, m);
+	int nm = build_mechs(r, m);
 	json_t *mj = json_object();
 	for (int i = 0; i < nm; i++)
 		json_object_set_new(mj, m[i].name,
@@ -804,6 +853,27 @@ static void text_report(const struct report *r)
 	line("BPF LSM", "%s",
 	     f->bpf_in_lsm_list ? "in the LSM list" : "not in the LSM list");
 	line("  lsm program loads", "%s", okerr(f->lsm_prog_err));
+	int n_active = 0;
+	bool same = true;
+	for (int h = 0; h < r->n_hooks; h++) {
+		n_active += r->hooks[h].active;
+		same = same && !r->hooks[h].active &&
+		       !strcmp(r->hooks[h].reason, r->hooks[0].reason);
+	}
+	if (r->n_hooks && same) {
+		line("  hooks", "none of %d active: %s", r->n_hooks,
+		     r->hooks[0].reason);
+	} else {
+		line("  hooks", "%d of %d active", n_active, r->n_hooks);
+		for (int h = 0; h < r->n_hooks; h++) {
+			char lbl[64];
+			snprintf(lbl, sizeof(lbl), "    %s", r->hooks[h].hook);
+			line(lbl, "%s (%s)%s%s",
+			     r->hooks[h].active ? "active" : "no",
+			     r->hooks[h].attach, r->hooks[h].active ? "" : ": ",
+			     r->hooks[h].reason);
+		}
+	}
 	line("trampoline (fentry)", "%s", okerr(f->trampoline_err));
 	line("cgroup/connect4", "%s", okerr(f->cgroup_sockaddr_err));
 	line("ring buffer", "%s", okerr(f->ringbuf_err));
@@ -951,6 +1021,11 @@ static int verb_status(int argc, char **argv)
 		}
 	}
 	struct report r = {.f = wd_probe_full()};
+	/* Loads the shared egress + LSM objects (enforce/lsm.c) the way a
+	 * call would, so each hook's state is what a call would get. */
+	r.n_hooks = wd_lsm_hook_status(r.hooks);
+	if (r.n_hooks < 0 || r.n_hooks > WD_LSM_H_NR)
+		r.n_hooks = 0;
 	build_rows(&r);
 	build_watch(&r);
 	if (json) {

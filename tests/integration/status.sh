@@ -196,9 +196,20 @@ ok("status_json_fs_needs_landlock", fsr["enforced"] == (want_abi := f["landlock"
    and (not want_abi or ("Landlock ABI %d" % f["landlock"]["abi"]) in fsr["mechanism"]), str(fsr))
 net = rows["network.allow"]["tier1"]
 ok("status_json_egress_needs_connect4", net["enforced"] == (f["bpf_cgroup_sock_addr"]["ok"] and v2 is not None), str(net))
-lsm_ok = f["bpf_lsm"]["usable"]
+hooks = {h["hook"]: h for h in f["bpf_lsm"]["hooks"]}
+ok("status_json_lsm_hooks_listed", len(hooks) >= 4 and all(
+   isinstance(h["active"], bool) and (h["active"] or (h["err"] < 0 and h["reason"]))
+   for h in hooks.values()), str(f["bpf_lsm"]["hooks"])[:300])
+# no hook can be active where no lsm program loads or bpf is not an active LSM
+if not f["bpf_lsm"]["lsm_prog_load"]["ok"] or not f["bpf_lsm"]["in_lsm_list"]:
+    ok("status_json_lsm_hooks_consistent_with_probe",
+       not any(h["active"] for h in hooks.values()), str(hooks)[:300])
+ok("status_json_require_bpf_lsm",
+   j["mechanisms"]["bpf_lsm"]["available"] == (bool(hooks) and all(h["active"] for h in hooks.values())))
+sc = hooks.get("socket_connect", {"active": False})
 ok("status_json_lsm_fallback_reported",
-   lsm_ok or ("BPF LSM" in (net.get("note") or "") and "not used" in net["note"]), str(net))
+   ("BPF LSM socket_connect" in net["mechanism"]) if sc["active"] else
+   ("BPF LSM socket_connect not used" in (net.get("note") or "")), str(net))
 t3 = rows["tier"]["tier3"]
 ok("status_json_tier3_matches_runsc", t3["enforced"] == bool(rs["platform"]), str(t3))
 
@@ -208,8 +219,9 @@ names = [x["constraint"] for x in a["watchable"]] + [x["constraint"] for x in a[
 ok("status_json_audit_covers_all", sorted(names) == sorted(want), "got %s" % sorted(names))
 w = {x["constraint"] for x in a["watchable"]}
 ok("status_json_audit_syscalls", ("syscalls.deny" in w) == f["seccomp"]["flag_continue"]["ok"])
-ok("status_json_audit_fs_needs_lsm", ("filesystem.read" in w) == lsm_ok,
-   "fs watchable=%s lsm usable=%s" % ("filesystem.read" in w, lsm_ok))
+# Landlock stays on in audit mode: the filesystem can never be watched
+ok("status_json_audit_fs_not_watchable",
+   not ({"filesystem.read", "filesystem.write", "filesystem.exec"} & w), str(w))
 ok("status_json_audit_limits_not_watchable", not ({"memory_mb", "pids", "cpus"} & w))
 ok("status_json_audit_reasons", all(x.get("reason") for x in a["not_watchable"]))
 EOF
