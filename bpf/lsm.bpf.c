@@ -40,7 +40,10 @@
 
 #define FMODE_READ  0x1
 #define FMODE_WRITE 0x2
-#define FMODE_EXEC  0x20
+/* f_flags bit of files the kernel opens for execve/uselib and for ELF
+ * interpreters (f_mode gets no exec bit at open time; Landlock tests the
+ * same flag) */
+#define __FMODE_EXEC 0x20
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -137,8 +140,9 @@ int BPF_PROG(wd_file_open, struct file *file)
 		return 0;
 
 	unsigned int mode = file->f_mode;
+	bool exec = file->f_flags & __FMODE_EXEC;
 	__u32 need = 0;
-	if (mode & FMODE_EXEC) /* the kernel opening a binary for execve */
+	if (exec) /* the binary or its ELF interpreter, for execve */
 		need = WD_LSM_EXECUTE;
 	else {
 		if (mode & FMODE_READ)
@@ -150,7 +154,10 @@ int BPF_PROG(wd_file_open, struct file *file)
 	    path_allowed(cgid, file->f_path.dentry, file->f_path.mnt, need))
 		return 0;
 
-	struct wd_kevent *e = deny_event(WD_KEV_FILE_OPEN, audit);
+	/* An exec refused here is reported as an exec: it is the same
+	 * decision bprm_check_security would make one step later. */
+	struct wd_kevent *e =
+	    deny_event(exec ? WD_KEV_BPRM_CHECK : WD_KEV_FILE_OPEN, audit);
 	if (e) {
 		e->arg = need;
 		e->arg2 = file->f_flags;

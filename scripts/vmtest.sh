@@ -23,7 +23,7 @@
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
-VM=$BUILD/vmtest
+case $BUILD in /*) VM=$BUILD/vmtest ;; *) VM=$PWD/$BUILD/vmtest ;; esac
 CACHE=$VM/cache
 TIMEOUT=${VMTEST_TIMEOUT:-240}
 MEM=${VMTEST_MEM:-1024}
@@ -67,8 +67,11 @@ grep -q '^CONFIG_BPF_LSM=y' "$kconfig" || die "$vmlinuz: CONFIG_BPF_LSM is not s
 
 # ---- binaries ----------------------------------------------------------------
 if [ -z "${VMTEST_NO_BUILD:-}" ]; then
-	make --no-print-directory BUILD="$BUILD" tests-build >"$VM/build.log" 2>&1 ||
-		die "build failed: $(tail -5 "$VM/build.log")"
+	# -k: a target another part of the tree breaks must not hide the
+	# guest tests that do build; the ones that do not are SKIPped in the
+	# guest with "not built", and `make test` reports the build failure.
+	make -k --no-print-directory BUILD="$BUILD" tests-build >"$VM/build.log" 2>&1 ||
+		echo "# vmtest: build incomplete, see $VM/build.log"
 fi
 
 # ---- initramfs ---------------------------------------------------------------
@@ -133,7 +136,7 @@ mount -t bpf bpf /sys/fs/bpf
 mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 echo 1 >/proc/sys/kernel/printk
 ip link set lo up
-echo "@@VM kernel \$(uname -r) lsm=\$(cat /sys/kernel/security/lsm)"
+echo; echo "@@VM kernel \$(uname -r) lsm=\$(cat /sys/kernel/security/lsm)"
 cd /w && BUILD=$BUILD bash tests/vm/guest.sh
 echo "@@VM-END rc=\$?"
 sync
