@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# Escape attempts by a static helper INSIDE the sandbox, tiers 1 and 2.
+# Each is judged by the helper's exit status AND by evidence outside the
+# sandbox (files on the host, a listener's accept count, processes alive).
+. tests/lib.sh
+set -u
+T=$(mktemp -d /run/warden-test.XXXXXX); chmod 755 "$T"
+cp "$HELPERS/probe" "$T/probe"; chmod 755 "$T/probe"
+P=$T/probe
+SECRET=$T/secret; echo topsecret > "$SECRET"; chmod 644 "$SECRET"
+VICTIM_PIDS=()
+cleanup() {
+	for p in "${VICTIM_PIDS[@]}"; do kill "$p" 2>/dev/null; done
+	[ -n "${LPID:-}" ] && kill "$LPID" 2>/dev/null
+	rm -rf "$T"
+}
+trap cleanup EXIT
+
+# A loopback listener that counts connections (evidence outside).
+python3 - "$T" <<'PY' &
+import socket, sys, os, threading
+d = sys.argv[1]
+def serve(fam, addr, port, typ):
+    s = socket.socket(fam, typ)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind((addr, port))
+    open(f"{d}/port-{fam.name}-{typ.name}", "w").write(str(s.getsockname()[1]))
+    if typ == socket.SOCK_STREAM:
+        s.listen(64)
+        while True:
+            c, _ = s.accept()
+            open(f"{d}/hits", "a").write("x\n"); c.close()
+    else:
+        while True:
+            s.recvfrom(100); open(f"{d}/hits", "a").write("u\n")
+for fam, addr in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
+    for typ in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
+        threading.Thread(target=serve, args=(fam, addr, 0, typ), daemon=True).start()
+threading.Event().wait()
+PY
+LPID=$!
+for i in $(seq 50); do [ -f "$T/port-AF_INET6-SOCK_DGRAM" ] && break; sleep 0.1; done
+TCP4=$(cat "$T/port-AF_INET-SOCK_STREAM"); UDP4=$(cat "$T/port-AF_INET-SOCK_DGRAM")
+TCP6=$(cat "$T/port-AF_INET6-SOCK_STREAM"); UDP6=$(cat "$T/port-AF_INET6-SOCK_DGRAM")
+hits() { [ -f "$T/hits" ] && wc -l < "$T/hits" || echo 0; }
+
+# A host process the tool must not be able to signal or trace.
+sleep 300 & VICTIM=$!; VICTIM_PIDS+=("$VICTIM")
+
+manifest() { # tier allow-json
+	cat > "$T/m$1.yaml" <<Y
+name: probe_t$1
+tier: $1
+exec: ["$P"]
+timeout_ms: 8000
+memory_mb: 64
+pids: 16
+network: {allow: $2}
+filesystem: {read: ["$T/probe"], write: [], exec: ["$T/probe"]}
+output: {max_bytes: 4096}
+Y
+	echo "$T/m$1.yaml"
+}
+
+for tier in 1 2; do
+	M=$(manifest $tier "[]")
+	run() { "$WARDEN" exec --policy "$M" --json -- "$P" "$@" 2>/dev/null; }
+	denied() { # name action... : helper must fail (exit != 0) and leave no trace
+		local n=$1; shift
+		local out; out=$(run "$@")
+		local code; code=$(printf '%s' "$out" | python3 -c 'import json,sys; print(json.load(sys.stdin)["exit_code"])' 2>/dev/null)
+		if [ "$code" != "0" ] && [ -n "$code" ]; then pass "t$tier/$n"; else fail "t$tier/$n" "helper succeeded or no result: $(printf '%s' "$out" | head -c 400)"; fi
+		LAST=$out
+	}
+	has_denial() { # name kind-regex
+		if printf '%s' "$LAST" | python3 -c "import json,sys,re; d=json.load(sys.stdin)['denials']; sys.exit(0 if any(re.search('$2', e.get('kind','')+' '+e.get('syscall','')+' '+e.get('target','')) for e in d) else 1)"; then pass "t$tier/$1-recorded"; else fail "t$tier/$1-recorded" "no denial matching $2 in $(printf '%s' "$LAST" | head -c 600)"; fi
+	}
+
+	# -- network: every way to get a packet out
+	h0=$(hits)
+	denied tcp4 connect4 127.0.0.1 "$TCP4"; has_denial tcp4 "connect.*127.0.0.1:$TCP4"
+	denied tcp6 connect6 ::1 "$TCP6"
+	denied mapped6 connect6 ::ffff:127.0.0.1 "$TCP4"
+	denied udp4 udp4 127.0.0.1 "$UDP4"
+	denied udp6 udp6 ::1 "$UDP6"
+	denied fastopen fastopen 127.0.0.1 "$TCP4"
+	denied netlink socket netlink; has_denial netlink "socket"
+	denied packet socket packet
+	denied raw rawsock
+	sleep 0.3
+	expect_eq "t$tier/no-packet-reached-listener" "$(hits)" "$h0"
+
+	# -- filesystem
+	denied read-secret read "$SECRET"
+	denied read-shadow read /etc/shadow
+	denied ls-root ls /
+	denied write-etc write /etc/warden-pwned
+	[ -e /etc/warden-pwned ] && fail "t$tier/etc-untouched" "file created" || pass "t$tier/etc-untouched"
+	denied write-host-tmp write "$T/pwned"
+	[ -e "$T/pwned" ] && fail "t$tier/host-tmp-untouched" || pass "t$tier/host-tmp-untouched"
+	denied exec-sh exec /bin/sh -c true
+	denied hardlink-secret hardlink /tmp "$SECRET"
+
+	# -- processes and privileges
+	denied kill-host kill "$VICTIM"
+	kill -0 "$VICTIM" && pass "t$tier/victim-alive" || fail "t$tier/victim-alive"
+	denied ptrace-host ptrace "$VICTIM"; has_denial ptrace-host "ptrace"
+	denied setuid0 setuid0
+	denied unshare-user unshare-user; has_denial unshare "unshare"
+	denied clone-newuser clone-newuser; has_denial clone-newuser "clone"
+	denied mount mount
+	denied chroot chroot
+	denied cgroup-escape cgroup-escape /sys/fs/cgroup/unified
+	out=$(run caps)
+	expect_match "t$tier/no-capabilities" "$out" 'CapEff:(\\t| )*0000000000000000'
+	expect_match "t$tier/no-permitted-capabilities" "$out" 'CapPrm:(\\t| )*0000000000000000'
+	expect_match "t$tier/not-root" "$out" '"exit_code": 0'
+
+	# -- kernel attack surface
+	denied bpf bpf; has_denial bpf "bpf"
+	denied perf perf
+	denied io_uring io_uring; has_denial io_uring "io_uring"
+	denied keyctl keyctl
+	denied userfaultfd userfaultfd
+	out=$(run int80)
+	expect_match "t$tier/int80-killed" "$out" '"exit_code": 1(59|37)'
+	denied x32 x32
+
+	# -- environment
+	out=$(SECRET_TOKEN=hunter2 ANTHROPIC_API_KEY=sk-ant-x "$WARDEN" exec --policy "$M" --json -- "$P" env 2>/dev/null)
+	if printf '%s' "$out" | grep -q 'hunter2\|sk-ant'; then fail "t$tier/env-clean" "caller env leaked"; else pass "t$tier/env-clean"; fi
+done
+
+# -- tier 2 sees only its own processes
+M=$(manifest 2 "[]")
+out=$("$WARDEN" exec --policy "$M" --json -- "$P" read /proc/self/cmdline 2>/dev/null)
+expect_match "t2/own-procfs" "$out" '"exit_code": 0'
+out=$("$WARDEN" exec --policy "$M" --json -- "$P" read "/proc/$VICTIM/cmdline" 2>/dev/null)
+expect_match "t2/host-pids-invisible" "$out" '"exit_code": 1'
+
+# -- an allowed destination works, and only that port
+M=$(manifest 1 "[\"127.0.0.1:$TCP4\", \"[::1]:$TCP6\"]")
+h0=$(hits)
+out=$("$WARDEN" exec --policy "$M" --json -- "$P" connect4 127.0.0.1 "$TCP4" 2>/dev/null)
+expect_match "t1/allowed-connect" "$out" '"exit_code": 0'
+out=$("$WARDEN" exec --policy "$M" --json -- "$P" connect6 ::1 "$TCP6" 2>/dev/null)
+expect_match "t1/allowed-connect6" "$out" '"exit_code": 0'
+out=$("$WARDEN" exec --policy "$M" --json -- "$P" connect4 127.0.0.1 "$UDP4" 2>/dev/null)
+expect_match "t1/other-port-denied" "$out" '"exit_code": 1'
+sleep 0.3
+expect_eq "t1/listener-saw-exactly-allowed" "$(( $(hits) - h0 ))" 2
+
+finish
