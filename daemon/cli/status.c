@@ -127,9 +127,12 @@ static const char *bpf_lsm_missing(const struct report *r, char *buf,
 	for (int h = 0; h < r->n_hooks; h++)
 		if (r->hooks[h].active)
 			return NULL;
-	if (!f->bpf_in_lsm_list)
+	if (!f->lsm_list[0])
+		snprintf(buf, len, "the active LSM list is unreadable: %s",
+			 ET(f->lsm_err));
+	else if (!f->bpf_in_lsm_list)
 		snprintf(buf, len, "'bpf' is not in the active LSM list (%s)",
-			 f->lsm_list[0] ? f->lsm_list : "unknown");
+			 f->lsm_list);
 	else if (f->lsm_prog_err)
 		snprintf(buf, len, "lsm programs do not load: %s",
 			 ET(f->lsm_prog_err));
@@ -637,12 +640,13 @@ static json_t *json_report(const struct report *r)
 			      "attach", hs->attach, "active", hs->active, "err",
 			      hs->err, "reason", jstr_or_null(hs->reason)));
 	}
-	json_object_set_new(ft, "bpf_lsm",
-			    json_pack("{s:b,s:o,s:b,s:i,s:o}", "in_lsm_list",
-				      f->bpf_in_lsm_list, "lsm_prog_load",
-				      jfeat(f->lsm_prog_err), "usable",
-				      n_active > 0, "active_hooks", n_active,
-				      "hooks", hooks));
+	json_object_set_new(
+	    ft, "bpf_lsm",
+	    json_pack("{s:o,s:o,s:b,s:i,s:o}", "in_lsm_list",
+		      f->lsm_list[0] ? json_boolean(f->bpf_in_lsm_list)
+				     : json_null(),
+		      "lsm_prog_load", jfeat(f->lsm_prog_err), "usable",
+		      n_active > 0, "active_hooks", n_active, "hooks", hooks));
 	json_object_set_new(ft, "bpf_trampoline", jfeat(f->trampoline_err));
 	json_object_set_new(ft, "bpf_cgroup_sock_addr",
 			    jfeat(f->cgroup_sockaddr_err));
@@ -851,7 +855,9 @@ static void text_report(const struct report *r)
 
 	printf("\nBPF\n");
 	line("BPF LSM", "%s",
-	     f->bpf_in_lsm_list ? "in the LSM list" : "not in the LSM list");
+	     !f->lsm_list[0]	  ? "unknown: the LSM list is unreadable"
+	     : f->bpf_in_lsm_list ? "in the LSM list"
+				  : "not in the LSM list");
 	line("  lsm program loads", "%s", okerr(f->lsm_prog_err));
 	int n_active = 0;
 	bool same = true;

@@ -841,6 +841,13 @@ static void last_line(const char *s, char *out, size_t len)
 static int runsc_cache_read(struct wd_features *f, const struct stat *st)
 {
 	cleanup_free char *s = NULL;
+	struct stat cs;
+	/* Trust only a cache root wrote: a forged "works" would make tier 3
+	 * look available where it is not. */
+	if (lstat(WD_PROBE_RUNSC_CACHE, &cs) < 0)
+		return -errno;
+	if (!S_ISREG(cs.st_mode) || cs.st_uid != 0 || (cs.st_mode & 022))
+		return -EPERM;
 	int r = wd_read_file(WD_PROBE_RUNSC_CACHE, &s, NULL);
 	if (r < 0)
 		return r;
