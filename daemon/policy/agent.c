@@ -36,6 +36,8 @@ static int f_model(struct wd_ywalk *w, yaml_node_t *v, void *o)
 	}
 	free(A(o)->model);
 	A(o)->model = s;
+	A(o)->model_line = (int)v->start_mark.line + 1;
+	A(o)->model_col = (int)v->start_mark.column + 1;
 	return 0;
 }
 
@@ -69,6 +71,16 @@ static int f_tools(struct wd_ywalk *w, yaml_node_t *v, void *o)
 			 a) < 0)
 		return -EINVAL;
 	int rc = 0;
+	free(a->tool_line);
+	free(a->tool_col);
+	a->tool_line = wd_calloc((size_t)a->n_tools + 1, sizeof(int));
+	a->tool_col = wd_calloc((size_t)a->n_tools + 1, sizeof(int));
+	for (int i = 0; i < a->n_tools; i++) {
+		yaml_node_t *it = yaml_document_get_node(
+		    w->doc, v->data.sequence.items.start[i]);
+		a->tool_line[i] = (int)it->start_mark.line + 1;
+		a->tool_col[i] = (int)it->start_mark.column + 1;
+	}
 	for (int i = 0; i < a->n_tools; i++)
 		for (int j = 0; j < i; j++)
 			if (!strcmp(a->tools[i], a->tools[j])) {
@@ -237,6 +249,10 @@ static void load_doc(struct wd_ywalk *w, yaml_node_t *root, void *arg)
 	}
 	if (!a->tools)
 		a->tools = wd_calloc(1, sizeof(char *));
+	if (!a->tool_line) {
+		a->tool_line = wd_calloc(1, sizeof(int));
+		a->tool_col = wd_calloc(1, sizeof(int));
+	}
 	if (!a->description)
 		a->description = wd_strdup("");
 	st->v = wd_realloc(st->v, (size_t)(st->n + 1) * sizeof(*st->v));
@@ -309,6 +325,8 @@ void wd_agent_free(struct wd_agent *a)
 	free(a->model);
 	free(a->system_prompt);
 	wd_y_strv_free(a->tools, a->n_tools);
+	free(a->tool_line);
+	free(a->tool_col);
 	free(a);
 }
 

@@ -64,6 +64,10 @@ struct wd_agent {
 	} trace;
 	double temperature; /* < 0 = provider default (absent) */
 	int line;	    /* 1-based line of the document */
+	/* where each tool name and the model were written (for cross-file
+	 * checks: `warden policy check`) */
+	int *tool_line, *tool_col;
+	int model_line, model_col;
 };
 
 #define WD_AGENT_DEFAULT_CONTEXT_TOKENS 32000
