@@ -352,6 +352,10 @@ static void notify_child(int out, const struct seccomp_notif_sizes *sz)
 	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	};
 	struct sock_fprog prog = {.len = WD_ARRAY_SIZE(insns), .filter = insns};
+	/* a SIGCHLD handler inherited from the caller must not reap the
+	 * target before we read its status */
+	struct sigaction dfl = {.sa_handler = SIG_DFL};
+	sigaction(SIGCHLD, &dfl, NULL);
 	alarm(5);
 	if (sz->seccomp_notif > sizeof(req)) {
 		res.setup_err = E2BIG;
@@ -485,17 +489,31 @@ static void probe_seccomp(struct wd_features *f)
  * answer independent of the others. */
 static int try_unshare(int flags)
 {
-	pid_t pid = fork();
-	if (pid < 0)
+	/* The answer travels through a pipe, not the exit status: a daemon
+	 * that reaps children with its own SIGCHLD handler must not turn a
+	 * working namespace into "unavailable". */
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
 		return -errno;
-	if (pid == 0)
-		_exit(unshare(flags) < 0 ? (errno & 0xff) : 0);
-	int st = wait_child(pid, 2000);
-	if (st < 0)
-		return st;
-	if (!WIFEXITED(st))
+	pid_t pid = fork();
+	if (pid < 0) {
+		int e = -errno;
+		close(p[0]);
+		close(p[1]);
+		return e;
+	}
+	if (pid == 0) {
+		int e = unshare(flags) < 0 ? errno : 0;
+		_exit(write(p[1], &e, sizeof(e)) == sizeof(e) ? 0 : 1);
+	}
+	close(p[1]);
+	int e = 0;
+	ssize_t n = read_full(p[0], &e, sizeof(e));
+	close(p[0]);
+	wait_child(pid, 2000);
+	if (n != sizeof(e))
 		return -EIO;
-	return -WEXITSTATUS(st);
+	return -e;
 }
 
 static void probe_namespaces(struct wd_features *f)

@@ -16,7 +16,9 @@
 #include <linux/magic.h>
 #include <linux/seccomp.h>
 #include <mntent.h>
+#include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
@@ -474,6 +476,61 @@ static void test_cache(const struct wd_features *f)
 	     "probe_left_no_children", "a child is still there");
 }
 
+/* A daemon that auto-reaps its children (SIGCHLD ignored) must get the
+ * same answers: the probe's children report through pipes. Runs in a child
+ * forked before this process probes, so its wd_probe() is a fresh one. */
+struct sig_answer {
+	int ns_err[WD_NS_N], userns_err, notify_err, continue_err, addfd_err;
+	char lsm[256];
+};
+
+static pid_t start_sigchld_probe(int *rfd)
+{
+	int p[2];
+	if (pipe(p) < 0)
+		return -1;
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(p[0]);
+		signal(SIGCHLD, SIG_IGN);
+		const struct wd_features *f = wd_probe();
+		struct sig_answer a = {.userns_err = f->userns_err,
+				       .notify_err = f->seccomp_notify_err,
+				       .continue_err = f->seccomp_continue_err,
+				       .addfd_err = f->seccomp_addfd_err};
+		memcpy(a.ns_err, f->ns_err, sizeof(a.ns_err));
+		wd_strlcpy(a.lsm, f->lsm_list, sizeof(a.lsm));
+		_exit(write(p[1], &a, sizeof(a)) == sizeof(a) ? 0 : 1);
+	}
+	close(p[1]);
+	*rfd = p[0];
+	return pid;
+}
+
+static void test_sigchld(const struct wd_features *f, pid_t pid, int rfd)
+{
+	struct sig_answer a;
+	ssize_t n = read(rfd, &a, sizeof(a));
+	close(rfd);
+	waitpid(pid, NULL, 0);
+	if (n != sizeof(a)) {
+		T_FAIL("probe_with_sigchld_ignored", "child gave no answer");
+		return;
+	}
+	T_OK(!memcmp(a.ns_err, f->ns_err, sizeof(a.ns_err)) &&
+		 a.userns_err == f->userns_err,
+	     "probe_with_sigchld_ignored_namespaces", "net %d vs %d",
+	     a.ns_err[WD_NS_NET], f->ns_err[WD_NS_NET]);
+	T_OK(a.notify_err == f->seccomp_notify_err &&
+		 a.continue_err == f->seccomp_continue_err &&
+		 a.addfd_err == f->seccomp_addfd_err,
+	     "probe_with_sigchld_ignored_seccomp", "%d/%d/%d vs %d/%d/%d",
+	     a.notify_err, a.continue_err, a.addfd_err, f->seccomp_notify_err,
+	     f->seccomp_continue_err, f->seccomp_addfd_err);
+	T_OK(!strcmp(a.lsm, f->lsm_list), "probe_with_sigchld_ignored_lsm",
+	     "'%s' vs '%s'", a.lsm, f->lsm_list);
+}
+
 int main(void)
 {
 	if (geteuid() != 0) {
@@ -481,9 +538,20 @@ int main(void)
 		return T_DONE();
 	}
 	int secfs_before = count_securityfs();
+	int sig_rfd = -1;
+	pid_t sig_pid = start_sigchld_probe(&sig_rfd);
+	/* let the child's probe finish first: its answers are compared
+	 * below, and its forks must not show up in probe_left_no_children */
+	struct pollfd pf = {.fd = sig_rfd, .events = POLLIN};
+	poll(&pf, 1, 20000);
 	const struct wd_features *f = wd_probe();
 	T_OK(f && f->kernel_release[0], "probe_kernel_release", "empty");
 	test_cgroup_parse();
+	if (sig_pid > 0)
+		test_sigchld(f, sig_pid, sig_rfd);
+	else
+		T_FAIL("probe_with_sigchld_ignored", "fork: %s",
+		       strerror(errno));
 	test_cgroup_live(f);
 	test_bpf(f);
 	test_landlock(f);
