@@ -921,11 +921,13 @@ static void probe_runsc(struct wd_features *f)
 	char out[4096];
 	char *argv[] = {f->runsc_path, "--version", NULL};
 	int st = run_capture(argv, 5000, out, sizeof(out));
-	if (st < 0) {
+	if (st < 0 && st != -ECHILD) {
 		f->runsc_err = st;
 		return;
 	}
-	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+	/* -ECHILD: reaped by a caller's SIGCHLD handler; judge by output */
+	if (st >= 0 ? !WIFEXITED(st) || WEXITSTATUS(st)
+		    : !strstr(out, "runsc version ")) {
 		f->runsc_err = -ENOEXEC;
 		last_line(out, f->runsc_note, sizeof(f->runsc_note));
 		return;
@@ -945,7 +947,8 @@ static void probe_runsc(struct wd_features *f)
 }
 
 /* Run `runsc --platform=P --network=none do /bin/true` under a private
- * --root; 0, -ETIMEDOUT, or -ECHILD when it exits non-zero. */
+ * --root; 0, -ETIMEDOUT, -EIO when it exits non-zero, or -ECHILD when its
+ * status was reaped by someone else (a caller's SIGCHLD handler). */
 static int runsc_try(struct wd_features *f, const char *platform)
 {
 	char root[] = "/tmp/warden-probe-runsc.XXXXXX";
@@ -961,7 +964,7 @@ static int runsc_try(struct wd_features *f, const char *platform)
 	if (st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0)
 		return 0;
 	last_line(out, f->runsc_note, sizeof(f->runsc_note));
-	return st < 0 ? st : -ECHILD;
+	return st < 0 ? st : -EIO;
 }
 
 static void probe_runsc_run(struct wd_features *f)
@@ -989,10 +992,12 @@ static void probe_runsc_run(struct wd_features *f)
 	char *argv[] = {f->runsc_path, "flags", NULL};
 	int st = run_capture(argv, 5000, out, sizeof(out));
 	f->runsc_oci_seccomp = st >= 0 && strstr(out, "-oci-seccomp");
-	f->runsc_tested = true;
+	f->runsc_tested = err != -ECHILD;
 	f->runsc_cached = false;
 	f->runsc_run_err = err;
-	runsc_cache_write(f, &sb);
+	/* an unknowable answer is not cached: it would outlive its cause */
+	if (f->runsc_tested)
+		runsc_cache_write(f, &sb);
 }
 
 /* ---- entry points ------------------------------------------------------ */

@@ -71,7 +71,7 @@ struct wd_features {
 	char runsc_platform[16]; /* platform that works here, "" if none */
 	bool runsc_tested;	 /* a `runsc do /bin/true` result is known */
 	bool runsc_cached;	 /* ... and it came from the cache file */
-	int runsc_run_err;	 /* 0 ok, -ETIMEDOUT, -ECHILD (non-zero exit) */
+	int runsc_run_err;	 /* 0 ok, -ETIMEDOUT, -EIO (non-zero exit) */
 	char runsc_note[160];	 /* last stderr line of a failed run */
 	bool runsc_oci_seccomp;	 /* `runsc flags` lists -oci-seccomp */
 };
