@@ -6,6 +6,8 @@
 
 #include "broker/schema.h"
 #include "common/log.h"
+#include "events/stream.h"
+#include "policy/users.h"
 #include "sandbox/sandbox.h"
 #include "trace/trace.h"
 
@@ -156,13 +158,7 @@ static bool granted(const struct wd_broker_run *run, const char *name)
 static bool user_has(const struct wd_broker_run *run, const char *scope)
 {
 	for (int i = 0; i < run->n_user_scopes; i++) {
-		const char *s = run->user_scopes[i];
-		if (!strcmp(s, scope) || !strcmp(s, "*"))
-			return true;
-		/* "email:*" grants "email:send" */
-		size_t n = strlen(s);
-		if (n >= 2 && s[n - 1] == '*' && s[n - 2] == ':' &&
-		    !strncmp(s, scope, n - 1))
+		if (wd_scope_match(run->user_scopes[i], scope))
 			return true;
 	}
 	return false;
@@ -260,6 +256,14 @@ enum wd_broker_verdict wd_broker_check(const struct wd_broker_run *run,
 
 /* ---- execution ---- */
 
+static int rec_append(const struct wd_broker_run *run, json_t *rec,
+		      bool durable, struct wd_err *err)
+{
+	if (run->record)
+		return run->record(run->record_arg, rec, durable, err);
+	return wd_trace_append(run->trace, rec, durable, NULL, err);
+}
+
 static const char *se_name(enum wd_side_effects s)
 {
 	return s == WD_SE_NONE	     ? "none"
@@ -306,7 +310,7 @@ int wd_broker_record_refusal(const struct wd_broker_run *run,
 	if (!run->hash_only)
 		json_object_set(r, "args",
 				call->args ? call->args : json_null());
-	int rc = wd_trace_append(run->trace, r, false, NULL, err);
+	int rc = rec_append(run, r, false, err);
 	json_decref(r);
 	return rc;
 }
@@ -418,7 +422,7 @@ int wd_broker_execute(const struct wd_broker_run *run,
 	if (approval)
 		json_object_set(att, "approval", (json_t *)approval);
 	bool durable = m->side_effects != WD_SE_NONE;
-	int rc = wd_trace_append(run->trace, att, durable, NULL, err);
+	int rc = rec_append(run, att, durable, err);
 	json_decref(att);
 	if (rc) {
 		/* seed 000: an unrecorded action that changed the world is
@@ -476,18 +480,30 @@ int wd_broker_execute(const struct wd_broker_run *run,
 				    json_boolean(res.truncated));
 		json_t *dn = json_array();
 		for (int i = 0; i < res.n_denials; i++) {
-			const struct wd_event *e = &res.denials[i];
+			struct wd_event *e = &res.denials[i];
+			/* attribution: run, step, call, tool, agent, team */
+			snprintf(e->run_id, sizeof(e->run_id), "%s",
+				 run->run_id);
+			e->step = run->step;
+			snprintf(e->tool, sizeof(e->tool), "%s", call->name);
+			snprintf(e->agent, sizeof(e->agent), "%s", run->agent);
+			snprintf(e->team, sizeof(e->team), "%s", run->team);
+			if (!e->call_id[0])
+				snprintf(e->call_id, sizeof(e->call_id), "%s",
+					 res.call_id);
 			json_array_append_new(
 			    dn, json_pack("{s:s,s:s,s:s,s:s}", "source",
 					  wd_event_source_name(e->source),
 					  "kind", e->kind, "target", e->target,
 					  "syscall", e->syscall));
+			if (run->events)
+				wd_stream_publish(run->events, e);
 			json_t *d = base_rec(run, call, "denial");
 			json_object_set_new(d, "call_id",
 					    json_string(call->call_id));
 			json_object_set_new(d, "event", wd_event_to_json(e));
 			struct wd_err derr = {0};
-			if (wd_trace_append(run->trace, d, false, NULL, &derr))
+			if (rec_append(run, d, false, &derr))
 				wd_warn("run %s: denial not recorded: %s",
 					run->run_id, derr.msg);
 			json_decref(d);
@@ -529,7 +545,7 @@ int wd_broker_execute(const struct wd_broker_run *run,
 			    r, "preview",
 			    json_stringn(payload, WD_MIN(plen, PREVIEW_MAX)));
 	}
-	rc = wd_trace_append(run->trace, r, false, NULL, err);
+	rc = rec_append(run, r, false, err);
 	json_decref(r);
 	snprintf(status_out, 24, "%s", status);
 	wd_result_free(&res);

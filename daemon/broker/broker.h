@@ -29,6 +29,7 @@
 #include "policy/manifest.h"
 
 struct wd_trace;
+struct wd_stream;
 
 /* Who and what a call is made for. */
 struct wd_broker_run {
@@ -43,7 +44,12 @@ struct wd_broker_run {
 	char *const *user_scopes; /* the user's scopes from users.yaml */
 	int n_user_scopes;
 	struct wd_trace *trace;
-	bool hash_only; /* trace payloads: hash_only */
+	bool hash_only;		  /* trace payloads: hash_only */
+	struct wd_stream *events; /* node-wide stream; may be NULL */
+	/* Append a record (to the trace and the run's followers); the
+	 * contract of wd_trace_append(). NULL = wd_trace_append(trace). */
+	int (*record)(void *arg, json_t *rec, bool durable, struct wd_err *err);
+	void *record_arg;
 	/* Tools by name (the run's policy snapshot). */
 	const struct wd_manifest *(*tool)(void *arg, const char *name);
 	void *tool_arg;

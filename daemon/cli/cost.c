@@ -1,0 +1,113 @@
+/* warden cost [--by team|agent|user] [--since WHEN] [--json] */
+#include <getopt.h>
+#include <string.h>
+
+#include "api/client.h"
+#include "cli/cli.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: warden cost [--by team|agent|user] [--since WHEN] "
+		   "[--json] [--socket PATH]\n"
+		   "  WHEN: 2026-11-29, 2026-11-29T10:00:00Z, 24h, 7d, 30m\n");
+}
+
+static int verb_cost(int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"by", required_argument, 0, 'b'},
+	    {"since", required_argument, 0, 'S'},
+	    {"json", no_argument, 0, 'j'},
+	    {"socket", required_argument, 0, 's'},
+	    {"help", no_argument, 0, 'h'},
+	    {0, 0, 0, 0},
+	};
+	const char *by = "team", *since = NULL, *sock = NULL;
+	bool json = false;
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'b':
+			by = optarg;
+			break;
+		case 'S':
+			since = optarg;
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 's':
+			sock = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			return WD_EXIT_OK;
+		default:
+			usage(stderr);
+			return WD_EXIT_USAGE;
+		}
+	}
+	if (optind != argc ||
+	    (strcmp(by, "team") && strcmp(by, "agent") && strcmp(by, "user"))) {
+		usage(stderr);
+		return WD_EXIT_USAGE;
+	}
+	sock = wd_cli_socket(sock);
+	struct wd_buf path = {0};
+	wd_buf_printf(&path, "/v1/cost?by=%s", by);
+	if (since) {
+		/* the value goes in a query string: only safe characters */
+		for (const char *p = since; *p; p++)
+			if (!strchr("0123456789-:TZsmhd", *p)) {
+				fprintf(stderr, "warden cost: bad --since\n");
+				wd_buf_free(&path);
+				return WD_EXIT_USAGE;
+			}
+		wd_buf_printf(&path, "&since=%s", since);
+	}
+	struct wd_err err = {0};
+	json_t *resp = NULL;
+	long st = 0;
+	int rc = wd_api_call(sock, "GET", path.data, NULL, &st, &resp, &err);
+	wd_buf_free(&path);
+	if (rc) {
+		fprintf(stderr, "warden cost: %s\n", err.msg);
+		return WD_EXIT_FAIL;
+	}
+	if (st != 200) {
+		fprintf(stderr, "warden cost: %s\n",
+			wd_api_error_text(resp, st));
+		json_decref(resp);
+		return st == 400 ? WD_EXIT_USAGE : WD_EXIT_FAIL;
+	}
+	if (json) {
+		char *s = json_dumps(resp, JSON_INDENT(2));
+		printf("%s\n", s ? s : "{}");
+		free(s);
+	} else {
+		printf("%-20s %6s %12s %12s %12s\n", by, "RUNS", "INPUT_TOK",
+		       "OUTPUT_TOK", "COST_USD");
+		size_t i;
+		json_t *g;
+		json_array_foreach(json_object_get(resp, "groups"), i, g)
+		{
+			printf(
+			    "%-20s %6lld %12lld %12lld %12.6f\n",
+			    json_string_value(json_object_get(g, by)),
+			    json_integer_value(json_object_get(g, "runs")),
+			    json_integer_value(
+				json_object_get(g, "input_tokens")),
+			    json_integer_value(
+				json_object_get(g, "output_tokens")),
+			    json_number_value(json_object_get(g, "cost_usd")));
+		}
+		printf("%-20s %6s %12s %12s %12.6f\n", "total", "", "", "",
+		       json_number_value(json_object_get(resp, "total_usd")));
+	}
+	json_decref(resp);
+	return WD_EXIT_OK;
+}
+
+WD_VERB(cost, "cost", "model cost attributed by team, agent or user",
+	verb_cost);

@@ -1,0 +1,241 @@
+/* warden run AGENT "TASK" [--follow] [--json] [--socket PATH]
+ * Starts a run on wardend (as the calling user: the daemon reads the uid
+ * from the socket) and, with --follow (the default on a terminal... and
+ * otherwise too unless --detach), streams its steps as they happen. */
+#include <getopt.h>
+#include <string.h>
+
+#include "api/client.h"
+#include "cli/cli.h"
+#include "common/log.h"
+
+struct follow_ctx {
+	bool json;
+	const char *status;
+	char final[24];
+	int exit_code;
+};
+
+static void print_step(const json_t *r)
+{
+	const char *type = json_string_value(json_object_get(r, "type"));
+	long long step = json_integer_value(json_object_get(r, "step"));
+	const char *tool =
+	    json_string_value(json_object_get(r, "gen_ai.tool.name"));
+	if (!type)
+		return;
+	printf("[step %lld] %-17s", step, type);
+	if (!strcmp(type, "run_start")) {
+		printf(" agent=%s team=%s user=%s model=%s",
+		       json_string_value(json_object_get(r, "agent")),
+		       json_string_value(json_object_get(r, "team")),
+		       json_string_value(json_object_get(r, "user")),
+		       json_string_value(
+			   json_object_get(r, "gen_ai.request.model")));
+	} else if (!strcmp(type, "model_call")) {
+		json_t *resp = json_object_get(r, "response");
+		printf(" %s in=%lld out=%lld $%.6f %lldms",
+		       json_string_value(
+			   json_object_get(r, "gen_ai.response.model"))
+			   ?: json_string_value(
+				  json_object_get(r, "gen_ai.request.model")),
+		       json_integer_value(
+			   json_object_get(r, "gen_ai.usage.input_tokens")),
+		       json_integer_value(
+			   json_object_get(r, "gen_ai.usage.output_tokens")),
+		       json_number_value(json_object_get(r, "cost_usd")),
+		       json_integer_value(json_object_get(r, "latency_ms")));
+		const char *t =
+		    json_string_value(json_object_get(resp, "text"));
+		if (t && *t)
+			printf("\n           model: %.300s", t);
+		size_t i;
+		json_t *c;
+		json_array_foreach(json_object_get(resp, "tool_calls"), i, c)
+		{
+			char *a = json_dumps(json_object_get(c, "arguments"),
+					     JSON_COMPACT);
+			printf("\n           call %s(%.200s)",
+			       json_string_value(json_object_get(c, "name")),
+			       a ? a : "");
+			free(a);
+		}
+		const char *e = json_string_value(json_object_get(r, "error"));
+		if (e)
+			printf(" error: %s", e);
+	} else if (!strcmp(type, "tool_attempt")) {
+		printf(" %s tier=%lld side_effects=%s as uid %lld", tool,
+		       json_integer_value(json_object_get(r, "tier")),
+		       json_string_value(json_object_get(r, "side_effects")),
+		       json_integer_value(json_object_get(r, "run_as_uid")));
+	} else if (!strcmp(type, "tool_result")) {
+		const char *st =
+		    json_string_value(json_object_get(r, "status"));
+		printf(" %s status=%s", tool, st ? st : "?");
+		const char *why =
+		    json_string_value(json_object_get(r, "reason"));
+		if (why)
+			printf(" (%s)", why);
+		if (json_object_get(r, "latency_ms"))
+			printf(
+			    " %lldms denials=%lld",
+			    json_integer_value(
+				json_object_get(r, "latency_ms")),
+			    json_integer_value(json_object_get(r, "denials")));
+	} else if (!strcmp(type, "denial")) {
+		json_t *e = json_object_get(r, "event");
+		printf(" %s: %s %s %s (%s)", tool,
+		       json_string_value(json_object_get(e, "verdict")),
+		       json_string_value(json_object_get(e, "kind")),
+		       json_string_value(json_object_get(e, "target")) ?: "",
+		       json_string_value(json_object_get(e, "source")));
+	} else if (!strcmp(type, "approval_request")) {
+		printf(" %s: %s\n           approve with: warden approvals "
+		       "approve %s",
+		       tool, json_string_value(json_object_get(r, "reason")),
+		       json_string_value(json_object_get(r, "approval_id")));
+	} else if (!strcmp(type, "approval_decision")) {
+		printf(" %s %s by %s", tool,
+		       json_string_value(json_object_get(r, "decision")),
+		       json_string_value(json_object_get(r, "by")));
+	} else if (!strcmp(type, "budget_stop")) {
+		printf(" %s: limit %g, used %g",
+		       json_string_value(json_object_get(r, "bound")),
+		       json_number_value(json_object_get(r, "limit")),
+		       json_number_value(json_object_get(r, "used")));
+	} else if (!strcmp(type, "run_end")) {
+		const char *why =
+		    json_string_value(json_object_get(r, "reason"));
+		printf(" status=%s steps=%lld cost=$%.6f%s%s",
+		       json_string_value(json_object_get(r, "status")),
+		       json_integer_value(json_object_get(r, "steps")),
+		       json_number_value(json_object_get(r, "cost_usd")),
+		       why ? " reason: " : "", why ? why : "");
+		const char *out =
+		    json_string_value(json_object_get(r, "output"));
+		if (out)
+			printf("\n\n%s", out);
+	}
+	printf("\n");
+	fflush(stdout);
+}
+
+static int on_line(void *arg, json_t *r)
+{
+	struct follow_ctx *f = arg;
+	if (f->json) {
+		char *s = json_dumps(r, JSON_COMPACT);
+		if (s) {
+			printf("%s\n", s);
+			free(s);
+		}
+		fflush(stdout);
+	} else {
+		print_step(r);
+	}
+	const char *type = json_string_value(json_object_get(r, "type"));
+	if (type && !strcmp(type, "run_end")) {
+		const char *st =
+		    json_string_value(json_object_get(r, "status"));
+		snprintf(f->final, sizeof(f->final), "%s", st ? st : "");
+	}
+	return 0;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: warden run AGENT TASK [--follow|--detach] [--json] "
+		   "[--socket PATH]\n"
+		   "  Runs AGENT on TASK in wardend as you (your uid, from the "
+		   "socket).\n"
+		   "  --follow   stream the steps as they happen (default)\n"
+		   "  --detach   print the run id and return\n"
+		   "  exit: 0 the run ended ok, 1 it failed or was stopped, "
+		   "2 usage\n");
+}
+
+static int verb_run(int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"follow", no_argument, 0, 'f'},
+	    {"detach", no_argument, 0, 'd'},
+	    {"json", no_argument, 0, 'j'},
+	    {"socket", required_argument, 0, 's'},
+	    {"help", no_argument, 0, 'h'},
+	    {0, 0, 0, 0},
+	};
+	bool follow = true, json = false;
+	const char *sock = NULL;
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+fdjh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'f':
+			follow = true;
+			break;
+		case 'd':
+			follow = false;
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 's':
+			sock = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			return WD_EXIT_OK;
+		default:
+			usage(stderr);
+			return WD_EXIT_USAGE;
+		}
+	}
+	if (argc - optind != 2) {
+		usage(stderr);
+		return WD_EXIT_USAGE;
+	}
+	sock = wd_cli_socket(sock);
+	struct wd_err err = {0};
+	json_t *body = json_pack("{s:s,s:s}", "agent", argv[optind], "task",
+				 argv[optind + 1]);
+	json_t *resp = NULL;
+	long status = 0;
+	int rc =
+	    wd_api_call(sock, "POST", "/v1/runs", body, &status, &resp, &err);
+	json_decref(body);
+	if (rc) {
+		fprintf(stderr, "warden run: %s\n", err.msg);
+		return WD_EXIT_FAIL;
+	}
+	if (status != 201) {
+		fprintf(stderr, "warden run: %s\n",
+			wd_api_error_text(resp, status));
+		json_decref(resp);
+		return WD_EXIT_FAIL;
+	}
+	const char *id = json_string_value(json_object_get(resp, "run_id"));
+	char rid[80];
+	snprintf(rid, sizeof(rid), "%s", id ? id : "");
+	json_decref(resp);
+	if (!follow) {
+		if (json)
+			printf("{\"run_id\":\"%s\"}\n", rid);
+		else
+			printf("%s\n", rid);
+		return WD_EXIT_OK;
+	}
+	if (!json)
+		printf("run %s\n", rid);
+	struct follow_ctx f = {.json = json};
+	char path[160];
+	snprintf(path, sizeof(path), "/v1/runs/%s/stream", rid);
+	rc = wd_api_stream(sock, path, on_line, &f, &err);
+	if (rc) {
+		fprintf(stderr, "warden run: %s\n", err.msg);
+		return WD_EXIT_FAIL;
+	}
+	return !strcmp(f.final, "ok") ? WD_EXIT_OK : WD_EXIT_FAIL;
+}
+
+WD_VERB(run, "run", "run an agent on a task in wardend, streaming its steps",
+	verb_run);

@@ -1,0 +1,91 @@
+/* Internal structures of the runtime (runtime.c, loop.c, store.c). */
+#ifndef WD_RT_INT_H
+#define WD_RT_INT_H
+
+#include <pthread.h>
+
+#include "broker/broker.h"
+#include "runtime/pset.h"
+#include "runtime/runtime.h"
+
+struct wd_stream;
+
+enum run_state { R_QUEUED, R_RUNNING, R_SUSPENDED, R_DONE };
+
+struct wd_run {
+	struct wd_run *next;  /* rt->runs */
+	struct wd_run *qnext; /* rt->queue */
+	int refs;	      /* under rt->mu */
+	struct wd_rt *rt;
+	char id[40];
+	struct wd_pset *ps;
+	const struct wd_agent_def *agent; /* inside ps */
+	struct wd_caller caller;
+	char **scopes;
+	int n_scopes;
+	char *task;
+	/* conversation: [{role, text, tool_calls[], tool_call_id, tool_name,
+	 * is_error, externalised}] */
+	json_t *msgs;
+	/* the current step's tool calls: [{id, name, arguments,
+	 * parse_error, state, content, is_error, approval_id, approval}]
+	 * state: new | waiting | approved | denied | ready | done */
+	json_t *pending;
+	json_t *done; /* "tool\x1f<canonical args>" -> {step, content} */
+	int step;
+	uint64_t in_tokens, out_tokens;
+	double cost;
+	uint64_t active_ns;   /* time spent running (not suspended) */
+	uint64_t slice_start; /* wd_now_ns() when it last became active */
+	uint64_t started_wall;
+	enum run_state state;
+	char status[24];      /* run_end status */
+	char stop_reason[64]; /* bound or failure */
+	char *final_text;
+	/* step events for streams: JSON lines, guarded by rt->mu */
+	char **lines;
+	uint64_t *line_seq;
+	size_t n_lines, cap_lines;
+};
+
+struct wd_rt {
+	char *state_dir, *policy_dir, *runs_dir;
+	struct wd_trace *trace;
+	struct wd_stream *events;
+	struct wd_ratelimit *rl;
+	pthread_mutex_t mu;
+	pthread_cond_t qcond; /* queue non-empty / stopping */
+	pthread_cond_t ecood; /* new stream lines (all runs) */
+	struct wd_pset *ps;
+	struct wd_run *runs;
+	struct wd_run *qhead, *qtail;
+	pthread_t *workers;
+	int n_workers;
+	pthread_t ttl_thread;
+	bool stopping;
+	unsigned approval_ttl_s;
+	char *webhook;
+	/* approvals: id -> {run_id, call_id, ...}; pointers to runs are
+	 * looked up by run_id under mu */
+	json_t *approvals;
+	/* metrics */
+	uint64_t m_runs_started, m_runs_ended, m_model_calls, m_tool_calls,
+	    m_denials, m_refusals, m_steps;
+	uint64_t m_overhead_ns; /* platform time per step, summed */
+};
+
+/* runtime.c */
+void rt_enqueue_locked(struct wd_rt *rt, struct wd_run *r);
+void rt_run_unref_locked(struct wd_run *r);
+/* Append a record to the trace and to the run's stream. */
+int rt_record(struct wd_run *r, json_t *rec, bool durable, struct wd_err *err);
+json_t *rt_rec_new(struct wd_run *r, const char *type);
+void rt_finish(struct wd_run *r, const char *status, const char *reason,
+	       const char *text);
+int rt_save_snapshot(struct wd_run *r);
+void rt_drop_snapshot(struct wd_run *r);
+
+/* loop.c */
+void rt_advance(struct wd_run *r);
+
+#endif

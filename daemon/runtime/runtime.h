@@ -1,0 +1,94 @@
+/* The agent runtime: runs agents' bounded loops on a worker pool.
+ *
+ *   wd_rt_run_create() ─▶ queue ─▶ worker: run_advance()
+ *        loop: check the 4 bounds → fit context → gateway → record
+ *              → broker (per tool call, concurrently) → record → step++
+ *        a call that needs approval suspends the run: its state goes to
+ *        memory + STATE/runs/<id>.json and the worker returns (no thread is
+ *        held). wd_rt_approval_decide() or the TTL re-queues it.
+ *
+ * Policy snapshots are reference counted: a reload swaps the current one;
+ * runs keep the snapshot they started with until they end (no run is
+ * dropped by a reload).
+ *
+ * Restart: STATE/runs/<id>.active marks a run in progress. At open, a run
+ * with a snapshot (<id>.json: suspended on approval) is restored; any other
+ * is ended with run_end {status: "interrupted", last_attempt}.
+ */
+#ifndef WD_RUNTIME_H
+#define WD_RUNTIME_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/util.h"
+
+struct wd_rt;
+struct wd_run;
+
+/* Who is calling, from the socket (SO_PEERCRED), never from the request. */
+struct wd_caller {
+	uid_t uid;
+	gid_t gid;
+	pid_t pid;
+	char user[64]; /* passwd name of uid, or the decimal uid */
+};
+/* Fill from a connected unix socket. 0 / -errno. */
+int wd_caller_from_socket(int fd, struct wd_caller *c);
+/* Fill from a uid (tests, in-process callers). */
+void wd_caller_from_uid(uid_t uid, gid_t gid, struct wd_caller *c);
+
+struct wd_rt_opts {
+	const char *state_dir;
+	const char *policy_dir;
+	int workers;		 /* 0 = 8 */
+	unsigned approval_ttl_s; /* 0 = $WARDEN_APPROVAL_TTL or 3600 */
+	const char *webhook_url; /* approval TTL notifications; NULL = none */
+};
+
+int wd_rt_open(const struct wd_rt_opts *o, struct wd_rt **out,
+	       struct wd_err *err);
+/* Stops accepting work, waits for workers to finish their current step,
+ * flushes the trace. Runs suspended on approval stay resumable. */
+void wd_rt_close(struct wd_rt *rt);
+
+/* Reload policy/. On any error the old policy stays and err says why. */
+int wd_rt_reload(struct wd_rt *rt, struct wd_err *err);
+
+/* Start a run. -ENOENT unknown agent, -EACCES caller may not run it. */
+int wd_rt_run_create(struct wd_rt *rt, const struct wd_caller *c,
+		     const char *agent, const char *task, char id[64],
+		     struct wd_err *err);
+
+/* Streaming a run's step events: a cursor over the run's records. */
+struct wd_rt_stream;
+struct wd_rt_stream *wd_rt_stream_open(struct wd_rt *rt, const char *run_id,
+				       uint64_t since_seq, struct wd_err *err);
+/* Waits up to timeout_ms for more; appends JSON lines to `out`.
+ * Returns 1 while more may come, 0 at the end of the run, -errno. */
+int wd_rt_stream_next(struct wd_rt_stream *s, int timeout_ms,
+		      struct wd_buf *out);
+void wd_rt_stream_close(struct wd_rt_stream *s);
+
+/* JSON views for the API (new references; NULL + errno when absent). */
+json_t *wd_rt_run_info(struct wd_rt *rt, const char *run_id);
+json_t *wd_rt_runs_list(struct wd_rt *rt);
+json_t *wd_rt_approvals_list(struct wd_rt *rt, const struct wd_caller *c);
+/* -ENOENT unknown/decided, -EPERM caller not an approver for it. */
+int wd_rt_approval_decide(struct wd_rt *rt, const struct wd_caller *c,
+			  const char *id, bool approve, const char *reason,
+			  struct wd_err *err);
+json_t *wd_rt_cost(struct wd_rt *rt, const char *by, uint64_t since_ns,
+		   struct wd_err *err);
+json_t *wd_rt_status(struct wd_rt *rt);
+/* Prometheus text exposition (free()). */
+char *wd_rt_metrics(struct wd_rt *rt);
+
+/* The trace store (for the daemon's events endpoint and tests). */
+struct wd_trace *wd_rt_trace(struct wd_rt *rt);
+/* The node-wide event stream (GET /v1/events). */
+struct wd_stream *wd_rt_events(struct wd_rt *rt);
+
+#endif
