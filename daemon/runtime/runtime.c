@@ -312,7 +312,7 @@ int wd_rt_run_create(struct wd_rt *rt, const struct wd_caller *c,
 	json_t *rec = rt_rec_new(r, "run_start");
 	json_object_set_new(rec, "agent", json_string(a->name));
 	json_object_set_new(rec, "team", json_string(a->team));
-	json_object_set_new(rec, "user", json_string(c->user));
+	json_object_set_new(rec, "user", json_string(r->caller.user));
 	json_object_set_new(rec, "uid", json_integer(c->uid));
 	json_object_set_new(rec, "gen_ai.request.model", json_string(a->model));
 	json_object_set_new(rec, "gen_ai.operation.name",
@@ -356,8 +356,8 @@ int wd_rt_run_create(struct wd_rt *rt, const struct wd_caller *c,
 	rt_enqueue_locked(rt, r);
 	pthread_mutex_unlock(&rt->mu);
 	snprintf(id, 64, "%s", r->id);
-	wd_info("run %s: agent %s for %s (uid %u)", r->id, a->name, c->user,
-		(unsigned)c->uid);
+	wd_info("run %s: agent %s for %s (uid %u)", r->id, a->name,
+		r->caller.user, (unsigned)c->uid);
 out:
 	wd_pset_unref(ps);
 	return rc;
