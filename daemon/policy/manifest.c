@@ -19,6 +19,7 @@ struct mctx {
 	yaml_node_t *approval_node;
 	yaml_node_t *approval_threshold_node;
 	yaml_node_t *exec_node;
+	yaml_node_t *input_node;
 };
 
 /* ---- paths
@@ -407,6 +408,7 @@ static int f_input(struct wd_ywalk *w, yaml_node_t *v, void *o)
 {
 	struct wd_manifest *m = M(o);
 	char *s = NULL;
+	((struct mctx *)o)->input_node = v;
 	if (wd_y_str(w, v, "'input'", &s) < 0)
 		return -EINVAL;
 	int rc = 0;
@@ -1010,6 +1012,51 @@ static void manifest_finish(struct wd_manifest *m)
 		m->socket_family_nums = wd_calloc(1, sizeof(int));
 }
 
+/* Is canonical path p equal to or below canonical directory d? */
+static bool path_covered(const char *p, const char *d)
+{
+	size_t n = strlen(d);
+	if (n == 1 && d[0] == '/')
+		return true;
+	return !strncmp(p, d, n) && (p[n] == 0 || p[n] == '/');
+}
+
+/* Checks across fields: a manifest that cannot work as written is an
+ * error at load rather than a confusing denial at call time. */
+static void cross_field(struct wd_ywalk *w, struct mctx *c)
+{
+	struct wd_manifest *m = c->m;
+	if (m->input == WD_INPUT_STDIN_FIELD && m->args_schema) {
+		json_t *j = json_loads(m->args_schema, 0, NULL);
+		json_t *props = json_object_get(j, "properties");
+		if (props && !json_object_get(props, m->input_field))
+			wd_y_err(w, c->input_node,
+				 "'input': field '%s' is not in "
+				 "args_schema.properties",
+				 m->input_field);
+		json_decref(j);
+	}
+	/* exec[0] must be executable under filesystem.exec when that list
+	 * is given (Landlock would refuse the execve otherwise) */
+	if (m->n_exec > 0 && m->fs_exec.n > 0) {
+		char *ce = NULL;
+		bool ok = false;
+		if (wd_path_canonical(m->exec[0], &ce, NULL) == 0)
+			for (int i = 0; i < m->fs_exec.n && !ok; i++)
+				ok = path_covered(ce, m->fs_exec.v[i]);
+		if (!ok)
+			wd_y_err(
+			    w,
+			    yaml_document_get_node(
+				w->doc,
+				c->exec_node->data.sequence.items.start[0]),
+			    "'exec[0]' %s (%s) is not under any "
+			    "filesystem.exec path",
+			    m->exec[0], ce ? ce : "?");
+		free(ce);
+	}
+}
+
 struct load_state {
 	const char *file;
 	struct wd_manifest **v;
@@ -1038,6 +1085,8 @@ static void load_doc(struct wd_ywalk *w, yaml_node_t *root, void *arg)
 		thresholds(w, c.approval_threshold_node, "'approval_threshold'",
 			   &c.m->approval);
 
+	if (w->nerr == errs)
+		cross_field(w, &c);
 	if (c.m->name && w->nerr == errs) {
 		for (int i = 0; i < st->n; i++)
 			if (!strcmp(st->v[i]->name, c.m->name))

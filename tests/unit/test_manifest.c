@@ -299,6 +299,10 @@ static const struct bad_case bad[] = {
      {"6:7: 'tier': 4 is out of range 1..3",
       "8:1: duplicate manifest name 'first' (also at line 1)"}},
     {"bad-nul.yaml", {"3:8: 'exec': string contains a NUL byte"}},
+    {"bad-cross.yaml",
+     {"4:8: 'input': field 'url' is not in args_schema.properties",
+      "3:8: 'exec[0]' /usr/bin/curl (/usr/bin/curl) is not under any "
+      "filesystem.exec path"}},
     {"bad-misc.yaml",
      {"1:7: 'name' 'Upper Case' must match [a-z0-9_-]{1,64}",
       "3:8: 'input': field name 'bad-field' must match [A-Za-z0-9_]+",
