@@ -19,6 +19,8 @@
 #include "common/log.h"
 #include "enforce/egress.h"
 #include "enforce/landlock.h"
+#include "enforce/lsm.h"
+#include "lsm_policy.h"
 #include "enforce/probe.h"
 #include "enforce/seccomp.h"
 #include "sandbox/cgroup.h"
@@ -60,6 +62,8 @@ struct launch {
 	char **argv;
 	char **envp;
 	struct wd_seccomp_prog sc;
+	struct wd_lsm *lsm; /* armed for this call, or NULL */
+	uint64_t cgid;
 	int go[2];   /* parent → child: you are in the cgroups */
 	int errp[2]; /* child → parent: setup error text (CLOEXEC) */
 	int sock[2]; /* child → parent: seccomp listener fd */
@@ -289,6 +293,26 @@ static void __attribute__((noreturn)) child_main(struct launch *l)
 		child_fail(l, 0, "%s", e.msg);
 	if (sethostname("warden", 6) < 0)
 		child_fail(l, errno, "uts: sethostname");
+	if (l->lsm) {
+		/* The call's own /tmp, /dev and /proc were made after the
+		 * parent armed the LSM; grant them by inode from here, while
+		 * we are still root and before seccomp forbids bpf(). */
+		static const struct {
+			const char *p;
+			unsigned a;
+		} own[] = {{"/tmp", WD_LSM_READ | WD_LSM_WRITE},
+			   {"/dev/shm", WD_LSM_READ | WD_LSM_WRITE},
+			   {"/proc", WD_LSM_READ}};
+		for (size_t i = 0; i < WD_ARRAY_SIZE(own); i++) {
+			int fd =
+			    open(own[i].p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			if (fd < 0 ||
+			    wd_lsm_allow_fd(l->lsm, l->cgid, fd, own[i].a) < 0)
+				child_fail(l, errno, "bpf_lsm: grant %s",
+					   own[i].p);
+			close(fd);
+		}
+	}
 	restrict_self(l);
 	pid_t g2 = fork();
 	if (g2 < 0)
@@ -722,6 +746,38 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 	if (r < 0)
 		goto out;
 	attached = true;
+
+	/* BPF LSM where the kernel runs it; `require: [bpf_lsm]` refuses the
+	 * call without it. */
+	bool need_lsm = false;
+	for (int i = 0; i < m->n_require; i++)
+		if (!strcmp(m->require[i], "bpf_lsm"))
+			need_lsm = true;
+	struct wd_err lerr = {0};
+	struct wd_lsm *lsm = wd_lsm_shared(&lerr);
+	if (need_lsm && (!lsm || !wd_lsm_active())) {
+		r = wd_err_set(err, -ENOTSUP,
+			       "require bpf_lsm: cannot enforce: BPF LSM "
+			       "unavailable on this kernel%s%s (see warden "
+			       "status)",
+			       lerr.msg[0] ? ": " : "", lerr.msg);
+		goto out;
+	}
+	if (lsm && wd_lsm_n_active(lsm) > 0) {
+		r = wd_lsm_begin(lsm, cg.v2_fd, cg.v2_id, m, err);
+		if (r < 0)
+			goto out;
+		l.lsm = lsm;
+		l.cgid = cg.v2_id;
+		wd_result_enf(res, "bpf_lsm", "%s (%d hooks)",
+			      m->mode == WD_MODE_AUDIT ? "audit" : "enforced",
+			      wd_lsm_n_active(lsm));
+	} else {
+		wd_result_enf(res, "bpf_lsm",
+			      "unavailable on this kernel: "
+			      "Landlock + seccomp + cgroup "
+			      "BPF hold its lines");
+	}
 	wd_result_enf(res, "bpf_egress",
 		      "%s: cgroup/connect4,6 sendmsg4,6 "
 		      "(%d rule%s)%s",
@@ -743,6 +799,17 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 		wd_result_enf(res, "namespaces", "mnt pid ipc uts%s",
 			      l.netns ? " net" : "");
 
+	if (l.lsm && l.tier == 1) {
+		cleanup_close int sfd =
+		    open(l.scratch, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (sfd < 0 ||
+		    (r = wd_lsm_allow_fd(l.lsm, l.cgid, sfd,
+					 WD_LSM_READ | WD_LSM_WRITE)) < 0) {
+			r = wd_err_set(err, sfd < 0 ? -errno : r,
+				       "bpf_lsm: grant scratch");
+			goto out;
+		}
+	}
 	if (pipe2(l.go, O_CLOEXEC) < 0 || pipe2(l.errp, O_CLOEXEC) < 0 ||
 	    socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, l.sock) < 0 ||
 	    pipe2(l.in, O_CLOEXEC) < 0 || pipe2(l.out, O_CLOEXEC) < 0 ||
@@ -787,6 +854,8 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 	r = supervise(&l, child, &cg, eg, res, err);
 
 out:
+	if (l.lsm)
+		wd_lsm_end(l.lsm, l.cgid);
 	if (attached)
 		wd_egress_detach(eg, cg.v2_id);
 	wd_cgroup_destroy(&cg);
