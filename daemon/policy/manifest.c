@@ -661,9 +661,60 @@ static int fs_read(struct wd_ywalk *w, yaml_node_t *v, void *o)
 {
 	return path_list(w, v, "'filesystem.read'", &M(o)->fs_read);
 }
+/* A write grant on a system path, on an ancestor of one, or anywhere under
+ * one, is refused outright: no tool needs it, and in tier 2 the listed
+ * paths are bind-mounted writable from the host. DAC (tools never run as
+ * uid 0) would stop most of it; this stops it at the policy. Under /dev
+ * only the directory itself is refused (/dev/null, /dev/shm are fine).
+ * Returns a message fragment, or NULL if the path may be writable. */
+static bool write_refused(const char *p, char *why, size_t len)
+{
+	static const struct {
+		const char *path;
+		bool subtree;
+	} sys[] = {
+	    {"/etc", true},  {"/usr", true},	    {"/boot", true},
+	    {"/proc", true}, {"/sys", true},	    {"/bin", true},
+	    {"/sbin", true}, {"/lib", true},	    {"/lib64", true},
+	    {"/root", true}, {"/run/warden", true}, {"/var/lib/warden", true},
+	    {"/dev", false},
+	};
+	size_t n = strlen(p);
+	for (size_t i = 0; i < WD_ARRAY_SIZE(sys); i++) {
+		const char *s = sys[i].path;
+		size_t l = strlen(s);
+		if (!strcmp(p, s) || (sys[i].subtree && n > l &&
+				      !strncmp(p, s, l) && p[l] == '/')) {
+			snprintf(why, len, "is a system path (%s)", s);
+			return true;
+		}
+		if (!strcmp(p, "/") ||
+		    (n < l && !strncmp(s, p, n) && s[n] == '/')) {
+			snprintf(why, len, "contains %s", s);
+			return true;
+		}
+	}
+	return false;
+}
+
 static int fs_write(struct wd_ywalk *w, yaml_node_t *v, void *o)
 {
-	return path_list(w, v, "'filesystem.write'", &M(o)->fs_write);
+	struct wd_path_list *pl = &M(o)->fs_write;
+	if (path_list(w, v, "'filesystem.write'", pl) < 0)
+		return -EINVAL;
+	int rc = 0;
+	for (int i = 0; i < pl->n; i++) {
+		char why[96];
+		if (write_refused(pl->v[i], why, sizeof(why))) {
+			wd_y_err(w,
+				 yaml_document_get_node(
+				     w->doc, v->data.sequence.items.start[i]),
+				 "'filesystem.write': '%s' %s; refused",
+				 pl->v[i], why);
+			rc = -EINVAL;
+		}
+	}
+	return rc;
 }
 static int fs_exec(struct wd_ywalk *w, yaml_node_t *v, void *o)
 {

@@ -303,6 +303,15 @@ static const struct bad_case bad[] = {
      {"4:8: 'input': field 'url' is not in args_schema.properties",
       "3:8: 'exec[0]' /usr/bin/curl (/usr/bin/curl) is not under any "
       "filesystem.exec path"}},
+    {"bad-write.yaml",
+     {"4:22: 'filesystem.write': '/' contains /etc; refused",
+      "4:27: 'filesystem.write': '/etc' is a system path (/etc); refused",
+      "4:35: 'filesystem.write': '/usr/lib/x' is a system path (/usr); "
+      "refused",
+      "4:45: 'filesystem.write': '/proc/sys/kernel' is a system path "
+      "(/proc); refused",
+      "4:65: 'filesystem.write': '/var' contains /var/lib/warden; refused",
+      "4:86: 'filesystem.write': '/run' contains /run/warden; refused"}},
     {"bad-misc.yaml",
      {"1:7: 'name' 'Upper Case' must match [a-z0-9_-]{1,64}",
       "3:8: 'input': field name 'bad-field' must match [A-Za-z0-9_]+",
