@@ -372,6 +372,7 @@ static int cmd_check(int argc, char **argv)
 	bool json = false;
 	int o;
 	optind = 1;
+	opterr = 0;
 	while ((o = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
 		switch (o) {
 		case 'j':
@@ -381,6 +382,9 @@ static int cmd_check(int argc, char **argv)
 			usage(stdout);
 			return WD_EXIT_OK;
 		default:
+			fprintf(stderr,
+				"warden policy check: unknown option '%s'\n",
+				argv[optind - 1]);
 			usage(stderr);
 			return WD_EXIT_USAGE;
 		}
