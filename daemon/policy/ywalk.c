@@ -580,6 +580,14 @@ int wd_y_load(const char *file, const char *text, size_t len,
 			yaml_document_delete(&doc);
 			break; /* end of stream */
 		}
+		/* an empty document ("---" at the end of a file, or
+		 * between two) is skipped, not an error */
+		if (root->type == YAML_SCALAR_NODE &&
+		    root->data.scalar.length == 0 &&
+		    root->data.scalar.style == YAML_PLAIN_SCALAR_STYLE) {
+			yaml_document_delete(&doc);
+			continue;
+		}
 		struct wd_ywalk w = {.doc = &doc,
 				     .file = file,
 				     .diag = diag,

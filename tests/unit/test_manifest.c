@@ -216,6 +216,23 @@ static void test_defaults_json_seed(void)
 	wd_manifest_free_all(v, n);
 	wd_diag_free(&dg);
 
+	/* empty documents (a trailing or doubled ---) are skipped */
+	const char *mt = "---\n---\nname: a\ntier: 1\n---\n---\nname: b\n"
+			 "tier: 2\n---\n";
+	rc = wd_manifest_load_all_str("mt.yaml", mt, strlen(mt), &v, &n, &dg);
+	T_OK(rc == 0 && n == 2 && !strcmp(v[1]->name, "b") && v[1]->line == 7,
+	     "empty-documents-skipped", "rc %d n %d %s", rc, n,
+	     dg.n ? dg.msgs[0] : "");
+	wd_manifest_free_all(v, n);
+	wd_diag_free(&dg);
+	rc = wd_manifest_load_str("s.yaml", "hello\n", 6, &m, &dg);
+	T_OK(
+	    rc == -EINVAL && dg.n == 1 &&
+		!strcmp(dg.msgs[0],
+			"s.yaml:1:1: manifest must be a mapping, not a scalar"),
+	    "scalar-document", "%s", dg.n ? dg.msgs[0] : "");
+	wd_diag_free(&dg);
+
 	/* load_file yields the first document */
 	rc = wd_manifest_load_file(FIX "seed-000.yaml", &m, &dg);
 	T_OK(rc == 0 && m && !strcmp(m->name, "search_internal_docs"),
