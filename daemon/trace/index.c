@@ -12,9 +12,7 @@
 enum {
 	S_REC,
 	S_RUN_NEW,
-	S_RUN_TOUCH,
 	S_RUN_START,
-	S_RUN_MODEL,
 	S_RUN_END,
 	S_RUN_FLAG,
 	S_RUN_GC,
@@ -27,17 +25,21 @@ static const char *const sqls[S_N] = {
     [S_REC] = "INSERT OR IGNORE INTO records(seq, seg, off, len, ts, "
 	      "run_id, step, type, tool, call_id, status, prompt_hash, "
 	      "result_hash) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
-    [S_RUN_NEW] = "INSERT OR IGNORE INTO runs(run_id, status, started, "
-		  "last_ts) VALUES(?, 'running', ?, ?)",
-    [S_RUN_TOUCH] = "UPDATE runs SET last_ts = max(last_ts, ?2), steps = "
-		    "max(steps, ?3), records = records + 1 WHERE run_id = ?1",
+    /* one statement per record for the run's aggregates */
+    [S_RUN_NEW] = "INSERT INTO runs(run_id, status, started, last_ts, steps, "
+		  "records, input_tokens, output_tokens, cost_usd, "
+		  "model_calls, model) VALUES(?1, 'running', ?2, ?2, ?3, 1, "
+		  "?4, ?5, ?6, ?7, ?8) ON CONFLICT(run_id) DO UPDATE SET "
+		  "last_ts = max(last_ts, excluded.last_ts), steps = "
+		  "max(steps, excluded.steps), records = records + 1, "
+		  "input_tokens = input_tokens + excluded.input_tokens, "
+		  "output_tokens = output_tokens + excluded.output_tokens, "
+		  "cost_usd = cost_usd + excluded.cost_usd, model_calls = "
+		  "model_calls + excluded.model_calls, model = "
+		  "coalesce(model, excluded.model)",
     [S_RUN_START] = "UPDATE runs SET agent = ?2, team = ?3, user = ?4, "
 		    "model = coalesce(?5, model), started = ?6, payloads = "
 		    "?7, retention_days = ?8 WHERE run_id = ?1",
-    [S_RUN_MODEL] = "UPDATE runs SET input_tokens = input_tokens + ?2, "
-		    "output_tokens = output_tokens + ?3, cost_usd = cost_usd "
-		    "+ ?4, model_calls = model_calls + 1, model = "
-		    "coalesce(model, ?5) WHERE run_id = ?1",
     [S_RUN_END] = "UPDATE runs SET status = ?2, ended = ?3, flagged = "
 		  "max(flagged, ?4), cost_usd = coalesce(?5, cost_usd) WHERE "
 		  "run_id = ?1",
@@ -291,16 +293,25 @@ int wd_idx_add(struct wd_idx *x, uint64_t seq, uint64_t seg, uint64_t off,
 	if (sqlite3_changes(x->db) == 0)
 		return 0; /* already indexed */
 
+	bool mc = !strcmp(type, "model_call");
 	st = x->st[S_RUN_NEW];
 	bind_str(st, 1, run);
 	sqlite3_bind_int64(st, 2, ts);
-	sqlite3_bind_int64(st, 3, ts);
-	if (run_step(st) < 0)
-		return -EIO;
-	st = x->st[S_RUN_TOUCH];
-	bind_str(st, 1, run);
-	sqlite3_bind_int64(st, 2, ts);
 	sqlite3_bind_int64(st, 3, step);
+	sqlite3_bind_int64(
+	    st, 4,
+	    mc ? (int64_t)num(
+		     get2(rec, "gen_ai.usage.input_tokens", "input_tokens"))
+	       : 0);
+	sqlite3_bind_int64(
+	    st, 5,
+	    mc ? (int64_t)num(
+		     get2(rec, "gen_ai.usage.output_tokens", "output_tokens"))
+	       : 0);
+	sqlite3_bind_double(st, 6,
+			    mc ? num(json_object_get(rec, "cost_usd")) : 0);
+	sqlite3_bind_int(st, 7, mc);
+	bind_str(st, 8, mc ? str2(rec, "gen_ai.request.model", "model") : NULL);
 	if (run_step(st) < 0)
 		return -EIO;
 
@@ -324,20 +335,6 @@ int wd_idx_add(struct wd_idx *x, uint64_t seq, uint64_t seg, uint64_t off,
 			sqlite3_bind_int64(st, 8, (int64_t)num(rd));
 		else
 			sqlite3_bind_null(st, 8);
-	} else if (!strcmp(type, "model_call")) {
-		st = x->st[S_RUN_MODEL];
-		bind_str(st, 1, run);
-		sqlite3_bind_int64(
-		    st, 2,
-		    (int64_t)num(get2(rec, "gen_ai.usage.input_tokens",
-				      "input_tokens")));
-		sqlite3_bind_int64(
-		    st, 3,
-		    (int64_t)num(get2(rec, "gen_ai.usage.output_tokens",
-				      "output_tokens")));
-		sqlite3_bind_double(st, 4,
-				    num(json_object_get(rec, "cost_usd")));
-		bind_str(st, 5, str2(rec, "gen_ai.request.model", "model"));
 	} else if (!strcmp(type, "run_end")) {
 		const char *s = str2(rec, "status", NULL);
 		json_t *c = json_object_get(rec, "cost_usd");

@@ -307,19 +307,31 @@ int wd_trace_append(struct wd_trace *t, json_t *rec, bool durable,
 	type = json_string_value(json_object_get(rec, "type"));
 
 	/* serialize outside the lock: run_id, step, type, then the rest */
-	json_t *body = json_object();
-	json_object_set(body, "run_id", json_object_get(rec, "run_id"));
-	json_object_set(body, "step", step);
-	json_object_set(body, "type", json_object_get(rec, "type"));
+	struct wd_buf mb = {0};
+	wd_buf_append(&mb, "{\"run_id\":", 10);
+	int er = wd_trace_emit(&mb, json_object_get(rec, "run_id"));
+	wd_buf_append(&mb, ",\"step\":", 8);
+	er |= wd_trace_emit(&mb, step);
+	wd_buf_append(&mb, ",\"type\":", 8);
+	er |= wd_trace_emit(&mb, json_object_get(rec, "type"));
 	const char *k;
 	json_t *v;
-	json_object_foreach(rec, k, v) if (!reserved_key(k))
-	    json_object_set(body, k, v);
-	char *mid = json_dumps(body, JSON_COMPACT | JSON_ENSURE_ASCII);
-	json_decref(body);
-	if (!mid)
-		return wd_err_set(err, -EINVAL, "trace record: cannot encode");
-	size_t midlen = strlen(mid);
+	json_object_foreach(rec, k, v)
+	{
+		if (reserved_key(k))
+			continue;
+		wd_buf_append(&mb, ",", 1);
+		er |= wd_trace_emit_member(&mb, k, v);
+	}
+	wd_buf_append(&mb, "}", 1);
+	if (er) {
+		wd_buf_free(&mb);
+		return wd_err_set(err, -EINVAL,
+				  "trace record: cannot encode (NaN or "
+				  "infinity?)");
+	}
+	char *mid = mb.data;
+	size_t midlen = mb.len;
 	json_t *idx = t->idx ? wd_idx_fields(rec) : NULL;
 	if (!strcmp(type, "run_start"))
 		note_hash_only(t, run_id, rec);
@@ -511,7 +523,8 @@ static int load_tail(struct wd_trace *t, struct wd_err *err)
 	if (good < len && !t->o.read_only) {
 		bool damage = !chain_ok || good_line_after(buf, len, good);
 		cleanup_free char *keep = wd_asprintf(
-		    "%s.%s-%zu", path, damage ? "damaged" : "torn", good);
+		    "%s.%s-%zu.%llu", path, damage ? "damaged" : "torn", good,
+		    (unsigned long long)wd_wall_ns());
 		r = wd_write_file(keep, buf + good, len - good, 0640);
 		if (r < 0)
 			return wd_err_set(err, r, "%s: %s", keep, strerror(-r));

@@ -98,6 +98,9 @@ int wd_trace_load_blob(struct wd_trace *t, const char *hex, char **data,
 		       size_t *len);
 void wd_trace_redact_json(struct wd_trace *t, json_t *v);
 bool wd_trace_is_ref_key(const char *key);
+/* Compact JSON of v appended to b; -EINVAL on NaN/Inf. */
+int wd_trace_emit(struct wd_buf *b, json_t *v);
+int wd_trace_emit_member(struct wd_buf *b, const char *k, json_t *v);
 void wd_otlp_feed(struct wd_otlp *o, json_t *rec);
 
 #endif

@@ -8,20 +8,22 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static char *tt_tmpdir(void)
+static __attribute__((unused)) char *tt_tmpdir(void)
 {
 	char tmpl[] = "/tmp/wd-trace-test.XXXXXX";
 	char *d = mkdtemp(tmpl);
 	return d ? wd_strdup(d) : NULL;
 }
 
-static json_t *tt_rec(const char *run, int step, const char *type)
+static __attribute__((unused)) json_t *tt_rec(const char *run, int step,
+					      const char *type)
 {
 	return json_pack("{s:s, s:i, s:s}", "run_id", run, "step", step, "type",
 			 type);
 }
 
-static int tt_append(struct wd_trace *t, json_t *r, bool durable)
+static __attribute__((unused)) int tt_append(struct wd_trace *t, json_t *r,
+					     bool durable)
 {
 	struct wd_err err = {0};
 	int e = wd_trace_append(t, r, durable, NULL, &err);
@@ -32,7 +34,7 @@ static int tt_append(struct wd_trace *t, json_t *r, bool durable)
 }
 
 /* All rows of the index tables, as text, for comparisons. */
-static char *tt_dump_index(const char *state)
+static __attribute__((unused)) char *tt_dump_index(const char *state)
 {
 	char *path = wd_asprintf("%s/trace/index.db", state);
 	sqlite3 *db;
@@ -68,7 +70,8 @@ static char *tt_dump_index(const char *state)
 	return b.data;
 }
 
-static bool tt_file_has(const char *path, const char *needle)
+static __attribute__((unused)) bool tt_file_has(const char *path,
+						const char *needle)
 {
 	char *d = NULL;
 	size_t n;

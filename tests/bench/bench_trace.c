@@ -1,0 +1,186 @@
+/* Trace store figures (issue 5): appends/s with group commit (~1 KB
+ * records), p50/p99 latency of a durable tool_attempt, time to find the runs
+ * sharing a prompt hash among N records, bytes on disk per step against the
+ * raw JSON. Prints figures; asserts nothing.
+ *   bench_trace [DIR] [N_RECORDS]   (default: a temp dir, 1000000) */
+#include "trace/trace.h"
+
+#include <dirent.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static uint64_t du(const char *path)
+{
+	struct stat st;
+	if (lstat(path, &st) < 0)
+		return 0;
+	if (!S_ISDIR(st.st_mode))
+		return st.st_blocks * 512;
+	uint64_t n = 0;
+	DIR *d = opendir(path);
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		char *p = wd_asprintf("%s/%s", path, e->d_name);
+		n += du(p);
+		free(p);
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+struct job {
+	struct wd_trace *t;
+	int id;
+	uint64_t n, raw_bytes;
+	unsigned nprompts;
+};
+
+/* a realistic ~1 KB model_call record */
+static json_t *mkrec(int thr, uint64_t i, unsigned nprompts)
+{
+	char run[40], ph[80], text[700];
+	snprintf(run, sizeof(run), "run-%d-%06llu", thr,
+		 (unsigned long long)(i / 20));
+	snprintf(ph, sizeof(ph), "sha256:%064llx",
+		 (unsigned long long)(i * 2654435761u % nprompts));
+	for (size_t k = 0; k < sizeof(text) - 1; k++)
+		text[k] = "abcdefghij klmnopqrstuvwxyz.,"[(i + k * 7) % 29];
+	text[sizeof(text) - 1] = 0;
+	return json_pack(
+	    "{s:s, s:i, s:s, s:s, s:s, s:s, s:i, s:i, s:f, s:i, "
+	    "s:{s:s, s:s}}",
+	    "run_id", run, "step", (int)(i % 20), "type", "model_call",
+	    "gen_ai.request.model", "claude-sonnet-4", "prompt_hash", ph,
+	    "prompt_ref", ph, "gen_ai.usage.input_tokens", 6412,
+	    "gen_ai.usage.output_tokens", 184, "cost_usd", 0.0231, "latency_ms",
+	    1840, "response", "stop_reason", "tool_use", "text", text);
+}
+
+static void *appender(void *arg)
+{
+	struct job *j = arg;
+	struct wd_err err = {0};
+	for (uint64_t i = 0; i < j->n; i++) {
+		json_t *r = mkrec(j->id, i, j->nprompts);
+		if (wd_trace_append(j->t, r, false, NULL, &err) < 0) {
+			fprintf(stderr, "append: %s\n", err.msg);
+			json_decref(r);
+			break;
+		}
+		if (i % 64 == 0) { /* raw size, sampled */
+			char *s = json_dumps(r, JSON_COMPACT);
+			j->raw_bytes += (strlen(s) + 1) * 64;
+			free(s);
+		}
+		json_decref(r);
+	}
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	char tmpl[] = "/var/tmp/wd-bench-trace.XXXXXX";
+	const char *dir = argc > 1 ? argv[1] : mkdtemp(tmpl);
+	uint64_t total = argc > 2 ? strtoull(argv[2], NULL, 10) : 1000000;
+	int threads = 2;
+	struct wd_trace *t;
+	struct wd_err err = {0};
+	if (!dir || wd_trace_open(dir, NULL, &t, &err) < 0) {
+		fprintf(stderr, "bench_trace: open: %s\n", err.msg);
+		return 1;
+	}
+	printf("bench_trace: store %s/trace, %llu records of ~1 KB, %d "
+	       "appender threads\n",
+	       dir, (unsigned long long)total, threads);
+
+	/* 1. group-commit throughput (until everything is on disk) */
+	pthread_t th[8];
+	struct job jobs[8];
+	uint64_t t0 = wd_now_ns();
+	for (int i = 0; i < threads; i++) {
+		jobs[i] = (struct job){t, i, total / threads, 0, 5000};
+		pthread_create(&th[i], NULL, appender, &jobs[i]);
+	}
+	uint64_t raw = 0;
+	for (int i = 0; i < threads; i++) {
+		pthread_join(th[i], NULL);
+		raw += jobs[i].raw_bytes;
+	}
+	uint64_t t_app = wd_now_ns() - t0;
+	wd_trace_flush(t, &err);
+	uint64_t t_all = wd_now_ns() - t0;
+	printf("appends/s (group commit, returned):     %.0f\n",
+	       total / (t_app / 1e9));
+	printf("appends/s (incl. write+fdatasync+index): %.0f\n",
+	       total / (t_all / 1e9));
+
+	/* 2. durable tool_attempt latency */
+	enum { ND = 300 };
+	uint64_t lat[ND];
+	for (int i = 0; i < ND; i++) {
+		json_t *r =
+		    json_pack("{s:s, s:i, s:s, s:s, s:s, s:s, s:{s:s}}",
+			      "run_id", "durable-run", "step", i, "type",
+			      "tool_attempt", "gen_ai.tool.name", "send_mail",
+			      "gen_ai.tool.call.id", "call-1", "side_effects",
+			      "external", "args", "to", "someone@example.com");
+		uint64_t s = wd_now_ns();
+		wd_trace_append(t, r, true, NULL, &err);
+		lat[i] = wd_now_ns() - s;
+		json_decref(r);
+	}
+	qsort(lat, ND, sizeof(lat[0]), cmp_u64);
+	printf("durable tool_attempt latency: p50 %.3f ms, p99 %.3f ms "
+	       "(fdatasync)\n",
+	       lat[ND / 2] / 1e6, lat[ND * 99 / 100] / 1e6);
+
+	/* 3. runs sharing a prompt hash */
+	char ph[80];
+	snprintf(ph, sizeof(ph), "sha256:%064llx", 1234ull);
+	struct wd_trace_query q = {.prompt_hash = ph};
+	json_t *a = NULL;
+	uint64_t best = UINT64_MAX, s;
+	for (int i = 0; i < 20; i++) {
+		s = wd_now_ns();
+		json_decref(a);
+		wd_trace_query_runs(t, &q, &a, &err);
+		s = wd_now_ns() - s;
+		best = s < best ? s : best;
+	}
+	s = wd_now_ns();
+	json_decref(a);
+	wd_trace_query_runs(t, &q, &a, &err);
+	s = wd_now_ns() - s;
+	printf("runs sharing a prompt hash among %llu records: %zu runs in "
+	       "%.3f ms (best of 20: %.3f ms)\n",
+	       (unsigned long long)total, json_array_size(a), s / 1e6,
+	       best / 1e6);
+	json_decref(a);
+	wd_trace_close(t);
+
+	/* 4. bytes on disk */
+	char *seg = wd_asprintf("%s/trace/segments", dir);
+	char *idx = wd_asprintf("%s/trace/index.db", dir);
+	char *wal = wd_asprintf("%s/trace/index.db-wal", dir);
+	uint64_t dseg = du(seg), didx = du(idx) + du(wal);
+	printf("bytes per step: raw JSON %.0f, segments %.0f (%.2fx), "
+	       "index %.0f, total %.2fx raw\n",
+	       (double)raw / total, (double)dseg / total, (double)dseg / raw,
+	       (double)didx / total, (double)(dseg + didx) / raw);
+	free(seg);
+	free(idx);
+	free(wal);
+	if (argc < 2)
+		wd_rm_rf(dir);
+	return 0;
+}
