@@ -401,6 +401,11 @@ int wd_broker_execute(const struct wd_broker_run *run,
 	    att, "auth_mode",
 	    json_string(service ? "service" : "on_behalf_of_user"));
 	json_object_set_new(att, "run_as_uid", json_integer(uid));
+	/* the model's call ids repeat across runs ("call_0_0"): the sandbox
+	 * (cgroup names, event attribution) gets one unique on this node */
+	char sb_id[24] = {0};
+	wd_rand_hex(sb_id, 16);
+	json_object_set_new(att, "sandbox_call_id", json_string(sb_id));
 	cleanup_free char *args_text = json_dumps(call->args, JSON_COMPACT);
 	if (!args_text)
 		args_text = wd_strdup("{}");
@@ -444,7 +449,7 @@ int wd_broker_execute(const struct wd_broker_run *run,
 	    .stdin_len = stdin_data ? strlen(stdin_data) : 0,
 	    .caller_uid = uid,
 	    .caller_gid = gid,
-	    .call_id = call->call_id,
+	    .call_id = sb_id,
 	};
 	struct wd_result res = {0};
 	struct wd_err serr = {0};

@@ -12,13 +12,13 @@ export WARDEN_SOCKET=$SOCK
 WPID=
 FAKE_PID=
 FAKE_PORT=
-SLOW_MARK=sleep-$$-31.4159 # unique argv to find the test's own slow tool
+SLOW_MARK=29.$$1 # a unique sleep duration: finds the test's own slow tool
 
 cleanup_all() {
 	[ -n "$WPID" ] && kill -KILL "$WPID" 2>/dev/null && wait "$WPID" 2>/dev/null
 	[ -n "$FAKE_PID" ] && kill "$FAKE_PID" 2>/dev/null && wait "$FAKE_PID" 2>/dev/null
 	kill_slow_tools
-	rm -rf "$T"
+	[ -n "${KEEP_T:-}" ] || rm -rf "$T"
 }
 trap cleanup_all EXIT
 
@@ -26,7 +26,7 @@ trap cleanup_all EXIT
 kill_slow_tools() {
 	local p
 	for p in /proc/[0-9]*; do
-		if tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -q -- "${SLOW_MARK#sleep-}"; then
+		if tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -q -- "sleep $SLOW_MARK"; then
 			kill -KILL "${p#/proc/}" 2>/dev/null
 		fi
 	done 2>/dev/null
