@@ -1,0 +1,237 @@
+#!/usr/bin/env bash
+# Tier 3 (gVisor) through `warden exec`: escape probes run inside the
+# sandbox; every verdict is judged by evidence outside it (host files, a
+# host listener's accept log, host cgroups, leftover processes and state).
+. "$(dirname "$0")/../lib.sh"
+command -v jq >/dev/null || { skip tier3 "jq not installed"; finish; }
+if ! command -v runsc >/dev/null; then
+	skip tier3 "runsc not installed (Debian package runsc)"
+	finish
+fi
+[ "$(id -u)" = 0 ] || { skip tier3 "needs root"; finish; }
+
+T=$(mktemp -d /tmp/warden-t3.XXXXXX)
+SECRET_DIR=$(mktemp -d /root/warden-t3-secret.XXXXXX)
+MARK=wardent3mark$$
+cleanup() {
+	[ -n "${LPID:-}" ] && kill "$LPID" 2>/dev/null
+	[ -n "${SPID:-}" ] && kill "$SPID" 2>/dev/null
+	rm -rf "$T" "$SECRET_DIR" "/etc/$MARK" /usr/lib/python3/"$MARK"
+}
+trap cleanup EXIT
+
+PYREAD='["/usr/lib/python3", "/usr/lib/python3.11", "/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/etc/ld.so.cache"]'
+manifest() { # file name memory_mb pids timeout_ms [extra yaml]
+	cat >"$1" <<EOF
+name: $2
+description: tier 3 test
+tier: 3
+exec: ["/usr/bin/python3", "-"]
+input: stdin
+timeout_ms: $5
+memory_mb: $3
+pids: $4
+network: {allow: []}
+filesystem: {read: $PYREAD, write: [], exec: ["/usr/bin/python3"]}
+output: {max_bytes: 4096}
+${6:-}
+EOF
+}
+manifest "$T/p.yaml" probe 256 32 20000
+py() { # code -> json result on stdout, exit code in $T/rc
+	printf '%s' "$1" >"$T/code.py"
+	"$WARDEN" exec --policy "${2:-$T/p.yaml}" --json --stdin "$T/code.py" >"$T/out.json" 2>"$T/err.txt"
+	echo $? >"$T/rc"
+	cat "$T/out.json"
+}
+field() { jq -r "$1" "$T/out.json" 2>/dev/null; }
+
+# -- run_python computes a result ---------------------------------------------
+printf '%s' "$(jq -n '{code: "print(sum(i*i for i in range(10)))"}')" >/dev/null
+printf 'import statistics\nprint(statistics.mean([3, 5, 10]))\n' >"$T/rp.py"
+"$WARDEN" exec --policy policy/tools/run_python.yaml --json --stdin "$T/rp.py" >"$T/out.json" 2>"$T/err.txt"
+rc=$?
+expect_eq t3_run_python_exit "$rc" 0
+expect_eq t3_run_python_result "$(field .stdout)" "6"
+expect_eq t3_run_python_tier "$(field .tier)" 3
+expect_match t3_run_python_network "$(field .enforcement.network)" "none"
+
+# -- identity: never root ---------------------------------------------------------
+py 'import os; print(os.getuid(), os.getgid(), open("/proc/self/status").read().split("CapEff:")[1].split()[0])' >/dev/null
+expect_eq t3_identity "$(field .stdout)" "65534 65534 0000000000000000"
+
+# -- files outside the manifest: unreadable ----------------------------------------
+echo "topsecret-$MARK" >"$SECRET_DIR/secret"
+chmod 644 "$SECRET_DIR/secret"
+echo "hostpasswd-$MARK" >"$T/hostfile"
+chmod 644 "$T/hostfile"
+py "
+for p in ['$SECRET_DIR/secret', '$T/hostfile', '/etc/shadow', '/etc/passwd', '/root/.bash_history']:
+    try:
+        print('READ', p, open(p).read()[:40])
+    except OSError as e:
+        print('DENIED', p, e.errno)
+" >/dev/null
+out=$(field .stdout)
+if printf '%s' "$out" | grep -q "topsecret-$MARK\|hostpasswd-$MARK\|^READ"; then
+	fail t3_read_outside "sandbox read a host file: $out"
+else
+	expect_match t3_read_outside "$out" "DENIED $SECRET_DIR/secret"
+fi
+
+# -- writes: nothing lands on the host ---------------------------------------------
+py "
+import os
+for p in ['/etc/$MARK', '/usr/lib/python3/$MARK', '$T/$MARK', '/tmp/$MARK']:
+    try:
+        open(p, 'w').write('x'); print('WROTE', p)
+    except OSError as e:
+        print('DENIED', p, e.errno)
+" >/dev/null
+leaked=""
+for p in "/etc/$MARK" "/usr/lib/python3/$MARK" "$T/$MARK" "/tmp/$MARK"; do
+	[ -e "$p" ] && leaked="$leaked $p"
+done
+expect_eq t3_write_outside_host_unchanged "$leaked" ""
+expect_match t3_write_tmp_is_scratch "$(field .stdout)" "WROTE /tmp/$MARK"
+
+# -- no egress: a host loopback listener sees no connection ---------------------------
+PORT=$((20000 + RANDOM % 20000))
+python3 -c "
+import socket,sys
+s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(('127.0.0.1', $PORT)); s.listen(8); open('$T/ready','w').close()
+while True:
+    c,a=s.accept(); open('$T/accepted','a').write(str(a)+'\n'); c.close()
+" &
+LPID=$!
+for _ in $(seq 50); do [ -e "$T/ready" ] && break; sleep 0.1; done
+py "
+import socket
+for host in ['127.0.0.1', '10.0.2.2', '1.1.1.1']:
+    s = socket.socket(); s.settimeout(2)
+    try:
+        s.connect((host, $PORT)); print('CONNECTED', host)
+    except OSError as e:
+        print('REFUSED', host, e.errno)
+" >/dev/null
+python3 -c "import socket; socket.create_connection(('127.0.0.1', $PORT)).close()" 2>/dev/null # control
+sleep 0.3
+acc=$(wc -l <"$T/accepted" 2>/dev/null || echo 0)
+expect_eq t3_no_egress_host_listener "$acc" 1 # only the host-side control
+if printf '%s' "$(field .stdout)" | grep -q CONNECTED; then
+	# connecting to the sandbox's own loopback is not egress; anything
+	# else is
+	if printf '%s' "$(field .stdout)" | grep -qv "CONNECTED 127.0.0.1"; then
+		fail t3_no_egress_inside "$(field .stdout)"
+	else pass t3_no_egress_inside; fi
+else
+	pass t3_no_egress_inside
+fi
+kill "$LPID" 2>/dev/null; LPID=
+
+# -- host processes invisible --------------------------------------------------------
+python3 -c "import time; time.sleep(300)" "$MARK" &
+SPID=$!
+sleep 0.3
+py "
+import os
+pids = [p for p in os.listdir('/proc') if p.isdigit()]
+seen = any(b'$MARK' in open('/proc/%s/cmdline' % p, 'rb').read() for p in pids)
+print(len(pids), 'SEEN' if seen else 'HIDDEN')
+try:
+    os.kill($SPID, 9); print('KILLED')
+except OSError as e:
+    print('NOKILL', e.errno)
+" >/dev/null
+expect_match t3_host_procs_invisible "$(field .stdout)" "^[0-9]+ HIDDEN"
+if kill -0 "$SPID" 2>/dev/null; then pass t3_host_proc_unkillable; else fail t3_host_proc_unkillable "host process $SPID died"; fi
+kill "$SPID" 2>/dev/null; SPID=
+
+# -- fork flood contained by pids ------------------------------------------------------
+manifest "$T/ff.yaml" forkflood 256 16 20000
+t0=$(date +%s)
+py "
+import os, time
+n = 0
+for i in range(2000):
+    try:
+        p = os.fork()
+    except OSError as e:
+        print('FORK_FAILED', n, e.errno, flush=True); break
+    if p == 0:
+        time.sleep(60); os._exit(0)
+    n += 1
+print('FORKED', n, flush=True)
+" "$T/ff.yaml" >/dev/null
+t1=$(date +%s)
+st=$(field .status)
+forked=$(field .stdout | sed -n 's/^FORKED \([0-9]*\).*/\1/p')
+if [ -n "$forked" ] && [ "$forked" -ge 2000 ]; then
+	fail t3_fork_flood_contained "all 2000 forks succeeded"
+else
+	pass t3_fork_flood_contained
+fi
+expect_match t3_fork_flood_denial "$(jq -r '.denials[].kind' "$T/out.json" 2>/dev/null | tr '\n' ' ') $(field .stdout)" "pids|FORK_FAILED"
+[ $((t1 - t0)) -lt 30 ] && pass t3_fork_flood_bounded || fail t3_fork_flood_bounded "took $((t1 - t0)) s"
+
+# -- memory flood -> oom ------------------------------------------------------------------
+manifest "$T/mem.yaml" memflood 96 32 30000
+py "
+x = []
+while True:
+    x.append(bytearray(8 << 20))
+" "$T/mem.yaml" >/dev/null
+expect_eq t3_oom_status "$(field .status)" oom
+expect_eq t3_oom_exit "$(cat "$T/rc")" 137
+
+# -- timeout -------------------------------------------------------------------------------
+manifest "$T/to.yaml" spin 128 32 1500
+t0=$(date +%s%N)
+py "while True: pass" "$T/to.yaml" >/dev/null
+ms=$((($(date +%s%N) - t0) / 1000000))
+expect_eq t3_timeout_status "$(field .status)" timeout
+expect_eq t3_timeout_exit "$(cat "$T/rc")" 124
+[ "$ms" -lt 6000 ] && pass t3_timeout_prompt || fail t3_timeout_prompt "took $ms ms"
+
+# -- output cap --------------------------------------------------------------------------
+py "import sys; sys.stdout.write('y' * 100000)" >/dev/null
+expect_eq t3_output_cap_len "$(field '.stdout | length')" 4096
+expect_eq t3_output_truncated "$(field .truncated)" true
+
+# -- syscalls.deny -> EPERM inside + a gvisor denial event ----------------------------------
+manifest "$T/sc.yaml" scdeny 128 32 20000 "syscalls: {deny: [ptrace]}"
+py "
+import ctypes, os
+l = ctypes.CDLL(None, use_errno=True)
+r = l.ptrace(0, 0, 0, 0)
+print('ptrace', r, ctypes.get_errno())
+" "$T/sc.yaml" >/dev/null
+expect_match t3_syscall_deny_eperm "$(field .stdout)" "ptrace -1 1"
+expect_match t3_syscall_deny_event "$(jq -c '.denials[] | select(.source == "gvisor")' "$T/out.json" 2>/dev/null)" '"syscall":"ptrace"'
+
+# -- refusals: egress allow-list, runsc missing -----------------------------------------------
+manifest "$T/net.yaml" net 128 32 20000
+sed -i 's|network: {allow: \[\]}|network: {allow: ["127.0.0.1:80"]}|' "$T/net.yaml"
+py "print(1)" "$T/net.yaml" >/dev/null
+expect_eq t3_network_allow_refused_exit "$(cat "$T/rc")" 125
+expect_match t3_network_allow_refused_msg "$(cat "$T/err.txt")" "network.allow.*tier 3"
+printf 'print(1)' >"$T/one.py"
+WARDEN_RUNSC=/nonexistent "$WARDEN" exec --policy "$T/p.yaml" --stdin "$T/one.py" >/dev/null 2>"$T/err.txt"
+expect_eq t3_runsc_missing_exit "$?" 125
+expect_match t3_runsc_missing_msg "$(cat "$T/err.txt")" "runsc.*/nonexistent"
+env -u WARDEN_RUNSC PATH=/nonexistent-bin "$WARDEN" exec --policy "$T/p.yaml" --stdin "$T/one.py" >/dev/null 2>"$T/err.txt"
+expect_eq t3_runsc_not_on_path_exit "$?" 125
+expect_match t3_runsc_not_on_path_msg "$(cat "$T/err.txt")" "runsc.*not found"
+
+# -- nothing left behind ------------------------------------------------------------------------
+left=$(ls -d /sys/fs/cgroup/*/warden/wd-* /run/warden/gvisor/wd-* 2>/dev/null | head -5)
+expect_eq t3_no_leftover_cgroups_or_bundles "$left" ""
+left=$(ls /run/warden/runsc 2>/dev/null | grep '^wd-' | head -3)
+expect_eq t3_no_leftover_runsc_state "$left" ""
+if pgrep -f "runsc.*--bundle=/run/warden/gvisor" >/dev/null; then
+	fail t3_no_leftover_runsc "$(pgrep -af 'runsc.*--bundle=/run/warden/gvisor' | head -3)"
+else
+	pass t3_no_leftover_runsc
+fi
+finish
