@@ -37,11 +37,19 @@ struct wd_net_rule {
 	char host[254];	    /* the DNS name (lower case) when needs_resolve */
 };
 
+/* Paths are canonical at load (wd_path_canonical). filesystem.write may not
+ * name a system path (/etc, /usr, /proc, /sys, ...), anything under one, or
+ * an ancestor of one ("/", "/var"): such a manifest is refused. When both
+ * exec and filesystem.exec are given, exec[0] must lie under an exec path. */
 struct wd_path_list {
 	char **v; /* canonical absolute paths */
 	int n;
 };
 
+/* Accepted forms: `approval: always`, `approval: never` (the default),
+ * `approval: {required_above: {arg: number, ...}}`, and the seed's
+ * `approval: required_above` + sibling `approval_threshold: {arg: number}`.
+ * Thresholds are >= 0. */
 struct wd_approval {
 	bool always;
 	/* required_above: {arg_name: threshold}; approval needed when the
@@ -51,6 +59,8 @@ struct wd_approval {
 	int n_above;
 };
 
+/* "N/sec|min|hour [per run|user|agent]" (also s/second, m/minute, h);
+ * the scope defaults to "run". */
 struct wd_rate_limit {
 	int count;	/* 0 = none */
 	int per_s;	/* window in seconds */
