@@ -343,6 +343,8 @@ static CURL *pool_get(struct wd_gateway *gw)
 	if (gw->n_pool)
 		h = gw->pool[--gw->n_pool];
 	pthread_mutex_unlock(&gw->pool_lock);
+	/* reset drops the previous call's pointers (headers, buffers) but
+	 * keeps the connection cache, so keep-alive still works */
 	if (h)
 		curl_easy_reset(h);
 	else
