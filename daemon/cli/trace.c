@@ -103,7 +103,7 @@ static int parse(int argc, char **argv, struct opts *o)
 	};
 	int c;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+h", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			o->state = optarg;
