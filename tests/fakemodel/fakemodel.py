@@ -1,13 +1,10 @@
-#!/ usr / bin / env python3
-""
-    "A fake model provider on loopback, speaking the Anthropic Messages API and
-    the OpenAI Chat Completions API wire
-    formats(python3 standard library only)
-	.
+#!/usr/bin/env python3
+"""A fake model provider on loopback, speaking the Anthropic Messages API and
+the OpenAI Chat Completions API wire formats (python3 standard library only).
 
-    fakemodel.py-- port PORT[--port - file FILE][--key KEY][--scenario FILE]
+    fakemodel.py --port PORT [--port-file FILE] [--key KEY] [--scenario FILE]
 
-    PORT 0 picks a free port; it is written to --port-file (and printed as
+PORT 0 picks a free port; it is written to --port-file (and printed as
 "READY <port>") once the server listens.
 
 Lanes: a request path may carry a prefix naming a lane, so one server can
@@ -18,38 +15,21 @@ Control (JSON over HTTP, on the same port):
   POST /_control {"lane": "a", "queue": [B, ...], "reset": true,
                   "default": B}
       append behaviours to the lane's queue (reset empties queue and log
-      first). Each request takes the next behaviour;
-with an empty queue the
-	    lane's "default" behaviour answers (initially: reply text "ok"). GET /
-	_requests
-    ? lane = a[{path, headers, body}, ...] received so far GET / _health "ok"
+      first). Each request takes the next behaviour; with an empty queue the
+      lane's "default" behaviour answers (initially: reply text "ok").
+  GET  /_requests?lane=a    [{path, headers, body}, ...] received so far
+  GET  /_health             "ok"
 
-	     A behaviour
-	     B(all fields optional)
-    :
-{
-	"status" : 429, "retry_after" : "1",
-					"retry_after_ms" : 1500,
-					"error_type" : "rate_limit_error",
-						       "message"
-	    : "slow down",
-	      "delay_ms" : 2000,
-	      #sleep before answering "body" : "raw text",
-					       #send this body verbatim
-					       "echo_key"
-	    : true,
-	      #error body quoting the API key "reply":
-	{
-		"text" : "...",
-			 "tool_calls" : [ {"name" : "t", "arguments" : {}} ],
-					"stop" : "end_turn|tool_use|max_tokens",
-						 "usage":
-		{
-			"input_tokens" : 10, "output_tokens" : 5,
-			    "cached_tokens" : 2
-		}
-	}
-}
+A behaviour B (all fields optional):
+  {"status": 429, "retry_after": "1", "retry_after_ms": 1500,
+   "error_type": "rate_limit_error", "message": "slow down",
+   "delay_ms": 2000,                      # sleep before answering
+   "body": "raw text",                    # send this body verbatim
+   "echo_key": true,                      # error body quoting the API key
+   "reply": {"text": "...", "tool_calls": [{"name": "t", "arguments": {}}],
+             "stop": "end_turn|tool_use|max_tokens",
+             "usage": {"input_tokens": 10, "output_tokens": 5,
+                       "cached_tokens": 2}}}
 A status >= 400 sends that provider's error body shape. --key makes every
 request without that key fail with 401 (authentication error), as the real
 APIs do. Requests are validated like the real APIs (required headers and
@@ -77,14 +57,8 @@ API_KEY = None
 def lane(name):
     with LOCK:
         if name not in LANES:
-            LANES[name] = {
-	"queue" : [], "log" : [], "default":
-	{
-		"reply":
-		{
-			"text" : "ok"
-		}
-	}}
+            LANES[name] = {"queue": [], "log": [],
+                           "default": {"reply": {"text": "ok"}}}
         return LANES[name]
 
 
@@ -96,8 +70,8 @@ def rand_id(n=24):
 class BadRequest(Exception):
     pass
 
-#-- -- request validation(                                                     \
-    what the real APIs reject) -- -- -- -- -- -- -- -- -- -- -- -- -
+
+# ---- request validation (what the real APIs reject) -------------------------
 
 def check_anthropic(req):
     if not isinstance(req, dict):
@@ -208,7 +182,8 @@ def check_openai(req):
                 or not isinstance(fn.get("parameters", {}), dict):
             raise BadRequest(f"Invalid 'tools[{k}]'.")
 
-#-- -- responses -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- --
+
+# ---- responses ----------------------------------------------------------------
 
 def usage_of(req_bytes, reply):
     u = reply.get("usage") or {}
@@ -226,42 +201,26 @@ def anthropic_reply(req, reply, req_bytes):
                         "name": tc["name"], "input": tc.get("arguments", {})})
     stop = reply.get("stop") or ("tool_use" if reply.get("tool_calls") else "end_turn")
     inp, out, cached = usage_of(req_bytes, reply)
-    return {
-	"id" : "msg_01" + rand_id(22), "type" : "message",
-						"role"
-	    : "assistant",
-	      "model" : req.get("model"),
-	      "content" : content,
-			  "stop_reason" : stop,
-					  "stop_sequence" : None,
-							    "usage":
-	{
-		"input_tokens" : inp - cached,
-		    "cache_creation_input_tokens" : 0,
-		    "cache_read_input_tokens" : cached, "output_tokens" : out
-	}}
+    return {"id": "msg_01" + rand_id(22), "type": "message", "role": "assistant",
+            "model": req.get("model"), "content": content,
+            "stop_reason": stop, "stop_sequence": None,
+            "usage": {"input_tokens": inp - cached,
+                      "cache_creation_input_tokens": 0,
+                      "cache_read_input_tokens": cached,
+                      "output_tokens": out}}
 
 
 def openai_reply(req, reply, req_bytes):
-    msg = {
-	"role" : "assistant",
-		 "content" : reply.get("text") or None,
-		 "refusal" : None}
+    msg = {"role": "assistant", "content": reply.get("text") or None,
+           "refusal": None}
     if reply.get("tool_calls"):
-        msg["tool_calls"] = [{
-	"id" : "call_" + rand_id(24), "type" : "function", "function":
-	{
-		"name" : tc["name"],
-			 "arguments" : json.dumps(tc.get("arguments", {}))
-	}}
+        msg["tool_calls"] = [{"id": "call_" + rand_id(24), "type": "function",
+                              "function": {"name": tc["name"],
+                                           "arguments": json.dumps(tc.get("arguments", {}))}}
                              for tc in reply["tool_calls"]]
     stop = reply.get("stop")
-    fin = {
-	"end_turn" : "stop",
-		     "tool_use" : "tool_calls",
-				  "max_tokens"
-	    : "length",
-	      None : "tool_calls" if reply.get("tool_calls") else "stop"}.get(stop, stop)
+    fin = {"end_turn": "stop", "tool_use": "tool_calls", "max_tokens": "length",
+           None: "tool_calls" if reply.get("tool_calls") else "stop"}.get(stop, stop)
     inp, out, cached = usage_of(req_bytes, reply)
     return {"id": "chatcmpl-" + rand_id(29), "object": "chat.completion",
             "created": int(time.time()), "model": req.get("model"),
@@ -287,21 +246,12 @@ OPENAI_ERR = {400: ("invalid_request_error", None), 401: ("invalid_request_error
 
 def error_body(kind, status, message, etype=None):
     if kind == "anthropic":
-        return {
-	"type" : "error", "error":
-	{
-		"type" : etype or ANTHROPIC_ERR.get(status, "api_error"),
-		    "message" : message
-	}}
+        return {"type": "error",
+                "error": {"type": etype or ANTHROPIC_ERR.get(status, "api_error"),
+                          "message": message}}
     t, code = OPENAI_ERR.get(status, ("server_error", None))
-    return {
-	"error":
-	{
-		"message" : message,
-			    "type" : etype or t,
-			    "param" : None,
-				      "code" : code
-	}}
+    return {"error": {"message": message, "type": etype or t, "param": None,
+                      "code": code}}
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -313,8 +263,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def setup(self):
         super().setup()
-#headers and body go out in separate writes : without NODELAY,
-#Nagle + delayed ACK add 40 ms to every keep - alive response
+        # headers and body go out in separate writes: without NODELAY,
+        # Nagle + delayed ACK add 40 ms to every keep-alive response
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def send(self, status, obj=None, raw=None, headers=()):
@@ -406,7 +356,7 @@ class Server(ThreadingHTTPServer):
     request_queue_size = 256
 
     def handle_error(self, request, client_address):
-#a client that gave up(timeout tests) is expected, not an error
+        # a client that gave up (timeout tests) is expected, not an error
         if isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
             return
         super().handle_error(request, client_address)
