@@ -1,0 +1,396 @@
+/* Warm pool of single-use tier-3 sandboxes: see pool.h.
+ *
+ * Locking: one mutex over the key table, the ready lists and the counters.
+ * Spawning and destroying a sandbox (hundreds of ms: runsc boots a sentry)
+ * happen outside the lock; `spawning` counts sandboxes being booted so the
+ * refill thread never overshoots. A ready sandbox is taken out of its list
+ * under the lock, so two calls can never get the same one.
+ */
+#include "sandbox/pool.h"
+
+#include <pthread.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "sandbox/gvisor.h"
+
+struct entry {
+	struct wd_t3 *sb;
+	struct entry *next;
+};
+
+struct key {
+	const struct wd_manifest *m;
+	char **argv; /* NULL = manifest exec */
+	uid_t uid;
+	gid_t gid;
+	struct entry *ready; /* oldest first */
+	int n_ready, spawning;
+	int fail_streak;
+	uint64_t retry_at_ns;
+};
+
+struct tenant {
+	char name[64];
+	int in_use;
+};
+
+struct wd_pool {
+	struct wd_pool_config cfg;
+	pthread_mutex_t mu;
+	pthread_cond_t wake;  /* refill thread */
+	pthread_cond_t ready; /* wd_pool_wait_ready */
+	pthread_t thr;
+	bool stop;
+	struct key *keys;
+	int n_keys;
+	struct tenant *tenants;
+	int n_tenants;
+	struct wd_pool_stats st;
+};
+
+static bool argv_eq(char *const *a, char *const *b)
+{
+	if (!a || !b)
+		return a == b;
+	int i = 0;
+	for (; a[i] && b[i]; i++)
+		if (strcmp(a[i], b[i]))
+			return false;
+	return !a[i] && !b[i];
+}
+
+static char **argv_dup(char *const *a)
+{
+	if (!a)
+		return NULL;
+	int n = 0;
+	while (a[n])
+		n++;
+	char **v = wd_calloc(n + 1, sizeof(char *));
+	for (int i = 0; i < n; i++)
+		v[i] = wd_strdup(a[i]);
+	return v;
+}
+
+static struct key *find_key(struct wd_pool *p, const struct wd_manifest *m,
+			    char *const *argv, uid_t uid, gid_t gid)
+{
+	/* argv NULL and argv == m->exec are the same shape */
+	char *const *a = argv ? argv : m->exec;
+	for (int i = 0; i < p->n_keys; i++) {
+		struct key *k = &p->keys[i];
+		if (k->m == m && k->uid == uid && k->gid == gid &&
+		    argv_eq(k->argv ? k->argv : m->exec, a))
+			return k;
+	}
+	return NULL;
+}
+
+static struct tenant *tenant_get(struct wd_pool *p, const char *name)
+{
+	if (!name)
+		name = "";
+	for (int i = 0; i < p->n_tenants; i++)
+		if (!strcmp(p->tenants[i].name, name))
+			return &p->tenants[i];
+	p->tenants =
+	    wd_realloc(p->tenants, (p->n_tenants + 1) * sizeof(*p->tenants));
+	struct tenant *t = &p->tenants[p->n_tenants++];
+	memset(t, 0, sizeof(*t));
+	wd_strlcpy(t->name, name, sizeof(t->name));
+	return t;
+}
+
+static uint64_t idle_ns(struct wd_pool *p)
+{
+	return (uint64_t)(p->cfg.idle_ms ? p->cfg.idle_ms : 60000) * 1000000ull;
+}
+
+/* One pass of the refill thread, called with the lock held; drops it
+ * around each spawn/destroy. Returns true if it did something. */
+static bool refill_once(struct wd_pool *p)
+{
+	uint64_t now = wd_now_ns();
+	/* expire idle sandboxes (oldest first in each list) */
+	for (int i = 0; i < p->n_keys; i++) {
+		struct key *k = &p->keys[i];
+		if (k->ready && now - k->ready->sb->spawned_ns > idle_ns(p)) {
+			struct entry *e = k->ready;
+			k->ready = e->next;
+			k->n_ready--;
+			p->st.expired++;
+			pthread_mutex_unlock(&p->mu);
+			wd_t3_destroy(e->sb);
+			free(e);
+			pthread_mutex_lock(&p->mu);
+			return true;
+		}
+	}
+	for (int i = 0; i < p->n_keys; i++) {
+		struct key *k = &p->keys[i];
+		if (k->n_ready + k->spawning >= p->cfg.size ||
+		    now < k->retry_at_ns)
+			continue;
+		k->spawning++;
+		const struct wd_manifest *m = k->m;
+		char **argv = k->argv;
+		uid_t uid = k->uid;
+		gid_t gid = k->gid;
+		pthread_mutex_unlock(&p->mu);
+		char id[17];
+		wd_rand_hex(id, 16);
+		struct wd_t3 *sb = NULL;
+		struct wd_err err = {0};
+		int r = wd_t3_spawn(m, argv, uid, gid, id, &sb, &err);
+		pthread_mutex_lock(&p->mu);
+		k = &p->keys[i]; /* keys may have been reallocated */
+		k->spawning--;
+		if (r < 0) {
+			p->st.spawn_failures++;
+			/* back off: a broken runsc must not spin */
+			k->fail_streak++;
+			k->retry_at_ns =
+			    wd_now_ns() + (uint64_t)WD_MIN(k->fail_streak, 30) *
+					      1000000000ull;
+			wd_warn("pool '%s': spawn failed: %s", m->name,
+				err.msg);
+			return true;
+		}
+		k->fail_streak = 0;
+		p->st.spawned++;
+		struct entry *e = wd_calloc(1, sizeof(*e));
+		e->sb = sb;
+		struct entry **tail = &k->ready;
+		while (*tail)
+			tail = &(*tail)->next;
+		*tail = e;
+		k->n_ready++;
+		pthread_cond_broadcast(&p->ready);
+		return true;
+	}
+	return false;
+}
+
+static void *refill_main(void *arg)
+{
+	struct wd_pool *p = arg;
+	pthread_mutex_lock(&p->mu);
+	while (!p->stop) {
+		if (refill_once(p))
+			continue;
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 250 * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&p->wake, &p->mu, &ts);
+	}
+	pthread_mutex_unlock(&p->mu);
+	return NULL;
+}
+
+struct wd_pool *wd_pool_new(const struct wd_pool_config *cfg)
+{
+	struct wd_pool *p = wd_calloc(1, sizeof(*p));
+	p->cfg = *cfg;
+	if (p->cfg.size <= 0)
+		p->cfg.size = 2;
+	pthread_mutex_init(&p->mu, NULL);
+	pthread_cond_init(&p->wake, NULL);
+	pthread_cond_init(&p->ready, NULL);
+	int r = pthread_create(&p->thr, NULL, refill_main, p);
+	if (r) {
+		free(p);
+		errno = r;
+		return NULL;
+	}
+	return p;
+}
+
+void wd_pool_free(struct wd_pool *p)
+{
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->mu);
+	p->stop = true;
+	pthread_cond_broadcast(&p->wake);
+	pthread_mutex_unlock(&p->mu);
+	pthread_join(p->thr, NULL);
+	for (int i = 0; i < p->n_keys; i++) {
+		struct key *k = &p->keys[i];
+		for (struct entry *e = k->ready, *n; e; e = n) {
+			n = e->next;
+			wd_t3_destroy(e->sb);
+			free(e);
+		}
+		for (int j = 0; k->argv && k->argv[j]; j++)
+			free(k->argv[j]);
+		free(k->argv);
+	}
+	free(p->keys);
+	free(p->tenants);
+	pthread_mutex_destroy(&p->mu);
+	pthread_cond_destroy(&p->wake);
+	pthread_cond_destroy(&p->ready);
+	free(p);
+}
+
+int wd_pool_register(struct wd_pool *p, const struct wd_manifest *m,
+		     char *const *argv, uid_t uid, gid_t gid,
+		     struct wd_err *err)
+{
+	if (m->tier != WD_TIER_3)
+		return wd_err_set(err, -EINVAL,
+				  "pool: '%s' is tier %d, not tier 3", m->name,
+				  m->tier);
+	int r = wd_t3_precheck(m, uid, gid, err);
+	if (r < 0)
+		return r;
+	pthread_mutex_lock(&p->mu);
+	if (!find_key(p, m, argv, uid, gid)) {
+		p->keys =
+		    wd_realloc(p->keys, (p->n_keys + 1) * sizeof(*p->keys));
+		struct key *k = &p->keys[p->n_keys++];
+		memset(k, 0, sizeof(*k));
+		k->m = m;
+		k->argv = argv_dup(argv);
+		k->uid = uid;
+		k->gid = gid;
+		pthread_cond_broadcast(&p->wake);
+	}
+	pthread_mutex_unlock(&p->mu);
+	return 0;
+}
+
+int wd_pool_wait_ready(struct wd_pool *p, uint32_t timeout_ms)
+{
+	uint64_t end = wd_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	pthread_mutex_lock(&p->mu);
+	for (;;) {
+		bool all = true;
+		for (int i = 0; i < p->n_keys && all; i++)
+			all = p->keys[i].n_ready >= p->cfg.size;
+		if (all) {
+			pthread_mutex_unlock(&p->mu);
+			return 0;
+		}
+		if (wd_now_ns() >= end)
+			break;
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 50 * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&p->ready, &p->mu, &ts);
+	}
+	pthread_mutex_unlock(&p->mu);
+	return -ETIMEDOUT;
+}
+
+int wd_pool_run(struct wd_pool *p, const struct wd_call *call,
+		const char *tenant, struct wd_result *res, struct wd_err *err)
+{
+	const struct wd_manifest *m = call->manifest;
+	struct wd_t3 *sb = NULL;
+	struct tenant *t = NULL;
+	bool quota_miss = false;
+
+	memset(res, 0, sizeof(*res));
+	res->status = WD_ST_SANDBOX_ERROR;
+	res->exit_code = 125;
+	res->tier = 3;
+	if (call->call_id)
+		wd_strlcpy(res->call_id, call->call_id, sizeof(res->call_id));
+	else
+		wd_rand_hex(res->call_id, 16);
+	uint64_t t0 = wd_now_ns();
+	if (call->caller_uid == 0 || call->caller_gid == 0)
+		return wd_err_set(err, -EPERM,
+				  "tier 3: refusing to run as uid/gid 0");
+	pthread_mutex_lock(&p->mu);
+	struct key *k =
+	    find_key(p, m, call->argv, call->caller_uid, call->caller_gid);
+	t = tenant_get(p, tenant);
+	if (k && k->ready) {
+		if (p->cfg.tenant_quota > 0 &&
+		    t->in_use >= p->cfg.tenant_quota) {
+			quota_miss = true;
+		} else {
+			struct entry *e = k->ready;
+			k->ready = e->next;
+			k->n_ready--;
+			sb = e->sb;
+			free(e);
+			t->in_use++;
+			p->st.in_use++;
+			p->st.hits++;
+			pthread_cond_broadcast(&p->wake); /* refill now */
+		}
+	}
+	if (!sb) {
+		p->st.misses++;
+		if (quota_miss)
+			p->st.quota_misses++;
+	}
+	pthread_mutex_unlock(&p->mu);
+
+	int r;
+	if (!sb) {
+		r = wd_runner_gvisor.run(call, res, err);
+		wd_result_enf(res, "pool",
+			      quota_miss ? "cold start (tenant over quota)"
+			      : k	 ? "cold start (pool empty)"
+					 : "cold start (shape not pooled)");
+		goto out;
+	}
+	wd_t3_enforcement(m, sb, res);
+	wd_result_enf(
+	    res, "pool", "warm (sandbox %s, ready %llu ms)", sb->id,
+	    (unsigned long long)((wd_now_ns() - sb->spawned_ns) / 1000000));
+	r = wd_t3_finish(sb, m, call, res, err);
+	wd_t3_destroy(sb); /* single use, whatever happened */
+	pthread_mutex_lock(&p->mu);
+	t = tenant_get(p, tenant);
+	t->in_use--;
+	p->st.in_use--;
+	p->st.used++;
+	pthread_mutex_unlock(&p->mu);
+out:
+	res->duration_ns = wd_now_ns() - t0;
+	if (r < 0) {
+		res->status = WD_ST_SANDBOX_ERROR;
+		res->exit_code = 125;
+	}
+	return r;
+}
+
+void wd_pool_stats(struct wd_pool *p, struct wd_pool_stats *out)
+{
+	pthread_mutex_lock(&p->mu);
+	*out = p->st;
+	out->ready = out->spawning = 0;
+	for (int i = 0; i < p->n_keys; i++) {
+		out->ready += p->keys[i].n_ready;
+		out->spawning += p->keys[i].spawning;
+	}
+	out->keys = p->n_keys;
+	pthread_mutex_unlock(&p->mu);
+}
+
+json_t *wd_pool_stats_json(const struct wd_pool_stats *s)
+{
+	return json_pack(
+	    "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:i, s:i, s:i, "
+	    "s:i}",
+	    "hits", (json_int_t)s->hits, "misses", (json_int_t)s->misses,
+	    "quota_misses", (json_int_t)s->quota_misses, "spawned",
+	    (json_int_t)s->spawned, "spawn_failures",
+	    (json_int_t)s->spawn_failures, "expired", (json_int_t)s->expired,
+	    "used", (json_int_t)s->used, "ready", s->ready, "spawning",
+	    s->spawning, "in_use", s->in_use, "keys", s->keys);
+}
