@@ -194,8 +194,17 @@ static void *sender(void *arg)
 	for (;;) {
 		while (!o->n && !o->stop)
 			pthread_cond_wait(&o->cv, &o->mu);
-		if (!o->n && o->stop)
+		if (o->stop) {
+			/* shutting down: what is queued is dropped, not sent;
+			 * a dead collector must not hold the daemon up */
+			while (o->n) {
+				json_decref(o->q[o->head]);
+				o->head = (o->head + 1) % o->qmax;
+				o->n--;
+				o->st.dropped++;
+			}
 			break;
+		}
 		json_t *spans = json_array();
 		size_t took = 0;
 		while (o->n && took < o->bmax) {
