@@ -23,6 +23,7 @@
 #include "lsm_policy.h"
 #include "enforce/probe.h"
 #include "enforce/seccomp.h"
+#include "events/landlock_audit.h"
 #include "sandbox/cgroup.h"
 #include "sandbox/mounts.h"
 
@@ -409,7 +410,30 @@ static void free_strv(char **v)
 struct collect {
 	struct wd_result *res;
 	const struct wd_call *call;
+	const char *cg_suffix; /* "/warden/<id>" */
+	uint64_t cgid;
+	uint64_t domains[8]; /* Landlock domains seen to be the call's */
+	int n_domains;
 };
+
+/* A Landlock audit record belongs to this call if its domain was already
+ * seen as ours, or its pid is (still) in the call's cgroup. Records of
+ * other calls and other programs on the node are ignored. */
+static bool landlock_is_ours(struct collect *c, const struct wd_event *ev)
+{
+	for (int i = 0; i < c->n_domains; i++)
+		if (c->domains[i] == ev->domain_id)
+			return true;
+	char p[64];
+	cleanup_free char *s = NULL;
+	snprintf(p, sizeof(p), "/proc/%d/cgroup", ev->pid);
+	if (ev->pid <= 0 || wd_read_file(p, &s, NULL) < 0 ||
+	    !strstr(s, c->cg_suffix))
+		return false;
+	if (c->n_domains < (int)WD_ARRAY_SIZE(c->domains))
+		c->domains[c->n_domains++] = ev->domain_id;
+	return true;
+}
 
 static void on_event(const struct wd_event *ev, void *arg)
 {
@@ -419,6 +443,17 @@ static void on_event(const struct wd_event *ev, void *arg)
 	wd_result_add_denial(c->res, &e);
 	if (c->call->on_event)
 		c->call->on_event(&e, c->call->on_event_arg);
+}
+
+static void on_landlock(const struct wd_event *ev, void *arg)
+{
+	struct collect *c = arg;
+	if (!landlock_is_ours(c, ev))
+		return;
+	struct wd_event e = *ev;
+	e.uid = e.uid ? e.uid : c->call->caller_uid;
+	e.cgroup_id = c->cgid;
+	on_event(&e, c);
 }
 
 /* Append up to the cap, drain the rest. */
@@ -438,7 +473,20 @@ static int supervise(struct launch *l, pid_t child, struct wd_cgroup *cg,
 		     struct wd_egress *eg, struct wd_result *res,
 		     struct wd_err *err)
 {
-	struct collect col = {res, l->call};
+	char suffix[64];
+	snprintf(suffix, sizeof(suffix), "/warden/%s\n", l->id);
+	struct collect col = {res, l->call, suffix, cg->v2_id, {0}, 0};
+	/* Landlock reports through audit (ABI 7); we listen when audit is
+	 * already on, or when WARDEN_LANDLOCK_AUDIT=enable asks us to turn it
+	 * on for the call (restored after): enabling audit costs every process
+	 * on the node an audit context, the operator's choice, not ours. */
+	struct wd_landlock_audit *lla = NULL;
+	struct wd_err lerr = {0};
+	const char *lle = getenv("WARDEN_LANDLOCK_AUDIT");
+	bool ll_enable = lle && !strcmp(lle, "enable");
+	if ((ll_enable || wd_probe()->audit_enabled > 0) &&
+	    wd_landlock_audit_open(&lla, ll_enable, &lerr) < 0)
+		lla = NULL;
 	const struct wd_manifest *m = l->m;
 	size_t cap =
 	    m->output_max_bytes ? m->output_max_bytes : WD_DEFAULT_OUTPUT_MAX;
@@ -464,9 +512,9 @@ static int supervise(struct launch *l, pid_t child, struct wd_cgroup *cg,
 		fcntl(l->in[1], F_SETFL, O_NONBLOCK);
 	}
 	for (;;) {
-		struct pollfd p[8];
+		struct pollfd p[9];
 		int n = 0, i_out = -1, i_err = -1, i_in = -1, i_pid = -1,
-		    i_sock = -1, i_not = -1, i_ep = -1, i_bpf = -1;
+		    i_sock = -1, i_not = -1, i_ep = -1, i_bpf = -1, i_ll = -1;
 		if (l->out[0] >= 0)
 			p[i_out = n++] = (struct pollfd){l->out[0], POLLIN, 0};
 		if (l->err[0] >= 0)
@@ -486,6 +534,9 @@ static int supervise(struct launch *l, pid_t child, struct wd_cgroup *cg,
 			p[i_bpf = n++] =
 			    (struct pollfd){wd_egress_events_fd(eg), POLLIN, 0};
 
+		if (lla)
+			p[i_ll = n++] = (struct pollfd){
+			    wd_landlock_audit_fd(lla), POLLIN, 0};
 		/* Done when the child is gone and every writer closed. */
 		if (exited && l->out[0] < 0 && l->err[0] < 0)
 			break;
@@ -575,6 +626,8 @@ static int supervise(struct launch *l, pid_t child, struct wd_cgroup *cg,
 		}
 		if (i_bpf >= 0 && p[i_bpf].revents)
 			wd_egress_consume(eg, on_event, &col);
+		if (i_ll >= 0 && p[i_ll].revents)
+			wd_landlock_audit_read(lla, on_landlock, &col);
 		if (i_pid >= 0 && p[i_pid].revents) {
 			while (waitpid(child, &status, 0) < 0 && errno == EINTR)
 				;
@@ -592,6 +645,10 @@ static int supervise(struct launch *l, pid_t child, struct wd_cgroup *cg,
 	}
 	if (eg)
 		wd_egress_consume(eg, on_event, &col);
+	if (lla) {
+		wd_landlock_audit_read(lla, on_landlock, &col);
+		wd_landlock_audit_close(lla);
+	}
 	if (notify >= 0)
 		close(notify);
 	close(pidfd);
