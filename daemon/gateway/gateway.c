@@ -83,11 +83,31 @@ static char *redact(const struct wd_gateway *gw, char *s)
 	return s;
 }
 
+/* A fixed-size message cut mid-character would not be valid UTF-8, and
+ * callers put these texts into JSON (jansson refuses invalid UTF-8). */
+static void utf8_trim(char *s)
+{
+	size_t n = strlen(s), i = n, cont = 0;
+
+	while (i > 0 && ((unsigned char)s[i - 1] & 0xc0) == 0x80 && cont < 3)
+		i--, cont++;
+	if (i == 0)
+		return;
+	unsigned char lead = (unsigned char)s[i - 1];
+	size_t want = lead >= 0xf0   ? 3
+		      : lead >= 0xe0 ? 2
+		      : lead >= 0xc0 ? 1
+				     : 0;
+	if (lead >= 0x80 && want != cont)
+		s[i - 1] = 0;
+}
+
 static void redact_buf(const struct wd_gateway *gw, char *buf, size_t cap)
 {
 	char *s = redact(gw, wd_strdup(buf));
 	wd_strlcpy(buf, s, cap);
 	free(s);
+	utf8_trim(buf);
 }
 
 static int read_key(const struct wd_provider_cfg *p, char **key, char **why)
@@ -712,6 +732,7 @@ int wd_gateway_complete(struct wd_gateway *gw,
 				oc = http_attempt(&a, resp);
 			}
 			att.latency_us = (wd_now_ns() - ta) / 1000;
+			utf8_trim(att.error);
 			add_attempt(resp, &att);
 			free(resp->raw_request);
 			free(resp->raw_response);
@@ -735,6 +756,7 @@ int wd_gateway_complete(struct wd_gateway *gw,
 			clear_reply(resp);
 			snprintf(last_err, sizeof(last_err), "%s/%s: %s",
 				 att.provider, att.model, att.error);
+			utf8_trim(last_err);
 			if (oc == OUT_NEXT)
 				break;
 			if (a.retry_after_ms >= 0) {

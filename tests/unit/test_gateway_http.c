@@ -447,6 +447,35 @@ static void test_bad_responses(struct wd_gateway *gw)
 	wd_complete_resp_free(&resp);
 }
 
+/* A long provider message of multibyte characters is cut to fit the
+ * attempt's error buffer: the cut must not split a character (callers put
+ * the text into JSON, which must be valid UTF-8). */
+static void test_utf8_cut(struct wd_gateway *gw)
+{
+	struct wd_complete_resp resp;
+	struct wd_err err = {0};
+	struct wd_complete_req req = simple_req("a");
+	struct wd_buf q = {0};
+	int r;
+
+	wd_buf_printf(&q, "[{\"status\":400,\"message\":\"x");
+	for (int i = 0; i < 300; i++)
+		wd_buf_printf(&q, "\xc3\xa9");
+	wd_buf_printf(&q, "\"}]");
+	ctl("ant", q.data);
+	wd_buf_free(&q);
+	r = wd_gateway_complete(gw, &req, &resp, &err);
+	json_t *a =
+	    resp.n_attempts ? json_string(resp.attempts[0].error) : NULL;
+	json_t *e = json_string(err.msg);
+	T_OK(r == -EPROTO && a && e && strlen(resp.attempts[0].error) > 200,
+	     "error-text-cut-keeps-utf8", "r=%d attempt-ok=%d err-ok=%d", r,
+	     a != NULL, e != NULL);
+	json_decref(a);
+	json_decref(e);
+	wd_complete_resp_free(&resp);
+}
+
 static void test_secrets(struct wd_gateway *gw)
 {
 	struct wd_complete_resp resp;
@@ -602,6 +631,7 @@ int main(void)
 		test_failover(gw);
 		test_timeouts(gw);
 		test_bad_responses(gw);
+		test_utf8_cut(gw);
 		test_secrets(gw);
 		test_threads(gw);
 		wd_gateway_unref(gw);
