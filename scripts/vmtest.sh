@@ -25,7 +25,7 @@ cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 case $BUILD in /*) VM=$BUILD/vmtest ;; *) VM=$PWD/$BUILD/vmtest ;; esac
 CACHE=$VM/cache
-TIMEOUT=${VMTEST_TIMEOUT:-240}
+TIMEOUT=${VMTEST_TIMEOUT:-$([ -n "${VMTEST_FULL:-}" ] && echo 900 || echo 270)}
 MEM=${VMTEST_MEM:-1024}
 LSMS=lockdown,capability,landlock,yama,bpf
 
@@ -96,6 +96,24 @@ for applet in $("$BUSYBOX" --list); do
 	[ "$applet" = busybox ] || ln -sf busybox "$root/bin/$applet"
 done
 add_bin "$(command -v bash)" /bin/bash || die "no bash"
+# python3 (the integration tests' loopback servers): the interpreter, its
+# standard library without tests/tk/idle/build config, and the closure of
+# its extension modules. ~25 MB; VMTEST_NO_PYTHON=1 leaves it out.
+# Debian's python (not a pyenv or venv one found first on PATH).
+if [ -z "${VMTEST_NO_PYTHON:-}" ] && [ -x /usr/bin/python3 ]; then
+	add_bin /usr/bin/python3
+	pylib=$(/usr/bin/python3 -c 'import sysconfig; print(sysconfig.get_paths()["stdlib"])')
+	mkdir -p "$root$pylib"
+	tar -C "$pylib" -cf - --exclude=./test --exclude=./idlelib --exclude=./tkinter \
+		--exclude=./ensurepip --exclude=./lib2to3 --exclude=./pydoc_data \
+		--exclude='./config-*' --exclude=./site-packages --exclude=./dist-packages . |
+		tar -C "$root$pylib" -xf -
+	for so in "$pylib"/lib-dynload/*.so; do
+		ldd "$so" 2>/dev/null | grep -oE '(/[^ ]+)' | while read -r lib; do
+			[ -e "$root$lib" ] || { mkdir -p "$root$(dirname "$lib")"; cp -L "$lib" "$root$lib"; }
+		done
+	done
+fi
 # Tools the guest tests may call besides busybox applets.
 for t in ${VMTEST_EXTRA_BINS:-}; do add_bin "$(command -v "$t")" || die "no $t"; done
 
@@ -125,9 +143,18 @@ echo "::1 localhost" >>"$root/etc/hosts"
 cat >"$root/init" <<EOF
 #!/bin/sh
 export PATH=/bin:/sbin:/usr/bin LD_LIBRARY_PATH=/lib/x86_64-linux-gnu:/usr/lib/x86_64-linux-gnu
+# The initramfs root (rootfs) has no parent mount, so pivot_root (tier-2
+# sandboxes) fails on it. Re-root onto a bind mount of it (no copy) first.
+if [ -z "\$WD_STAGE2" ]; then
+	mkdir -p /newroot && mount --bind / /newroot && cd /newroot &&
+		mount --move . / && exec chroot . /bin/env WD_STAGE2=1 /init
+	echo "@@VM re-root failed"
+fi
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev 2>/dev/null
+ln -sf /proc/self/fd /dev/fd; ln -sf fd/0 /dev/stdin; ln -sf fd/1 /dev/stdout; ln -sf fd/2 /dev/stderr
+mkdir -p /dev/shm /dev/pts && mount -t tmpfs tmpfs /dev/shm
 mount -t tmpfs tmpfs /tmp
 mount -t tmpfs tmpfs /run
 mount -t securityfs securityfs /sys/kernel/security
@@ -149,10 +176,10 @@ chmod +x "$root/init"
 # ---- boot --------------------------------------------------------------------
 console=$VM/console.log
 t0=$(date +%s.%N)
-timeout --kill-after=5 "$TIMEOUT" qemu-system-x86_64 -accel tcg -m "$MEM" -smp 2 \
+timeout --kill-after=5 "$TIMEOUT" qemu-system-x86_64 -accel tcg${VMTEST_QEMU_OPTS:+ $VMTEST_QEMU_OPTS} -m "$MEM" -smp 2 \
 	-nographic -no-reboot -nodefaults -serial stdio -display none \
 	-kernel "$vmlinuz" -initrd "$VM/initramfs.cpio" \
-	-append "console=ttyS0 lsm=$LSMS panic=-1 quiet loglevel=3 rdinit=/init" \
+	-append "console=ttyS0 lsm=$LSMS panic=-1 quiet loglevel=3 rdinit=/init${VMTEST_DUMP:+ vmtest.dump}${VMTEST_FULL:+ vmtest.full}" \
 	</dev/null >"$console" 2>&1
 qrc=$?
 secs=$(awk "BEGIN{printf \"%.1f\", $(date +%s.%N) - $t0}")
