@@ -8,6 +8,8 @@
  * must be unique, and an agent's model must exist in gateway.yaml.
  * Errors go to stderr as "file:line:col: message"; exit 0 ok, 1 errors,
  * 2 usage.
+ *
+ * warden policy show FILE: a tool manifest as loaded, as JSON.
  */
 #include "cli/cli.h"
 #include "common/log.h"
@@ -432,6 +434,41 @@ static int cmd_check(int argc, char **argv)
 	return ok ? WD_EXIT_OK : WD_EXIT_FAIL;
 }
 
+/* warden policy show FILE: the tool manifest as the sandbox will see it
+ * (canonical paths, parsed network rules, defaults filled in), as JSON. */
+static int cmd_show(int argc, char **argv)
+{
+	if (argc == 2 &&
+	    (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+		printf("usage: warden policy show FILE\n"
+		       "Print a tool manifest as loaded (canonical paths, "
+		       "defaults) as JSON;\n"
+		       "an array if the file holds several documents.\n");
+		return WD_EXIT_OK;
+	}
+	if (argc != 2) {
+		fprintf(stderr, "usage: warden policy show FILE\n");
+		return WD_EXIT_USAGE;
+	}
+	struct wd_manifest **v = NULL;
+	int n = 0;
+	struct wd_diag d = {0};
+	if (wd_manifest_load_all(argv[1], &v, &n, &d) < 0) {
+		for (int i = 0; i < d.n; i++)
+			fprintf(stderr, "%s\n", d.msgs[i]);
+		wd_diag_free(&d);
+		return WD_EXIT_FAIL;
+	}
+	json_t *out = n == 1 ? wd_manifest_to_json(v[0]) : json_array();
+	for (int i = 0; n > 1 && i < n; i++)
+		json_array_append_new(out, wd_manifest_to_json(v[i]));
+	json_dumpf(out, stdout, JSON_INDENT(2));
+	fputc('\n', stdout);
+	json_decref(out);
+	wd_manifest_free_all(v, n);
+	return WD_EXIT_OK;
+}
+
 static int cmd_policy(int argc, char **argv)
 {
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
@@ -440,10 +477,13 @@ static int cmd_policy(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "check"))
 		return cmd_check(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "show"))
+		return cmd_show(argc - 1, argv + 1);
 	fprintf(stderr, "warden policy: unknown subcommand '%s'\n", argv[1]);
 	usage(stderr);
 	return WD_EXIT_USAGE;
 }
 
-WD_VERB(policy, "policy", "validate policy files (policy check PATH...)",
+WD_VERB(policy, "policy",
+	"validate policy files (policy check PATH...), show a manifest",
 	cmd_policy);

@@ -150,6 +150,11 @@ int wd_manifest_load_all_str(const char *name, const char *text, size_t len,
 void wd_manifest_free(struct wd_manifest *m);
 void wd_manifest_free_all(struct wd_manifest **v, int n);
 
+/* The manifest as JSON (canonical paths, parsed rules; json_t from
+ * jansson). Never NULL. */
+struct json_t;
+struct json_t *wd_manifest_to_json(const struct wd_manifest *m);
+
 /* Canonical form of an absolute path: realpath() of its longest existing
  * prefix (so /lib -> /usr/lib on merged-usr) with the rest lexically
  * normalised ("." "..", "//"). Returns 0 and a malloc'd *out, or -EINVAL

@@ -133,4 +133,91 @@ expect_match help-text "$out" 'usage: warden policy check'
 run policy --help; expect_eq help-verb "$rc" 0
 run policy check /nonexistent-warden-path
 expect_eq missing-path "$rc" 1
+
+# policy show: the manifest as loaded, canonical paths
+run policy show policy/tools/shell.yaml
+j=$(printf '%s' "$out" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["name"], d["tier"], d["exec"][0], d["filesystem"]["write"], d["side_effects"])' 2>&1)
+expect_eq show-json "$rc:$j" "0:shell 2 /usr/bin/dash [] none"
+run policy show "$FIXP/bad-dup.yaml"
+expect_match show-bad "$rc:$err" "^1:$FIXP/bad-dup.yaml:4:1: duplicate key"
+
+# The shipped tools run, as written, under the real sandbox (tiers 1-2;
+# run_python is tier 3 and tested with the gVisor runner). Inputs go to
+# stdin the way the broker passes them (the JSON args, or one field).
+exec_of() { "$WARDEN" policy show "policy/tools/$1.yaml" | python3 -c 'import json,sys; print("\0".join(json.load(sys.stdin)["exec"]), end="")'; }
+# tool NAME STDIN: runs the tool's exec, sets $out $err $rc
+tool() {
+	local -a argv
+	mapfile -d '' -t argv < <(exec_of "$1")
+	out=$(printf '%s' "$2" | timeout 60 "$WARDEN" exec --policy "policy/tools/$1.yaml" --stdin - -- "${argv[@]}" 2>"$tmp/stderr")
+	rc=$?; err=$(cat "$tmp/stderr")
+}
+if [ "$(id -u)" -ne 0 ]; then
+	skip shipped-tools-run "needs root for the sandbox"
+else
+	tool shell 'echo hello | tr a-z A-Z'
+	expect_eq tool-shell-runs "$rc:$out" "0:HELLO"
+	tool shell 'cat /etc/shadow'
+	expect_eq tool-shell-denied-read "$rc:$out" "1:"
+	tool send_customer_email '{"recipients":["a@example.com"],"subject":"s","body":"b"}'
+	expect_eq tool-send_customer_email-dry-run "$rc:$out" '0:DRY RUN, no email sent. Would send: {"recipients":["a@example.com"],"subject":"s","body":"b"}'
+	tool compile_c "$(printf '#include <stdio.h>\nint main(void) { puts("hi"); return 0; }\n')"
+	expect_match tool-compile_c-compiles "$rc:$out" '^0:compiled: [0-9]+ bytes of object code$'
+	tool compile_c 'int main(void) { return undeclared; }'
+	expect_eq tool-compile_c-error-exit "$rc" 1
+	expect_match tool-compile_c-diagnostics "$err" "prog.c:1:25: error: 'undeclared' undeclared"
+
+	# fetch_url: a loopback server on its one allowed port
+	# (a token tells our server from anything else on the port)
+	token=$(head -c 8 /dev/urandom | od -An -tx1 | tr -d ' \n')
+	mkdir -p "$tmp/www" && echo "hello $token" >"$tmp/www/index.html"
+	python3 -m http.server 8080 --bind 127.0.0.1 --directory "$tmp/www" >"$tmp/http.log" 2>&1 &
+	hpid=$!
+	ours=
+	for _ in $(seq 50); do
+		[ "$(curl -s http://127.0.0.1:8080/index.html)" = "hello $token" ] && { ours=1; break; }
+		kill -0 "$hpid" 2>/dev/null || break
+		sleep 0.1
+	done
+	if [ -z "$ours" ]; then
+		skip tool-fetch_url "cannot serve on 127.0.0.1:8080 (in use?)"
+	else
+		tool fetch_url 'http://127.0.0.1:8080/index.html'
+		expect_eq tool-fetch_url-allowed "$rc:$out" "0:hello $token"
+		tool fetch_url 'http://127.0.0.2:8080/index.html'
+		expect_eq tool-fetch_url-other-address-denied "$rc" 7
+		expect_match tool-fetch_url-denial-reported "$err" 'denied .*127\.0\.0\.2:8080'
+		tool fetch_url 'file:///etc/passwd'
+		expect_eq tool-fetch_url-no-file-scheme "$rc:$out" "1:"
+	fi
+	kill "$hpid" 2>/dev/null; wait "$hpid" 2>/dev/null
+
+	# search_internal_docs: a fake search service on 127.0.0.1:9200
+	cat >"$tmp/search.py" <<'PY'
+import http.server, json
+class H(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        q = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        b = json.dumps({"hits": [{"doc": "runbook.md", "q": q["query"]}]}).encode()
+        self.send_response(200); self.send_header("Content-Length", str(len(b)))
+        self.end_headers(); self.wfile.write(b)
+    def log_message(self, *a): pass
+http.server.HTTPServer(("127.0.0.1", 9200), H).serve_forever()
+PY
+	python3 "$tmp/search.py" >"$tmp/search.log" 2>&1 &
+	spid=$!
+	ours=
+	for _ in $(seq 50); do
+		[ "$(curl -s -X POST -d "{\"query\":\"$token\"}" http://127.0.0.1:9200/search)" = "{\"hits\": [{\"doc\": \"runbook.md\", \"q\": \"$token\"}]}" ] && { ours=1; break; }
+		kill -0 "$spid" 2>/dev/null || break
+		sleep 0.1
+	done
+	if [ -z "$ours" ]; then
+		skip tool-search_internal_docs "cannot serve on 127.0.0.1:9200 (in use?)"
+	else
+		tool search_internal_docs "{\"query\":\"rotation $token\"}"
+		expect_eq tool-search_internal_docs "$rc:$out" "0:{\"hits\": [{\"doc\": \"runbook.md\", \"q\": \"rotation $token\"}]}"
+	fi
+	kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null
+fi
 finish
