@@ -30,19 +30,19 @@ run_one() { # name cmd...
 
 # format
 if out=$(make --no-print-directory check-format 2>&1); then
-	echo "PASS clang-format" >"$log/format.log"
+	echo "PASS clang-format" >"$log/format.out"
 else
-	{ echo "FAIL clang-format: files need 'make format'"; echo "$out" | head -20; } >"$log/format.log"
+	{ echo "FAIL clang-format: files need 'make format'"; echo "$out" | head -20; } >"$log/format.out"
 fi
-run_one format cat "$log/format.log"
+run_one format cat "$log/format.out"
 
 # banned calls (crun cfg.mk style)
 if hits=$(git grep -nE '\b(sprintf|strcpy|strcat|system)\(' -- 'daemon/*.c' 'daemon/*.h'); then
-	printf 'FAIL banned-calls: %s\n' "$hits" >"$log/banned.log"
+	printf 'FAIL banned-calls: %s\n' "$hits" >"$log/banned.out"
 else
-	echo "PASS banned-calls" >"$log/banned.log"
+	echo "PASS banned-calls" >"$log/banned.out"
 fi
-run_one banned-calls cat "$log/banned.log"
+run_one banned-calls cat "$log/banned.out"
 
 for t in "$BUILD"/tests/unit/*; do
 	[ -x "$t" ] || continue
