@@ -275,10 +275,12 @@ static bool runsc_has_state(const char *root, const char *id)
 	struct dirent *e;
 	bool found = false;
 	size_t n = strlen(id);
-	while (!found && (e = readdir(d)))
-		found = !strncmp(e->d_name, id, n) &&
-			(e->d_name[n] == '_' || e->d_name[n] == '.' ||
-			 e->d_name[n] == 0);
+	/* "<id>_sandbox:<id>.state"; a leftover ".lock" is not state */
+	while (!found && (e = readdir(d))) {
+		size_t l = strlen(e->d_name);
+		found = !strncmp(e->d_name, id, n) && e->d_name[n] == '_' &&
+			l > 6 && !strcmp(e->d_name + l - 6, ".state");
+	}
 	closedir(d);
 	return found;
 }
@@ -586,6 +588,49 @@ static bool reap_shim(struct wd_t3 *s, int flags, int *status)
 		return true;
 	}
 	return false;
+}
+
+static uint64_t cpu_usage_ns(const char *id)
+{
+	char p[300];
+	cleanup_free char *txt = NULL;
+	size_t n;
+	snprintf(p, sizeof(p), "/sys/fs/cgroup/cpuacct/warden/%s/cpuacct.usage",
+		 id);
+	if (wd_read_file(p, &txt, &n) < 0)
+		return UINT64_MAX;
+	return strtoull(txt, NULL, 10);
+}
+
+int wd_t3_wait_settled(struct wd_t3 *s, uint32_t timeout_ms)
+{
+	uint64_t end = wd_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	cleanup_free char *bl = wd_asprintf("%s/boot.log", s->dir);
+	/* 1: the sentry has exec'd the program */
+	for (;;) {
+		cleanup_free char *txt = NULL;
+		size_t n;
+		if (wd_read_file(bl, &txt, &n) == 0 && strstr(txt, "EXEC: ["))
+			break;
+		if (s->shim < 0 || kill(s->shim, 0) < 0)
+			return -ECHILD;
+		if (wd_now_ns() >= end)
+			return -ETIMEDOUT;
+		usleep(5000);
+	}
+	/* 2: the sandbox went idle (the program blocks on stdin or has
+	 * exited): < 1 ms of CPU over 30 ms. Without cpuacct: step 1 only. */
+	uint64_t prev = cpu_usage_ns(s->id);
+	if (prev == UINT64_MAX)
+		return 0;
+	while (wd_now_ns() < end) {
+		usleep(30000);
+		uint64_t cur = cpu_usage_ns(s->id);
+		if (cur == UINT64_MAX || cur - prev < 1000000)
+			return 0;
+		prev = cur;
+	}
+	return -ETIMEDOUT;
 }
 
 bool wd_t3_alive(struct wd_t3 *s)

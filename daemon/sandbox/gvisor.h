@@ -62,6 +62,11 @@ void wd_t3_destroy(struct wd_t3 *s);
  * program exited is still usable: its exit status and output are kept). */
 bool wd_t3_alive(struct wd_t3 *s);
 
+/* For the pool: wait until the sandbox has booted, exec'd its program and
+ * gone idle (the program is blocked on its stdin, or done). 0, -ECHILD
+ * (it died) or -ETIMEDOUT. */
+int wd_t3_wait_settled(struct wd_t3 *s, uint32_t timeout_ms);
+
 /* Enforcement entries of a tier-3 result (runner and pool). */
 void wd_t3_enforcement(const struct wd_manifest *m, struct wd_t3 *s,
 		       struct wd_result *res);

@@ -143,6 +143,13 @@ static bool refill_once(struct wd_pool *p)
 		struct wd_t3 *sb = NULL;
 		struct wd_err err = {0};
 		int r = wd_t3_spawn(m, argv, uid, gid, id, &sb, &err);
+		/* Ready means booted and waiting, not merely forked. */
+		if (r == 0 && (r = wd_t3_wait_settled(sb, 20000)) < 0) {
+			wd_err_set(&err, r, "sandbox did not settle: %s",
+				   strerror(-r));
+			wd_t3_destroy(sb);
+			sb = NULL;
+		}
 		pthread_mutex_lock(&p->mu);
 		k = &p->keys[i]; /* keys may have been reallocated */
 		k->spawning--;

@@ -218,7 +218,7 @@ int main(void)
 	bool left = false;
 	char buf[64];
 	FILE *f = popen("ls /run/warden/gvisor /run/warden/runsc 2>/dev/null "
-			"| grep -c '^wd-'",
+			"| grep -v '[.]lock$' | grep -c '^wd-'",
 			"r");
 	if (f && fgets(buf, sizeof(buf), f))
 		left = atoi(buf) > 0;
