@@ -19,6 +19,8 @@
 
 static pid_t fake_pid = -1;
 static int fake_port;
+static char key_file[] = "/tmp/wd-gw-key.XXXXXX";
+static char bad_key_file[] = "/tmp/wd-gw-badkey.XXXXXX";
 
 static int fake_start(void)
 {
@@ -144,6 +146,10 @@ static struct wd_gateway *make_gateway(void)
 	    "api_key_env: WD_T_UNSET_KEY}\n"
 	    "  wrongkey: {kind: openai, base_url: "
 	    "'http://127.0.0.1:%1$d/wk', api_key_env: WD_T_WRONG}\n"
+	    "  filekey: {kind: openai, base_url: 'http://127.0.0.1:%1$d/fk', "
+	    "api_key_file: '%2$s'}\n"
+	    "  badkey: {kind: openai, base_url: 'http://127.0.0.1:%1$d/bk', "
+	    "api_key_file: '%3$s'}\n"
 	    "models:\n"
 	    "  a: [{provider: ant, model: claude-test}]\n"
 	    "  o: [{provider: oai, model: gpt-test}]\n"
@@ -156,12 +162,14 @@ static struct wd_gateway *make_gateway(void)
 	    "  nokey: [{provider: nokey, model: x}, {provider: oai, model: "
 	    "gpt-test}]\n"
 	    "  wrongkey: [{provider: wrongkey, model: x}]\n"
+	    "  filekey: [{provider: filekey, model: x}]\n"
+	    "  badkey: [{provider: badkey, model: x}]\n"
 	    "retries: {max_attempts: 3, backoff_base_ms: 20, backoff_max_ms: "
 	    "100, retry_after_max_ms: 5000}\n"
 	    "prices:\n"
 	    "  claude-test: {input: 3, output: 15, cached_input: 0.3}\n"
 	    "  gpt-test: {input: 2, output: 8, cached_input: 0.5}\n",
-	    fake_port);
+	    fake_port, key_file, bad_key_file);
 	int r = wd_gateway_config_load_str("test.yaml", ".", yaml, strlen(yaml),
 					   &cfg, &err);
 	free(yaml);
@@ -530,6 +538,22 @@ static void test_secrets(struct wd_gateway *gw)
 	     "wrong-key-401", "r=%d n=%d %s", r, resp.n_attempts, err.msg);
 	wd_complete_resp_free(&resp);
 
+	/* a key from a file (trailing newline stripped) */
+	ctl("fk", "[]");
+	req.model = "filekey";
+	r = wd_gateway_complete(gw, &req, &resp, &err);
+	T_OK(r == 0 && !strcmp(resp.text, "ok"), "api-key-file", "r=%d %s", r,
+	     err.msg);
+	wd_complete_resp_free(&resp);
+	/* a key file smuggling a second header line is refused */
+	ctl("bk", "[]");
+	req.model = "badkey";
+	r = wd_gateway_complete(gw, &req, &resp, &err);
+	T_OK(r == -EPROTO && requests_seen("bk") == 0 &&
+		 strstr(err.msg, "line break") && !strstr(err.msg, "X-Evil"),
+	     "api-key-file-header-injection", "r=%d %s", r, err.msg);
+	wd_complete_resp_free(&resp);
+
 	req.model = "nope";
 	r = wd_gateway_complete(gw, &req, &resp, &err);
 	T_OK(r == -ENOENT && strstr(err.msg, "unknown model 'nope'"),
@@ -617,6 +641,14 @@ int main(void)
 	setenv("WD_T_KEY", KEY, 1);
 	setenv("WD_T_WRONG", "wrong-key-value-123", 1);
 	unsetenv("WD_T_UNSET_KEY");
+	int kf = mkstemp(key_file), bf = mkstemp(bad_key_file);
+	if (kf < 0 || bf < 0 || wd_write_all(kf, KEY "\n", strlen(KEY) + 1) ||
+	    wd_write_all(bf, KEY "\r\nX-Evil: 1\n", strlen(KEY) + 13)) {
+		T_FAIL("key-files", "cannot write key files");
+		return T_DONE();
+	}
+	close(kf);
+	close(bf);
 	r = fake_start();
 	if (r) {
 		T_FAIL("fakemodel-start", "cannot start fake model: %d", r);
@@ -637,5 +669,7 @@ int main(void)
 		wd_gateway_unref(gw);
 	}
 	fake_stop();
+	unlink(key_file);
+	unlink(bad_key_file);
 	return T_DONE();
 }
