@@ -53,6 +53,8 @@ static const char *const sqls[S_N] = {
 static const char schema[] =
     "PRAGMA journal_mode=WAL;"
     "PRAGMA synchronous=OFF;"
+    "PRAGMA cache_size=-65536;"
+    "PRAGMA temp_store=MEMORY;"
     "CREATE TABLE IF NOT EXISTS records(seq INTEGER PRIMARY KEY, seg "
     "INTEGER NOT NULL, off INTEGER NOT NULL, len INTEGER NOT NULL, ts "
     "INTEGER NOT NULL, run_id TEXT NOT NULL, step INTEGER, type TEXT, tool "

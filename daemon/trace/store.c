@@ -245,9 +245,18 @@ static void *writer_main(void *arg)
 		pthread_mutex_unlock(&t->mu);
 		if (!r)
 			r = write_batch(t, w, sync);
-		if (!r)
-			index_batch(t, w);
 		uint64_t last = w->v[w->n - 1].seq;
+		if (!r) {
+			/* acknowledge durable appenders before indexing: the
+			 * index is not on their path */
+			pthread_mutex_lock(&t->mu);
+			t->written_seq = last;
+			if (sync)
+				t->synced_seq = last;
+			pthread_cond_broadcast(&t->done);
+			pthread_mutex_unlock(&t->mu);
+			index_batch(t, w);
+		}
 		pthread_mutex_lock(&t->mu);
 		if (r < 0 && !t->error) {
 			t->error = r;
@@ -256,11 +265,8 @@ static void *writer_main(void *arg)
 				     "unhealthy",
 				     t->root);
 		}
-		if (!r) {
-			t->written_seq = last;
-			if (sync)
-				t->synced_seq = last;
-		}
+		if (!r)
+			t->indexed_seq = last;
 		batch_reset(w);
 		pthread_cond_broadcast(&t->done);
 	}
@@ -416,10 +422,11 @@ int wd_trace_flush(struct wd_trace *t, struct wd_err *err)
 	uint64_t target = t->next_seq - 1;
 	t->flush_waiters++;
 	pthread_cond_signal(&t->wake);
-	while (t->synced_seq < target && !t->error)
+	while ((t->synced_seq < target || t->indexed_seq < target) && !t->error)
 		pthread_cond_wait(&t->done, &t->mu);
 	t->flush_waiters--;
-	int e = t->synced_seq < target ? t->error : 0;
+	int e =
+	    t->synced_seq < target || t->indexed_seq < target ? t->error : 0;
 	pthread_mutex_unlock(&t->mu);
 	if (e)
 		return wd_err_set(err, e, "trace flush: %s", strerror(-e));
@@ -628,7 +635,7 @@ int wd_trace_open(const char *state_dir, const struct wd_trace_opts *o,
 		wd_trace_close(t);
 		return r;
 	}
-	t->written_seq = t->synced_seq = t->next_seq - 1;
+	t->written_seq = t->synced_seq = t->indexed_seq = t->next_seq - 1;
 	if (!t->o.no_index) {
 		cleanup_free char *db = wd_asprintf("%s/index.db", t->root);
 		r = wd_idx_open(db, &t->idx, err);

@@ -69,6 +69,7 @@ struct wd_trace {
 	char prev[65];
 	struct wd_batch cur;
 	uint64_t written_seq, synced_seq; /* last seq on file / on disk */
+	uint64_t indexed_seq;		  /* last seq in the index */
 	int error;			  /* latched -errno, 0 = healthy */
 	bool stop, have_writer;
 	pthread_t writer;
