@@ -127,7 +127,7 @@ int main(int argc, char **argv)
 	struct job jobs[8];
 	uint64_t t0 = wd_now_ns();
 	for (int i = 0; i < threads; i++) {
-		jobs[i] = (struct job){t, i, total / threads, 0, 5000};
+		jobs[i] = (struct job){t, i, total / threads, 0, 5000, 0};
 		pthread_create(&th[i], NULL, appender, &jobs[i]);
 	}
 	uint64_t raw = 0, cpu = 0;
