@@ -191,6 +191,24 @@ static void test_demo_script(void)
 		wd_tool_call_clear(&calls[i][0]);
 	wd_script_free(s);
 
+	/* no list in the task: the demo model asks for one */
+	r = wd_script_load_file("policy/models/demo.script", &s, &err);
+	struct wd_msg ask[] = {
+	    {.role = WD_ROLE_USER,
+	     .text = "Calculate the average and tell me if it's above 50"}};
+	req = (struct wd_complete_req){
+	    .model = "default", .msgs = ask, .n_msgs = 1};
+	memset(&resp, 0, sizeof(resp));
+	if (!r)
+		r = wd_script_complete(s, &req, &resp, &err);
+	T_OK(r == 0 && resp.n_tool_calls == 0 &&
+		 resp.stop_reason == WD_STOP_END_TURN &&
+		 strstr(resp.text, "Which numbers?"),
+	     "script-demo-asks-for-numbers", "r=%d text=%s", r,
+	     resp.text ? resp.text : "");
+	wd_complete_resp_free(&resp);
+	wd_script_free(s);
+
 	/* bad scripts: file:line:col */
 	const char *bad = "# c\n\n{\"step\": 0, \"txt\": \"x\"}\n";
 	r = wd_script_load_str("x.script", bad, strlen(bad), &s, &err);
