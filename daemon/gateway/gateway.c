@@ -488,6 +488,10 @@ static enum outcome http_attempt(struct attempt_ctx *a,
 	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
 	curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
 	curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+	/* the shared cache closes connections beyond this many; the default
+	 * (5) is below the number of concurrent calls, and every closed
+	 * connection is a new TCP (and TLS) handshake on a later call */
+	curl_easy_setopt(h, CURLOPT_MAXCONNECTS, 256L);
 	curl_easy_setopt(h, CURLOPT_USERAGENT, "warden-gateway/1");
 	/* a redirect would re-send the key header to wherever it points */
 	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);

@@ -94,6 +94,8 @@ out:
 	return NULL;
 }
 
+static long n_accepts; /* connections opened: keep-alive check */
+
 static void *accept_main(void *arg)
 {
 	int lfd = (int)(intptr_t)arg;
@@ -103,6 +105,7 @@ static void *accept_main(void *arg)
 		pthread_t t;
 		if (fd < 0)
 			return NULL;
+		__atomic_add_fetch(&n_accepts, 1, __ATOMIC_RELAXED);
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		pthread_create(&t, NULL, conn_main, (void *)(intptr_t)fd);
 		pthread_detach(t);
@@ -328,11 +331,15 @@ int main(void)
 	double c1 = run_load("b", 1, 2), c1cpu = g_cpu_us,
 	       c8 = run_load("b", 8, 2);
 	double ca8 = run_load("ba", 8, 2);
+	long calls_c = (long)(c1 * 2 + c8 * 2 + ca8 * 2);
 	printf("  C loopback server, openai wire:    %8.0f/s (1 thread)  "
 	       "%8.0f/s (8 threads)%s\n",
 	       c1, c8, g_fail ? "  (FAILURES)" : "");
 	printf("  C loopback server, anthropic wire: %8.0f/s (8 threads)\n",
 	       ca8);
+	printf("  keep-alive: ~%ld calls to the C server over %ld TCP "
+	       "connections\n",
+	       calls_c, __atomic_load_n(&n_accepts, __ATOMIC_RELAXED));
 	if (pport > 0) {
 		run_load("p", 1, 0.3);
 		double p1 = run_load("p", 1, 2), p8 = run_load("p", 8, 2);
