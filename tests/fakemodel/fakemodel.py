@@ -17,7 +17,9 @@ Control (JSON over HTTP, on the same port):
       append behaviours to the lane's queue (reset empties queue and log
       first). Each request takes the next behaviour; with an empty queue the
       lane's "default" behaviour answers (initially: reply text "ok").
-  GET  /_requests?lane=a    [{path, headers, body}, ...] received so far
+  GET  /_requests?lane=a    [{path, peer, headers, body}, ...] received so
+                            far (peer: the client's port, i.e. which
+                            keep-alive connection carried the request)
   GET  /_health             "ok"
 
 A behaviour B (all fields optional):
@@ -313,7 +315,8 @@ class Handler(BaseHTTPRequestHandler):
         ln = lane(name)
         with LOCK:
             if len(ln["log"]) < 1000:
-                ln["log"].append({"path": u.path, "headers": dict(self.headers),
+                ln["log"].append({"path": u.path, "peer": self.client_address[1],
+                                  "headers": dict(self.headers),
                                   "body": body.decode("utf-8", "replace")})
             b = ln["queue"].pop(0) if ln["queue"] else ln["default"]
         if b.get("delay_ms"):

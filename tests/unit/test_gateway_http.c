@@ -629,6 +629,31 @@ static void test_threads(struct wd_gateway *gw)
 		 !strcmp(u.agent, "analyst"),
 	     "threads-and-usage-callback", "fail=%d calls=%d", thread_fail,
 	     u.calls);
+	/* keep-alive: ~100 calls per provider from 8 threads ride at most a
+	 * few connections each (not one per call) */
+	const char *lanes[] = {"ant", "oai"};
+	for (int l = 0; l < 2; l++) {
+		char path[64], name[64];
+		int peers[256], np = 0;
+		snprintf(path, sizeof(path), "/_requests?lane=%s", lanes[l]);
+		json_t *log = fake_http(path, NULL), *e;
+		size_t i;
+		json_array_foreach(log, i, e)
+		{
+			int p = (int)json_integer_value(
+				json_object_get(e, "peer")),
+			    seen = 0;
+			for (int k = 0; k < np; k++)
+				seen |= peers[k] == p;
+			if (!seen && np < 256)
+				peers[np++] = p;
+		}
+		snprintf(name, sizeof(name), "keep-alive-%s", lanes[l]);
+		T_OK(json_array_size(log) >= 90 && np <= 16, name,
+		     "%zu requests over %d connections", json_array_size(log),
+		     np);
+		json_decref(log);
+	}
 	wd_gateway_set_usage_cb(gw, NULL, NULL);
 }
 
