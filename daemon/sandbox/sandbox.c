@@ -1,8 +1,20 @@
 /* Dispatch a call to its tier's runner; what every tier shares. */
 #include "sandbox/sandbox.h"
 #include "common/log.h"
+#include "enforce/probe.h"
+#include "sandbox/pool.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
 
 #include <string.h>
+
+static struct wd_pool *g_pool;
+
+void wd_sandbox_use_pool(struct wd_pool *p)
+{
+	g_pool = p;
+}
 
 static const struct wd_runner *runner_for(int tier)
 {
@@ -54,11 +66,95 @@ int wd_sandbox_run(const struct wd_call *call, struct wd_result *res,
 	struct wd_call c = *call;
 	effective_identity(call, &c.caller_uid, &c.caller_gid);
 	uint64_t t0 = wd_now_ns();
-	int r = rn->run(&c, res, err);
+	int r;
+	if (m->tier == WD_TIER_3 && g_pool) {
+		/* Registration is idempotent; a shape that cannot run in tier
+		 * 3 fails here exactly as the cold path would. */
+		r = wd_pool_register(g_pool, m, call->argv, c.caller_uid,
+				     c.caller_gid, err);
+		if (r == 0)
+			r = wd_pool_run(g_pool, &c, c.tenant, res, err);
+	} else {
+		r = rn->run(&c, res, err);
+	}
 	res->duration_ns = wd_now_ns() - t0;
 	if (r < 0) {
 		res->status = WD_ST_SANDBOX_ERROR;
 		res->exit_code = 125;
 	}
 	return r;
+}
+
+static bool is_call_id(const char *s)
+{
+	size_t n = strlen(s);
+	if (!strncmp(s, "wd-", 3))
+		s += 3, n -= 3;
+	if (n != 16)
+		return false;
+	for (; *s; s++)
+		if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'f')))
+			return false;
+	return true;
+}
+
+/* rmdir every empty (process-free) call cgroup under <root>/warden. A
+ * cgroup with processes belongs to a live call (another warden exec) and
+ * is left alone. */
+static int sweep_hierarchy(const char *root)
+{
+	char dir[512];
+	int n = 0;
+	snprintf(dir, sizeof(dir), "%s/warden", root);
+	DIR *d = opendir(dir);
+	if (!d)
+		return 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (!is_call_id(e->d_name))
+			continue;
+		char p[800];
+		snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+		if (rmdir(p) == 0)
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+int wd_sandbox_sweep(void)
+{
+	const struct wd_features *f = wd_probe();
+	int n = 0;
+	if (f->cg.v2_root[0])
+		n += sweep_hierarchy(f->cg.v2_root);
+	for (int c = 0; c < WD_CG_NCTRL; c++)
+		if (f->cg.v1_root[c][0])
+			n += sweep_hierarchy(f->cg.v1_root[c]);
+	/* A call directory whose cgroup is gone has no live call. */
+	const char *rt = getenv("WARDEN_RUNTIME_DIR");
+	char calls[512];
+	snprintf(calls, sizeof(calls), "%s/calls",
+		 rt && *rt ? rt : "/run/warden");
+	DIR *d = opendir(calls);
+	if (!d)
+		return n;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (!is_call_id(e->d_name))
+			continue;
+		char cg[600], p[800];
+		struct stat st;
+		snprintf(cg, sizeof(cg), "%s/warden/%s", f->cg.v2_root,
+			 e->d_name);
+		if (stat(cg, &st) == 0)
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", calls, e->d_name);
+		/* A tier-2 root may still be a mountpoint only in a dead mount
+		 * namespace: on the host it is an empty directory. */
+		if (wd_rm_rf(p) == 0)
+			n++;
+	}
+	closedir(d);
+	return n;
 }

@@ -40,6 +40,7 @@ struct wd_call {
 	uid_t caller_uid; /* identity the tool runs as (never 0: see below) */
 	gid_t caller_gid;
 	const char *call_id; /* NULL -> generated */
+	const char *tenant;  /* team, for the tier-3 pool quota; may be NULL */
 	/* Called for each denial while the call runs (from the supervising
 	 * thread); may be NULL. Denials are also collected in the result. */
 	void (*on_event)(const struct wd_event *e, void *arg);
@@ -73,6 +74,18 @@ struct wd_result {
 
 int wd_sandbox_run(const struct wd_call *call, struct wd_result *res,
 		   struct wd_err *err);
+
+/* Route tier-3 calls through a warm pool (daemon; NULL = cold starts, as
+ * `warden exec` does). Each call's shape is registered on first use, so
+ * the next call of that tool by that user finds a sandbox ready. The
+ * manifests must outlive the pool. */
+struct wd_pool;
+void wd_sandbox_use_pool(struct wd_pool *p);
+
+/* Remove what calls killed mid-flight (a daemon killed with -9) left
+ * behind: call directories and warden cgroups with no process. Returns the
+ * number removed. Called at daemon start. */
+int wd_sandbox_sweep(void);
 void wd_result_free(struct wd_result *r);
 json_t *wd_result_to_json(const struct wd_result *r);
 
