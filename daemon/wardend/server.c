@@ -15,6 +15,7 @@
 
 struct wd_server {
 	struct wd_rt *rt;
+	bool stopping; /* ends open streams so MHD_stop_daemon can join */
 	struct MHD_Daemon *d, *metrics;
 	int lfd;
 	char path[108];
@@ -78,6 +79,7 @@ static const char *query_get(void *arg, const char *key)
 /* ---- streaming (runs and events) ---- */
 
 struct stream_cb {
+	struct wd_server *srv;
 	struct wd_rt_stream *rs;
 	struct wd_stream *ev; /* events endpoint */
 	struct wd_stream_cursor cur;
@@ -93,7 +95,8 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *out, size_t max)
 	while (s->off >= s->buf.len) {
 		s->buf.len = 0;
 		s->off = 0;
-		if (s->done)
+		if (s->done ||
+		    __atomic_load_n(&s->srv->stopping, __ATOMIC_ACQUIRE))
 			return MHD_CONTENT_READER_END_OF_STREAM;
 		int rc;
 		if (s->rs) {
@@ -182,6 +185,7 @@ static enum MHD_Result dispatch(struct wd_server *srv,
 			return send_err(con, errno_status(-errno), err.msg);
 		struct stream_cb *s = wd_calloc(1, sizeof(*s));
 		s->rs = rs;
+		s->srv = srv;
 		return send_stream(con, s);
 	}
 	case WD_EP_APPROVAL_LIST:
@@ -206,6 +210,7 @@ static enum MHD_Result dispatch(struct wd_server *srv,
 			return send_err(con, 503, "no event stream");
 		struct stream_cb *s = wd_calloc(1, sizeof(*s));
 		s->ev = ev;
+		s->srv = srv;
 		s->follow = q->follow;
 		wd_stream_cursor_init(&s->cur, q->since_seq);
 		return send_stream(con, s);
@@ -383,6 +388,7 @@ void wd_server_stop(struct wd_server *s)
 {
 	if (!s)
 		return;
+	__atomic_store_n(&s->stopping, true, __ATOMIC_RELEASE);
 	if (s->metrics)
 		MHD_stop_daemon(s->metrics);
 	MHD_stop_daemon(s->d); /* closes the listening socket */
