@@ -20,6 +20,7 @@ static void push_block(json_t *msgs, const char *role, json_t *block)
 }
 
 static json_t *anthropic_build(const struct wd_complete_req *req,
+			       const struct wd_provider_cfg *prov,
 			       const char *model, struct wd_err *err)
 {
 	json_t *body = json_object(), *msgs = json_array();

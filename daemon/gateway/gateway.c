@@ -439,7 +439,7 @@ static enum outcome http_attempt(struct attempt_ctx *a,
 	long status = 0;
 	enum outcome oc;
 
-	body = ops->build(a->req, a->route->model, &e);
+	body = ops->build(a->req, a->prov, a->route->model, &e);
 	if (!body) {
 		snprintf(a->att->error, sizeof(a->att->error), "%s", e.msg);
 		return OUT_NEXT;

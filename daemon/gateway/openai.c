@@ -8,15 +8,18 @@
 #include "gateway/provider.h"
 
 static json_t *openai_build(const struct wd_complete_req *req,
+			    const struct wd_provider_cfg *prov,
 			    const char *model, struct wd_err *err)
 {
 	json_t *body = json_object(), *msgs = json_array();
 
 	json_object_set_new(body, "model", json_string(model));
-	/* max_tokens, not max_completion_tokens: every compatible server
-	 * understands it */
+	/* max_tokens by default: every compatible server understands it;
+	 * OpenAI's reasoning models want max_completion_tokens instead */
 	json_object_set_new(
-	    body, "max_tokens",
+	    body,
+	    prov && prov->max_completion_tokens ? "max_completion_tokens"
+						: "max_tokens",
 	    json_integer(req->max_tokens ? req->max_tokens : 4096));
 	if (req->temperature >= 0)
 		json_object_set_new(body, "temperature",

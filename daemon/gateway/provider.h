@@ -17,7 +17,8 @@
 struct wd_provider_ops {
 	enum wd_provider_kind kind;
 	/* New reference to the request body, or NULL with err set (-EINVAL). */
-	json_t *(*build)(const struct wd_complete_req *req, const char *model,
+	json_t *(*build)(const struct wd_complete_req *req,
+			 const struct wd_provider_cfg *prov, const char *model,
 			 struct wd_err *err);
 	/* 0, or -EBADMSG with err set. On success fills stop_reason,
 	 * stop_raw, text, tool_calls, usage, model (if given), response_id. */

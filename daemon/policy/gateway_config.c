@@ -258,6 +258,15 @@ static void provider_pair(struct gc_ctx *c, yaml_node_t *kn, const char *k,
 		}
 	} else if (!strcmp(k, "timeout_ms")) {
 		gc_uint(c, vn, "'timeout_ms'", 1, 3600000, &p->timeout_ms);
+	} else if (!strcmp(k, "max_tokens_param")) {
+		const char *s = gc_scalar(c, vn, "'max_tokens_param'");
+		if (s && !strcmp(s, "max_completion_tokens"))
+			p->max_completion_tokens = true;
+		else if (s && strcmp(s, "max_tokens"))
+			gc_err(c, vn,
+			       "'max_tokens_param': expected max_tokens or "
+			       "max_completion_tokens, got '%s'",
+			       s);
 	} else if (!strcmp(k, "connect_timeout_ms")) {
 		gc_uint(c, vn, "'connect_timeout_ms'", 1, 3600000,
 			&p->connect_timeout_ms);
@@ -267,9 +276,14 @@ static void provider_pair(struct gc_ctx *c, yaml_node_t *kn, const char *k,
 static void providers_pair(struct gc_ctx *c, yaml_node_t *kn, const char *k,
 			   yaml_node_t *vn, void *arg)
 {
-	static const char *const keys[] = {
-	    "kind",	  "base_url",		"api_key_env", "api_key_file",
-	    "timeout_ms", "connect_timeout_ms", NULL};
+	static const char *const keys[] = {"kind",
+					   "base_url",
+					   "api_key_env",
+					   "api_key_file",
+					   "timeout_ms",
+					   "connect_timeout_ms",
+					   "max_tokens_param",
+					   NULL};
 	struct wd_gateway_config *cfg = c->cfg;
 	struct wd_provider_cfg *p;
 	struct prov_parse pp = {0};
@@ -306,6 +320,9 @@ static void providers_pair(struct gc_ctx *c, yaml_node_t *kn, const char *k,
 	}
 	if (p->api_key_env && p->api_key_file)
 		gc_err(c, vn, "%s: give api_key_env or api_key_file, not both",
+		       what);
+	if (p->max_completion_tokens && p->kind != WD_PROVIDER_OPENAI)
+		gc_err(c, vn, "%s: max_tokens_param is for openai providers",
 		       what);
 	if (!p->connect_timeout_ms)
 		p->connect_timeout_ms = WD_MIN(p->timeout_ms, 10000u);

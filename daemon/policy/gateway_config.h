@@ -6,7 +6,8 @@
  *     anthropic: {kind: anthropic, base_url: "https://api.anthropic.com",
  *                 api_key_env: ANTHROPIC_API_KEY, timeout_ms: 120000}
  *     openai:    {kind: openai, base_url: "https://api.openai.com",
- *                 api_key_file: /etc/warden/openai.key}
+ *                 api_key_file: /etc/warden/openai.key,
+ *                 max_tokens_param: max_completion_tokens}
  *     script:    {kind: script}
  *   models:                      # alias -> ordered failover list
  *     default: [{provider: script, model: models/demo.script}]
@@ -46,6 +47,9 @@ struct wd_provider_cfg {
 	char *api_key_file;
 	uint32_t timeout_ms;	     /* per attempt; default 120000 */
 	uint32_t connect_timeout_ms; /* default min(timeout, 10000) */
+	bool max_completion_tokens;  /* openai: `max_tokens_param:
+				      * max_completion_tokens` (reasoning
+				      * models); default max_tokens */
 };
 
 struct wd_route {

@@ -98,6 +98,14 @@ static void test_config(void)
 		 strstr(err.msg, "gw.yaml:7:"),
 	     "config-several-errors", "r=%d msg=%s", r, err.msg);
 
+	r = load("providers:\n  a: {kind: openai, base_url: http://x, "
+		 "max_tokens_param: max_tokns}\nmodels:\n  m: [{provider: a, "
+		 "model: x}]\n",
+		 &cfg, &err);
+	T_OK(r == -EINVAL && strstr(err.msg, "gw.yaml:2:") &&
+		 strstr(err.msg, "'max_tokens_param'"),
+	     "config-max-tokens-param", "r=%d msg=%s", r, err.msg);
+
 	r = load("providers: [1, 2\n", &cfg, &err);
 	T_OK(r == -EINVAL && strstr(err.msg, "gw.yaml:"), "config-yaml-syntax",
 	     "r=%d msg=%s", r, err.msg);
@@ -254,7 +262,7 @@ static void test_wire(void)
 				      .n_tools = 1,
 				      .temperature = -1};
 	struct wd_err err = {0};
-	json_t *b = wd_anthropic_ops.build(&req, "claude-x", &err);
+	json_t *b = wd_anthropic_ops.build(&req, NULL, "claude-x", &err);
 	json_t *m = json_object_get(b, "messages");
 
 	T_OK(b &&
@@ -279,7 +287,8 @@ static void test_wire(void)
 	     "build-invalid-utf8-kept", "invalid bytes dropped");
 	json_decref(b);
 
-	b = wd_openai_ops.build(&req, "gpt-x", &err);
+	struct wd_provider_cfg mct = {.max_completion_tokens = true};
+	b = wd_openai_ops.build(&req, &mct, "gpt-x", &err);
 	m = json_object_get(b, "messages");
 	json_t *am = json_array_get(m, 2);
 	json_t *fn = json_object_get(
@@ -289,7 +298,10 @@ static void test_wire(void)
 			 "{\"code\":\"1\"}") &&
 		 !strcmp(json_string_value(json_object_get(json_array_get(m, 3),
 							   "tool_call_id")),
-			 "toolu_1"),
+			 "toolu_1") &&
+		 json_integer_value(
+		     json_object_get(b, "max_completion_tokens")) == 4096 &&
+		 !json_object_get(b, "max_tokens"),
 	     "openai-build-shape", "%s", json_dumps(b, JSON_COMPACT));
 	json_decref(b);
 	json_decref(tc.arguments);
