@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include "gateway/gateway.h"
 #include "policy/gateway_config.h"
@@ -322,6 +323,31 @@ static void test_retry_after(struct wd_gateway *gw)
 	T_OK(r == 0 && resp.n_attempts == 2 && resp.attempts[1].wait_ms == 300,
 	     "retry-after-ms-honoured", "r=%d n=%d", r, resp.n_attempts);
 	wd_complete_resp_free(&resp);
+
+	/* Retry-After as an HTTP date, ~2 s ahead (second granularity) */
+	{
+		char date[64], q[256];
+		time_t t = time(NULL) + 2;
+		struct tm tm;
+		gmtime_r(&t, &tm);
+		strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+		snprintf(q, sizeof(q),
+			 "[{\"status\":503,\"retry_after\":\"%s\"},{"
+			 "\"reply\":{\"text\":\"ok\"}}]",
+			 date);
+		ctl("ant", q);
+		req.model = "a";
+		r = wd_gateway_complete(gw, &req, &resp, &err);
+		T_OK(r == 0 && resp.n_attempts == 2 &&
+			 resp.attempts[1].wait_ms >= 900 &&
+			 resp.attempts[1].wait_ms <= 2100,
+		     "retry-after-http-date", "r=%d n=%d wait=%lu", r,
+		     resp.n_attempts,
+		     resp.n_attempts > 1
+			 ? (unsigned long)resp.attempts[1].wait_ms
+			 : 0);
+		wd_complete_resp_free(&resp);
+	}
 
 	/* a Retry-After beyond retry_after_max_ms: straight to the next
 	 * route, no sleeping */
