@@ -44,10 +44,13 @@ static json_t *anthropic_build(const struct wd_complete_req *req,
 			}
 			break;
 		case WD_ROLE_USER:
-			push_block(
-			    msgs, "user",
-			    json_pack("{s:s,s:o}", "type", "text", "text",
-				      wd_json_text(m->text ? m->text : "")));
+			/* the API rejects empty text blocks */
+			push_block(msgs, "user",
+				   json_pack("{s:s,s:o}", "type", "text",
+					     "text",
+					     wd_json_text(m->text && *m->text
+							      ? m->text
+							      : "(empty)")));
 			break;
 		case WD_ROLE_ASSISTANT:
 			if (m->text && *m->text)

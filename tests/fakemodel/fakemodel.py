@@ -111,6 +111,8 @@ def check_anthropic(req):
             if t == "text":
                 if not isinstance(b.get("text"), str):
                     raise BadRequest(f"messages.{i}.content.{j}.text: Field required")
+                if not b["text"]:
+                    raise BadRequest("messages: text content blocks must be non-empty")
             elif t == "tool_use":
                 if role != "assistant":
                     raise BadRequest(f"messages.{i}.content.{j}: tool_use only in assistant turns")

@@ -564,6 +564,19 @@ static void test_secrets(struct wd_gateway *gw)
 	     "wrong-key-401", "r=%d n=%d %s", r, resp.n_attempts, err.msg);
 	wd_complete_resp_free(&resp);
 
+	/* an empty user text is not sent as an empty block (the API, and
+	 * the fake, reject those) */
+	{
+		struct wd_msg em = {.role = WD_ROLE_USER, .text = ""};
+		struct wd_complete_req er = {
+		    .model = "a", .msgs = &em, .n_msgs = 1, .temperature = -1};
+		ctl("ant", "[]");
+		r = wd_gateway_complete(gw, &er, &resp, &err);
+		T_OK(r == 0, "anthropic-empty-user-text", "r=%d %s", r,
+		     err.msg);
+		wd_complete_resp_free(&resp);
+	}
+
 	/* a key from a file (trailing newline stripped) */
 	ctl("fk", "[]");
 	req.model = "filekey";
