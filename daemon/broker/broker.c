@@ -450,6 +450,7 @@ int wd_broker_execute(const struct wd_broker_run *run,
 	    .caller_uid = uid,
 	    .caller_gid = gid,
 	    .call_id = sb_id,
+	    .tenant = run->team,
 	};
 	struct wd_result res = {0};
 	struct wd_err serr = {0};

@@ -57,6 +57,11 @@ struct wd_rt {
 	pthread_cond_t qcond; /* queue non-empty / stopping */
 	pthread_cond_t ecood; /* new stream lines (all runs) */
 	struct wd_pset *ps;
+	/* with a warm pool, manifests must outlive it: replaced policy
+	 * sets are kept until close */
+	struct wd_pool *pool;
+	struct wd_pset **retired;
+	int n_retired;
 	struct wd_run *runs;
 	struct wd_run *qhead, *qtail;
 	pthread_t *workers;

@@ -11,6 +11,8 @@
 #include "common/log.h"
 #include "events/stream.h"
 #include "gateway/gateway.h"
+#include "sandbox/pool.h"
+#include "sandbox/sandbox.h"
 #include "runtime/rt_int.h"
 #include "trace/trace.h"
 
@@ -834,6 +836,20 @@ int wd_rt_open(const struct wd_rt_opts *o, struct wd_rt **out,
 		goto fail;
 	if ((rc = wd_trace_open(rt->state_dir, NULL, &rt->trace, err)))
 		goto fail;
+	/* what calls killed with the previous daemon left behind */
+	int swept = wd_sandbox_sweep();
+	if (swept > 0)
+		wd_info("removed %d leftovers of interrupted tool calls",
+			swept);
+	if (o->warm_pool > 0) {
+		struct wd_pool_config pc = {.size = o->warm_pool};
+		rt->pool = wd_pool_new(&pc);
+		if (rt->pool)
+			wd_sandbox_use_pool(rt->pool);
+		else
+			wd_log_errno(WD_LOG_WARN, -errno,
+				     "warm pool: cold starts only");
+	}
 	recover(rt);
 	rt->n_workers = o->workers > 0 ? o->workers : 8;
 	rt->workers = wd_calloc((size_t)rt->n_workers, sizeof(pthread_t));
@@ -882,6 +898,13 @@ void wd_rt_close(struct wd_rt *rt)
 		rt_run_unref_locked(r);
 	}
 	pthread_mutex_unlock(&rt->mu);
+	if (rt->pool) {
+		wd_sandbox_use_pool(NULL);
+		wd_pool_free(rt->pool);
+	}
+	for (int i = 0; i < rt->n_retired; i++)
+		wd_pset_unref(rt->retired[i]);
+	free(rt->retired);
 	wd_trace_close(rt->trace);
 	wd_pset_unref(rt->ps);
 	wd_ratelimit_free(rt->rl);
@@ -904,6 +927,13 @@ int wd_rt_reload(struct wd_rt *rt, struct wd_err *err)
 	pthread_mutex_lock(&rt->mu);
 	struct wd_pset *old = rt->ps;
 	rt->ps = ps;
+	if (rt->pool) {
+		rt->retired =
+		    wd_realloc(rt->retired, (size_t)(rt->n_retired + 1) *
+						sizeof(*rt->retired));
+		rt->retired[rt->n_retired++] = old;
+		old = NULL;
+	}
 	pthread_mutex_unlock(&rt->mu);
 	wd_pset_unref(old); /* runs hold their own reference */
 	return 0;

@@ -19,7 +19,9 @@ static void usage(FILE *f)
 		"usage: wardend [--state DIR] [--policy DIR] [--socket PATH] "
 		"[--metrics ADDR:PORT]\n"
 		"               [--workers N] [--approval-ttl SECONDS] "
-		"[--webhook URL] [--log-json] [-v]\n"
+		"[--webhook URL] [--warm-pool N] [--log-json] [-v]\n"
+		"  --warm-pool N   keep N tier-3 sandboxes ready per tool call "
+		"shape (0: cold starts)\n"
 		"  --state DIR     trace store and run state (default %s)\n"
 		"  --policy DIR    tools/, agents/, users.yaml, gateway.yaml "
 		"(default %s)\n"
@@ -41,6 +43,7 @@ int main(int argc, char **argv)
 	    {"approval-ttl", required_argument, 0, 't'},
 	    {"webhook", required_argument, 0, 'W'},
 	    {"log-json", no_argument, 0, 'j'},
+	    {"warm-pool", required_argument, 0, 'P'},
 	    {"help", no_argument, 0, 'h'},
 	    {0, 0, 0, 0},
 	};
@@ -75,6 +78,9 @@ int main(int argc, char **argv)
 			break;
 		case 'j':
 			wd_log_set_json(true);
+			break;
+		case 'P':
+			ro.warm_pool = atoi(optarg);
 			break;
 		case 'v':
 			wd_log_set_level(WD_LOG_DEBUG);
