@@ -37,10 +37,12 @@ static json_t *openai_build(const struct wd_complete_req *req,
 					    wd_json_text(m->text));
 			break;
 		case WD_ROLE_ASSISTANT:
-			json_object_set_new(jm, "content",
-					    m->text && *m->text
-						? wd_json_text(m->text)
-						: json_null());
+			/* null content is only valid next to tool_calls */
+			json_object_set_new(
+			    jm, "content",
+			    m->text && *m->text ? wd_json_text(m->text)
+			    : m->n_tool_calls	? json_null()
+						: json_string(""));
 			if (m->n_tool_calls) {
 				json_t *tcs = json_array();
 				for (int j = 0; j < m->n_tool_calls; j++) {
