@@ -498,12 +498,16 @@ static int run_query(struct wd_trace *t, struct wd_buf *sql, const char **args,
 {
 	if (!t->idx)
 		return wd_err_set(err, -EINVAL, "store opened without index");
+	int r = wd_trace_visible(t);
+	if (r < 0)
+		return wd_err_set(err, r, "trace store unhealthy: %s",
+				  strerror(-r));
 	pthread_mutex_lock(&t->idx_mu);
 	sqlite3 *db = wd_idx_db(t->idx);
 	sqlite3_stmt *st;
 	if (sqlite3_prepare_v2(db, sql->data, -1, &st, NULL) != SQLITE_OK) {
-		int r = wd_err_set(err, -EIO, "index query: %s",
-				   sqlite3_errmsg(db));
+		r = wd_err_set(err, -EIO, "index query: %s",
+			       sqlite3_errmsg(db));
 		pthread_mutex_unlock(&t->idx_mu);
 		return r;
 	}

@@ -228,7 +228,7 @@ static void *writer_main(void *arg)
 		}
 		bool urgent = t->cur.want_sync ||
 			      t->cur.buf.len >= BATCH_URGENT || t->stop ||
-			      t->flush_waiters || t->error;
+			      t->flush_waiters || t->vis_waiters || t->error;
 		uint64_t due = t->cur.t0 + (uint64_t)t->o.commit_us * 1000;
 		uint64_t now = wd_now_ns();
 		if (!urgent && now < due) {
@@ -430,6 +430,26 @@ int wd_trace_flush(struct wd_trace *t, struct wd_err *err)
 	pthread_mutex_unlock(&t->mu);
 	if (e)
 		return wd_err_set(err, e, "trace flush: %s", strerror(-e));
+	return 0;
+}
+
+/* Wait until everything appended so far is written and indexed (readable),
+ * without forcing an fdatasync: readers need visibility, not durability.
+ * Returns 0 (kept as int for the callers' error paths). */
+int wd_trace_visible(struct wd_trace *t)
+{
+	if (!t->have_writer)
+		return 0;
+	pthread_mutex_lock(&t->mu);
+	uint64_t target = t->next_seq - 1;
+	t->vis_waiters++;
+	pthread_cond_signal(&t->wake);
+	while (t->indexed_seq < target && !t->error)
+		pthread_cond_wait(&t->done, &t->mu);
+	t->vis_waiters--;
+	pthread_mutex_unlock(&t->mu);
+	/* an unhealthy store still serves what reached the disk: replay and
+	 * `trace show` of the failed run must keep working */
 	return 0;
 }
 
@@ -729,9 +749,10 @@ int wd_trace_read_line(struct wd_trace *t, uint64_t seg, uint64_t off,
 int wd_trace_run_records(struct wd_trace *t, const char *run_id, json_t **array,
 			 struct wd_err *err)
 {
-	int r = wd_trace_flush(t, err);
+	int r = wd_trace_visible(t);
 	if (r < 0)
-		return r;
+		return wd_err_set(err, r, "trace store unhealthy: %s",
+				  strerror(-r));
 	json_t *arr = json_array();
 	if (!t->idx) {
 		cleanup_free uint64_t *segs = NULL;

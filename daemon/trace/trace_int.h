@@ -73,7 +73,7 @@ struct wd_trace {
 	int error;			  /* latched -errno, 0 = healthy */
 	bool stop, have_writer;
 	pthread_t writer;
-	int flush_waiters;
+	int flush_waiters, vis_waiters;
 
 	/* owned by the writer thread (or the opener before it starts) */
 	struct wd_batch spare;
@@ -90,6 +90,7 @@ struct wd_trace {
 
 int wd_trace_read_line(struct wd_trace *t, uint64_t seg, uint64_t off,
 		       uint64_t len, json_t **rec);
+int wd_trace_visible(struct wd_trace *t);
 int wd_trace_idx_catch_up(struct wd_trace *t, struct wd_err *err);
 /* Sorted list of segment first-seqs; free() it. */
 int wd_trace_list_segments(struct wd_trace *t, uint64_t **out, size_t *n);
