@@ -25,7 +25,7 @@ cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 case $BUILD in /*) VM=$BUILD/vmtest ;; *) VM=$PWD/$BUILD/vmtest ;; esac
 CACHE=$VM/cache
-TIMEOUT=${VMTEST_TIMEOUT:-$([ -n "${VMTEST_FULL:-}" ] && echo 900 || echo 270)}
+TIMEOUT=${VMTEST_TIMEOUT:-$([ -n "${VMTEST_FULL:-}" ] && echo 900 || echo 400)}
 MEM=${VMTEST_MEM:-1024}
 LSMS=lockdown,capability,landlock,yama,bpf
 
@@ -185,7 +185,7 @@ qrc=$?
 secs=$(awk "BEGIN{printf \"%.1f\", $(date +%s.%N) - $t0}")
 
 tr -d '\r' <"$console" | sed -n 's/^\(PASS\|FAIL\|SKIP\) /\1 vm\//p'
-tr -d '\r' <"$console" | grep '^@@VM kernel' | sed 's/^@@VM /# guest: /'
+tr -d '\r' <"$console" | grep -E '^@@VM (kernel|time)' | sed 's/^@@VM /# guest: /'
 end=$(tr -d '\r' <"$console" | grep -m1 '^@@VM-END' || true)
 if [ -z "$end" ]; then
 	if [ "$qrc" -eq 124 ] || [ "$qrc" -eq 137 ]; then

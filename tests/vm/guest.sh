@@ -16,8 +16,10 @@ run() { # name cmd...
 	local name=$1 out
 	shift
 	out=/tmp/vmtest-$(echo "$name" | tr '/ ' '__').log
+	local t0=$EPOCHREALTIME
 	timeout -s KILL "${VMTEST_PER_TEST:-120}" "$@" </dev/null >"$out" 2>&1
 	local r=$?
+	echo "@@VM time $name $(awk "BEGIN{printf \"%.1f\", $EPOCHREALTIME - $t0}")s"
 	grep -E '^(PASS|FAIL|SKIP) ' "$out"
 	if grep -q '^FAIL ' "$out"; then
 		rc=1
@@ -58,7 +60,7 @@ while read -r -a words; do
 	envs=("${words[@]:0:${#words[@]}-1}")
 	t=tests/integration/$n.sh
 	if [ -f "$t" ]; then
-		VMTEST_PER_TEST=${VMTEST_INTEGRATION_TIMEOUT:-$([ -n "$full" ] && echo 600 || echo 200)} \
+		VMTEST_PER_TEST=${VMTEST_INTEGRATION_TIMEOUT:-$([ -n "$full" ] && echo 600 || echo 300)} \
 			run "integration/$n" env "${envs[@]}" bash "$t"
 	else
 		echo "SKIP $n: $t does not exist"
