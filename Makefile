@@ -107,12 +107,21 @@ $(BUILD)/tests/helpers/%: tests/helpers/%.c
 	$(if $(Q),@echo "  STATIC  $@")
 	$(Q)$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -static -o $@ $< -lpthread
 
-# libFuzzer targets (clang), built with ASan/UBSan
-FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -Idaemon -I$(BUILD)/include -Ibpf -std=gnu11
-$(BUILD)/tests/fuzz/%: tests/fuzz/%.c $(LIB_SRCS) | $(BPF_SKELS)
+# libFuzzer targets (clang), built with ASan/UBSan against one instrumented
+# copy of the library (compiled once, shared by every target)
+FUZZ_SAN    := -fsanitize=address,undefined
+FUZZ_CFLAGS := -g -O1 -D_GNU_SOURCE -Idaemon -I$(BUILD)/include -Ibpf -std=gnu11 -MMD -MP
+FUZZ_LIB_OBJS := $(patsubst %.c,$(BUILD)/fuzzobj/%.o,$(LIB_SRCS))
+$(BUILD)/fuzzobj/%.o: %.c | $(BPF_SKELS)
+	@mkdir -p $(@D)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(FUZZ_SAN) -c $< -o $@
+$(BUILD)/libwarden-fuzz.a: $(FUZZ_LIB_OBJS)
+	$(Q)rm -f $@
+	$(Q)ar rcs $@ $^
+$(BUILD)/tests/fuzz/%: tests/fuzz/%.c $(BUILD)/libwarden-fuzz.a
 	@mkdir -p $(@D)
 	$(if $(Q),@echo "  FUZZ    $@")
-	$(Q)$(CLANG) $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRCS) $(LDLIBS)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(FUZZ_SAN) -o $@ $< $(BUILD)/libwarden-fuzz.a $(LDLIBS)
 
 $(BUILD)/tests/bench/%: tests/bench/%.c $(LIBWARDEN)
 	@mkdir -p $(@D)
