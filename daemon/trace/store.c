@@ -661,6 +661,30 @@ int wd_trace_open(const char *state_dir, const struct wd_trace_opts *o,
 		r = wd_idx_open(db, &t->idx, err);
 		if (r == 0)
 			r = wd_trace_idx_catch_up(t, err);
+		if (r < 0 && !t->o.read_only) {
+			/* the index is derived: a damaged one is set aside
+			 * and rebuilt from the segments, never trusted */
+			wd_warn("trace index '%s': %s; rebuilding it", db,
+				err ? err->msg : "unusable");
+			wd_idx_close(t->idx);
+			t->idx = NULL;
+			char ts[24];
+			snprintf(ts, sizeof(ts), "%llu",
+				 (unsigned long long)wd_wall_ns());
+			for (const char *sfx = ""; sfx;
+			     sfx = !*sfx		  ? "-wal"
+				   : !strcmp(sfx, "-wal") ? "-shm"
+							  : NULL) {
+				cleanup_free char *from =
+				    wd_asprintf("%s%s", db, sfx);
+				cleanup_free char *to =
+				    wd_asprintf("%s%s.broken-%s", db, sfx, ts);
+				rename(from, to);
+			}
+			r = wd_idx_open(db, &t->idx, err);
+			if (r == 0)
+				r = wd_trace_idx_catch_up(t, err);
+		}
 		if (r < 0) {
 			wd_trace_close(t);
 			return r;

@@ -7,8 +7,9 @@
  *   blobs/ab/cdef...                        zlib(payload), name =
  * sha256(payload) index.db                                SQLite, rebuildable
  *
- * A segment line is a compact JSON object whose first keys are
- *   seq, ts, run_id, step, type, prev
+ * A segment line is a compact JSON object (UTF-8, no raw newline) whose
+ * first keys are, in this order,
+ *   seq, ts ("2026-01-10T12:00:01.123456Z"), prev, run_id, step, type
  * followed by the caller's fields, and whose LAST key is
  *   "crc":"<8 hex>"          crc32c of every byte of the line before ',"crc"'
  * `prev` is "sha256:<hex>" of the previous line's bytes (without '\n'); the

@@ -274,6 +274,14 @@ static void test_rotation_reindex(void)
 	char *again = tt_dump_index(dir);
 	T_OK(again && !strcmp(before, again),
 	     "trace-index-rebuilt-from-scratch", "differs");
+	/* a damaged index file is set aside and rebuilt */
+	wd_write_file(db, "this is not a database", 22, 0640);
+	if (wd_trace_open(dir, &o, &t, &err) == 0)
+		wd_trace_close(t);
+	char *fixed = tt_dump_index(dir);
+	T_OK(fixed && !strcmp(before, fixed), "trace-index-damaged-rebuilt",
+	     "differs or open failed: %s", err.msg);
+	free(fixed);
 	free(before);
 	free(after);
 	free(again);
