@@ -554,9 +554,61 @@ json_t *wd_y_to_json(struct wd_ywalk *w, yaml_node_t *n, int depth)
 /* ---- loading
  * ------------------------------------------------------------------ */
 
+/* libyaml's scanner is quadratic in flow nesting (every token re-checks the
+ * simple-key stack, one entry per open bracket): 20000 nested "[" take
+ * seconds, 200000 take minutes. Policy files nest a few levels, so tokens
+ * are scanned first and a document nested deeper than WD_Y_MAX_DEPTH is
+ * refused before the loader sees it; the scan stops at that depth, so its
+ * own cost stays linear. Returns false (one diagnostic) if too deep; a
+ * syntax error is left for the loader to report. */
+static bool depth_ok(const char *file, const char *text, size_t len,
+		     struct wd_diag *diag)
+{
+	yaml_parser_t p;
+	yaml_token_t t;
+	int depth = 0;
+	bool ok = true, done = false;
+	if (!yaml_parser_initialize(&p))
+		abort();
+	yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
+	while (!done && yaml_parser_scan(&p, &t)) {
+		switch (t.type) {
+		case YAML_FLOW_SEQUENCE_START_TOKEN:
+		case YAML_FLOW_MAPPING_START_TOKEN:
+		case YAML_BLOCK_SEQUENCE_START_TOKEN:
+		case YAML_BLOCK_MAPPING_START_TOKEN:
+			if (++depth > WD_Y_MAX_DEPTH) {
+				wd_diag_add(diag, file,
+					    (int)t.start_mark.line + 1,
+					    (int)t.start_mark.column + 1,
+					    "nested deeper than %d levels",
+					    WD_Y_MAX_DEPTH);
+				ok = false;
+				done = true;
+			}
+			break;
+		case YAML_FLOW_SEQUENCE_END_TOKEN:
+		case YAML_FLOW_MAPPING_END_TOKEN:
+		case YAML_BLOCK_END_TOKEN:
+			depth--;
+			break;
+		case YAML_STREAM_END_TOKEN:
+			done = true;
+			break;
+		default:
+			break;
+		}
+		yaml_token_delete(&t);
+	}
+	yaml_parser_delete(&p);
+	return ok;
+}
+
 int wd_y_load(const char *file, const char *text, size_t len,
 	      struct wd_diag *diag, wd_y_doc_fn fn, void *arg)
 {
+	if (!depth_ok(file, text, len, diag))
+		return -EINVAL;
 	yaml_parser_t parser;
 	int ndocs = 0, nerr = 0;
 	if (!yaml_parser_initialize(&parser))
