@@ -469,6 +469,8 @@ static int cmd_show(int argc, char **argv)
 	return WD_EXIT_OK;
 }
 
+int wd_cli_policy_reload(int argc, char **argv); /* policy_reload.c */
+
 static int cmd_policy(int argc, char **argv)
 {
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
@@ -479,6 +481,8 @@ static int cmd_policy(int argc, char **argv)
 		return cmd_check(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "show"))
 		return cmd_show(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "reload"))
+		return wd_cli_policy_reload(argc - 1, argv + 1);
 	fprintf(stderr, "warden policy: unknown subcommand '%s'\n", argv[1]);
 	usage(stderr);
 	return WD_EXIT_USAGE;

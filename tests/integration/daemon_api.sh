@@ -81,6 +81,11 @@ wait_until 5 grep -q 'policy reload failed, keeping the old policy' "$T/wardend.
 rm -f "$POL/agents/broken.yaml"
 expect_match reload-non-root-403 "$(as_user 1000 curl -s --unix-socket "$SOCK" -X POST http://w/v1/policy/reload)" 'only root'
 expect_match reload-ok "$(api POST /v1/policy/reload)" '^200 '
+expect_match policy-reload-cli "$("$WARDEN" policy reload 2>&1)" '^policy reloaded'
+printf 'name: broken\nteam: t\nbogus_key: 1\n' >"$POL/agents/broken.yaml"
+out=$("$WARDEN" policy reload 2>&1); rc=$?
+expect_match policy-reload-cli-bad "$rc $out" '^1 .*broken.yaml:[0-9]+'
+rm -f "$POL/agents/broken.yaml"
 as_user 1001 "$WARDEN" approvals approve "$(first_approval)" >/dev/null
 wait_until 10 run_done "$gid"
 expect_eq run-survives-reloads "$(run_state "$gid" output)" "after approval"
