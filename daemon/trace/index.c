@@ -6,6 +6,7 @@
 #include "trace/trace_int.h"
 #include "common/log.h"
 
+#include <math.h>
 #include <string.h>
 #include <time.h>
 
@@ -27,21 +28,22 @@ static const char *const sqls[S_N] = {
 	      "result_hash) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
     /* one statement per record for the run's aggregates */
     [S_RUN_NEW] = "INSERT INTO runs(run_id, status, started, last_ts, steps, "
-		  "records, input_tokens, output_tokens, cost_usd, "
-		  "model_calls, model) VALUES(?1, 'running', ?2, ?2, ?3, 1, "
-		  "?4, ?5, ?6, ?7, ?8) ON CONFLICT(run_id) DO UPDATE SET "
+		  "records, input_tokens, output_tokens, cost_nusd, "
+		  "model_calls, model) VALUES(?1, 'running', ?2, ?3, ?4, ?5, "
+		  "?6, ?7, ?8, ?9, ?10) ON CONFLICT(run_id) DO UPDATE SET "
 		  "last_ts = max(last_ts, excluded.last_ts), steps = "
-		  "max(steps, excluded.steps), records = records + 1, "
-		  "input_tokens = input_tokens + excluded.input_tokens, "
-		  "output_tokens = output_tokens + excluded.output_tokens, "
-		  "cost_usd = cost_usd + excluded.cost_usd, model_calls = "
-		  "model_calls + excluded.model_calls, model = "
-		  "coalesce(model, excluded.model)",
+		  "max(steps, excluded.steps), records = records + "
+		  "excluded.records, input_tokens = input_tokens + "
+		  "excluded.input_tokens, output_tokens = output_tokens + "
+		  "excluded.output_tokens, cost_nusd = cost_nusd + "
+		  "excluded.cost_nusd, model_calls = model_calls + "
+		  "excluded.model_calls, model = coalesce(model, "
+		  "excluded.model)",
     [S_RUN_START] = "UPDATE runs SET agent = ?2, team = ?3, user = ?4, "
 		    "model = coalesce(?5, model), started = ?6, payloads = "
 		    "?7, retention_days = ?8 WHERE run_id = ?1",
     [S_RUN_END] = "UPDATE runs SET status = ?2, ended = ?3, flagged = "
-		  "max(flagged, ?4), cost_usd = coalesce(?5, cost_usd) WHERE "
+		  "max(flagged, ?4), cost_nusd = coalesce(?5, cost_nusd) WHERE "
 		  "run_id = ?1",
     [S_RUN_FLAG] = "UPDATE runs SET flagged = 1 WHERE run_id = ?1",
     [S_RUN_GC] = "UPDATE runs SET payloads_dropped = 1 WHERE run_id = ?1",
@@ -68,7 +70,7 @@ static const char schema[] =
     "tool IS NOT NULL;"
     "CREATE TABLE IF NOT EXISTS runs(run_id TEXT PRIMARY KEY, agent TEXT, "
     "team TEXT, user TEXT, model TEXT, status TEXT, started INTEGER, ended "
-    "INTEGER, last_ts INTEGER, cost_usd REAL NOT NULL DEFAULT 0, "
+    "INTEGER, last_ts INTEGER, cost_nusd INTEGER NOT NULL DEFAULT 0, "
     "input_tokens INTEGER NOT NULL DEFAULT 0, output_tokens INTEGER NOT "
     "NULL DEFAULT 0, model_calls INTEGER NOT NULL DEFAULT 0, steps INTEGER "
     "NOT NULL DEFAULT 0, records INTEGER NOT NULL DEFAULT 0, flagged "
@@ -79,10 +81,83 @@ static const char schema[] =
     "NULL, seq INTEGER NOT NULL, PRIMARY KEY(ref, seq)) WITHOUT ROWID;"
     "CREATE INDEX IF NOT EXISTS refs_run ON refs(run_id);";
 
+/* Per-run aggregates of the records of the current transaction, written
+ * with one upsert per run at commit (or before a run-level update). Costs
+ * are summed as integer nano-dollars so the sum does not depend on how
+ * records were batched: a rebuilt index equals the live one exactly. */
+struct agg {
+	char *run, *model;
+	uint64_t first_ts, last_ts;
+	int64_t steps, records, in, out, mc, nusd;
+};
+
 struct wd_idx {
 	sqlite3 *db;
 	sqlite3_stmt *st[S_N];
+	struct agg *agg;
+	size_t nagg, capagg;
+	json_t *aggmap; /* run_id -> index in agg */
 };
+
+static int agg_flush_one(struct wd_idx *x, struct agg *a)
+{
+	if (!a->records)
+		return 0;
+	sqlite3_stmt *st = x->st[S_RUN_NEW];
+	sqlite3_bind_text(st, 1, a->run, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, a->first_ts);
+	sqlite3_bind_int64(st, 3, a->last_ts);
+	sqlite3_bind_int64(st, 4, a->steps);
+	sqlite3_bind_int64(st, 5, a->records);
+	sqlite3_bind_int64(st, 6, a->in);
+	sqlite3_bind_int64(st, 7, a->out);
+	sqlite3_bind_int64(st, 8, a->nusd);
+	sqlite3_bind_int64(st, 9, a->mc);
+	if (a->model)
+		sqlite3_bind_text(st, 10, a->model, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(st, 10);
+	int rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	a->records = a->steps = a->in = a->out = a->mc = a->nusd = 0;
+	a->last_ts = 0;
+	return rc == SQLITE_DONE ? 0 : -EIO;
+}
+
+static void agg_reset(struct wd_idx *x)
+{
+	for (size_t i = 0; i < x->nagg; i++) {
+		free(x->agg[i].run);
+		free(x->agg[i].model);
+	}
+	x->nagg = 0;
+	json_object_clear(x->aggmap);
+}
+
+static int agg_flush(struct wd_idx *x)
+{
+	int r = 0;
+	for (size_t i = 0; !r && i < x->nagg; i++)
+		r = agg_flush_one(x, &x->agg[i]);
+	agg_reset(x);
+	return r;
+}
+
+static struct agg *agg_get(struct wd_idx *x, const char *run, uint64_t ts)
+{
+	json_t *i = json_object_get(x->aggmap, run);
+	if (i)
+		return &x->agg[json_integer_value(i)];
+	if (x->nagg == x->capagg) {
+		x->capagg = x->capagg ? x->capagg * 2 : 64;
+		x->agg = wd_realloc(x->agg, x->capagg * sizeof(*x->agg));
+	}
+	struct agg *a = &x->agg[x->nagg];
+	*a = (struct agg){.run = wd_strdup(run), .first_ts = ts};
+	json_object_set_new(x->aggmap, run, json_integer(x->nagg++));
+	return a;
+}
 
 sqlite3 *wd_idx_db(struct wd_idx *x)
 {
@@ -93,6 +168,9 @@ void wd_idx_close(struct wd_idx *x)
 {
 	if (!x)
 		return;
+	agg_reset(x);
+	free(x->agg);
+	json_decref(x->aggmap);
 	for (int i = 0; i < S_N; i++)
 		sqlite3_finalize(x->st[i]);
 	sqlite3_close(x->db);
@@ -103,6 +181,7 @@ int wd_idx_open(const char *path, struct wd_idx **out, struct wd_err *err)
 {
 	struct wd_idx *x = wd_calloc(1, sizeof(*x));
 	char *msg = NULL;
+	x->aggmap = json_object();
 	if (sqlite3_open_v2(path, &x->db,
 			    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
 				SQLITE_OPEN_NOMUTEX,
@@ -135,10 +214,19 @@ int wd_idx_begin(struct wd_idx *x)
 
 int wd_idx_commit(struct wd_idx *x)
 {
-	if (sqlite3_exec(x->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK)
+	if (agg_flush(x) == 0 &&
+	    sqlite3_exec(x->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK)
 		return 0;
 	sqlite3_exec(x->db, "ROLLBACK", NULL, NULL, NULL);
 	return -EIO;
+}
+
+int wd_idx_rollback(struct wd_idx *x)
+{
+	agg_reset(x);
+	return sqlite3_exec(x->db, "ROLLBACK", NULL, NULL, NULL) == SQLITE_OK
+		   ? 0
+		   : -EIO;
 }
 
 int wd_idx_clear(struct wd_idx *x)
@@ -296,25 +384,29 @@ int wd_idx_add(struct wd_idx *x, uint64_t seq, uint64_t seg, uint64_t off,
 		return 0; /* already indexed */
 
 	bool mc = !strcmp(type, "model_call");
-	st = x->st[S_RUN_NEW];
-	bind_str(st, 1, run);
-	sqlite3_bind_int64(st, 2, ts);
-	sqlite3_bind_int64(st, 3, step);
-	sqlite3_bind_int64(
-	    st, 4,
-	    mc ? (int64_t)num(
-		     get2(rec, "gen_ai.usage.input_tokens", "input_tokens"))
-	       : 0);
-	sqlite3_bind_int64(
-	    st, 5,
-	    mc ? (int64_t)num(
-		     get2(rec, "gen_ai.usage.output_tokens", "output_tokens"))
-	       : 0);
-	sqlite3_bind_double(st, 6,
-			    mc ? num(json_object_get(rec, "cost_usd")) : 0);
-	sqlite3_bind_int(st, 7, mc);
-	bind_str(st, 8, mc ? str2(rec, "gen_ai.request.model", "model") : NULL);
-	if (run_step(st) < 0)
+	struct agg *ag = agg_get(x, run, ts);
+	if (!ag->records)
+		ag->first_ts = ag->first_ts ? ag->first_ts : ts;
+	ag->records++;
+	ag->last_ts = ts > ag->last_ts ? ts : ag->last_ts;
+	ag->steps = step > ag->steps ? step : ag->steps;
+	if (mc) {
+		ag->mc++;
+		ag->in += (int64_t)num(
+		    get2(rec, "gen_ai.usage.input_tokens", "input_tokens"));
+		ag->out += (int64_t)num(
+		    get2(rec, "gen_ai.usage.output_tokens", "output_tokens"));
+		ag->nusd +=
+		    llround(num(json_object_get(rec, "cost_usd")) * 1e9);
+		const char *m = str2(rec, "gen_ai.request.model", "model");
+		if (m && !ag->model)
+			ag->model = wd_strdup(m);
+	}
+	bool run_level = !strcmp(type, "run_start") ||
+			 !strcmp(type, "run_end") || !strcmp(type, "flag") ||
+			 !strcmp(type, "gc");
+	/* the UPDATEs below need the row and its sums in place */
+	if (run_level && agg_flush_one(x, ag) < 0)
 		return -EIO;
 
 	if (!strcmp(type, "run_start")) {
@@ -347,7 +439,7 @@ int wd_idx_add(struct wd_idx *x, uint64_t seq, uint64_t seg, uint64_t off,
 		sqlite3_bind_int(st, 4,
 				 json_is_true(json_object_get(rec, "flagged")));
 		if (c)
-			sqlite3_bind_double(st, 5, num(c));
+			sqlite3_bind_int64(st, 5, llround(num(c) * 1e9));
 		else
 			sqlite3_bind_null(st, 5);
 	} else if (!strcmp(type, "flag")) {
@@ -443,7 +535,7 @@ int wd_trace_idx_catch_up(struct wd_trace *t, struct wd_err *err)
 		if (!r)
 			r = wd_idx_commit(t->idx);
 		else
-			wd_idx_commit(t->idx);
+			wd_idx_rollback(t->idx);
 	}
 	pthread_mutex_unlock(&t->idx_mu);
 	if (r < 0)
@@ -545,11 +637,13 @@ int wd_trace_query_runs(struct wd_trace *t, const struct wd_trace_query *q,
 	struct wd_buf sql = {0};
 	const char *args[8];
 	size_t n = 0;
-	wd_buf_printf(&sql, "SELECT run_id, agent, team, user, model, status, "
-			    "started, ended, last_ts, cost_usd, input_tokens, "
-			    "output_tokens, model_calls, steps, records, "
-			    "flagged, payloads, retention_days, "
-			    "payloads_dropped FROM runs WHERE 1");
+	wd_buf_printf(&sql,
+		      "SELECT run_id, agent, team, user, model, status, "
+		      "started, ended, last_ts, cost_nusd / 1e9 AS cost_usd, "
+		      "input_tokens, "
+		      "output_tokens, model_calls, steps, records, "
+		      "flagged, payloads, retention_days, "
+		      "payloads_dropped FROM runs WHERE 1");
 #define F(field, col)                                                          \
 	if (q->field) {                                                        \
 		wd_buf_printf(&sql, " AND " col " = ?");                       \

@@ -178,6 +178,8 @@ static void index_batch(struct wd_trace *t, struct wd_batch *b)
 			       b->v[i].idx);
 	if (!r)
 		r = wd_idx_commit(t->idx);
+	else
+		wd_idx_rollback(t->idx);
 	pthread_mutex_unlock(&t->idx_mu);
 	/* The index is derived: the segments hold the truth and catch-up at
 	 * the next open repairs a gap, so this is a warning, not a failure. */

@@ -43,6 +43,7 @@ int wd_idx_open(const char *path, struct wd_idx **out, struct wd_err *err);
 void wd_idx_close(struct wd_idx *x);
 int wd_idx_begin(struct wd_idx *x);
 int wd_idx_commit(struct wd_idx *x);
+int wd_idx_rollback(struct wd_idx *x);
 /* Idempotent: a seq already present is ignored. */
 int wd_idx_add(struct wd_idx *x, uint64_t seq, uint64_t seg, uint64_t off,
 	       uint64_t len, uint64_t ts_us, json_t *rec);
