@@ -83,7 +83,8 @@ static char *builtin(const char *s, size_t len, size_t *out_len)
 				keep = 3;
 				skip = n - i;
 			}
-		} else if ((c == 'b' || c == 'B') &&
+		} else if ((c | 0x20) == 'b' && i + 1 < len &&
+			   (s[i + 1] | 0x20) == 'e' &&
 			   ieq(s, len, i, "bearer ")) {
 			for (n = i + 7; n < len && s[n] == ' '; n++)
 				;
@@ -94,14 +95,15 @@ static char *builtin(const char *s, size_t len, size_t *out_len)
 				keep = t0 - i;
 				skip = n - i;
 			}
-		} else if ((c == 'x' || c == 'X') &&
-			   ieq(s, len, i, "x-api-key")) {
+		} else if ((c | 0x20) == 'x' && i + 1 < len &&
+			   s[i + 1] == '-' && ieq(s, len, i, "x-api-key")) {
 			n = header_value(s, len, i + 9, &vs, false);
 			if (n) {
 				keep = vs - i;
 				skip = vs + n - i;
 			}
-		} else if ((c == 'a' || c == 'A') &&
+		} else if ((c | 0x20) == 'a' && i + 1 < len &&
+			   (s[i + 1] | 0x20) == 'u' &&
 			   ieq(s, len, i, "authorization")) {
 			n = header_value(s, len, i + 13, &vs, true);
 			if (n) {

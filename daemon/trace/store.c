@@ -296,6 +296,51 @@ static void note_hash_only(struct wd_trace *t, const char *run_id, json_t *rec)
 	pthread_mutex_unlock(&t->runs_mu);
 }
 
+/* "2026-01-10T12:00:01.123456Z": the per-second part is cached (called under
+ * t->mu), only the microseconds are formatted per record. */
+static void fmt_ts(struct wd_trace *t, uint64_t wall, char out[40])
+{
+	uint64_t sec = wall / 1000000000ull;
+	if (sec != t->ts_sec || !t->ts_prefix[0]) {
+		wd_iso8601(wall, t->ts_prefix, sizeof(t->ts_prefix));
+		char *dot = strchr(t->ts_prefix, '.');
+		if (dot)
+			dot[1] = 0;
+		t->ts_sec = sec;
+	}
+	size_t n = strlen(t->ts_prefix);
+	memcpy(out, t->ts_prefix, n);
+	unsigned us = wall % 1000000000ull / 1000;
+	for (int i = 5; i >= 0; i--, us /= 10)
+		out[n + i] = '0' + us % 10;
+	out[n + 6] = 'Z';
+	out[n + 7] = 0;
+}
+
+static int fmt_head(char *h, uint64_t seq, const char *ts, const char *prev)
+{
+	char d[24];
+	int nd = 0, n;
+	do
+		d[nd++] = '0' + seq % 10;
+	while (seq /= 10);
+	memcpy(h, "{\"seq\":", 7);
+	n = 7;
+	while (nd)
+		h[n++] = d[--nd];
+	memcpy(h + n, ",\"ts\":\"", 7);
+	n += 7;
+	size_t tl = strlen(ts);
+	memcpy(h + n, ts, tl);
+	n += tl;
+	memcpy(h + n, "\",\"prev\":\"sha256:", 17);
+	n += 17;
+	memcpy(h + n, prev, 64);
+	n += 64;
+	memcpy(h + n, "\",", 2);
+	return n + 2;
+}
+
 int wd_trace_append(struct wd_trace *t, json_t *rec, bool durable,
 		    uint64_t *seq_out, struct wd_err *err)
 {
@@ -358,10 +403,8 @@ int wd_trace_append(struct wd_trace *t, json_t *rec, bool durable,
 	uint64_t seq = t->next_seq++;
 	uint64_t wall = wd_wall_ns();
 	char ts[40], head[200];
-	wd_iso8601(wall, ts, sizeof(ts));
-	int hl = snprintf(head, sizeof(head),
-			  "{\"seq\":%llu,\"ts\":\"%s\",\"prev\":\"sha256:%s\",",
-			  (unsigned long long)seq, ts, t->prev);
+	fmt_ts(t, wall, ts);
+	int hl = fmt_head(head, seq, ts, t->prev);
 	struct wd_batch *b = &t->cur;
 	if (b->n == 0)
 		b->t0 = wd_now_ns();
@@ -370,7 +413,12 @@ int wd_trace_append(struct wd_trace *t, json_t *rec, bool durable,
 	wd_buf_append(&b->buf, mid + 1, midlen - 2);
 	uint32_t crc = wd_crc32c(0, b->buf.data + off, b->buf.len - off);
 	char tail[24];
-	int tl = snprintf(tail, sizeof(tail), WD_CRC_TAIL "%08x\"}", crc);
+	memcpy(tail, WD_CRC_TAIL, sizeof(WD_CRC_TAIL) - 1);
+	for (int i = 0; i < 8; i++)
+		tail[sizeof(WD_CRC_TAIL) - 1 + i] =
+		    "0123456789abcdef"[(crc >> (28 - 4 * i)) & 15];
+	memcpy(tail + sizeof(WD_CRC_TAIL) - 1 + 8, "\"}", 2);
+	int tl = WD_CRC_TAIL_LEN;
 	wd_buf_append(&b->buf, tail, tl);
 	size_t len = b->buf.len - off;
 	char prev_hex[65];

@@ -68,6 +68,8 @@ struct wd_trace {
 	pthread_cond_t done; /* appenders: progress */
 	uint64_t next_seq;
 	char prev[65];
+	uint64_t ts_sec; /* fmt_ts() cache */
+	char ts_prefix[40];
 	struct wd_batch cur;
 	uint64_t written_seq, synced_seq; /* last seq on file / on disk */
 	uint64_t indexed_seq;		  /* last seq in the index */
