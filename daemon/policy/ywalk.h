@@ -21,7 +21,7 @@
 
 #include "policy/manifest.h"
 
-#define WD_Y_NODE_BUDGET 100000
+#define WD_Y_NODE_BUDGET 1000000
 #define WD_Y_MAX_DEPTH	 64
 
 struct wd_ywalk {
