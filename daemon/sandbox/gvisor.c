@@ -42,6 +42,7 @@
  *   sentry, and its own host seccomp filter kills the sandbox rather than
  *   logging.
  */
+#include "sandbox/common.h"
 #include "sandbox/gvisor.h"
 
 #include <dirent.h>
@@ -125,28 +126,6 @@ int wd_t3_precheck(const struct wd_manifest *m, uid_t uid, gid_t gid,
 		return wd_err_set(err, -EPERM,
 				  "tier 3: refusing to run as uid/gid 0");
 	return wd_t3_runsc_path(p, sizeof(p), err) < 0 ? err->code : 0;
-}
-
-static char *resolve_exec(const char *a)
-{
-	if (a[0] == '/')
-		return wd_strdup(a);
-	static const char *const dirs[] = {"/usr/local/bin", "/usr/bin", "/bin",
-					   "/usr/sbin", "/sbin"};
-	for (size_t i = 0; i < WD_ARRAY_SIZE(dirs); i++) {
-		char *p = wd_asprintf("%s/%s", dirs[i], a);
-		if (access(p, X_OK) == 0)
-			return p;
-		free(p);
-	}
-	return NULL;
-}
-
-static void free_strv(char **v)
-{
-	for (int i = 0; v && v[i]; i++)
-		free(v[i]);
-	free(v);
 }
 
 /* Between fork and _exit: async-signal-safe calls only (the daemon is
@@ -324,7 +303,7 @@ int wd_t3_spawn(const struct wd_manifest *m, char *const *argv, uid_t uid,
 	while (src[argc])
 		argc++;
 	av = wd_calloc(argc + 1, sizeof(char *));
-	av[0] = resolve_exec(src[0]);
+	av[0] = wd_sb_resolve_exec(src[0]);
 	if (!av[0]) {
 		r = wd_err_set(err, -ENOENT, "command '%s' not found", src[0]);
 		goto fail;
@@ -424,9 +403,9 @@ int wd_t3_spawn(const struct wd_manifest *m, char *const *argv, uid_t uid,
 	s->out = pout[0];
 	s->err = perr[0];
 	s->spawned_ns = wd_now_ns();
-	free_strv(av);
-	free_strv(env);
-	free_strv(rargv);
+	wd_sb_free_strv(av);
+	wd_sb_free_strv(env);
+	wd_sb_free_strv(rargv);
 	*out = s;
 	return 0;
 
@@ -439,24 +418,11 @@ fail:
 		if (perr[i] >= 0)
 			close(perr[i]);
 	}
-	free_strv(av);
-	free_strv(env);
-	free_strv(rargv);
+	wd_sb_free_strv(av);
+	wd_sb_free_strv(env);
+	wd_sb_free_strv(rargv);
 	wd_t3_destroy(s);
 	return r;
-}
-
-/* Append up to the cap, drain the rest. */
-static void take(struct wd_buf *b, const char *p, size_t n, size_t cap,
-		 bool *trunc)
-{
-	size_t room = b->len < cap ? cap - b->len : 0;
-	if (n > room) {
-		*trunc = true;
-		n = room;
-	}
-	if (n)
-		wd_buf_append(b, p, n);
 }
 
 static void emit(struct wd_result *res, const struct wd_call *call,
@@ -711,7 +677,7 @@ int wd_t3_finish(struct wd_t3 *s, const struct wd_manifest *m,
 				continue;
 			ssize_t r = read(*fds[j], buf, sizeof(buf));
 			if (r > 0) {
-				take(bufs[j], buf, r, cap, &trunc);
+				wd_sb_take(bufs[j], buf, r, cap, &trunc);
 			} else if (r == 0 ||
 				   (errno != EINTR && errno != EAGAIN)) {
 				close(*fds[j]);

@@ -1,3 +1,4 @@
+#include "sandbox/common.h"
 #include "sandbox/mounts.h"
 
 #include <dirent.h>
@@ -81,32 +82,6 @@ static int bind_one(const char *root, const char *src, bool write,
 	return 0;
 }
 
-/* Keep the host's top-level symlinks (/lib -> usr/lib on merged-usr): ELF
- * interpreters and scripts name the short paths. */
-static int copy_root_symlinks(const char *root)
-{
-	DIR *d = opendir("/");
-	struct dirent *e;
-	if (!d)
-		return -errno;
-	while ((e = readdir(d))) {
-		char target[256], dst[4096], src[300];
-		snprintf(src, sizeof(src), "/%s", e->d_name);
-		ssize_t n = readlink(src, target, sizeof(target) - 1);
-		if (n <= 0)
-			continue;
-		target[n] = 0;
-		snprintf(dst, sizeof(dst), "%s/%s", root, e->d_name);
-		if (symlink(target, dst) < 0 && errno != EEXIST) {
-			int r = -errno;
-			closedir(d);
-			return r;
-		}
-	}
-	closedir(d);
-	return 0;
-}
-
 static int setup_dev(const char *root, struct wd_err *err)
 {
 	char dev[4096];
@@ -166,7 +141,7 @@ int wd_mounts_setup(const char *root, const struct wd_manifest *m,
 		  "mode=0755,size=1m") < 0)
 		return wd_err_set(err, -errno, "root tmpfs: %s",
 				  strerror(errno));
-	if ((r = copy_root_symlinks(root)) < 0)
+	if ((r = wd_sb_copy_root_symlinks(root)) < 0)
 		return wd_err_set(err, r, "root symlinks: %s", strerror(-r));
 
 	int n = m->fs_read.n + m->fs_exec.n + m->fs_write.n + wd_loader_paths_n;

@@ -1,4 +1,5 @@
 /* OCI bundle generation for tier 3: see oci.h. */
+#include "sandbox/common.h"
 #include "sandbox/oci.h"
 
 #include <dirent.h>
@@ -175,33 +176,6 @@ json_t *wd_oci_config(const struct wd_manifest *m, const struct wd_oci_opts *o,
 	return c;
 }
 
-/* The host's top-level symlinks (/lib -> usr/lib on merged-usr): ELF
- * interpreters and scripts name the short paths. Symlinks only: they
- * expose nothing by themselves, their targets are bound or absent. */
-static int copy_root_symlinks(const char *root)
-{
-	DIR *d = opendir("/");
-	struct dirent *e;
-	if (!d)
-		return -errno;
-	while ((e = readdir(d))) {
-		char target[256], dst[4096], src[300];
-		snprintf(src, sizeof(src), "/%s", e->d_name);
-		ssize_t n = readlink(src, target, sizeof(target) - 1);
-		if (n <= 0)
-			continue;
-		target[n] = 0;
-		snprintf(dst, sizeof(dst), "%s/%s", root, e->d_name);
-		if (symlink(target, dst) < 0 && errno != EEXIST) {
-			int r = -errno;
-			closedir(d);
-			return r;
-		}
-	}
-	closedir(d);
-	return 0;
-}
-
 int wd_oci_bundle_write(const char *dir, const struct wd_manifest *m,
 			const struct wd_oci_opts *o, struct wd_err *err)
 {
@@ -216,7 +190,7 @@ int wd_oci_bundle_write(const char *dir, const struct wd_manifest *m,
 			       strerror(errno));
 		goto out;
 	}
-	if ((r = copy_root_symlinks(root)) < 0) {
+	if ((r = wd_sb_copy_root_symlinks(root)) < 0) {
 		wd_err_set(err, r, "bundle '%s': symlinks: %s", root,
 			   strerror(-r));
 		goto out;

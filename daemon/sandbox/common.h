@@ -1,0 +1,25 @@
+/* Helpers every tier runner shares (sandbox-internal). */
+#ifndef WD_SANDBOX_COMMON_H
+#define WD_SANDBOX_COMMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "common/util.h"
+
+/* An absolute path as is; a bare name looked up in the standard system
+ * directories (never the caller's PATH). NULL if not found. */
+char *wd_sb_resolve_exec(const char *name);
+/* Free a NULL-terminated vector of strings (NULL is fine). */
+void wd_sb_free_strv(char **v);
+/* Recreate the host's top-level symlinks (/lib -> usr/lib on merged-usr)
+ * under `root`: ELF interpreters and scripts name the short paths.
+ * Symlinks expose nothing by themselves: their targets are bound or absent.
+ * 0 or -errno. */
+int wd_sb_copy_root_symlinks(const char *root);
+/* Append tool output up to `cap` bytes; what is beyond is dropped (the
+ * caller keeps draining the pipe) and *truncated set. */
+void wd_sb_take(struct wd_buf *b, const char *p, size_t n, size_t cap,
+		bool *truncated);
+
+#endif
