@@ -307,6 +307,27 @@ static int add_paths(struct wd_lsm *l, struct wd_lsm_call *c,
 	return 0;
 }
 
+/* Delete every file rule of cgid, including those a child added with
+ * wd_lsm_allow_fd(). Keys are collected first: deleting while walking with
+ * get_next_key can restart the walk. */
+static void sweep_files(int ffd, uint64_t cgid)
+{
+	struct wd_lsm_file_key k, next, *del = NULL;
+	int n = 0;
+	void *prev = NULL;
+	while (bpf_map_get_next_key(ffd, prev, &next) == 0) {
+		if (next.cgid == cgid) {
+			del = wd_realloc(del, (n + 1) * sizeof(*del));
+			del[n++] = next;
+		}
+		k = next;
+		prev = &k;
+	}
+	for (int i = 0; i < n; i++)
+		bpf_map_delete_elem(ffd, &del[i]);
+	free(del);
+}
+
 static void call_undo(struct wd_lsm *l, struct wd_lsm_call *c)
 {
 	for (int h = 0; h < WD_LSM_H_NR; h++)
@@ -328,6 +349,7 @@ static void call_undo(struct wd_lsm *l, struct wd_lsm_call *c)
 		int ffd = bpf_map__fd(l->skel->maps.wd_lsm_files);
 		for (int i = 0; i < c->n_keys; i++)
 			bpf_map_delete_elem(ffd, &c->keys[i]);
+		sweep_files(ffd, c->cgid);
 	}
 	free(c->keys);
 	c->keys = NULL;
@@ -343,8 +365,8 @@ static bool wants_unix(const struct wd_manifest *m)
 	return false;
 }
 
-int wd_lsm_begin(struct wd_lsm *l, int cgroup_fd, uint64_t cgid,
-		 const struct wd_manifest *m, struct wd_err *err)
+static int begin(struct wd_lsm *l, int cgroup_fd, uint64_t cgid,
+		 const struct wd_manifest *m, bool arm, struct wd_err *err)
 {
 	if (!l->skel || !wd_lsm_n_active(l) || m->tier == WD_TIER_3)
 		return 0;
@@ -403,7 +425,7 @@ int wd_lsm_begin(struct wd_lsm *l, int cgroup_fd, uint64_t cgid,
 		memset(&p, 0, sizeof(p));
 		c->created_policy = true;
 	}
-	uint64_t fl = WD_LSM_ON;
+	uint64_t fl = arm ? WD_LSM_ON : 0;
 	if (l->st[WD_LSM_H_FILE_OPEN].active)
 		fl |= WD_LSM_FILES;
 	if (l->st[WD_LSM_H_BPRM_CHECK].active)
@@ -440,16 +462,53 @@ fail:
 	return rc;
 }
 
+int wd_lsm_begin(struct wd_lsm *l, int cgroup_fd, uint64_t cgid,
+		 const struct wd_manifest *m, struct wd_err *err)
+{
+	return begin(l, cgroup_fd, cgid, m, true, err);
+}
+
+int wd_lsm_prepare(struct wd_lsm *l, int cgroup_fd, uint64_t cgid,
+		   const struct wd_manifest *m, struct wd_err *err)
+{
+	return begin(l, cgroup_fd, cgid, m, false, err);
+}
+
+/* Fork-safe (no lock, no allocation): map operations on fds only, so the
+ * sandbox's own child may call it between fork and exec. */
+int wd_lsm_arm(struct wd_lsm *l, uint64_t cgid)
+{
+	struct wd_call_policy p;
+	if (!l->skel)
+		return 0;
+	if (bpf_map_lookup_elem(l->fds.policy, &cgid, &p) < 0)
+		return -errno;
+	p.reserved[WD_LSM_SLOT] |= WD_LSM_ON;
+	if (bpf_map_update_elem(l->fds.policy, &cgid, &p, BPF_EXIST) < 0)
+		return -errno;
+	return 0;
+}
+
+/* Fork-safe like wd_lsm_arm. The rule is not kept in the call's key list:
+ * wd_lsm_end() sweeps the map for the cgroup id, so rules added by a child
+ * are removed too. */
 int wd_lsm_allow_fd(struct wd_lsm *l, uint64_t cgid, int fd, unsigned access)
 {
 	struct stat st;
+	if (!l->skel)
+		return -ENOENT;
 	if (fstat(fd, &st) < 0)
 		return -errno;
-	pthread_mutex_lock(&l->lock);
-	struct wd_lsm_call *c = find_call(l, cgid);
-	int rc = c ? add_file_rule(l, c, &st, access) : -ENOENT;
-	pthread_mutex_unlock(&l->lock);
-	return rc;
+	struct wd_lsm_file_key k = {
+	    .cgid = cgid,
+	    .ino = st.st_ino,
+	    .dev = (uint32_t)(major(st.st_dev) << 20 | minor(st.st_dev)),
+	};
+	int mfd = bpf_map__fd(l->skel->maps.wd_lsm_files);
+	uint32_t v = 0;
+	bpf_map_lookup_elem(mfd, &k, &v);
+	v |= access;
+	return bpf_map_update_elem(mfd, &k, &v, BPF_ANY) < 0 ? -errno : 0;
 }
 
 int wd_lsm_end(struct wd_lsm *l, uint64_t cgid)

@@ -102,9 +102,21 @@ bool wd_lsm_active(void);
  * stays armed. -EEXIST if cgid is already armed. */
 int wd_lsm_begin(struct wd_lsm *l, int cgroup_fd, uint64_t cgid,
 		 const struct wd_manifest *m, struct wd_err *err);
-/* Grant `access` (WD_LSM_READ|WRITE|EXECUTE from bpf/lsm_policy.h) on the inode
- * of `fd` and everything beneath it to an armed call: for scratch directories
- * the sandbox creates. */
+/* Two-phase form for sandboxes whose own setup runs inside the call's
+ * cgroup and needs what the LSM denies (tier 2: mounts, bpf() for
+ * wd_lsm_allow_fd): wd_lsm_prepare() does everything wd_lsm_begin() does
+ * except switching the hooks on; the sandbox's child, once its setup is
+ * done and before it forks or execs the tool, calls wd_lsm_arm(). Both
+ * wd_lsm_arm() and wd_lsm_allow_fd() are fork-safe (fd operations only, no
+ * lock, no allocation). wd_lsm_end() disarms either form. */
+int wd_lsm_prepare(struct wd_lsm *l, int cgroup_fd, uint64_t cgid,
+		   const struct wd_manifest *m, struct wd_err *err);
+int wd_lsm_arm(struct wd_lsm *l, uint64_t cgid);
+/* Grant `access` (WD_LSM_READ|WRITE|EXECUTE from bpf/lsm_policy.h) on the
+ * inode of `fd` and everything beneath it to the call of cgid: for scratch
+ * directories, /proc, /dev/shm the sandbox creates. Callable before or
+ * after arming (after arming only from outside the call: the bpf hook
+ * denies bpf() inside it). */
 int wd_lsm_allow_fd(struct wd_lsm *l, uint64_t cgid, int fd, unsigned access);
 /* Disarm: detach the call's links, delete its file rules, clear its LSM
  * flags. Safe for a cgid never armed (-ENOENT). */

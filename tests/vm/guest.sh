@@ -59,6 +59,7 @@ while read -r -a words; do
 	n=${words[-1]}
 	envs=("${words[@]:0:${#words[@]}-1}")
 	t=tests/integration/$n.sh
+	[ -f "tests/vm/$n.sh" ] && t=tests/vm/$n.sh # guest-only tests
 	if [ -f "$t" ]; then
 		VMTEST_PER_TEST=${VMTEST_INTEGRATION_TIMEOUT:-$([ -n "$full" ] && echo 600 || echo 300)} \
 			run "integration/$n" env "${envs[@]}" bash "$t"
