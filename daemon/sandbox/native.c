@@ -15,6 +15,7 @@
  * A failing step reports on the error pipe and exits 125: nothing runs
  * weaker than its manifest.
  */
+#include "sandbox/common.h"
 #include "sandbox/sandbox.h"
 #include "common/log.h"
 #include "enforce/egress.h"
@@ -313,6 +314,9 @@ static void __attribute__((noreturn)) child_main(struct launch *l)
 					   own[i].p);
 			close(fd);
 		}
+		int ar = wd_lsm_arm(l->lsm, l->cgid);
+		if (ar < 0)
+			child_fail(l, -ar, "bpf_lsm: arm");
 	}
 	restrict_self(l);
 	pid_t g2 = fork();
@@ -372,21 +376,6 @@ static void closep2(int p[2])
 		}
 }
 
-static char *resolve_exec(const char *a)
-{
-	if (a[0] == '/')
-		return wd_strdup(a);
-	static const char *const dirs[] = {"/usr/local/bin", "/usr/bin", "/bin",
-					   "/usr/sbin", "/sbin"};
-	for (size_t i = 0; i < WD_ARRAY_SIZE(dirs); i++) {
-		char *p = wd_asprintf("%s/%s", dirs[i], a);
-		if (access(p, X_OK) == 0)
-			return p;
-		free(p);
-	}
-	return NULL;
-}
-
 static void build_env(struct launch *l)
 {
 	const char *home = l->tier == 1 ? l->scratch : "/tmp";
@@ -398,13 +387,6 @@ static void build_env(struct launch *l)
 	l->envp[2] = wd_asprintf("TMPDIR=%s", home);
 	l->envp[3] = wd_strdup("LANG=C.UTF-8");
 	l->envp[4] = wd_asprintf("WARDEN_CALL_ID=%s", l->id);
-}
-
-static void free_strv(char **v)
-{
-	for (int i = 0; v && v[i]; i++)
-		free(v[i]);
-	free(v);
 }
 
 struct collect {
@@ -454,19 +436,6 @@ static void on_landlock(const struct wd_event *ev, void *arg)
 	e.uid = e.uid ? e.uid : c->call->caller_uid;
 	e.cgroup_id = c->cgid;
 	on_event(&e, c);
-}
-
-/* Append up to the cap, drain the rest. */
-static void take(struct wd_buf *b, const char *p, size_t n, size_t cap,
-		 bool *trunc)
-{
-	size_t room = b->len < cap ? cap - b->len : 0;
-	if (n > room) {
-		*trunc = true;
-		n = room;
-	}
-	if (n)
-		wd_buf_append(b, p, n);
 }
 
 static int supervise(struct launch *l, pid_t child, struct wd_cgroup *cg,
@@ -566,7 +535,7 @@ static int supervise(struct launch *l, pid_t child, struct wd_cgroup *cg,
 		if (i_out >= 0 && p[i_out].revents) {
 			ssize_t k = read(l->out[0], buf, sizeof(buf));
 			if (k > 0)
-				take(&res->out, buf, k, cap, &trunc);
+				wd_sb_take(&res->out, buf, k, cap, &trunc);
 			else if (k == 0 || errno != EINTR) {
 				close(l->out[0]);
 				l->out[0] = -1;
@@ -575,7 +544,7 @@ static int supervise(struct launch *l, pid_t child, struct wd_cgroup *cg,
 		if (i_err >= 0 && p[i_err].revents) {
 			ssize_t k = read(l->err[0], buf, sizeof(buf));
 			if (k > 0)
-				take(&res->err, buf, k, cap, &trunc);
+				wd_sb_take(&res->err, buf, k, cap, &trunc);
 			else if (k == 0 || errno != EINTR) {
 				close(l->err[0]);
 				l->err[0] = -1;
@@ -733,7 +702,7 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 	while (src[argc])
 		argc++;
 	l.argv = wd_calloc(argc + 1, sizeof(char *));
-	l.argv[0] = resolve_exec(src[0]);
+	l.argv[0] = wd_sb_resolve_exec(src[0]);
 	if (!l.argv[0]) {
 		r = wd_err_set(err, -ENOENT, "command '%s' not found", src[0]);
 		goto out;
@@ -821,7 +790,11 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 		goto out;
 	}
 	if (lsm && wd_lsm_n_active(lsm) > 0) {
-		r = wd_lsm_begin(lsm, cg.v2_fd, cg.v2_id, m, err);
+		/* tier 2: G1 mounts inside the cgroup, so it arms the hooks
+		 * itself once its setup is done (wd_lsm_arm below) */
+		r = l.tier == 2
+			? wd_lsm_prepare(lsm, cg.v2_fd, cg.v2_id, m, err)
+			: wd_lsm_begin(lsm, cg.v2_fd, cg.v2_id, m, err);
 		if (r < 0)
 			goto out;
 		l.lsm = lsm;
@@ -921,8 +894,8 @@ out:
 	if (l.calldir[0])
 		wd_rm_rf(l.calldir);
 	wd_seccomp_prog_free(&l.sc);
-	free_strv(l.argv);
-	free_strv(l.envp);
+	wd_sb_free_strv(l.argv);
+	wd_sb_free_strv(l.envp);
 	return r;
 }
 
