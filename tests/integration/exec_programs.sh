@@ -44,7 +44,7 @@ HPID=$!
 for i in $(seq 50); do PORT=$(grep -o 'port [0-9]*' "$T/http.log" | awk '{print $2}'); [ -n "$PORT" ] && break; sleep 0.1; done
 for tier in 1 2; do
 	M=$(mk curl$tier $tier '"/usr/bin/curl"' "[\"127.0.0.1:$PORT\"]" ', "/etc/ssl", "/etc/nsswitch.conf", "/etc/hosts"')
-	out=$("$WARDEN" exec --policy "$M" -- /usr/bin/curl -s --max-time 5 "http://127.0.0.1:$PORT/index.html" 2>&1)
+	out=$("$WARDEN" exec --policy "$M" -- /usr/bin/curl -s --max-time 5 "http://127.0.0.1:$PORT/index.html" 2>/dev/null)
 	expect_eq "t$tier/curl-allowed" "$out" "hello from loopback"
 	out=$("$WARDEN" exec --policy "$M" --json -- /usr/bin/curl -s --max-time 5 "http://127.0.0.1:1/" 2>/dev/null)
 	expect_match "t$tier/curl-other-port-denied" "$out" '"target": "127.0.0.1:1"'
