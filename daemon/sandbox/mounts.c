@@ -129,6 +129,65 @@ static int setup_dev(const char *root, struct wd_err *err)
 	return 0;
 }
 
+/* Recreate under `root` every symlink met while resolving `path` on the
+ * host, so a short name resolves in the new root to the bound target: the
+ * ELF interpreter /lib64/ld-linux-x86-64.so.2 goes through /lib64 and
+ * /usr/lib64/ld-linux-x86-64.so.2 before reaching the real file. Links
+ * expose nothing by themselves. Runs before the binds: where a parent is
+ * bound later, the host's own links show through it. */
+static int link_chain(const char *root, const char *path)
+{
+	char cur[4096], pre[4096], target[4096], next[4096], dst[8192];
+	if (wd_strlcpy(cur, path, sizeof(cur)) < 0)
+		return -ENAMETOOLONG;
+	for (int hops = 0; hops < 40; hops++) {
+		size_t i = 1, end;
+		bool link = false;
+		struct stat st;
+		for (;;) {
+			const char *slash = strchr(cur + i, '/');
+			end = slash ? (size_t)(slash - cur) : strlen(cur);
+			memcpy(pre, cur, end);
+			pre[end] = 0;
+			if (lstat(pre, &st) < 0)
+				return 0; /* absent: nothing to grant */
+			if (S_ISLNK(st.st_mode)) {
+				link = true;
+				break;
+			}
+			if (!slash)
+				break;
+			i = end + 1;
+		}
+		if (!link)
+			return 0;
+		ssize_t n = readlink(pre, target, sizeof(target) - 1);
+		if (n < 0)
+			return -errno;
+		target[n] = 0;
+		snprintf(dst, sizeof(dst), "%s%s", root, pre);
+		char *slash = strrchr(dst, '/');
+		*slash = 0;
+		int r = wd_mkdir_p(dst, 0755);
+		*slash = '/';
+		if (r < 0)
+			return r;
+		if (symlink(target, dst) < 0 && errno != EEXIST)
+			return -errno;
+		if (target[0] == '/') {
+			snprintf(next, sizeof(next), "%s%s", target, cur + end);
+		} else {
+			char *d = strrchr(pre, '/');
+			*d = 0;
+			snprintf(next, sizeof(next), "%s/%s%s", pre, target,
+				 cur + end);
+		}
+		if (wd_strlcpy(cur, next, sizeof(cur)) < 0)
+			return -ENAMETOOLONG;
+	}
+	return -ELOOP;
+}
+
 int wd_mounts_setup(const char *root, const struct wd_manifest *m,
 		    struct wd_err *err)
 {
@@ -155,8 +214,14 @@ int wd_mounts_setup(const char *root, const struct wd_manifest *m,
 		b[k++] = (struct bind){m->fs_write.v[i], true};
 	for (int i = 0; i < wd_loader_paths_n; i++) {
 		char rp[4096];
-		if (realpath(wd_loader_paths[i], rp))
-			b[k++] = (struct bind){strdup(rp), false};
+		if (!realpath(wd_loader_paths[i], rp))
+			continue;
+		if ((r = link_chain(root, wd_loader_paths[i])) < 0) {
+			free(b);
+			return wd_err_set(err, r, "loader '%s': %s",
+					  wd_loader_paths[i], strerror(-r));
+		}
+		b[k++] = (struct bind){wd_strdup(rp), false};
 	}
 	qsort(b, k, sizeof(*b), cmp_bind);
 	for (int i = 0; i < k; i++) {

@@ -62,6 +62,8 @@ struct launch {
 	char root[300];	   /* tier 2 new root mountpoint */
 	bool netns;
 	char **argv;
+	char *exec_path; /* argv[0] with symlinks resolved: tier 2 binds
+			  * targets, not the links (/bin/sh -> dash) */
 	char **envp;
 	struct wd_seccomp_prog sc;
 	struct wd_lsm *lsm; /* armed for this call, or NULL */
@@ -234,7 +236,7 @@ static void __attribute__((noreturn)) exec_tool(struct launch *l)
 		child_fail(l, errno, "stdio");
 	if (chdir(l->tier == 1 ? l->scratch : "/tmp") < 0)
 		child_fail(l, errno, "chdir");
-	execve(l->argv[0], l->argv, l->envp);
+	execve(l->exec_path, l->argv, l->envp);
 	child_fail(l, errno, "exec '%s'", l->argv[0]);
 }
 
@@ -615,7 +617,13 @@ static int supervise(struct launch *l, pid_t child, struct wd_cgroup *cg,
 	if (eg)
 		wd_egress_consume(eg, on_event, &col);
 	if (lla) {
-		wd_landlock_audit_read(lla, on_landlock, &col);
+		/* kauditd delivers records asynchronously: drain until the
+		 * stream has been quiet for 25 ms (bounded at 250 ms). */
+		uint64_t until = wd_now_ns() + 250000000ull;
+		struct pollfd ap = {wd_landlock_audit_fd(lla), POLLIN, 0};
+		do
+			wd_landlock_audit_read(lla, on_landlock, &col);
+		while (wd_now_ns() < until && poll(&ap, 1, 25) > 0);
 		wd_landlock_audit_close(lla);
 	}
 	if (notify >= 0)
@@ -709,6 +717,12 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 	}
 	for (int i = 1; i < argc; i++)
 		l.argv[i] = wd_strdup(src[i]);
+	l.exec_path = realpath(l.argv[0], NULL);
+	if (!l.exec_path) {
+		r = wd_err_set(err, -errno, "command '%s': %s", l.argv[0],
+			       strerror(errno));
+		goto out;
+	}
 
 	r = wd_seccomp_build(m, &l.sc, err);
 	if (r < 0)
@@ -896,6 +910,7 @@ out:
 	wd_seccomp_prog_free(&l.sc);
 	wd_sb_free_strv(l.argv);
 	wd_sb_free_strv(l.envp);
+	free(l.exec_path);
 	return r;
 }
 

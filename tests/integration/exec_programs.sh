@@ -23,11 +23,11 @@ Y
 
 for tier in 1 2; do
 	M=$(mk py$tier $tier '"/usr/bin/python3"' '[]')
-	out=$(echo 'print(sum([12, 95, 71, 43, 88]) / 5)' | "$WARDEN" exec --policy "$M" --stdin - -- /usr/bin/python3 - 2>&1)
+	out=$(echo 'print(sum([12, 95, 71, 43, 88]) / 5)' | "$WARDEN" exec --policy "$M" --stdin - -- /usr/bin/python3 - 2>/dev/null)
 	expect_eq "t$tier/python3-computes" "$out" "61.8"
 
 	M=$(mk sh$tier $tier '"/usr/bin"' '[]')
-	out=$("$WARDEN" exec --policy "$M" -- /bin/sh -c 'seq 1 100 | sort -rn | head -3 | tr "\n" " "' 2>&1)
+	out=$("$WARDEN" exec --policy "$M" -- /bin/sh -c 'seq 1 100 | sort -rn | head -3 | tr "\n" " "' 2>/dev/null)
 	expect_eq "t$tier/sh-pipeline" "$out" "100 99 98 "
 
 	M=$(mk cc$tier $tier '"/usr/bin", "/usr/lib/gcc", "/usr/libexec"' '[]')
@@ -49,4 +49,15 @@ for tier in 1 2; do
 	out=$("$WARDEN" exec --policy "$M" --json -- /usr/bin/curl -s --max-time 5 "http://127.0.0.1:1/" 2>/dev/null)
 	expect_match "t$tier/curl-other-port-denied" "$out" '"target": "127.0.0.1:1"'
 done
+
+# tier 2 with a minimal manifest: the command named through symlinks
+# (/bin/sh -> /usr/bin/sh -> dash) and the ELF interpreter's link chain
+cat > "$T/min2.yaml" <<Y
+name: min2
+tier: 2
+exec: ["/bin/sh"]
+filesystem: {read: ["/usr/lib/x86_64-linux-gnu", "/etc/ld.so.cache"], exec: ["/usr/bin/dash"]}
+Y
+out=$("$WARDEN" exec --policy "$T/min2.yaml" -- /bin/sh -c 'echo minimal; ls / 2>&1' 2>/dev/null)
+expect_match "t2/symlinked-command-minimal-root" "$out" "^minimal"
 finish
