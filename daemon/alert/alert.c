@@ -1,0 +1,706 @@
+/* Denial-rate alerting: the stream follower, spike detection, alert
+ * documents and metrics. See alert.h for the model. */
+#include "alert/alert.h"
+
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+
+#include "alert/webhook.h"
+#include "alert/window.h"
+#include "common/log.h"
+
+#define NS	   1000000000ull
+#define READ_BATCH 256
+
+enum { LOST_OVERRUN, LOST_BPF, LOST_SRC, LOST_KINDS };
+static const char *const lost_names[LOST_KINDS] = {"overrun", "bpf_ringbuf",
+						   "source"};
+
+static const char *const dim_names[WD_DIM_NR] = {
+    [WD_DIM_NODE] = "node",	[WD_DIM_TEAM] = "team",
+    [WD_DIM_AGENT] = "agent",	[WD_DIM_TOOL] = "tool",
+    [WD_DIM_SOURCE] = "source", [WD_DIM_KIND] = "kind",
+};
+/* Order in which an event's keys are judged: when several cross on the
+ * same event, the alert names the most specific one. */
+static const int dim_order[WD_DIM_NR] = {WD_DIM_TOOL,	WD_DIM_AGENT,
+					 WD_DIM_KIND,	WD_DIM_TEAM,
+					 WD_DIM_SOURCE, WD_DIM_NODE};
+
+const char *wd_alert_dim_name(enum wd_alert_dim d)
+{
+	return (unsigned)d < WD_DIM_NR ? dim_names[d] : "?";
+}
+
+struct wd_alert {
+	char node[64];
+	uint64_t short_ns, long_ns, cooldown_ns, warmup_ns;
+	double factor;
+	uint32_t min_count, dims;
+	bool denied_only;
+	wd_alert_clock_fn clock;
+	void *clock_arg;
+
+	struct wd_stream *s;
+	struct wd_webhook *wh; /* NULL without a URL */
+
+	pthread_mutex_t mu; /* everything below */
+	pthread_cond_t cv;  /* done_seq advanced / reader ended */
+	struct wd_stream_cursor cur;
+	struct wd_akeys keys;
+	struct wd_stab series;
+	uint64_t start_ns;
+	uint64_t processed, done_seq;
+	uint64_t alerts_spike, alerts_lost, suppressed;
+	uint64_t lost_seen[LOST_KINDS], lost_reported[LOST_KINDS];
+	bool loss_alerted;
+	uint64_t last_loss_alert_ns;
+	bool stop, reader_done;
+	pthread_t thr;
+};
+
+static uint64_t now_of(struct wd_alert *a)
+{
+	return a->clock(a->clock_arg);
+}
+
+static uint64_t default_clock(void *arg)
+{
+	return wd_now_ns();
+}
+
+/* Event strings come from the kernel and from sources we do not control:
+ * bound them (they need not be NUL-terminated) and keep printable ASCII so
+ * they are valid JSON strings and Prometheus label values. */
+static void safe_copy(char *dst, size_t dsz, const char *src, size_t ssz,
+		      const char *empty)
+{
+	size_t n = strnlen(src, ssz), j = 0;
+	if (!n) {
+		snprintf(dst, dsz, "%s", empty);
+		return;
+	}
+	for (size_t i = 0; i < n && j + 1 < dsz; i++) {
+		unsigned char ch = (unsigned char)src[i];
+		dst[j++] = (ch < 0x20 || ch >= 0x7f) ? '?' : (char)ch;
+	}
+	dst[j] = 0;
+}
+#define SAFE(dst, field, empty)                                                \
+	safe_copy(dst, sizeof(dst), field, sizeof(field), empty)
+
+struct evstr {
+	char team[64], agent[64], tool[64], kind[24], run_id[40], call_id[40],
+	    syscall[32], target[256];
+	const char *source;
+};
+
+static void ev_strings(const struct wd_event *e, struct evstr *o)
+{
+	SAFE(o->team, e->team, "unknown");
+	SAFE(o->agent, e->agent, "unknown");
+	SAFE(o->tool, e->tool, "unknown");
+	SAFE(o->kind, e->kind, "unknown");
+	SAFE(o->run_id, e->run_id, "");
+	SAFE(o->call_id, e->call_id, "");
+	SAFE(o->syscall, e->syscall, "");
+	SAFE(o->target, e->target, "");
+	o->source = wd_event_source_name(e->source);
+	if (!o->source)
+		o->source = "unknown";
+}
+
+static void dim_value(struct wd_alert *a, int dim, const struct evstr *s,
+		      char *out, size_t len)
+{
+	switch (dim) {
+	case WD_DIM_NODE:
+		snprintf(out, len, "%s", a->node);
+		break;
+	case WD_DIM_TEAM:
+		snprintf(out, len, "%s", s->team);
+		break;
+	case WD_DIM_AGENT:
+		snprintf(out, len, "%s/%s", s->team, s->agent);
+		break;
+	case WD_DIM_TOOL:
+		snprintf(out, len, "%s", s->tool);
+		break;
+	case WD_DIM_SOURCE:
+		snprintf(out, len, "%s", s->source);
+		break;
+	default:
+		snprintf(out, len, "%s:%s", s->source, s->kind);
+		break;
+	}
+}
+
+/* ---- detection ---- */
+
+struct judged {
+	uint64_t sc, lc;
+	double base, thr;
+	bool spike;
+};
+
+static void judge(struct wd_alert *a, struct wd_akey *k, uint64_t now,
+		  struct judged *j)
+{
+	j->sc = wd_win_count(&k->s, now);
+	j->lc = wd_win_count(&k->l, now);
+	uint64_t age = now > a->start_ns ? now - a->start_ns : 0;
+	uint64_t observed = WD_MIN(a->long_ns, age);
+	/* the baseline excludes the short window (a spike must not raise
+	 * its own bar); at least one short window of history is assumed so
+	 * a young alerter does not divide by a tiny span */
+	uint64_t span =
+	    observed > 2 * a->short_ns ? observed - a->short_ns : a->short_ns;
+	uint64_t bc = j->lc > j->sc ? j->lc - j->sc : 0;
+	j->base = (double)bc * (double)a->short_ns / (double)span;
+	j->thr = WD_MAX((double)a->min_count, a->factor * j->base);
+	j->spike = j->sc >= a->min_count && (double)j->sc > a->factor * j->base;
+}
+
+static json_t *sample_json(const struct wd_stream_entry *en)
+{
+	const struct wd_event *e = &en->ev;
+	struct evstr s;
+	ev_strings(e, &s);
+	char ts[64];
+	wd_iso8601(e->ts_ns, ts, sizeof(ts));
+	return json_pack(
+	    "{s:I,s:s,s:I,s:s,s:i,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:i,s:s,"
+	    "s:i,s:I}",
+	    "seq", (json_int_t)en->seq, "ts", ts, "ts_ns", (json_int_t)e->ts_ns,
+	    "run_id", s.run_id, "step", (int)e->step, "call_id", s.call_id,
+	    "tool", s.tool, "agent", s.agent, "team", s.team, "source",
+	    s.source, "kind", s.kind, "syscall", s.syscall, "target", s.target,
+	    "err", (int)e->err, "verdict",
+	    e->verdict == WD_VERDICT_AUDITED ? "audited" : "denied", "pid",
+	    (int)e->pid, "uid", (json_int_t)e->uid);
+}
+
+static json_t *lost_json(const uint64_t v[LOST_KINDS])
+{
+	json_t *o = json_object();
+	for (int i = 0; i < LOST_KINDS; i++)
+		json_object_set_new(o, lost_names[i],
+				    json_integer((json_int_t)v[i]));
+	return o;
+}
+
+static json_t *alert_head(struct wd_alert *a, const char *type, uint64_t seq)
+{
+	char ts[64];
+	wd_iso8601(wd_wall_ns(), ts, sizeof(ts));
+	return json_pack("{s:s,s:s,s:s,s:I,s:o}", "type", type, "node", a->node,
+			 "ts", ts, "seq", (json_int_t)seq, "lost",
+			 lost_json(a->lost_seen));
+}
+
+/* Log and queue one alert document (consumes o). Called with a->mu held;
+ * the webhook's lock is never held while taking a->mu. */
+static void emit(struct wd_alert *a, json_t *o)
+{
+	char *body = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	if (!body)
+		return;
+	if (a->wh)
+		(void)wd_webhook_push(a->wh, body);
+	else
+		free(body);
+}
+
+static void raise_spike(struct wd_alert *a, struct wd_akey **ks,
+			struct judged *js, int n,
+			const struct wd_stream_entry *en)
+{
+	struct wd_akey *k = ks[0];
+	json_t *o = alert_head(a, "denial_spike", en->seq);
+	json_object_set_new(o, "key",
+			    json_pack("{s:s,s:s}", "dim", dim_names[k->dim],
+				      "value", k->value));
+	json_t *keys = json_array();
+	for (int i = 0; i < n; i++)
+		json_array_append_new(
+		    keys,
+		    json_pack("{s:s,s:s,s:I,s:f}", "dim", dim_names[ks[i]->dim],
+			      "value", ks[i]->value, "short_count",
+			      (json_int_t)js[i].sc, "baseline_per_short",
+			      js[i].base));
+	json_object_set_new(o, "keys", keys);
+	json_object_set_new(
+	    o, "window",
+	    json_pack("{s:I,s:I,s:I,s:I,s:f,s:f,s:f,s:I}", "short_s",
+		      (json_int_t)(a->short_ns / NS), "long_s",
+		      (json_int_t)(a->long_ns / NS), "short_count",
+		      (json_int_t)js[0].sc, "long_count", (json_int_t)js[0].lc,
+		      "baseline_per_short", js[0].base, "threshold", js[0].thr,
+		      "factor", a->factor, "min_count",
+		      (json_int_t)a->min_count));
+	json_object_set_new(o, "first", sample_json(&k->first));
+	json_object_set_new(o, "last", sample_json(&k->last));
+	a->alerts_spike++;
+	wd_warn("alert: denial spike on %s '%s': %llu events in %llu s "
+		"(baseline %.1f, threshold %.1f); last: run %s step %d tool "
+		"%s %s %s",
+		dim_names[k->dim], k->value, (unsigned long long)js[0].sc,
+		(unsigned long long)(a->short_ns / NS), js[0].base, js[0].thr,
+		k->last.ev.run_id[0] ? k->last.ev.run_id : "-",
+		(int)k->last.ev.step,
+		k->last.ev.tool[0] ? k->last.ev.tool : "-", k->last.ev.kind,
+		k->last.ev.target);
+	emit(a, o);
+}
+
+static void process(struct wd_alert *a, const struct wd_stream_entry *en,
+		    uint64_t now)
+{
+	const struct wd_event *e = &en->ev;
+	struct evstr s;
+	ev_strings(e, &s);
+	wd_stab_add(&a->series, s.source, s.kind, s.team, s.tool,
+		    e->verdict == WD_VERDICT_AUDITED ? "audited" : "denied");
+	a->processed++;
+	if (a->denied_only && e->verdict == WD_VERDICT_AUDITED)
+		return;
+
+	bool warm = now >= a->start_ns && now - a->start_ns >= a->warmup_ns;
+	bool ongoing = false; /* the event is part of a spike already seen */
+	struct wd_akey *crossed[WD_DIM_NR];
+	struct judged cj[WD_DIM_NR];
+	int nc = 0;
+	for (int i = 0; i < WD_DIM_NR; i++) {
+		int dim = dim_order[i];
+		if (!(a->dims & (1u << dim)))
+			continue;
+		char v[136];
+		dim_value(a, dim, &s, v, sizeof(v));
+		struct wd_akey *k = wd_akeys_touch(&a->keys, dim, v, now);
+		if (!wd_win_count(&k->s, now) ||
+		    now - k->first_ns >= a->short_ns) {
+			k->first = *en;
+			k->first_ns = now;
+		}
+		k->last = *en;
+		wd_win_add(&k->s, now, 1);
+		wd_win_add(&k->l, now, 1);
+		if (!warm)
+			continue;
+		struct judged j;
+		judge(a, k, now, &j);
+		if (!j.spike) {
+			k->in_spike = false;
+		} else if (k->in_spike) {
+			ongoing = true;
+		} else {
+			crossed[nc] = k;
+			cj[nc++] = j;
+		}
+	}
+	struct wd_akey *fire[WD_DIM_NR];
+	struct judged fj[WD_DIM_NR];
+	int nf = 0;
+	for (int i = 0; i < nc; i++) {
+		struct wd_akey *k = crossed[i];
+		k->in_spike = true;
+		if (ongoing) {
+			/* these events are already reported under another
+			 * key: one spike, one alert */
+			a->suppressed++;
+			k->alerted = true;
+			k->last_alert_ns = now;
+		} else if (!k->alerted ||
+			   now - k->last_alert_ns >= a->cooldown_ns) {
+			k->alerted = true;
+			k->last_alert_ns = now;
+			k->alerts++;
+			fire[nf] = k;
+			fj[nf++] = cj[i];
+		}
+	}
+	if (nf)
+		raise_spike(a, fire, fj, nf, en);
+}
+
+/* Refresh loss counts; raise an events_lost alert when one grew. */
+static void check_loss(struct wd_alert *a, uint64_t now)
+{
+	struct wd_stream_stats st;
+	wd_stream_stats(a->s, &st);
+	uint64_t cur[LOST_KINDS] = {a->cur.lost, st.lost[WD_LOST_BPF_RINGBUF],
+				    st.lost[WD_LOST_SOURCE]};
+	bool grew = false;
+	for (int i = 0; i < LOST_KINDS; i++) {
+		if (cur[i] > a->lost_seen[i]) {
+			a->lost_seen[i] = cur[i];
+			grew = true;
+		}
+	}
+	bool pending =
+	    memcmp(a->lost_seen, a->lost_reported, sizeof(a->lost_seen)) != 0;
+	if (!grew && !pending)
+		return;
+	if (a->loss_alerted && now - a->last_loss_alert_ns < a->cooldown_ns)
+		return; /* carried into the next loss alert's lost_new */
+	uint64_t diff[LOST_KINDS];
+	for (int i = 0; i < LOST_KINDS; i++)
+		diff[i] = a->lost_seen[i] - a->lost_reported[i];
+	json_t *o = alert_head(a, "events_lost", a->cur.next - 1);
+	json_object_set_new(o, "lost_new", lost_json(diff));
+	wd_warn("alert: denial events lost: %llu overrun, %llu BPF ring "
+		"buffer, %llu at sources (new since last report: %llu, %llu, "
+		"%llu)",
+		(unsigned long long)a->lost_seen[0],
+		(unsigned long long)a->lost_seen[1],
+		(unsigned long long)a->lost_seen[2],
+		(unsigned long long)diff[0], (unsigned long long)diff[1],
+		(unsigned long long)diff[2]);
+	memcpy(a->lost_reported, a->lost_seen, sizeof(a->lost_seen));
+	a->loss_alerted = true;
+	a->last_loss_alert_ns = now;
+	a->alerts_lost++;
+	emit(a, o);
+}
+
+static void *reader(void *arg)
+{
+	struct wd_alert *a = arg;
+	struct wd_stream_entry *buf = wd_calloc(READ_BATCH, sizeof(*buf));
+	for (;;) {
+		pthread_mutex_lock(&a->mu);
+		bool stop = a->stop;
+		/* the cursor is ours; reading it without the lock is fine,
+		 * but render/key queries look at it under the lock: copy */
+		struct wd_stream_cursor c = a->cur;
+		pthread_mutex_unlock(&a->mu);
+		if (stop)
+			break;
+		int n = wd_stream_read(a->s, &c, buf, READ_BATCH, 100);
+		pthread_mutex_lock(&a->mu);
+		a->cur = c;
+		if (n == -EPIPE) {
+			pthread_mutex_unlock(&a->mu);
+			break;
+		}
+		uint64_t now = now_of(a);
+		for (int i = 0; i < n; i++)
+			process(a, &buf[i], now);
+		check_loss(a, now);
+		a->done_seq = a->cur.next - 1;
+		pthread_cond_broadcast(&a->cv);
+		pthread_mutex_unlock(&a->mu);
+	}
+	free(buf);
+	pthread_mutex_lock(&a->mu);
+	a->reader_done = true;
+	pthread_cond_broadcast(&a->cv);
+	pthread_mutex_unlock(&a->mu);
+	return NULL;
+}
+
+/* ---- lifecycle ---- */
+
+int wd_alert_new(const struct wd_alert_config *cfg, struct wd_stream *events,
+		 struct wd_alert **out, struct wd_err *err)
+{
+	if (!cfg || !events || !out)
+		return wd_err_set(err, -EINVAL, "alert: missing argument");
+	uint64_t sw = cfg->short_window_s ? cfg->short_window_s : 60;
+	uint64_t lw = cfg->long_window_s ? cfg->long_window_s : 3600;
+	if (lw < 2 * sw)
+		return wd_err_set(err, -EINVAL,
+				  "alert: long window %llus must be at least "
+				  "twice the short window %llus",
+				  (unsigned long long)lw,
+				  (unsigned long long)sw);
+	double factor = cfg->factor != 0 ? cfg->factor : 5.0;
+	if (!(factor >= 1.0 && factor <= 1e6))
+		return wd_err_set(err, -EINVAL,
+				  "alert: factor must be in [1, 1e6]");
+	if (cfg->webhook_url && cfg->webhook_url[0] &&
+	    strncmp(cfg->webhook_url, "http://", 7) &&
+	    strncmp(cfg->webhook_url, "https://", 8))
+		return wd_err_set(err, -EINVAL,
+				  "alert: webhook URL must be http:// or "
+				  "https://: %s",
+				  cfg->webhook_url);
+	if (cfg->dims & ~WD_DIM_ALL)
+		return wd_err_set(err, -EINVAL, "alert: unknown dimension");
+
+	struct wd_alert *a = wd_calloc(1, sizeof(*a));
+	if (cfg->node && cfg->node[0])
+		wd_strlcpy(a->node, cfg->node, sizeof(a->node));
+	else if (gethostname(a->node, sizeof(a->node) - 1))
+		wd_strlcpy(a->node, "localhost", sizeof(a->node));
+	char tmp[64];
+	safe_copy(tmp, sizeof(tmp), a->node, sizeof(a->node), "localhost");
+	memcpy(a->node, tmp, sizeof(tmp));
+	a->short_ns = sw * NS;
+	a->long_ns = lw * NS;
+	a->factor = factor;
+	a->min_count = cfg->min_count ? cfg->min_count : 20;
+	a->cooldown_ns =
+	    (uint64_t)(cfg->cooldown_s ? cfg->cooldown_s : 300) * NS;
+	a->warmup_ns =
+	    cfg->warmup_s ? (uint64_t)cfg->warmup_s * NS : 2 * a->short_ns;
+	a->dims = cfg->dims ? cfg->dims : WD_DIM_ALL;
+	a->denied_only = cfg->denied_only;
+	a->clock = cfg->clock ? cfg->clock : default_clock;
+	a->clock_arg = cfg->clock_arg;
+	a->s = events;
+	wd_akeys_init(&a->keys, cfg->max_keys ? cfg->max_keys : 1024,
+		      a->short_ns, a->long_ns);
+	wd_stab_init(&a->series, cfg->max_series ? cfg->max_series : 4096);
+	wd_stream_cursor_init(&a->cur, cfg->since_seq);
+	a->start_ns = now_of(a);
+	pthread_mutex_init(&a->mu, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&a->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	int rc;
+	if (cfg->webhook_url && cfg->webhook_url[0]) {
+		uint32_t retries = cfg->max_retries == UINT32_MAX ? 0
+				   : cfg->max_retries ? cfg->max_retries
+						      : 3;
+		a->wh = wd_webhook_new(
+		    cfg->webhook_url, cfg->queue_max ? cfg->queue_max : 64,
+		    cfg->timeout_ms ? cfg->timeout_ms : 5000, retries,
+		    cfg->backoff_ms ? cfg->backoff_ms : 500);
+		if (!a->wh) {
+			rc = wd_err_set(err, -errno, "alert: webhook sender");
+			goto fail;
+		}
+	}
+	if ((rc = -pthread_create(&a->thr, NULL, reader, a))) {
+		wd_err_set(err, rc, "alert: reader thread");
+		goto fail;
+	}
+	wd_info("alert: following denial events (short %llus, long %llus, "
+		"factor %.1f, min %u, webhook %s)",
+		(unsigned long long)sw, (unsigned long long)lw, a->factor,
+		a->min_count, a->wh ? "on" : "off");
+	*out = a;
+	return 0;
+fail:
+	wd_webhook_free(a->wh);
+	wd_akeys_free(&a->keys);
+	wd_stab_free(&a->series);
+	pthread_cond_destroy(&a->cv);
+	pthread_mutex_destroy(&a->mu);
+	free(a);
+	return rc;
+}
+
+void wd_alert_free(struct wd_alert *a)
+{
+	if (!a)
+		return;
+	pthread_mutex_lock(&a->mu);
+	a->stop = true;
+	pthread_mutex_unlock(&a->mu);
+	/* the reader wakes within its 100 ms read timeout */
+	pthread_join(a->thr, NULL);
+	wd_webhook_free(a->wh);
+	wd_akeys_free(&a->keys);
+	wd_stab_free(&a->series);
+	pthread_cond_destroy(&a->cv);
+	pthread_mutex_destroy(&a->mu);
+	free(a);
+}
+
+/* ---- queries ---- */
+
+void wd_alert_stats(struct wd_alert *a, struct wd_alert_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&a->mu);
+	out->processed = a->processed;
+	out->next_seq = a->cur.next;
+	out->lost_overrun = a->cur.lost;
+	out->alerts_spike = a->alerts_spike;
+	out->alerts_lost = a->alerts_lost;
+	out->alerts = a->alerts_spike + a->alerts_lost;
+	out->keys = a->keys.n;
+	out->keys_evicted = a->keys.evicted;
+	pthread_mutex_unlock(&a->mu);
+	if (a->wh) {
+		struct wd_webhook_stats w;
+		wd_webhook_stats(a->wh, &w);
+		out->webhook_sent = w.sent;
+		out->webhook_failures = w.failures;
+		out->webhook_retries = w.retries;
+		out->webhook_dropped = w.dropped;
+		out->queue_depth = w.depth;
+	}
+}
+
+int wd_alert_sync(struct wd_alert *a, uint64_t seq, int timeout_ms)
+{
+	struct timespec dl;
+	clock_gettime(CLOCK_MONOTONIC, &dl);
+	dl.tv_sec += timeout_ms / 1000;
+	dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+	if (dl.tv_nsec >= 1000000000L) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000L;
+	}
+	int rc = 0;
+	pthread_mutex_lock(&a->mu);
+	while (a->done_seq < seq && !a->reader_done)
+		if (pthread_cond_timedwait(&a->cv, &a->mu, &dl) == ETIMEDOUT)
+			break;
+	if (a->done_seq < seq)
+		rc = -ETIMEDOUT;
+	pthread_mutex_unlock(&a->mu);
+	return rc;
+}
+
+int wd_alert_flush(struct wd_alert *a, int timeout_ms)
+{
+	return a->wh ? wd_webhook_flush(a->wh, timeout_ms) : 0;
+}
+
+int wd_alert_key(struct wd_alert *a, enum wd_alert_dim dim, const char *value,
+		 struct wd_alert_key_view *out)
+{
+	int rc = -ENOENT;
+	pthread_mutex_lock(&a->mu);
+	struct wd_akey *k = wd_akeys_find(&a->keys, dim, value);
+	if (k) {
+		struct judged j;
+		judge(a, k, now_of(a), &j);
+		out->short_count = j.sc;
+		out->long_count = j.lc;
+		out->baseline_per_short = j.base;
+		out->threshold = j.thr;
+		out->in_spike = k->in_spike;
+		out->alerts = k->alerts;
+		rc = 0;
+	}
+	pthread_mutex_unlock(&a->mu);
+	return rc;
+}
+
+/* ---- metrics ---- */
+
+/* Prometheus label value: escape backslash, double quote, newline. */
+static void label(struct wd_buf *b, const char *name, const char *v, bool first)
+{
+	wd_buf_printf(b, "%s%s=\"", first ? "" : ",", name);
+	for (; *v; v++) {
+		if (*v == '\\' || *v == '"')
+			wd_buf_printf(b, "\\%c", *v);
+		else if (*v == '\n')
+			wd_buf_append(b, "\\n", 2);
+		else
+			wd_buf_append(b, v, 1);
+	}
+	wd_buf_append(b, "\"", 1);
+}
+
+static void family(struct wd_buf *b, const char *name, const char *type,
+		   const char *help)
+{
+	wd_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name,
+		      type);
+}
+
+/* Families (all new; none collides with wd_rt_metrics's):
+ *   warden_denial_events_total{source,kind,team,tool,verdict}  counter
+ *   warden_denial_events_lost_total{reason}                   counter
+ *   warden_denial_rate_per_second{dim,key,window}              gauge
+ *   warden_alerts_total{type}                                  counter
+ *   warden_alerts_suppressed_total                             counter
+ *   warden_alert_webhook_{sent,failures,retries,dropped}_total counter
+ *   warden_alert_queue_depth, warden_alert_keys                gauge
+ *   warden_alert_keys_evicted_total, warden_alert_events_processed_total
+ */
+void wd_alert_metrics_render(struct wd_alert *a, struct wd_buf *out)
+{
+	struct wd_alert_stats st;
+	wd_alert_stats(a, &st);
+	pthread_mutex_lock(&a->mu);
+	uint64_t now = now_of(a);
+	family(out, "warden_denial_events_total", "counter",
+	       "Denial and audit events seen on the node's event stream.");
+	for (struct wd_series *s = a->series.first; s; s = s->next) {
+		wd_buf_printf(out, "warden_denial_events_total{");
+		label(out, "source", s->source, true);
+		label(out, "kind", s->kind, false);
+		label(out, "team", s->team, false);
+		label(out, "tool", s->tool, false);
+		label(out, "verdict", s->verdict, false);
+		wd_buf_printf(out, "} %llu\n", (unsigned long long)s->count);
+	}
+	if (a->series.other)
+		wd_buf_printf(out,
+			      "warden_denial_events_total{source=\"other\","
+			      "kind=\"other\",team=\"other\",tool=\"other\","
+			      "verdict=\"other\"} %llu\n",
+			      (unsigned long long)a->series.other->count);
+	family(out, "warden_denial_events_lost_total", "counter",
+	       "Denial events lost before alerting saw them.");
+	for (int i = 0; i < LOST_KINDS; i++)
+		wd_buf_printf(out,
+			      "warden_denial_events_lost_total{reason=\"%s\"} "
+			      "%llu\n",
+			      lost_names[i],
+			      (unsigned long long)a->lost_seen[i]);
+	family(out, "warden_denial_rate_per_second", "gauge",
+	       "Denial rate per key over the short window and baseline.");
+	for (struct wd_akey *k = a->keys.newest; k; k = k->older) {
+		struct judged j;
+		judge(a, k, now, &j);
+		double rs = (double)j.sc * NS / (double)a->short_ns;
+		double rb = j.base * NS / (double)a->short_ns;
+		for (int w = 0; w < 2; w++) {
+			wd_buf_printf(out, "warden_denial_rate_per_second{");
+			label(out, "dim", dim_names[k->dim], true);
+			label(out, "key", k->value, false);
+			label(out, "window", w ? "baseline" : "short", false);
+			wd_buf_printf(out, "} %.6g\n", w ? rb : rs);
+		}
+	}
+	family(out, "warden_alerts_total", "counter", "Alerts raised.");
+	wd_buf_printf(out,
+		      "warden_alerts_total{type=\"denial_spike\"} %llu\n"
+		      "warden_alerts_total{type=\"events_lost\"} %llu\n",
+		      (unsigned long long)a->alerts_spike,
+		      (unsigned long long)a->alerts_lost);
+	family(out, "warden_alerts_suppressed_total", "counter",
+	       "Spike crossings folded into an alert already raised.");
+	wd_buf_printf(out, "warden_alerts_suppressed_total %llu\n",
+		      (unsigned long long)a->suppressed);
+	pthread_mutex_unlock(&a->mu);
+	struct {
+		const char *name, *type, *help;
+		uint64_t v;
+	} m[] = {
+	    {"warden_alert_webhook_sent_total", "counter",
+	     "Alerts the webhook accepted (2xx).", st.webhook_sent},
+	    {"warden_alert_webhook_failures_total", "counter",
+	     "Alerts given up on after all retries.", st.webhook_failures},
+	    {"warden_alert_webhook_retries_total", "counter",
+	     "Webhook attempts retried.", st.webhook_retries},
+	    {"warden_alert_webhook_dropped_total", "counter",
+	     "Alerts dropped: queue full or shutting down.",
+	     st.webhook_dropped},
+	    {"warden_alert_queue_depth", "gauge",
+	     "Alerts waiting for the webhook.", st.queue_depth},
+	    {"warden_alert_keys", "gauge", "Alert keys held.", st.keys},
+	    {"warden_alert_keys_evicted_total", "counter",
+	     "Alert keys evicted by the key cap.", st.keys_evicted},
+	    {"warden_alert_events_processed_total", "counter",
+	     "Events the alerter has read.", st.processed},
+	};
+	for (size_t i = 0; i < WD_ARRAY_SIZE(m); i++) {
+		family(out, m[i].name, m[i].type, m[i].help);
+		wd_buf_printf(out, "%s %llu\n", m[i].name,
+			      (unsigned long long)m[i].v);
+	}
+}
