@@ -174,7 +174,12 @@ int BPF_PROG(wd_bprm_check, struct linux_binprm *bprm)
 	bool audit = false;
 	__u64 cgid = bpf_get_current_cgroup_id();
 	__u64 f = call_flags(cgid, &audit);
-	if (!(f & WD_LSM_EXEC))
+	/* With file_open active every exec (binary, script interpreter, ELF
+	 * interpreter) was already judged when the kernel opened it with
+	 * __FMODE_EXEC: judging again here would report one decision twice.
+	 * This hook is the fallback for a kernel where file_open cannot load.
+	 */
+	if (!(f & WD_LSM_EXEC) || (f & WD_LSM_FILES))
 		return 0;
 
 	struct file *file = bprm->file;

@@ -423,6 +423,21 @@ static void round_check(const char *mode, bool audit, const int in[P_NR],
 			uint64_t cgid, const struct wd_lsm_hook_status *st)
 {
 	char name[96];
+
+	/* Completeness: each denial (or audited would-be denial) the probes
+	 * cause is exactly one event of its kind, attributed to the call. */
+	int want_total = 0,
+	    got_total = count_events(
+		ev, cgid, NULL, audit ? WD_VERDICT_AUDITED : WD_VERDICT_DENIED);
+	bool all_active = true;
+	for (int i = 0; i < P_NR; i++) {
+		all_active &= st[probes[i].hook].active;
+		want_total += probes[i].kind != NULL;
+	}
+	snprintf(name, sizeof(name), "lsm-%s-events-exact", mode);
+	if (all_active)
+		T_OK(got_total == want_total, name,
+		     "%d events for %d denials caused", got_total, want_total);
 	for (int i = 0; i < P_NR; i++) {
 		snprintf(name, sizeof(name), "lsm-%s-%s", mode, probes[i].name);
 		if (!st[probes[i].hook].active) {
