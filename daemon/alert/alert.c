@@ -268,10 +268,16 @@ static void process(struct wd_alert *a, const struct wd_stream_entry *en,
 		return;
 
 	bool warm = now >= a->start_ns && now - a->start_ns >= a->warmup_ns;
-	bool ongoing = false; /* the event is part of a spike already seen */
-	struct wd_akey *crossed[WD_DIM_NR];
-	struct judged cj[WD_DIM_NR];
-	int nc = 0;
+	/* Keys are judged most specific first. A key that crosses while a
+	 * more specific key of the same event is already in a reported
+	 * spike (or cooling down) is folded into that spike: one spike, one
+	 * alert. Keys crossing on the same event share one alert. A less
+	 * specific key's ongoing spike (e.g. the node's) never hides a new
+	 * tool's spike. */
+	bool ongoing = false;
+	struct wd_akey *fire[WD_DIM_NR];
+	struct judged fj[WD_DIM_NR];
+	int nf = 0;
 	for (int i = 0; i < WD_DIM_NR; i++) {
 		int dim = dim_order[i];
 		if (!(a->dims & (1u << dim)))
@@ -293,22 +299,14 @@ static void process(struct wd_alert *a, const struct wd_stream_entry *en,
 		judge(a, k, now, &j);
 		if (!j.spike) {
 			k->in_spike = false;
-		} else if (k->in_spike) {
-			ongoing = true;
-		} else {
-			crossed[nc] = k;
-			cj[nc++] = j;
+			continue;
 		}
-	}
-	struct wd_akey *fire[WD_DIM_NR];
-	struct judged fj[WD_DIM_NR];
-	int nf = 0;
-	for (int i = 0; i < nc; i++) {
-		struct wd_akey *k = crossed[i];
+		if (k->in_spike) {
+			ongoing = true;
+			continue;
+		}
 		k->in_spike = true;
 		if (ongoing) {
-			/* these events are already reported under another
-			 * key: one spike, one alert */
 			a->suppressed++;
 			k->alerted = true;
 			k->last_alert_ns = now;
@@ -318,7 +316,9 @@ static void process(struct wd_alert *a, const struct wd_stream_entry *en,
 			k->last_alert_ns = now;
 			k->alerts++;
 			fire[nf] = k;
-			fj[nf++] = cj[i];
+			fj[nf++] = j;
+		} else {
+			ongoing = true; /* cooling down: already reported */
 		}
 	}
 	if (nf)

@@ -29,7 +29,12 @@
  * spike alert is raised (there is no baseline yet); counts are kept.
  * Cool-down: a key alerts when it enters the spike state, and not again
  * until it has left that state and cooldown_s has passed since its last
- * alert — one spike, one alert.
+ * alert — one spike, one alert. Across dimensions (judged most specific
+ * first: tool, agent, kind, team, source, node): keys crossing on the same
+ * event share one alert ("keys"); a key crossing while a more specific key
+ * of the same event is already in a reported spike is folded into it
+ * (counted as suppressed), so a burst on one tool raises one alert, not
+ * one per dimension, while a node-wide spike never hides a new tool's.
  *
  * Loss. Events the alerter's cursor missed (stream overrun) are counted
  * (warden_denial_events_lost_total{reason="overrun"}), carried in every
