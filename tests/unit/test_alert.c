@@ -320,6 +320,8 @@ static void test_spikes(void)
 	T_OK(as.alerts_spike == 1 && srv_count(&srv) == 1,
 	     "alert_burst_one_alert", "%llu alerts, %d posts",
 	     (unsigned long long)as.alerts_spike, srv_count(&srv));
+	if (srv_count(&srv) >= 1 && getenv("ALERT_DUMP"))
+		printf("# alert: %s\n", srv.bodies[0]);
 	json_t *j =
 	    srv_count(&srv) >= 1 ? json_loads(srv.bodies[0], 0, NULL) : NULL;
 	const char *type = NULL, *kdim = NULL, *kval = NULL, *ftool = NULL,
