@@ -2,6 +2,7 @@
 #include "common/log.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -213,6 +214,35 @@ bool wd_cgroup_populated(struct wd_cgroup *cg)
 	return cg_read_key(cg->v2, "cgroup.events", "populated") != 0;
 }
 
+int wd_cgroup_wait_empty(struct wd_cgroup *cg, int timeout_ms)
+{
+	char p[600], buf[256];
+	if (!cg->v2[0])
+		return 0;
+	snprintf(p, sizeof(p), "%s/cgroup.events", cg->v2);
+	cleanup_close int fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	uint64_t until = wd_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	for (;;) {
+		ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+		if (n < 0)
+			return -errno;
+		buf[n] = 0;
+		const char *k = strstr(buf, "populated ");
+		if (!k || k[10] == '0')
+			return 0;
+		/* kernfs wakes pollers (POLLPRI) when the file changes */
+		uint64_t now = wd_now_ns();
+		if (now >= until)
+			return -ETIMEDOUT;
+		struct pollfd pf = {fd, POLLPRI, 0};
+		int tmo = (int)((until - now) / 1000000) + 1;
+		if (poll(&pf, 1, tmo) < 0 && errno != EINTR)
+			return -errno;
+	}
+}
+
 int wd_cgroup_kill(struct wd_cgroup *cg)
 {
 	if (!cg->v2[0])
@@ -254,10 +284,7 @@ void wd_cgroup_destroy(struct wd_cgroup *cg)
 {
 	if (cg->v2[0]) {
 		wd_cgroup_kill(cg);
-		for (int i = 0; i < 400 && wd_cgroup_populated(cg); i++) {
-			struct timespec ts = {0, 5 * 1000 * 1000};
-			nanosleep(&ts, NULL);
-		}
+		wd_cgroup_wait_empty(cg, 2000);
 	}
 	for (int c = 0; c < WD_CG_NCTRL; c++)
 		if (cg->v1[c][0]) {

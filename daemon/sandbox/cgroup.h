@@ -43,6 +43,9 @@ int wd_cgroup_enter(struct wd_cgroup *cg, pid_t pid);
 int wd_cgroup_kill(struct wd_cgroup *cg);
 /* Whether any process remains. */
 bool wd_cgroup_populated(struct wd_cgroup *cg);
+/* Wait (poll on cgroup.events, no naps) until no process remains:
+ * 0, or -ETIMEDOUT after timeout_ms. */
+int wd_cgroup_wait_empty(struct wd_cgroup *cg, int timeout_ms);
 /* OOM kills counted by the memory controller since creation. */
 uint64_t wd_cgroup_oom_kills(struct wd_cgroup *cg);
 /* Kill what remains, wait for it, remove the leaves. Safe to call twice. */

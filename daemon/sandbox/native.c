@@ -30,7 +30,9 @@
 
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/audit.h>
 #include <linux/capability.h>
+#include <linux/netlink.h>
 #include <net/if.h>
 #include <poll.h>
 #include <pwd.h>
@@ -440,6 +442,62 @@ static void on_landlock(const struct wd_event *ev, void *arg)
 	on_event(&e, c);
 }
 
+/* A barrier in the audit stream. kauditd delivers every record from one
+ * FIFO, each to all multicast readers in turn; so once the call's last
+ * process is gone, a user record queued now reaches a reader after every
+ * record the call made. We listen on a socket of our own (bound before we
+ * send) and return true when our record comes back: by then the Landlock
+ * reader's queue holds all of the call's records. false (a filter dropped
+ * user messages, no CAP_AUDIT_WRITE, ...): the caller falls back to waiting
+ * for a quiet stream. */
+static bool audit_barrier(const char *id, int timeout_ms)
+{
+	cleanup_close int fd = socket(
+	    AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_AUDIT);
+	struct sockaddr_nl sa = {.nl_family = AF_NETLINK,
+				 .nl_groups = 1u << (AUDIT_NLGRP_READLOG - 1)};
+	if (fd < 0 || bind(fd, (void *)&sa, sizeof(sa)) < 0)
+		return false;
+	char token[96];
+	uint64_t nonce = wd_now_ns();
+	int tl = snprintf(token, sizeof(token), "warden-drain call=%s %016llx",
+			  id, (unsigned long long)nonce);
+	struct {
+		struct nlmsghdr h;
+		char text[96];
+	} m = {.h = {.nlmsg_len = NLMSG_LENGTH(tl + 1), /* with its NUL */
+		     .nlmsg_type = AUDIT_USER,
+		     .nlmsg_flags = NLM_F_REQUEST}};
+	memcpy(m.text, token, tl);
+	struct sockaddr_nl k = {.nl_family = AF_NETLINK};
+	if (sendto(fd, &m, m.h.nlmsg_len, 0, (void *)&k, sizeof(k)) < 0)
+		return false;
+	uint64_t until = wd_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	for (;;) {
+		static char buf[1 << 16];
+		ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+		if (n > 0) {
+			int left = (int)n;
+			for (struct nlmsghdr *h = (void *)buf;
+			     NLMSG_OK(h, left); h = NLMSG_NEXT(h, left))
+				if (h->nlmsg_type == AUDIT_USER &&
+				    memmem(NLMSG_DATA(h),
+					   h->nlmsg_len - NLMSG_HDRLEN, token,
+					   tl))
+					return true;
+			continue;
+		}
+		if (n < 0 && errno != EAGAIN && errno != EINTR &&
+		    errno != ENOBUFS)
+			return false;
+		uint64_t now = wd_now_ns();
+		if (now >= until)
+			return false;
+		struct pollfd pf = {fd, POLLIN, 0};
+		poll(&pf, 1, (int)((until - now) / 1000000) + 1);
+	}
+}
+
 static int supervise(struct launch *l, pid_t child, struct wd_cgroup *cg,
 		     struct wd_egress *eg, struct wd_result *res,
 		     struct wd_err *err)
@@ -617,13 +675,22 @@ static int supervise(struct launch *l, pid_t child, struct wd_cgroup *cg,
 	if (eg)
 		wd_egress_consume(eg, on_event, &col);
 	if (lla) {
-		/* kauditd delivers records asynchronously: drain until the
-		 * stream has been quiet for 25 ms (bounded at 250 ms). */
-		uint64_t until = wd_now_ns() + 250000000ull;
-		struct pollfd ap = {wd_landlock_audit_fd(lla), POLLIN, 0};
-		do
+		/* kauditd delivers records asynchronously. Once no process of
+		 * the call is left, a barrier record tells us when all of its
+		 * records are in; without one, drain until the stream has been
+		 * quiet for 25 ms (bounded at 250 ms). */
+		wd_landlock_audit_read(lla, on_landlock, &col);
+		if (wd_cgroup_wait_empty(cg, 2000) == 0 &&
+		    audit_barrier(l->id, 250)) {
 			wd_landlock_audit_read(lla, on_landlock, &col);
-		while (wd_now_ns() < until && poll(&ap, 1, 25) > 0);
+		} else {
+			uint64_t until = wd_now_ns() + 250000000ull;
+			struct pollfd ap = {wd_landlock_audit_fd(lla), POLLIN,
+					    0};
+			do
+				wd_landlock_audit_read(lla, on_landlock, &col);
+			while (wd_now_ns() < until && poll(&ap, 1, 25) > 0);
+		}
 		wd_landlock_audit_close(lla);
 	}
 	if (notify >= 0)
