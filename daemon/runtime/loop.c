@@ -270,7 +270,9 @@ static int model_step(struct wd_run *r, struct wd_err *err)
 	};
 	struct wd_complete_resp resp;
 	memset(&resp, 0, sizeof(resp));
+	uint64_t t0 = wd_now_ns();
 	int rc = wd_gateway_complete(r->ps->gw, &req, &resp, err);
+	r->ext_ns += wd_now_ns() - t0;
 	conv_free(&c);
 	free(ts);
 	__atomic_add_fetch(&r->rt->m_model_calls, 1, __ATOMIC_RELAXED);
@@ -654,6 +656,7 @@ static int tool_step(struct wd_run *r, struct wd_err *err)
 	}
 
 	/* parallel tool calls from one model response run concurrently */
+	uint64_t t0 = wd_now_ns();
 	pthread_t th[MAX_PARALLEL];
 	bool started[MAX_PARALLEL] = {0};
 	for (int base = 0; base < nj; base += MAX_PARALLEL) {
@@ -674,6 +677,7 @@ static int tool_step(struct wd_run *r, struct wd_err *err)
 				started[x] = false;
 			}
 	}
+	r->ext_ns += wd_now_ns() - t0;
 	__atomic_add_fetch(&rt->m_tool_calls, (uint64_t)nj, __ATOMIC_RELAXED);
 
 	int ret = 1;
@@ -735,7 +739,22 @@ static void close_step(struct wd_run *r)
 	__atomic_add_fetch(&r->rt->m_steps, 1, __ATOMIC_RELAXED);
 }
 
+static void advance(struct wd_run *r);
+
+/* Platform overhead = the slice's time minus time in the model and in
+ * tools (the bench's "per step excluding model and tool time"). */
 void rt_advance(struct wd_run *r)
+{
+	uint64_t t0 = wd_now_ns();
+	r->ext_ns = 0;
+	advance(r);
+	uint64_t all = wd_now_ns() - t0;
+	__atomic_add_fetch(&r->rt->m_overhead_ns,
+			   all > r->ext_ns ? all - r->ext_ns : 0,
+			   __ATOMIC_RELAXED);
+}
+
+static void advance(struct wd_run *r)
 {
 	struct wd_rt *rt = r->rt;
 	r->slice_start = wd_now_ns();

@@ -42,6 +42,7 @@ struct wd_run {
 	char status[24];      /* run_end status */
 	char stop_reason[64]; /* bound or failure */
 	char *final_text;
+	uint64_t ext_ns; /* time in the model and in tools (this slice) */
 	/* step events for streams: JSON lines, guarded by rt->mu */
 	char **lines;
 	uint64_t *line_seq;

@@ -1261,13 +1261,17 @@ char *wd_rt_metrics(struct wd_rt *rt)
 	    "warden_denials_total %llu\n"
 	    "# TYPE warden_events_published_total counter\n"
 	    "warden_events_published_total %llu\n"
-	    "# TYPE warden_trace_healthy gauge\nwarden_trace_healthy %d\n",
+	    "# TYPE warden_trace_healthy gauge\nwarden_trace_healthy %d\n"
+	    "# TYPE warden_steps_total counter\nwarden_steps_total %llu\n"
+	    "# TYPE warden_platform_overhead_seconds_total counter\n"
+	    "warden_platform_overhead_seconds_total %.9f\n",
 	    (unsigned long long)rt->m_runs_started,
 	    (unsigned long long)rt->m_runs_ended, active, susp, napp,
 	    (unsigned long long)rt->m_model_calls,
 	    (unsigned long long)rt->m_tool_calls,
 	    (unsigned long long)rt->m_refusals,
 	    (unsigned long long)rt->m_denials, (unsigned long long)st.published,
-	    wd_trace_healthy(rt->trace, NULL) ? 1 : 0);
+	    wd_trace_healthy(rt->trace, NULL) ? 1 : 0,
+	    (unsigned long long)rt->m_steps, (double)rt->m_overhead_ns / 1e9);
 	return b.data ? b.data : wd_strdup("");
 }

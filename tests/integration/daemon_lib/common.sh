@@ -4,7 +4,7 @@
 # Source after tests/lib.sh.
 WARDEND=${WARDEND:-$PWD/$BUILD/wardend}
 ROOT_DIR=$PWD
-T=$(mktemp -d /tmp/warden-it.XXXXXX)
+T=$(mktemp -d "${WARDEN_TEST_TMP:-/tmp}/warden-it.XXXXXX")
 chmod 711 "$T"
 POL=$T/policy
 SOCK=$T/wardend.sock
