@@ -760,6 +760,17 @@ static void advance(struct wd_run *r)
 	r->slice_start = wd_now_ns();
 	for (;;) {
 		struct wd_err err = {0};
+		/* daemon stopping: park the run between steps; the next
+		 * start resumes it from its snapshot */
+		pthread_mutex_lock(&rt->mu);
+		if (rt->stopping) {
+			r->active_ns += wd_now_ns() - r->slice_start;
+			r->state = R_SUSPENDED;
+			rt_save_snapshot(r);
+			pthread_mutex_unlock(&rt->mu);
+			return;
+		}
+		pthread_mutex_unlock(&rt->mu);
 		if (r->pending) {
 			int rc = tool_step(r, &err);
 			if (rc < 0) {

@@ -709,7 +709,7 @@ static int restore_run(struct wd_rt *rt, const char *id, json_t *s)
 	    (uint64_t)json_integer_value(json_object_get(s, "active_ns"));
 	r->started_wall =
 	    (uint64_t)json_integer_value(json_object_get(s, "started_wall"));
-	if (!r->msgs || !r->done || !r->pending) {
+	if (!r->msgs || !r->done) {
 		rt_run_unref_locked(r);
 		return -EINVAL;
 	}
@@ -884,12 +884,13 @@ void wd_rt_close(struct wd_rt *rt)
 	for (int i = 0; i < rt->n_workers; i++)
 		pthread_join(rt->workers[i], NULL);
 	pthread_join(rt->ttl_thread, NULL);
-	/* queued runs never started their next step: they stay .active and
-	 * are resumed or marked interrupted at the next start */
+	/* queued runs never started their next step: snapshot them so the
+	 * next start resumes them (like the runs parked by the workers) */
 	pthread_mutex_lock(&rt->mu);
 	while (rt->qhead) {
 		struct wd_run *r = rt->qhead;
 		rt->qhead = r->qnext;
+		rt_save_snapshot(r);
 		rt_run_unref_locked(r);
 	}
 	while (rt->runs) {

@@ -39,6 +39,28 @@ expect_match interrupted-api "$(run_state "$id" status)" '^interrupted$'
 check trace-verify-after-crash "$WARDEN" trace verify --state "$T/state"
 stop_daemon
 
+# a graceful stop (SIGTERM) parks a run between steps; the next start
+# resumes it where it was
+tool sleepy '["/usr/bin/sleep", "0.4"]' "input: stdin" "args_schema: {type: object}" \
+	"auth: {mode: on_behalf_of_user, scopes: [\"test:sleep\"]}" "side_effects: none"
+script steps6 <<'S'
+{"step": 6, "text": "six steps done"}
+{"tool_calls": [{"name": "sleepy", "arguments": {"k": "{{step}}"}}]}
+S
+agent steps6 steps6 '[sleepy]'
+write_gateway
+start_daemon || fail restart-graceful "see log"
+id=$(as_user 1000 "$WARDEN" run --detach steps6 go)
+sleep 1.2
+stop_daemon
+expect_eq graceful-not-ended "$(rec_of "$id" run_end)" ""
+start_daemon || fail restart-graceful2 "see log"
+wait_until 20 run_done "$id"
+expect_eq graceful-resumed-ok "$(run_state "$id" status)" ok
+expect_eq graceful-resumed-output "$(run_state "$id" output)" "six steps done"
+expect_eq graceful-no-interrupt "$(recs_of "$id" run_end | jq_py 'len(d)')" 1
+stop_daemon
+
 # a side-effecting tool whose attempt cannot be written is not run: the
 # state directory is a small tmpfs, filled while the run waits for approval
 mkdir -p "$T/small"
