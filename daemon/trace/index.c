@@ -6,9 +6,12 @@
 #include "trace/trace_int.h"
 #include "common/log.h"
 
+#include <fcntl.h>
 #include <math.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 enum {
 	S_REC,
@@ -281,53 +284,104 @@ bool wd_trace_is_ref_key(const char *k)
 	return n > 4 && !strcmp(k + n - 4, "_ref");
 }
 
-json_t *wd_idx_fields(json_t *rec)
+/* The fields of a record the index reads, copied into one allocation: the
+ * appender extracts them (in its own thread) and the index thread binds
+ * them, so no JSON is copied or re-parsed on the live path. Catch-up and
+ * reindex go through the same extraction, so a rebuilt index equals the
+ * live one. */
+struct strs {
+	const char *v[WD_IDXREC_NSTR + WD_IDXREC_MAXREFS];
+	size_t len[WD_IDXREC_NSTR + WD_IDXREC_MAXREFS];
+	size_t n, bytes;
+};
+
+static void keep_str(struct strs *s, const char *v)
 {
-	static const char *const keys[] = {
-	    "run_id",
-	    "step",
-	    "type",
-	    "ts",
-	    "gen_ai.tool.name",
-	    "tool",
-	    "gen_ai.tool.call.id",
-	    "call_id",
-	    "status",
-	    "prompt_hash",
-	    "result_hash",
-	    "agent",
-	    "team",
-	    "user",
-	    "model",
-	    "gen_ai.request.model",
-	    "trace",
-	    "payloads",
-	    "retention_days",
-	    "gen_ai.usage.input_tokens",
-	    "input_tokens",
-	    "gen_ai.usage.output_tokens",
-	    "output_tokens",
-	    "cost_usd",
-	    "flagged",
-	};
-	json_t *o = json_object();
-	for (size_t i = 0; i < WD_ARRAY_SIZE(keys); i++) {
-		json_t *v = json_object_get(rec, keys[i]);
-		if (v)
-			json_object_set_new(o, keys[i], json_deep_copy(v));
-	}
-	const char *k;
-	json_t *v;
-	json_object_foreach(rec, k,
-			    v) if (wd_trace_is_ref_key(k) && json_is_string(v))
-	    json_object_set_new(o, k, json_deep_copy(v));
-	return o;
+	size_t l = v ? strlen(v) + 1 : 0;
+	s->v[s->n] = v;
+	s->len[s->n++] = l;
+	s->bytes += l;
 }
 
+struct wd_idxrec *wd_idx_extract(json_t *rec)
+{
+	struct strs s = {.n = 0};
+	unsigned nrefs = 0;
+	json_t *tr = json_object_get(rec, "trace");
+	const char *pl = json_string_value(get2(tr, "payloads", NULL));
+	if (!pl)
+		pl = str2(rec, "payloads", NULL);
+	json_t *rd = json_object_get(tr, "retention_days");
+	if (!rd)
+		rd = json_object_get(rec, "retention_days");
+	json_t *cost = json_object_get(rec, "cost_usd");
+	/* same order as the WD_IDXREC_* slots */
+	const char *in[WD_IDXREC_NSTR] = {
+	    [WD_IDXREC_RUN] = str2(rec, "run_id", NULL),
+	    [WD_IDXREC_TYPE] = str2(rec, "type", NULL),
+	    [WD_IDXREC_TOOL] = str2(rec, "gen_ai.tool.name", "tool"),
+	    [WD_IDXREC_CALL] = str2(rec, "gen_ai.tool.call.id", "call_id"),
+	    [WD_IDXREC_STATUS] = str2(rec, "status", NULL),
+	    [WD_IDXREC_PROMPT] = str2(rec, "prompt_hash", "prompt_ref"),
+	    [WD_IDXREC_RESULT] = str2(rec, "result_hash", "result_ref"),
+	    [WD_IDXREC_MODEL] = str2(rec, "gen_ai.request.model", "model"),
+	    [WD_IDXREC_AGENT] = str2(rec, "agent", NULL),
+	    [WD_IDXREC_TEAM] = str2(rec, "team", NULL),
+	    [WD_IDXREC_USER] = str2(rec, "user", NULL),
+	    [WD_IDXREC_PAYLOADS] = pl,
+	};
+	for (int i = 0; i < WD_IDXREC_NSTR; i++)
+		keep_str(&s, in[i]);
+	const char *k;
+	json_t *v;
+	json_object_foreach(rec, k, v)
+	{
+		const char *ref = json_string_value(v);
+		if (nrefs < WD_IDXREC_MAXREFS && ref &&
+		    wd_trace_is_ref_key(k) && wd_trace_ref_ok(ref)) {
+			nrefs++;
+			keep_str(&s, ref);
+		}
+	}
+	size_t head = sizeof(struct wd_idxrec) + nrefs * sizeof(char *);
+	struct wd_idxrec *f = wd_malloc(head + s.bytes);
+	char *arena = (char *)f + head;
+	*f = (struct wd_idxrec){
+	    .size = head + s.bytes,
+	    .step = json_integer_value(json_object_get(rec, "step")),
+	    .in_tokens = (int64_t)num(
+		get2(rec, "gen_ai.usage.input_tokens", "input_tokens")),
+	    .out_tokens = (int64_t)num(
+		get2(rec, "gen_ai.usage.output_tokens", "output_tokens")),
+	    .has_cost = cost != NULL,
+	    .cost_nusd = cost ? llround(num(cost) * 1e9) : 0,
+	    .has_rd = json_is_number(rd),
+	    .rd = json_is_number(rd) ? (int64_t)num(rd) : 0,
+	    .flagged = json_is_true(json_object_get(rec, "flagged")),
+	    .nrefs = nrefs,
+	    .refs = (const char **)(f + 1),
+	};
+	for (size_t i = 0; i < s.n; i++) {
+		const char *dst = NULL;
+		if (s.v[i]) {
+			memcpy(arena, s.v[i], s.len[i]);
+			dst = arena;
+			arena += s.len[i];
+		}
+		if (i < WD_IDXREC_NSTR)
+			f->s[i] = dst;
+		else
+			f->refs[i - WD_IDXREC_NSTR] = dst;
+	}
+	return f;
+}
+
+/* Strings bound stay alive until the statement is reset (they live in the
+ * wd_idxrec or the aggregate), so SQLite need not copy them. */
 static void bind_str(sqlite3_stmt *st, int i, const char *s)
 {
 	if (s)
-		sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(st, i, s, -1, SQLITE_STATIC);
 	else
 		sqlite3_bind_null(st, i);
 }
@@ -357,11 +411,11 @@ uint64_t wd_trace_parse_ts(const char *s)
 }
 
 int wd_idx_add(struct wd_idx *x, uint64_t seq, uint64_t seg, uint64_t off,
-	       uint64_t len, uint64_t ts, json_t *rec)
+	       uint64_t len, uint64_t ts, const struct wd_idxrec *f)
 {
-	const char *run = str2(rec, "run_id", NULL);
-	const char *type = str2(rec, "type", NULL);
-	int64_t step = json_integer_value(json_object_get(rec, "step"));
+	const char *run = f->s[WD_IDXREC_RUN];
+	const char *type = f->s[WD_IDXREC_TYPE];
+	int64_t step = f->step;
 	if (!run || !type)
 		return 0; /* not a record the index understands */
 	sqlite3_stmt *st = x->st[S_REC];
@@ -373,11 +427,11 @@ int wd_idx_add(struct wd_idx *x, uint64_t seq, uint64_t seg, uint64_t off,
 	bind_str(st, 6, run);
 	sqlite3_bind_int64(st, 7, step);
 	bind_str(st, 8, type);
-	bind_str(st, 9, str2(rec, "gen_ai.tool.name", "tool"));
-	bind_str(st, 10, str2(rec, "gen_ai.tool.call.id", "call_id"));
-	bind_str(st, 11, str2(rec, "status", NULL));
-	bind_str(st, 12, str2(rec, "prompt_hash", "prompt_ref"));
-	bind_str(st, 13, str2(rec, "result_hash", "result_ref"));
+	bind_str(st, 9, f->s[WD_IDXREC_TOOL]);
+	bind_str(st, 10, f->s[WD_IDXREC_CALL]);
+	bind_str(st, 11, f->s[WD_IDXREC_STATUS]);
+	bind_str(st, 12, f->s[WD_IDXREC_PROMPT]);
+	bind_str(st, 13, f->s[WD_IDXREC_RESULT]);
 	if (run_step(st) < 0)
 		return -EIO;
 	if (sqlite3_changes(x->db) == 0)
@@ -392,13 +446,10 @@ int wd_idx_add(struct wd_idx *x, uint64_t seq, uint64_t seg, uint64_t off,
 	ag->steps = step > ag->steps ? step : ag->steps;
 	if (mc) {
 		ag->mc++;
-		ag->in += (int64_t)num(
-		    get2(rec, "gen_ai.usage.input_tokens", "input_tokens"));
-		ag->out += (int64_t)num(
-		    get2(rec, "gen_ai.usage.output_tokens", "output_tokens"));
-		ag->nusd +=
-		    llround(num(json_object_get(rec, "cost_usd")) * 1e9);
-		const char *m = str2(rec, "gen_ai.request.model", "model");
+		ag->in += f->in_tokens;
+		ag->out += f->out_tokens;
+		ag->nusd += f->cost_nusd;
+		const char *m = f->s[WD_IDXREC_MODEL];
 		if (m && !ag->model)
 			ag->model = wd_strdup(m);
 	}
@@ -410,36 +461,28 @@ int wd_idx_add(struct wd_idx *x, uint64_t seq, uint64_t seg, uint64_t off,
 		return -EIO;
 
 	if (!strcmp(type, "run_start")) {
-		json_t *tr = json_object_get(rec, "trace");
-		const char *pl = json_string_value(get2(tr, "payloads", NULL));
-		if (!pl)
-			pl = str2(rec, "payloads", NULL);
-		json_t *rd = json_object_get(tr, "retention_days");
-		if (!rd)
-			rd = json_object_get(rec, "retention_days");
+		const char *pl = f->s[WD_IDXREC_PAYLOADS];
 		st = x->st[S_RUN_START];
 		bind_str(st, 1, run);
-		bind_str(st, 2, str2(rec, "agent", NULL));
-		bind_str(st, 3, str2(rec, "team", NULL));
-		bind_str(st, 4, str2(rec, "user", NULL));
-		bind_str(st, 5, str2(rec, "gen_ai.request.model", "model"));
+		bind_str(st, 2, f->s[WD_IDXREC_AGENT]);
+		bind_str(st, 3, f->s[WD_IDXREC_TEAM]);
+		bind_str(st, 4, f->s[WD_IDXREC_USER]);
+		bind_str(st, 5, f->s[WD_IDXREC_MODEL]);
 		sqlite3_bind_int64(st, 6, ts);
 		bind_str(st, 7, pl ? pl : "full");
-		if (json_is_number(rd))
-			sqlite3_bind_int64(st, 8, (int64_t)num(rd));
+		if (f->has_rd)
+			sqlite3_bind_int64(st, 8, f->rd);
 		else
 			sqlite3_bind_null(st, 8);
 	} else if (!strcmp(type, "run_end")) {
-		const char *s = str2(rec, "status", NULL);
-		json_t *c = json_object_get(rec, "cost_usd");
+		const char *s = f->s[WD_IDXREC_STATUS];
 		st = x->st[S_RUN_END];
 		bind_str(st, 1, run);
 		bind_str(st, 2, s ? s : "ok");
 		sqlite3_bind_int64(st, 3, ts);
-		sqlite3_bind_int(st, 4,
-				 json_is_true(json_object_get(rec, "flagged")));
-		if (c)
-			sqlite3_bind_int64(st, 5, llround(num(c) * 1e9));
+		sqlite3_bind_int(st, 4, f->flagged);
+		if (f->has_cost)
+			sqlite3_bind_int64(st, 5, f->cost_nusd);
 		else
 			sqlite3_bind_null(st, 5);
 	} else if (!strcmp(type, "flag")) {
@@ -455,15 +498,9 @@ int wd_idx_add(struct wd_idx *x, uint64_t seq, uint64_t seg, uint64_t off,
 		return -EIO;
 	if (!strcmp(type, "gc"))
 		return 0; /* its refs name dropped blobs, not references */
-	const char *k;
-	json_t *v;
-	json_object_foreach(rec, k, v)
-	{
-		if (!wd_trace_is_ref_key(k) ||
-		    !wd_trace_ref_ok(json_string_value(v)))
-			continue;
+	for (unsigned i = 0; i < f->nrefs; i++) {
 		st = x->st[S_REF];
-		bind_str(st, 1, json_string_value(v));
+		bind_str(st, 1, f->refs[i]);
 		bind_str(st, 2, run);
 		sqlite3_bind_int64(st, 3, seq);
 		if (run_step(st) < 0)
@@ -475,68 +512,146 @@ int wd_idx_add(struct wd_idx *x, uint64_t seq, uint64_t seg, uint64_t off,
 /* ---- catch-up and reindex ---- */
 
 struct cu_ctx {
-	struct wd_idx *x;
-	uint64_t seg, base, n;
+	struct wd_trace *t;
+	uint64_t seg, base, n, upto;
+	bool live, done;
 	int r;
 };
+
+/* Under idx_mu: commit what the transaction holds, tell waiting readers
+ * (live catch-up) and start the next transaction. */
+static int cu_commit(struct cu_ctx *c, uint64_t seq)
+{
+	int r = wd_idx_commit(c->t->idx);
+	if (r < 0)
+		return r;
+	if (c->live) {
+		pthread_mutex_lock(&c->t->mu);
+		if (seq > c->t->indexed_seq)
+			c->t->indexed_seq = seq;
+		pthread_cond_broadcast(&c->t->done);
+		pthread_mutex_unlock(&c->t->mu);
+	}
+	return wd_idx_begin(c->t->idx);
+}
 
 static int cu_cb(void *p, const char *line, size_t len, uint64_t off,
 		 json_t *rec)
 {
 	struct cu_ctx *c = p;
+	uint64_t seq = json_integer_value(json_object_get(rec, "seq"));
+	if (c->upto && seq > c->upto) {
+		c->done = true;
+		return -ECANCELED;
+	}
 	uint64_t ts =
 	    wd_trace_parse_ts(json_string_value(json_object_get(rec, "ts")));
-	c->r = wd_idx_add(c->x, json_integer_value(json_object_get(rec, "seq")),
-			  c->seg, c->base + off, len, ts, rec);
+	struct wd_idxrec *f = wd_idx_extract(rec);
+	c->r = wd_idx_add(c->t->idx, seq, c->seg, c->base + off, len, ts, f);
+	free(f);
 	if (c->r < 0)
 		return c->r;
-	if (++c->n % 20000 == 0) {
-		if ((c->r = wd_idx_commit(c->x)) < 0 ||
-		    (c->r = wd_idx_begin(c->x)) < 0)
-			return c->r;
+	if (c->upto && seq == c->upto)
+		c->done = true;
+	if (++c->n % 20000 == 0 && (c->r = cu_commit(c, seq)) < 0)
+		return c->r;
+	return c->done ? -ECANCELED : 0;
+}
+
+/* Bytes of a file from `off` to its end. */
+static int read_from(const char *path, uint64_t off, char **out, size_t *len)
+{
+	cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return -errno;
+	size_t n = (uint64_t)st.st_size > off ? st.st_size - off : 0;
+	char *buf = wd_malloc(n + 1);
+	size_t got = 0;
+	while (got < n) {
+		ssize_t k = pread(fd, buf + got, n - got, off + got);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0) {
+			int e = -errno;
+			free(buf);
+			return e;
+		}
+		if (k == 0)
+			break;
+		got += k;
 	}
+	*out = buf;
+	*len = got;
 	return 0;
 }
 
-int wd_trace_idx_catch_up(struct wd_trace *t, struct wd_err *err)
+/* Under idx_mu. upto = 0: everything the segments hold. */
+static int catch_up_locked(struct wd_trace *t, uint64_t upto, bool live)
 {
 	uint64_t seq, seg, end;
-	pthread_mutex_lock(&t->idx_mu);
 	int r = wd_idx_tail(t->idx, &seq, &seg, &end);
 	/* an index ahead of the segments (cut tail, replaced store) is stale */
-	if (!r && seq >= t->next_seq) {
+	if (!r && !live && seq >= t->next_seq) {
 		wd_info("trace index '%s' is ahead of the segments; "
 			"rebuilding",
 			t->root);
 		r = wd_idx_clear(t->idx);
 		seq = seg = end = 0;
 	}
+	if (!r && upto && seq >= upto)
+		return 0;
 	cleanup_free uint64_t *segs = NULL;
 	size_t n = 0;
 	if (!r)
 		r = wd_trace_list_segments(t, &segs, &n);
-	for (size_t i = 0; !r && i < n; i++) {
-		if (segs[i] < seg)
+	bool done = false;
+	for (size_t i = 0; !r && !done && i < n; i++) {
+		if (segs[i] < seg || (upto && segs[i] > upto))
 			continue;
 		uint64_t from = segs[i] == seg ? end : 0;
 		cleanup_free char *p = wd_trace_seg_path(t, segs[i]);
 		cleanup_free char *buf = NULL;
-		size_t len;
-		r = wd_read_file(p, &buf, &len);
+		size_t len = 0;
+		r = read_from(p, from, &buf, &len);
 		if (r < 0)
 			break;
-		if (from >= len)
+		if (!len)
 			continue;
-		struct cu_ctx c = {t->idx, segs[i], from, 0, 0};
+		struct cu_ctx c = {.t = t,
+				   .seg = segs[i],
+				   .base = from,
+				   .upto = upto,
+				   .live = live};
 		if ((r = wd_idx_begin(t->idx)) < 0)
 			break;
-		wd_trace_scan(buf + from, len - from, NULL, cu_cb, &c, NULL);
+		wd_trace_scan(buf, len, NULL, cu_cb, &c, NULL);
 		r = c.r;
+		done = c.done;
 		if (!r)
 			r = wd_idx_commit(t->idx);
 		else
 			wd_idx_rollback(t->idx);
 	}
+	return r;
+}
+
+int wd_trace_idx_catch_up(struct wd_trace *t, struct wd_err *err)
+{
+	pthread_mutex_lock(&t->idx_mu);
+	int r = catch_up_locked(t, 0, false);
+	pthread_mutex_unlock(&t->idx_mu);
+	if (r < 0)
+		return wd_err_set(err, r, "trace index catch-up: %s",
+				  strerror(-r));
+	return 0;
+}
+
+int wd_trace_idx_catch_up_live(struct wd_trace *t, uint64_t upto,
+			       struct wd_err *err)
+{
+	pthread_mutex_lock(&t->idx_mu);
+	int r = catch_up_locked(t, upto, true);
 	pthread_mutex_unlock(&t->idx_mu);
 	if (r < 0)
 		return wd_err_set(err, r, "trace index catch-up: %s",
@@ -551,12 +666,21 @@ int wd_trace_reindex(struct wd_trace *t, struct wd_err *err)
 	int r = wd_trace_flush(t, err);
 	if (r < 0)
 		return r;
+	/* clear and rebuild under one hold of idx_mu: the index thread must
+	 * not add a later record in between (the rebuild starts after the
+	 * index's last record) */
 	pthread_mutex_lock(&t->idx_mu);
 	r = wd_idx_clear(t->idx);
+	if (r < 0) {
+		pthread_mutex_unlock(&t->idx_mu);
+		return wd_err_set(err, r, "trace index: cannot clear");
+	}
+	r = catch_up_locked(t, 0, false);
 	pthread_mutex_unlock(&t->idx_mu);
 	if (r < 0)
-		return wd_err_set(err, r, "trace index: cannot clear");
-	return wd_trace_idx_catch_up(t, err);
+		return wd_err_set(err, r, "trace index catch-up: %s",
+				  strerror(-r));
+	return 0;
 }
 
 /* ---- queries ---- */

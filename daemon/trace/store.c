@@ -2,10 +2,19 @@
  *
  * Concurrency: appenders serialize only the framing of their line (seq, ts,
  * prev, crc, sha256) under t->mu into the current batch; one writer thread
- * swaps the batch out, writes it (rotating segments by size), fdatasyncs it
- * when any record in it is durable (or a flush waits, or 1 s passed), then
- * indexes it. A durable appender sleeps until synced_seq covers its seq; so
- * one fdatasync acknowledges every durable record of the batch. */
+ * swaps the batch out, writes it (rotating segments by size) and fdatasyncs
+ * it when any record in it is durable (or a flush waits, or 1 s passed). A
+ * durable appender sleeps until synced_seq covers its seq; so one fdatasync
+ * acknowledges every durable record of the batch.
+ *
+ * The index lags behind asynchronously: the writer hands the index fields of
+ * each written batch (extracted by the appenders) to an index thread, which
+ * adds everything queued in one SQLite transaction. When more than
+ * wd_trace_iq_limit bytes wait, the writer stops queueing (iq_overflow) and the
+ * index thread catches up from the segments instead, then resumes from the
+ * queue: appends never wait for the index, memory stays bounded. Readers
+ * (queries, run_records, flush) wait until indexed_seq covers what they must
+ * see. */
 #include "trace/trace_int.h"
 #include "common/log.h"
 
@@ -78,7 +87,7 @@ bool wd_trace_healthy(struct wd_trace *t, int *code)
 static void batch_reset(struct wd_batch *b)
 {
 	for (size_t i = 0; i < b->n; i++)
-		json_decref(b->v[i].idx);
+		free(b->v[i].idx);
 	b->n = 0;
 	b->buf.len = 0;
 	b->want_sync = false;
@@ -166,25 +175,127 @@ static int write_batch(struct wd_trace *t, struct wd_batch *b, bool sync)
 	return 0;
 }
 
-static void index_batch(struct wd_trace *t, struct wd_batch *b)
+size_t wd_trace_iq_limit = 64u << 20;
+unsigned long wd_trace_iq_overflows;
+
+/* Under t->mu, writer: hand the index fields of a written batch to the index
+ * thread, or fall back to catch-up from the segments. */
+static void index_enqueue(struct wd_trace *t, struct wd_batch *b)
 {
-	if (!t->idx || !b->n)
+	if (!t->idx) {
+		t->indexed_seq = b->v[b->n - 1].seq;
 		return;
+	}
+	size_t bytes = 0;
+	bool ok = !t->iq_overflow;
+	for (size_t i = 0; ok && i < b->n; i++) {
+		ok = b->v[i].idx != NULL;
+		bytes += ok ? b->v[i].idx->size + sizeof(b->v[i]) : 0;
+	}
+	if (ok && t->iq_bytes + bytes > wd_trace_iq_limit)
+		ok = false;
+	if (!ok) {
+		/* these records are in the segments: the index thread reads
+		 * them back from there */
+		if (!t->iq_overflow)
+			__atomic_fetch_add(&wd_trace_iq_overflows, 1,
+					   __ATOMIC_RELAXED);
+		__atomic_store_n(&t->iq_overflow, true, __ATOMIC_RELAXED);
+	} else {
+		if (t->iq.n + b->n > t->iq.cap) {
+			t->iq.cap = t->iq.n + b->n > 2 * t->iq.cap
+					? t->iq.n + b->n
+					: 2 * t->iq.cap;
+			t->iq.v =
+			    wd_realloc(t->iq.v, t->iq.cap * sizeof(*b->v));
+		}
+		memcpy(t->iq.v + t->iq.n, b->v, b->n * sizeof(*b->v));
+		t->iq.n += b->n;
+		t->iq_bytes += bytes;
+		for (size_t i = 0; i < b->n; i++)
+			b->v[i].idx = NULL; /* moved */
+	}
+	pthread_cond_signal(&t->iwake);
+}
+
+/* Index thread: one transaction per round over everything queued. */
+static int index_pend(struct wd_trace *t, struct wd_pend *v, size_t n)
+{
 	pthread_mutex_lock(&t->idx_mu);
 	int r = wd_idx_begin(t->idx);
-	for (size_t i = 0; !r && i < b->n; i++)
-		r = wd_idx_add(t->idx, b->v[i].seq, b->v[i].seg,
-			       b->v[i].fileoff, b->v[i].len, b->v[i].ts_us,
-			       b->v[i].idx);
+	for (size_t i = 0; !r && i < n; i++)
+		r = wd_idx_add(t->idx, v[i].seq, v[i].seg, v[i].fileoff,
+			       v[i].len, v[i].ts_us, v[i].idx);
 	if (!r)
 		r = wd_idx_commit(t->idx);
 	else
 		wd_idx_rollback(t->idx);
 	pthread_mutex_unlock(&t->idx_mu);
-	/* The index is derived: the segments hold the truth and catch-up at
-	 * the next open repairs a gap, so this is a warning, not a failure. */
-	if (r < 0)
-		wd_log_errno(WD_LOG_WARN, r, "trace index '%s'", t->root);
+	return r;
+}
+
+static void *indexer_main(void *arg)
+{
+	struct wd_trace *t = arg;
+	struct wd_batch spare = {0};
+	pthread_mutex_lock(&t->mu);
+	for (;;) {
+		if (t->iq.n) {
+			struct wd_pend *v = t->iq.v;
+			size_t n = t->iq.n, cap = t->iq.cap;
+			t->iq.v = spare.v;
+			t->iq.cap = spare.cap;
+			t->iq.n = 0;
+			t->iq_bytes = 0;
+			pthread_mutex_unlock(&t->mu);
+			int r = index_pend(t, v, n);
+			/* The index is derived: the segments hold the truth
+			 * and catch-up at the next open repairs a gap, so
+			 * this is a warning, not a failure. */
+			if (r < 0)
+				wd_log_errno(WD_LOG_WARN, r,
+					     "trace index '%s'; catching up "
+					     "from the segments",
+					     t->root);
+			for (size_t i = 0; i < n; i++)
+				free(v[i].idx);
+			spare.v = v;
+			spare.cap = cap;
+			pthread_mutex_lock(&t->mu);
+			if (r < 0) /* retry once from the segments */
+				__atomic_store_n(&t->iq_overflow, true,
+						 __ATOMIC_RELAXED);
+			if (v[n - 1].seq > t->indexed_seq)
+				t->indexed_seq = v[n - 1].seq;
+			pthread_cond_broadcast(&t->done);
+			continue;
+		}
+		if (t->iq_overflow) {
+			uint64_t upto = t->written_seq;
+			pthread_mutex_unlock(&t->mu);
+			struct wd_err err = {0};
+			int r = wd_trace_idx_catch_up_live(t, upto, &err);
+			if (r < 0)
+				wd_warn("trace index '%s': %s", t->root,
+					err.msg);
+			pthread_mutex_lock(&t->mu);
+			if (upto > t->indexed_seq)
+				t->indexed_seq = upto;
+			/* caught up with the writer, nothing dropped since:
+			 * the queue is contiguous again */
+			if (t->written_seq == upto && !t->iq.n)
+				__atomic_store_n(&t->iq_overflow, false,
+						 __ATOMIC_RELAXED);
+			pthread_cond_broadcast(&t->done);
+			continue;
+		}
+		if (t->idx_stop)
+			break;
+		pthread_cond_wait(&t->iwake, &t->mu);
+	}
+	pthread_mutex_unlock(&t->mu);
+	free(spare.v);
+	return NULL;
 }
 
 static void deadline_wait(pthread_cond_t *c, pthread_mutex_t *m,
@@ -248,27 +359,19 @@ static void *writer_main(void *arg)
 		if (!r)
 			r = write_batch(t, w, sync);
 		uint64_t last = w->v[w->n - 1].seq;
+		pthread_mutex_lock(&t->mu);
 		if (!r) {
-			/* acknowledge durable appenders before indexing: the
-			 * index is not on their path */
-			pthread_mutex_lock(&t->mu);
 			t->written_seq = last;
 			if (sync)
 				t->synced_seq = last;
-			pthread_cond_broadcast(&t->done);
-			pthread_mutex_unlock(&t->mu);
-			index_batch(t, w);
-		}
-		pthread_mutex_lock(&t->mu);
-		if (r < 0 && !t->error) {
+			index_enqueue(t, w);
+		} else if (!t->error) {
 			t->error = r;
 			wd_log_errno(WD_LOG_ERROR, r,
 				     "trace '%s': write failed; store is "
 				     "unhealthy",
 				     t->root);
 		}
-		if (!r)
-			t->indexed_seq = last;
 		batch_reset(w);
 		pthread_cond_broadcast(&t->done);
 	}
@@ -385,7 +488,12 @@ int wd_trace_append(struct wd_trace *t, json_t *rec, bool durable,
 	}
 	char *mid = mb.data;
 	size_t midlen = mb.len;
-	json_t *idx = t->idx ? wd_idx_fields(rec) : NULL;
+	/* while the index thread catches up from the segments, the writer
+	 * queues nothing: skip the extraction */
+	struct wd_idxrec *idx =
+	    t->idx && !__atomic_load_n(&t->iq_overflow, __ATOMIC_RELAXED)
+		? wd_idx_extract(rec)
+		: NULL;
 	if (!strcmp(type, "run_start"))
 		note_hash_only(t, run_id, rec);
 
@@ -396,7 +504,7 @@ int wd_trace_append(struct wd_trace *t, json_t *rec, bool durable,
 		int e = t->error;
 		pthread_mutex_unlock(&t->mu);
 		free(mid);
-		json_decref(idx);
+		free(idx);
 		return wd_err_set(err, e, "trace store unhealthy: %s",
 				  strerror(-e));
 	}
@@ -474,6 +582,8 @@ int wd_trace_flush(struct wd_trace *t, struct wd_err *err)
 	pthread_cond_signal(&t->wake);
 	while ((t->synced_seq < target || t->indexed_seq < target) && !t->error)
 		pthread_cond_wait(&t->done, &t->mu);
+	while (t->error && t->indexed_seq < t->written_seq)
+		pthread_cond_wait(&t->done, &t->mu);
 	t->flush_waiters--;
 	int e =
 	    t->synced_seq < target || t->indexed_seq < target ? t->error : 0;
@@ -494,7 +604,8 @@ int wd_trace_visible(struct wd_trace *t)
 	uint64_t target = t->next_seq - 1;
 	t->vis_waiters++;
 	pthread_cond_signal(&t->wake);
-	while (t->indexed_seq < target && !t->error)
+	/* an unhealthy store: what was written still gets indexed */
+	while (t->indexed_seq < (t->error ? t->written_seq : target))
 		pthread_cond_wait(&t->done, &t->mu);
 	t->vis_waiters--;
 	pthread_mutex_unlock(&t->mu);
@@ -671,6 +782,7 @@ int wd_trace_open(const char *state_dir, const struct wd_trace_opts *o,
 	pthread_mutex_init(&t->runs_mu, NULL);
 	pthread_cond_init(&t->wake, NULL);
 	pthread_cond_init(&t->done, NULL);
+	pthread_cond_init(&t->iwake, NULL);
 	for (size_t i = 0; t->o.redact_regexes && t->o.redact_regexes[i]; i++)
 		t->nrx++;
 	t->rx = wd_calloc(t->nrx ? t->nrx : 1, sizeof(regex_t));
@@ -735,6 +847,17 @@ int wd_trace_open(const char *state_dir, const struct wd_trace_opts *o,
 			if (r == 0)
 				r = wd_trace_idx_catch_up(t, err);
 		}
+		if (r < 0 && t->o.read_only) {
+			/* a reader that cannot bring the index up to date
+			 * (disk full, read-only media) still reads the
+			 * segments: verify and run_records need no index */
+			wd_warn("trace index '%s': %s; reading the segments "
+				"without it",
+				db, err ? err->msg : "unusable");
+			wd_idx_close(t->idx);
+			t->idx = NULL;
+			r = 0;
+		}
 		if (r < 0) {
 			wd_trace_close(t);
 			return r;
@@ -753,6 +876,12 @@ int wd_trace_open(const char *state_dir, const struct wd_trace_opts *o,
 			return wd_err_set(err, r, "trace writer thread");
 		}
 		t->have_writer = true;
+		if (t->idx &&
+		    (r = -pthread_create(&t->indexer, NULL, indexer_main, t))) {
+			wd_trace_close(t);
+			return wd_err_set(err, r, "trace index thread");
+		}
+		t->have_indexer = t->idx != NULL;
 	}
 	*out = t;
 	return 0;
@@ -769,6 +898,17 @@ void wd_trace_close(struct wd_trace *t)
 		pthread_mutex_unlock(&t->mu);
 		pthread_join(t->writer, NULL);
 	}
+	if (t->have_indexer) {
+		/* the writer has stopped: drain what it queued */
+		pthread_mutex_lock(&t->mu);
+		t->idx_stop = true;
+		pthread_cond_signal(&t->iwake);
+		pthread_mutex_unlock(&t->mu);
+		pthread_join(t->indexer, NULL);
+	}
+	for (size_t i = 0; i < t->iq.n; i++)
+		free(t->iq.v[i].idx);
+	free(t->iq.v);
 	if (t->segfd >= 0)
 		close(t->segfd);
 	wd_idx_close(t->idx);
@@ -783,6 +923,7 @@ void wd_trace_close(struct wd_trace *t)
 	pthread_mutex_destroy(&t->runs_mu);
 	pthread_cond_destroy(&t->wake);
 	pthread_cond_destroy(&t->done);
+	pthread_cond_destroy(&t->iwake);
 	free(t->root);
 	free(t->segdir);
 	free(t->blobdir);

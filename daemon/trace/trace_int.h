@@ -19,13 +19,41 @@ void wd_sha256_hex(const void *data, size_t len, char out[65]);
 /* "sha256:<64 hex>" -> true if well formed (lowercase hex). */
 bool wd_trace_ref_ok(const char *ref);
 
+/* What the index reads from a record (index.c, wd_idx_extract()): one
+ * allocation, strings in the same block. */
+enum {
+	WD_IDXREC_RUN,
+	WD_IDXREC_TYPE,
+	WD_IDXREC_TOOL,
+	WD_IDXREC_CALL,
+	WD_IDXREC_STATUS,
+	WD_IDXREC_PROMPT,
+	WD_IDXREC_RESULT,
+	WD_IDXREC_MODEL,
+	WD_IDXREC_AGENT,
+	WD_IDXREC_TEAM,
+	WD_IDXREC_USER,
+	WD_IDXREC_PAYLOADS,
+	WD_IDXREC_NSTR,
+	WD_IDXREC_MAXREFS = 64,
+};
+
+struct wd_idxrec {
+	size_t size; /* bytes of the whole block */
+	const char *s[WD_IDXREC_NSTR];
+	int64_t step, in_tokens, out_tokens, cost_nusd, rd;
+	bool has_cost, has_rd, flagged;
+	unsigned nrefs;
+	const char **refs; /* *_ref values that are well-formed refs */
+};
+
 /* One record waiting in the group-commit buffer: where its line sits in the
  * batch buffer and what the index needs from it. */
 struct wd_pend {
 	uint64_t seq;
 	uint64_t ts_us;
 	size_t off, len;       /* line in the batch buffer, without '\n' */
-	json_t *idx;	       /* index fields (owned) */
+	struct wd_idxrec *idx; /* index fields (owned; free()) */
 	uint64_t seg, fileoff; /* where the writer put it */
 };
 
@@ -46,13 +74,13 @@ int wd_idx_commit(struct wd_idx *x);
 int wd_idx_rollback(struct wd_idx *x);
 /* Idempotent: a seq already present is ignored. */
 int wd_idx_add(struct wd_idx *x, uint64_t seq, uint64_t seg, uint64_t off,
-	       uint64_t len, uint64_t ts_us, json_t *rec);
+	       uint64_t len, uint64_t ts_us, const struct wd_idxrec *f);
 int wd_idx_clear(struct wd_idx *x);
 /* Where indexing stopped: last indexed seq and the end of its line. */
 int wd_idx_tail(struct wd_idx *x, uint64_t *seq, uint64_t *seg, uint64_t *end);
 sqlite3 *wd_idx_db(struct wd_idx *x);
-/* The subset of a record the index reads (new reference). */
-json_t *wd_idx_fields(json_t *rec);
+/* The subset of a record the index reads (free() it). */
+struct wd_idxrec *wd_idx_extract(json_t *rec);
 /* "2024-01-02T03:04:05.123456Z" -> microseconds since the epoch; 0 on error */
 uint64_t wd_trace_parse_ts(const char *s);
 
@@ -86,15 +114,36 @@ struct wd_trace {
 
 	pthread_mutex_t idx_mu; /* the SQLite handle */
 
+	/* index thread; iq and iq_bytes under mu */
+	pthread_t indexer;
+	bool have_indexer, idx_stop;
+	pthread_cond_t iwake;
+	struct {
+		struct wd_pend *v;
+		size_t n, cap;
+	} iq;
+	size_t iq_bytes;
+	bool iq_overflow; /* written under mu, read racily by appenders */
+
 	/* hash_only runs seen in run_start records (for put_blob) */
 	pthread_mutex_t runs_mu;
 	json_t *hash_only; /* object run_id -> true */
 };
 
+/* Bytes of index fields the writer queues for the index thread before it
+ * falls back to catch-up from the segments (tests lower it), and how often
+ * that happened. */
+extern size_t wd_trace_iq_limit;
+extern unsigned long wd_trace_iq_overflows;
+
 int wd_trace_read_line(struct wd_trace *t, uint64_t seg, uint64_t off,
 		       uint64_t len, json_t **rec);
 int wd_trace_visible(struct wd_trace *t);
 int wd_trace_idx_catch_up(struct wd_trace *t, struct wd_err *err);
+/* Index thread: index what the segments hold after the index's tail, up to
+ * seq `upto`, publishing indexed_seq as it commits. */
+int wd_trace_idx_catch_up_live(struct wd_trace *t, uint64_t upto,
+			       struct wd_err *err);
 /* Sorted list of segment first-seqs; free() it. */
 int wd_trace_list_segments(struct wd_trace *t, uint64_t **out, size_t *n);
 char *wd_trace_seg_path(struct wd_trace *t, uint64_t first);

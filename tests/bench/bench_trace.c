@@ -146,12 +146,22 @@ int main(int argc, char **argv)
 		cpu += jobs[i].cpu_ns;
 	}
 	uint64_t t_app = wd_now_ns() - t0;
+	/* a durable append returns once it and everything before it is
+	 * written and fdatasync'ed; the index may still be catching up */
+	json_t *mark = json_pack("{s:s, s:i, s:s}", "run_id", "bench-mark",
+				 "step", 0, "type", "flag");
+	wd_trace_append(t, mark, true, NULL, &err);
+	json_decref(mark);
+	uint64_t t_dur = wd_now_ns() - t0;
 	wd_trace_flush(t, &err);
 	uint64_t t_all = wd_now_ns() - t0;
 	printf("appends/s (group commit, returned):     %.0f\n",
 	       total / (t_app / 1e9));
-	printf("appends/s (incl. write+fdatasync+index): %.0f\n",
-	       total / (t_all / 1e9));
+	printf("appends/s (incl. write+fdatasync):      %.0f\n",
+	       total / (t_dur / 1e9));
+	printf("appends/s (incl. write+fdatasync+index): %.0f (index "
+	       "caught up %.2f s after the last append)\n",
+	       total / (t_all / 1e9), (t_all - t_app) / 1e9);
 	struct timespec pc;
 	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &pc);
 	double proc_us = (pc.tv_sec * 1e9 + pc.tv_nsec) / 1e3 / total;
