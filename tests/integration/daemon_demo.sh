@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# `make demo` end to end (scripts/demo.sh on the shipped policy): the run
+# ends ok with seed 004's answer after a tier-3 run_python call, a kernel
+# denial of an egress attempt, and an email approved by the demo approver;
+# cost is attributed; the exec examples behave.
+. tests/lib.sh
+[ "$(id -u)" -eq 0 ] || { skip demo "needs root"; finish; }
+S=$(mktemp -d /tmp/warden-demo-test.XXXXXX)
+trap 'rm -rf "$S"' EXIT
+out=$(DEMO_STATE=$S BUILD=$BUILD timeout 300 scripts/demo.sh 2>&1)
+expect_eq demo-exit "$?" 0
+expect_match demo-answer "$out" 'run_end +status=ok steps=3'
+expect_match demo-above-50 "$out" 'average 62.5 of 4 numbers; above 50: yes'
+expect_match demo-tier3 "$out" 'tool_attempt +run_python tier=3 .*as uid 1000'
+expect_match demo-kernel-denial "$out" 'step 1 fetch_url: denied connect 127.0.0.1:9 \(by bpf\)'
+expect_match demo-approval "$out" 'approval_decision send_customer_email approved by bob'
+expect_match demo-email-ran "$out" 'tool_result +send_customer_email status=ok'
+expect_match demo-cost "$out" 'data +1 +[0-9]+ +[0-9]+ +0\.00[0-9]+'
+expect_match demo-trace-verify "$out" 'trace verify: ok'
+expect_match demo-exec-allowed "$out" $'62.5\nexit 0'
+expect_match demo-exec-denied "$out" '"target": "127.0.0.1:9"'
+expect_match demo-real-model-help "$out" 'ANTHROPIC_API_KEY'
+expect_eq demo-daemon-stopped "$(pgrep -f "wardend --state $S" | wc -l)" 0
+finish
