@@ -90,11 +90,19 @@ int wd_trace_emit(struct wd_buf *b, json_t *v)
 	case JSON_STRING:
 		emit_str(b, json_string_value(v), json_string_length(v));
 		return 0;
-	case JSON_INTEGER:
-		wd_buf_append(b, num,
-			      snprintf(num, sizeof(num), "%lld",
-				       (long long)json_integer_value(v)));
+	case JSON_INTEGER: {
+		long long iv = json_integer_value(v);
+		unsigned long long u =
+		    iv < 0 ? -(unsigned long long)iv : (unsigned long long)iv;
+		char *e = num + sizeof(num), *p = e;
+		do
+			*--p = '0' + u % 10;
+		while (u /= 10);
+		if (iv < 0)
+			*--p = '-';
+		wd_buf_append(b, p, e - p);
 		return 0;
+	}
 	case JSON_REAL: {
 		double d = json_real_value(v);
 		if (!isfinite(d))

@@ -55,7 +55,11 @@ static const char *const sqls[S_N] = {
 	       "DESC LIMIT 1",
 };
 
+/* 16 KiB pages (new index files only; an existing file keeps its size):
+ * the index B-trees with 71-byte hash keys insert about 1.5x faster than
+ * with 4 KiB pages. */
 static const char schema[] =
+    "PRAGMA page_size=16384;"
     "PRAGMA journal_mode=WAL;"
     "PRAGMA synchronous=OFF;"
     "PRAGMA cache_size=-65536;"

@@ -65,6 +65,13 @@ static size_t header_value(const char *s, size_t len, size_t i, size_t *vs,
 	return k - j;
 }
 
+/* First letters of the built-in patterns: sk-, bearer, x-api-key,
+ * authorization. Every other byte is skipped with one table load. */
+static const unsigned char trigger[256] = {
+    ['s'] = 1, ['S'] = 1, ['b'] = 1, ['B'] = 1,
+    ['x'] = 1, ['X'] = 1, ['a'] = 1, ['A'] = 1,
+};
+
 static char *builtin(const char *s, size_t len, size_t *out_len)
 {
 	struct wd_buf b = {0};
@@ -73,6 +80,10 @@ static char *builtin(const char *s, size_t len, size_t *out_len)
 	while (i < len) {
 		unsigned char c = s[i];
 		size_t skip = 0, keep = 0, n;
+		if (!trigger[c]) {
+			i++;
+			continue;
+		}
 		size_t vs;
 		if ((c == 's' || c == 'S') && i + 3 <= len &&
 		    (s[i + 1] == 'k' || s[i + 1] == 'K') && s[i + 2] == '-' &&
@@ -193,6 +204,10 @@ static bool secret_key(const char *k)
 	    "api-key",	      "apikey",		"proxy-authorization",
 	    "x-goog-api-key", "openai_api_key", "anthropic_api_key",
 	};
+	/* they all start with a, x, p or o */
+	char c0 = k[0] | 0x20;
+	if (c0 != 'a' && c0 != 'x' && c0 != 'p' && c0 != 'o')
+		return false;
 	for (size_t i = 0; i < WD_ARRAY_SIZE(keys); i++)
 		if (!strcasecmp(k, keys[i]))
 			return true;

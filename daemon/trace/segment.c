@@ -25,10 +25,43 @@ static void crc_init(void)
 					crc_tab[0][crc_tab[k - 1][i] & 0xff];
 }
 
+#if defined(__x86_64__)
+/* SSE4.2 has a crc32c instruction: 8 bytes a cycle or so. */
+__attribute__((target("sse4.2"))) static uint32_t
+crc_hw(uint32_t crc, const void *buf, size_t len)
+{
+	const unsigned char *p = buf;
+	uint64_t c = ~crc;
+	while (len >= 8) {
+		uint64_t w;
+		memcpy(&w, p, 8);
+		c = __builtin_ia32_crc32di(c, w);
+		p += 8;
+		len -= 8;
+	}
+	uint32_t c32 = c;
+	while (len--)
+		c32 = __builtin_ia32_crc32qi(c32, *p++);
+	return ~c32;
+}
+
+static bool have_hw;
+static pthread_once_t hw_once = PTHREAD_ONCE_INIT;
+static void hw_init(void)
+{
+	have_hw = __builtin_cpu_supports("sse4.2");
+}
+#endif
+
 /* Slicing-by-8 crc32c (Castagnoli), the framing checksum. */
 uint32_t wd_crc32c(uint32_t crc, const void *buf, size_t len)
 {
 	const unsigned char *p = buf;
+#if defined(__x86_64__)
+	pthread_once(&hw_once, hw_init);
+	if (have_hw)
+		return crc_hw(crc, buf, len);
+#endif
 	pthread_once(&crc_once, crc_init);
 	crc = ~crc;
 	while (len >= 8) {
