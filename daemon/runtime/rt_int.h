@@ -53,6 +53,7 @@ struct wd_rt {
 	char *state_dir, *policy_dir, *runs_dir;
 	struct wd_trace *trace;
 	struct wd_stream *events;
+	struct wd_alert *alert; /* denial-rate alerts; NULL = off */
 	struct wd_ratelimit *rl;
 	pthread_mutex_t mu;
 	pthread_cond_t qcond; /* queue non-empty / stopping */

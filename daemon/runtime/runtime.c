@@ -851,6 +851,10 @@ int wd_rt_open(const struct wd_rt_opts *o, struct wd_rt **out,
 				     "warm pool: cold starts only");
 	}
 	recover(rt);
+	if (o->alert && wd_alert_new(o->alert, rt->events, &rt->alert, err)) {
+		rc = err ? err->code : -EINVAL;
+		goto fail;
+	}
 	rt->n_workers = o->workers > 0 ? o->workers : 8;
 	rt->workers = wd_calloc((size_t)rt->n_workers, sizeof(pthread_t));
 	for (int i = 0; i < rt->n_workers; i++)
@@ -906,6 +910,7 @@ void wd_rt_close(struct wd_rt *rt)
 	for (int i = 0; i < rt->n_retired; i++)
 		wd_pset_unref(rt->retired[i]);
 	free(rt->retired);
+	wd_alert_free(rt->alert); /* after the workers: their denials count */
 	wd_trace_close(rt->trace);
 	wd_pset_unref(rt->ps);
 	wd_ratelimit_free(rt->rl);
@@ -1274,5 +1279,7 @@ char *wd_rt_metrics(struct wd_rt *rt)
 	    (unsigned long long)rt->m_denials, (unsigned long long)st.published,
 	    wd_trace_healthy(rt->trace, NULL) ? 1 : 0,
 	    (unsigned long long)rt->m_steps, (double)rt->m_overhead_ns / 1e9);
+	if (rt->alert)
+		wd_alert_metrics_render(rt->alert, &b);
 	return b.data ? b.data : wd_strdup("");
 }

@@ -23,6 +23,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "alert/alert.h"
 #include "common/util.h"
 
 struct wd_rt;
@@ -46,8 +47,9 @@ struct wd_rt_opts {
 	int workers;		 /* 0 = 8 */
 	unsigned approval_ttl_s; /* 0 = $WARDEN_APPROVAL_TTL or 3600 */
 	const char *webhook_url; /* approval TTL notifications; NULL = none */
-	int warm_pool;		 /* tier-3 sandboxes kept ready per call
-				  * shape; 0 = cold starts */
+	const struct wd_alert_config *alert; /* NULL = no denial alerting */
+	int warm_pool; /* tier-3 sandboxes kept ready per call
+			* shape; 0 = cold starts */
 };
 
 int wd_rt_open(const struct wd_rt_opts *o, struct wd_rt **out,

@@ -42,6 +42,7 @@ int main(int argc, char **argv)
 	    {"workers", required_argument, 0, 'w'},
 	    {"approval-ttl", required_argument, 0, 't'},
 	    {"webhook", required_argument, 0, 'W'},
+	    {"alert-webhook", required_argument, 0, 'A'},
 	    {"log-json", no_argument, 0, 'j'},
 	    {"warm-pool", required_argument, 0, 'P'},
 	    {"help", no_argument, 0, 'h'},
@@ -50,6 +51,8 @@ int main(int argc, char **argv)
 	const char *state = DEFAULT_STATE, *policy = DEFAULT_POLICY;
 	const char *sock = getenv("WARDEN_SOCKET"), *metrics = NULL;
 	struct wd_rt_opts ro = {0};
+	struct wd_alert_config ac = {0}; /* defaults: 60 s / 1 h, x5, min 20 */
+	ro.alert = &ac;
 	int c;
 	wd_log_set_ident("wardend");
 	wd_log_set_level(WD_LOG_INFO);
@@ -72,6 +75,9 @@ int main(int argc, char **argv)
 			break;
 		case 't':
 			ro.approval_ttl_s = (unsigned)atoi(optarg);
+			break;
+		case 'A':
+			ac.webhook_url = optarg;
 			break;
 		case 'W':
 			ro.webhook_url = optarg;
