@@ -13,6 +13,21 @@ static void emit_str(struct wd_buf *b, const char *s, size_t n)
 	wd_buf_append(b, "\"", 1);
 	size_t from = 0;
 	for (size_t i = 0; i < n; i++) {
+		/* skip 8 clean bytes at a time */
+		while (i + 8 <= n) {
+			uint64_t w;
+			memcpy(&w, s + i, 8);
+			uint64_t m = wd_ltbytes(w, 0x20) |
+				     wd_zbytes(w ^ WD_REP8('"')) |
+				     wd_zbytes(w ^ WD_REP8('\\'));
+			if (m) {
+				i += __builtin_ctzll(m) >> 3;
+				break;
+			}
+			i += 8;
+		}
+		if (i >= n)
+			break;
 		unsigned char c = s[i];
 		if (c >= 0x20 && c != '"' && c != '\\')
 			continue;

@@ -72,12 +72,43 @@ static const unsigned char trigger[256] = {
     ['x'] = 1, ['X'] = 1, ['a'] = 1, ['A'] = 1,
 };
 
+/* Where the next possible start of a built-in pattern is, from i, looking
+ * at pairs of bytes 8 at a time: "sk", "be", "x-", "au" in any case (ORing
+ * 0x20 folds case; it also lets a few other bytes through, which the exact
+ * checks reject). Returns i itself for a candidate at i or near the end. */
+static size_t next_candidate(const char *s, size_t len, size_t i)
+{
+	while (i + 8 <= len) {
+		uint64_t w;
+		memcpy(&w, s + i, 8);
+		uint64_t y = w | WD_REP8(0x20);
+		uint64_t m = (wd_zbytes(y ^ WD_REP8('s')) &
+			      (wd_zbytes(y ^ WD_REP8('k')) >> 8)) |
+			     (wd_zbytes(y ^ WD_REP8('b')) &
+			      (wd_zbytes(y ^ WD_REP8('e')) >> 8)) |
+			     (wd_zbytes(y ^ WD_REP8('x')) &
+			      (wd_zbytes(y ^ WD_REP8('-')) >> 8)) |
+			     (wd_zbytes(y ^ WD_REP8('a')) &
+			      (wd_zbytes(y ^ WD_REP8('u')) >> 8));
+		m &= 0x0080808080808080ull; /* pairs inside the word */
+		if (m)
+			return i + (__builtin_ctzll(m) >> 3);
+		i += 7;
+	}
+	return i;
+}
+
 static char *builtin(const char *s, size_t len, size_t *out_len)
 {
 	struct wd_buf b = {0};
 	size_t from = 0, i = 0;
 	bool hit = false;
 	while (i < len) {
+		size_t nx = next_candidate(s, len, i);
+		if (nx != i) {
+			i = nx;
+			continue;
+		}
 		unsigned char c = s[i];
 		size_t skip = 0, keep = 0, n;
 		if (!trigger[c]) {
