@@ -191,6 +191,22 @@ int wd_cgroup_enter(struct wd_cgroup *cg, pid_t pid)
 	return 0;
 }
 
+int wd_cgroup_enter_self(struct wd_cgroup *cg, bool v2)
+{
+	int r;
+	/* "0" is the writer itself. On v1's tasks file that moves one
+	 * thread (our whole, single-threaded process) and skips the global
+	 * cgroup_threadgroup_rwsem whose write side waits for an RCU grace
+	 * period (kernel 6.2+, "cgroup: Optimize single thread migration");
+	 * v2's cgroup.procs has no such path, hence clone3 into the leaf. */
+	if (v2 && (r = cg_write(cg->v2, "cgroup.procs", "0")) < 0)
+		return r;
+	for (int c = 0; c < WD_CG_NCTRL; c++)
+		if (cg->v1[c][0] && (r = cg_write(cg->v1[c], "tasks", "0")) < 0)
+			return r;
+	return 0;
+}
+
 static int kill_listed(const char *dir)
 {
 	char p[600];

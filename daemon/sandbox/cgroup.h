@@ -38,6 +38,10 @@ int wd_cgroup_create(struct wd_cgroup *cg, const struct wd_cgroup_layout *lay,
 		     struct wd_err *err);
 /* Move `pid` into every leaf. */
 int wd_cgroup_enter(struct wd_cgroup *cg, pid_t pid);
+/* Move the calling (single-threaded) process into the v1 leaves, and into
+ * the v2 leaf too if `v2` (when it was not born there by clone3
+ * CLONE_INTO_CGROUP). Between fork and exec: no allocation. */
+int wd_cgroup_enter_self(struct wd_cgroup *cg, bool v2);
 /* Kill every process in the call (cgroup.kill on v2, else SIGKILL each pid
  * listed, repeated until empty). */
 int wd_cgroup_kill(struct wd_cgroup *cg);

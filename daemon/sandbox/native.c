@@ -3,11 +3,14 @@
  * egress, network) namespaces with only the manifest's paths bound.
  *
  * Process tree:
- *   tier 1: warden ── C (restricts itself, execs the tool)
- *   tier 2: warden ── C (host pid ns; unshares; waits) ── G1 (pid 1: mounts,
- *           restricts itself, reaps) ── G2 (execs the tool)
- * C is placed in the call's cgroups before it does anything, so everything
- * it starts is in them and dies with cgroup.kill at the end of the call.
+ *   tier 1: warden ── T (restricts itself, execs the tool)
+ *   tier 2: warden ── C (host pid ns; unshares; waits) ── G1 = T (pid 1:
+ *           mounts, restricts itself, reaps) ── G2 (execs the tool)
+ * T is created inside the call's v2 cgroup (clone3 CLONE_INTO_CGROUP; by
+ * the daemon in tier 1, by C in tier 2, C running nothing of the tool's
+ * and relaying T's status) and joins the v1 leaves before it does anything
+ * else, so everything T starts is in them and dies with cgroup.kill at the
+ * end of the call.
  *
  * The launch is a flat list of steps in privilege order (nsjail contain.cc):
  * namespaces → mounts → rlimits → identity (groups, gid, capability bounding
@@ -51,6 +54,19 @@
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
 #endif
+#ifndef SYS_clone3
+#define SYS_clone3 435
+#endif
+#ifndef CLONE_INTO_CGROUP
+#define CLONE_INTO_CGROUP 0x200000000ULL
+#endif
+
+/* struct clone_args (linux/sched.h, 5.7); Debian 12's glibc headers do
+ * not export it next to <sched.h>. */
+struct wd_clone_args {
+	uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack,
+	    stack_size, tls, set_tid, set_tid_size, cgroup;
+};
 
 struct launch {
 	const struct wd_call *call;
@@ -68,9 +84,12 @@ struct launch {
 			  * targets, not the links (/bin/sh -> dash) */
 	char **envp;
 	struct wd_seccomp_prog sc;
-	struct wd_lsm *lsm; /* armed for this call, or NULL */
+	struct wd_lsm *lsm;	/* armed for this call, or NULL */
+	struct wd_landlock *ll; /* the call's ruleset, built by the parent */
+	struct wd_landlock_audit *lla; /* Landlock denials, or NULL */
+	cap_t nocaps;		       /* all clear, allocated by the parent */
 	uint64_t cgid;
-	int go[2];   /* parent → child: you are in the cgroups */
+	struct wd_cgroup *cg;
 	int errp[2]; /* child → parent: setup error text (CLOEXEC) */
 	int sock[2]; /* child → parent: seccomp listener fd */
 	int in[2], out[2], err[2];
@@ -166,27 +185,30 @@ static void drop_identity(struct launch *l)
 		child_fail(l, errno, "identity: clear ambient caps");
 	if (setresuid(l->uid, l->uid, l->uid) < 0)
 		child_fail(l, errno, "identity: setresuid %u", l->uid);
-	cap_t caps = cap_init(); /* all clear */
-	if (!caps || cap_set_proc(caps) < 0)
+	if (cap_set_proc(l->nocaps) < 0)
 		child_fail(l, errno, "identity: clear capabilities");
-	cap_free(caps);
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		child_fail(l, errno, "identity: no_new_privs");
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
 		child_fail(l, errno, "identity: dumpable");
 }
 
-static struct wd_landlock *build_landlock(struct launch *l)
+/* Built by the parent, before the fork: the child only restricts itself
+ * with it (rules hold inodes, so tier 2's bind mounts of the same paths
+ * are covered). Tier 2's own /tmp, /dev/shm and /proc are added by G1 once
+ * it has mounted them (grant_own_mounts). */
+static int build_landlock(struct launch *l, struct wd_err *err)
 {
-	struct wd_err e = {0};
 	struct wd_landlock *ll = NULL;
 	const struct wd_manifest *m = l->m;
-	if (wd_landlock_new(&ll, &e) < 0)
-		child_fail(l, 0, "%s", e.msg);
+	int r;
+	if ((r = wd_landlock_new(&ll, err)) < 0)
+		return r;
+	l->ll = ll;
 #define GRANT(path, g)                                                         \
 	do {                                                                   \
-		if (wd_landlock_allow(ll, path, g, &e) < 0)                    \
-			child_fail(l, 0, "%s", e.msg);                         \
+		if ((r = wd_landlock_allow(ll, path, g, err)) < 0)             \
+			return r;                                              \
 	} while (0)
 	for (int i = 0; i < m->fs_read.n; i++)
 		GRANT(m->fs_read.v[i], WD_LL_READ);
@@ -197,19 +219,31 @@ static struct wd_landlock *build_landlock(struct launch *l)
 	/* The ELF interpreter is opened for execution by the kernel too. */
 	for (int i = 0; i < wd_loader_paths_n; i++)
 		GRANT(wd_loader_paths[i], WD_LL_EXEC);
-	GRANT(l->tier == 1 ? l->scratch : "/tmp", WD_LL_WRITE);
+	if (l->tier == 1)
+		GRANT(l->scratch, WD_LL_WRITE);
 	static const char *const devs[] = {"/dev/null", "/dev/zero",
 					   "/dev/full", "/dev/random",
 					   "/dev/urandom"};
 	for (size_t i = 0; i < WD_ARRAY_SIZE(devs); i++)
 		GRANT(devs[i], WD_LL_DEV);
-	if (l->tier == 2) {
-		/* Our own pid namespace's procfs: only the call's processes. */
-		GRANT("/proc", WD_LL_READ);
-		GRANT("/dev/shm", WD_LL_WRITE);
-	}
 #undef GRANT
-	return ll;
+	return 0;
+}
+
+/* G1, after its mounts: the call's fresh /tmp and /dev/shm, and our own
+ * pid namespace's procfs (only the call's processes). */
+static void grant_own_mounts(struct launch *l)
+{
+	static const struct {
+		const char *p;
+		enum wd_ll_grant g;
+	} own[] = {{"/tmp", WD_LL_WRITE},
+		   {"/proc", WD_LL_READ},
+		   {"/dev/shm", WD_LL_WRITE}};
+	struct wd_err e = {0};
+	for (size_t i = 0; i < WD_ARRAY_SIZE(own); i++)
+		if (wd_landlock_allow(l->ll, own[i].p, own[i].g, &e) < 0)
+			child_fail(l, 0, "%s", e.msg);
 }
 
 /* Steps shared by both tiers once namespaces and mounts are in place. The
@@ -217,9 +251,8 @@ static struct wd_landlock *build_landlock(struct launch *l)
 static void restrict_self(struct launch *l)
 {
 	set_rlimits(l);
-	struct wd_landlock *ll = build_landlock(l); /* opens paths as root */
 	drop_identity(l);
-	int r = wd_landlock_restrict(ll);
+	int r = wd_landlock_restrict(l->ll);
 	if (r < 0)
 		child_fail(l, -r, "filesystem: cannot enforce: Landlock");
 	int nfd = wd_seccomp_install(&l->sc);
@@ -250,48 +283,85 @@ static void __attribute__((noreturn)) exit_like(int st)
 	_exit(128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0));
 }
 
-static void __attribute__((noreturn)) child_main(struct launch *l)
+/* The call's first process T starts right inside the v2 leaf (clone3
+ * CLONE_INTO_CGROUP): a migration through cgroup.procs takes the global
+ * cgroup_threadgroup_rwsem, whose write side waits for an RCU grace period
+ * (5-10 ms a call). A raw clone3 skips glibc's fork handlers: tier 1's T
+ * allocates nothing before exec (tier1_main); tier 2 calls this from C, a
+ * glibc fork() of the daemon, single-threaded with consistent libc state.
+ * Kernels before 5.7: fork(), and T moves itself (*self_v2). */
+static pid_t clone_into_leaf(struct launch *l, bool *self_v2)
 {
-	char c;
-	close(l->go[1]);
+	struct wd_clone_args a = {.flags = CLONE_INTO_CGROUP,
+				  .exit_signal = SIGCHLD,
+				  .cgroup = (uint64_t)l->cg->v2_fd};
+	*self_v2 = false;
+	long p = syscall(SYS_clone3, &a, sizeof(a));
+	if (p >= 0 || (errno != ENOSYS && errno != E2BIG && errno != EINVAL))
+		return (pid_t)p;
+	*self_v2 = true;
+	return fork();
+}
+
+static void close_parent_ends(struct launch *l)
+{
 	close(l->errp[0]);
 	close(l->sock[0]);
 	close(l->in[1]);
 	close(l->out[0]);
 	close(l->err[0]);
+}
+
+/* Tier 1's T, cloned by the daemon itself straight into the v2 leaf. The
+ * daemon may have other threads, so from here to exec nothing allocates or
+ * takes a libc lock: the ruleset and the empty capability set were made
+ * by the parent; the rest is system calls. */
+static void __attribute__((noreturn)) tier1_main(struct launch *l, bool self_v2)
+{
+	close_parent_ends(l);
 	/* The parent may die: never outlive it unsupervised. */
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (read(l->go[0], &c, 1) != 1)
-		_exit(125);
-	close(l->go[0]);
+	int cr = wd_cgroup_enter_self(l->cg, self_v2);
+	if (cr < 0)
+		child_fail(l, -cr, "cgroup: cannot enter");
+	restrict_self(l);
+	exec_tool(l);
+}
 
-	if (l->tier == 1) {
-		restrict_self(l);
-		exec_tool(l);
-	}
+static void __attribute__((noreturn)) tier2_main(struct launch *l)
+{
+	close_parent_ends(l);
+	/* The parent may die: never outlive it unsupervised. */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
 
 	int flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS;
 	if (l->netns)
 		flags |= CLONE_NEWNET;
 	if (unshare(flags) < 0)
 		child_fail(l, errno, "namespaces: unshare");
-	pid_t g1 = fork();
-	if (g1 < 0)
-		child_fail(l, errno, "fork");
-	if (g1 > 0) {
-		/* C: holds nothing the tool can reach; relays G1's status. */
+	bool self_v2;
+	pid_t t = clone_into_leaf(l, &self_v2);
+	if (t < 0)
+		child_fail(l, errno, "cgroup: clone into the call's cgroup");
+	if (t > 0) {
+		/* C: outside the call's cgroup, holds nothing the tool can
+		 * reach; relays T's status. */
 		int st;
 		close(l->in[0]);
 		close(l->out[1]);
 		close(l->err[1]);
 		close(l->sock[1]);
-		while (waitpid(g1, &st, 0) < 0)
+		while (waitpid(t, &st, 0) < 0)
 			if (errno != EINTR)
 				_exit(125);
 		exit_like(st);
 	}
-	/* G1: pid 1 of the call's pid namespace. */
+	/* G1 = T: pid 1 of the call's pid namespace, in the v2 leaf from
+	 * birth; joins the v1 leaves before anything else. */
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	int cr = wd_cgroup_enter_self(l->cg, self_v2);
+	if (cr < 0)
+		child_fail(l, -cr, "cgroup: cannot enter");
 	if (l->netns)
 		lo_up(l);
 	struct wd_err e = {0};
@@ -322,6 +392,7 @@ static void __attribute__((noreturn)) child_main(struct launch *l)
 		if (ar < 0)
 			child_fail(l, -ar, "bpf_lsm: arm");
 	}
+	grant_own_mounts(l);
 	restrict_self(l);
 	pid_t g2 = fork();
 	if (g2 < 0)
@@ -505,17 +576,7 @@ static int supervise(struct launch *l, pid_t child, struct wd_cgroup *cg,
 	char suffix[64];
 	snprintf(suffix, sizeof(suffix), "/warden/%s\n", l->id);
 	struct collect col = {res, l->call, suffix, cg->v2_id, {0}, 0};
-	/* Landlock reports through audit (ABI 7); we listen when audit is
-	 * already on, or when WARDEN_LANDLOCK_AUDIT=enable asks us to turn it
-	 * on for the call (restored after): enabling audit costs every process
-	 * on the node an audit context, the operator's choice, not ours. */
-	struct wd_landlock_audit *lla = NULL;
-	struct wd_err lerr = {0};
-	const char *lle = getenv("WARDEN_LANDLOCK_AUDIT");
-	bool ll_enable = lle && !strcmp(lle, "enable");
-	if ((ll_enable || wd_probe()->audit_enabled > 0) &&
-	    wd_landlock_audit_open(&lla, ll_enable, &lerr) < 0)
-		lla = NULL;
+	struct wd_landlock_audit *lla = l->lla;
 	const struct wd_manifest *m = l->m;
 	size_t cap =
 	    m->output_max_bytes ? m->output_max_bytes : WD_DEFAULT_OUTPUT_MAX;
@@ -692,6 +753,7 @@ static int supervise(struct launch *l, pid_t child, struct wd_cgroup *cg,
 			while (wd_now_ns() < until && poll(&ap, 1, 25) > 0);
 		}
 		wd_landlock_audit_close(lla);
+		l->lla = NULL;
 	}
 	if (notify >= 0)
 		close(notify);
@@ -737,7 +799,7 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 	pid_t child = -1;
 	int r;
 
-	int *fds[] = {l.go, l.errp, l.sock, l.in, l.out, l.err};
+	int *fds[] = {l.errp, l.sock, l.in, l.out, l.err};
 	for (size_t i = 0; i < WD_ARRAY_SIZE(fds); i++)
 		fds[i][0] = fds[i][1] = -1;
 	wd_strlcpy(l.id, res->call_id, sizeof(l.id));
@@ -921,23 +983,46 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 			goto out;
 		}
 	}
-	if (pipe2(l.go, O_CLOEXEC) < 0 || pipe2(l.errp, O_CLOEXEC) < 0 ||
+	l.cg = &cg;
+	/* Landlock reports through audit (ABI 7); we listen when audit is
+	 * already on, or when WARDEN_LANDLOCK_AUDIT=enable asks us to turn it
+	 * on for the call (restored after): enabling audit costs every process
+	 * on the node an audit context, the operator's choice, not ours.
+	 * Subscribed before the child exists: its first records come fast. */
+	const char *lle = getenv("WARDEN_LANDLOCK_AUDIT");
+	bool ll_enable = lle && !strcmp(lle, "enable");
+	struct wd_err llerr = {0};
+	if ((ll_enable || f->audit_enabled > 0) &&
+	    wd_landlock_audit_open(&l.lla, ll_enable, &llerr) < 0)
+		l.lla = NULL;
+	if ((r = build_landlock(&l, err)) < 0)
+		goto out;
+	if (!(l.nocaps = cap_init())) {
+		r = wd_err_set(err, -ENOMEM, "identity: cap_init");
+		goto out;
+	}
+	if (pipe2(l.errp, O_CLOEXEC) < 0 ||
 	    socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, l.sock) < 0 ||
 	    pipe2(l.in, O_CLOEXEC) < 0 || pipe2(l.out, O_CLOEXEC) < 0 ||
 	    pipe2(l.err, O_CLOEXEC) < 0) {
 		r = wd_err_set(err, -errno, "pipes: %s", strerror(errno));
 		goto out;
 	}
-	child = fork();
+	if (l.tier == 1) {
+		bool self_v2;
+		child = clone_into_leaf(&l, &self_v2);
+		if (child == 0)
+			tier1_main(&l, self_v2);
+	} else {
+		child = fork();
+		if (child == 0)
+			tier2_main(&l);
+	}
 	if (child < 0) {
 		r = wd_err_set(err, -errno, "fork: %s", strerror(errno));
 		goto out;
 	}
-	if (child == 0)
-		child_main(&l);
 
-	close(l.go[0]);
-	l.go[0] = -1;
 	close(l.errp[1]);
 	l.errp[1] = -1;
 	close(l.sock[1]);
@@ -948,20 +1033,6 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 	l.out[1] = -1;
 	close(l.err[1]);
 	l.err[1] = -1;
-	if ((r = wd_cgroup_enter(&cg, child)) < 0) {
-		kill(child, SIGKILL);
-		waitpid(child, NULL, 0);
-		wd_err_set(err, r, "cgroup: cannot enter: %s", strerror(-r));
-		goto out;
-	}
-	if (write(l.go[1], "g", 1) != 1) {
-		r = wd_err_set(err, -errno, "start child: %s", strerror(errno));
-		kill(child, SIGKILL);
-		waitpid(child, NULL, 0);
-		goto out;
-	}
-	close(l.go[1]);
-	l.go[1] = -1;
 	r = supervise(&l, child, &cg, eg, res, err);
 
 out:
@@ -975,6 +1046,10 @@ out:
 	if (l.calldir[0])
 		wd_rm_rf(l.calldir);
 	wd_seccomp_prog_free(&l.sc);
+	wd_landlock_free(l.ll);
+	wd_landlock_audit_close(l.lla);
+	if (l.nocaps)
+		cap_free(l.nocaps);
 	wd_sb_free_strv(l.argv);
 	wd_sb_free_strv(l.envp);
 	free(l.exec_path);
