@@ -562,14 +562,17 @@ static int cu_cb(void *p, const char *line, size_t len, uint64_t off,
 	return c->done ? -ECANCELED : 0;
 }
 
-/* Bytes of a file from `off` to its end. */
-static int read_from(const char *path, uint64_t off, char **out, size_t *len)
+/* Bytes of a file from `off` to `lim` (0: to its end). */
+static int read_from(const char *path, uint64_t off, uint64_t lim, char **out,
+		     size_t *len)
 {
 	cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) < 0)
 		return -errno;
-	size_t n = (uint64_t)st.st_size > off ? st.st_size - off : 0;
+	uint64_t size = st.st_size;
+	uint64_t stop = lim && lim < size ? lim : size;
+	size_t n = stop > off ? stop - off : 0;
 	char *buf = wd_malloc(n + 1);
 	size_t got = 0;
 	while (got < n) {
@@ -590,8 +593,11 @@ static int read_from(const char *path, uint64_t off, char **out, size_t *len)
 	return 0;
 }
 
-/* Under idx_mu. upto = 0: everything the segments hold. */
-static int catch_up_locked(struct wd_trace *t, uint64_t upto, bool live)
+/* Under idx_mu. upto = 0: everything the segments hold; else up to seq upto,
+ * whose line ends at byte upto_end of segment upto_seg (no need to read
+ * further: the writer may be appending there). */
+static int catch_up_locked(struct wd_trace *t, uint64_t upto, uint64_t upto_seg,
+			   uint64_t upto_end, bool live)
 {
 	uint64_t seq, seg, end;
 	int r = wd_idx_tail(t->idx, &seq, &seg, &end);
@@ -611,13 +617,15 @@ static int catch_up_locked(struct wd_trace *t, uint64_t upto, bool live)
 		r = wd_trace_list_segments(t, &segs, &n);
 	bool done = false;
 	for (size_t i = 0; !r && !done && i < n; i++) {
-		if (segs[i] < seg || (upto && segs[i] > upto))
+		if (segs[i] < seg || (upto && segs[i] > upto_seg))
 			continue;
 		uint64_t from = segs[i] == seg ? end : 0;
 		cleanup_free char *p = wd_trace_seg_path(t, segs[i]);
 		cleanup_free char *buf = NULL;
 		size_t len = 0;
-		r = read_from(p, from, &buf, &len);
+		r = read_from(p, from,
+			      upto && segs[i] == upto_seg ? upto_end : 0, &buf,
+			      &len);
 		if (r < 0)
 			break;
 		if (!len)
@@ -643,7 +651,7 @@ static int catch_up_locked(struct wd_trace *t, uint64_t upto, bool live)
 int wd_trace_idx_catch_up(struct wd_trace *t, struct wd_err *err)
 {
 	pthread_mutex_lock(&t->idx_mu);
-	int r = catch_up_locked(t, 0, false);
+	int r = catch_up_locked(t, 0, 0, 0, false);
 	pthread_mutex_unlock(&t->idx_mu);
 	if (r < 0)
 		return wd_err_set(err, r, "trace index catch-up: %s",
@@ -652,10 +660,11 @@ int wd_trace_idx_catch_up(struct wd_trace *t, struct wd_err *err)
 }
 
 int wd_trace_idx_catch_up_live(struct wd_trace *t, uint64_t upto,
+			       uint64_t upto_seg, uint64_t upto_end,
 			       struct wd_err *err)
 {
 	pthread_mutex_lock(&t->idx_mu);
-	int r = catch_up_locked(t, upto, true);
+	int r = catch_up_locked(t, upto, upto_seg, upto_end, true);
 	pthread_mutex_unlock(&t->idx_mu);
 	if (r < 0)
 		return wd_err_set(err, r, "trace index catch-up: %s",
@@ -679,7 +688,7 @@ int wd_trace_reindex(struct wd_trace *t, struct wd_err *err)
 		pthread_mutex_unlock(&t->idx_mu);
 		return wd_err_set(err, r, "trace index: cannot clear");
 	}
-	r = catch_up_locked(t, 0, false);
+	r = catch_up_locked(t, 0, 0, 0, false);
 	pthread_mutex_unlock(&t->idx_mu);
 	if (r < 0)
 		return wd_err_set(err, r, "trace index catch-up: %s",

@@ -178,7 +178,9 @@ size_t wd_trace_scan(const char *buf, size_t len, const char *prev_hex,
 			break; /* torn: no newline */
 		size_t ll = nl - (buf + off);
 		json_t *rec = NULL;
-		if (wd_trace_check_line(buf + off, ll, h, &rec) < 0)
+		/* the line's hash only matters for the chain */
+		if (wd_trace_check_line(buf + off, ll, prev_hex ? h : NULL,
+					&rec) < 0)
 			break;
 		const char *p = json_string_value(json_object_get(rec, "prev"));
 		if (prev_hex &&

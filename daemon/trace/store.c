@@ -272,9 +272,11 @@ static void *indexer_main(void *arg)
 		}
 		if (t->iq_overflow) {
 			uint64_t upto = t->written_seq;
+			uint64_t useg = t->written_seg, uend = t->written_end;
 			pthread_mutex_unlock(&t->mu);
 			struct wd_err err = {0};
-			int r = wd_trace_idx_catch_up_live(t, upto, &err);
+			int r = wd_trace_idx_catch_up_live(t, upto, useg, uend,
+							   &err);
 			if (r < 0)
 				wd_warn("trace index '%s': %s", t->root,
 					err.msg);
@@ -362,6 +364,8 @@ static void *writer_main(void *arg)
 		pthread_mutex_lock(&t->mu);
 		if (!r) {
 			t->written_seq = last;
+			t->written_seg = t->seg_first;
+			t->written_end = t->seg_size;
 			if (sync)
 				t->synced_seq = last;
 			index_enqueue(t, w);

@@ -112,9 +112,10 @@ struct wd_trace {
 	uint64_t ts_sec; /* fmt_ts() cache */
 	char ts_prefix[40];
 	struct wd_batch cur;
-	uint64_t written_seq, synced_seq; /* last seq on file / on disk */
-	uint64_t indexed_seq;		  /* last seq in the index */
-	int error;			  /* latched -errno, 0 = healthy */
+	uint64_t written_seq, synced_seq;  /* last seq on file / on disk */
+	uint64_t written_seg, written_end; /* where written_seq's line ends */
+	uint64_t indexed_seq;		   /* last seq in the index */
+	int error;			   /* latched -errno, 0 = healthy */
 	bool stop, have_writer;
 	pthread_t writer;
 	int flush_waiters, vis_waiters;
@@ -154,8 +155,10 @@ int wd_trace_read_line(struct wd_trace *t, uint64_t seg, uint64_t off,
 int wd_trace_visible(struct wd_trace *t);
 int wd_trace_idx_catch_up(struct wd_trace *t, struct wd_err *err);
 /* Index thread: index what the segments hold after the index's tail, up to
- * seq `upto`, publishing indexed_seq as it commits. */
+ * seq `upto` (its line ends at byte upto_end of segment upto_seg),
+ * publishing indexed_seq as it commits. */
 int wd_trace_idx_catch_up_live(struct wd_trace *t, uint64_t upto,
+			       uint64_t upto_seg, uint64_t upto_end,
 			       struct wd_err *err);
 /* Sorted list of segment first-seqs; free() it. */
 int wd_trace_list_segments(struct wd_trace *t, uint64_t **out, size_t *n);
