@@ -2,7 +2,8 @@
  * records), p50/p99 latency of a durable tool_attempt, time to find the runs
  * sharing a prompt hash among N records, bytes on disk per step against the
  * raw JSON. Prints figures; asserts nothing.
- *   bench_trace [DIR] [N_RECORDS]   (default: a temp dir, 1000000) */
+ *   bench_trace [DIR] [N_RECORDS] [noindex]
+ *   (default: a temp dir, 1000000 records, with the index) */
 #include "trace/trace.h"
 
 #include <dirent.h>
@@ -56,6 +57,7 @@ struct job {
 	uint64_t n, raw_bytes;
 	unsigned nprompts;
 	uint64_t cpu_ns; /* this thread's CPU time in wd_trace_append */
+	double build_ns; /* CPU to build one record (not the store's) */
 };
 
 /* a realistic ~1 KB model_call record */
@@ -95,6 +97,7 @@ static void *appender(void *arg)
 	for (uint64_t i = 0; i < 20000; i++)
 		json_decref(mkrec(j->id, i, j->nprompts));
 	double build_ns = (thread_cpu_ns() - c0) / 20000.0;
+	j->build_ns = build_ns;
 	c0 = thread_cpu_ns();
 	for (uint64_t i = 0; i < j->n; i++) {
 		json_t *r = mkrec(j->id, i, j->nprompts);
@@ -121,29 +124,38 @@ int main(int argc, char **argv)
 	const char *dir = argc > 1 ? argv[1] : mkdtemp(tmpl);
 	uint64_t total = argc > 2 ? strtoull(argv[2], NULL, 10) : 1000000;
 	int threads = 2;
+	/* "noindex": the append path alone, without the index thread
+	 * competing for the CPU (the figures below that need the index are
+	 * then meaningless) */
+	struct wd_trace_opts o = {.no_index =
+				      argc > 3 && !strcmp(argv[3], "noindex")};
 	struct wd_trace *t;
 	struct wd_err err = {0};
-	if (!dir || wd_trace_open(dir, NULL, &t, &err) < 0) {
+	if (!dir || wd_trace_open(dir, &o, &t, &err) < 0) {
 		fprintf(stderr, "bench_trace: open: %s\n", err.msg);
 		return 1;
 	}
 	printf("bench_trace: store %s/trace, %llu records of ~1 KB, %d "
-	       "appender threads\n",
-	       dir, (unsigned long long)total, threads);
+	       "appender threads%s\n",
+	       dir, (unsigned long long)total, threads,
+	       o.no_index ? ", NO INDEX" : "");
 
 	/* 1. group-commit throughput (until everything is on disk) */
 	pthread_t th[8];
 	struct job jobs[8];
 	uint64_t t0 = wd_now_ns();
 	for (int i = 0; i < threads; i++) {
-		jobs[i] = (struct job){t, i, total / threads, 0, 5000, 0};
+		jobs[i] = (struct job){
+		    .t = t, .id = i, .n = total / threads, .nprompts = 5000};
 		pthread_create(&th[i], NULL, appender, &jobs[i]);
 	}
 	uint64_t raw = 0, cpu = 0;
+	double build = 0;
 	for (int i = 0; i < threads; i++) {
 		pthread_join(th[i], NULL);
 		raw += jobs[i].raw_bytes;
 		cpu += jobs[i].cpu_ns;
+		build += jobs[i].build_ns / threads;
 	}
 	uint64_t t_app = wd_now_ns() - t0;
 	/* a durable append returns once it and everything before it is
@@ -166,9 +178,10 @@ int main(int argc, char **argv)
 	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &pc);
 	double proc_us = (pc.tv_sec * 1e9 + pc.tv_nsec) / 1e3 / total;
 	printf("CPU per append: %.2f us in the caller (%.0f appends/s per "
-	       "core); %.2f us for the whole process incl. record building, "
-	       "writer and index; load average now %s",
-	       cpu / 1e3 / total, total / (cpu / 1e9), proc_us, loadavg());
+	       "core); %.2f us for the whole process incl. record building "
+	       "(%.2f us of it), writer and index; load average now %s",
+	       cpu / 1e3 / total, total / (cpu / 1e9), proc_us, build / 1e3,
+	       loadavg());
 
 	/* 2. durable tool_attempt latency */
 	enum { ND = 300 };
