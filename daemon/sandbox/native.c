@@ -992,7 +992,9 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 	const char *lle = getenv("WARDEN_LANDLOCK_AUDIT");
 	bool ll_enable = lle && !strcmp(lle, "enable");
 	struct wd_err llerr = {0};
-	if ((ll_enable || f->audit_enabled > 0) &&
+	/* Asked each call, not from the cached probe: an operator may turn
+	 * audit on while the daemon runs (-ENODATA while it is off). */
+	if ((ll_enable || f->audit) &&
 	    wd_landlock_audit_open(&l.lla, ll_enable, &llerr) < 0)
 		l.lla = NULL;
 	if ((r = build_landlock(&l, err)) < 0)

@@ -128,9 +128,21 @@ int wd_sandbox_sweep(void)
 	int n = 0;
 	if (f->cg.v2_root[0])
 		n += sweep_hierarchy(f->cg.v2_root);
-	for (int c = 0; c < WD_CG_NCTRL; c++)
-		if (f->cg.v1_root[c][0])
-			n += sweep_hierarchy(f->cg.v1_root[c]);
+	/* Every v1 hierarchy, not only memory/pids/cpu: runsc makes its
+	 * leaves in all of them (blkio, cpuset, devices, ...). */
+	FILE *mi = fopen("/proc/self/mountinfo", "re");
+	char line[1024];
+	while (mi && fgets(line, sizeof(line), mi)) {
+		char mp[512], fstype[64];
+		const char *sep = strstr(line, " - ");
+		if (!sep || sscanf(line, "%*s %*s %*s %*s %511s", mp) != 1 ||
+		    sscanf(sep + 3, "%63s", fstype) != 1 ||
+		    strcmp(fstype, "cgroup"))
+			continue;
+		n += sweep_hierarchy(mp);
+	}
+	if (mi)
+		fclose(mi);
 	/* A call directory whose cgroup is gone has no live call. */
 	const char *rt = getenv("WARDEN_RUNTIME_DIR");
 	char calls[512];
