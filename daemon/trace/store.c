@@ -29,6 +29,7 @@
 	(64u << 20) /* appenders wait above this (backpressure)                \
 		     */
 #define SYNC_EVERY_NS 1000000000ull /* non-durable data reaches disk within */
+#define IDX_CHUNK     20000	    /* records per index transaction */
 
 char *wd_trace_seg_path(struct wd_trace *t, uint64_t first)
 {
@@ -175,7 +176,10 @@ static int write_batch(struct wd_trace *t, struct wd_batch *b, bool sync)
 	return 0;
 }
 
-size_t wd_trace_iq_limit = 64u << 20;
+/* ~400 bytes a record: a burst of ~600k records beyond what the index keeps
+ * up with fits; past that, catch-up from the segments (which re-parses the
+ * lines and costs more CPU per record than the queue). */
+size_t wd_trace_iq_limit = 256u << 20;
 unsigned long wd_trace_iq_overflows;
 
 /* Under t->mu, writer: hand the index fields of a written batch to the index
@@ -238,6 +242,7 @@ static void *indexer_main(void *arg)
 {
 	struct wd_trace *t = arg;
 	struct wd_batch spare = {0};
+	pthread_setname_np(pthread_self(), "wd-trace-index");
 	pthread_mutex_lock(&t->mu);
 	for (;;) {
 		if (t->iq.n) {
@@ -248,10 +253,27 @@ static void *indexer_main(void *arg)
 			t->iq.n = 0;
 			t->iq_bytes = 0;
 			pthread_mutex_unlock(&t->mu);
-			int r = index_pend(t, v, n);
-			/* The index is derived: the segments hold the truth
-			 * and catch-up at the next open repairs a gap, so
-			 * this is a warning, not a failure. */
+			/* commit in chunks: readers waiting for a record see
+			 * it without waiting for the whole queue */
+			int r = 0;
+			size_t done = 0;
+			while (done < n && r == 0) {
+				size_t k =
+				    n - done < IDX_CHUNK ? n - done : IDX_CHUNK;
+				r = index_pend(t, v + done, k);
+				if (r < 0)
+					break;
+				done += k;
+				pthread_mutex_lock(&t->mu);
+				if (v[done - 1].seq > t->indexed_seq)
+					t->indexed_seq = v[done - 1].seq;
+				pthread_cond_broadcast(&t->done);
+				pthread_mutex_unlock(&t->mu);
+			}
+			/* The index is derived: the segments hold the truth,
+			 * so a failure is a warning and the index thread
+			 * retries from the segments (and the next open would
+			 * repair a gap). */
 			if (r < 0)
 				wd_log_errno(WD_LOG_WARN, r,
 					     "trace index '%s'; catching up "
@@ -262,11 +284,16 @@ static void *indexer_main(void *arg)
 			spare.v = v;
 			spare.cap = cap;
 			pthread_mutex_lock(&t->mu);
-			if (r < 0) /* retry once from the segments */
+			if (r < 0) {
+				/* what was queued since follows the gap: the
+				 * catch-up reads it from the segments too */
+				for (size_t i = 0; i < t->iq.n; i++)
+					free(t->iq.v[i].idx);
+				t->iq.n = 0;
+				t->iq_bytes = 0;
 				__atomic_store_n(&t->iq_overflow, true,
 						 __ATOMIC_RELAXED);
-			if (v[n - 1].seq > t->indexed_seq)
-				t->indexed_seq = v[n - 1].seq;
+			}
 			pthread_cond_broadcast(&t->done);
 			continue;
 		}
@@ -314,6 +341,7 @@ static void deadline_wait(pthread_cond_t *c, pthread_mutex_t *m,
 static void *writer_main(void *arg)
 {
 	struct wd_trace *t = arg;
+	pthread_setname_np(pthread_self(), "wd-trace-write");
 	pthread_mutex_lock(&t->mu);
 	for (;;) {
 		if (t->cur.n == 0) {
