@@ -1,4 +1,5 @@
-/* Internal structures of the runtime (runtime.c, loop.c, store.c). */
+/* Internal structures of the runtime (runtime.c, approvals.c, recover.c,
+ * views.c, loop.c). */
 #ifndef WD_RT_INT_H
 #define WD_RT_INT_H
 
@@ -91,6 +92,31 @@ void rt_finish(struct wd_run *r, const char *status, const char *reason,
 	       const char *text);
 int rt_save_snapshot(struct wd_run *r);
 void rt_drop_snapshot(struct wd_run *r);
+/* Append a record's JSON line to the run's stream and wake readers
+ * (rt->mu held). */
+void rt_push_line_locked(struct wd_run *r, json_t *rec);
+/* The run with that id in rt->runs, or NULL (rt->mu held). */
+struct wd_run *rt_find_run_locked(struct wd_rt *rt, const char *id);
+/* "<runs_dir>/<id>.<ext>", allocated (aborts on OOM). */
+char *rt_run_path(struct wd_rt *rt, const char *id, const char *ext);
+/* A new run (one reference, for rt->runs) on policy set ps; not yet
+ * listed nor queued; the caller sets id and msgs. */
+struct wd_run *rt_run_new(struct wd_rt *rt, struct wd_pset *ps,
+			  const struct wd_agent_def *a,
+			  const struct wd_caller *c, const char *task);
+
+/* approvals.c */
+/* The pending tool call with that id in r->pending, or NULL (rt->mu held). */
+json_t *rt_find_call_locked(struct wd_run *r, const char *call_id);
+/* Thread body (arg: the struct wd_rt *): denies approvals past their TTL
+ * until rt->stopping. */
+void *rt_ttl_thread(void *arg);
+
+/* recover.c */
+/* Restore or mark interrupted every run left active in runs_dir. */
+void rt_recover(struct wd_rt *rt);
+/* The run's first trace record of that type (a new reference), or NULL. */
+json_t *rt_first_of(struct wd_rt *rt, const char *run_id, const char *type);
 
 /* loop.c */
 void rt_advance(struct wd_run *r);

@@ -1,0 +1,227 @@
+/* Approvals: decisions by approvers, the pending list, and the TTL thread
+ * that denies (and notifies) approvals never given. */
+#include <curl/curl.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "runtime/rt_int.h"
+#include "trace/trace.h"
+
+/* ---- approvals ---- */
+
+json_t *rt_find_call_locked(struct wd_run *r, const char *call_id)
+{
+	size_t i;
+	json_t *pc;
+	json_array_foreach(r->pending, i, pc)
+	{
+		const char *id = json_string_value(json_object_get(pc, "id"));
+		if (id && !strcmp(id, call_id))
+			return pc;
+	}
+	return NULL;
+}
+
+static bool any_waiting(struct wd_run *r)
+{
+	size_t i;
+	json_t *pc;
+	json_array_foreach(r->pending, i, pc)
+	{
+		const char *s = json_string_value(json_object_get(pc, "state"));
+		if (s && !strcmp(s, "waiting"))
+			return true;
+	}
+	return false;
+}
+
+/* Apply a decision (rt->mu held). `decider` NULL = the TTL. */
+static int decide_locked(struct wd_rt *rt, const char *aid, bool approve,
+			 const char *decider, const char *reason)
+{
+	json_t *ap = json_object_get(rt->approvals, aid);
+	if (!ap)
+		return -ENOENT;
+	const char *run_id = json_string_value(json_object_get(ap, "run_id"));
+	const char *call_id = json_string_value(json_object_get(ap, "call_id"));
+	struct wd_run *r = rt_find_run_locked(rt, run_id);
+	json_t *pc = r ? rt_find_call_locked(r, call_id) : NULL;
+	if (!pc) {
+		json_object_del(rt->approvals, aid);
+		return -ENOENT;
+	}
+	const char *what = approve   ? "approved"
+			   : decider ? "denied"
+				     : "expired";
+	json_object_set_new(pc, "state",
+			    json_string(approve ? "approved" : "denied"));
+	json_t *info = json_pack("{s:s,s:s,s:s}", "id", aid, "decision", what,
+				 "by", decider ? decider : "ttl");
+	if (reason)
+		json_object_set_new(info, "reason", json_string(reason));
+	json_object_set(pc, "approval", info);
+	if (!approve) {
+		cleanup_free char *why =
+		    decider
+			? wd_asprintf("approval denied by %s%s%s", decider,
+				      reason ? ": " : "", reason ? reason : "")
+			: wd_strdup("approval not given before its TTL "
+				    "expired: denied");
+		json_object_set_new(pc, "denied_reason", json_string(why));
+	}
+	/* the record goes through the trace and the run's stream; the
+	 * lock is the one rt_record takes, so append directly here */
+	json_t *rec = rt_rec_new(r, "approval_decision");
+	json_object_set_new(rec, "approval_id", json_string(aid));
+	json_object_set_new(rec, "gen_ai.tool.call.id", json_string(call_id));
+	json_object_set(rec, "gen_ai.tool.name", json_object_get(ap, "tool"));
+	json_object_set_new(rec, "decision", json_string(what));
+	json_object_set_new(rec, "by", json_string(decider ? decider : "ttl"));
+	if (reason)
+		json_object_set_new(rec, "reason", json_string(reason));
+	struct wd_err err = {0};
+	if (wd_trace_append(rt->trace, rec, true, NULL, &err))
+		wd_error("run %s: approval_decision not recorded: %s", r->id,
+			 err.msg);
+	rt_push_line_locked(r, rec);
+	json_decref(rec);
+	json_decref(info);
+	json_object_del(rt->approvals, aid);
+	if (r->state == R_SUSPENDED && !any_waiting(r)) {
+		rt_drop_snapshot(r);
+		rt_enqueue_locked(rt, r);
+	} else if (r->state == R_SUSPENDED) {
+		rt_save_snapshot(r);
+	}
+	return 0;
+}
+
+int wd_rt_approval_decide(struct wd_rt *rt, const struct wd_caller *c,
+			  const char *id, bool approve, const char *reason,
+			  struct wd_err *err)
+{
+	pthread_mutex_lock(&rt->mu);
+	json_t *ap = json_object_get(rt->approvals, id);
+	int rc = 0;
+	if (!ap) {
+		rc = wd_err_set(err, -ENOENT,
+				"no pending approval '%s' (decided, expired "
+				"or unknown)",
+				id);
+		goto out;
+	}
+	if (!wd_pset_is_approver(rt->ps, c->uid)) {
+		rc = wd_err_set(err, -EPERM,
+				"user '%s' (uid %u) is not an approver in "
+				"users.yaml",
+				c->user, (unsigned)c->uid);
+		goto out;
+	}
+	const char *pn = wd_pset_user_name(rt->ps, c->uid);
+	rc = decide_locked(rt, id, approve, pn ? pn : c->user, reason);
+	if (rc)
+		wd_err_set(err, rc, "approval '%s': its run is gone", id);
+out:
+	pthread_mutex_unlock(&rt->mu);
+	return rc;
+}
+
+json_t *wd_rt_approvals_list(struct wd_rt *rt, const struct wd_caller *c)
+{
+	json_t *out = json_array();
+	pthread_mutex_lock(&rt->mu);
+	const char *k;
+	json_t *ap;
+	json_object_foreach(rt->approvals, k, ap)
+	{
+		json_t *o = json_deep_copy(ap);
+		json_object_set_new(
+		    o, "you_may_decide",
+		    json_boolean(wd_pset_is_approver(rt->ps, c->uid)));
+		json_array_append_new(out, o);
+	}
+	pthread_mutex_unlock(&rt->mu);
+	return out;
+}
+
+static void notify_webhook(struct wd_rt *rt, json_t *payload)
+{
+	if (!rt->webhook)
+		return;
+	cleanup_free char *body = json_dumps(payload, JSON_COMPACT);
+	CURL *c = curl_easy_init();
+	if (!c || !body) {
+		if (c)
+			curl_easy_cleanup(c);
+		return;
+	}
+	struct curl_slist *h =
+	    curl_slist_append(NULL, "Content-Type: application/json");
+	curl_easy_setopt(c, CURLOPT_URL, rt->webhook);
+	curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 5000L);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	CURLcode rc = curl_easy_perform(c);
+	if (rc != CURLE_OK)
+		wd_warn("webhook %s: %s", rt->webhook, curl_easy_strerror(rc));
+	curl_slist_free_all(h);
+	curl_easy_cleanup(c);
+}
+
+/* Approvals never granted are denied at their TTL and notified (seed 000
+ * step 7: they must not accumulate silently). */
+void *rt_ttl_thread(void *arg)
+{
+	struct wd_rt *rt = arg;
+	pthread_mutex_lock(&rt->mu);
+	while (!rt->stopping) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 250000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&rt->qcond, &rt->mu, &ts);
+		if (rt->stopping)
+			break;
+		uint64_t now = wd_wall_ns();
+		json_t *expired = json_array();
+		const char *k;
+		json_t *ap;
+		json_object_foreach(rt->approvals, k, ap)
+		{
+			uint64_t exp = (uint64_t)json_integer_value(
+			    json_object_get(ap, "expires_ns"));
+			if (exp && now >= exp)
+				json_array_append(expired, ap);
+		}
+		size_t i;
+		json_array_foreach(expired, i, ap)
+		{
+			const char *aid =
+			    json_string_value(json_object_get(ap, "id"));
+			wd_warn(
+			    "approval %s (run %s, tool %s) expired", aid,
+			    json_string_value(json_object_get(ap, "run_id")),
+			    json_string_value(json_object_get(ap, "tool")));
+			decide_locked(rt, aid, false, NULL, NULL);
+		}
+		if (json_array_size(expired) && rt->webhook) {
+			pthread_mutex_unlock(&rt->mu);
+			json_array_foreach(expired, i, ap)
+			{
+				json_t *p = json_pack("{s:s,s:O}", "event",
+						      "approval_expired",
+						      "approval", ap);
+				notify_webhook(rt, p);
+				json_decref(p);
+			}
+			pthread_mutex_lock(&rt->mu);
+		}
+		json_decref(expired);
+	}
+	pthread_mutex_unlock(&rt->mu);
+	return NULL;
+}

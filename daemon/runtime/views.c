@@ -1,0 +1,337 @@
+/* Stream cursors over a run's records and the API's JSON views: run info,
+ * run list, cost, status and Prometheus metrics. */
+#include <string.h>
+#include <time.h>
+
+#include "events/stream.h"
+#include "runtime/rt_int.h"
+#include "trace/trace.h"
+
+/* ---- streams ---- */
+
+struct wd_rt_stream {
+	struct wd_rt *rt;
+	struct wd_run *run; /* NULL: replaying a finished run from the trace */
+	json_t *recs;	    /* when run == NULL */
+	size_t idx;
+	uint64_t since;
+};
+
+struct wd_rt_stream *wd_rt_stream_open(struct wd_rt *rt, const char *run_id,
+				       uint64_t since_seq, struct wd_err *err)
+{
+	struct wd_rt_stream *s = wd_calloc(1, sizeof(*s));
+	s->rt = rt;
+	s->since = since_seq;
+	pthread_mutex_lock(&rt->mu);
+	s->run = rt_find_run_locked(rt, run_id);
+	if (s->run)
+		s->run->refs++;
+	pthread_mutex_unlock(&rt->mu);
+	if (!s->run) {
+		if (wd_trace_run_records(rt->trace, run_id, &s->recs, err) ||
+		    !json_array_size(s->recs)) {
+			json_decref(s->recs);
+			free(s);
+			wd_err_set(err, -ENOENT, "no run '%s'", run_id);
+			errno = ENOENT;
+			return NULL;
+		}
+	}
+	return s;
+}
+
+int wd_rt_stream_next(struct wd_rt_stream *s, int timeout_ms,
+		      struct wd_buf *out)
+{
+	if (!s->run) {
+		for (; s->idx < json_array_size(s->recs); s->idx++) {
+			json_t *r = json_array_get(s->recs, s->idx);
+			if ((uint64_t)json_integer_value(
+				json_object_get(r, "seq")) <= s->since &&
+			    s->since)
+				continue;
+			char *l = json_dumps(r, JSON_COMPACT);
+			if (l) {
+				wd_buf_printf(out, "%s\n", l);
+				free(l);
+			}
+		}
+		return 0;
+	}
+	struct wd_rt *rt = s->rt;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	uint64_t t = (uint64_t)ts.tv_sec * 1000000000ull +
+		     (uint64_t)ts.tv_nsec + (uint64_t)timeout_ms * 1000000ull;
+	ts.tv_sec = (time_t)(t / 1000000000ull);
+	ts.tv_nsec = (long)(t % 1000000000ull);
+	pthread_mutex_lock(&rt->mu);
+	while (s->idx >= s->run->n_lines && s->run->state != R_DONE &&
+	       !rt->stopping) {
+		if (pthread_cond_timedwait(&rt->ecood, &rt->mu, &ts))
+			break;
+	}
+	for (; s->idx < s->run->n_lines; s->idx++) {
+		if (s->since && s->run->line_seq[s->idx] <= s->since)
+			continue;
+		wd_buf_printf(out, "%s\n", s->run->lines[s->idx]);
+	}
+	int more = s->run->state != R_DONE && !rt->stopping;
+	pthread_mutex_unlock(&rt->mu);
+	return more;
+}
+
+void wd_rt_stream_close(struct wd_rt_stream *s)
+{
+	if (!s)
+		return;
+	if (s->run) {
+		pthread_mutex_lock(&s->rt->mu);
+		rt_run_unref_locked(s->run);
+		pthread_mutex_unlock(&s->rt->mu);
+	}
+	json_decref(s->recs);
+	free(s);
+}
+
+/* ---- views ---- */
+
+static const char *state_name(enum run_state s)
+{
+	switch (s) {
+	case R_QUEUED:
+		return "queued";
+	case R_RUNNING:
+		return "running";
+	case R_SUSPENDED:
+		return "awaiting_approval";
+	case R_DONE:
+		return "done";
+	}
+	return "?";
+}
+
+static json_t *run_view_locked(struct wd_run *r)
+{
+	json_t *o = json_pack(
+	    "{s:s,s:s,s:s,s:s,s:s,s:i,s:I,s:I,s:f}", "run_id", r->id, "agent",
+	    r->agent->name, "team", r->agent->team, "user", r->caller.user,
+	    "state", state_name(r->state), "steps", r->step, "input_tokens",
+	    (json_int_t)r->in_tokens, "output_tokens",
+	    (json_int_t)r->out_tokens, "cost_usd", r->cost);
+	if (r->state == R_DONE) {
+		json_object_set_new(o, "status", json_string(r->status));
+		if (r->stop_reason[0])
+			json_object_set_new(o, "reason",
+					    json_string(r->stop_reason));
+		if (r->final_text)
+			json_object_set_new(o, "output",
+					    json_string(r->final_text));
+	}
+	return o;
+}
+
+json_t *wd_rt_run_info(struct wd_rt *rt, const char *run_id)
+{
+	pthread_mutex_lock(&rt->mu);
+	struct wd_run *r = rt_find_run_locked(rt, run_id);
+	json_t *o = r ? run_view_locked(r) : NULL;
+	pthread_mutex_unlock(&rt->mu);
+	if (o)
+		return o;
+	/* a run from before this daemon started: from the trace */
+	json_t *end = rt_first_of(rt, run_id, "run_end");
+	json_t *start = rt_first_of(rt, run_id, "run_start");
+	if (!start) {
+		json_decref(end);
+		errno = ENOENT;
+		return NULL;
+	}
+	o = json_pack("{s:s,s:O,s:O,s:O,s:s}", "run_id", run_id, "agent",
+		      json_object_get(start, "agent"), "team",
+		      json_object_get(start, "team"), "user",
+		      json_object_get(start, "user"), "state",
+		      end ? "done" : "unknown");
+	if (end) {
+		json_object_set(o, "status", json_object_get(end, "status"));
+		json_object_set(o, "cost_usd",
+				json_object_get(end, "cost_usd"));
+		json_object_set(o, "steps", json_object_get(end, "steps"));
+		if (json_object_get(end, "reason"))
+			json_object_set(o, "reason",
+					json_object_get(end, "reason"));
+		if (json_object_get(end, "output"))
+			json_object_set(o, "output",
+					json_object_get(end, "output"));
+	}
+	json_decref(start);
+	json_decref(end);
+	return o;
+}
+
+json_t *wd_rt_runs_list(struct wd_rt *rt)
+{
+	json_t *a = json_array();
+	pthread_mutex_lock(&rt->mu);
+	for (struct wd_run *r = rt->runs; r; r = r->next)
+		json_array_append_new(a, run_view_locked(r));
+	pthread_mutex_unlock(&rt->mu);
+	return a;
+}
+
+json_t *wd_rt_cost(struct wd_rt *rt, const char *by, uint64_t since_ns,
+		   struct wd_err *err)
+{
+	/* ended runs from the index; runs in progress from memory */
+	struct wd_trace_query q = {.since_ns = since_ns};
+	json_t *runs = NULL;
+	if (wd_trace_query_runs(rt->trace, &q, &runs, err))
+		return NULL;
+	json_t *groups = json_object();
+	json_t *seen = json_object();
+	pthread_mutex_lock(&rt->mu);
+	for (struct wd_run *r = rt->runs; r; r = r->next) {
+		if (r->started_wall < since_ns)
+			continue;
+		json_array_append_new(
+		    runs,
+		    json_pack("{s:s,s:s,s:s,s:s,s:f,s:I,s:I,s:b}", "run_id",
+			      r->id, "team", r->agent->team, "agent",
+			      r->agent->name, "user", r->caller.user,
+			      "cost_usd", r->cost, "input_tokens",
+			      (json_int_t)r->in_tokens, "output_tokens",
+			      (json_int_t)r->out_tokens, "_live", 1));
+	}
+	pthread_mutex_unlock(&rt->mu);
+	/* a live run also in the index counts once (the live figure) */
+	size_t i;
+	json_t *x;
+	json_array_foreach(runs, i, x)
+	{
+		if (json_is_true(json_object_get(x, "_live")))
+			json_object_set_new(
+			    seen,
+			    json_string_value(json_object_get(x, "run_id")),
+			    json_true());
+	}
+	double total = 0;
+	json_array_foreach(runs, i, x)
+	{
+		const char *id =
+		    json_string_value(json_object_get(x, "run_id"));
+		if (!json_is_true(json_object_get(x, "_live")) && id &&
+		    json_object_get(seen, id))
+			continue;
+		const char *k = json_string_value(json_object_get(x, by));
+		if (!k)
+			k = "(unknown)";
+		json_t *g = json_object_get(groups, k);
+		if (!g) {
+			g = json_pack("{s:s,s:f,s:i,s:I,s:I}", by, k,
+				      "cost_usd", 0.0, "runs", 0,
+				      "input_tokens", (json_int_t)0,
+				      "output_tokens", (json_int_t)0);
+			json_object_set_new(groups, k, g);
+		}
+		double c = json_number_value(json_object_get(x, "cost_usd"));
+		total += c;
+		json_object_set_new(
+		    g, "cost_usd",
+		    json_real(
+			json_number_value(json_object_get(g, "cost_usd")) + c));
+		json_object_set_new(
+		    g, "runs",
+		    json_integer(
+			json_integer_value(json_object_get(g, "runs")) + 1));
+		const char *tk[] = {"input_tokens", "output_tokens"};
+		for (int t = 0; t < 2; t++)
+			json_object_set_new(
+			    g, tk[t],
+			    json_integer(
+				json_integer_value(json_object_get(g, tk[t])) +
+				json_integer_value(json_object_get(x, tk[t]))));
+	}
+	json_t *rows = json_array();
+	const char *k;
+	json_object_foreach(groups, k, x) json_array_append(rows, x);
+	json_t *out =
+	    json_pack("{s:s,s:I,s:f,s:o}", "by", by, "since_ns",
+		      (json_int_t)since_ns, "total_usd", total, "groups", rows);
+	json_decref(groups);
+	json_decref(seen);
+	json_decref(runs);
+	return out;
+}
+
+json_t *wd_rt_status(struct wd_rt *rt)
+{
+	int q = 0, run = 0, susp = 0, done = 0;
+	pthread_mutex_lock(&rt->mu);
+	for (struct wd_run *r = rt->runs; r; r = r->next) {
+		q += r->state == R_QUEUED;
+		run += r->state == R_RUNNING;
+		susp += r->state == R_SUSPENDED;
+		done += r->state == R_DONE;
+	}
+	json_t *o = json_pack(
+	    "{s:s,s:s,s:i,s:i,s:{s:i,s:i,s:i,s:i},s:i,s:i,s:i,s:b}",
+	    "policy_dir", rt->policy_dir, "state_dir", rt->state_dir, "tools",
+	    rt->ps->n_tools, "agents", rt->ps->n_agents, "runs", "queued", q,
+	    "running", run, "awaiting_approval", susp, "done_in_memory", done,
+	    "approvals_pending", (int)json_object_size(rt->approvals),
+	    "workers", rt->n_workers, "approval_ttl_s", (int)rt->approval_ttl_s,
+	    "trace_healthy", wd_trace_healthy(rt->trace, NULL));
+	pthread_mutex_unlock(&rt->mu);
+	return o;
+}
+
+char *wd_rt_metrics(struct wd_rt *rt)
+{
+	struct wd_buf b = {0};
+	int susp = 0, active = 0;
+	pthread_mutex_lock(&rt->mu);
+	for (struct wd_run *r = rt->runs; r; r = r->next) {
+		susp += r->state == R_SUSPENDED;
+		active += r->state == R_RUNNING || r->state == R_QUEUED;
+	}
+	size_t napp = json_object_size(rt->approvals);
+	pthread_mutex_unlock(&rt->mu);
+	struct wd_stream_stats st;
+	wd_stream_stats(rt->events, &st);
+	wd_buf_printf(
+	    &b,
+	    "# TYPE warden_runs_started_total counter\n"
+	    "warden_runs_started_total %llu\n"
+	    "# TYPE warden_runs_ended_total counter\n"
+	    "warden_runs_ended_total %llu\n"
+	    "# TYPE warden_runs_active gauge\nwarden_runs_active %d\n"
+	    "# TYPE warden_runs_suspended gauge\nwarden_runs_suspended %d\n"
+	    "# TYPE warden_approvals_pending gauge\n"
+	    "warden_approvals_pending %zu\n"
+	    "# TYPE warden_model_calls_total counter\n"
+	    "warden_model_calls_total %llu\n"
+	    "# TYPE warden_tool_calls_total counter\n"
+	    "warden_tool_calls_total %llu\n"
+	    "# TYPE warden_tool_refusals_total counter\n"
+	    "warden_tool_refusals_total %llu\n"
+	    "# TYPE warden_denials_total counter\n"
+	    "warden_denials_total %llu\n"
+	    "# TYPE warden_events_published_total counter\n"
+	    "warden_events_published_total %llu\n"
+	    "# TYPE warden_trace_healthy gauge\nwarden_trace_healthy %d\n"
+	    "# TYPE warden_steps_total counter\nwarden_steps_total %llu\n"
+	    "# TYPE warden_platform_overhead_seconds_total counter\n"
+	    "warden_platform_overhead_seconds_total %.9f\n",
+	    (unsigned long long)rt->m_runs_started,
+	    (unsigned long long)rt->m_runs_ended, active, susp, napp,
+	    (unsigned long long)rt->m_model_calls,
+	    (unsigned long long)rt->m_tool_calls,
+	    (unsigned long long)rt->m_refusals,
+	    (unsigned long long)rt->m_denials, (unsigned long long)st.published,
+	    wd_trace_healthy(rt->trace, NULL) ? 1 : 0,
+	    (unsigned long long)rt->m_steps, (double)rt->m_overhead_ns / 1e9);
+	if (rt->alert)
+		wd_alert_metrics_render(rt->alert, &b);
+	return b.data ? b.data : wd_strdup("");
+}
