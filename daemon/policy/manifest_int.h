@@ -1,0 +1,31 @@
+/* Internal to the manifest parser (manifest.c, manifest_fields.c). */
+#ifndef WD_MANIFEST_INT_H
+#define WD_MANIFEST_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "policy/manifest.h"
+#include "policy/ywalk.h"
+
+/* Parse state for one document: the manifest plus what needs a look at
+ * sibling keys once the whole mapping is read. */
+struct mctx {
+	struct wd_manifest *m;
+	bool approval_required_above; /* seed form `approval: required_above` */
+	yaml_node_t *approval_node;
+	yaml_node_t *approval_threshold_node;
+	yaml_node_t *exec_node;
+	yaml_node_t *input_node;
+};
+
+/* The top-level manifest keys and their handlers (obj: struct mctx *). */
+extern const struct wd_y_key wd_manifest_keys[];
+extern const size_t wd_manifest_n_keys;
+
+/* Append the {arg: number} mapping v to a->above_*; 0, or -EINVAL with each
+ * problem reported through wd_y_err (what names the field). */
+int wd_manifest_thresholds(struct wd_ywalk *w, yaml_node_t *v, const char *what,
+			   struct wd_approval *a);
+
+#endif
