@@ -3,11 +3,12 @@
  * (DESIGN.md §2), or why it cannot be held; then which constraints
  * `mode: audit` can watch.
  *
- * The report is built once as a table (struct cell/row below) from the
- * probe and then rendered either as aligned text or as JSON, so both
- * outputs always say the same thing.
+ * The report is built once as a table (struct cell/row, status_int.h) from
+ * the probe and then rendered either as aligned text (status_text.c) or as
+ * JSON (status_json.c), so both outputs always say the same thing.
  */
 #include "cli/cli.h"
+#include "cli/status_int.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "enforce/lsm.h"
@@ -21,14 +22,13 @@
 /* ---- errno text ---------------------------------------------------------- */
 
 /* "EPERM (Operation not permitted)" for a -errno value. */
-static const char *etext(int err, char *buf, size_t len)
+const char *wd_status_etext(int err, char *buf, size_t len)
 {
 	int e = err < 0 ? -err : err;
 	const char *name = strerrorname_np(e);
 	snprintf(buf, len, "%s (%s)", name ? name : "E?", strerror(e));
 	return buf;
 }
-#define ET(err) etext((err), (char[96]){0}, 96)
 
 static bool kernel_at_least(const struct wd_features *f, int maj, int min)
 {
@@ -39,34 +39,6 @@ static bool kernel_at_least(const struct wd_features *f, int maj, int min)
 }
 
 /* ---- the constraint table ----------------------------------------------- */
-
-struct cell {
-	bool ok;
-	char *text; /* mechanism when ok, reason when not */
-	char *note; /* a limitation or fallback worth knowing, may be NULL */
-};
-
-struct row {
-	const char *constraint;
-	struct cell t[3];
-};
-
-struct watch {
-	const char *constraint;
-	bool ok;
-	char *text; /* mechanism, or reason it cannot be watched */
-};
-
-struct report {
-	const struct wd_features *f;
-	/* BPF LSM hooks as enforce/lsm.c loads them on this node */
-	struct wd_lsm_hook_status hooks[WD_LSM_H_NR];
-	int n_hooks;
-	struct row rows[16];
-	int n_rows;
-	struct watch watch[16];
-	int n_watch;
-};
 
 static struct cell yes(const char *note, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -535,13 +507,7 @@ static void report_free(struct report *r)
 
 /* ---- mechanisms named by `require:` -------------------------------------- */
 
-struct mech {
-	const char *name;
-	bool ok;
-	char why[256];
-};
-
-static int build_mechs(const struct report *r, struct mech *m)
+int wd_status_build_mechs(const struct report *r, struct mech *m)
 {
 	const struct wd_features *f = r->f;
 	char lb[256];
@@ -578,418 +544,6 @@ static int build_mechs(const struct report *r, struct mech *m)
 		snprintf(m[n].why, sizeof(m[n].why), "%s", ET(f->cg_err));
 	n++;
 	return n;
-}
-
-/* ---- JSON ------------------------------------------------------------------
- */
-
-static json_t *jerr(int err)
-{
-	return err ? json_string(ET(err)) : json_null();
-}
-
-/* {"ok": bool, "err": -errno, "error": "EPERM (...)" | null} */
-static json_t *jfeat(int err)
-{
-	return json_pack("{s:b,s:i,s:o}", "ok", err == 0, "err", err, "error",
-			 jerr(err));
-}
-
-static json_t *jlist(const char *s, const char *sep)
-{
-	json_t *a = json_array();
-	char tmp[512];
-	char *save = NULL;
-	wd_strlcpy(tmp, s, sizeof(tmp));
-	for (char *t = strtok_r(tmp, sep, &save); t;
-	     t = strtok_r(NULL, sep, &save))
-		json_array_append_new(a, json_string(t));
-	return a;
-}
-
-static json_t *jstr_or_null(const char *s)
-{
-	return s && *s ? json_string(s) : json_null();
-}
-
-static json_t *json_report(const struct report *r)
-{
-	const struct wd_features *f = r->f;
-	json_t *o = json_object();
-
-	json_object_set_new(o, "kernel",
-			    json_pack("{s:s,s:s,s:b,s:o}", "release",
-				      f->kernel_release, "machine", f->machine,
-				      "btf", f->btf, "btf_error",
-				      jerr(f->btf_err)));
-
-	json_t *ft = json_object();
-	json_object_set_new(ft, "lsm",
-			    json_pack("{s:o,s:o,s:o}", "list",
-				      jlist(f->lsm_list, ","), "source",
-				      jstr_or_null(f->lsm_source), "error",
-				      jerr(f->lsm_err)));
-	json_t *hooks = json_array();
-	int n_active = 0;
-	for (int h = 0; h < r->n_hooks; h++) {
-		const struct wd_lsm_hook_status *hs = &r->hooks[h];
-		n_active += hs->active;
-		json_array_append_new(
-		    hooks,
-		    json_pack("{s:s,s:s,s:b,s:i,s:o}", "hook", hs->hook,
-			      "attach", hs->attach, "active", hs->active, "err",
-			      hs->err, "reason", jstr_or_null(hs->reason)));
-	}
-	json_object_set_new(
-	    ft, "bpf_lsm",
-	    json_pack("{s:o,s:o,s:b,s:i,s:o}", "in_lsm_list",
-		      f->lsm_list[0] ? json_boolean(f->bpf_in_lsm_list)
-				     : json_null(),
-		      "lsm_prog_load", jfeat(f->lsm_prog_err), "usable",
-		      n_active > 0, "active_hooks", n_active, "hooks", hooks));
-	json_object_set_new(ft, "bpf_trampoline", jfeat(f->trampoline_err));
-	json_object_set_new(ft, "bpf_cgroup_sock_addr",
-			    jfeat(f->cgroup_sockaddr_err));
-	json_object_set_new(ft, "bpf_ringbuf", jfeat(f->ringbuf_err));
-	json_object_set_new(
-	    ft, "landlock",
-	    json_pack("{s:i,s:o,s:o}", "abi",
-		      f->landlock_abi > 0 ? f->landlock_abi : 0, "errata",
-		      f->landlock_errata >= 0 ? json_integer(f->landlock_errata)
-					      : json_null(),
-		      "error",
-		      f->landlock_abi > 0 ? json_null()
-					  : jerr(f->landlock_abi)));
-	json_object_set_new(
-	    ft, "seccomp",
-	    json_pack("{s:o,s:o,s:o,s:o,s:{s:i,s:i,s:i}}", "filter",
-		      jfeat(f->seccomp_filter_err), "user_notif",
-		      jfeat(f->seccomp_notify_err), "flag_continue",
-		      jfeat(f->seccomp_continue_err), "addfd",
-		      jfeat(f->seccomp_addfd_err), "notif_sizes", "notif",
-		      f->seccomp_notif_sizes[0], "resp",
-		      f->seccomp_notif_sizes[1], "data",
-		      f->seccomp_notif_sizes[2]));
-	json_object_set_new(ft, "user_namespaces", jfeat(f->userns_err));
-	json_t *ns = json_object();
-	for (int i = 0; i < WD_NS_N; i++)
-		json_object_set_new(ns, wd_ns_name(i), jfeat(f->ns_err[i]));
-	json_object_set_new(ft, "namespaces", ns);
-	json_object_set_new(ft, "io_uring",
-			    json_pack("{s:o,s:o}", "disabled",
-				      f->io_uring_disabled >= 0
-					  ? json_integer(f->io_uring_disabled)
-					  : json_null(),
-				      "error", jerr(f->io_uring_err)));
-	json_object_set_new(
-	    ft, "audit",
-	    json_pack("{s:b,s:o,s:o}", "readable", f->audit, "enabled",
-		      f->audit_enabled >= 0 ? json_integer(f->audit_enabled)
-					    : json_null(),
-		      "error", jerr(f->audit_err)));
-	json_object_set_new(o, "features", ft);
-
-	json_t *cg = json_object();
-	json_object_set_new(cg, "layout",
-			    json_string(f->cg.hybrid	   ? "hybrid"
-					: f->cg.v2_root[0] ? "v2"
-					: f->cg.n_v1	   ? "v1"
-							   : "none"));
-	json_object_set_new(cg, "v2_root", jstr_or_null(f->cg.v2_root));
-	json_object_set_new(cg, "v2_controllers",
-			    jlist(f->cg.v2_controllers, " "));
-	json_t *ctl = json_object();
-	for (int c = 0; c < WD_CG_NCTRL; c++) {
-		const char *h = f->cg.v2_ctrl[c]      ? "v2"
-				: f->cg.v1_root[c][0] ? "v1"
-						      : NULL;
-		const char *p =
-		    f->cg.v2_ctrl[c] ? f->cg.v2_root : f->cg.v1_root[c];
-		json_object_set_new(ctl, wd_cg_ctrl_name(c),
-				    json_pack("{s:o,s:o}", "hierarchy",
-					      jstr_or_null(h), "path",
-					      jstr_or_null(p)));
-	}
-	json_object_set_new(cg, "controllers", ctl);
-	json_object_set_new(cg, "error", jerr(f->cg_err));
-	json_object_set_new(o, "cgroup", cg);
-
-	json_object_set_new(
-	    o, "runsc",
-	    json_pack("{s:b,s:o,s:o,s:b,s:b,s:o,s:o,s:b,s:o,s:o}", "present",
-		      f->runsc, "path", jstr_or_null(f->runsc_path), "version",
-		      jstr_or_null(f->runsc_version), "tested", f->runsc_tested,
-		      "cached", f->runsc_cached, "platform",
-		      jstr_or_null(f->runsc_platform), "run_error",
-		      f->runsc_tested ? jerr(f->runsc_run_err) : json_null(),
-		      "oci_seccomp", f->runsc_oci_seccomp, "error",
-		      jerr(f->runsc_err), "note", jstr_or_null(f->runsc_note)));
-
-	struct mech m[8];
-	int nm = build_mechs(r, m);
-	json_t *mj = json_object();
-	for (int i = 0; i < nm; i++)
-		json_object_set_new(mj, m[i].name,
-				    json_pack("{s:b,s:o}", "available", m[i].ok,
-					      "reason",
-					      jstr_or_null(m[i].why)));
-	json_object_set_new(o, "mechanisms", mj);
-
-	json_t *rows = json_array();
-	for (int i = 0; i < r->n_rows; i++) {
-		const struct row *w = &r->rows[i];
-		json_t *jr = json_pack("{s:s}", "constraint", w->constraint);
-		for (int t = 0; t < 3; t++) {
-			const struct cell *c = &w->t[t];
-			json_t *jc =
-			    c->ok ? json_pack("{s:b,s:s,s:o}", "enforced", true,
-					      "mechanism", c->text, "note",
-					      jstr_or_null(c->note))
-				  : json_pack("{s:b,s:s}", "enforced", false,
-					      "reason", c->text);
-			char key[8];
-			snprintf(key, sizeof(key), "tier%d", t + 1);
-			json_object_set_new(jr, key, jc);
-		}
-		json_array_append_new(rows, jr);
-	}
-	json_object_set_new(o, "constraints", rows);
-
-	json_t *yes_ = json_array(), *no_ = json_array();
-	for (int i = 0; i < r->n_watch; i++) {
-		const struct watch *w = &r->watch[i];
-		if (w->ok)
-			json_array_append_new(
-			    yes_,
-			    json_pack("{s:s,s:s}", "constraint", w->constraint,
-				      "mechanism", w->text));
-		else
-			json_array_append_new(
-			    no_, json_pack("{s:s,s:s}", "constraint",
-					   w->constraint, "reason", w->text));
-	}
-	json_object_set_new(
-	    o, "audit",
-	    json_pack("{s:o,s:o}", "watchable", yes_, "not_watchable", no_));
-	return o;
-}
-
-/* ---- text
- * -------------------------------------------------------------------- */
-
-#define LABEL_W 22
-
-static void line(const char *label, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void wrapped(int indent, const char *prefix, const char *text);
-
-static void line(const char *label, const char *fmt, ...)
-{
-	va_list ap;
-	char pfx[64], *v;
-	snprintf(pfx, sizeof(pfx), "%-*s ", LABEL_W, label);
-	va_start(ap, fmt);
-	if (vasprintf(&v, fmt, ap) < 0)
-		abort();
-	va_end(ap);
-	wrapped(2, pfx, v);
-	free(v);
-}
-
-static const char *okerr(int err)
-{
-	static char buf[128];
-	if (!err)
-		return "yes";
-	snprintf(buf, sizeof(buf), "no: %s", ET(err));
-	return buf;
-}
-
-/* Print `text` wrapped at 78 columns, continuation lines indented under
- * the text (after `prefix`). */
-static void wrapped(int indent, const char *prefix, const char *text)
-{
-	const int width = 78;
-	int start = indent + (int)strlen(prefix);
-	int col = start;
-	printf("%*s%s", indent, "", prefix);
-	for (const char *p = text; *p;) {
-		while (*p == ' ')
-			p++;
-		size_t w = strcspn(p, " ");
-		if (!w)
-			break;
-		if (col > start && col + 1 + (int)w > width) {
-			printf("\n%*s", start, "");
-			col = start;
-		} else if (col > start) {
-			putchar(' ');
-			col++;
-		}
-		printf("%.*s", (int)w, p);
-		col += (int)w;
-		p += w;
-	}
-	putchar('\n');
-}
-
-static bool same_cell(const struct cell *a, const struct cell *b)
-{
-	return a->ok == b->ok && !strcmp(a->text, b->text) &&
-	       !strcmp(a->note ? a->note : "", b->note ? b->note : "");
-}
-
-static void text_report(const struct report *r)
-{
-	const struct wd_features *f = r->f;
-	printf("Kernel\n");
-	line("release", "%s (%s)", f->kernel_release, f->machine);
-	line("BTF", "%s",
-	     f->btf && !f->btf_err ? "yes (/sys/kernel/btf/vmlinux)"
-				   : okerr(f->btf_err ? f->btf_err : -ENOENT));
-	line("LSM list", "%s", f->lsm_list[0] ? f->lsm_list : "unknown");
-	if (f->lsm_source[0])
-		line("  source", "%s", f->lsm_source);
-	if (f->lsm_err)
-		line("", "(securityfs: %s)", ET(f->lsm_err));
-
-	printf("\nBPF\n");
-	line("BPF LSM", "%s",
-	     !f->lsm_list[0]	  ? "unknown: the LSM list is unreadable"
-	     : f->bpf_in_lsm_list ? "in the LSM list"
-				  : "not in the LSM list");
-	line("  lsm program loads", "%s", okerr(f->lsm_prog_err));
-	int n_active = 0;
-	bool same = true;
-	for (int h = 0; h < r->n_hooks; h++) {
-		n_active += r->hooks[h].active;
-		same = same && !r->hooks[h].active &&
-		       !strcmp(r->hooks[h].reason, r->hooks[0].reason);
-	}
-	if (r->n_hooks && same) {
-		line("  hooks", "none of %d active: %s", r->n_hooks,
-		     r->hooks[0].reason);
-	} else {
-		line("  hooks", "%d of %d active", n_active, r->n_hooks);
-		for (int h = 0; h < r->n_hooks; h++) {
-			char lbl[64];
-			snprintf(lbl, sizeof(lbl), "    %s", r->hooks[h].hook);
-			line(lbl, "%s (%s)%s%s",
-			     r->hooks[h].active ? "active" : "no",
-			     r->hooks[h].attach, r->hooks[h].active ? "" : ": ",
-			     r->hooks[h].reason);
-		}
-	}
-	line("trampoline (fentry)", "%s", okerr(f->trampoline_err));
-	line("cgroup/connect4", "%s", okerr(f->cgroup_sockaddr_err));
-	line("ring buffer", "%s", okerr(f->ringbuf_err));
-
-	printf("\nLandlock, seccomp, namespaces\n");
-	if (f->landlock_abi > 0)
-		line("Landlock", "ABI %d, errata 0x%x", f->landlock_abi,
-		     f->landlock_errata > 0 ? f->landlock_errata : 0);
-	else
-		line("Landlock", "%s", okerr(f->landlock_abi));
-	line("seccomp filter", "%s", okerr(f->seccomp_filter_err));
-	line("seccomp user-notify", "%s", okerr(f->seccomp_notify_err));
-	line("  FLAG_CONTINUE", "%s", okerr(f->seccomp_continue_err));
-	line("  ADDFD", "%s", okerr(f->seccomp_addfd_err));
-	line("user namespaces", "%s", okerr(f->userns_err));
-	char nsb[256] = "";
-	size_t o = 0;
-	for (int i = 0; i < WD_NS_N; i++)
-		o += snprintf(nsb + o, sizeof(nsb) - o, "%s%s%s", i ? ", " : "",
-			      wd_ns_name(i), f->ns_err[i] ? " NO" : "");
-	line("namespaces (tier 2)", "%s", nsb);
-	for (int i = 0; i < WD_NS_N; i++)
-		if (f->ns_err[i])
-			line("", "%s: %s", wd_ns_name(i), ET(f->ns_err[i]));
-	if (f->io_uring_disabled >= 0)
-		line("io_uring", "io_uring_disabled=%d (%s)",
-		     f->io_uring_disabled,
-		     f->io_uring_disabled == 0	 ? "enabled for all"
-		     : f->io_uring_disabled == 1 ? "restricted to a group"
-						 : "disabled");
-	else
-		line("io_uring", "unknown: %s", ET(f->io_uring_err));
-	if (f->audit)
-		line("audit", "readable; enabled=%d", f->audit_enabled);
-	else
-		line("audit", "%s", okerr(f->audit_err));
-
-	printf("\ncgroups\n");
-	line("layout", "%s",
-	     f->cg.hybrid	? "hybrid (v2 + v1 controllers)"
-	     : f->cg.v2_root[0] ? "v2 (unified)"
-	     : f->cg.n_v1	? "v1 only"
-				: "none found");
-	line("v2 root", "%s (controllers: %s)",
-	     f->cg.v2_root[0] ? f->cg.v2_root : "-",
-	     f->cg.v2_controllers[0] ? f->cg.v2_controllers : "none");
-	for (int c = 0; c < WD_CG_NCTRL; c++)
-		line(wd_cg_ctrl_name(c), "%s%s",
-		     f->cg.v2_ctrl[c]	   ? "v2 at "
-		     : f->cg.v1_root[c][0] ? "v1 at "
-					   : "not available",
-		     f->cg.v2_ctrl[c]	   ? f->cg.v2_root
-		     : f->cg.v1_root[c][0] ? f->cg.v1_root[c]
-					   : "");
-
-	printf("\nrunsc (tier 3)\n");
-	if (!f->runsc) {
-		line("runsc", "%s", okerr(f->runsc_err));
-	} else {
-		line("runsc", "%s, version %s", f->runsc_path,
-		     f->runsc_version[0] ? f->runsc_version : "?");
-		if (f->runsc_platform[0])
-			line("platform", "%s works (do /bin/true)%s",
-			     f->runsc_platform,
-			     f->runsc_cached ? " [cached]" : "");
-		else if (f->runsc_tested)
-			line("platform", "none works: %s %s",
-			     ET(f->runsc_run_err), f->runsc_note);
-		else
-			line("platform", "not tested");
-		line("OCI seccomp", "%s",
-		     f->runsc_oci_seccomp ? "yes (--oci-seccomp)" : "no");
-	}
-
-	printf("\nEnforcement per manifest constraint\n");
-	for (int i = 0; i < r->n_rows; i++) {
-		const struct row *w = &r->rows[i];
-		printf("  %s\n", w->constraint);
-		for (int t = 0; t < 3; t++) {
-			const struct cell *c = &w->t[t];
-			char pfx[48];
-			if (t > 0 && same_cell(c, &w->t[t - 1])) {
-				printf("    tier %d  same as tier %d\n", t + 1,
-				       t);
-				continue;
-			}
-			snprintf(pfx, sizeof(pfx), "tier %d  %s", t + 1,
-				 c->ok ? "" : "cannot enforce: ");
-			wrapped(4, pfx, c->text);
-			if (c->note)
-				wrapped(12, "note: ", c->note);
-		}
-	}
-
-	printf("\nmode: audit can watch\n");
-	for (int i = 0; i < r->n_watch; i++)
-		if (r->watch[i].ok) {
-			char pfx[48];
-			snprintf(pfx, sizeof(pfx), "%-18s ",
-				 r->watch[i].constraint);
-			wrapped(2, pfx, r->watch[i].text);
-		}
-	printf("\nmode: audit cannot watch (enforced even in audit mode)\n");
-	for (int i = 0; i < r->n_watch; i++)
-		if (!r->watch[i].ok) {
-			char pfx[48];
-			snprintf(pfx, sizeof(pfx), "%-18s ",
-				 r->watch[i].constraint);
-			wrapped(2, pfx, r->watch[i].text);
-		}
 }
 
 /* ---- verb ------------------------------------------------------------------
@@ -1035,7 +589,7 @@ static int verb_status(int argc, char **argv)
 	build_rows(&r);
 	build_watch(&r);
 	if (json) {
-		json_t *o = json_report(&r);
+		json_t *o = wd_status_json_report(&r);
 		char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 		if (!s) {
 			json_decref(o);
@@ -1047,7 +601,7 @@ static int verb_status(int argc, char **argv)
 		free(s);
 		json_decref(o);
 	} else {
-		text_report(&r);
+		wd_status_text_report(&r);
 	}
 	report_free(&r);
 	return WD_EXIT_OK;

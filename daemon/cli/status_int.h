@@ -1,0 +1,63 @@
+/* Internal to `warden status` (status.c builds the report, status_json.c
+ * and status_text.c render it). */
+#ifndef WD_CLI_STATUS_INT_H
+#define WD_CLI_STATUS_INT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "enforce/lsm.h"
+#include "enforce/probe.h"
+
+/* ET(-errno): wd_status_etext() into a temporary buffer. */
+#define ET(err) wd_status_etext((err), (char[96]){0}, 96)
+
+/* The report: one row per manifest constraint (a cell per tier), one
+ * watch per constraint `mode: audit` can or cannot watch. */
+struct cell {
+	bool ok;
+	char *text; /* mechanism when ok, reason when not */
+	char *note; /* a limitation or fallback worth knowing, may be NULL */
+};
+
+struct row {
+	const char *constraint;
+	struct cell t[3];
+};
+
+struct watch {
+	const char *constraint;
+	bool ok;
+	char *text; /* mechanism, or reason it cannot be watched */
+};
+
+struct report {
+	const struct wd_features *f;
+	/* BPF LSM hooks as enforce/lsm.c loads them on this node */
+	struct wd_lsm_hook_status hooks[WD_LSM_H_NR];
+	int n_hooks;
+	struct row rows[16];
+	int n_rows;
+	struct watch watch[16];
+	int n_watch;
+};
+
+/* A mechanism named by `require:` and whether this node has it. */
+struct mech {
+	const char *name;
+	bool ok;
+	char why[256];
+};
+
+/* "EPERM (Operation not permitted)" for a -errno value, written into buf. */
+const char *wd_status_etext(int err, char *buf, size_t len);
+/* Fill m[] (5 entries) with each `require:` mechanism's state on this
+ * node; returns how many. */
+int wd_status_build_mechs(const struct report *r, struct mech *m);
+/* The report as a new JSON object. */
+json_t *wd_status_json_report(const struct report *r);
+/* Print the report as text on stdout. */
+void wd_status_text_report(const struct report *r);
+
+#endif
