@@ -6,6 +6,7 @@
 
 #include <dirent.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include <string.h>
 
@@ -98,6 +99,16 @@ static bool is_call_id(const char *s)
 	return true;
 }
 
+/* Older than any call being set up (seconds) or run without a process. */
+#define WD_SWEEP_AGE_S 120
+
+static bool stale(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 &&
+	       time(NULL) - st.st_mtime > WD_SWEEP_AGE_S;
+}
+
 /* rmdir every empty (process-free) call cgroup under <root>/warden. A
  * cgroup with processes belongs to a live call (another warden exec) and
  * is left alone. */
@@ -115,6 +126,10 @@ static int sweep_hierarchy(const char *root)
 			continue;
 		char p[800];
 		snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+		/* A leaf only minutes old may belong to a call being set up
+		 * right now (created, no process yet): never race it. */
+		if (!stale(p))
+			continue;
 		if (rmdir(p) == 0)
 			n++;
 	}
@@ -162,6 +177,8 @@ int wd_sandbox_sweep(void)
 		if (stat(cg, &st) == 0)
 			continue;
 		snprintf(p, sizeof(p), "%s/%s", calls, e->d_name);
+		if (!stale(p))
+			continue;
 		/* A tier-2 root may still be a mountpoint only in a dead mount
 		 * namespace: on the host it is an empty directory. */
 		if (wd_rm_rf(p) == 0)

@@ -46,7 +46,7 @@ for tier in 1 2; do
 
 	# memory flood -> oom
 	M=$(manifest mem$tier $tier "timeout_ms: 10000" "memory_mb: 32")
-	out=$("$WARDEN" exec --policy "$M" --json -- "$P" memhog 200 2>/dev/null)
+	out=$("$WARDEN" exec --policy "$M" --json -- "$P" memhog 200 2>>"$T/stderr.log")
 	expect_eq "t$tier/oom-status" "$(printf '%s' "$out" | jget 'd["status"]')" oom
 
 	# output flood: capped, drained, flagged

@@ -1,0 +1,65 @@
+/* Tiers 1 and 2, shared between the parent side (native.c: set-up,
+ * supervision, teardown) and the child side (native_child.c: the steps
+ * between clone and exec). Internal to daemon/sandbox/. */
+#ifndef WD_NATIVE_INT_H
+#define WD_NATIVE_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/capability.h>
+#include <sys/types.h>
+
+#include "enforce/landlock.h"
+#include "enforce/lsm.h"
+#include "enforce/seccomp.h"
+#include "events/landlock_audit.h"
+#include "sandbox/cgroup.h"
+#include "sandbox/sandbox.h"
+
+/* struct clone_args (linux/sched.h, 5.7); Debian 12's glibc headers do
+ * not export it next to <sched.h>. */
+struct wd_clone_args {
+	uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack,
+	    stack_size, tls, set_tid, set_tid_size, cgroup;
+};
+
+struct launch {
+	const struct wd_call *call;
+	const struct wd_manifest *m;
+	int tier;
+	uid_t uid;
+	gid_t gid;
+	char id[40];
+	char calldir[256]; /* host dir for this call (scratch, root) */
+	char scratch[300]; /* tier 1 TMPDIR/HOME */
+	char root[300];	   /* tier 2 new root mountpoint */
+	bool netns;
+	char **argv;
+	char *exec_path; /* argv[0] with symlinks resolved: tier 2 binds
+			  * targets, not the links (/bin/sh -> dash) */
+	char **envp;
+	struct wd_seccomp_prog sc;
+	struct wd_lsm *lsm;	/* armed for this call, or NULL */
+	struct wd_landlock *ll; /* the call's ruleset, built by the parent */
+	struct wd_landlock_audit *lla; /* Landlock denials, or NULL */
+	cap_t nocaps;		       /* all clear, allocated by the parent */
+	uint64_t cgid;
+	struct wd_cgroup *cg;
+	int errp[2]; /* child → parent: setup error text (CLOEXEC) */
+	int sock[2]; /* child → parent: seccomp listener fd */
+	int in[2], out[2], err[2];
+};
+
+/* Child side (native_child.c). */
+/* Build the call's Landlock ruleset in the parent (no allocation may
+ * happen between clone and exec in a threaded daemon). 0 or -errno. */
+int wd_native_build_landlock(struct launch *l, struct wd_err *err);
+/* Create T inside the call's v2 leaf (clone3 CLONE_INTO_CGROUP), or fork
+ * when the kernel lacks it (*self_v2 = true: T joins by itself). */
+pid_t wd_native_clone_into_leaf(struct launch *l, bool *self_v2);
+/* T's programme for each tier; never return. */
+void wd_native_tier1_main(struct launch *l, bool self_v2)
+    __attribute__((noreturn));
+void wd_native_tier2_main(struct launch *l) __attribute__((noreturn));
+
+#endif

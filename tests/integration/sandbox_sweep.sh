@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# wardend's start-up sweep removes what calls killed mid-flight left behind
+# (empty call cgroups, call directories), and never a call being set up now.
+. tests/lib.sh
+set -u
+WARDEND=$PWD/$BUILD/wardend
+T=$(mktemp -d /tmp/warden-sweep.XXXXXX)
+export WARDEN_RUNTIME_DIR=$T/rt
+V2=$(awk '$3=="cgroup2"{print $2; exit}' /proc/mounts)
+old=$(head -c8 /dev/urandom | od -An -tx1 | tr -d ' \n')
+new=$(head -c8 /dev/urandom | od -An -tx1 | tr -d ' \n')
+cleanup() {
+	[ -n "${WPID:-}" ] && kill "$WPID" 2>/dev/null && wait "$WPID" 2>/dev/null
+	for d in "$V2/warden/$old" "$V2/warden/$new" /sys/fs/cgroup/pids/warden/$old; do rmdir "$d" 2>/dev/null; done
+	rm -rf "$T"
+}
+trap cleanup EXIT
+mkdir -p "$V2/warden/$old" "$V2/warden/$new" "$T/rt/calls/$old/tmp" "$T/rt/calls/$new/tmp"
+[ -d /sys/fs/cgroup/pids ] && mkdir -p /sys/fs/cgroup/pids/warden/$old && touch -d '1 hour ago' /sys/fs/cgroup/pids/warden/$old
+touch -d '1 hour ago' "$V2/warden/$old" "$T/rt/calls/$old"
+
+"$WARDEND" --state "$T/state" --policy policy --socket "$T/s" >"$T/log" 2>&1 &
+WPID=$!
+for i in $(seq 100); do curl -s --unix-socket "$T/s" http://w/healthz >/dev/null 2>&1 && break; sleep 0.1; done
+[ -d "$V2/warden/$old" ] && fail sweep-old-v2-cgroup "still there" || pass sweep-old-v2-cgroup
+if [ -d /sys/fs/cgroup/pids ]; then
+	[ -d /sys/fs/cgroup/pids/warden/$old ] && fail sweep-old-v1-cgroup "still there" || pass sweep-old-v1-cgroup
+fi
+[ -d "$T/rt/calls/$old" ] && fail sweep-old-call-dir "still there" || pass sweep-old-call-dir
+[ -d "$V2/warden/$new" ] && pass sweep-keeps-fresh-cgroup || fail sweep-keeps-fresh-cgroup "removed a cgroup of a call being set up"
+[ -d "$T/rt/calls/$new" ] && pass sweep-keeps-fresh-call-dir || fail sweep-keeps-fresh-call-dir "removed"
+finish
