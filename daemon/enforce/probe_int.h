@@ -1,0 +1,36 @@
+/* Internal to the feature probe (probe.c, probe_sys.c, probe_cgroup.c,
+ * probe_runsc.c). */
+#ifndef WD_PROBE_INT_H
+#define WD_PROBE_INT_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "enforce/probe.h"
+
+/* probe.c: helpers */
+/* Wait for a probe child, killing it after timeout_ms. Returns the wait
+ * status, or -ETIMEDOUT / -errno. */
+int wd_probe_wait_child(pid_t pid, int timeout_ms);
+/* Read exactly len bytes from fd (or fewer at EOF). Returns bytes read. */
+ssize_t wd_probe_read_full(int fd, void *buf, size_t len);
+/* Strip trailing newlines and spaces in place. */
+void wd_probe_strip_nl(char *s);
+/* Is word one of the comma-separated items of list? */
+bool wd_probe_list_has(const char *list, const char *word);
+
+/* probe_sys.c: each fills its fields of f, -errno in *_err on failure */
+void wd_probe_seccomp(struct wd_features *f);
+void wd_probe_namespaces(struct wd_features *f);
+void wd_probe_io_uring(struct wd_features *f);
+void wd_probe_audit(struct wd_features *f);
+
+/* probe_runsc.c */
+/* Find runsc and its version; take the `runsc do` result from the cache
+ * when it matches the binary. */
+void wd_probe_runsc(struct wd_features *f);
+/* Unless cached: a real `runsc do /bin/true` per platform, then write the
+ * cache (slow: wd_probe_full() only). */
+void wd_probe_runsc_run(struct wd_features *f);
+
+#endif
