@@ -281,6 +281,20 @@ uint64_t wd_landlock_audit_lost(struct wd_landlock_audit *a)
 	return a->lost;
 }
 
+void wd_landlock_audit_keep_enabled(struct wd_landlock_audit *a)
+{
+	a->prev_enabled = -1;
+}
+
+int wd_landlock_audit_domain_creator(struct wd_landlock_audit *a,
+				     uint64_t domain_id)
+{
+	for (int i = 0; i < DOM_CACHE; i++)
+		if (a->dom[i].id == domain_id)
+			return a->dom[i].pid;
+	return 0;
+}
+
 static void dom_remember(struct wd_landlock_audit *a, const char *text,
 			 size_t len)
 {

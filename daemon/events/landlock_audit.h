@@ -53,6 +53,15 @@ int wd_landlock_audit_read(struct wd_landlock_audit *a,
 			   void (*cb)(const struct wd_event *ev, void *arg),
 			   void *arg);
 uint64_t wd_landlock_audit_lost(struct wd_landlock_audit *a);
+/* Leave audit on at close even if this reader turned it on: several
+ * readers (concurrent calls) would otherwise switch it off under each
+ * other. */
+void wd_landlock_audit_keep_enabled(struct wd_landlock_audit *a);
+/* The pid (initial pid namespace) of the task that created Landlock domain
+ * `domain_id`, from the domain's allocation record if it has been read
+ * (it comes with the domain's first denial); 0 if unknown. */
+int wd_landlock_audit_domain_creator(struct wd_landlock_audit *a,
+				     uint64_t domain_id);
 void wd_landlock_audit_close(struct wd_landlock_audit *a);
 
 /* Pure parser (exposed for tests and fuzzing): one record's text (after

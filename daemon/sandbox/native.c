@@ -65,10 +65,13 @@
 /* ---- parent side ------------------------------------------------------------
  */
 
-static int recv_fd(int sock)
+/* One message from the child side: the seccomp listener (an fd), or T's
+ * pid (4 bytes, tier 2). Returns 1 with *fd, 2 with *pid, 0 on EOF,
+ * -errno. */
+static int recv_msg(int sock, int *fd, pid_t *pid)
 {
-	char c;
-	struct iovec iov = {.iov_base = &c, .iov_len = 1};
+	char b[8];
+	struct iovec iov = {.iov_base = b, .iov_len = sizeof(b)};
 	union {
 		char buf[CMSG_SPACE(sizeof(int))];
 		struct cmsghdr align;
@@ -79,14 +82,18 @@ static int recv_fd(int sock)
 			     .msg_controllen = sizeof(u.buf)};
 	ssize_t n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
 	if (n <= 0)
-		return n == 0 ? -EPIPE : -errno;
+		return n == 0 ? 0 : -errno;
 	struct cmsghdr *c0 = CMSG_FIRSTHDR(&msg);
-	if (!c0 || c0->cmsg_type != SCM_RIGHTS ||
-	    c0->cmsg_len != CMSG_LEN(sizeof(int)))
-		return -EPROTO;
-	int fd;
-	memcpy(&fd, CMSG_DATA(c0), sizeof(int));
-	return fd;
+	if (c0 && c0->cmsg_type == SCM_RIGHTS &&
+	    c0->cmsg_len == CMSG_LEN(sizeof(int))) {
+		memcpy(fd, CMSG_DATA(c0), sizeof(int));
+		return 1;
+	}
+	if (n == sizeof(pid_t)) {
+		memcpy(pid, b, sizeof(pid_t));
+		return 2;
+	}
+	return -EPROTO;
 }
 
 static void closep2(int p[2])
@@ -115,6 +122,8 @@ struct collect {
 	struct wd_result *res;
 	const struct wd_call *call;
 	const char *cg_suffix; /* "/warden/<id>" */
+	pid_t tpid;	       /* T, creator of the call's Landlock domain */
+	struct wd_landlock_audit *lla;
 	uint64_t cgid;
 	uint64_t domains[8]; /* Landlock domains seen to be the call's */
 	int n_domains;
@@ -128,6 +137,15 @@ static bool landlock_is_ours(struct collect *c, const struct wd_event *ev)
 	for (int i = 0; i < c->n_domains; i++)
 		if (c->domains[i] == ev->domain_id)
 			return true;
+	/* The domain's creator is T: known even after every process of the
+	 * call is gone (records are read until the drain barrier). */
+	if (c->tpid > 0 && c->lla &&
+	    wd_landlock_audit_domain_creator(c->lla, ev->domain_id) ==
+		c->tpid) {
+		if (c->n_domains < (int)WD_ARRAY_SIZE(c->domains))
+			c->domains[c->n_domains++] = ev->domain_id;
+		return true;
+	}
 	char p[64];
 	cleanup_free char *s = NULL;
 	snprintf(p, sizeof(p), "/proc/%d/cgroup", ev->pid);
@@ -222,8 +240,13 @@ static int supervise(struct launch *l, pid_t child, struct wd_cgroup *cg,
 {
 	char suffix[64];
 	snprintf(suffix, sizeof(suffix), "/warden/%s\n", l->id);
-	struct collect col = {res, l->call, suffix, cg->v2_id, {0}, 0};
 	struct wd_landlock_audit *lla = l->lla;
+	struct collect col = {.res = res,
+			      .call = l->call,
+			      .cg_suffix = suffix,
+			      .tpid = l->tier == 1 ? child : 0,
+			      .lla = lla,
+			      .cgid = cg->v2_id};
 	const struct wd_manifest *m = l->m;
 	size_t cap =
 	    m->output_max_bytes ? m->output_max_bytes : WD_DEFAULT_OUTPUT_MAX;
@@ -333,9 +356,11 @@ static int supervise(struct launch *l, pid_t child, struct wd_cgroup *cg,
 			}
 		}
 		if (i_sock >= 0 && p[i_sock].revents) {
-			int fd = recv_fd(l->sock[0]);
-			if (fd >= 0)
+			int fd = -1, got = recv_msg(l->sock[0], &fd, &col.tpid);
+			if (got == 1)
 				notify = fd;
+			if (got == 2)
+				continue; /* the listener is still to come */
 			close(l->sock[0]);
 			l->sock[0] = -1;
 		}
@@ -633,8 +658,9 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 	l.cg = &cg;
 	/* Landlock reports through audit (ABI 7); we listen when audit is
 	 * already on, or when WARDEN_LANDLOCK_AUDIT=enable asks us to turn it
-	 * on for the call (restored after): enabling audit costs every process
-	 * on the node an audit context, the operator's choice, not ours.
+	 * on (and leave it on: concurrent calls restoring it would switch it
+	 * off under each other). Enabling audit costs every process on the
+	 * node an audit context: the operator's choice, not ours.
 	 * Subscribed before the child exists: its first records come fast. */
 	const char *lle = getenv("WARDEN_LANDLOCK_AUDIT");
 	bool ll_enable = lle && !strcmp(lle, "enable");
@@ -644,6 +670,8 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 	if ((ll_enable || f->audit) &&
 	    wd_landlock_audit_open(&l.lla, ll_enable, &llerr) < 0)
 		l.lla = NULL;
+	if (l.lla)
+		wd_landlock_audit_keep_enabled(l.lla);
 	if ((r = wd_native_build_landlock(&l, err)) < 0)
 		goto out;
 	if (!(l.nocaps = cap_init())) {

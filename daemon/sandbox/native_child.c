@@ -283,6 +283,10 @@ void wd_native_tier2_main(struct launch *l)
 		/* C: outside the call's cgroup, holds nothing the tool can
 		 * reach; relays T's status. */
 		int st;
+		/* The parent attributes Landlock records by the domain's
+		 * creator, T: tell it T's pid (ours, the initial namespace's).
+		 */
+		(void)!send(l->sock[1], &t, sizeof(t), MSG_NOSIGNAL);
 		close(l->in[0]);
 		close(l->out[1]);
 		close(l->err[1]);
