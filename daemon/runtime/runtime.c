@@ -173,7 +173,10 @@ void rt_enqueue_locked(struct wd_rt *rt, struct wd_run *r)
 	else
 		rt->qhead = r;
 	rt->qtail = r;
-	pthread_cond_signal(&rt->qcond);
+	/* Broadcast, not signal: the approval-TTL thread also waits on
+	 * qcond, and a signal that woke it instead of a worker left the run
+	 * queued until the next enqueue (seen: 30 s). */
+	pthread_cond_broadcast(&rt->qcond);
 }
 
 /* Drop old finished runs from memory (their streams read the trace). */
