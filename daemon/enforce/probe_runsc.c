@@ -2,6 +2,7 @@
  * test per platform, cached by the binary's path, size and mtime. */
 #include "enforce/probe.h"
 #include "enforce/probe_int.h"
+#include "sandbox/gvisor.h"
 #include "common/log.h"
 #include "common/util.h"
 
@@ -79,38 +80,12 @@ static int run_capture(char *const argv[], int timeout_ms, char *out,
 	return st;
 }
 
-static bool executable(const char *p)
-{
-	struct stat st;
-	return stat(p, &st) == 0 && S_ISREG(st.st_mode) && access(p, X_OK) == 0;
-}
-
+/* The runsc tier 3 will use (sandbox/gvisor.c owns the lookup), so the
+ * status reports exactly what a call would get. */
 static int find_runsc(char *out, size_t len)
 {
-	const char *env = getenv("WARDEN_RUNSC");
-	if (env && *env)
-		return executable(env) ? wd_strlcpy(out, env, len) : -ENOENT;
-	const char *path = getenv("PATH");
-	if (path) {
-		char tmp[4096];
-		wd_strlcpy(tmp, path, sizeof(tmp));
-		char *s = NULL;
-		for (char *d = strtok_r(tmp, ":", &s); d;
-		     d = strtok_r(NULL, ":", &s)) {
-			char c[PATH_MAX];
-			if (*d != '/')
-				continue; /* never a relative PATH entry */
-			snprintf(c, sizeof(c), "%s/runsc", d);
-			if (executable(c))
-				return wd_strlcpy(out, c, len);
-		}
-	}
-	static const char *const fixed[] = {"/usr/bin/runsc",
-					    "/usr/sbin/runsc"};
-	for (size_t i = 0; i < WD_ARRAY_SIZE(fixed); i++)
-		if (executable(fixed[i]))
-			return wd_strlcpy(out, fixed[i], len);
-	return -ENOENT;
+	struct wd_err err = {0};
+	return wd_t3_runsc_path(out, len, &err) < 0 ? -ENOENT : 0;
 }
 
 static void last_line(const char *s, char *out, size_t len)
