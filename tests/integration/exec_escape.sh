@@ -9,7 +9,11 @@ cp "$HELPERS/probe" "$T/probe"; chmod 755 "$T/probe"
 P=$T/probe
 SECRET=$T/secret; echo topsecret > "$SECRET"; chmod 644 "$SECRET"
 VICTIM_PIDS=()
+# Landlock denial records need audit on; the test turns it on for its
+# calls and leaves the node's audit state as it found it.
+AUDIT_WAS=$("$HELPERS/auditstate" get 2>/dev/null)
 cleanup() {
+	[ -n "$AUDIT_WAS" ] && "$HELPERS/auditstate" set "$AUDIT_WAS" 2>/dev/null
 	for p in "${VICTIM_PIDS[@]}"; do kill "$p" 2>/dev/null; done
 	[ -n "${LPID:-}" ] && kill "$LPID" 2>/dev/null
 	rm -rf "$T"
