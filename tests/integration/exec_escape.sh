@@ -12,6 +12,10 @@ VICTIM_PIDS=()
 # Landlock denial records need audit on; the test turns it on for its
 # calls and leaves the node's audit state as it found it.
 AUDIT_WAS=$("$HELPERS/auditstate" get 2>/dev/null)
+# On before the first call: a call that itself switches audit on
+# (WARDEN_LANDLOCK_AUDIT=enable) was seen to miss its own records (open
+# problem, see the closing note of 2026-11-29).
+"$HELPERS/auditstate" set 1 2>/dev/null
 cleanup() {
 	[ -n "$AUDIT_WAS" ] && "$HELPERS/auditstate" set "$AUDIT_WAS" 2>/dev/null
 	for p in "${VICTIM_PIDS[@]}"; do kill "$p" 2>/dev/null; done
