@@ -11,7 +11,7 @@
  *             not delete them: the OOM counter survives the sandbox.
  *   runsc     `runsc --network=none --platform=ptrace run` under a shim: a
  *             forked child that is PR_SET_CHILD_SUBREAPER, so the sandbox,
- *             gofer and ptrace-helper processes runsc leaves behind are reaped by us
+ *             gofer and helper processes runsc leaves behind are reaped by us
  *             and not by the node's init (which here does not reap them: a
  *             zombie keeps the cgroup busy and `runsc wait` slow).
  *   timeout   every process in the call's cgroup is SIGKILLed (the sentry,
