@@ -5,7 +5,7 @@ set -euo pipefail
 
 PKGS=(
   build-essential clang llvm libbpf-dev bpftool pkg-config
-  libseccomp-dev libcap-dev libyaml-dev libjansson-dev zlib1g-dev
+  libseccomp-dev libyaml-dev libjansson-dev zlib1g-dev
   libssl-dev libsqlite3-dev libcurl4-openssl-dev libmicrohttpd-dev
   clang-format libclang-rt-14-dev
   runsc bubblewrap iproute2 curl python3 gcc

@@ -43,7 +43,6 @@
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
-#include <sys/capability.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -674,10 +673,6 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 		wd_landlock_audit_keep_enabled(l.lla);
 	if ((r = wd_native_build_landlock(&l, err)) < 0)
 		goto out;
-	if (!(l.nocaps = cap_init())) {
-		r = wd_err_set(err, -ENOMEM, "identity: cap_init");
-		goto out;
-	}
 	if (pipe2(l.errp, O_CLOEXEC) < 0 ||
 	    socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, l.sock) < 0 ||
 	    pipe2(l.in, O_CLOEXEC) < 0 || pipe2(l.out, O_CLOEXEC) < 0 ||
@@ -725,8 +720,6 @@ out:
 	wd_seccomp_prog_free(&l.sc);
 	wd_landlock_free(l.ll);
 	wd_landlock_audit_close(l.lla);
-	if (l.nocaps)
-		cap_free(l.nocaps);
 	wd_sb_free_strv(l.argv);
 	wd_sb_free_strv(l.envp);
 	free(l.exec_path);

@@ -42,7 +42,8 @@ child_fail(struct launch *l, int e, const char *fmt, ...)
 	int n = vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
 	if (e && n > 0 && (size_t)n < sizeof(buf))
-		snprintf(buf + n, sizeof(buf) - n, ": %s", strerror(e));
+		snprintf(buf + n, sizeof(buf) - n, ": %s",
+			 strerrordesc_np(e) ? strerrordesc_np(e) : "?");
 	(void)!write(l->errp[1], buf, strlen(buf));
 	_exit(125);
 }
@@ -104,11 +105,18 @@ static void set_rlimits(struct launch *l)
 	}
 }
 
+/* Raw system calls, not glibc's wrappers: setgroups/setresuid/setresgid
+ * in glibc apply to every thread of the process (__nptl_setxid), walking
+ * the thread list copied from the daemon. In tier 1's T, a raw clone3 of
+ * a threaded daemon, that list names threads that do not exist here; one
+ * caught mid-creation makes the walk wait forever (seen: tool calls of
+ * concurrent runs hanging until their timeout). The kernel calls change
+ * the calling thread, which is all of T. */
 static void drop_identity(struct launch *l)
 {
-	if (setgroups(0, NULL) < 0)
+	if (syscall(SYS_setgroups, 0, NULL) < 0)
 		child_fail(l, errno, "identity: setgroups");
-	if (setresgid(l->gid, l->gid, l->gid) < 0)
+	if (syscall(SYS_setresgid, l->gid, l->gid, l->gid) < 0)
 		child_fail(l, errno, "identity: setresgid %u", l->gid);
 	/* Empty the bounding set while we still have CAP_SETPCAP: no exec of
 	 * a file-capability binary can bring a capability back. */
@@ -119,9 +127,12 @@ static void drop_identity(struct launch *l)
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 &&
 	    errno != EINVAL)
 		child_fail(l, errno, "identity: clear ambient caps");
-	if (setresuid(l->uid, l->uid, l->uid) < 0)
+	if (syscall(SYS_setresuid, l->uid, l->uid, l->uid) < 0)
 		child_fail(l, errno, "identity: setresuid %u", l->uid);
-	if (cap_set_proc(l->nocaps) < 0)
+	struct __user_cap_header_struct h = {
+	    .version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3] = {{0}};
+	if (syscall(SYS_capset, &h, d) < 0)
 		child_fail(l, errno, "identity: clear capabilities");
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		child_fail(l, errno, "identity: no_new_privs");

@@ -6,7 +6,6 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include <sys/capability.h>
 #include <sys/types.h>
 
 #include "enforce/landlock.h"
@@ -42,7 +41,6 @@ struct launch {
 	struct wd_lsm *lsm;	/* armed for this call, or NULL */
 	struct wd_landlock *ll; /* the call's ruleset, built by the parent */
 	struct wd_landlock_audit *lla; /* Landlock denials, or NULL */
-	cap_t nocaps;		       /* all clear, allocated by the parent */
 	uint64_t cgid;
 	struct wd_cgroup *cg;
 	int errp[2]; /* child → parent: setup error text (CLOEXEC) */

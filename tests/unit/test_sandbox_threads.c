@@ -1,0 +1,132 @@
+/* Tiers 1 and 2 called from a threaded process, as wardend does: calls run
+ * from several threads while another thread keeps creating and joining
+ * threads. Tier 1's first process is a raw clone3 of this process, so any
+ * glibc call in it that walks the (copied) thread list or takes a lock
+ * another thread held at clone time would hang it until its timeout; every
+ * call here must finish ok, long before that. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "policy/manifest.h"
+#include "sandbox/sandbox.h"
+#include "t.h"
+
+#define NTHREADS 4
+#define NCALLS 40
+
+static atomic_bool stop;
+
+static void *idle(void *arg)
+{
+	return arg;
+}
+
+/* Threads being born and dying all the time, and a malloc arena busy. */
+static void *churn(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&stop)) {
+		pthread_t t;
+		void *p = malloc(4096);
+		if (pthread_create(&t, NULL, idle, p) == 0)
+			pthread_join(t, NULL);
+		free(p);
+	}
+	return NULL;
+}
+
+struct job {
+	const struct wd_manifest *m;
+	int ok, slow, failed;
+	char why[256];
+};
+
+static void *caller(void *arg)
+{
+	struct job *j = arg;
+	for (int i = 0; i < NCALLS; i++) {
+		struct wd_call c = {.manifest = j->m,
+				    .caller_uid = 65534,
+				    .caller_gid = 65534};
+		struct wd_result r;
+		struct wd_err e = {0};
+		memset(&r, 0, sizeof(r));
+		int rc = wd_sandbox_run(&c, &r, &e);
+		if (rc < 0) {
+			j->failed++;
+			snprintf(j->why, sizeof(j->why), "%s", e.msg);
+		} else if (r.status == WD_ST_TIMEOUT) {
+			j->slow++;
+		} else if (r.status == WD_ST_OK) {
+			j->ok++;
+		} else {
+			j->failed++;
+			snprintf(j->why, sizeof(j->why), "status %s: %.*s",
+				 wd_status_name(r.status), (int)r.err.len,
+				 r.err.data ? r.err.data : "");
+		}
+		wd_result_free(&r);
+	}
+	return NULL;
+}
+
+static void run_tier(int tier)
+{
+	char yaml[512], name[64];
+	snprintf(yaml, sizeof(yaml),
+		 "name: t%d\ntier: %d\nexec: [/usr/bin/true]\n"
+		 "filesystem: {read: [/usr/lib, /lib64, /etc/ld.so.cache], exec: [/usr/bin/true]}\n"
+		 "timeout_ms: 5000\n",
+		 tier, tier);
+	struct wd_manifest *m = NULL;
+	struct wd_diag d = {0};
+	if (wd_manifest_load_str("threads.yaml", yaml, strlen(yaml), &m, &d) <
+	    0) {
+		snprintf(name, sizeof(name), "t%d/manifest", tier);
+		T_FAIL(name, "%s", d.n ? d.msgs[0] : "?");
+		wd_diag_free(&d);
+		return;
+	}
+	wd_diag_free(&d);
+	atomic_store(&stop, false);
+	pthread_t ch, th[NTHREADS];
+	struct job jobs[NTHREADS];
+	memset(jobs, 0, sizeof(jobs));
+	pthread_create(&ch, NULL, churn, NULL);
+	for (int i = 0; i < NTHREADS; i++) {
+		jobs[i].m = m;
+		pthread_create(&th[i], NULL, caller, &jobs[i]);
+	}
+	int ok = 0, slow = 0, failed = 0;
+	const char *why = "";
+	for (int i = 0; i < NTHREADS; i++) {
+		pthread_join(th[i], NULL);
+		ok += jobs[i].ok;
+		slow += jobs[i].slow;
+		failed += jobs[i].failed;
+		if (jobs[i].why[0])
+			why = jobs[i].why;
+	}
+	atomic_store(&stop, true);
+	pthread_join(ch, NULL);
+	snprintf(name, sizeof(name), "t%d/threaded-calls-finish", tier);
+	T_OK(slow == 0, name, "%d of %d calls hung until their timeout", slow,
+	     NTHREADS * NCALLS);
+	snprintf(name, sizeof(name), "t%d/threaded-calls-ok", tier);
+	T_OK(ok == NTHREADS * NCALLS, name, "%d ok, %d failed (%s)", ok,
+	     failed, why);
+	wd_manifest_free(m);
+}
+
+int main(void)
+{
+	if (geteuid() != 0) {
+		T_SKIP("sandbox-threads", "needs root");
+		return 0;
+	}
+	run_tier(1);
+	run_tier(2);
+	return T_DONE();
+}
