@@ -129,8 +129,8 @@ static void drop_identity(struct launch *l)
 		child_fail(l, errno, "identity: clear ambient caps");
 	if (syscall(SYS_setresuid, l->uid, l->uid, l->uid) < 0)
 		child_fail(l, errno, "identity: setresuid %u", l->uid);
-	struct __user_cap_header_struct h = {
-	    .version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_header_struct h = {.version =
+						 _LINUX_CAPABILITY_VERSION_3};
 	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3] = {{0}};
 	if (syscall(SYS_capset, &h, d) < 0)
 		child_fail(l, errno, "identity: clear capabilities");

@@ -14,7 +14,7 @@
 #include "t.h"
 
 #define NTHREADS 4
-#define NCALLS 40
+#define NCALLS	 40
 
 static atomic_bool stop;
 
@@ -47,9 +47,8 @@ static void *caller(void *arg)
 {
 	struct job *j = arg;
 	for (int i = 0; i < NCALLS; i++) {
-		struct wd_call c = {.manifest = j->m,
-				    .caller_uid = 65534,
-				    .caller_gid = 65534};
+		struct wd_call c = {
+		    .manifest = j->m, .caller_uid = 65534, .caller_gid = 65534};
 		struct wd_result r;
 		struct wd_err e = {0};
 		memset(&r, 0, sizeof(r));
@@ -77,7 +76,8 @@ static void run_tier(int tier)
 	char yaml[512], name[64];
 	snprintf(yaml, sizeof(yaml),
 		 "name: t%d\ntier: %d\nexec: [/usr/bin/true]\n"
-		 "filesystem: {read: [/usr/lib, /lib64, /etc/ld.so.cache], exec: [/usr/bin/true]}\n"
+		 "filesystem: {read: [/usr/lib, /lib64, /etc/ld.so.cache], "
+		 "exec: [/usr/bin/true]}\n"
 		 "timeout_ms: 5000\n",
 		 tier, tier);
 	struct wd_manifest *m = NULL;
@@ -115,8 +115,8 @@ static void run_tier(int tier)
 	T_OK(slow == 0, name, "%d of %d calls hung until their timeout", slow,
 	     NTHREADS * NCALLS);
 	snprintf(name, sizeof(name), "t%d/threaded-calls-ok", tier);
-	T_OK(ok == NTHREADS * NCALLS, name, "%d ok, %d failed (%s)", ok,
-	     failed, why);
+	T_OK(ok == NTHREADS * NCALLS, name, "%d ok, %d failed (%s)", ok, failed,
+	     why);
 	wd_manifest_free(m);
 }
 
