@@ -1,12 +1,21 @@
 /* Content-addressed blobs: blobs/ab/cdef... = zlib(payload), where abcdef...
- * is sha256(payload). A blob is fsynced (file and directory) before
- * put_blob returns, so the record naming it can never be durable first. */
+ * is sha256(payload). put_blob writes a temporary file and queues it; the
+ * trace writer settles the queue (fdatasync, rename into place, fsync of
+ * the directories) before it writes the next batch of records, so a record
+ * naming a blob can never reach a segment, let alone disk, before the blob
+ * does. The fsyncs leave the caller's path (two blobs a model step) and are
+ * shared by everything put within one group commit. */
 #include "trace/trace_int.h"
 
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <zlib.h>
+
+#include "common/log.h"
+
+/* Blobs waiting for the writer before the putter settles them itself. */
+#define BLOB_QUEUE_MAX 256
 
 char *wd_trace_blob_path(struct wd_trace *t, const char *hex)
 {
@@ -57,6 +66,13 @@ int wd_trace_put_blob(struct wd_trace *t, const char *run_id, const void *data,
 	struct stat st;
 	if (stat(path, &st) == 0 && st.st_size > 0)
 		return 0; /* dedup: same content already stored */
+	bool queued = false;
+	pthread_mutex_lock(&t->blob_mu);
+	for (size_t i = 0; i < t->bq.n && !queued; i++)
+		queued = !strcmp(t->bq.v[i].hex, hex);
+	pthread_mutex_unlock(&t->blob_mu);
+	if (queued)
+		return 0; /* dedup: the same content waits to be settled */
 
 	cleanup_free char *dir = wd_asprintf("%s/%.2s", t->blobdir, hex);
 	if (mkdir(dir, 0750) < 0 && errno != EEXIST)
@@ -70,19 +86,13 @@ int wd_trace_put_blob(struct wd_trace *t, const char *run_id, const void *data,
 	char tmpn[32];
 	wd_rand_hex(tmpn, 16);
 	cleanup_free char *tmp = wd_asprintf("%s/.tmp-%s", dir, tmpn);
-	cleanup_close int fd =
-	    open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
 	if (fd < 0)
 		return wd_err_set(err, -errno, "blob %s: %s", tmp,
 				  strerror(errno));
 	int r = wd_write_all(fd, z, zlen);
-	if (!r && fdatasync(fd) < 0)
-		r = -errno;
-	if (!r && rename(tmp, path) < 0)
-		r = -errno;
-	if (!r)
-		r = fsync_dir(dir);
 	if (r < 0) {
+		close(fd);
 		unlink(tmp);
 		/* a store that cannot write is unhealthy: fail closed */
 		pthread_mutex_lock(&t->mu);
@@ -91,7 +101,68 @@ int wd_trace_put_blob(struct wd_trace *t, const char *run_id, const void *data,
 		pthread_mutex_unlock(&t->mu);
 		return wd_err_set(err, r, "blob %s: %s", path, strerror(-r));
 	}
+	pthread_mutex_lock(&t->blob_mu);
+	if (t->bq.n == t->bq.cap) {
+		t->bq.cap = t->bq.cap ? 2 * t->bq.cap : 16;
+		t->bq.v = wd_realloc(t->bq.v, t->bq.cap * sizeof(*t->bq.v));
+	}
+	struct wd_blob_pend *b = &t->bq.v[t->bq.n++];
+	b->fd = fd;
+	b->tmp = steal_pointer(&tmp);
+	b->path = steal_pointer(&path);
+	memcpy(b->hex, hex, sizeof(b->hex));
+	bool full = t->bq.n >= BLOB_QUEUE_MAX;
+	pthread_mutex_unlock(&t->blob_mu);
+	/* bound the open files a burst can hold: settle here */
+	if (full && (r = wd_trace_blobs_settle(t)) < 0)
+		return wd_err_set(err, r, "blob %s: %s", hex, strerror(-r));
 	return 0;
+}
+
+int wd_trace_blobs_settle(struct wd_trace *t)
+{
+	pthread_mutex_lock(&t->settle_mu);
+	pthread_mutex_lock(&t->blob_mu);
+	struct wd_blob_pend *v = t->bq.v;
+	size_t n = t->bq.n;
+	t->bq.v = NULL;
+	t->bq.n = t->bq.cap = 0;
+	pthread_mutex_unlock(&t->blob_mu);
+	int r = 0;
+	bool dirs[256] = {false};
+	for (size_t i = 0; i < n; i++) {
+		struct wd_blob_pend *b = &v[i];
+		if (!r && fdatasync(b->fd) < 0)
+			r = -errno;
+		close(b->fd);
+		if (!r && rename(b->tmp, b->path) < 0)
+			r = -errno;
+		if (r < 0)
+			unlink(b->tmp);
+		unsigned d;
+		if (!r && sscanf(b->hex, "%2x", &d) == 1)
+			dirs[d] = true;
+		free(b->tmp);
+		free(b->path);
+	}
+	free(v);
+	for (unsigned d = 0; !r && d < 256; d++) {
+		if (!dirs[d])
+			continue;
+		cleanup_free char *dir = wd_asprintf("%s/%02x", t->blobdir, d);
+		r = fsync_dir(dir);
+	}
+	pthread_mutex_unlock(&t->settle_mu);
+	if (r < 0) {
+		/* a store that cannot write is unhealthy: fail closed */
+		pthread_mutex_lock(&t->mu);
+		if (!t->error)
+			t->error = r;
+		pthread_mutex_unlock(&t->mu);
+		wd_log_errno(WD_LOG_ERROR, r, "trace '%s': blobs not stored",
+			     t->root);
+	}
+	return r;
 }
 
 /* Decompress a blob file's bytes and check its name. 0, -EBADMSG (corrupt
@@ -103,6 +174,11 @@ int wd_trace_load_blob(struct wd_trace *t, const char *hex, char **data,
 	cleanup_free char *z = NULL;
 	size_t zlen;
 	int r = wd_read_file(path, &z, &zlen);
+	if (r == -ENOENT) {
+		/* put but perhaps not settled yet */
+		wd_trace_blobs_settle(t);
+		r = wd_read_file(path, &z, &zlen);
+	}
 	if (r < 0)
 		return r;
 	z_stream s = {0};

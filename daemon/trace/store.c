@@ -386,6 +386,9 @@ static void *writer_main(void *arg)
 			    wd_now_ns() - t->last_sync_ns >= SYNC_EVERY_NS;
 		int r = t->error;
 		pthread_mutex_unlock(&t->mu);
+		/* blobs first: the batch's records may name them */
+		if (!r)
+			r = wd_trace_blobs_settle(t);
 		if (!r)
 			r = write_batch(t, w, sync);
 		uint64_t last = w->v[w->n - 1].seq;
@@ -608,6 +611,11 @@ int wd_trace_flush(struct wd_trace *t, struct wd_err *err)
 {
 	if (!t->have_writer)
 		return 0;
+	/* durable means the blobs put so far too, named or not yet */
+	int br = wd_trace_blobs_settle(t);
+	if (br < 0)
+		return wd_err_set(err, br, "trace flush: blobs: %s",
+				  strerror(-br));
 	pthread_mutex_lock(&t->mu);
 	uint64_t target = t->next_seq - 1;
 	t->flush_waiters++;
@@ -812,6 +820,8 @@ int wd_trace_open(const char *state_dir, const struct wd_trace_opts *o,
 	pthread_mutex_init(&t->mu, NULL);
 	pthread_mutex_init(&t->idx_mu, NULL);
 	pthread_mutex_init(&t->runs_mu, NULL);
+	pthread_mutex_init(&t->blob_mu, NULL);
+	pthread_mutex_init(&t->settle_mu, NULL);
 	pthread_cond_init(&t->wake, NULL);
 	pthread_cond_init(&t->done, NULL);
 	pthread_cond_init(&t->iwake, NULL);
@@ -930,6 +940,11 @@ void wd_trace_close(struct wd_trace *t)
 		pthread_mutex_unlock(&t->mu);
 		pthread_join(t->writer, NULL);
 	}
+	/* blobs put after the last batch: no record names them yet, but
+	 * their refs were handed out */
+	if (t->bq.n)
+		wd_trace_blobs_settle(t);
+	free(t->bq.v);
 	if (t->have_indexer) {
 		/* the writer has stopped: drain what it queued */
 		pthread_mutex_lock(&t->mu);
@@ -953,6 +968,8 @@ void wd_trace_close(struct wd_trace *t)
 	pthread_mutex_destroy(&t->mu);
 	pthread_mutex_destroy(&t->idx_mu);
 	pthread_mutex_destroy(&t->runs_mu);
+	pthread_mutex_destroy(&t->blob_mu);
+	pthread_mutex_destroy(&t->settle_mu);
 	pthread_cond_destroy(&t->wake);
 	pthread_cond_destroy(&t->done);
 	pthread_cond_destroy(&t->iwake);

@@ -70,6 +70,15 @@ struct wd_pend {
 	uint64_t seg, fileoff; /* where the writer put it */
 };
 
+/* A blob written to a temporary file, not yet durable or visible: the
+ * writer settles it (fdatasync, rename, directory fsync) before it writes
+ * any batch, so a record naming it never reaches a segment first. */
+struct wd_blob_pend {
+	int fd;
+	char *tmp, *path;
+	char hex[65];
+};
+
 struct wd_batch {
 	struct wd_buf buf;
 	struct wd_pend *v;
@@ -139,6 +148,14 @@ struct wd_trace {
 	size_t iq_bytes;
 	bool iq_overflow; /* written under mu, read racily by appenders */
 
+	/* blobs put but not yet settled; settle_mu serializes settling so
+	 * that the writer's settle completes every blob put before it */
+	pthread_mutex_t blob_mu, settle_mu;
+	struct {
+		struct wd_blob_pend *v;
+		size_t n, cap;
+	} bq;
+
 	/* hash_only runs seen in run_start records (for put_blob) */
 	pthread_mutex_t runs_mu;
 	json_t *hash_only; /* object run_id -> true */
@@ -149,6 +166,10 @@ struct wd_trace {
  * that happened. */
 extern size_t wd_trace_iq_limit;
 extern unsigned long wd_trace_iq_overflows;
+
+/* Make every blob put so far durable and visible under its name. 0 or the
+ * -errno that also latched the store unhealthy. Any thread. */
+int wd_trace_blobs_settle(struct wd_trace *t);
 
 int wd_trace_read_line(struct wd_trace *t, uint64_t seg, uint64_t off,
 		       uint64_t len, json_t **rec);

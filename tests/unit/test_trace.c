@@ -647,6 +647,63 @@ static void test_bad_input(void)
 	free(dir);
 }
 
+/* Blobs are settled by the writer before any batch that may name them:
+ * readable at once through the API, on disk under their name once a record
+ * after them is written, and never named by a record that reached a
+ * segment before they did. */
+static void test_blob_order(void)
+{
+	char *dir = tt_tmpdir();
+	struct wd_trace *t;
+	struct wd_err err = {0};
+	if (wd_trace_open(dir, NULL, &t, &err) < 0) {
+		T_FAIL("trace-blob-order", "open: %s", err.msg);
+		free(dir);
+		return;
+	}
+	char ref[72], *data = NULL;
+	size_t len = 0;
+	const char *payload = "a blob read back before any record names it";
+	int r = wd_trace_put_blob(t, NULL, payload, strlen(payload), ref, &err);
+	int lr = r ? r : wd_trace_load_blob(t, ref + 7, &data, &len);
+	T_OK(lr == 0 && len == strlen(payload) && !memcmp(data, payload, len),
+	     "trace-blob-readable-at-once", "put %d load %d", r, lr);
+	free(data);
+	bool all_there = true;
+	for (int i = 0; i < 300; i++) {
+		char p[64], rf[72];
+		snprintf(p, sizeof(p), "payload %d", i);
+		if (wd_trace_put_blob(t, "ord", p, strlen(p), rf, &err) < 0)
+			break;
+		json_t *rec = tt_rec("ord", i, "tool_result");
+		json_object_set_new(rec, "result_ref", json_string(rf));
+		tt_append(t, rec, false);
+		json_decref(rec);
+		/* once its record is visible, the blob is in place */
+		if (i % 50 == 49) {
+			wd_trace_visible(t);
+			char *path = wd_asprintf("%s/trace/blobs/%.2s/%s", dir,
+						 rf + 7, rf + 9);
+			struct stat st;
+			all_there &= stat(path, &st) == 0 && st.st_size > 0;
+			free(path);
+		}
+	}
+	T_OK(all_there, "trace-blob-before-record",
+	     "a visible record named a blob not yet in place");
+	wd_trace_close(t);
+	json_t *probs = NULL;
+	r = wd_trace_open(dir, &(struct wd_trace_opts){.read_only = true}, &t,
+			  &err);
+	if (r == 0) {
+		r = wd_trace_verify(t, NULL, &probs, &err);
+		wd_trace_close(t);
+	}
+	T_OK(r == 0, "trace-blob-order-verify", "verify %d", r);
+	json_decref(probs);
+	free(dir);
+}
+
 int main(void)
 {
 	test_basic();
@@ -657,5 +714,6 @@ int main(void)
 	test_threads();
 	test_index_overflow();
 	test_bad_input();
+	test_blob_order();
 	return T_DONE();
 }
