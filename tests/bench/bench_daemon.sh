@@ -50,7 +50,9 @@ t1=$(date +%s%N)
 o1=$(metric warden_platform_overhead_seconds_total)
 m1=$(metric warden_model_calls_total)
 awk -v o0="$o0" -v o1="$o1" -v m0="$m0" -v m1="$m1" -v w=$(((t1 - t0) / 1000)) 'BEGIN{
-	steps = m1 - m0; us = (o1 - o0) * 1e6 / steps
+	steps = m1 - m0
+	if (steps <= 0) { printf "platform overhead per step: not measured (model-call metric moved by %d; metrics endpoint down?)\n", steps; exit }
+	us = (o1 - o0) * 1e6 / steps
 	printf "platform overhead per step: %.0f us over %d steps (goal 200 us: ratio %.2f); wall per step incl. tool %.0f us\n", us, steps, us / 200, w / steps }'
 
 # 50 concurrent tool executions vs one
