@@ -29,7 +29,6 @@
 	(64u << 20) /* appenders wait above this (backpressure)                \
 		     */
 #define SYNC_EVERY_NS 1000000000ull /* non-durable data reaches disk within */
-#define IDX_CHUNK     20000	    /* records per index transaction */
 
 char *wd_trace_seg_path(struct wd_trace *t, uint64_t first)
 {
@@ -176,157 +175,6 @@ static int write_batch(struct wd_trace *t, struct wd_batch *b, bool sync)
 	return 0;
 }
 
-/* ~400 bytes a record: a burst of ~600k records beyond what the index keeps
- * up with fits; past that, catch-up from the segments (which re-parses the
- * lines and costs more CPU per record than the queue). */
-size_t wd_trace_iq_limit = 256u << 20;
-unsigned long wd_trace_iq_overflows;
-
-/* Under t->mu, writer: hand the index fields of a written batch to the index
- * thread, or fall back to catch-up from the segments. */
-static void index_enqueue(struct wd_trace *t, struct wd_batch *b)
-{
-	if (!t->idx) {
-		t->indexed_seq = b->v[b->n - 1].seq;
-		return;
-	}
-	size_t bytes = 0;
-	bool ok = !t->iq_overflow;
-	for (size_t i = 0; ok && i < b->n; i++) {
-		ok = b->v[i].idx != NULL;
-		bytes += ok ? b->v[i].idx->size + sizeof(b->v[i]) : 0;
-	}
-	if (ok && t->iq_bytes + bytes > wd_trace_iq_limit)
-		ok = false;
-	if (!ok) {
-		/* these records are in the segments: the index thread reads
-		 * them back from there */
-		if (!t->iq_overflow)
-			__atomic_fetch_add(&wd_trace_iq_overflows, 1,
-					   __ATOMIC_RELAXED);
-		__atomic_store_n(&t->iq_overflow, true, __ATOMIC_RELAXED);
-	} else {
-		if (t->iq.n + b->n > t->iq.cap) {
-			t->iq.cap = t->iq.n + b->n > 2 * t->iq.cap
-					? t->iq.n + b->n
-					: 2 * t->iq.cap;
-			t->iq.v =
-			    wd_realloc(t->iq.v, t->iq.cap * sizeof(*b->v));
-		}
-		memcpy(t->iq.v + t->iq.n, b->v, b->n * sizeof(*b->v));
-		t->iq.n += b->n;
-		t->iq_bytes += bytes;
-		for (size_t i = 0; i < b->n; i++)
-			b->v[i].idx = NULL; /* moved */
-	}
-	pthread_cond_signal(&t->iwake);
-}
-
-/* Index thread: one transaction per round over everything queued. */
-static int index_pend(struct wd_trace *t, struct wd_pend *v, size_t n)
-{
-	pthread_mutex_lock(&t->idx_mu);
-	int r = wd_idx_begin(t->idx);
-	for (size_t i = 0; !r && i < n; i++)
-		r = wd_idx_add(t->idx, v[i].seq, v[i].seg, v[i].fileoff,
-			       v[i].len, v[i].ts_us, v[i].idx);
-	if (!r)
-		r = wd_idx_commit(t->idx);
-	else
-		wd_idx_rollback(t->idx);
-	pthread_mutex_unlock(&t->idx_mu);
-	return r;
-}
-
-static void *indexer_main(void *arg)
-{
-	struct wd_trace *t = arg;
-	struct wd_batch spare = {0};
-	pthread_setname_np(pthread_self(), "wd-trace-index");
-	pthread_mutex_lock(&t->mu);
-	for (;;) {
-		if (t->iq.n) {
-			struct wd_pend *v = t->iq.v;
-			size_t n = t->iq.n, cap = t->iq.cap;
-			t->iq.v = spare.v;
-			t->iq.cap = spare.cap;
-			t->iq.n = 0;
-			t->iq_bytes = 0;
-			pthread_mutex_unlock(&t->mu);
-			/* commit in chunks: readers waiting for a record see
-			 * it without waiting for the whole queue */
-			int r = 0;
-			size_t done = 0;
-			while (done < n && r == 0) {
-				size_t k =
-				    n - done < IDX_CHUNK ? n - done : IDX_CHUNK;
-				r = index_pend(t, v + done, k);
-				if (r < 0)
-					break;
-				done += k;
-				pthread_mutex_lock(&t->mu);
-				if (v[done - 1].seq > t->indexed_seq)
-					t->indexed_seq = v[done - 1].seq;
-				pthread_cond_broadcast(&t->done);
-				pthread_mutex_unlock(&t->mu);
-			}
-			/* The index is derived: the segments hold the truth,
-			 * so a failure is a warning and the index thread
-			 * retries from the segments (and the next open would
-			 * repair a gap). */
-			if (r < 0)
-				wd_log_errno(WD_LOG_WARN, r,
-					     "trace index '%s'; catching up "
-					     "from the segments",
-					     t->root);
-			for (size_t i = 0; i < n; i++)
-				free(v[i].idx);
-			spare.v = v;
-			spare.cap = cap;
-			pthread_mutex_lock(&t->mu);
-			if (r < 0) {
-				/* what was queued since follows the gap: the
-				 * catch-up reads it from the segments too */
-				for (size_t i = 0; i < t->iq.n; i++)
-					free(t->iq.v[i].idx);
-				t->iq.n = 0;
-				t->iq_bytes = 0;
-				__atomic_store_n(&t->iq_overflow, true,
-						 __ATOMIC_RELAXED);
-			}
-			pthread_cond_broadcast(&t->done);
-			continue;
-		}
-		if (t->iq_overflow) {
-			uint64_t upto = t->written_seq;
-			uint64_t useg = t->written_seg, uend = t->written_end;
-			pthread_mutex_unlock(&t->mu);
-			struct wd_err err = {0};
-			int r = wd_trace_idx_catch_up_live(t, upto, useg, uend,
-							   &err);
-			if (r < 0)
-				wd_warn("trace index '%s': %s", t->root,
-					err.msg);
-			pthread_mutex_lock(&t->mu);
-			if (upto > t->indexed_seq)
-				t->indexed_seq = upto;
-			/* caught up with the writer, nothing dropped since:
-			 * the queue is contiguous again */
-			if (t->written_seq == upto && !t->iq.n)
-				__atomic_store_n(&t->iq_overflow, false,
-						 __ATOMIC_RELAXED);
-			pthread_cond_broadcast(&t->done);
-			continue;
-		}
-		if (t->idx_stop)
-			break;
-		pthread_cond_wait(&t->iwake, &t->mu);
-	}
-	pthread_mutex_unlock(&t->mu);
-	free(spare.v);
-	return NULL;
-}
-
 static void deadline_wait(pthread_cond_t *c, pthread_mutex_t *m,
 			  uint64_t ns_from_now)
 {
@@ -399,7 +247,7 @@ static void *writer_main(void *arg)
 			t->written_end = t->seg_size;
 			if (sync)
 				t->synced_seq = last;
-			index_enqueue(t, w);
+			wd_trace_index_enqueue(t, w);
 		} else if (!t->error) {
 			t->error = r;
 			wd_log_errno(WD_LOG_ERROR, r,
@@ -918,8 +766,8 @@ int wd_trace_open(const char *state_dir, const struct wd_trace_opts *o,
 			return wd_err_set(err, r, "trace writer thread");
 		}
 		t->have_writer = true;
-		if (t->idx &&
-		    (r = -pthread_create(&t->indexer, NULL, indexer_main, t))) {
+		if (t->idx && (r = -pthread_create(&t->indexer, NULL,
+						   wd_trace_indexer_main, t))) {
 			wd_trace_close(t);
 			return wd_err_set(err, r, "trace index thread");
 		}
@@ -977,103 +825,4 @@ void wd_trace_close(struct wd_trace *t)
 	free(t->segdir);
 	free(t->blobdir);
 	free(t);
-}
-
-/* ---- reading ---- */
-
-struct collect_ctx {
-	const char *run_id;
-	json_t *arr;
-};
-
-static int collect_cb(void *x, const char *line, size_t len, uint64_t off,
-		      json_t *rec)
-{
-	struct collect_ctx *c = x;
-	const char *r = json_string_value(json_object_get(rec, "run_id"));
-	if (r && !strcmp(r, c->run_id))
-		json_array_append(c->arr, rec);
-	return 0;
-}
-
-int wd_trace_read_line(struct wd_trace *t, uint64_t seg, uint64_t off,
-		       uint64_t len, json_t **rec)
-{
-	cleanup_free char *p = wd_trace_seg_path(t, seg);
-	cleanup_close int fd = open(p, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	cleanup_free char *buf = wd_malloc(len + 1);
-	ssize_t n = pread(fd, buf, len, off);
-	if (n != (ssize_t)len)
-		return n < 0 ? -errno : -EBADMSG;
-	return wd_trace_check_line(buf, len, NULL, rec);
-}
-
-int wd_trace_run_records(struct wd_trace *t, const char *run_id, json_t **array,
-			 struct wd_err *err)
-{
-	int r = wd_trace_visible(t);
-	if (r < 0)
-		return wd_err_set(err, r, "trace store unhealthy: %s",
-				  strerror(-r));
-	json_t *arr = json_array();
-	if (!t->idx) {
-		cleanup_free uint64_t *segs = NULL;
-		size_t n;
-		r = wd_trace_list_segments(t, &segs, &n);
-		for (size_t i = 0; !r && i < n; i++) {
-			cleanup_free char *p = wd_trace_seg_path(t, segs[i]);
-			cleanup_free char *buf = NULL;
-			size_t len;
-			r = wd_read_file(p, &buf, &len);
-			struct collect_ctx c = {run_id, arr};
-			if (!r)
-				wd_trace_scan(buf, len, NULL, collect_cb, &c,
-					      NULL);
-		}
-		if (r < 0) {
-			json_decref(arr);
-			return wd_err_set(err, r, "read segments: %s",
-					  strerror(-r));
-		}
-		*array = arr;
-		return 0;
-	}
-	pthread_mutex_lock(&t->idx_mu);
-	sqlite3_stmt *st;
-	sqlite3 *db = wd_idx_db(t->idx);
-	if (sqlite3_prepare_v2(db,
-			       "SELECT seg, off, len FROM records WHERE "
-			       "run_id = ? ORDER BY seq",
-			       -1, &st, NULL) != SQLITE_OK) {
-		pthread_mutex_unlock(&t->idx_mu);
-		json_decref(arr);
-		return wd_err_set(err, -EIO, "index: %s", sqlite3_errmsg(db));
-	}
-	sqlite3_bind_text(st, 1, run_id, -1, SQLITE_STATIC);
-	while (!r && sqlite3_step(st) == SQLITE_ROW) {
-		json_t *rec;
-		uint64_t seg = sqlite3_column_int64(st, 0);
-		uint64_t off = sqlite3_column_int64(st, 1);
-		r = wd_trace_read_line(t, seg, off, sqlite3_column_int64(st, 2),
-				       &rec);
-		if (r < 0)
-			wd_err_set(
-			    err, r,
-			    "segment %016llu offset %llu: %s; run "
-			    "'warden trace verify'",
-			    (unsigned long long)seg, (unsigned long long)off,
-			    r == -EBADMSG ? "damaged record" : strerror(-r));
-		else
-			json_array_append_new(arr, rec);
-	}
-	sqlite3_finalize(st);
-	pthread_mutex_unlock(&t->idx_mu);
-	if (r < 0) {
-		json_decref(arr);
-		return r;
-	}
-	*array = arr;
-	return 0;
 }

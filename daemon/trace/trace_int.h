@@ -171,6 +171,11 @@ extern unsigned long wd_trace_iq_overflows;
  * -errno that also latched the store unhealthy. Any thread. */
 int wd_trace_blobs_settle(struct wd_trace *t);
 
+/* Writer, under t->mu: hand a written batch's index fields to the index
+ * thread (indexq.c), or switch it to catch-up from the segments. */
+void wd_trace_index_enqueue(struct wd_trace *t, struct wd_batch *b);
+void *wd_trace_indexer_main(void *arg);
+
 int wd_trace_read_line(struct wd_trace *t, uint64_t seg, uint64_t off,
 		       uint64_t len, json_t **rec);
 int wd_trace_visible(struct wd_trace *t);
