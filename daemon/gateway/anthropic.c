@@ -191,20 +191,10 @@ static int anthropic_parse(const char *body, size_t len,
 	wd_buf_free(&text);
 
 	stop = json_string_value(json_object_get(root, "stop_reason"));
-	resp->stop_raw = wd_strdup(stop ? stop : "");
-	if (!stop)
-		resp->stop_reason =
-		    resp->n_tool_calls ? WD_STOP_TOOL_USE : WD_STOP_END_TURN;
-	else if (!strcmp(stop, "end_turn") || !strcmp(stop, "stop_sequence"))
-		resp->stop_reason = WD_STOP_END_TURN;
-	else if (!strcmp(stop, "tool_use"))
-		resp->stop_reason = WD_STOP_TOOL_USE;
-	else if (!strcmp(stop, "max_tokens"))
-		resp->stop_reason = WD_STOP_MAX_TOKENS;
-	else
-		resp->stop_reason = WD_STOP_OTHER;
-	if (resp->n_tool_calls && resp->stop_reason == WD_STOP_END_TURN)
-		resp->stop_reason = WD_STOP_TOOL_USE;
+	static const char *const end[] = {"end_turn", "stop_sequence", NULL},
+				 *tool[] = {"tool_use", NULL},
+				 *max[] = {"max_tokens", NULL};
+	wd_resp_set_stop(resp, stop, &(struct wd_stop_names){end, tool, max});
 
 	u = json_object_get(root, "usage");
 	if (json_is_object(u)) {
@@ -218,36 +208,14 @@ static int anthropic_parse(const char *body, size_t len,
 		resp->usage.output_tokens =
 		    wd_json_count(json_object_get(u, "output_tokens"));
 	}
-	v = json_object_get(root, "model");
-	if (json_is_string(v)) {
-		free(resp->model);
-		resp->model = wd_strdup(json_string_value(v));
-	}
-	v = json_object_get(root, "id");
-	if (json_is_string(v))
-		resp->response_id = wd_strdup(json_string_value(v));
+	wd_resp_set_model_id(resp, root);
 	json_decref(root);
 	return 0;
-}
-
-static void anthropic_error_message(const char *body, size_t len, char *out,
-				    size_t outlen)
-{
-	json_t *root = json_loadb(body, len, 0, NULL);
-	json_t *e = json_object_get(root, "error");
-	const char *type = json_string_value(json_object_get(e, "type"));
-	const char *msg = json_string_value(json_object_get(e, "message"));
-
-	out[0] = 0;
-	if (type || msg)
-		snprintf(out, outlen, "%s%s%s", type ? type : "",
-			 type && msg ? ": " : "", msg ? msg : "");
-	json_decref(root);
 }
 
 const struct wd_provider_ops wd_anthropic_ops = {
     .kind = WD_PROVIDER_ANTHROPIC,
     .build = anthropic_build,
     .parse = anthropic_parse,
-    .error_message = anthropic_error_message,
+    .error_message = wd_error_body_message,
 };

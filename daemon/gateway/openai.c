@@ -194,20 +194,11 @@ static int openai_parse(const char *body, size_t len,
 		}
 	}
 	fin = json_string_value(json_object_get(choice, "finish_reason"));
-	resp->stop_raw = wd_strdup(fin ? fin : "");
-	if (!fin)
-		resp->stop_reason =
-		    resp->n_tool_calls ? WD_STOP_TOOL_USE : WD_STOP_END_TURN;
-	else if (!strcmp(fin, "stop") || !strcmp(fin, "eos"))
-		resp->stop_reason = WD_STOP_END_TURN;
-	else if (!strcmp(fin, "tool_calls") || !strcmp(fin, "function_call"))
-		resp->stop_reason = WD_STOP_TOOL_USE;
-	else if (!strcmp(fin, "length"))
-		resp->stop_reason = WD_STOP_MAX_TOKENS;
-	else
-		resp->stop_reason = WD_STOP_OTHER;
-	if (resp->n_tool_calls && resp->stop_reason == WD_STOP_END_TURN)
-		resp->stop_reason = WD_STOP_TOOL_USE;
+	static const char *const end[] = {"stop", "eos", NULL},
+				 *tool[] = {"tool_calls", "function_call",
+					    NULL},
+				 *max[] = {"length", NULL};
+	wd_resp_set_stop(resp, fin, &(struct wd_stop_names){end, tool, max});
 
 	u = json_object_get(root, "usage");
 	if (json_is_object(u)) {
@@ -221,38 +212,14 @@ static int openai_parse(const char *body, size_t len,
 		if (resp->usage.cached_tokens > resp->usage.input_tokens)
 			resp->usage.cached_tokens = resp->usage.input_tokens;
 	}
-	v = json_object_get(root, "model");
-	if (json_is_string(v)) {
-		free(resp->model);
-		resp->model = wd_strdup(json_string_value(v));
-	}
-	v = json_object_get(root, "id");
-	if (json_is_string(v))
-		resp->response_id = wd_strdup(json_string_value(v));
+	wd_resp_set_model_id(resp, root);
 	json_decref(root);
 	return 0;
-}
-
-static void openai_error_message(const char *body, size_t len, char *out,
-				 size_t outlen)
-{
-	json_t *root = json_loadb(body, len, 0, NULL);
-	json_t *e = json_object_get(root, "error");
-	const char *type = json_string_value(json_object_get(e, "type"));
-	const char *msg = json_string_value(json_object_get(e, "message"));
-
-	out[0] = 0;
-	if (json_is_string(e)) /* some compatible servers */
-		msg = json_string_value(e);
-	if (type || msg)
-		snprintf(out, outlen, "%s%s%s", type ? type : "",
-			 type && msg ? ": " : "", msg ? msg : "");
-	json_decref(root);
 }
 
 const struct wd_provider_ops wd_openai_ops = {
     .kind = WD_PROVIDER_OPENAI,
     .build = openai_build,
     .parse = openai_parse,
-    .error_message = openai_error_message,
+    .error_message = wd_error_body_message,
 };

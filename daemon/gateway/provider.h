@@ -40,6 +40,21 @@ json_t *wd_tool_parameters(const struct wd_tool_schema *t, struct wd_err *err);
 json_t *wd_parse_arguments(const char *s, size_t len, bool *parse_error);
 /* A JSON integer >= 0 as uint64, else 0. */
 uint64_t wd_json_count(json_t *v);
+
+/* The provider's stop reason `raw` (may be NULL) into resp: stop_raw, and
+ * stop_reason by the NULL-terminated lists of names meaning end of turn,
+ * tool use and the token limit; a response with tool calls is tool use. */
+struct wd_stop_names {
+	const char *const *end, *const *tool, *const *max;
+};
+void wd_resp_set_stop(struct wd_complete_resp *resp, const char *raw,
+		      const struct wd_stop_names *names);
+/* "model" and "id" of a response body into resp. */
+void wd_resp_set_model_id(struct wd_complete_resp *resp, json_t *root);
+/* An error body's {"error": {"type", "message"}} (or {"error": "text"},
+ * from some compatible servers) as "type: message"; "" if neither. */
+void wd_error_body_message(const char *body, size_t len, char *out,
+			   size_t outlen);
 /* A JSON string from C text that may not be valid UTF-8 (never NULL). */
 json_t *wd_json_text(const char *s);
 /* The neutral form of a request (the script provider's raw_request). */

@@ -218,3 +218,59 @@ json_t *wd_json_text(const char *s)
 	wd_buf_free(&b);
 	return v ? v : json_string("");
 }
+
+static bool name_in(const char *s, const char *const *list)
+{
+	for (; list && *list; list++)
+		if (!strcmp(s, *list))
+			return true;
+	return false;
+}
+
+void wd_resp_set_stop(struct wd_complete_resp *resp, const char *raw,
+		      const struct wd_stop_names *names)
+{
+	resp->stop_raw = wd_strdup(raw ? raw : "");
+	if (!raw)
+		resp->stop_reason =
+		    resp->n_tool_calls ? WD_STOP_TOOL_USE : WD_STOP_END_TURN;
+	else if (name_in(raw, names->end))
+		resp->stop_reason = WD_STOP_END_TURN;
+	else if (name_in(raw, names->tool))
+		resp->stop_reason = WD_STOP_TOOL_USE;
+	else if (name_in(raw, names->max))
+		resp->stop_reason = WD_STOP_MAX_TOKENS;
+	else
+		resp->stop_reason = WD_STOP_OTHER;
+	if (resp->n_tool_calls && resp->stop_reason == WD_STOP_END_TURN)
+		resp->stop_reason = WD_STOP_TOOL_USE;
+}
+
+void wd_resp_set_model_id(struct wd_complete_resp *resp, json_t *root)
+{
+	json_t *v = json_object_get(root, "model");
+	if (json_is_string(v)) {
+		free(resp->model);
+		resp->model = wd_strdup(json_string_value(v));
+	}
+	v = json_object_get(root, "id");
+	if (json_is_string(v))
+		resp->response_id = wd_strdup(json_string_value(v));
+}
+
+void wd_error_body_message(const char *body, size_t len, char *out,
+			   size_t outlen)
+{
+	json_t *root = json_loadb(body, len, 0, NULL);
+	json_t *e = json_object_get(root, "error");
+	const char *type = json_string_value(json_object_get(e, "type"));
+	const char *msg =
+	    json_is_string(e)
+		? json_string_value(e)
+		: json_string_value(json_object_get(e, "message"));
+	out[0] = 0;
+	if (type || msg)
+		snprintf(out, outlen, "%s%s%s", type ? type : "",
+			 type && msg ? ": " : "", msg ? msg : "");
+	json_decref(root);
+}
