@@ -70,6 +70,20 @@ int wd_probe_wait_child(pid_t pid, int timeout_ms)
 	}
 }
 
+pid_t wd_probe_fork_pipe(int p[2])
+{
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	pid_t pid = fork();
+	if (pid < 0) {
+		int e = -errno;
+		close(p[0]);
+		close(p[1]);
+		return e;
+	}
+	return pid;
+}
+
 /* Read exactly len bytes from fd (or fewer at EOF). Returns bytes read. */
 ssize_t wd_probe_read_full(int fd, void *buf, size_t len)
 {
@@ -106,15 +120,9 @@ static void probe_kernel(struct wd_features *f)
 static int lsm_from_private_securityfs(char *buf, size_t len)
 {
 	int p[2];
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return -errno;
-	pid_t pid = fork();
-	if (pid < 0) {
-		int e = -errno;
-		close(p[0]);
-		close(p[1]);
-		return e;
-	}
+	pid_t pid = wd_probe_fork_pipe(p);
+	if (pid < 0)
+		return pid;
 	if (pid == 0) {
 		char b[256];
 		int err = 0;

@@ -12,6 +12,9 @@
 /* Wait for a probe child, killing it after timeout_ms. Returns the wait
  * status, or -ETIMEDOUT / -errno. */
 int wd_probe_wait_child(pid_t pid, int timeout_ms);
+/* A probe child with a pipe p (O_CLOEXEC) to talk back through: the fork's
+ * pid (0 in the child), or -errno with the pipe closed. */
+pid_t wd_probe_fork_pipe(int p[2]);
 /* Read exactly len bytes from fd (or fewer at EOF). Returns bytes read. */
 ssize_t wd_probe_read_full(int fd, void *buf, size_t len);
 /* Strip trailing newlines and spaces in place. */

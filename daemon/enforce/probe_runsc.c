@@ -23,15 +23,9 @@ static int run_capture(char *const argv[], int timeout_ms, char *out,
 		       size_t outlen)
 {
 	int p[2];
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return -errno;
-	pid_t pid = fork();
-	if (pid < 0) {
-		int e = -errno;
-		close(p[0]);
-		close(p[1]);
-		return e;
-	}
+	pid_t pid = wd_probe_fork_pipe(p);
+	if (pid < 0)
+		return pid;
 	if (pid == 0) {
 		int nul = open("/dev/null", O_RDONLY);
 		setpgid(0, 0);

@@ -155,15 +155,9 @@ void wd_probe_seccomp(struct wd_features *f)
 	/* A listener is only useful if a notification round-trips: check
 	 * it for real in a child (installing a filter is irreversible). */
 	int p[2];
-	if (pipe2(p, O_CLOEXEC) < 0) {
-		f->seccomp_notify_err = -errno;
-		return;
-	}
-	pid_t pid = fork();
+	pid_t pid = wd_probe_fork_pipe(p);
 	if (pid < 0) {
-		f->seccomp_notify_err = -errno;
-		close(p[0]);
-		close(p[1]);
+		f->seccomp_notify_err = pid;
 		return;
 	}
 	if (pid == 0) {
@@ -208,15 +202,9 @@ static int try_unshare(int flags)
 	 * that reaps children with its own SIGCHLD handler must not turn a
 	 * working namespace into "unavailable". */
 	int p[2];
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return -errno;
-	pid_t pid = fork();
-	if (pid < 0) {
-		int e = -errno;
-		close(p[0]);
-		close(p[1]);
-		return e;
-	}
+	pid_t pid = wd_probe_fork_pipe(p);
+	if (pid < 0)
+		return pid;
 	if (pid == 0) {
 		int e = unshare(flags) < 0 ? errno : 0;
 		_exit(write(p[1], &e, sizeof(e)) == sizeof(e) ? 0 : 1);
