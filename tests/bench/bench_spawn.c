@@ -5,6 +5,7 @@
  *   getpid / open+close / TCP connect inside tiers 1-2 vs unconfined
  * Spawns go through wd_sandbox_run() in one process, as in the daemon: the
  * BPF objects and the feature probe are loaded once, not per call. */
+#include "bench/bench.h"
 #include "common/util.h"
 #include "enforce/probe.h"
 #include "policy/manifest.h"
@@ -18,33 +19,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-
-static int cmp_d(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, n, sizeof(*v), cmp_d);
-	return v[n / 2];
-}
-
-static double spawn_plain(char *const argv[])
-{
-	uint64_t t0 = wd_now_ns();
-	pid_t p = fork();
-	if (p == 0) {
-		int fd = open("/dev/null", O_WRONLY);
-		dup2(fd, 1);
-		dup2(fd, 2);
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	waitpid(p, NULL, 0);
-	return (wd_now_ns() - t0) / 1e6;
-}
 
 static struct wd_manifest *load(const char *yaml)
 {
@@ -176,17 +150,17 @@ int main(int argc, char **argv)
 	spawn_sandbox(m[1], true_argv, NULL);
 	spawn_sandbox(m[2], true_argv, NULL);
 	for (int i = 0; i < n; i++)
-		v[i] = spawn_plain(true_argv);
-	plain = median(v, n);
+		v[i] = bench_run_plain(true_argv);
+	plain = bench_median(v, n);
 	for (int i = 0; i < n; i++)
-		v[i] = spawn_plain(bwrap_argv);
-	bwrap = median(v, n);
+		v[i] = bench_run_plain(bwrap_argv);
+	bwrap = bench_median(v, n);
 	for (int i = 0; i < n; i++)
 		v[i] = spawn_sandbox(m[1], true_argv, NULL);
-	t1 = median(v, n);
+	t1 = bench_median(v, n);
 	for (int i = 0; i < n; i++)
 		v[i] = spawn_sandbox(m[2], true_argv, NULL);
-	t2 = median(v, n);
+	t2 = bench_median(v, n);
 
 	printf("%-44s %12s %12s %8s %8s\n", "spawn of /bin/true (median of N)",
 	       "warden", "peer", "ratio", "goal");

@@ -13,40 +13,12 @@
 #include <sys/wait.h>
 #include <fcntl.h>
 
+#include "bench/bench.h"
 #include "policy/manifest.h"
 #include "sandbox/gvisor.h"
 #include "sandbox/pool.h"
 
 #define N 7
-
-static int cmp_d(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, n, sizeof(*v), cmp_d);
-	return v[n / 2];
-}
-
-static double run_plain(char *const argv[])
-{
-	uint64_t t0 = wd_now_ns();
-	pid_t p = fork();
-	if (p == 0) {
-		int fd = open("/dev/null", O_RDWR);
-		dup2(fd, 0);
-		dup2(fd, 1);
-		dup2(fd, 2);
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	int st;
-	waitpid(p, &st, 0);
-	return (wd_now_ns() - t0) / 1e6;
-}
 
 static struct wd_manifest *mk(const char *exec)
 {
@@ -111,7 +83,7 @@ static double warm_median(struct wd_manifest *m, const char *in)
 			v[n++] = ms;
 	}
 	wd_pool_free(p);
-	return n ? median(v, n) : -1;
+	return n ? bench_median(v, n) : -1;
 }
 
 struct thr {
@@ -154,12 +126,12 @@ int main(void)
 			"/bin/true",
 			NULL};
 	for (int i = 0; i < N; i++)
-		v[i] = run_plain(cold);
-	double runsc_do = median(v, N);
+		v[i] = bench_run_plain(cold);
+	double runsc_do = bench_median(v, N);
 	char *py[] = {"/usr/bin/python3", "-c", "pass", NULL};
 	for (int i = 0; i < N; i++)
-		v[i] = run_plain(py);
-	double plain_py = median(v, N);
+		v[i] = bench_run_plain(py);
+	double plain_py = bench_median(v, N);
 	for (int i = 0; i < N; i++) {
 		struct wd_call c = {.manifest = mtrue,
 				    .caller_uid = 65534,
@@ -170,7 +142,7 @@ int main(void)
 		v[i] = (wd_now_ns() - t0) / 1e6;
 		wd_result_free(&r);
 	}
-	double cold_t3 = median(v, N);
+	double cold_t3 = bench_median(v, N);
 	double warm_true = warm_median(mtrue, NULL);
 	double warm_pass = warm_median(mpass, NULL);
 	double warm_rp = warm_median(mpy, "pass\n");

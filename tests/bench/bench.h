@@ -1,0 +1,42 @@
+/* Shared by the C benchmarks: the median of samples, and the peer side of
+ * a spawn comparison (plain fork + exec, stdio on /dev/null). */
+#ifndef WD_BENCH_H
+#define WD_BENCH_H
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/util.h"
+
+static int bench_cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static inline double bench_median(double *v, int n)
+{
+	qsort(v, n, sizeof(*v), bench_cmp_d);
+	return v[n / 2];
+}
+
+/* Milliseconds from fork to the child's reaping. */
+static inline double bench_run_plain(char *const argv[])
+{
+	uint64_t t0 = wd_now_ns();
+	pid_t p = fork();
+	if (p == 0) {
+		int fd = open("/dev/null", O_RDWR);
+		dup2(fd, 0);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	waitpid(p, NULL, 0);
+	return (wd_now_ns() - t0) / 1e6;
+}
+
+#endif
