@@ -13,6 +13,9 @@ struct uctx {
 	yaml_node_t **user_group_nodes; /* per user: its groups list or NULL */
 	yaml_node_t *ap_users, *ap_groups;
 	bool has_users;
+	/* the keys of one user / group entry (set by f_users / f_groups) */
+	const struct wd_y_key *user_keys, *group_keys;
+	size_t n_user_keys, n_group_keys;
 };
 
 static int scope_check(struct wd_ywalk *w, yaml_node_t *item, const char *s,
@@ -83,6 +86,34 @@ static int u_scopes(struct wd_ywalk *w, yaml_node_t *v, void *o)
 			    &c->cur_user->n_scopes, scope_check, "'scopes'");
 }
 
+static bool user_seen(void *o, const char *name)
+{
+	return wd_users_by_name(((struct uctx *)o)->u, name) != NULL;
+}
+
+static int user_add(struct wd_ywalk *w, yaml_node_t *k, char *name,
+		    yaml_node_t *val, void *o)
+{
+	struct uctx *c = o;
+	struct wd_users *u = c->u;
+	size_t n = (size_t)u->n_users + 1;
+	u->users = wd_realloc(u->users, n * sizeof(*u->users));
+	c->user_nodes = wd_realloc(c->user_nodes, n * sizeof(*c->user_nodes));
+	c->user_group_nodes =
+	    wd_realloc(c->user_group_nodes, n * sizeof(*c->user_group_nodes));
+	u->users[n - 1] = (struct wd_user){.name = name};
+	c->user_nodes[n - 1] = k;
+	c->user_group_nodes[n - 1] = NULL;
+	u->n_users = (int)n;
+	c->cur_user = &u->users[n - 1];
+	int rc = wd_y_map(w, val, "user", c->user_keys, c->n_user_keys, c);
+	if (!c->cur_user->groups)
+		c->cur_user->groups = wd_calloc(1, sizeof(char *));
+	if (!c->cur_user->scopes)
+		c->cur_user->scopes = wd_calloc(1, sizeof(char *));
+	return rc;
+}
+
 static int f_users(struct wd_ywalk *w, yaml_node_t *v, void *o)
 {
 	static const struct wd_y_key keys[] = {
@@ -90,53 +121,13 @@ static int f_users(struct wd_ywalk *w, yaml_node_t *v, void *o)
 	    {"groups", u_groups, false},
 	    {"scopes", u_scopes, false},
 	};
+	static const struct wd_y_named spec = {"'users'", "{name: {uid, ...}}",
+					       "user", user_seen, user_add};
 	struct uctx *c = o;
-	struct wd_users *u = c->u;
 	c->has_users = true;
-	if (v->type != YAML_MAPPING_NODE) {
-		wd_y_err(w, v,
-			 "'users' must be a mapping {name: {uid, ...}}, "
-			 "not %s",
-			 wd_y_kind(v));
-		return -EINVAL;
-	}
-	int rc = 0;
-	for (yaml_node_pair_t *p = v->data.mapping.pairs.start;
-	     p < v->data.mapping.pairs.top; p++) {
-		yaml_node_t *k = wd_y_get(w, p->key);
-		yaml_node_t *val = wd_y_get(w, p->value);
-		char *name = NULL;
-		if (!k || !val)
-			return -EINVAL;
-		if (wd_y_name(w, k, "user name", &name) < 0) {
-			rc = -EINVAL;
-			continue;
-		}
-		if (wd_users_by_name(u, name)) {
-			wd_y_err(w, k, "duplicate user '%s'", name);
-			free(name);
-			rc = -EINVAL;
-			continue;
-		}
-		size_t n = (size_t)u->n_users + 1;
-		u->users = wd_realloc(u->users, n * sizeof(*u->users));
-		c->user_nodes =
-		    wd_realloc(c->user_nodes, n * sizeof(*c->user_nodes));
-		c->user_group_nodes = wd_realloc(
-		    c->user_group_nodes, n * sizeof(*c->user_group_nodes));
-		u->users[n - 1] = (struct wd_user){.name = name};
-		c->user_nodes[n - 1] = k;
-		c->user_group_nodes[n - 1] = NULL;
-		u->n_users = (int)n;
-		c->cur_user = &u->users[n - 1];
-		if (wd_y_map(w, val, "user", keys, WD_ARRAY_SIZE(keys), c) < 0)
-			rc = -EINVAL;
-		if (!c->cur_user->groups)
-			c->cur_user->groups = wd_calloc(1, sizeof(char *));
-		if (!c->cur_user->scopes)
-			c->cur_user->scopes = wd_calloc(1, sizeof(char *));
-	}
-	return rc;
+	c->user_keys = keys;
+	c->n_user_keys = WD_ARRAY_SIZE(keys);
+	return wd_y_each_named(w, v, &spec, c);
 }
 
 /* ---- groups
@@ -158,46 +149,36 @@ static const struct wd_group *group_by_name(const struct wd_users *u,
 	return NULL;
 }
 
+static bool group_seen(void *o, const char *name)
+{
+	return group_by_name(((struct uctx *)o)->u, name) != NULL;
+}
+
+static int group_add(struct wd_ywalk *w, yaml_node_t *k, char *name,
+		     yaml_node_t *val, void *o)
+{
+	(void)k;
+	struct uctx *c = o;
+	struct wd_users *u = c->u;
+	u->groups = wd_realloc(u->groups,
+			       (size_t)(u->n_groups + 1) * sizeof(*u->groups));
+	u->groups[u->n_groups] = (struct wd_group){.name = name};
+	c->cur_group = &u->groups[u->n_groups++];
+	int rc = wd_y_map(w, val, "group", c->group_keys, c->n_group_keys, c);
+	if (!c->cur_group->scopes)
+		c->cur_group->scopes = wd_calloc(1, sizeof(char *));
+	return rc;
+}
+
 static int f_groups(struct wd_ywalk *w, yaml_node_t *v, void *o)
 {
 	static const struct wd_y_key keys[] = {{"scopes", g_scopes, true}};
+	static const struct wd_y_named spec = {"'groups'", "{name: {scopes}}",
+					       "group", group_seen, group_add};
 	struct uctx *c = o;
-	struct wd_users *u = c->u;
-	if (v->type != YAML_MAPPING_NODE) {
-		wd_y_err(w, v,
-			 "'groups' must be a mapping {name: {scopes}}, "
-			 "not %s",
-			 wd_y_kind(v));
-		return -EINVAL;
-	}
-	int rc = 0;
-	for (yaml_node_pair_t *p = v->data.mapping.pairs.start;
-	     p < v->data.mapping.pairs.top; p++) {
-		yaml_node_t *k = wd_y_get(w, p->key);
-		yaml_node_t *val = wd_y_get(w, p->value);
-		char *name = NULL;
-		if (!k || !val)
-			return -EINVAL;
-		if (wd_y_name(w, k, "group name", &name) < 0) {
-			rc = -EINVAL;
-			continue;
-		}
-		if (group_by_name(u, name)) {
-			wd_y_err(w, k, "duplicate group '%s'", name);
-			free(name);
-			rc = -EINVAL;
-			continue;
-		}
-		u->groups = wd_realloc(u->groups, (size_t)(u->n_groups + 1) *
-						      sizeof(*u->groups));
-		u->groups[u->n_groups] = (struct wd_group){.name = name};
-		c->cur_group = &u->groups[u->n_groups++];
-		if (wd_y_map(w, val, "group", keys, WD_ARRAY_SIZE(keys), c) < 0)
-			rc = -EINVAL;
-		if (!c->cur_group->scopes)
-			c->cur_group->scopes = wd_calloc(1, sizeof(char *));
-	}
-	return rc;
+	c->group_keys = keys;
+	c->n_group_keys = WD_ARRAY_SIZE(keys);
+	return wd_y_each_named(w, v, &spec, c);
 }
 
 /* ---- approvers

@@ -683,3 +683,37 @@ int wd_y_name(struct wd_ywalk *w, yaml_node_t *n, const char *what, char **out)
 	*out = s;
 	return 0;
 }
+
+int wd_y_each_named(struct wd_ywalk *w, yaml_node_t *map,
+		    const struct wd_y_named *spec, void *ctx)
+{
+	if (map->type != YAML_MAPPING_NODE) {
+		wd_y_err(w, map, "%s must be a mapping %s, not %s", spec->what,
+			 spec->shape, wd_y_kind(map));
+		return -EINVAL;
+	}
+	char what[64];
+	snprintf(what, sizeof(what), "%s name", spec->item);
+	int rc = 0;
+	for (yaml_node_pair_t *p = map->data.mapping.pairs.start;
+	     p < map->data.mapping.pairs.top; p++) {
+		yaml_node_t *k = wd_y_get(w, p->key);
+		yaml_node_t *val = wd_y_get(w, p->value);
+		char *name = NULL;
+		if (!k || !val)
+			return -EINVAL;
+		if (wd_y_name(w, k, what, &name) < 0) {
+			rc = -EINVAL;
+			continue;
+		}
+		if (spec->seen(ctx, name)) {
+			wd_y_err(w, k, "duplicate %s '%s'", spec->item, name);
+			free(name);
+			rc = -EINVAL;
+			continue;
+		}
+		if (spec->add(w, k, name, val, ctx) < 0)
+			rc = -EINVAL;
+	}
+	return rc;
+}

@@ -91,4 +91,18 @@ int wd_y_load(const char *file, const char *text, size_t len,
 bool wd_y_valid_name(const char *s);
 int wd_y_name(struct wd_ywalk *w, yaml_node_t *n, const char *what, char **out);
 
+/* A mapping of named entries {name: value}: `what` names the mapping and
+ * `shape` shows its form in the error when it is something else. Each key
+ * must be a valid `item` name ("user" -> "user name") not seen before
+ * (seen(ctx, name)); then add(w, key, name, value, ctx) takes name. Goes on
+ * past a bad entry so every error is reported; -EINVAL if any. */
+struct wd_y_named {
+	const char *what, *shape, *item;
+	bool (*seen)(void *ctx, const char *name);
+	int (*add)(struct wd_ywalk *w, yaml_node_t *k, char *name,
+		   yaml_node_t *v, void *ctx);
+};
+int wd_y_each_named(struct wd_ywalk *w, yaml_node_t *map,
+		    const struct wd_y_named *spec, void *ctx);
+
 #endif
