@@ -9,6 +9,7 @@
 #include <time.h>
 
 #define DOM_CACHE 64
+#define HELD_MAX  32
 
 struct dom_info {
 	uint64_t id;
@@ -26,7 +27,28 @@ struct wd_landlock_audit {
 	bool pending;
 	uint64_t pending_serial;
 	struct wd_event pev;
+	/* complete events whose task is still unknown: no SYSCALL record
+	 * (the task has no audit context) and the domain's allocation record
+	 * not read yet (it follows the first denial under its own serial) */
+	struct wd_event held[HELD_MAX];
+	int n_held;
 };
+
+/* Keys whose values the kernel writes with audit_log_untrustedstring()
+ * (kernel/audit.c): quoted, or hex when the string holds a quote, a space,
+ * a control byte or a byte >= 0x7f. Every other value is printed bare by a
+ * "%d"/"%u"/"%llx" format and must be taken as is: "pid=5347" is a number,
+ * not the two bytes 0x53 0x47. */
+static bool untrusted_key(const char *k)
+{
+	static const char *const keys[] = {"path",	"name", "exe",
+					   "comm",	"dev",	"cwd",
+					   "proctitle", "key",	"data"};
+	for (size_t i = 0; i < WD_ARRAY_SIZE(keys); i++)
+		if (!strcmp(k, keys[i]))
+			return true;
+	return false;
+}
 
 int wd_audit_field(const char *text, size_t len, const char *k, char *buf,
 		   size_t buflen)
@@ -48,11 +70,12 @@ int wd_audit_field(const char *text, size_t len, const char *k, char *buf,
 			while (e < end && *e != ' ' && *e != '\n' && *e)
 				e++;
 			/* untrusted strings with odd bytes are hex-encoded */
-			bool hex = (e - v) % 2 == 0 && e > v;
+			bool hex =
+			    untrusted_key(k) && (e - v) % 2 == 0 && e > v;
 			for (const char *p = v; hex && p < e; p++)
 				hex = (*p >= '0' && *p <= '9') ||
 				      (*p >= 'A' && *p <= 'F');
-			if (hex && strcmp(k, "domain") && strcmp(k, "ino")) {
+			if (hex) {
 				for (const char *p = v; p < e && o + 1 < buflen;
 				     p += 2) {
 					char h[3] = {p[0], p[1], 0};
@@ -286,51 +309,129 @@ void wd_landlock_audit_keep_enabled(struct wd_landlock_audit *a)
 	a->prev_enabled = -1;
 }
 
+typedef void (*ev_cb)(const struct wd_event *ev, void *arg);
+
+static const struct dom_info *dom_find(struct wd_landlock_audit *a, uint64_t id)
+{
+	for (int i = 0; id && i < DOM_CACHE; i++)
+		if (a->dom[i].id == id)
+			return &a->dom[i];
+	return NULL;
+}
+
 int wd_landlock_audit_domain_creator(struct wd_landlock_audit *a,
 				     uint64_t domain_id)
 {
-	for (int i = 0; i < DOM_CACHE; i++)
-		if (a->dom[i].id == domain_id)
-			return a->dom[i].pid;
-	return 0;
+	const struct dom_info *d = dom_find(a, domain_id);
+	return d ? d->pid : 0;
 }
 
-static void dom_remember(struct wd_landlock_audit *a, const char *text,
-			 size_t len)
+static void deliver(struct wd_event *ev, const struct dom_info *d, ev_cb cb,
+		    void *arg, int *n)
+{
+	if (!ev->pid && d) {
+		ev->pid = d->pid;
+		ev->uid = d->uid;
+	}
+	cb(ev, arg);
+	(*n)++;
+}
+
+/* The pending access record's event is complete (its EOE, or a record of
+ * another event, came): deliver it, or hold it while nothing says which
+ * task it was. */
+static void complete(struct wd_landlock_audit *a, ev_cb cb, void *arg, int *n)
+{
+	if (!a->pending)
+		return;
+	a->pending = false;
+	const struct dom_info *d = dom_find(a, a->pev.domain_id);
+	if (a->pev.pid || d) {
+		deliver(&a->pev, d, cb, arg, n);
+		return;
+	}
+	if (a->n_held == HELD_MAX) { /* bounded: the oldest goes as it is */
+		deliver(&a->held[0], NULL, cb, arg, n);
+		memmove(a->held, a->held + 1, --a->n_held * sizeof(a->held[0]));
+	}
+	a->held[a->n_held++] = a->pev;
+}
+
+/* A domain's allocation record came: release the events it resolves. */
+static void release(struct wd_landlock_audit *a, uint64_t id, ev_cb cb,
+		    void *arg, int *n)
+{
+	const struct dom_info *d = dom_find(a, id);
+	int k = 0;
+	for (int i = 0; i < a->n_held; i++) {
+		if (d && a->held[i].domain_id == id)
+			deliver(&a->held[i], d, cb, arg, n);
+		else
+			a->held[k++] = a->held[i];
+	}
+	a->n_held = k;
+}
+
+static uint64_t dom_remember(struct wd_landlock_audit *a, const char *text,
+			     size_t len)
 {
 	char v[32];
 	if (wd_audit_field(text, len, "status", v, sizeof(v)) ||
 	    strcmp(v, "allocated") ||
 	    wd_audit_field(text, len, "domain", v, sizeof(v)))
-		return;
+		return 0;
 	struct dom_info d = {.id = strtoull(v, NULL, 16)};
 	if (!wd_audit_field(text, len, "pid", v, sizeof(v)))
 		d.pid = atoi(v);
 	if (!wd_audit_field(text, len, "uid", v, sizeof(v)))
 		d.uid = (uint32_t)strtoul(v, NULL, 10);
 	a->dom[a->dom_next++ % DOM_CACHE] = d;
+	return d.id;
 }
 
-static void flush(struct wd_landlock_audit *a,
-		  void (*cb)(const struct wd_event *ev, void *arg), void *arg,
-		  int *n)
+int wd_landlock_audit_feed(struct wd_landlock_audit *a, int type, const char *t,
+			   size_t tl, ev_cb cb, void *arg)
 {
-	if (!a->pending)
-		return;
-	if (!a->pev.pid)
-		for (int i = 0; i < DOM_CACHE; i++)
-			if (a->dom[i].id == a->pev.domain_id) {
-				a->pev.pid = a->dom[i].pid;
-				a->pev.uid = a->dom[i].uid;
-			}
-	a->pending = false;
-	cb(&a->pev, arg);
-	(*n)++;
+	int delivered = 0;
+	uint64_t ser = 0;
+	struct wd_event ev;
+	int r = wd_landlock_audit_parse(type, t, tl, &ev, &ser);
+	if (r < 0)
+		return 0;
+	/* Remembered before the pending event is completed: without an
+	 * audit context the domain record has a serial of its own, just
+	 * after the access record's (landlock_log_denial() ->
+	 * log_domain()). */
+	uint64_t dom = 0;
+	if (type == AUDIT_LANDLOCK_DOMAIN)
+		dom = dom_remember(a, t, tl);
+	if (a->pending && ser != a->pending_serial)
+		complete(a, cb, arg, &delivered);
+	if (dom)
+		release(a, dom, cb, arg, &delivered);
+	if (r == 1) {
+		a->pev = ev;
+		a->pending = true;
+		a->pending_serial = ser;
+		return delivered;
+	}
+	if (a->pending && type == AUDIT_SYSCALL) {
+		char v[32];
+		if (!wd_audit_field(t, tl, "pid", v, sizeof(v)))
+			a->pev.pid = atoi(v);
+		if (!wd_audit_field(t, tl, "uid", v, sizeof(v)))
+			a->pev.uid = strtoul(v, NULL, 10);
+		if (!wd_audit_field(t, tl, "syscall", v, sizeof(v)))
+			a->pev.syscall_nr = atoi(v);
+		if (!wd_audit_field(t, tl, "exit", v, sizeof(v)) && atoi(v) < 0)
+			a->pev.err = -atoi(v);
+	}
+	if (type == AUDIT_EOE)
+		complete(a, cb, arg, &delivered);
+	return delivered;
 }
 
-int wd_landlock_audit_read(struct wd_landlock_audit *a,
-			   void (*cb)(const struct wd_event *ev, void *arg),
-			   void *arg)
+int wd_landlock_audit_read(struct wd_landlock_audit *a, ev_cb cb, void *arg)
 {
 	int delivered = 0;
 	static char buf[1 << 16];
@@ -347,46 +448,26 @@ int wd_landlock_audit_read(struct wd_landlock_audit *a,
 		}
 		int left = (int)n; /* NLMSG_OK needs a signed length */
 		for (struct nlmsghdr *h = (void *)buf; NLMSG_OK(h, left);
-		     h = NLMSG_NEXT(h, left)) {
-			const char *t = NLMSG_DATA(h);
-			size_t tl = h->nlmsg_len - NLMSG_HDRLEN;
-			uint64_t ser = 0;
-			struct wd_event ev;
-			int r = wd_landlock_audit_parse(h->nlmsg_type, t, tl,
-							&ev, &ser);
-			if (r < 0)
-				continue;
-			if (a->pending && ser != a->pending_serial)
-				flush(a, cb, arg, &delivered);
-			if (r == 1) {
-				a->pev = ev;
-				a->pending = true;
-				a->pending_serial = ser;
-				continue;
-			}
-			if (h->nlmsg_type == AUDIT_LANDLOCK_DOMAIN)
-				dom_remember(a, t, tl);
-			else if (a->pending && h->nlmsg_type == AUDIT_SYSCALL) {
-				char v[32];
-				if (!wd_audit_field(t, tl, "pid", v, sizeof(v)))
-					a->pev.pid = atoi(v);
-				if (!wd_audit_field(t, tl, "uid", v, sizeof(v)))
-					a->pev.uid = strtoul(v, NULL, 10);
-				if (!wd_audit_field(t, tl, "syscall", v,
-						    sizeof(v)))
-					a->pev.syscall_nr = atoi(v);
-				if (!wd_audit_field(t, tl, "exit", v,
-						    sizeof(v)) &&
-				    atoi(v) < 0)
-					a->pev.err = -atoi(v);
-			}
-			if (h->nlmsg_type == AUDIT_EOE)
-				flush(a, cb, arg, &delivered);
-		}
+		     h = NLMSG_NEXT(h, left))
+			delivered += wd_landlock_audit_feed(
+			    a, h->nlmsg_type, NLMSG_DATA(h),
+			    h->nlmsg_len - NLMSG_HDRLEN, cb, arg);
 	}
-	/* the rest of an event never comes after a drained queue for long;
-	 * deliver what we have rather than hold a denial back */
-	flush(a, cb, arg, &delivered);
+	/* An access record whose event is still open stays pending: kauditd
+	 * multicasts each record on its own, so a drain can end between the
+	 * access record and the domain/SYSCALL records of its event (the
+	 * SYSCALL record is written at syscall exit). Delivered when the
+	 * event ends, or by wd_landlock_audit_flush(). */
+	return delivered;
+}
+
+int wd_landlock_audit_flush(struct wd_landlock_audit *a, ev_cb cb, void *arg)
+{
+	int delivered = 0;
+	complete(a, cb, arg, &delivered);
+	for (int i = 0; i < a->n_held; i++)
+		deliver(&a->held[i], NULL, cb, arg, &delivered);
+	a->n_held = 0;
 	return delivered;
 }
 

@@ -20,7 +20,9 @@
  * landlock_restrict_self(); same-exec denials are logged by default.
  * The pid of a denial comes from the SYSCALL record of the same event when
  * the task has an audit context, else from the domain's allocation record
- * (the task that created the domain).
+ * (the task that created the domain). Numbers (pid, uid, syscall, ...) are
+ * printed bare; only untrusted strings (path, name, exe, comm, ...) may be
+ * hex-encoded, so "pid=5347" is never decoded as hex.
  *
  * Errors: 0 / -errno, message in err.
  */
@@ -47,11 +49,23 @@ int wd_landlock_audit_open(struct wd_landlock_audit **out, bool enable_audit,
 /* Pollable fd (readable when records are queued). */
 int wd_landlock_audit_fd(struct wd_landlock_audit *a);
 /* Drain queued records without blocking; one callback per Landlock access
- * denial. Returns events delivered or -errno. Overflow of the socket's
- * receive queue (ENOBUFS) is counted in wd_landlock_audit_lost(). */
+ * denial whose event is complete (its EOE or a later event's record was
+ * read): kauditd multicasts the records of one event one by one, and a
+ * drain may end between the access record and its domain/SYSCALL records,
+ * which say whose denial it was. An event still open, or one with no
+ * SYSCALL record whose domain's allocation record has not come yet, is
+ * kept for a later read or wd_landlock_audit_flush(). Returns events
+ * delivered or -errno. Overflow of the socket's receive queue (ENOBUFS) is
+ * counted in wd_landlock_audit_lost(). */
 int wd_landlock_audit_read(struct wd_landlock_audit *a,
 			   void (*cb)(const struct wd_event *ev, void *arg),
 			   void *arg);
+/* Deliver whatever wd_landlock_audit_read() kept back, as it is: call once
+ * no more records of interest can come (after a barrier in the stream).
+ * Returns events delivered. */
+int wd_landlock_audit_flush(struct wd_landlock_audit *a,
+			    void (*cb)(const struct wd_event *ev, void *arg),
+			    void *arg);
 uint64_t wd_landlock_audit_lost(struct wd_landlock_audit *a);
 /* Leave audit on at close even if this reader turned it on: several
  * readers (concurrent calls) would otherwise switch it off under each
@@ -71,8 +85,16 @@ void wd_landlock_audit_close(struct wd_landlock_audit *a);
  * serial gets the record's event serial when non-NULL. */
 int wd_landlock_audit_parse(int type, const char *text, size_t len,
 			    struct wd_event *out, uint64_t *serial);
-/* Value of key `k` in a record (quoted, hex-encoded or bare), into buf.
- * 0, or -ENOENT. */
+/* One record (type, text after the netlink header) into the reader, as
+ * wd_landlock_audit_read() does for each record it receives (exposed for
+ * tests): returns the events it completed and delivered through cb. */
+int wd_landlock_audit_feed(struct wd_landlock_audit *a, int type,
+			   const char *text, size_t len,
+			   void (*cb)(const struct wd_event *ev, void *arg),
+			   void *arg);
+/* Value of key `k` in a record (quoted, bare, or hex-encoded for the keys
+ * the kernel writes as untrusted strings: path, name, exe, comm, ...), into
+ * buf. 0, or -ENOENT. */
 int wd_audit_field(const char *text, size_t len, const char *k, char *buf,
 		   size_t buflen);
 

@@ -423,6 +423,10 @@ static int supervise(struct launch *l, pid_t child, struct wd_cgroup *cg,
 				wd_landlock_audit_read(lla, on_landlock, &col);
 			while (wd_now_ns() < until && poll(&ap, 1, 25) > 0);
 		}
+		/* The reads keep back an event whose last records had not
+		 * come yet, or whose domain record never came: past the
+		 * barrier nothing more of the call's can come, take them. */
+		wd_landlock_audit_flush(lla, on_landlock, &col);
 		wd_landlock_audit_close(lla);
 		l->lla = NULL;
 	}

@@ -1,7 +1,9 @@
 /* auditstate: read or set the kernel audit "enabled" flag over netlink, so
  * a test that turns audit on (Landlock denial records) can put the node
- * back as it found it.   auditstate get | auditstate set 0|1
- * Prints the state for get; exit 0 ok, 1 error, 2 usage. Needs root. */
+ * back as it found it.   auditstate get | auditstate set 0|1 | auditstate lost
+ * Prints the state for get; for lost, the kernel's count of records it
+ * dropped (audit_lost: backlog limit, rate limit, no memory). Exit 0 ok,
+ * 1 error, 2 usage. Needs root. */
 #include <linux/audit.h>
 #include <linux/netlink.h>
 #include <stdio.h>
@@ -59,11 +61,11 @@ int main(int argc, char **argv)
 	if (fd < 0 ||
 	    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0)
 		return 1;
-	if (!strcmp(argv[1], "get")) {
+	if (!strcmp(argv[1], "get") || !strcmp(argv[1], "lost")) {
 		struct audit_status s;
 		if (xfer(fd, AUDIT_GET, NULL, 0, &s) < 0)
 			return 1;
-		printf("%u\n", s.enabled);
+		printf("%u\n", argv[1][0] == 'g' ? s.enabled : s.lost);
 		return 0;
 	}
 	if (!strcmp(argv[1], "set") && argc > 2) {

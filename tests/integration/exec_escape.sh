@@ -76,6 +76,24 @@ for tier in ${ESCAPE_TIERS:-1 2}; do # vmtest runs tier 1 only (TCG is ~10x slow
 		if [ "$code" != "0" ] && [ -n "$code" ]; then pass "t$tier/$n"; else fail "t$tier/$n" "helper succeeded or no result: $(printf '%s' "$out" | head -c 400)"; fi
 		LAST=$out
 	}
+	# landlock_call ACTION...: one call with WARDEN_LANDLOCK_AUDIT=enable,
+	# result in LAST. Another fresh call (3 in all) only when the kernel
+	# dropped audit records meanwhile: Landlock logs with GFP_ATOMIC, and
+	# audit_log_start() (kernel/audit.c) drops such a record, counted in
+	# audit_lost, while more than audit_backlog_limit records wait for
+	# kauditd (a burst from other work on the node). Any other miss is
+	# judged as it is.
+	landlock_call() {
+		local try lost0 lost1
+		for try in 1 2 3; do
+			lost0=$("$HELPERS/auditstate" lost)
+			LAST=$(WARDEN_LANDLOCK_AUDIT=enable "$WARDEN" exec --policy "$M" --json -- "$P" "$@" 2>/dev/null)
+			printf '%s' "$LAST" | grep -q '"source": "landlock"' && return
+			lost1=$("$HELPERS/auditstate" lost)
+			[ "$lost1" != "$lost0" ] || return
+			echo "# t$tier: kernel dropped audit records during the call (audit_lost $lost0 -> $lost1): one more call"
+		done
+	}
 	has_denial() { # name kind-regex
 		if printf '%s' "$LAST" | python3 -c "import json,sys,re; d=json.load(sys.stdin)['denials']; sys.exit(0 if any(re.search('$2', e.get('kind','')+' '+e.get('syscall','')+' '+e.get('target','')) for e in d) else 1)"; then pass "t$tier/$1-recorded"; else fail "t$tier/$1-recorded" "no denial matching $2 in $(printf '%s' "$LAST" | head -c 600)"; fi
 	}
@@ -100,26 +118,28 @@ for tier in ${ESCAPE_TIERS:-1 2}; do # vmtest runs tier 1 only (TCG is ~10x slow
 	# tier 2 it is not even mounted, so the root directory is the probe.
 	if [ "${LL_ABI:=$("$WARDEN" status --json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["features"]["landlock"]["abi"])' 2>/dev/null || echo 0)}" -lt 7 ]; then
 		skip "t$tier/landlock-read-recorded" "Landlock ABI $LL_ABI < 7 reports no denials (audit records came with ABI 7)"
-	elif [ "$AUDIT_WAS" != 1 ]; then
-		# KNOWN BUG (not a kernel limit): on a node whose audit was off
-		# when the test began, switching it on from here lost the calls'
-		# records in clean-clone CI runs (passes where audit runs).
-		skip "t$tier/landlock-read-recorded" "KNOWN BUG: audit was off on this node; records were lost after switching it on (open, closing note 2026-11-29)"
-	elif [ "$tier" = 1 ]; then
-		# Records travel kauditd -> netlink multicast; under load one can
-		# miss the call (seen ~1 in 30 with other tests running): up to 3
-		# tries, each a fresh call. Never recorded -> FAIL.
-		for try in 1 2 3; do
-			LAST=$(WARDEN_LANDLOCK_AUDIT=enable "$WARDEN" exec --policy "$M" --json -- "$P" read "$SECRET" 2>/dev/null)
-			printf '%s' "$LAST" | grep -q '"source": "landlock"' && break
-		done
-		has_denial landlock-read "fs.read_file.*$SECRET"
+	elif [ -z "$AUDIT_WAS" ]; then
+		skip "t$tier/landlock-read-recorded" "kernel audit unavailable (AUDIT_GET failed: CONFIG_AUDIT off?); Landlock reports denials only through audit"
 	else
-		for try in 1 2 3; do
-			LAST=$(WARDEN_LANDLOCK_AUDIT=enable "$WARDEN" exec --policy "$M" --json -- "$P" ls / 2>/dev/null)
-			printf '%s' "$LAST" | grep -q '"source": "landlock"' && break
-		done
-		has_denial landlock-read "fs.read_dir.* /$"
+		# The call turns audit on itself (WARDEN_LANDLOCK_AUDIT=enable);
+		# its record must come whether audit was off or on before it.
+		# First from off (switched off here whatever the node had; the
+		# trap puts $AUDIT_WAS back), with T's pid steered to 4 digits:
+		# an even count of digits was once decoded as hex ("pid=5347"
+		# -> "SG"), which lost every record of such calls and looked
+		# like "audit was off" on freshly booted nodes. Then with audit
+		# on, at whatever pid comes.
+		if [ "$tier" = 1 ]; then
+			act=(read "$SECRET"); want="fs.read_file.*$SECRET"
+		else
+			act=(ls /); want="fs.read_dir.* /$"
+		fi
+		"$HELPERS/auditstate" set 0 || fail "t$tier/audit-off" "auditstate set 0 failed"
+		{ echo 3999 > /proc/sys/kernel/ns_last_pid; } 2>/dev/null
+		landlock_call "${act[@]}"
+		has_denial landlock-read-from-audit-off "$want"
+		landlock_call "${act[@]}"
+		has_denial landlock-read "$want"
 	fi
 	denied read-shadow read /etc/shadow
 	denied ls-root ls /

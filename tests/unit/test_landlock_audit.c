@@ -2,6 +2,7 @@
  * parsed into events: forked children restrict themselves and are denied a
  * file, for real. */
 #include <fcntl.h>
+#include <linux/audit.h>
 #include <linux/landlock.h>
 #include <poll.h>
 #include <string.h>
@@ -56,11 +57,119 @@ static pid_t spawn(bool do_exec, uint32_t flags)
 	_exit(fd < 0 && errno == EACCES ? 0 : 15);
 }
 
+/* The next fork gets a pid at or just above `want` (other processes of
+ * the node may take a few first): false if ns_last_pid is not writable
+ * (needs CAP_CHECKPOINT_RESTORE in the initial user namespace). */
+static bool steer_pid(pid_t want)
+{
+	int fd = open("/proc/sys/kernel/ns_last_pid", O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	char b[16];
+	int n = snprintf(b, sizeof(b), "%d", (int)want - 1);
+	bool ok = write(fd, b, n) == n;
+	close(fd);
+	return ok;
+}
+
+static int digits(pid_t p)
+{
+	int d = 1;
+	while (p >= 10) {
+		p /= 10;
+		d++;
+	}
+	return d;
+}
+
 struct found {
 	pid_t pid;
 	int n;
 	struct wd_event ev;
 };
+
+static void on_any(const struct wd_event *ev, void *arg)
+{
+	struct found *f = arg;
+	f->n++;
+	f->ev = *ev;
+}
+
+static int feed(struct wd_landlock_audit *a, int type, const char *rec,
+		struct found *f)
+{
+	return wd_landlock_audit_feed(a, type, rec, strlen(rec), on_any, f);
+}
+
+/* The reader's assembly of events, on records in the kernel's format and
+ * order, fed one by one as kauditd multicasts them. */
+static void check_assembly(struct wd_landlock_audit *a)
+{
+	struct found f = {0};
+	/* A task with an audit context: access, domain (first denial),
+	 * SYSCALL, PROCTITLE, EOE, one serial. A drain may end after any of
+	 * them: nothing is delivered before the event is whole. */
+	int d = feed(a, AUDIT_LANDLOCK_ACCESS,
+		     "audit(1.000:100): domain=1bb0000a1 blockers=fs.read_file "
+		     "path=\"/etc/x\" dev=\"vda\" ino=12",
+		     &f);
+	d += feed(a, AUDIT_LANDLOCK_DOMAIN,
+		  "audit(1.000:100): domain=1bb0000a1 status=allocated "
+		  "mode=enforcing pid=5346 uid=1000 exe=\"/bin/t\" comm=\"t\"",
+		  &f);
+	int early = d + f.n;
+	d += feed(a, AUDIT_SYSCALL,
+		  "audit(1.000:100): arch=c000003e syscall=42 success=no "
+		  "exit=-13 a0=3 items=0 ppid=5346 pid=5348 auid=4294967295 "
+		  "uid=1000 gid=1000 euid=1000 comm=\"t\" key=(null)",
+		  &f);
+	d += feed(a, AUDIT_PROCTITLE, "audit(1.000:100): proctitle=74", &f);
+	early += d;
+	d += feed(a, AUDIT_EOE, "audit(1.000:100): ", &f);
+	T_OK(early == 0 && d == 1 && f.n == 1 && f.ev.pid == 5348 &&
+		 f.ev.uid == 1000 && f.ev.syscall_nr == 42 &&
+		 f.ev.err == EACCES && f.ev.domain_id == 0x1bb0000a1ull &&
+		 !strcmp(f.ev.target, "/etc/x") &&
+		 wd_landlock_audit_domain_creator(a, 0x1bb0000a1ull) == 5346,
+	     "assembly_waits_for_eoe",
+	     "before EOE %d, delivered %d/%d, pid %d uid %u syscall %d, "
+	     "creator %d",
+	     early, d, f.n, f.ev.pid, f.ev.uid, f.ev.syscall_nr,
+	     wd_landlock_audit_domain_creator(a, 0x1bb0000a1ull));
+
+	/* No audit context: every record has its own serial, no SYSCALL or
+	 * EOE, and another task's record may come between the access record
+	 * and its domain record. The event waits for the domain record. */
+	memset(&f, 0, sizeof(f));
+	d = feed(a, AUDIT_LANDLOCK_ACCESS,
+		 "audit(1.000:200): domain=1bb0000a2 blockers=fs.read_dir "
+		 "path=\"/\" dev=\"vda\" ino=2",
+		 &f);
+	d += feed(a, AUDIT_USER,
+		  "audit(1.000:201): pid=1 uid=0 auid=4294967295 msg='x'", &f);
+	early = d;
+	d += feed(a, AUDIT_LANDLOCK_DOMAIN,
+		  "audit(1.000:202): domain=1bb0000a2 status=allocated "
+		  "mode=enforcing pid=4242 uid=65534 exe=\"/bin/t\" "
+		  "comm=\"t\"",
+		  &f);
+	T_OK(early == 0 && d == 1 && f.n == 1 && f.ev.pid == 4242 &&
+		 f.ev.uid == 65534 && !strcmp(f.ev.kind, "fs.read_dir"),
+	     "assembly_without_audit_context",
+	     "before the domain record %d, delivered %d/%d, pid %d", early, d,
+	     f.n, f.ev.pid);
+
+	/* Whatever is kept back comes out at flush, as it is. */
+	memset(&f, 0, sizeof(f));
+	d = feed(a, AUDIT_LANDLOCK_ACCESS,
+		 "audit(1.000:300): domain=1bb0000a3 blockers=fs.execute "
+		 "path=\"/bin/sh\" dev=\"vda\" ino=3",
+		 &f);
+	d += wd_landlock_audit_flush(a, on_any, &f);
+	T_OK(d == 1 && f.n == 1 && f.ev.domain_id == 0x1bb0000a3ull &&
+		 !f.ev.pid && wd_landlock_audit_flush(a, on_any, &f) == 0,
+	     "flush_delivers_kept_events", "delivered %d/%d", d, f.n);
+}
 
 static void on_ev(const struct wd_event *ev, void *arg)
 {
@@ -85,6 +194,7 @@ static void wait_events(struct wd_landlock_audit *a, struct found *f, int ms)
 		if (f->n)
 			return;
 	}
+	wd_landlock_audit_flush(a, on_ev, f);
 }
 
 int main(void)
@@ -115,6 +225,24 @@ int main(void)
 	T_OK(wd_landlock_audit_parse(AUDIT_LANDLOCK_ACCESS, r3, strlen(r3), &ev,
 				     NULL) == -EINVAL,
 	     "parse_rejects_malformed", "accepted a record without domain");
+	/* Numbers are printed bare ("%d"): an even count of digits is not
+	 * hex. Only untrusted strings (path, comm, ...) may be hex. */
+	const char *r4 = "audit(1.000:6): domain=1a status=allocated "
+			 "mode=enforcing pid=5347 uid=1000 syscall=42 "
+			 "exe=2F62696E2F6120 comm=6162";
+	char pid[16] = "", uid[16] = "", sc[16] = "", exe[32] = "",
+	     comm[8] = "";
+	wd_audit_field(r4, strlen(r4), "pid", pid, sizeof(pid));
+	wd_audit_field(r4, strlen(r4), "uid", uid, sizeof(uid));
+	wd_audit_field(r4, strlen(r4), "syscall", sc, sizeof(sc));
+	wd_audit_field(r4, strlen(r4), "exe", exe, sizeof(exe));
+	wd_audit_field(r4, strlen(r4), "comm", comm, sizeof(comm));
+	T_OK(!strcmp(pid, "5347") && !strcmp(uid, "1000") &&
+		 !strcmp(sc, "42") && !strcmp(exe, "/bin/a ") &&
+		 !strcmp(comm, "ab"),
+	     "field_numbers_not_hex",
+	     "pid '%s' uid '%s' syscall '%s' exe '%s' comm '%s'", pid, uid, sc,
+	     exe, comm);
 
 	if (geteuid() != 0) {
 		T_SKIP("landlock_audit", "needs root (CAP_AUDIT_READ/CONTROL)");
@@ -133,17 +261,47 @@ int main(void)
 	T_OK(rc == 0, "audit_open", "%s", err.msg);
 	if (rc)
 		return T_DONE();
+	/* fed before anything is read: no real record mixes in */
+	check_assembly(a);
 
+	/* The same check for a pid of 4 digits and one of 5: the denial
+	 * must carry the child's pid whatever its width. */
 	struct found f = {0};
 	int st;
-	f.pid = spawn(false, 0);
-	waitpid(f.pid, &st, 0);
-	wait_events(a, &f, 15000);
-	T_OK(WIFEXITED(st) && WEXITSTATUS(st) == 0 && f.n == 1 &&
-		 f.ev.domain_id && f.ev.err == EACCES &&
-		 !strcmp(f.ev.kind, "fs.read_file"),
-	     "same_exec_denial_event", "child status %d, %d events",
-	     WEXITSTATUS(st), f.n);
+	static const pid_t near[] = {4000, 20000};
+	for (size_t k = 0; k < WD_ARRAY_SIZE(near); k++) {
+		char name[48];
+		snprintf(name, sizeof(name), "same_exec_denial_event_pid%d",
+			 digits(near[k]));
+		memset(&f, 0, sizeof(f));
+		for (int tries = 0; tries < 5; tries++) {
+			if (!steer_pid(near[k] + tries * 997))
+				break;
+			f.pid = spawn(false, 0);
+			if (digits(f.pid) == digits(near[k]))
+				break;
+			waitpid(f.pid, &st, 0);
+			f.pid = 0;
+		}
+		if (!f.pid) {
+			T_SKIP(name,
+			       "no child with a %d-digit pid: "
+			       "/proc/sys/kernel/ns_last_pid not writable "
+			       "or pid_max below %d",
+			       digits(near[k]), (int)near[k]);
+			continue;
+		}
+		waitpid(f.pid, &st, 0);
+		wait_events(a, &f, 15000);
+		T_OK(WIFEXITED(st) && WEXITSTATUS(st) == 0 && f.n == 1 &&
+			 f.ev.domain_id && f.ev.err == EACCES &&
+			 !strcmp(f.ev.kind, "fs.read_file") &&
+			 wd_landlock_audit_domain_creator(a, f.ev.domain_id) ==
+			     f.pid,
+		     name, "child %d status %d, %d events, creator %d",
+		     (int)f.pid, WEXITSTATUS(st), f.n,
+		     wd_landlock_audit_domain_creator(a, f.ev.domain_id));
+	}
 
 	memset(&f, 0, sizeof(f));
 	f.pid = spawn(true, LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON);
@@ -164,6 +322,7 @@ int main(void)
 	     WEXITSTATUS(st), f.n);
 	T_OK(wd_landlock_audit_lost(a) == 0, "audit_no_loss", "lost %llu",
 	     (unsigned long long)wd_landlock_audit_lost(a));
+	/* puts audit back off if open() turned it on */
 	wd_landlock_audit_close(a);
 	return T_DONE();
 }
