@@ -55,13 +55,25 @@ struct {
 	__type(value, __u32); /* WD_LSM_READ | WRITE | EXECUTE */
 } wd_lsm_files SEC(".maps");
 
+/* Tag of the instance these programs belong to (bpf/lsm_policy.h,
+ * WD_LSM_SLOT_OWNER); never 0. Set by daemon/enforce/lsm.c before load. */
+const volatile __u64 wd_lsm_owner = 0;
+
+/* LSM flags of a call armed by this instance, 0 for any other call. */
+static __always_inline __u64 lsm_flags(const struct wd_call_policy *p)
+{
+	if (p->reserved[WD_LSM_SLOT_OWNER] != wd_lsm_owner)
+		return 0;
+	return p->reserved[WD_LSM_SLOT];
+}
+
 /* LSM flags of the current task's call, 0 if it is not in one. */
 static __always_inline __u64 call_flags(__u64 cgid, bool *audit)
 {
 	struct wd_call_policy *p = bpf_map_lookup_elem(&wd_policy, &cgid);
 	if (!p)
 		return 0;
-	__u64 f = p->reserved[WD_LSM_SLOT];
+	__u64 f = lsm_flags(p);
 	if (!(f & WD_LSM_ON))
 		return 0;
 	*audit = p->flags & WD_POL_AUDIT;
@@ -316,7 +328,7 @@ int BPF_PROG(wd_socket_create, int family, int type, int protocol, int kern)
 	if (kern) /* sockets the kernel makes for itself */
 		return 1;
 	if (p) {
-		if (!(p->reserved[WD_LSM_SLOT] & WD_LSM_ON))
+		if (!(lsm_flags(p) & WD_LSM_ON))
 			return 1;
 		audit = p->flags & WD_POL_AUDIT;
 		if (!(p->flags & WD_POL_FAMILIES) ||
@@ -375,7 +387,7 @@ int BPF_PROG(wd_socket_connect, struct socket *sock, struct sockaddr *address,
 		wd_count(WD_LOSS_POLICY_MISS);
 		goto deny;
 	}
-	__u64 f = p->reserved[WD_LSM_SLOT];
+	__u64 f = lsm_flags(p);
 	if (!(f & WD_LSM_ON))
 		return 1;
 	audit = p->flags & WD_POL_AUDIT;

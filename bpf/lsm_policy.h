@@ -23,6 +23,16 @@
 
 /* index into wd_call_policy.reserved used for the flags below */
 #define WD_LSM_SLOT 0
+/* index of the owner tag: the instance (daemon/enforce/lsm.c) that armed the
+ * call. Every instance's programs carry their own tag (wd_lsm_owner, set in
+ * .rodata before load) and judge only the calls whose tag matches: the file
+ * rules live in each instance's own wd_lsm_files, while wd_policy is shared
+ * by every instance opened on the same egress object. Without the tag, the
+ * programs of another instance (including a closed one whose links a forked
+ * process still holds: the kernel detaches an lsm/ link only when its last
+ * fd is closed) would judge the call against their own rules and deny every
+ * listed file. */
+#define WD_LSM_SLOT_OWNER 1
 
 #define WD_LSM_ON	  (1ull << 0) /* the LSM programs judge this cgroup */
 #define WD_LSM_FILES	  (1ull << 1) /* file_open held to wd_lsm_files */

@@ -3,9 +3,11 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "enforce/probe.h"
@@ -49,6 +51,7 @@ struct wd_lsm_call {
 
 struct wd_lsm {
 	struct lsm_bpf *skel; /* NULL when no program loads */
+	uint64_t owner;	      /* tag of this instance's calls (never 0) */
 	struct wd_egress_map_fds fds;
 	struct bpf_link *links[WD_LSM_H_NR]; /* global lsm/ programs */
 	struct wd_lsm_hook_status st[WD_LSM_H_NR];
@@ -72,6 +75,7 @@ static int open_skel(struct wd_lsm *l, struct lsm_bpf **out)
 	struct lsm_bpf *s = lsm_bpf__open();
 	if (!s)
 		return -errno;
+	s->rodata->wd_lsm_owner = l->owner;
 	int rc = 0;
 	if ((rc = bpf_map__reuse_fd(s->maps.wd_policy, l->fds.policy)) ||
 	    (rc = bpf_map__reuse_fd(s->maps.wd_egress_rules,
@@ -213,10 +217,21 @@ loaded:
 	}
 }
 
+/* A tag no other instance sharing the same wd_policy map has: the maps
+ * belong to one process (a child forked with them has another pid) and the
+ * counter is unique within it. */
+static uint64_t new_owner(void)
+{
+	static atomic_uint next;
+	return (uint64_t)getpid() << 32 |
+	       (uint32_t)(atomic_fetch_add(&next, 1) + 1);
+}
+
 int wd_lsm_open(struct wd_lsm **out, struct wd_egress *eg, struct wd_err *err)
 {
 	struct wd_lsm *l = wd_calloc(1, sizeof(*l));
 	pthread_mutex_init(&l->lock, NULL);
+	l->owner = new_owner();
 	wd_egress_map_fds(eg, &l->fds);
 	probe_and_load(l);
 	*out = l;
@@ -368,6 +383,7 @@ static void call_undo(struct wd_lsm *l, struct wd_lsm_call *c)
 			bpf_map_delete_elem(pfd, &c->cgid);
 		} else {
 			p.reserved[WD_LSM_SLOT] = 0;
+			p.reserved[WD_LSM_SLOT_OWNER] = 0;
 			bpf_map_update_elem(pfd, &c->cgid, &p, BPF_EXIST);
 		}
 	}
@@ -459,6 +475,7 @@ static int begin(struct wd_lsm *l, int cgroup_fd, uint64_t cgid,
 	if (wants_unix(m))
 		fl |= WD_LSM_ALLOW_UNIX;
 	p.reserved[WD_LSM_SLOT] = fl;
+	p.reserved[WD_LSM_SLOT_OWNER] = l->owner;
 	if (!(p.flags & WD_POL_FAMILIES)) {
 		p.flags |= WD_POL_FAMILIES;
 		p.families_mask =
@@ -509,6 +526,8 @@ int wd_lsm_arm(struct wd_lsm *l, uint64_t cgid)
 		return 0;
 	if (bpf_map_lookup_elem(l->fds.policy, &cgid, &p) < 0)
 		return -errno;
+	if (p.reserved[WD_LSM_SLOT_OWNER] != l->owner)
+		return -ENOENT; /* not prepared by this instance */
 	p.reserved[WD_LSM_SLOT] |= WD_LSM_ON;
 	if (bpf_map_update_elem(l->fds.policy, &cgid, &p, BPF_EXIST) < 0)
 		return -errno;

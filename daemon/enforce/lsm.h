@@ -73,6 +73,11 @@ int wd_lsm_open(struct wd_lsm **out, struct wd_egress *eg, struct wd_err *err);
 /* The process-wide instance on top of wd_egress_shared(). NULL (with err)
  * only if the egress object itself cannot load. Never closed. */
 struct wd_lsm *wd_lsm_shared(struct wd_err *err);
+/* Ends every call and closes the instance's links. The kernel detaches an
+ * lsm/ program only when the last fd of its link is closed, and a process
+ * forked while `l` was open holds copies (they are O_CLOEXEC, so only until
+ * it execs): until then the programs stay attached, and judge nothing but
+ * the calls `l` armed (owner tag, bpf/lsm_policy.h), i.e. nothing. */
 void wd_lsm_close(struct wd_lsm *l);
 
 /* Per-hook state of `l`, WD_LSM_H_NR entries. */
@@ -111,6 +116,7 @@ int wd_lsm_begin(struct wd_lsm *l, int cgroup_fd, uint64_t cgid,
  * lock, no allocation). wd_lsm_end() disarms either form. */
 int wd_lsm_prepare(struct wd_lsm *l, int cgroup_fd, uint64_t cgid,
 		   const struct wd_manifest *m, struct wd_err *err);
+/* -ENOENT if cgid was not prepared by `l`. */
 int wd_lsm_arm(struct wd_lsm *l, uint64_t cgid);
 /* Grant `access` (WD_LSM_READ|WRITE|EXECUTE from bpf/lsm_policy.h) on the
  * inode of `fd` and everything beneath it to the call of cgid: for scratch

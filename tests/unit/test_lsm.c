@@ -13,6 +13,7 @@
  * private mount namespace (made before the LSM is armed).
  */
 #include <arpa/inet.h>
+#include <bpf/bpf.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <linux/bpf.h>
@@ -27,6 +28,7 @@
 #include <sys/sysmacros.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "common/util.h"
 #include "enforce/egress.h"
@@ -348,6 +350,9 @@ static int setup_env(struct env *env)
 		return -EIO;
 	env->sleeper = fork();
 	if (env->sleeper == 0) {
+		/* hold none of the test's fds: an inherited BPF link fd would
+		 * keep a closed instance's programs attached */
+		close_range(3, ~0U, 0);
 		for (;;)
 			pause();
 	}
@@ -383,6 +388,44 @@ static char *canon(const char *p)
 {
 	char *c = NULL;
 	return wd_path_canonical(p, &c, NULL) == 0 ? c : wd_strdup(p);
+}
+
+/* Ids of the BPF LSM (lsm/, trampoline) links that exist now. */
+#define MAX_LINKS 256
+static int lsm_link_ids(uint32_t ids[MAX_LINKS])
+{
+	int n = 0;
+	for (uint32_t id = 0;
+	     n < MAX_LINKS && !bpf_link_get_next_id(id, &id);) {
+		int fd = bpf_link_get_fd_by_id(id);
+		struct bpf_link_info info = {0};
+		uint32_t len = sizeof(info);
+		if (fd < 0)
+			continue;
+		if (!bpf_obj_get_info_by_fd(fd, &info, &len) &&
+		    info.type == BPF_LINK_TYPE_TRACING &&
+		    info.tracing.attach_type == BPF_LSM_MAC)
+			ids[n++] = id;
+		close(fd);
+	}
+	return n;
+}
+
+/* Of the n link ids in `ids` not in `old`, how many still exist. */
+static int links_alive(const uint32_t *ids, int n, const uint32_t *old,
+		       int n_old)
+{
+	uint32_t now[MAX_LINKS];
+	int n_now = lsm_link_ids(now), alive = 0;
+	for (int i = 0; i < n; i++) {
+		bool was = false, is = false;
+		for (int j = 0; j < n_old; j++)
+			was |= old[j] == ids[i];
+		for (int j = 0; j < n_now; j++)
+			is |= now[j] == ids[i];
+		alive += !was && is;
+	}
+	return alive;
 }
 
 static void check_status_unavailable(struct wd_lsm *l)
@@ -482,8 +525,12 @@ int main(int argc, char **argv)
 		return T_DONE();
 	}
 	struct wd_lsm *l = NULL;
+	uint32_t links0[MAX_LINKS], links1[MAX_LINKS];
+	int n_links0 = lsm_link_ids(links0);
 	uint64_t t0 = wd_now_ns();
 	rc = wd_lsm_open(&l, eg, &err);
+	int n_links1 = lsm_link_ids(links1);
+	int n_new = links_alive(links1, n_links1, links0, n_links0);
 	T_OK(rc == 0, "lsm-open", "%s", err.msg);
 	if (rc)
 		return T_DONE();
@@ -583,10 +630,27 @@ int main(int argc, char **argv)
 		     in[P_SOCK_NETLINK], in[P_OPEN_DENIED]);
 	}
 
-	/* The first instance's global programs read the same policy map:
-	 * detach them so only the fallback instance judges below. */
+	/* The first instance's global programs read the same policy map as
+	 * the fallback instance below. A process forked while an instance is
+	 * open inherits its link fds, and the kernel detaches an lsm/
+	 * (tracing) link only when its last fd is closed (there is no detach
+	 * for that link type): `holder` keeps the first instance's programs
+	 * attached after wd_lsm_close(), as any child of the daemon would.
+	 * They must not judge the fallback instance's call (owner tag,
+	 * bpf/lsm_policy.h): with their own, emptied rule map they would deny
+	 * every listed file. */
+	pid_t holder = fork();
+	if (holder == 0) {
+		for (;;)
+			pause();
+	}
 	wd_lsm_close(l);
 	l = NULL;
+	int n_stale = links_alive(links1, n_links1, links0, n_links0);
+	T_OK(holder > 0 && n_new > 0 && n_stale == n_new,
+	     "lsm-stale-instance-attached",
+	     "holder %d keeps %d of the closed instance's %d lsm/ links",
+	     holder, n_stale, n_new);
 
 	/* Fallback: a hook that cannot load is switched off (autoload false)
 	 * and the rest load; with file_open off, bprm_check_security judges
@@ -628,20 +692,30 @@ int main(int argc, char **argv)
 		     "rc %d exec-unlisted %d open %d, %d exec events", rin,
 		     in[P_EXEC_DENIED], in[P_OPEN_DENIED],
 		     count_events(&ev, cgid, "exec", WD_VERDICT_DENIED));
-		if (rin == 0 && in[P_EXEC_OK] == 0)
-			T_PASS("lsm-fallback-bprm-allows-listed");
-		else
-			T_SKIP("lsm-fallback-bprm-allows-listed",
-			       "KNOWN BUG (not a kernel limit): with file_open "
-			       "switched off, bprm_check_security alone also "
-			       "denies the listed binary (%s) although its "
-			       "inode, device and cgroup id match the rule; "
-			       "only reachable when file_open cannot load but "
-			       "bprm_check can",
-			       strerror(in[P_EXEC_OK] % 1000));
+		/* the listed binary runs, and its exec is not reported */
+		int n_exec_ok = 0;
+		for (int i = 0; i < ev.n; i++)
+			n_exec_ok += ev.v[i].source == WD_SRC_LSM &&
+				     ev.v[i].cgroup_id == cgid &&
+				     !strcmp(ev.v[i].kind, "exec") &&
+				     strstr(ev.v[i].target, "/exe-allowed");
+		T_OK(rin == 0 && in[P_EXEC_OK] == 0 && n_exec_ok == 0,
+		     "lsm-fallback-bprm-allows-listed",
+		     "rc %d exec-listed %s, %d exec events for it", rin,
+		     in[P_EXEC_OK] ? strerror(in[P_EXEC_OK] % 1000) : "ok",
+		     n_exec_ok);
 		free(ev.v);
 		wd_lsm_close(l2);
 	}
+
+	/* the last fd gone, the closed instance's programs are detached */
+	if (holder > 0) {
+		kill(holder, SIGKILL);
+		waitpid(holder, NULL, 0);
+	}
+	n_stale = links_alive(links1, n_links1, links0, n_links0);
+	T_OK(n_stale == 0, "lsm-close-detaches",
+	     "%d lsm/ links of the closed instance remain", n_stale);
 
 	close(cgfd);
 	rmdir(cg);
