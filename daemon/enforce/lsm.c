@@ -164,6 +164,18 @@ static void probe_and_load(struct wd_lsm *l)
 	 * noise of failed loads is not worth a log line; the per-hook status
 	 * carries the errno. */
 	libbpf_print_fn_t old = libbpf_set_print(quiet_print);
+	if (f->lsm_prog_err) {
+		/* The feature probe's minimal lsm/file_open program (return
+		 * 0) was refused: every lsm/ program is, for the same reason
+		 * (no trampoline, lockdown, no BPF LSM). Trying each would
+		 * parse the kernel's BTF once a program (~20 ms apiece, a
+		 * quarter of a second for `warden exec`) for the same answer.
+		 */
+		for (int h = 0; h < WD_LSM_H_NR; h++)
+			if (!err[h])
+				err[h] = f->lsm_prog_err;
+		goto loaded;
+	}
 	if ((rc = open_skel(l, &s)) == 0) {
 		for (int h = 0; any_off && h < WD_LSM_H_NR; h++)
 			bpf_program__set_autoload(prog_of(s, h), !err[h]);
