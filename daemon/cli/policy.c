@@ -5,7 +5,8 @@
  * gateway.yaml. A directory is checked recursively (*.yaml, *.yml, *.json).
  * When a directory holds tools/ and agents/, references across files are
  * checked too: every tool an agent lists must exist, tool and agent names
- * must be unique, and an agent's model must exist in gateway.yaml.
+ * must be unique, an agent's model must exist in gateway.yaml, and every
+ * sub-agent an agent lists must exist without a delegation cycle.
  * Errors go to stderr as "file:line:col: message"; exit 0 ok, 1 errors,
  * 2 usage.
  *
@@ -251,6 +252,8 @@ static bool tool_known(const struct tree *t, const char *name)
 static void cross_check(struct ctx *c, const char *root)
 {
 	struct tree *t = c->tree;
+	/* sub-agents: defined, no cycle, bounded delegation depth */
+	wd_agents_check_subagents(t->agents, t->n_agents, &c->diag);
 	for (int i = 0; i < t->n_tools; i++)
 		for (int j = 0; j < i; j++)
 			if (!strcmp(t->tools[i]->name, t->tools[j]->name))
@@ -355,8 +358,9 @@ static void usage(FILE *f)
 	       "(files under agents/), users.yaml and gateway.yaml. A PATH\n"
 	       "may be a directory: every *.yaml, *.yml and *.json under it\n"
 	       "is checked; if it holds tools/ and agents/, every tool an\n"
-	       "agent lists must exist and every agent's model must be in\n"
-	       "its gateway.yaml.\n"
+	       "agent lists must exist, every agent's model must be in\n"
+	       "its gateway.yaml, and every sub-agent an agent lists must\n"
+	       "exist, with no delegation cycle and at most 4 levels deep.\n"
 	       "\n"
 	       "Errors are printed as file:line:col: message on stderr.\n"
 	       "  --json   print {ok, files, errors[{file,line,col,message}]}\n"

@@ -63,6 +63,10 @@ static void print_step(const json_t *r)
 		const char *e = json_string_value(json_object_get(r, "error"));
 		if (e)
 			printf(" error: %s", e);
+	} else if (!strcmp(type, "tool_attempt") &&
+		   json_object_get(r, "child_run_id")) {
+		printf(" %s sub-agent run %s", tool,
+		       json_string_value(json_object_get(r, "child_run_id")));
 	} else if (!strcmp(type, "tool_attempt")) {
 		printf(" %s tier=%lld side_effects=%s as uid %lld", tool,
 		       json_integer_value(json_object_get(r, "tier")),

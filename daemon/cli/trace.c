@@ -256,6 +256,9 @@ static void show_line(json_t *r)
 		       js2(r, "gen_ai.request.model", "model"),
 		       *js(tr, "payloads") ? js(tr, "payloads") : "full",
 		       (long long)jnum(tr, "retention_days"));
+		if (*js(r, "parent_run_id"))
+			printf(" parent=%s@step%lld", js(r, "parent_run_id"),
+			       (long long)jnum(r, "parent_step"));
 	} else if (!strcmp(type, "model_call")) {
 		printf("%s in=%lld out=%lld cost=$%.4f %lldms",
 		       js2(r, "gen_ai.request.model", "model"),
@@ -272,6 +275,8 @@ static void show_line(json_t *r)
 		       js2(r, "gen_ai.tool.name", "tool"),
 		       js2(r, "gen_ai.tool.call.id", "call_id"),
 		       *js(r, "side_effects") ? js(r, "side_effects") : "?");
+		if (*js(r, "child_run_id"))
+			printf(" child=%s", js(r, "child_run_id"));
 	} else if (!strcmp(type, "tool_result")) {
 		printf("%s %s", js2(r, "gen_ai.tool.name", "tool"),
 		       js(r, "status"));
@@ -281,6 +286,10 @@ static void show_line(json_t *r)
 		const char *p = js2(r, "result_hash", "result_ref");
 		if (*p)
 			printf(" result=%s", short_ref(p, rb, sizeof(rb)));
+		if (*js(r, "child_run_id"))
+			printf(" child=%s%s%s", js(r, "child_run_id"),
+			       *js(r, "reason") ? " reason=" : "",
+			       js(r, "reason"));
 	} else if (!strcmp(type, "denial")) {
 		json_t *e = json_object_get(r, "event");
 		printf("DENIED %s %s %s %s", js2(r, "gen_ai.tool.name", "tool"),
@@ -296,6 +305,16 @@ static void show_line(json_t *r)
 			printf(" cost=$%.4f", jnum(r, "cost_usd"));
 		if (*js(r, "reason"))
 			printf(" reason=%s", js(r, "reason"));
+		json_t *tot = json_object_get(r, "total");
+		if (json_array_size(json_object_get(r, "subagent_runs")))
+			printf(" total: steps=%lld tokens=%lld cost=$%.4f "
+			       "(with %zu sub-agent runs)",
+			       (long long)jnum(tot, "steps"),
+			       (long long)(jnum(tot, "input_tokens") +
+					   jnum(tot, "output_tokens")),
+			       jnum(tot, "cost_usd"),
+			       json_array_size(
+				   json_object_get(r, "subagent_runs")));
 	} else if (!strcmp(type, "approval_request") ||
 		   !strcmp(type, "approval_decision")) {
 		printf("%s %s", js2(r, "gen_ai.tool.name", "tool"),
@@ -306,6 +325,41 @@ static void show_line(json_t *r)
 		       js(r, "reason"));
 	}
 	printf("\n");
+}
+
+/* The sub-agent runs a run started (tool_attempt.child_run_id), each
+ * with its own timeline, indented by depth. */
+static void show_children(struct wd_trace *t, json_t *recs, int depth)
+{
+	size_t i;
+	json_t *r;
+	json_array_foreach(recs, i, r)
+	{
+		const char *child = js(r, "child_run_id");
+		if (strcmp(js(r, "type"), "tool_attempt") || !*child ||
+		    depth > 8)
+			continue;
+		json_t *c = NULL;
+		struct wd_err err = {0};
+		printf("\n%*ssub-agent run %s (agent %s, parent step %lld)\n",
+		       2 * (depth - 1), "", child, js(r, "subagent"),
+		       (long long)jnum(r, "step"));
+		if (wd_trace_run_records(t, child, &c, &err) < 0 ||
+		    !json_array_size(c)) {
+			printf("%*s(no records)\n", 2 * (depth - 1), "");
+			json_decref(c);
+			continue;
+		}
+		size_t k;
+		json_t *x;
+		json_array_foreach(c, k, x)
+		{
+			printf("%*s", 2 * (depth - 1), "");
+			show_line(x);
+		}
+		show_children(t, c, depth + 1);
+		json_decref(c);
+	}
 }
 
 static int cmd_show(struct wd_trace *t, struct opts *o)
@@ -355,6 +409,7 @@ static int cmd_show(struct wd_trace *t, struct opts *o)
 	size_t i;
 	json_t *r;
 	json_array_foreach(a, i, r) show_line(r);
+	show_children(t, a, 1);
 	json_decref(a);
 	return WD_EXIT_OK;
 }

@@ -60,8 +60,65 @@ static int tool_check(struct wd_ywalk *w, yaml_node_t *item, const char *s,
 		wd_y_err(w, item, "'tools': '%s' is not a tool name", s);
 		return -EINVAL;
 	}
+	if (!strncmp(s, WD_SUBAGENT_TOOL_PREFIX,
+		     strlen(WD_SUBAGENT_TOOL_PREFIX))) {
+		wd_y_err(w, item,
+			 "'tools': names starting with '%s' are reserved for "
+			 "sub-agents; list the agent under 'subagents'",
+			 WD_SUBAGENT_TOOL_PREFIX);
+		return -EINVAL;
+	}
 	(void)a;
 	return 0;
+}
+
+/* Positions of a string list's items, for cross-file diagnostics. */
+static void item_marks(struct wd_ywalk *w, yaml_node_t *v, int n, int **line,
+		       int **col)
+{
+	free(*line);
+	free(*col);
+	*line = wd_calloc((size_t)n + 1, sizeof(int));
+	*col = wd_calloc((size_t)n + 1, sizeof(int));
+	for (int i = 0; i < n; i++) {
+		yaml_node_t *it = yaml_document_get_node(
+		    w->doc, v->data.sequence.items.start[i]);
+		(*line)[i] = (int)it->start_mark.line + 1;
+		(*col)[i] = (int)it->start_mark.column + 1;
+	}
+}
+
+static int subagent_check(struct wd_ywalk *w, yaml_node_t *item, const char *s,
+			  void *arg)
+{
+	(void)arg;
+	if (!wd_y_valid_name(s)) {
+		wd_y_err(w, item, "'subagents': '%s' is not an agent name", s);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int f_subagents(struct wd_ywalk *w, yaml_node_t *v, void *o)
+{
+	struct wd_agent *a = A(o);
+	if (wd_y_strlist(w, v, "'subagents'", &a->subagents, &a->n_subagents,
+			 subagent_check, a) < 0)
+		return -EINVAL;
+	item_marks(w, v, a->n_subagents, &a->subagent_line, &a->subagent_col);
+	int rc = 0;
+	for (int i = 0; i < a->n_subagents; i++)
+		for (int j = 0; j < i; j++)
+			if (!strcmp(a->subagents[i], a->subagents[j])) {
+				wd_y_err(
+				    w,
+				    wd_y_get(w,
+					     v->data.sequence.items.start[i]),
+				    "'subagents': '%s' listed twice",
+				    a->subagents[i]);
+				rc = -EINVAL;
+			}
+	return rc;
 }
 
 static int f_tools(struct wd_ywalk *w, yaml_node_t *v, void *o)
@@ -71,16 +128,7 @@ static int f_tools(struct wd_ywalk *w, yaml_node_t *v, void *o)
 			 a) < 0)
 		return -EINVAL;
 	int rc = 0;
-	free(a->tool_line);
-	free(a->tool_col);
-	a->tool_line = wd_calloc((size_t)a->n_tools + 1, sizeof(int));
-	a->tool_col = wd_calloc((size_t)a->n_tools + 1, sizeof(int));
-	for (int i = 0; i < a->n_tools; i++) {
-		yaml_node_t *it = yaml_document_get_node(
-		    w->doc, v->data.sequence.items.start[i]);
-		a->tool_line[i] = (int)it->start_mark.line + 1;
-		a->tool_col[i] = (int)it->start_mark.column + 1;
-	}
+	item_marks(w, v, a->n_tools, &a->tool_line, &a->tool_col);
 	for (int i = 0; i < a->n_tools; i++)
 		for (int j = 0; j < i; j++)
 			if (!strcmp(a->tools[i], a->tools[j])) {
@@ -210,6 +258,7 @@ static const struct wd_y_key agent_keys[] = {
     {"model", f_model, true},
     {"system_prompt", f_system_prompt, true},
     {"tools", f_tools, true},
+    {"subagents", f_subagents, false},
     {"bounds", f_bounds, true},
     {"context", f_context, false},
     {"trace", f_trace, false},
@@ -252,6 +301,12 @@ static void load_doc(struct wd_ywalk *w, yaml_node_t *root, void *arg)
 	if (!a->tool_line) {
 		a->tool_line = wd_calloc(1, sizeof(int));
 		a->tool_col = wd_calloc(1, sizeof(int));
+	}
+	if (!a->subagents)
+		a->subagents = wd_calloc(1, sizeof(char *));
+	if (!a->subagent_line) {
+		a->subagent_line = wd_calloc(1, sizeof(int));
+		a->subagent_col = wd_calloc(1, sizeof(int));
 	}
 	if (!a->description)
 		a->description = wd_strdup("");
@@ -327,6 +382,9 @@ void wd_agent_free(struct wd_agent *a)
 	wd_y_strv_free(a->tools, a->n_tools);
 	free(a->tool_line);
 	free(a->tool_col);
+	wd_y_strv_free(a->subagents, a->n_subagents);
+	free(a->subagent_line);
+	free(a->subagent_col);
 	free(a);
 }
 
@@ -356,4 +414,142 @@ const char *wd_context_strategy_name(enum wd_context_strategy s)
 		return "externalize";
 	}
 	return "?";
+}
+
+/* ---- sub-agent graph ---- */
+
+static int agent_index(struct wd_agent *const *v, int n, const char *name)
+{
+	for (int i = 0; i < n; i++)
+		if (v[i] && v[i]->name && !strcmp(v[i]->name, name))
+			return i;
+	return -1;
+}
+
+/* Longest delegation chain below agent i (0 = no sub-agents), by DFS with
+ * colours; a back edge is a cycle, reported once at the entry closing
+ * it. depth[] caches finished agents (-1 = unknown). */
+struct graph {
+	struct wd_agent *const *v;
+	int n;
+	char *colour; /* 0 white, 1 on the path, 2 done */
+	int *depth;
+	int *path; /* agent indices on the current path */
+	int plen;
+	struct wd_diag *diag;
+	int problems;
+};
+
+static int walk(struct graph *g, int i)
+{
+	if (g->colour[i] == 2)
+		return g->depth[i];
+	g->colour[i] = 1;
+	g->path[g->plen++] = i;
+	const struct wd_agent *a = g->v[i];
+	int best = 0;
+	for (int k = 0; k < a->n_subagents; k++) {
+		int j = agent_index(g->v, g->n, a->subagents[k]);
+		if (j < 0 || j == i)
+			continue; /* reported by the caller */
+		if (g->colour[j] == 1) {
+			/* the cycle: from j along the path back to j */
+			struct wd_buf cyc = {0};
+			int from = 0;
+			while (g->path[from] != j)
+				from++;
+			for (int p = from; p < g->plen; p++)
+				wd_buf_printf(&cyc, "%s -> ",
+					      g->v[g->path[p]]->name);
+			wd_buf_printf(&cyc, "%s", g->v[j]->name);
+			wd_diag_add(g->diag, a->source, a->subagent_line[k],
+				    a->subagent_col[k],
+				    "agent '%s': sub-agent '%s' makes a cycle "
+				    "(%s)",
+				    a->name, a->subagents[k], cyc.data);
+			wd_buf_free(&cyc);
+			g->problems++;
+			continue;
+		}
+		int d = walk(g, j) + 1;
+		if (d > best)
+			best = d;
+	}
+	g->plen--;
+	g->colour[i] = 2;
+	g->depth[i] = best;
+	return best;
+}
+
+int wd_agents_check_subagents(struct wd_agent *const *v, int n,
+			      struct wd_diag *diag)
+{
+	struct graph g = {.v = v, .n = n, .diag = diag};
+	size_t plen = strlen(WD_SUBAGENT_TOOL_PREFIX);
+	for (int i = 0; i < n; i++) {
+		const struct wd_agent *a = v[i];
+		for (int k = 0; k < a->n_subagents; k++) {
+			const char *s = a->subagents[k];
+			const char *why = NULL;
+			if (!strcmp(s, a->name))
+				why = "an agent cannot be its own sub-agent";
+			else if (agent_index(v, n, s) < 0)
+				why = "no agent of that name in the policy";
+			else if (plen + strlen(s) > 64)
+				why = "the sub-agent's tool name would be "
+				      "longer than 64 characters";
+			if (why) {
+				wd_diag_add(diag, a->source,
+					    a->subagent_line[k],
+					    a->subagent_col[k],
+					    "agent '%s': sub-agent '%s': %s",
+					    a->name, s, why);
+				g.problems++;
+			}
+		}
+	}
+	g.colour = wd_calloc((size_t)n + 1, 1);
+	g.depth = wd_calloc((size_t)n + 1, sizeof(int));
+	g.path = wd_calloc((size_t)n + 1, sizeof(int));
+	/* roots in name order: the same policy reports the same cycle
+	 * whatever order its files were read in */
+	int *order = wd_calloc((size_t)n + 1, sizeof(int));
+	for (int i = 0; i < n; i++)
+		order[i] = i;
+	for (int i = 1; i < n; i++)
+		for (int j = i; j > 0 && strcmp(v[order[j - 1]]->name,
+						v[order[j]]->name) > 0;
+		     j--) {
+			int x = order[j];
+			order[j] = order[j - 1];
+			order[j - 1] = x;
+		}
+	for (int i = 0; i < n; i++)
+		if (!g.colour[order[i]])
+			walk(&g, order[i]);
+	free(order);
+	/* depth: a chain of more than WD_SUBAGENT_MAX_DEPTH delegations */
+	for (int i = 0; i < n; i++) {
+		const struct wd_agent *a = v[i];
+		for (int k = 0; k < a->n_subagents; k++) {
+			int j = agent_index(v, n, a->subagents[k]);
+			if (j < 0 || j == i)
+				continue;
+			if (g.depth[j] + 1 > WD_SUBAGENT_MAX_DEPTH) {
+				wd_diag_add(
+				    diag, a->source, a->subagent_line[k],
+				    a->subagent_col[k],
+				    "agent '%s': sub-agent '%s' starts "
+				    "a delegation chain %d deep (at "
+				    "most %d)",
+				    a->name, a->subagents[k], g.depth[j] + 1,
+				    WD_SUBAGENT_MAX_DEPTH);
+				g.problems++;
+			}
+		}
+	}
+	free(g.colour);
+	free(g.depth);
+	free(g.path);
+	return g.problems;
 }

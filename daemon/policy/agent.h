@@ -8,6 +8,7 @@
  *   model: default                 # alias in policy/gateway.yaml
  *   system_prompt: "You are ..."
  *   tools: [run_python, fetch_url]
+ *   subagents: [summarizer]        # agents it may delegate to (optional)
  *   bounds: {max_steps: 30, token_budget: 200000, wall_clock_s: 300,
  *            cost_cap_usd: 2.0}
  *   context: {budget_tokens: 32000, strategy: sliding_window}
@@ -15,6 +16,14 @@
  *
  * All four bounds are required: a step cap alone does not bound cost
  * (context grows each step), so an agent missing any of them is refused.
+ *
+ * Sub-agents: each name in `subagents` is offered to the model as a tool
+ * named WD_SUBAGENT_TOOL_PREFIX + name (args {task: string}); a call starts
+ * a child run of that agent for the same user, bounded by the minimum of
+ * its own bounds and the caller's remaining ones (runtime/subagent.c).
+ * Names must be agents of the same policy, the delegation graph must have
+ * no cycle and no chain deeper than WD_SUBAGENT_MAX_DEPTH
+ * (wd_agents_check_subagents, run at policy load and by `policy check`).
  */
 #ifndef WD_AGENT_H
 #define WD_AGENT_H
@@ -68,7 +77,18 @@ struct wd_agent {
 	 * checks: `warden policy check`) */
 	int *tool_line, *tool_col;
 	int model_line, model_col;
+	char **subagents; /* agent names, NULL-terminated (never NULL) */
+	int n_subagents;
+	int *subagent_line, *subagent_col;
 };
+
+/* The tool name a sub-agent is offered under: "agent__<name>" (providers
+ * allow only [a-zA-Z0-9_-] in tool names, so no "agent:"). Tool names with
+ * this prefix are reserved: an agent's `tools` may not list one. */
+#define WD_SUBAGENT_TOOL_PREFIX "agent__"
+/* Longest delegation chain: a top-level run is depth 0, its sub-agents'
+ * runs depth 1, ... */
+#define WD_SUBAGENT_MAX_DEPTH 4
 
 #define WD_AGENT_DEFAULT_CONTEXT_TOKENS 32000
 #define WD_AGENT_DEFAULT_RETENTION_DAYS 30
@@ -86,6 +106,14 @@ void wd_agent_free(struct wd_agent *a);
 void wd_agent_free_all(struct wd_agent **v, int n);
 
 bool wd_agent_has_tool(const struct wd_agent *a, const char *tool);
+
+/* Cross-definition checks of `subagents` over every agent of a policy:
+ * each name is a defined agent, the agent does not list itself, no cycle,
+ * no chain deeper than WD_SUBAGENT_MAX_DEPTH, and the tool name fits the
+ * providers' 64 characters. Adds "file:line:col: message" diagnostics at
+ * the offending list entry; returns the number of problems found. */
+int wd_agents_check_subagents(struct wd_agent *const *v, int n,
+			      struct wd_diag *diag);
 const char *wd_context_strategy_name(enum wd_context_strategy s);
 
 #endif

@@ -125,52 +125,90 @@ static void fit_context(struct wd_run *r)
 	}
 }
 
-/* Check the four bounds. Returns true (and fills bound/limit/used) when
- * one is reached. */
+/* Check the four bounds against the run's effective limits, counting the
+ * usage of its sub-agents' runs too (so the bounds hold over the whole
+ * tree). Returns true (and fills bound/limit/used) when one is reached. */
 static bool bound_hit(struct wd_run *r, const char **bound, double *limit,
 		      double *used)
 {
-	const struct wd_agent_def *a = r->agent;
-	if (a->max_steps > 0 && r->step >= a->max_steps) {
+	const struct rt_limits *l = &r->lim;
+	int steps = r->step + r->sub_steps;
+	uint64_t tokens =
+	    r->in_tokens + r->out_tokens + r->sub_in_tokens + r->sub_out_tokens;
+	double cost = r->cost + r->sub_cost;
+	if (l->max_steps > 0 && steps >= l->max_steps) {
 		*bound = "max_steps";
-		*limit = a->max_steps;
-		*used = r->step;
+		*limit = l->max_steps;
+		*used = steps;
 		return true;
 	}
-	if (a->token_budget > 0 &&
-	    (long long)(r->in_tokens + r->out_tokens) >= a->token_budget) {
+	if (l->token_budget > 0 && (long long)tokens >= l->token_budget) {
 		*bound = "token_budget";
-		*limit = (double)a->token_budget;
-		*used = (double)(r->in_tokens + r->out_tokens);
+		*limit = (double)l->token_budget;
+		*used = (double)tokens;
 		return true;
 	}
 	double el = (double)active_now(r) / 1e9;
-	if (a->wall_clock_s > 0 && el >= a->wall_clock_s) {
+	if (l->wall_clock_s > 0 && el >= l->wall_clock_s) {
 		*bound = "wall_clock_s";
-		*limit = a->wall_clock_s;
+		*limit = l->wall_clock_s;
 		*used = el;
 		return true;
 	}
-	if (a->cost_cap_usd > 0 && r->cost >= a->cost_cap_usd) {
+	if (l->cost_cap_usd > 0 && cost >= l->cost_cap_usd) {
 		*bound = "cost_cap_usd";
-		*limit = a->cost_cap_usd;
-		*used = r->cost;
+		*limit = l->cost_cap_usd;
+		*used = cost;
 		return true;
 	}
 	return false;
 }
 
+static unsigned bound_bit(const char *bound)
+{
+	return !strcmp(bound, "max_steps")	? RT_B_STEPS
+	       : !strcmp(bound, "token_budget") ? RT_B_TOKENS
+	       : !strcmp(bound, "wall_clock_s") ? RT_B_WALL
+						: RT_B_COST;
+}
+
 static void budget_stop(struct wd_run *r, const char *bound, double limit,
 			double used)
 {
+	unsigned bit = bound_bit(bound);
+	/* a sub-agent's limit may be its parent's remaining budget */
+	bool inherited = (r->inherited & bit) != 0;
+	/* how much of `used` the run's sub-agents spent */
+	double by_sub = bit == RT_B_STEPS ? r->sub_steps
+			: bit == RT_B_TOKENS
+			    ? (double)(r->sub_in_tokens + r->sub_out_tokens)
+			: bit == RT_B_COST ? r->sub_cost
+					   : 0;
 	json_t *rec = rt_rec_new(r, "budget_stop");
 	json_object_set_new(rec, "bound", json_string(bound));
 	json_object_set_new(rec, "limit", json_real(limit));
 	json_object_set_new(rec, "used", json_real(used));
+	if (by_sub > 0)
+		json_object_set_new(rec, "used_by_subagents",
+				    json_real(by_sub));
+	if (inherited) {
+		json_object_set_new(rec, "inherited", json_true());
+		json_object_set_new(rec, "parent_run_id",
+				    json_string(r->parent_id));
+	}
 	rt_record(r, rec, false, NULL);
 	json_decref(rec);
+	cleanup_free char *sub =
+	    by_sub > 0 ? wd_asprintf("; %g of it by sub-agent runs", by_sub)
+		       : wd_strdup("");
 	cleanup_free char *why =
-	    wd_asprintf("%s reached (limit %g, used %g)", bound, limit, used);
+	    inherited ? wd_asprintf("%s reached (limit %g, used %g%s; the "
+				    "limit is what remained of parent run "
+				    "%s's budget)",
+				    bound, limit, used, sub, r->parent_id)
+		      : wd_asprintf("%s reached (limit %g, used %g%s)", bound,
+				    limit, used, sub);
+	snprintf(r->stop_bound, sizeof(r->stop_bound), "%s", bound);
 	rt_finish(r, "stopped", why, NULL);
 }
 
@@ -239,8 +277,10 @@ static int model_step(struct wd_run *r, struct wd_err *err)
 	const struct wd_agent_def *a = r->agent;
 	struct conv c;
 	conv_build(r->msgs, &c);
-	struct wd_tool_schema *ts = wd_calloc((size_t)a->n_tools, sizeof(*ts));
-	int nts = 0;
+	struct wd_tool_schema *ts =
+	    wd_calloc((size_t)(a->n_tools + a->n_subagents) + 1, sizeof(*ts));
+	int nsub = rt_subagent_schemas(r, ts);
+	int nts = nsub;
 	for (int i = 0; i < a->n_tools; i++) {
 		const struct wd_manifest *m = wd_pset_tool(r->ps, a->tools[i]);
 		if (!m)
@@ -251,8 +291,8 @@ static int model_step(struct wd_run *r, struct wd_err *err)
 		nts++;
 	}
 	uint64_t deadline = 0;
-	if (a->wall_clock_s > 0) {
-		double left = a->wall_clock_s - (double)active_now(r) / 1e9;
+	if (r->lim.wall_clock_s > 0) {
+		double left = r->lim.wall_clock_s - (double)active_now(r) / 1e9;
 		deadline = wd_now_ns() + (uint64_t)(WD_MAX(left, 0.001) * 1e9);
 	}
 	struct wd_complete_req req = {
@@ -273,7 +313,9 @@ static int model_step(struct wd_run *r, struct wd_err *err)
 	uint64_t t0 = wd_now_ns();
 	int rc = wd_gateway_complete(r->ps->gw, &req, &resp, err);
 	r->ext_ns += wd_now_ns() - t0;
+	r->model_calls++;
 	conv_free(&c);
+	rt_subagent_schemas_free(ts, nsub);
 	free(ts);
 	__atomic_add_fetch(&r->rt->m_model_calls, 1, __ATOMIC_RELAXED);
 
@@ -464,15 +506,14 @@ static const char *pstate(json_t *pc)
 	return json_string_value(json_object_get(pc, "state"));
 }
 
-static void set_done(json_t *pc, const char *content, bool is_error)
+void rt_set_done(json_t *pc, const char *content, bool is_error)
 {
 	json_object_set_new(pc, "state", json_string("done"));
 	json_object_set_new(pc, "content", json_string(content));
 	json_object_set_new(pc, "is_error", json_boolean(is_error));
 }
 
-/* The result as the model sees it: bounded, with a note when cut. */
-static char *content_for_model(struct wd_run *r, json_t *result)
+char *rt_content_for_model(struct wd_run *r, json_t *result)
 {
 	char *s = json_dumps(result, JSON_COMPACT);
 	if (!s)
@@ -549,7 +590,7 @@ static int tool_step(struct wd_run *r, struct wd_err *err)
 			    "{\"status\":\"denied\",\"check\":\"approval\","
 			    "\"error\":\"%s\"}",
 			    why ? why : "approval denied");
-			set_done(pc, msg, true);
+			rt_set_done(pc, msg, true);
 			continue;
 		}
 		bool approved = !strcmp(st, "approved");
@@ -576,7 +617,19 @@ static int tool_step(struct wd_run *r, struct wd_err *err)
 					    json_string("duplicate"));
 			rt_record(r, rec, false, NULL);
 			json_decref(rec);
-			set_done(pc, msg, false);
+			rt_set_done(pc, msg, false);
+			continue;
+		}
+		if (rt_is_subagent_tool(c.name)) {
+			/* a child run, on this thread, one at a time: each
+			 * child is bounded by what the ones before it left */
+			uint64_t ts0 = wd_now_ns();
+			rt_subagent_call(r, pc);
+			r->ext_ns += wd_now_ns() - ts0;
+			json_object_set_new(
+			    r->done, key,
+			    json_pack("{s:i,s:O}", "step", r->step, "content",
+				      json_object_get(pc, "content")));
 			continue;
 		}
 		const struct wd_manifest *m = NULL;
@@ -594,7 +647,28 @@ static int tool_step(struct wd_run *r, struct wd_err *err)
 					      "check", check, "error", reason);
 			cleanup_free char *msg = json_dumps(o, JSON_COMPACT);
 			json_decref(o);
-			set_done(pc, msg, true);
+			rt_set_done(pc, msg, true);
+			continue;
+		}
+		if (v == WD_BRK_APPROVAL && r->parent_id[0]) {
+			/* a sub-agent's run is run by its parent's thread
+			 * and cannot suspend: the call is refused */
+			char why[700];
+			snprintf(why, sizeof(why),
+				 "%s; a sub-agent's run cannot wait for an "
+				 "approval, so tools that need one are refused "
+				 "here",
+				 reason);
+			__atomic_add_fetch(&rt->m_refusals, 1,
+					   __ATOMIC_RELAXED);
+			wd_broker_record_refusal(&b, &c, WD_BRK_DENIED,
+						 "approval", why, NULL);
+			json_t *o =
+			    json_pack("{s:s,s:s,s:s}", "status", "denied",
+				      "check", "approval", "error", why);
+			cleanup_free char *msg = json_dumps(o, JSON_COMPACT);
+			json_decref(o);
+			rt_set_done(pc, msg, true);
 			continue;
 		}
 		if (v == WD_BRK_APPROVAL) {
@@ -690,15 +764,15 @@ static int tool_step(struct wd_run *r, struct wd_err *err)
 				   "be recorded durably: %s",
 				   j->m->name, j->err.msg);
 			ret = j->rc;
-			set_done(j->pc, err->msg, true);
+			rt_set_done(j->pc, err->msg, true);
 			continue;
 		}
 		json_t *den = json_object_get(j->result, "denials");
 		__atomic_add_fetch(&rt->m_denials, json_array_size(den),
 				   __ATOMIC_RELAXED);
-		char *content = content_for_model(r, j->result);
+		char *content = rt_content_for_model(r, j->result);
 		bool is_err = strcmp(j->status, "ok") != 0;
-		set_done(j->pc, content, is_err);
+		rt_set_done(j->pc, content, is_err);
 		cleanup_free char *key = dup_key(j->pc);
 		json_object_set_new(r->done, key,
 				    json_pack("{s:i,s:s}", "step", r->step,
@@ -763,6 +837,16 @@ static void advance(struct wd_run *r)
 		/* daemon stopping: park the run between steps; the next
 		 * start resumes it from its snapshot */
 		pthread_mutex_lock(&rt->mu);
+		if (rt->stopping && r->parent_id[0]) {
+			/* a sub-agent's run lives inside its parent's step:
+			 * it ends; the parent is parked with its result */
+			pthread_mutex_unlock(&rt->mu);
+			rt_finish(r, "interrupted",
+				  "wardend stopping: the sub-agent's run was "
+				  "ended between steps",
+				  NULL);
+			return;
+		}
 		if (rt->stopping) {
 			r->active_ns += wd_now_ns() - r->slice_start;
 			r->state = R_SUSPENDED;
@@ -798,6 +882,11 @@ static void advance(struct wd_run *r)
 				continue;
 			}
 			close_step(r);
+			/* back to the top: a stop requested during the tool
+			 * calls (e.g. one that ended a sub-agent's run as
+			 * interrupted) parks the run before its next model
+			 * call */
+			continue;
 		}
 		const char *bound;
 		double limit, used;
@@ -807,8 +896,8 @@ static void advance(struct wd_run *r)
 		}
 		fit_context(r);
 		int rc = model_step(r, &err);
-		if (rc == -ETIMEDOUT && r->agent->wall_clock_s > 0) {
-			budget_stop(r, "wall_clock_s", r->agent->wall_clock_s,
+		if (rc == -ETIMEDOUT && r->lim.wall_clock_s > 0) {
+			budget_stop(r, "wall_clock_s", r->lim.wall_clock_s,
 				    (double)active_now(r) / 1e9);
 			return;
 		}

@@ -58,10 +58,13 @@ static void agent_def_from(struct wd_agent_def *d, const struct wd_agent *a)
 {
 	d->name = wd_strdup(a->name);
 	d->team = wd_strdup(a->team);
+	d->description = wd_strdup(a->description ? a->description : "");
 	d->model = wd_strdup(a->model);
 	d->system_prompt = wd_strdup(a->system_prompt ? a->system_prompt : "");
 	d->tools = strv_dup(a->tools, a->n_tools);
 	d->n_tools = a->n_tools;
+	d->subagents = strv_dup(a->subagents, a->n_subagents);
+	d->n_subagents = a->n_subagents;
 	d->max_steps = (int)a->bounds.max_steps;
 	d->token_budget = (long long)a->bounds.token_budget;
 	d->wall_clock_s = a->bounds.wall_clock_s;
@@ -81,9 +84,11 @@ static void agent_def_free(struct wd_agent_def *d)
 {
 	free(d->name);
 	free(d->team);
+	free(d->description);
 	free(d->model);
 	free(d->system_prompt);
 	wd_pset_strv_free(d->tools, d->n_tools);
+	wd_pset_strv_free(d->subagents, d->n_subagents);
 }
 
 static void pset_free(struct wd_pset *p)
@@ -137,6 +142,9 @@ int wd_pset_load(const char *dir, struct wd_pset **out, struct wd_err *err)
 
 	cleanup_free char *adir = wd_asprintf("%s/agents", dir);
 	files = yaml_files(adir, &n);
+	/* every definition, kept until the cross-definition checks ran */
+	struct wd_agent **all = NULL;
+	int n_all = 0;
 	for (int i = 0; i < n; i++) {
 		char *text = NULL;
 		size_t len = 0;
@@ -153,24 +161,34 @@ int wd_pset_load(const char *dir, struct wd_pset **out, struct wd_err *err)
 		}
 		free(text);
 		for (int j = 0; j < k; j++) {
-			if (wd_pset_agent(p, v[j]->name))
+			if (wd_pset_agent(p, v[j]->name)) {
 				wd_buf_printf(&msg,
 					      "%s: agent '%s' is defined "
 					      "twice\n",
 					      files[i], v[j]->name);
-			else {
-				p->agents = wd_realloc(
-				    p->agents, (size_t)(p->n_agents + 1) *
-						   sizeof(*p->agents));
-				memset(&p->agents[p->n_agents], 0,
-				       sizeof(*p->agents));
-				agent_def_from(&p->agents[p->n_agents++], v[j]);
+				wd_agent_free(v[j]);
+				continue;
 			}
+			p->agents =
+			    wd_realloc(p->agents, (size_t)(p->n_agents + 1) *
+						      sizeof(*p->agents));
+			memset(&p->agents[p->n_agents], 0, sizeof(*p->agents));
+			agent_def_from(&p->agents[p->n_agents++], v[j]);
+			all =
+			    wd_realloc(all, (size_t)(n_all + 1) * sizeof(*all));
+			all[n_all++] = v[j];
 		}
-		wd_agent_free_all(v, k);
+		free(v);
 		free(files[i]);
 	}
 	free(files);
+	/* sub-agents: defined, no cycle, bounded depth */
+	if (wd_agents_check_subagents(all, n_all, &dg)) {
+		diag_into(&dg, &msg);
+		wd_diag_free(&dg);
+		memset(&dg, 0, sizeof(dg));
+	}
+	wd_agent_free_all(all, n_all);
 
 	cleanup_free char *upath = wd_asprintf("%s/users.yaml", dir);
 	struct wd_users *u = NULL;

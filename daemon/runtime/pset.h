@@ -14,8 +14,12 @@ struct wd_gateway;
 
 struct wd_agent_def {
 	char *name, *team, *model, *system_prompt;
+	char *description; /* "" when absent */
 	char **tools;
 	int n_tools;
+	char **
+	    subagents; /* agent names it may delegate to (runtime/subagent.c) */
+	int n_subagents;
 	int max_steps;
 	long long token_budget;
 	double wall_clock_s;

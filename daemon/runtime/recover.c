@@ -132,6 +132,26 @@ static int restore_run(struct wd_rt *rt, const char *id, json_t *s)
 	    (uint64_t)json_integer_value(json_object_get(s, "active_ns"));
 	r->started_wall =
 	    (uint64_t)json_integer_value(json_object_get(s, "started_wall"));
+	r->model_calls =
+	    (int)json_integer_value(json_object_get(s, "model_calls"));
+	json_t *sub = json_object_get(s, "sub");
+	if (json_is_object(sub)) {
+		r->sub_runs =
+		    (int)json_integer_value(json_object_get(sub, "runs"));
+		r->sub_steps =
+		    (int)json_integer_value(json_object_get(sub, "steps"));
+		r->sub_in_tokens = (uint64_t)json_integer_value(
+		    json_object_get(sub, "input_tokens"));
+		r->sub_out_tokens = (uint64_t)json_integer_value(
+		    json_object_get(sub, "output_tokens"));
+		r->sub_cost =
+		    json_number_value(json_object_get(sub, "cost_usd"));
+		json_t *ch = json_object_get(sub, "children");
+		if (json_is_array(ch)) {
+			json_decref(r->children);
+			r->children = json_incref(ch);
+		}
+	}
 	if (!r->msgs || !r->done) {
 		rt_run_unref_locked(r);
 		return -EINVAL;

@@ -13,6 +13,23 @@ struct wd_stream;
 
 enum run_state { R_QUEUED, R_RUNNING, R_SUSPENDED, R_DONE };
 
+/* A run's effective bounds (0 = none): its agent's, or for a sub-agent's
+ * run the minimum of its agent's and the parent's remaining ones at the
+ * moment of the call (subagent.c). */
+struct rt_limits {
+	int max_steps;
+	long long token_budget;
+	double wall_clock_s;
+	double cost_cap_usd;
+};
+/* bits of wd_run.inherited: which limits came from the parent */
+enum {
+	RT_B_STEPS = 1,
+	RT_B_TOKENS = 2,
+	RT_B_WALL = 4,
+	RT_B_COST = 8,
+};
+
 struct wd_run {
 	struct wd_run *next;  /* rt->runs */
 	struct wd_run *qnext; /* rt->queue */
@@ -40,10 +57,25 @@ struct wd_run {
 	uint64_t slice_start; /* wd_now_ns() when it last became active */
 	uint64_t started_wall;
 	enum run_state state;
-	char status[24];      /* run_end status */
-	char stop_reason[64]; /* bound or failure */
+	char status[24];       /* run_end status */
+	char stop_reason[256]; /* bound or failure */
+	char stop_bound[16];   /* the bound that stopped it, or "" */
 	char *final_text;
-	uint64_t ext_ns; /* time in the model and in tools (this slice) */
+	struct rt_limits lim;
+	unsigned inherited; /* RT_B_* */
+	int model_calls;    /* own model calls (a sub-agent is charged these) */
+	/* sub-agents (subagent.c): a child run is run by its parent's
+	 * thread, inside the parent's tool step */
+	char parent_id[40]; /* "" = top-level run */
+	int parent_step;
+	int depth; /* 0 = top level */
+	/* usage of every descendant run, charged against this run's
+	 * bounds (steps = their model calls) */
+	int sub_runs, sub_steps;
+	uint64_t sub_in_tokens, sub_out_tokens;
+	double sub_cost;
+	json_t *children; /* ids of the direct child runs */
+	uint64_t ext_ns;  /* time in the model and in tools (this slice) */
 	/* step events for streams: JSON lines, guarded by rt->mu */
 	char **lines;
 	uint64_t *line_seq;
@@ -118,7 +150,32 @@ void rt_recover(struct wd_rt *rt);
 /* The run's first trace record of that type (a new reference), or NULL. */
 json_t *rt_first_of(struct wd_rt *rt, const char *run_id, const char *type);
 
+/* Record the run's run_start (durably). */
+int rt_record_start(struct wd_run *r, struct wd_err *err);
+/* Usage totals of the run and its descendants (new JSON object
+ * {steps, input_tokens, output_tokens, cost_usd}). */
+json_t *rt_totals_json(const struct wd_run *r);
+
 /* loop.c */
 void rt_advance(struct wd_run *r);
+/* The result as the model sees it: bounded, with a note when cut. */
+char *rt_content_for_model(struct wd_run *r, json_t *result);
+/* Mark a pending call answered. */
+void rt_set_done(json_t *pc, const char *content, bool is_error);
+
+/* subagent.c */
+/* Is `name` a sub-agent's tool name (WD_SUBAGENT_TOOL_PREFIX)? */
+bool rt_is_subagent_tool(const char *name);
+/* The sub-agent tools offered to the model: fills ts[] (room for
+ * r->agent->n_subagents), returns how many; free with
+ * rt_subagent_schemas_free. */
+struct wd_tool_schema;
+int rt_subagent_schemas(struct wd_run *r, struct wd_tool_schema *ts);
+void rt_subagent_schemas_free(struct wd_tool_schema *ts, int n);
+/* Answer a pending call to a sub-agent tool: the checks (grant, schema,
+ * authz, depth, budget), then a child run on this thread; the child's
+ * output or failure becomes the call's content and its usage is charged to
+ * r. The call is done when this returns. */
+void rt_subagent_call(struct wd_run *r, json_t *pc);
 
 #endif

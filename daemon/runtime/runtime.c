@@ -95,7 +95,7 @@ char *rt_run_path(struct wd_rt *rt, const char *id, const char *ext)
 
 static json_t *snapshot_json(struct wd_run *r)
 {
-	return json_pack(
+	json_t *s = json_pack(
 	    "{s:s,s:s,s:{s:i,s:i,s:s},s:s,s:O,s:O,s:O,s:i,s:I,s:I,s:f,s:I,"
 	    "s:I}",
 	    "id", r->id, "agent", r->agent->name, "caller", "uid",
@@ -106,6 +106,16 @@ static json_t *snapshot_json(struct wd_run *r)
 	    (json_int_t)r->out_tokens, "cost", r->cost, "active_ns",
 	    (json_int_t)r->active_ns, "started_wall",
 	    (json_int_t)r->started_wall);
+	/* usage of the run's sub-agents (charged to its bounds) */
+	json_object_set_new(
+	    s, "sub",
+	    json_pack("{s:i,s:i,s:I,s:I,s:f,s:O}", "runs", r->sub_runs, "steps",
+		      r->sub_steps, "input_tokens",
+		      (json_int_t)r->sub_in_tokens, "output_tokens",
+		      (json_int_t)r->sub_out_tokens, "cost_usd", r->sub_cost,
+		      "children", r->children));
+	json_object_set_new(s, "model_calls", json_integer(r->model_calls));
+	return s;
 }
 
 /* Called with rt->mu held. Written atomically (tmp + rename + fsync). */
@@ -141,6 +151,7 @@ static void run_free(struct wd_run *r)
 	json_decref(r->msgs);
 	json_decref(r->pending);
 	json_decref(r->done);
+	json_decref(r->children);
 	free(r->final_text);
 	for (size_t i = 0; i < r->n_lines; i++)
 		free(r->lines[i]);
@@ -214,6 +225,18 @@ void rt_finish(struct wd_run *r, const char *status, const char *reason,
 	json_object_set_new(rec, "user", json_string(r->caller.user));
 	if (text && !r->agent->hash_only)
 		json_object_set_new(rec, "output", json_string(text));
+	/* cost_usd and gen_ai.usage.* above are the run's own (each dollar
+	 * is attributed once, to the agent that spent it); `total` adds its
+	 * sub-agents' runs, which its bounds were checked against */
+	json_object_set_new(rec, "total", rt_totals_json(r));
+	if (json_array_size(r->children))
+		json_object_set(rec, "subagent_runs", r->children);
+	if (r->parent_id[0]) {
+		json_object_set_new(rec, "parent_run_id",
+				    json_string(r->parent_id));
+		json_object_set_new(rec, "parent_step",
+				    json_integer(r->parent_step));
+	}
 	struct wd_err err = {0};
 	if (rt_record(r, rec, true, &err))
 		wd_error("run %s: run_end not recorded: %s", r->id, err.msg);
@@ -268,6 +291,11 @@ struct wd_run *rt_run_new(struct wd_rt *rt, struct wd_pset *ps,
 	r->refs = 1; /* rt->runs */
 	r->ps = wd_pset_ref(ps);
 	r->agent = a;
+	r->lim = (struct rt_limits){.max_steps = a->max_steps,
+				    .token_budget = a->token_budget,
+				    .wall_clock_s = a->wall_clock_s,
+				    .cost_cap_usd = a->cost_cap_usd};
+	r->children = json_array();
 	r->caller = *c;
 	r->scopes = wd_pset_user_scopes(ps, c->uid, &r->n_scopes);
 	/* the policy's name for the uid, when listed, names the user */
@@ -278,6 +306,89 @@ struct wd_run *rt_run_new(struct wd_rt *rt, struct wd_pset *ps,
 	r->done = json_object();
 	snprintf(r->status, sizeof(r->status), "running");
 	return r;
+}
+
+json_t *rt_totals_json(const struct wd_run *r)
+{
+	return json_pack(
+	    "{s:i,s:I,s:I,s:f}", "steps", r->step + r->sub_steps,
+	    "input_tokens", (json_int_t)(r->in_tokens + r->sub_in_tokens),
+	    "output_tokens", (json_int_t)(r->out_tokens + r->sub_out_tokens),
+	    "cost_usd", r->cost + r->sub_cost);
+}
+
+int rt_record_start(struct wd_run *r, struct wd_err *err)
+{
+	struct wd_rt *rt = r->rt;
+	const struct wd_agent_def *a = r->agent;
+	json_t *rec = rt_rec_new(r, "run_start");
+	json_object_set_new(rec, "agent", json_string(a->name));
+	json_object_set_new(rec, "team", json_string(a->team));
+	json_object_set_new(rec, "user", json_string(r->caller.user));
+	json_object_set_new(rec, "uid", json_integer(r->caller.uid));
+	json_object_set_new(rec, "gen_ai.request.model", json_string(a->model));
+	json_object_set_new(rec, "gen_ai.operation.name",
+			    json_string("invoke_agent"));
+	json_object_set_new(rec, "trace",
+			    json_pack("{s:s,s:i}", "payloads",
+				      a->hash_only ? "hash_only" : "full",
+				      "retention_days", a->retention_days));
+	/* the run's effective bounds (a sub-agent's may be lower than its
+	 * definition's: see bounds_inherited) */
+	json_object_set_new(
+	    rec, "bounds",
+	    json_pack("{s:i,s:I,s:f,s:f,s:I}", "max_steps", r->lim.max_steps,
+		      "token_budget", (json_int_t)r->lim.token_budget,
+		      "wall_clock_s", r->lim.wall_clock_s, "cost_cap_usd",
+		      r->lim.cost_cap_usd, "context_budget_tokens",
+		      (json_int_t)a->context_budget_tokens));
+	json_t *tl = json_array();
+	for (int i = 0; i < a->n_tools; i++)
+		json_array_append_new(tl, json_string(a->tools[i]));
+	json_object_set_new(rec, "tools", tl);
+	if (a->n_subagents) {
+		json_t *sl = json_array();
+		for (int i = 0; i < a->n_subagents; i++)
+			json_array_append_new(sl, json_string(a->subagents[i]));
+		json_object_set_new(rec, "subagents", sl);
+	}
+	if (r->parent_id[0]) {
+		json_object_set_new(rec, "parent_run_id",
+				    json_string(r->parent_id));
+		json_object_set_new(rec, "parent_step",
+				    json_integer(r->parent_step));
+		json_object_set_new(rec, "depth", json_integer(r->depth));
+		json_t *inh = json_array();
+		static const struct {
+			unsigned bit;
+			const char *name;
+		} b[] = {{RT_B_STEPS, "max_steps"},
+			 {RT_B_TOKENS, "token_budget"},
+			 {RT_B_WALL, "wall_clock_s"},
+			 {RT_B_COST, "cost_cap_usd"}};
+		for (size_t i = 0; i < WD_ARRAY_SIZE(b); i++)
+			if (r->inherited & b[i].bit)
+				json_array_append_new(inh,
+						      json_string(b[i].name));
+		json_object_set_new(rec, "bounds_inherited", inh);
+		json_object_set_new(rec, "agent_bounds",
+				    json_pack("{s:i,s:I,s:f,s:f}", "max_steps",
+					      a->max_steps, "token_budget",
+					      (json_int_t)a->token_budget,
+					      "wall_clock_s", a->wall_clock_s,
+					      "cost_cap_usd", a->cost_cap_usd));
+	}
+	if (a->hash_only) {
+		char ref[WD_TRACE_REF_LEN];
+		/* hash_only: the store computes the ref, keeps nothing */
+		if (!wd_trace_put_blob(rt->trace, NULL, "", 0, ref, NULL))
+			(void)ref;
+	} else {
+		json_object_set_new(rec, "task", json_string(r->task));
+	}
+	int rc = rt_record(r, rec, true, err);
+	json_decref(rec);
+	return rc;
 }
 
 int wd_rt_run_create(struct wd_rt *rt, const struct wd_caller *c,
@@ -315,39 +426,7 @@ int wd_rt_run_create(struct wd_rt *rt, const struct wd_caller *c,
 	/* the run exists on disk before anything else happens */
 	active = rt_run_path(rt, r->id, "active");
 	wd_write_file(active, agent, strlen(agent), 0600);
-	json_t *rec = rt_rec_new(r, "run_start");
-	json_object_set_new(rec, "agent", json_string(a->name));
-	json_object_set_new(rec, "team", json_string(a->team));
-	json_object_set_new(rec, "user", json_string(r->caller.user));
-	json_object_set_new(rec, "uid", json_integer(c->uid));
-	json_object_set_new(rec, "gen_ai.request.model", json_string(a->model));
-	json_object_set_new(rec, "gen_ai.operation.name",
-			    json_string("invoke_agent"));
-	json_object_set_new(rec, "trace",
-			    json_pack("{s:s,s:i}", "payloads",
-				      a->hash_only ? "hash_only" : "full",
-				      "retention_days", a->retention_days));
-	json_object_set_new(
-	    rec, "bounds",
-	    json_pack("{s:i,s:I,s:f,s:f,s:I}", "max_steps", a->max_steps,
-		      "token_budget", (json_int_t)a->token_budget,
-		      "wall_clock_s", a->wall_clock_s, "cost_cap_usd",
-		      a->cost_cap_usd, "context_budget_tokens",
-		      (json_int_t)a->context_budget_tokens));
-	json_t *tl = json_array();
-	for (int i = 0; i < a->n_tools; i++)
-		json_array_append_new(tl, json_string(a->tools[i]));
-	json_object_set_new(rec, "tools", tl);
-	if (a->hash_only) {
-		char ref[WD_TRACE_REF_LEN];
-		/* hash_only: the store computes the ref, keeps nothing */
-		if (!wd_trace_put_blob(rt->trace, NULL, "", 0, ref, NULL))
-			(void)ref;
-	} else {
-		json_object_set_new(rec, "task", json_string(task));
-	}
-	rc = rt_record(r, rec, true, err);
-	json_decref(rec);
+	rc = rt_record_start(r, err);
 	if (rc) {
 		unlink(active);
 		pthread_mutex_lock(&rt->mu);

@@ -120,6 +120,16 @@ static json_t *run_view_locked(struct wd_run *r)
 	    "state", state_name(r->state), "steps", r->step, "input_tokens",
 	    (json_int_t)r->in_tokens, "output_tokens",
 	    (json_int_t)r->out_tokens, "cost_usd", r->cost);
+	/* with sub-agents: the usage of the whole tree, and the links */
+	json_object_set_new(o, "total", rt_totals_json(r));
+	if (json_array_size(r->children))
+		json_object_set(o, "subagent_runs", r->children);
+	if (r->parent_id[0]) {
+		json_object_set_new(o, "parent_run_id",
+				    json_string(r->parent_id));
+		json_object_set_new(o, "parent_step",
+				    json_integer(r->parent_step));
+	}
 	if (r->state == R_DONE) {
 		json_object_set_new(o, "status", json_string(r->status));
 		if (r->stop_reason[0])
@@ -164,6 +174,12 @@ json_t *wd_rt_run_info(struct wd_rt *rt, const char *run_id)
 		if (json_object_get(end, "output"))
 			json_object_set(o, "output",
 					json_object_get(end, "output"));
+		const char *keys[] = {"total", "subagent_runs", "parent_run_id",
+				      "parent_step"};
+		for (size_t i = 0; i < WD_ARRAY_SIZE(keys); i++)
+			if (json_object_get(end, keys[i]))
+				json_object_set(o, keys[i],
+						json_object_get(end, keys[i]));
 	}
 	json_decref(start);
 	json_decref(end);
