@@ -19,23 +19,12 @@ static void usage(FILE *f)
 
 static int list(const char *sock, bool json)
 {
-	struct wd_err err = {0};
-	json_t *resp = NULL;
-	long st = 0;
-	if (wd_api_call(sock, "GET", "/v1/approvals", NULL, &st, &resp, &err)) {
-		fprintf(stderr, "warden approvals: %s\n", err.msg);
+	json_t *resp = wd_cli_api("approvals", sock, "GET", "/v1/approvals",
+				  NULL, 200, NULL);
+	if (!resp)
 		return WD_EXIT_FAIL;
-	}
-	if (st != 200) {
-		fprintf(stderr, "warden approvals: %s\n",
-			wd_api_error_text(resp, st));
-		json_decref(resp);
-		return WD_EXIT_FAIL;
-	}
 	if (json) {
-		char *s = json_dumps(resp, JSON_INDENT(2));
-		printf("%s\n", s ? s : "[]");
-		free(s);
+		wd_cli_print_json(resp, JSON_INDENT(2), "[]");
 	} else if (!json_array_size(resp)) {
 		printf("no pending approvals\n");
 	} else {
@@ -71,31 +60,19 @@ static int list(const char *sock, bool json)
 static int decide(const char *sock, const char *id, bool approve,
 		  const char *reason, bool json)
 {
-	struct wd_err err = {0};
 	json_t *body =
 	    json_pack("{s:s}", "decision", approve ? "approve" : "deny");
 	if (reason)
 		json_object_set_new(body, "reason", json_string(reason));
 	char path[160];
 	snprintf(path, sizeof(path), "/v1/approvals/%s", id);
-	json_t *resp = NULL;
-	long st = 0;
-	int rc = wd_api_call(sock, "POST", path, body, &st, &resp, &err);
+	json_t *resp =
+	    wd_cli_api("approvals", sock, "POST", path, body, 200, NULL);
 	json_decref(body);
-	if (rc) {
-		fprintf(stderr, "warden approvals: %s\n", err.msg);
+	if (!resp)
 		return WD_EXIT_FAIL;
-	}
-	if (st != 200) {
-		fprintf(stderr, "warden approvals: %s\n",
-			wd_api_error_text(resp, st));
-		json_decref(resp);
-		return WD_EXIT_FAIL;
-	}
 	if (json) {
-		char *s = json_dumps(resp, JSON_COMPACT);
-		printf("%s\n", s ? s : "{}");
-		free(s);
+		wd_cli_print_json(resp, JSON_COMPACT, "{}");
 	} else {
 		printf("%s %s\n", id, approve ? "approved" : "denied");
 	}

@@ -9,6 +9,7 @@
 #define WD_CLI_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 enum { WD_EXIT_OK = 0, WD_EXIT_FAIL = 1, WD_EXIT_USAGE = 2 };
 
@@ -27,6 +28,18 @@ struct wd_verb {
 bool wd_cli_wants_help(int argc, char **argv);
 /* The daemon socket: --socket value, else $WARDEN_SOCKET, else default. */
 const char *wd_cli_socket(const char *flag_value);
+
+struct json_t;
+/* One request to wardend (body may be NULL; not consumed). The response,
+ * or NULL after "warden VERB: why" on stderr when the request failed or
+ * the status is not `want`; *status (may be NULL) gets the status, 0 if
+ * there was none. */
+struct json_t *wd_cli_api(const char *verb, const char *sock,
+			  const char *method, const char *path,
+			  struct json_t *body, long want, long *status);
+/* JSON on stdout, one line (or indented) and a newline; `empty` if j is
+ * NULL or cannot be printed. */
+void wd_cli_print_json(const struct json_t *j, size_t flags, const char *empty);
 
 #define WD_VERSION	  "0.1.0"
 #define WD_DEFAULT_SOCKET "/run/warden/wardend.sock"

@@ -66,25 +66,14 @@ static int verb_cost(int argc, char **argv)
 			}
 		wd_buf_printf(&path, "&since=%s", since);
 	}
-	struct wd_err err = {0};
-	json_t *resp = NULL;
 	long st = 0;
-	int rc = wd_api_call(sock, "GET", path.data, NULL, &st, &resp, &err);
+	json_t *resp =
+	    wd_cli_api("cost", sock, "GET", path.data, NULL, 200, &st);
 	wd_buf_free(&path);
-	if (rc) {
-		fprintf(stderr, "warden cost: %s\n", err.msg);
-		return WD_EXIT_FAIL;
-	}
-	if (st != 200) {
-		fprintf(stderr, "warden cost: %s\n",
-			wd_api_error_text(resp, st));
-		json_decref(resp);
+	if (!resp)
 		return st == 400 ? WD_EXIT_USAGE : WD_EXIT_FAIL;
-	}
 	if (json) {
-		char *s = json_dumps(resp, JSON_INDENT(2));
-		printf("%s\n", s ? s : "{}");
-		free(s);
+		wd_cli_print_json(resp, JSON_INDENT(2), "{}");
 	} else {
 		printf("%-20s %6s %12s %12s %12s\n", by, "RUNS", "INPUT_TOK",
 		       "OUTPUT_TOK", "COST_USD");

@@ -1,4 +1,5 @@
 #include "cli/cli.h"
+#include "api/client.h"
 #include "common/log.h"
 
 #include <stdio.h>
@@ -25,6 +26,35 @@ const char *wd_cli_socket(const char *flag_value)
 		return flag_value;
 	const char *e = getenv("WARDEN_SOCKET");
 	return e && *e ? e : WD_DEFAULT_SOCKET;
+}
+
+json_t *wd_cli_api(const char *verb, const char *sock, const char *method,
+		   const char *path, json_t *body, long want, long *status)
+{
+	struct wd_err err = {0};
+	json_t *resp = NULL;
+	long st = 0;
+	int rc = wd_api_call(sock, method, path, body, &st, &resp, &err);
+	if (status)
+		*status = rc ? 0 : st;
+	if (rc) {
+		fprintf(stderr, "warden %s: %s\n", verb, err.msg);
+		return NULL;
+	}
+	if (st != want) {
+		fprintf(stderr, "warden %s: %s\n", verb,
+			wd_api_error_text(resp, st));
+		json_decref(resp);
+		return NULL;
+	}
+	return resp;
+}
+
+void wd_cli_print_json(const json_t *j, size_t flags, const char *empty)
+{
+	char *s = j ? json_dumps(j, flags) : NULL;
+	printf("%s\n", s ? s : empty);
+	free(s);
 }
 
 static int cmp_verb(const void *a, const void *b)

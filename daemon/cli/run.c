@@ -199,24 +199,13 @@ static int verb_run(int argc, char **argv)
 		return WD_EXIT_USAGE;
 	}
 	sock = wd_cli_socket(sock);
-	struct wd_err err = {0};
 	json_t *body = json_pack("{s:s,s:s}", "agent", argv[optind], "task",
 				 argv[optind + 1]);
-	json_t *resp = NULL;
-	long status = 0;
-	int rc =
-	    wd_api_call(sock, "POST", "/v1/runs", body, &status, &resp, &err);
+	json_t *resp =
+	    wd_cli_api("run", sock, "POST", "/v1/runs", body, 201, NULL);
 	json_decref(body);
-	if (rc) {
-		fprintf(stderr, "warden run: %s\n", err.msg);
+	if (!resp)
 		return WD_EXIT_FAIL;
-	}
-	if (status != 201) {
-		fprintf(stderr, "warden run: %s\n",
-			wd_api_error_text(resp, status));
-		json_decref(resp);
-		return WD_EXIT_FAIL;
-	}
 	const char *id = json_string_value(json_object_get(resp, "run_id"));
 	char rid[80];
 	snprintf(rid, sizeof(rid), "%s", id ? id : "");
@@ -233,8 +222,8 @@ static int verb_run(int argc, char **argv)
 	struct follow_ctx f = {.json = json};
 	char path[160];
 	snprintf(path, sizeof(path), "/v1/runs/%s/stream", rid);
-	rc = wd_api_stream(sock, path, on_line, &f, &err);
-	if (rc) {
+	struct wd_err err = {0};
+	if (wd_api_stream(sock, path, on_line, &f, &err)) {
 		fprintf(stderr, "warden run: %s\n", err.msg);
 		return WD_EXIT_FAIL;
 	}
