@@ -1,10 +1,11 @@
 /* Content-addressed blobs: blobs/ab/cdef... = zlib(payload), where abcdef...
- * is sha256(payload). put_blob writes a temporary file and queues it; the
- * trace writer settles the queue (fdatasync, rename into place, fsync of
- * the directories) before it writes the next batch of records, so a record
- * naming a blob can never reach a segment, let alone disk, before the blob
- * does. The fsyncs leave the caller's path (two blobs a model step) and are
- * shared by everything put within one group commit. */
+ * is sha256(payload). put_blob hashes the (redacted) payload and queues it;
+ * the trace writer settles the queue (compress, write a temporary file,
+ * fdatasync, rename into place, fsync of the directories) before it writes
+ * the next batch of records, so a record naming a blob can never reach a
+ * segment, let alone disk, before the blob does. Compression and the file
+ * system work leave the caller's path (two blobs a model step) for the
+ * writer thread, and the directory syncs are shared by a group commit. */
 #include "trace/trace_int.h"
 
 #include <fcntl.h>
@@ -14,8 +15,10 @@
 
 #include "common/log.h"
 
-/* Blobs waiting for the writer before the putter settles them itself. */
-#define BLOB_QUEUE_MAX 256
+/* Blobs (count, bytes) waiting for the writer before the putter settles
+ * them itself. */
+#define BLOB_QUEUE_MAX	 256
+#define BLOB_QUEUE_BYTES (32u << 20)
 
 char *wd_trace_blob_path(struct wd_trace *t, const char *hex)
 {
@@ -74,49 +77,59 @@ int wd_trace_put_blob(struct wd_trace *t, const char *run_id, const void *data,
 	if (queued)
 		return 0; /* dedup: the same content waits to be settled */
 
-	cleanup_free char *dir = wd_asprintf("%s/%.2s", t->blobdir, hex);
-	if (mkdir(dir, 0750) < 0 && errno != EEXIST)
-		return wd_err_set(err, -errno, "blob dir %s: %s", dir,
-				  strerror(errno));
-	uLongf zlen = compressBound(len);
-	cleanup_free unsigned char *z = wd_malloc(zlen);
-	if (compress2(z, &zlen, data, len, Z_BEST_SPEED) != Z_OK)
-		return wd_err_set(err, -ENOMEM, "blob %s: compress failed",
-				  hex);
-	char tmpn[32];
-	wd_rand_hex(tmpn, 16);
-	cleanup_free char *tmp = wd_asprintf("%s/.tmp-%s", dir, tmpn);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
-	if (fd < 0)
-		return wd_err_set(err, -errno, "blob %s: %s", tmp,
-				  strerror(errno));
-	int r = wd_write_all(fd, z, zlen);
-	if (r < 0) {
-		close(fd);
-		unlink(tmp);
-		/* a store that cannot write is unhealthy: fail closed */
-		pthread_mutex_lock(&t->mu);
-		if (!t->error)
-			t->error = r;
-		pthread_mutex_unlock(&t->mu);
-		return wd_err_set(err, r, "blob %s: %s", path, strerror(-r));
-	}
 	pthread_mutex_lock(&t->blob_mu);
 	if (t->bq.n == t->bq.cap) {
 		t->bq.cap = t->bq.cap ? 2 * t->bq.cap : 16;
 		t->bq.v = wd_realloc(t->bq.v, t->bq.cap * sizeof(*t->bq.v));
 	}
 	struct wd_blob_pend *b = &t->bq.v[t->bq.n++];
-	b->fd = fd;
-	b->tmp = steal_pointer(&tmp);
-	b->path = steal_pointer(&path);
 	memcpy(b->hex, hex, sizeof(b->hex));
-	bool full = t->bq.n >= BLOB_QUEUE_MAX;
+	b->len = len;
+	if (red) {
+		b->data = steal_pointer(&red);
+	} else {
+		b->data = wd_malloc(len ? len : 1);
+		memcpy(b->data, data, len);
+	}
+	t->bq_bytes += len;
+	bool full =
+	    t->bq.n >= BLOB_QUEUE_MAX || t->bq_bytes >= BLOB_QUEUE_BYTES;
 	pthread_mutex_unlock(&t->blob_mu);
-	/* bound the open files a burst can hold: settle here */
+	/* bound what a burst holds in memory: settle here */
+	int r;
 	if (full && (r = wd_trace_blobs_settle(t)) < 0)
 		return wd_err_set(err, r, "blob %s: %s", hex, strerror(-r));
 	return 0;
+}
+
+/* One queued blob into place: compressed into a temporary file, synced,
+ * renamed. 0 or -errno. */
+static int settle_one(struct wd_trace *t, struct wd_blob_pend *b)
+{
+	cleanup_free char *dir = wd_asprintf("%s/%.2s", t->blobdir, b->hex);
+	if (mkdir(dir, 0750) < 0 && errno != EEXIST)
+		return -errno;
+	uLongf zlen = compressBound(b->len);
+	cleanup_free unsigned char *z = wd_malloc(zlen);
+	if (compress2(z, &zlen, (const Bytef *)b->data, b->len, Z_BEST_SPEED) !=
+	    Z_OK)
+		return -ENOMEM;
+	char tmpn[32];
+	wd_rand_hex(tmpn, 16);
+	cleanup_free char *tmp = wd_asprintf("%s/.tmp-%s", dir, tmpn);
+	cleanup_free char *path = wd_trace_blob_path(t, b->hex);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
+	if (fd < 0)
+		return -errno;
+	int r = wd_write_all(fd, z, zlen);
+	if (!r && fdatasync(fd) < 0)
+		r = -errno;
+	close(fd);
+	if (!r && rename(tmp, path) < 0)
+		r = -errno;
+	if (r < 0)
+		unlink(tmp);
+	return r;
 }
 
 int wd_trace_blobs_settle(struct wd_trace *t)
@@ -127,23 +140,18 @@ int wd_trace_blobs_settle(struct wd_trace *t)
 	size_t n = t->bq.n;
 	t->bq.v = NULL;
 	t->bq.n = t->bq.cap = 0;
+	t->bq_bytes = 0;
 	pthread_mutex_unlock(&t->blob_mu);
 	int r = 0;
 	bool dirs[256] = {false};
 	for (size_t i = 0; i < n; i++) {
 		struct wd_blob_pend *b = &v[i];
-		if (!r && fdatasync(b->fd) < 0)
-			r = -errno;
-		close(b->fd);
-		if (!r && rename(b->tmp, b->path) < 0)
-			r = -errno;
-		if (r < 0)
-			unlink(b->tmp);
 		unsigned d;
+		if (!r)
+			r = settle_one(t, b);
 		if (!r && sscanf(b->hex, "%2x", &d) == 1)
 			dirs[d] = true;
-		free(b->tmp);
-		free(b->path);
+		free(b->data);
 	}
 	free(v);
 	for (unsigned d = 0; !r && d < 256; d++) {

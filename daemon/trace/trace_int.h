@@ -70,13 +70,13 @@ struct wd_pend {
 	uint64_t seg, fileoff; /* where the writer put it */
 };
 
-/* A blob written to a temporary file, not yet durable or visible: the
- * writer settles it (fdatasync, rename, directory fsync) before it writes
- * any batch, so a record naming it never reaches a segment first. */
+/* A blob put but not stored yet: the writer settles it (compress, write,
+ * fdatasync, rename, directory fsync) before it writes any batch, so a
+ * record naming it never reaches a segment first. */
 struct wd_blob_pend {
-	int fd;
-	char *tmp, *path;
 	char hex[65];
+	char *data; /* the payload as hashed (owned) */
+	size_t len;
 };
 
 struct wd_batch {
@@ -155,6 +155,7 @@ struct wd_trace {
 		struct wd_blob_pend *v;
 		size_t n, cap;
 	} bq;
+	size_t bq_bytes;
 
 	/* hash_only runs seen in run_start records (for put_blob) */
 	pthread_mutex_t runs_mu;
