@@ -123,7 +123,8 @@ $(BUILD)/tests/fuzz/%: tests/fuzz/%.c $(BUILD)/libwarden-fuzz.a
 	$(if $(Q),@echo "  FUZZ    $@")
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(FUZZ_SAN) -o $@ $< $(BUILD)/libwarden-fuzz.a $(LDLIBS)
 
-$(BUILD)/tests/bench/%: tests/bench/%.c $(LIBWARDEN)
+# skeletons: a bench may load a bench-only BPF object (bpf/bench_*.bpf.c)
+$(BUILD)/tests/bench/%: tests/bench/%.c $(LIBWARDEN) | $(BPF_SKELS)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(CPPFLAGS) -Itests $(ALL_CFLAGS) -o $@ $< -Wl,--whole-archive $(LIBWARDEN) -Wl,--no-whole-archive $(LDLIBS)
 

@@ -60,16 +60,17 @@ static __always_inline int judge(struct bpf_sock_addr *ctx, const __u32 a[4],
 		return 1;
 
 deny:;
+	/* a short record: an address, no path (lib/events.h) */
 	struct wd_kevent *e =
-	    wd_event_reserve(kind, audit ? WD_KEV_AUDITED : WD_KEV_DENIED,
-			     audit ? 0 : 1 /*EPERM*/);
+	    wd_event_reserve_short(kind, audit ? WD_KEV_AUDITED : WD_KEV_DENIED,
+				   audit ? 0 : 1 /*EPERM*/);
 	if (e) {
 		e->family = ctx->user_family;
 		e->protocol = ctx->protocol;
 		e->arg2 = ctx->type;
 		e->port = bpf_ntohs(port_be);
 		__builtin_memcpy(e->addr, a, 16);
-		bpf_ringbuf_submit(e, 0);
+		wd_event_submit(e);
 	}
 	return audit ? 1 : 0;
 }

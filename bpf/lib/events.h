@@ -1,7 +1,8 @@
 /* The kernel -> user event record, written by every BPF program (egress and
  * LSM) into the shared ring buffer wd_events (bpf/lib/maps.h) and read by
  * daemon/enforce/egress.c (wd_egress_consume), which validates each record
- * (size, kind range) and converts it into struct wd_event.
+ * (size, kind range) and converts it into struct wd_event. Records are
+ * sizeof(struct wd_kevent), or WD_KEV_SHORT_SIZE without path (below).
  *
  * Fixed-width types and explicit padding; sizes and offsets asserted on
  * both sides and checked against the BPF object's BTF by
@@ -38,6 +39,21 @@ enum wd_kev_verdict {
 	WD_KEV_DENIED = 0,
 	WD_KEV_AUDITED = 1, /* audit mode: would be denied, was allowed */
 };
+
+/* Consumer wake-ups (wd_event_submit, bpf/lib/maps.h). A wake-up costs the
+ * producing CPU an irq_work (a self-IPI; a VM exit under virtualisation),
+ * so a record wakes the consumer (BPF_RB_FORCE_WAKEUP) only when
+ * WD_WAKE_GAP_NS have passed since its CPU last did, or when the ring is
+ * at least half full and WD_WAKE_GAP_FULL_NS have passed; every other
+ * record goes in with BPF_RB_NO_WAKEUP. A sparse denial therefore wakes
+ * the consumer at once, a flood at most once per gap per CPU.
+ * Consumer's side of the contract: a record submitted without a wake-up
+ * follows a wake-up on its CPU by less than WD_WAKE_GAP_NS, so a consumer
+ * that keeps polling with a short bounded timeout for a while after it
+ * last read a record (wd_egress_poll: 2 ms, for 50 ms) reads it within
+ * that timeout. */
+#define WD_WAKE_GAP_NS	    500000ULL
+#define WD_WAKE_GAP_FULL_NS 50000ULL
 
 #define WD_KEV_PATH_LEN 256
 #define WD_KEV_COMM_LEN 16
@@ -78,5 +94,14 @@ _Static_assert(__builtin_offsetof(struct wd_kevent, arg) == 56, "arg");
 _Static_assert(__builtin_offsetof(struct wd_kevent, arg2) == 60, "arg2");
 _Static_assert(__builtin_offsetof(struct wd_kevent, comm) == 64, "comm");
 _Static_assert(__builtin_offsetof(struct wd_kevent, path) == 80, "path");
+
+/* A record of a kind that never carries a path (egress connect/sendmsg)
+ * is written short: its first WD_KEV_SHORT_SIZE bytes, everything before
+ * path (88 bytes in the ring with the header instead of 344: four times
+ * the events per ring byte). Readers take a record of at least this size
+ * and treat the path of a short one as "". */
+#define WD_KEV_SHORT_SIZE 80
+_Static_assert(__builtin_offsetof(struct wd_kevent, path) == WD_KEV_SHORT_SIZE,
+	       "short record = everything before path");
 
 #endif

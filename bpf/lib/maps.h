@@ -48,17 +48,10 @@ static __always_inline void wd_count(__u32 idx)
 		*c += 1; /* per-CPU: no atomic needed */
 }
 
-/* Reserve an event record with the common fields filled in, or NULL after
- * counting the loss (the caller still enforces: a full ring buffer never
- * turns a denial into an allow). */
-static __always_inline struct wd_kevent *
-wd_event_reserve(__u16 kind, __u8 verdict, __s32 err)
+/* The common fields of a record (everything before path). */
+static __always_inline void wd_event_fill(struct wd_kevent *e, __u16 kind,
+					  __u8 verdict, __s32 err)
 {
-	struct wd_kevent *e = bpf_ringbuf_reserve(&wd_events, sizeof(*e), 0);
-	if (!e) {
-		wd_count(WD_LOSS_RINGBUF);
-		return NULL;
-	}
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	e->ts_ns = bpf_ktime_get_boot_ns();
 	e->cgroup_id = bpf_get_current_cgroup_id();
@@ -75,8 +68,60 @@ wd_event_reserve(__u16 kind, __u8 verdict, __s32 err)
 	e->arg = 0;
 	e->arg2 = 0;
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
+}
+
+/* Reserve an event record with the common fields filled in, or NULL after
+ * counting the loss (the caller still enforces: a full ring buffer never
+ * turns a denial into an allow). */
+static __always_inline struct wd_kevent *
+wd_event_reserve(__u16 kind, __u8 verdict, __s32 err)
+{
+	struct wd_kevent *e = bpf_ringbuf_reserve(&wd_events, sizeof(*e), 0);
+	if (!e) {
+		wd_count(WD_LOSS_RINGBUF);
+		return NULL;
+	}
+	wd_event_fill(e, kind, verdict, err);
 	e->path[0] = 0;
 	return e;
+}
+
+/* The same for a record without a path (WD_KEV_SHORT_SIZE bytes: see
+ * lib/events.h): e->path is outside the reservation, and the verifier
+ * refuses a program that touches it. */
+static __always_inline struct wd_kevent *
+wd_event_reserve_short(__u16 kind, __u8 verdict, __s32 err)
+{
+	struct wd_kevent *e =
+	    bpf_ringbuf_reserve(&wd_events, WD_KEV_SHORT_SIZE, 0);
+	if (!e) {
+		wd_count(WD_LOSS_RINGBUF);
+		return NULL;
+	}
+	wd_event_fill(e, kind, verdict, err);
+	return e;
+}
+
+/* Submit a record from wd_event_reserve, waking the consumer only as the
+ * wake-up policy in lib/events.h says (WD_WAKE_GAP_NS). */
+static __always_inline void wd_event_submit(struct wd_kevent *e)
+{
+	__u32 idx = WD_STATE_WAKE_NS;
+	__u64 *last = bpf_map_lookup_elem(&wd_loss, &idx);
+	if (!last) {
+		bpf_ringbuf_submit(e, 0); /* kernel default: adaptive */
+		return;
+	}
+	__u64 now = e->ts_ns, gap = now - *last;
+	__u64 flags = BPF_RB_NO_WAKEUP;
+	if (gap >= WD_WAKE_GAP_NS ||
+	    (gap >= WD_WAKE_GAP_FULL_NS &&
+	     bpf_ringbuf_query(&wd_events, BPF_RB_AVAIL_DATA) * 2 >=
+		 bpf_ringbuf_query(&wd_events, BPF_RB_RING_SIZE))) {
+		*last = now;
+		flags = BPF_RB_FORCE_WAKEUP;
+	}
+	bpf_ringbuf_submit(e, flags);
 }
 
 #endif

@@ -63,7 +63,10 @@ struct wd_egress_val {
 enum wd_loss_idx {
 	WD_LOSS_RINGBUF = 0,	 /* bpf_ringbuf_reserve failed: event lost */
 	WD_LOSS_POLICY_MISS = 1, /* no wd_policy entry: denied, event sent */
-	WD_LOSS_NR = 4,		 /* map size; 2..3 reserved */
+	/* 2 reserved. 3 is not a count: the CPU's last consumer wake-up
+	 * (bpf_ktime_get_boot_ns), state of wd_event_submit (maps.h). */
+	WD_STATE_WAKE_NS = 3,
+	WD_LOSS_NR = 4, /* map size */
 };
 
 #define WD_POLICY_MAX_CALLS 4096

@@ -8,7 +8,9 @@
  * wd_egress_shared()); for each tool call, wd_egress_attach() after the
  * call's v2 cgroup exists and before the tool starts, wd_egress_detach()
  * when the call ends, whatever happened. The object is thread-safe (one
- * mutex around the per-call table); consume from one thread at a time.
+ * mutex around the per-call table, one around consuming: concurrent
+ * consumers are serialized, each getting the records it drained; which
+ * call's events those are is the consumer's to check, by cgroup_id).
  *
  * Errors: 0 or -errno, with a message in `err` where the signature has one.
  */
@@ -26,7 +28,9 @@ struct wd_egress;
 
 struct wd_egress_opts {
 	/* Ring buffer size in bytes: a power of two, >= page size. 0 = the
-	 * default (4 MiB, ~12k events). Tests shrink it to provoke losses. */
+	 * default (4 MiB: ~47k egress events, 88 bytes each as short
+	 * records; ~12k events with a path, 344 bytes). Tests shrink it to
+	 * provoke losses. */
 	uint32_t ring_bytes;
 };
 
@@ -57,8 +61,21 @@ int wd_egress_attach(struct wd_egress *e, int cgroup_fd, uint64_t cgid,
  * after removing whatever map entries exist for it. */
 int wd_egress_detach(struct wd_egress *e, uint64_t cgid);
 
-/* The ring buffer's epoll-able fd (readable when records are pending). */
+/* The ring buffer's epoll-able fd. Readable after a wake-up; records may
+ * also be pending without one (wake-up policy: WD_WAKE_GAP_NS in
+ * bpf/lib/events.h), so a consumer that needs them promptly uses
+ * wd_egress_poll() rather than waiting on this fd alone. */
 int wd_egress_events_fd(struct wd_egress *e);
+/* The consumer loop's step: wait for records up to timeout_ms (-1 =
+ * forever, 0 = not at all), then drain as wd_egress_consume does. While
+ * records were read in the last 50 ms the wait is cut to 2 ms, so a record
+ * submitted without a wake-up is read within ~2 ms. Returns the number of
+ * events delivered (0 on timeout) or -errno. */
+int wd_egress_poll(struct wd_egress *e, int timeout_ms,
+		   void (*cb)(const struct wd_event *ev, void *arg), void *arg);
+/* wd_egress_poll's wait alone (bounded the same way): 1 after a wake-up,
+ * 0 on timeout (records may be pending all the same), or -errno. */
+int wd_egress_wait(struct wd_egress *e, int timeout_ms);
 /* Drain the ring buffer: each record is validated (size, kind range,
  * verdict) and converted to a struct wd_event (source bpf or bpf_lsm, wall
  * clock time, target "a.b.c.d:port" / "[v6]:port" / path). Invalid records

@@ -2,6 +2,8 @@
 #include "common/util.h"
 
 #include <stdio.h>
+#include <string.h>
+#include <time.h>
 
 const char *wd_event_source_name(enum wd_event_source s)
 {
@@ -66,4 +68,198 @@ json_t *wd_event_to_json(const struct wd_event *e)
 					    ? "denied"
 					    : "audited"));
 	return o;
+}
+
+/* ---- wd_event_json_members: the same JSON, written directly ---------- */
+
+static char *put_raw(char *p, const char *s)
+{
+	size_t n = strlen(s);
+	memcpy(p, s, n);
+	return p + n;
+}
+
+static char *put_i64(char *p, long long v)
+{
+	char t[24];
+	int n = 0;
+	unsigned long long u =
+	    v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
+	do
+		t[n++] = (char)('0' + u % 10);
+	while ((u /= 10));
+	if (v < 0)
+		*p++ = '-';
+	while (n)
+		*p++ = t[--n];
+	return p;
+}
+
+/* Length of the valid UTF-8 sequence at s (n bytes left), 0 if invalid:
+ * no overlong forms, no surrogates, nothing above U+10FFFF (what jansson
+ * accepts). */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+	unsigned char c = s[0];
+	size_t len;
+	unsigned char lo = 0x80, hi = 0xbf;
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		len = 2;
+	else if (c >= 0xe0 && c <= 0xef) {
+		len = 3;
+		if (c == 0xe0)
+			lo = 0xa0;
+		if (c == 0xed)
+			hi = 0x9f;
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		len = 4;
+		if (c == 0xf0)
+			lo = 0x90;
+		if (c == 0xf4)
+			hi = 0x8f;
+	} else
+		return 0;
+	if (n < len || s[1] < lo || s[1] > hi)
+		return 0;
+	for (size_t i = 2; i < len; i++)
+		if (s[i] < 0x80 || s[i] > 0xbf)
+			return 0;
+	return len;
+}
+
+/* A JSON string as jansson's dump writes it (no JSON_ESCAPE_SLASH, no
+ * JSON_ENSURE_ASCII): at most 6 bytes out per byte in, plus the quotes. */
+static char *put_str(char *p, const char *str, size_t max)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	const unsigned char *s = (const unsigned char *)str;
+	size_t n = strnlen(str, max);
+	*p++ = '"';
+	for (size_t i = 0; i < n;) {
+		unsigned char c = s[i];
+		size_t l = utf8_len(s + i, n - i);
+		if (!l) {
+			p = put_raw(p, "\\uFFFD");
+			i++;
+			continue;
+		}
+		if (l > 1) {
+			memcpy(p, s + i, l);
+			p += l;
+			i += l;
+			continue;
+		}
+		i++;
+		switch (c) {
+		case '"':
+			p = put_raw(p, "\\\"");
+			break;
+		case '\\':
+			p = put_raw(p, "\\\\");
+			break;
+		case '\b':
+			p = put_raw(p, "\\b");
+			break;
+		case '\f':
+			p = put_raw(p, "\\f");
+			break;
+		case '\n':
+			p = put_raw(p, "\\n");
+			break;
+		case '\r':
+			p = put_raw(p, "\\r");
+			break;
+		case '\t':
+			p = put_raw(p, "\\t");
+			break;
+		default:
+			if (c < 0x20) {
+				p = put_raw(p, "\\u00");
+				*p++ = hex[c >> 4];
+				*p++ = hex[c & 15];
+			} else {
+				*p++ = (char)c;
+			}
+		}
+	}
+	*p++ = '"';
+	return p;
+}
+
+#define PUT_STR(p, key, field) put_str(put_raw(p, key), field, sizeof(field))
+
+_Static_assert(WD_EVENT_JSON_MAX >=
+		   6 * (sizeof(((struct wd_event *)0)->call_id) +
+			sizeof(((struct wd_event *)0)->kind) +
+			sizeof(((struct wd_event *)0)->syscall) +
+			sizeof(((struct wd_event *)0)->target) +
+			sizeof(((struct wd_event *)0)->run_id) +
+			sizeof(((struct wd_event *)0)->tool) +
+			sizeof(((struct wd_event *)0)->agent) +
+			sizeof(((struct wd_event *)0)->team)) +
+		       512,
+	       "WD_EVENT_JSON_MAX holds every string fully escaped");
+
+size_t wd_event_json_members(const struct wd_event *e, char *buf)
+{
+	/* the second's "YYYY-MM-DDTHH:MM:SS" is formatted once per second
+	 * per thread: consecutive events share it */
+	static __thread uint64_t ts_sec = UINT64_MAX;
+	static __thread char ts_head[32];
+	uint64_t sec = e->ts_ns / 1000000000ull;
+	if (sec != ts_sec) {
+		char full[40];
+		wd_iso8601(sec * 1000000000ull, full, sizeof(full));
+		char *dot = strchr(full, '.');
+		if (dot)
+			*dot = 0;
+		wd_strlcpy(ts_head, full, sizeof(ts_head));
+		ts_sec = sec;
+	}
+	char *p = buf;
+	p = put_raw(p, "\"ts\":\"");
+	p = put_raw(p, ts_head);
+	unsigned us = (unsigned)(e->ts_ns % 1000000000ull / 1000);
+	*p++ = '.';
+	for (unsigned d = 100000; d; d /= 10)
+		*p++ = (char)('0' + us / d % 10);
+	p = put_raw(p, "Z\"");
+	p = put_raw(p, ",\"source\":\"");
+	p = put_raw(p, wd_event_source_name(e->source));
+	*p++ = '"';
+	p = PUT_STR(p, ",\"kind\":", e->kind);
+	if (e->call_id[0])
+		p = PUT_STR(p, ",\"call_id\":", e->call_id);
+	p = put_i64(put_raw(p, ",\"cgroup_id\":"), (long long)e->cgroup_id);
+	p = put_i64(put_raw(p, ",\"pid\":"), e->pid);
+	p = put_i64(put_raw(p, ",\"uid\":"), e->uid);
+	if (e->syscall_nr >= 0)
+		p = put_i64(put_raw(p, ",\"syscall_nr\":"), e->syscall_nr);
+	if (e->syscall[0])
+		p = PUT_STR(p, ",\"syscall\":", e->syscall);
+	p = put_i64(put_raw(p, ",\"errno\":"), e->err);
+	if (e->target[0])
+		p = PUT_STR(p, ",\"target\":", e->target);
+	if (e->run_id[0]) {
+		p = PUT_STR(p, ",\"run_id\":", e->run_id);
+		p = put_i64(put_raw(p, ",\"step\":"), e->step);
+	}
+	if (e->tool[0])
+		p = PUT_STR(p, ",\"tool\":", e->tool);
+	if (e->agent[0])
+		p = PUT_STR(p, ",\"agent\":", e->agent);
+	if (e->team[0])
+		p = PUT_STR(p, ",\"team\":", e->team);
+	if (e->domain_id) {
+		char d[24];
+		snprintf(d, sizeof(d), "%llx",
+			 (unsigned long long)e->domain_id);
+		p = put_str(put_raw(p, ",\"domain_id\":"), d, sizeof(d));
+	}
+	p = put_raw(p, e->verdict == WD_VERDICT_DENIED
+			   ? ",\"verdict\":\"denied\""
+			   : ",\"verdict\":\"audited\"");
+	return (size_t)(p - buf);
 }

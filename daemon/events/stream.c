@@ -17,6 +17,9 @@ struct wd_stream {
 	bool shut;
 	wd_stream_attrib_fn attrib;
 	void *attrib_arg;
+	/* the BPF pump's batch (wd_stream_pump_bpf*): one pump at a time */
+	pthread_mutex_t pump_mu;
+	struct wd_event *pump_batch;
 };
 
 struct wd_stream *wd_stream_new(uint32_t capacity)
@@ -25,6 +28,7 @@ struct wd_stream *wd_stream_new(uint32_t capacity)
 	s->cap = capacity ? capacity : 1;
 	s->ring = wd_calloc(s->cap, sizeof(*s->ring));
 	pthread_mutex_init(&s->mu, NULL);
+	pthread_mutex_init(&s->pump_mu, NULL);
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -39,6 +43,8 @@ void wd_stream_free(struct wd_stream *s)
 		return;
 	pthread_cond_destroy(&s->cv);
 	pthread_mutex_destroy(&s->mu);
+	pthread_mutex_destroy(&s->pump_mu);
+	free(s->pump_batch);
 	free(s->ring);
 	free(s);
 }
@@ -55,20 +61,33 @@ void wd_stream_set_attrib(struct wd_stream *s, wd_stream_attrib_fn fn,
 uint64_t wd_stream_publish(struct wd_stream *s, const struct wd_event *ev)
 {
 	struct wd_event copy = *ev;
+	return wd_stream_publish_batch(s, &copy, 1);
+}
+
+uint64_t wd_stream_publish_batch(struct wd_stream *s, struct wd_event *evs,
+				 int n)
+{
+	if (n <= 0)
+		return 0;
 	pthread_mutex_lock(&s->mu);
 	wd_stream_attrib_fn fn = s->attrib;
 	void *arg = s->attrib_arg;
 	pthread_mutex_unlock(&s->mu);
 	if (fn)
-		fn(&copy, arg);
+		for (int i = 0; i < n; i++)
+			fn(&evs[i], arg);
 	pthread_mutex_lock(&s->mu);
-	uint64_t seq = ++s->last;
-	struct wd_stream_entry *slot = &s->ring[(seq - 1) % s->cap];
-	slot->seq = seq;
-	slot->ev = copy;
+	for (int i = 0; i < n; i++) {
+		uint64_t seq = ++s->last;
+		struct wd_stream_entry *slot = &s->ring[(seq - 1) % s->cap];
+		slot->seq = seq;
+		slot->ev = evs[i];
+	}
+	uint64_t last = s->last;
+	/* one wake-up per batch, not per event */
 	pthread_cond_broadcast(&s->cv);
 	pthread_mutex_unlock(&s->mu);
-	return seq;
+	return last;
 }
 
 void wd_stream_set_lost(struct wd_stream *s, enum wd_stream_lost_src src,
@@ -182,6 +201,19 @@ static void append_json(struct wd_buf *out, json_t *o)
 	json_decref(o);
 }
 
+/* One event line, exactly the JSON of wd_stream_entry_json() (written
+ * directly: see wd_event_json_members). */
+static void append_entry(struct wd_buf *out, const struct wd_stream_entry *e)
+{
+	char line[WD_EVENT_JSON_MAX + 64];
+	char *p = line;
+	*p++ = '{';
+	p += wd_event_json_members(&e->ev, p);
+	p += snprintf(p, 64, ",\"type\":\"event\",\"seq\":%llu}\n",
+		      (unsigned long long)e->seq);
+	wd_buf_append(out, line, (size_t)(p - line));
+}
+
 int wd_stream_render(struct wd_stream *s, struct wd_stream_cursor *c,
 		     struct wd_buf *out, int max, int timeout_ms)
 {
@@ -195,7 +227,7 @@ int wd_stream_render(struct wd_stream *s, struct wd_stream_cursor *c,
 		if (rc <= 0)
 			break;
 		for (int i = 0; i < rc; i++)
-			append_json(out, wd_stream_entry_json(&buf[i]));
+			append_entry(out, &buf[i]);
 		total += rc;
 		if (rc < want)
 			break;
@@ -226,24 +258,65 @@ int wd_stream_render(struct wd_stream *s, struct wd_stream_cursor *c,
 	return total ? total : rc;
 }
 
+/* Events are published in batches: one lock and one reader wake-up per
+ * WD_PUMP_BATCH events (or per drain, if fewer) instead of per event. */
+#define WD_PUMP_BATCH 256
+
 struct pump_ctx {
 	struct wd_stream *s;
-	int n;
+	int n, k;
+	struct wd_event *batch; /* s->pump_batch */
 };
 
 static void pump_one(const struct wd_event *ev, void *arg)
 {
 	struct pump_ctx *p = arg;
-	wd_stream_publish(p->s, ev);
+	p->batch[p->k++] = *ev;
 	p->n++;
+	if (p->k == WD_PUMP_BATCH) {
+		wd_stream_publish_batch(p->s, p->batch, p->k);
+		p->k = 0;
+	}
+}
+
+static void pump_begin(struct wd_stream *s, struct pump_ctx *p)
+{
+	pthread_mutex_lock(&s->pump_mu);
+	if (!s->pump_batch)
+		s->pump_batch =
+		    wd_calloc(WD_PUMP_BATCH, sizeof(*s->pump_batch));
+	p->s = s;
+	p->n = p->k = 0;
+	p->batch = s->pump_batch;
+}
+
+static int pump_end(struct wd_stream *s, struct wd_egress *e,
+		    struct pump_ctx *p, int rc)
+{
+	wd_stream_publish_batch(s, p->batch, p->k);
+	p->k = 0;
+	pthread_mutex_unlock(&s->pump_mu);
+	uint64_t lost = 0;
+	if (!wd_egress_lost(e, &lost))
+		wd_stream_set_lost(s, WD_LOST_BPF_RINGBUF, lost);
+	return rc < 0 ? rc : p->n;
 }
 
 int wd_stream_pump_bpf(struct wd_stream *s, struct wd_egress *e)
 {
-	struct pump_ctx p = {.s = s};
-	int rc = wd_egress_consume(e, pump_one, &p);
-	uint64_t lost = 0;
-	if (!wd_egress_lost(e, &lost))
-		wd_stream_set_lost(s, WD_LOST_BPF_RINGBUF, lost);
-	return rc < 0 ? rc : p.n;
+	struct pump_ctx p;
+	pump_begin(s, &p);
+	return pump_end(s, e, &p, wd_egress_consume(e, pump_one, &p));
+}
+
+int wd_stream_pump_bpf_wait(struct wd_stream *s, struct wd_egress *e,
+			    int timeout_ms)
+{
+	/* wait outside the pump lock, then drain under it */
+	int w = wd_egress_wait(e, timeout_ms);
+	if (w < 0)
+		return w;
+	struct pump_ctx p;
+	pump_begin(s, &p);
+	return pump_end(s, e, &p, wd_egress_consume(e, pump_one, &p));
 }

@@ -73,6 +73,10 @@ void wd_stream_free(struct wd_stream *s);
 
 /* Publish a copy of ev; returns its seq. Wakes blocked readers. */
 uint64_t wd_stream_publish(struct wd_stream *s, const struct wd_event *ev);
+/* Publish n events in order under one lock with one wake-up; returns the
+ * last seq (0 if n <= 0). The attribution callback fills evs in place. */
+uint64_t wd_stream_publish_batch(struct wd_stream *s, struct wd_event *evs,
+				 int n);
 /* Set an absolute loss count (counts never go down; smaller is ignored). */
 void wd_stream_set_lost(struct wd_stream *s, enum wd_stream_lost_src src,
 			uint64_t total);
@@ -109,5 +113,11 @@ struct wd_egress;
  * count). Returns events published or -errno. Call when
  * wd_egress_events_fd() is readable. */
 int wd_stream_pump_bpf(struct wd_stream *s, struct wd_egress *e);
+/* The pump's loop step: wd_egress_poll (bounded wait up to timeout_ms, so
+ * records submitted without a wake-up are not left behind), then as
+ * wd_stream_pump_bpf. A thread calling this in a loop is the node's BPF
+ * consumer. */
+int wd_stream_pump_bpf_wait(struct wd_stream *s, struct wd_egress *e,
+			    int timeout_ms);
 
 #endif

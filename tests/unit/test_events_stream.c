@@ -27,6 +27,95 @@ static struct wd_event mkev(int i)
 	return e;
 }
 
+static void attrib_step(struct wd_event *ev, void *arg)
+{
+	ev->step = ev->pid; /* visible proof the callback saw this event */
+}
+
+/* Event lines are written directly (wd_event_json_members): the same
+ * bytes as json_dumps(wd_stream_entry_json(), JSON_COMPACT), escapes and
+ * optional members included; a string that is not UTF-8 still gives valid
+ * JSON (jansson would drop the member). */
+static void render_equals_jansson(void)
+{
+	struct wd_event v[6];
+	for (int i = 0; i < 6; i++)
+		v[i] = mkev(i);
+	v[0].ts_ns = 1700000000123456789ull;
+	v[1].ts_ns = 1700000000999999999ull; /* same second, other us */
+	snprintf(v[1].target, sizeof(v[1].target),
+		 "/a\"b\\c/\x01\x1f\t\n\r"
+		 "\b\f\x7f/\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80");
+	v[2].source = WD_SRC_LANDLOCK;
+	v[2].verdict = WD_VERDICT_AUDITED;
+	v[2].domain_id = 0xabcdef0123ull;
+	v[2].syscall_nr = 59;
+	snprintf(v[2].syscall, sizeof(v[2].syscall), "execve");
+	v[2].cgroup_id = 0xfffffffffffffff0ull; /* prints negative, as now */
+	snprintf(v[3].call_id, sizeof(v[3].call_id), "c-1");
+	snprintf(v[3].run_id, sizeof(v[3].run_id), "r-1");
+	v[3].step = 7;
+	snprintf(v[3].tool, sizeof(v[3].tool), "t\u00e9");
+	snprintf(v[3].agent, sizeof(v[3].agent), "a");
+	snprintf(v[3].team, sizeof(v[3].team), "team");
+	v[3].pid = -1;
+	v[4].target[0] = 0; /* no target member */
+	v[4].ts_ns = 0;
+	memset(v[5].target, 'x', sizeof(v[5].target)); /* unterminated */
+	struct wd_stream *s = wd_stream_new(16);
+	for (int i = 0; i < 6; i++)
+		wd_stream_publish(s, &v[i]);
+	struct wd_stream_cursor c;
+	wd_stream_cursor_init(&c, 0);
+	struct wd_buf out = {0};
+	int n = wd_stream_render(s, &c, &out, 100, 0);
+	wd_buf_append(&out, "", 1);
+	struct wd_stream_entry ent[6];
+	wd_stream_cursor_init(&c, 0);
+	wd_stream_read(s, &c, ent, 6, 0);
+	int same = 0, k = 0;
+	char why[600] = "";
+	for (char *save, *l = strtok_r(out.data, "\n", &save); l;
+	     l = strtok_r(NULL, "\n", &save)) {
+		if (strstr(l, "\"type\":\"loss\""))
+			continue;
+		json_t *o = wd_stream_entry_json(&ent[k]);
+		char *want = json_dumps(o, JSON_COMPACT);
+		if (want && !strcmp(want, l))
+			same++;
+		else if (!why[0])
+			snprintf(why, sizeof(why),
+				 "line %d: got %.250s want %.250s", k, l,
+				 want ? want : "(null)");
+		free(want);
+		json_decref(o);
+		k++;
+	}
+	T_OK(n == 6 && k == 6 && same == 6, "stream_render_same_json",
+	     "n=%d lines=%d same=%d %s", n, k, same, why);
+	wd_buf_free(&out);
+
+	/* not UTF-8: still one valid JSON line, the byte as U+FFFD */
+	struct wd_event bad = mkev(9);
+	snprintf(bad.target, sizeof(bad.target), "/x\xff\xc3(\xed\xa0\x80y");
+	wd_stream_publish(s, &bad);
+	n = wd_stream_render(s, &c, &out, 100, 0);
+	wd_buf_append(&out, "", 1);
+	json_t *o = NULL;
+	for (char *save, *l = strtok_r(out.data, "\n", &save); l && !o;
+	     l = strtok_r(NULL, "\n", &save))
+		if (strstr(l, "\"type\":\"event\""))
+			o = json_loads(l, 0, NULL);
+	const char *t = json_string_value(json_object_get(o, "target"));
+	T_OK(n == 1 && t &&
+		 !strcmp(t, "/x\xef\xbf\xbd\xef\xbf\xbd(\xef\xbf\xbd"
+			    "\xef\xbf\xbd\xef\xbf\xbdy"),
+	     "stream_render_not_utf8", "n=%d target '%s'", n, t ? t : "(none)");
+	json_decref(o);
+	wd_buf_free(&out);
+	wd_stream_free(s);
+}
+
 struct pub_arg {
 	struct wd_stream *s;
 	int n;
@@ -286,6 +375,35 @@ int main(void)
 		 st.published == 40 && st.oldest == 25,
 	     "stream_overrun_counted", "n=%d lost=%llu first=%llu", n,
 	     (unsigned long long)c.lost, (unsigned long long)buf[0].seq);
+
+	/* batch publish: one lock for n events, same order and seqs as n
+	 * single publishes; attribution applied to each; a batch larger
+	 * than the ring overruns a reader by exactly the events it missed */
+	struct wd_stream *sb = wd_stream_new(8);
+	wd_stream_set_attrib(sb, attrib_step, NULL);
+	struct wd_event be[12];
+	for (int i = 0; i < 12; i++)
+		be[i] = mkev(i);
+	uint64_t lastb = wd_stream_publish_batch(sb, be, 3);
+	struct wd_stream_cursor cb;
+	wd_stream_cursor_init(&cb, 0);
+	n = wd_stream_read(sb, &cb, buf, 64, 0);
+	bool bok = lastb == 3 && n == 3;
+	for (int i = 0; bok && i < n; i++)
+		bok = buf[i].seq == (uint64_t)i + 1 &&
+		      buf[i].ev.pid == 1000 + i && buf[i].ev.step == 1000 + i;
+	T_OK(bok && wd_stream_publish_batch(sb, be, 0) == 0, "stream_batch",
+	     "last=%llu n=%d", (unsigned long long)lastb, n);
+	lastb = wd_stream_publish_batch(sb, be + 3, 9); /* seqs 4..12 */
+	n = wd_stream_read(sb, &cb, buf, 64, 0);
+	T_OK(lastb == 12 && n == 8 && cb.lost == 1 && buf[0].seq == 5 &&
+		 buf[7].seq == 12 && buf[7].ev.pid == 1011,
+	     "stream_batch_overrun", "last=%llu n=%d lost=%llu first=%llu",
+	     (unsigned long long)lastb, n, (unsigned long long)cb.lost,
+	     n ? (unsigned long long)buf[0].seq : 0ull);
+	wd_stream_free(sb);
+
+	render_equals_jansson();
 
 	/* timeout and blocking read */
 	uint64_t t0 = wd_now_ns();
