@@ -372,6 +372,35 @@ static void free_argv(char **v)
 	free(v);
 }
 
+/* A denial's attribution: run, step, tool, agent, team. */
+static void attribute(struct wd_event *e, const struct wd_broker_run *run,
+		      const struct wd_broker_call *call)
+{
+	snprintf(e->run_id, sizeof(e->run_id), "%s", run->run_id);
+	e->step = run->step;
+	snprintf(e->tool, sizeof(e->tool), "%s", call->name);
+	snprintf(e->agent, sizeof(e->agent), "%s", run->agent);
+	snprintf(e->team, sizeof(e->team), "%s", run->team);
+}
+
+struct live {
+	const struct wd_broker_run *run;
+	const struct wd_broker_call *call;
+};
+
+/* Each denial into the node's stream the moment the sandbox sees it (the
+ * call's supervising thread): `warden events --follow` shows it while the
+ * tool still runs. The trace gets them with the result. */
+static void publish_live(const struct wd_event *ev, void *arg)
+{
+	const struct live *lv = arg;
+	if (!lv->run->events)
+		return;
+	struct wd_event e = *ev;
+	attribute(&e, lv->run, lv->call);
+	wd_stream_publish(lv->run->events, &e);
+}
+
 int wd_broker_execute(const struct wd_broker_run *run,
 		      const struct wd_broker_call *call,
 		      const struct wd_manifest *m, const json_t *approval,
@@ -439,7 +468,8 @@ int wd_broker_execute(const struct wd_broker_run *run,
 			run->run_id, err ? err->msg : "?", call->name);
 	}
 
-	/* 7. the sandbox */
+	/* 7. the sandbox; its denials stream out as they happen */
+	struct live live = {run, call};
 	char *stdin_data = NULL, **argv = NULL;
 	build_input(m, call->args, &stdin_data, &argv);
 	struct wd_call c = {
@@ -451,6 +481,8 @@ int wd_broker_execute(const struct wd_broker_run *run,
 	    .caller_gid = gid,
 	    .call_id = sb_id,
 	    .tenant = run->team,
+	    .on_event = publish_live,
+	    .on_event_arg = &live,
 	};
 	struct wd_result res = {0};
 	struct wd_err serr = {0};
@@ -487,13 +519,7 @@ int wd_broker_execute(const struct wd_broker_run *run,
 		json_t *dn = json_array();
 		for (int i = 0; i < res.n_denials; i++) {
 			struct wd_event *e = &res.denials[i];
-			/* attribution: run, step, call, tool, agent, team */
-			snprintf(e->run_id, sizeof(e->run_id), "%s",
-				 run->run_id);
-			e->step = run->step;
-			snprintf(e->tool, sizeof(e->tool), "%s", call->name);
-			snprintf(e->agent, sizeof(e->agent), "%s", run->agent);
-			snprintf(e->team, sizeof(e->team), "%s", run->team);
+			attribute(e, run, call);
 			if (!e->call_id[0])
 				snprintf(e->call_id, sizeof(e->call_id), "%s",
 					 res.call_id);
@@ -502,8 +528,6 @@ int wd_broker_execute(const struct wd_broker_run *run,
 					  wd_event_source_name(e->source),
 					  "kind", e->kind, "target", e->target,
 					  "syscall", e->syscall));
-			if (run->events)
-				wd_stream_publish(run->events, e);
 			json_t *d = base_rec(run, call, "denial");
 			json_object_set_new(d, "call_id",
 					    json_string(call->call_id));

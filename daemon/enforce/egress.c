@@ -505,13 +505,18 @@ int wd_egress_consume(struct wd_egress *e,
 	return rc < 0 ? rc : delivered;
 }
 
+int wd_egress_wait_bound(struct wd_egress *e, int timeout_ms)
+{
+	uint64_t last = __atomic_load_n(&e->last_read_ns, __ATOMIC_RELAXED);
+	if (timeout_ms != 0 && wd_now_ns() - last < WD_POLL_ACTIVE_NS &&
+	    (timeout_ms < 0 || timeout_ms > WD_POLL_BOUND_MS))
+		return WD_POLL_BOUND_MS;
+	return timeout_ms;
+}
+
 int wd_egress_wait(struct wd_egress *e, int timeout_ms)
 {
-	int tmo = timeout_ms;
-	uint64_t last = __atomic_load_n(&e->last_read_ns, __ATOMIC_RELAXED);
-	if (tmo != 0 && wd_now_ns() - last < WD_POLL_ACTIVE_NS &&
-	    (tmo < 0 || tmo > WD_POLL_BOUND_MS))
-		tmo = WD_POLL_BOUND_MS;
+	int tmo = wd_egress_wait_bound(e, timeout_ms);
 	struct epoll_event ev;
 	int n = epoll_wait(e->poll_ep, &ev, 1, tmo);
 	if (n < 0)

@@ -76,6 +76,10 @@ int wd_egress_poll(struct wd_egress *e, int timeout_ms,
 /* wd_egress_poll's wait alone (bounded the same way): 1 after a wake-up,
  * 0 on timeout (records may be pending all the same), or -errno. */
 int wd_egress_wait(struct wd_egress *e, int timeout_ms);
+/* The bound itself, for a consumer that waits in its own poll(): the
+ * timeout to use instead of timeout_ms (-1 = forever); when it is shorter,
+ * drain with wd_egress_consume() once it expires. */
+int wd_egress_wait_bound(struct wd_egress *e, int timeout_ms);
 /* Drain the ring buffer: each record is validated (size, kind range,
  * verdict) and converted to a struct wd_event (source bpf or bpf_lsm, wall
  * clock time, target "a.b.c.d:port" / "[v6]:port" / path). Invalid records

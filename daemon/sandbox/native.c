@@ -39,6 +39,7 @@
 #include <linux/netlink.h>
 #include <net/if.h>
 #include <poll.h>
+#include <pthread.h>
 #include <pwd.h>
 #include <sched.h>
 #include <signal.h>
@@ -166,6 +167,85 @@ static void on_event(const struct wd_event *ev, void *arg)
 		c->call->on_event(&e, c->call->on_event_arg);
 }
 
+/* ---- BPF events, routed to their call ----------------------------------
+ * The ring buffer is shared by every call of the process, and any call's
+ * supervisor may drain it: each event goes to the mailbox of the call whose
+ * cgroup made it, and each call empties its own mailbox on its own thread
+ * (so a call's on_event callback runs on its supervising thread). The
+ * consume lock is held across the callbacks: once a call's last drain
+ * returns, every event its processes made is in its mailbox. */
+struct route {
+	uint64_t cgid;
+	pthread_mutex_t mu;
+	struct wd_event *v;
+	int n, cap;
+	struct route *next;
+};
+
+static pthread_mutex_t routes_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct route *routes;
+static unsigned long unrouted; /* events of no live call (under routes_mu) */
+
+static void route_add(struct route *rt, uint64_t cgid)
+{
+	*rt = (struct route){.cgid = cgid};
+	pthread_mutex_init(&rt->mu, NULL);
+	pthread_mutex_lock(&routes_mu);
+	rt->next = routes;
+	routes = rt;
+	pthread_mutex_unlock(&routes_mu);
+}
+
+static void route_del(struct route *rt)
+{
+	pthread_mutex_lock(&routes_mu);
+	for (struct route **p = &routes; *p; p = &(*p)->next)
+		if (*p == rt) {
+			*p = rt->next;
+			break;
+		}
+	pthread_mutex_unlock(&routes_mu);
+	free(rt->v);
+	pthread_mutex_destroy(&rt->mu);
+}
+
+static void on_bpf(const struct wd_event *ev, void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&routes_mu);
+	struct route *rt = routes;
+	while (rt && rt->cgid != ev->cgroup_id)
+		rt = rt->next;
+	if (rt) {
+		pthread_mutex_lock(&rt->mu);
+		if (rt->n == rt->cap) {
+			rt->cap = rt->cap ? 2 * rt->cap : 16;
+			rt->v = wd_realloc(rt->v, rt->cap * sizeof(*rt->v));
+		}
+		rt->v[rt->n++] = *ev;
+		pthread_mutex_unlock(&rt->mu);
+	} else if (!(unrouted++ % 1000)) {
+		wd_debug("bpf event of cgroup %llu: no live call (%lu so far)",
+			 (unsigned long long)ev->cgroup_id, unrouted);
+	}
+	pthread_mutex_unlock(&routes_mu);
+}
+
+/* Drain the shared ring buffer, then take this call's mail. */
+static void drain_bpf(struct wd_egress *eg, struct route *rt, struct collect *c)
+{
+	wd_egress_consume(eg, on_bpf, NULL);
+	pthread_mutex_lock(&rt->mu);
+	struct wd_event *v = rt->v;
+	int n = rt->n;
+	rt->v = NULL;
+	rt->n = rt->cap = 0;
+	pthread_mutex_unlock(&rt->mu);
+	for (int i = 0; i < n; i++)
+		on_event(&v[i], c);
+	free(v);
+}
+
 static void on_landlock(const struct wd_event *ev, void *arg)
 {
 	struct collect *c = arg;
@@ -234,8 +314,8 @@ static bool audit_barrier(const char *id, int timeout_ms)
 }
 
 static int supervise(struct launch *l, pid_t child, struct wd_cgroup *cg,
-		     struct wd_egress *eg, struct wd_result *res,
-		     struct wd_err *err)
+		     struct wd_egress *eg, struct route *rt,
+		     struct wd_result *res, struct wd_err *err)
 {
 	char suffix[64];
 	snprintf(suffix, sizeof(suffix), "/warden/%s\n", l->id);
@@ -307,10 +387,17 @@ static int supervise(struct launch *l, pid_t child, struct wd_cgroup *cg,
 				  : (int)((deadline - now) / 1000000) + 1;
 		else if (exited)
 			tmo = 2000; /* stragglers: cgroup already killed */
-		int r = poll(p, n, tmo);
+		/* BPF records may come without a wake-up: while they flow,
+		 * wake every few ms to read them (denials stream live) */
+		int btmo = eg && !killed ? wd_egress_wait_bound(eg, tmo) : tmo;
+		int r = poll(p, n, btmo);
 		if (r < 0 && errno != EINTR) {
 			wd_err_set(err, -errno, "poll: %s", strerror(errno));
 			break;
+		}
+		if (r == 0 && btmo != tmo) {
+			drain_bpf(eg, rt, &col);
+			continue;
 		}
 		if (r == 0) {
 			if (!killed) {
@@ -386,7 +473,7 @@ static int supervise(struct launch *l, pid_t child, struct wd_cgroup *cg,
 			}
 		}
 		if (i_bpf >= 0 && p[i_bpf].revents)
-			wd_egress_consume(eg, on_event, &col);
+			drain_bpf(eg, rt, &col);
 		if (i_ll >= 0 && p[i_ll].revents)
 			wd_landlock_audit_read(lla, on_landlock, &col);
 		if (i_pid >= 0 && p[i_pid].revents) {
@@ -405,7 +492,7 @@ static int supervise(struct launch *l, pid_t child, struct wd_cgroup *cg,
 			;
 	}
 	if (eg)
-		wd_egress_consume(eg, on_event, &col);
+		drain_bpf(eg, rt, &col);
 	if (lla) {
 		/* kauditd delivers records asynchronously. Once no process of
 		 * the call is left, a barrier record tells us when all of its
@@ -470,7 +557,8 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 	struct launch l = {.call = call, .m = m, .tier = m->tier};
 	struct wd_cgroup cg = {.v2_fd = -1};
 	struct wd_egress *eg = NULL;
-	bool attached = false;
+	bool attached = false, routed = false;
+	struct route route;
 	pid_t child = -1;
 	int r;
 
@@ -590,6 +678,8 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 	if (r < 0)
 		goto out;
 	attached = true;
+	route_add(&route, cg.v2_id);
+	routed = true;
 
 	/* BPF LSM where the kernel runs it; `require: [bpf_lsm]` refuses the
 	 * call without it. */
@@ -709,9 +799,11 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 	l.out[1] = -1;
 	close(l.err[1]);
 	l.err[1] = -1;
-	r = supervise(&l, child, &cg, eg, res, err);
+	r = supervise(&l, child, &cg, eg, &route, res, err);
 
 out:
+	if (routed)
+		route_del(&route);
 	if (l.lsm)
 		wd_lsm_end(l.lsm, l.cgid);
 	if (attached)
