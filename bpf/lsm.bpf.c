@@ -175,7 +175,7 @@ int BPF_PROG(wd_file_open, struct file *file)
 		e->arg2 = file->f_flags;
 		bpf_d_path((struct path *)&file->f_path, e->path,
 			   sizeof(e->path));
-		bpf_ringbuf_submit(e, 0);
+		wd_event_submit(e);
 	}
 	return lsm_ret(audit);
 }
@@ -203,7 +203,7 @@ int BPF_PROG(wd_bprm_check, struct linux_binprm *bprm)
 	if (e) {
 		bpf_d_path((struct path *)&file->f_path, e->path,
 			   sizeof(e->path));
-		bpf_ringbuf_submit(e, 0);
+		wd_event_submit(e);
 	}
 	return lsm_ret(audit);
 }
@@ -229,7 +229,7 @@ int BPF_PROG(wd_ptrace, struct task_struct *child, unsigned int mode)
 	if (e) {
 		e->arg = BPF_CORE_READ(child, tgid);
 		e->arg2 = mode;
-		bpf_ringbuf_submit(e, 0);
+		wd_event_submit(e);
 	}
 	return lsm_ret(audit);
 }
@@ -248,7 +248,7 @@ int BPF_PROG(wd_task_kill, struct task_struct *p, struct kernel_siginfo *info,
 	if (e) {
 		e->arg = BPF_CORE_READ(p, tgid);
 		e->arg2 = sig;
-		bpf_ringbuf_submit(e, 0);
+		wd_event_submit(e);
 	}
 	return lsm_ret(audit);
 }
@@ -265,7 +265,7 @@ int BPF_PROG(wd_bpf, int cmd, union bpf_attr *attr, unsigned int size)
 	struct wd_kevent *e = deny_event(WD_KEV_BPF, audit);
 	if (e) {
 		e->arg = cmd;
-		bpf_ringbuf_submit(e, 0);
+		wd_event_submit(e);
 	}
 	return lsm_ret(audit);
 }
@@ -283,7 +283,7 @@ int BPF_PROG(wd_sb_mount, const char *dev_name, const struct path *path,
 		if (dev_name)
 			bpf_probe_read_kernel_str(e->path, sizeof(e->path),
 						  dev_name);
-		bpf_ringbuf_submit(e, 0);
+		wd_event_submit(e);
 	}
 	return lsm_ret(audit);
 }
@@ -297,7 +297,7 @@ int BPF_PROG(wd_move_mount, const struct path *from_path,
 		return 0;
 	struct wd_kevent *e = deny_event(WD_KEV_MOVE_MOUNT, audit);
 	if (e)
-		bpf_ringbuf_submit(e, 0);
+		wd_event_submit(e);
 	return lsm_ret(audit);
 }
 
@@ -310,7 +310,7 @@ int BPF_PROG(wd_kmod_request, char *kmod_name)
 	struct wd_kevent *e = deny_event(WD_KEV_KMOD_REQUEST, audit);
 	if (e) {
 		bpf_probe_read_kernel_str(e->path, sizeof(e->path), kmod_name);
-		bpf_ringbuf_submit(e, 0);
+		wd_event_submit(e);
 	}
 	return lsm_ret(audit);
 }
@@ -343,7 +343,7 @@ int BPF_PROG(wd_socket_create, int family, int type, int protocol, int kern)
 		e->family = family;
 		e->protocol = protocol;
 		e->arg2 = type;
-		bpf_ringbuf_submit(e, 0);
+		wd_event_submit(e);
 	}
 	return cg_ret(audit);
 }
@@ -434,7 +434,7 @@ deny:;
 			if (!e->path[0] && addrlen > 2)
 				e->path[0] = '@';
 		}
-		bpf_ringbuf_submit(e, 0);
+		wd_event_submit(e);
 	}
 	return cg_ret(audit);
 }
