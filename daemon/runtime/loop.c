@@ -44,6 +44,55 @@ static long long ctx_tokens(json_t *msgs)
 	return t;
 }
 
+/* Bring the serialized conversation and the token estimates up to date
+ * with r->msgs: only the messages appended since the last call are
+ * serialized (a step used to serialize the whole conversation, twice). */
+static void conv_cache(struct wd_run *r)
+{
+	size_t n = json_array_size(r->msgs);
+	if (r->pgen != r->msgs_gen || r->pn > n) {
+		r->ptext.len = 0;
+		r->pn = 0;
+		r->ptok_sum = 0;
+		r->pgen = r->msgs_gen;
+	}
+	if (r->pn == n && r->ptext.len)
+		return;
+	r->ptok = wd_realloc(r->ptok, (n ? n : 1) * sizeof(*r->ptok));
+	if (!r->ptext.len)
+		wd_buf_append(&r->ptext, "[", 1);
+	for (size_t i = r->pn; i < n; i++) {
+		json_t *m = json_array_get(r->msgs, i);
+		char *s = json_dumps(m, JSON_COMPACT);
+		if (i)
+			wd_buf_append(&r->ptext, ",", 1);
+		if (s)
+			wd_buf_append(&r->ptext, s, strlen(s));
+		free(s);
+		r->ptok[i] = msg_tokens(m);
+		r->ptok_sum += r->ptok[i];
+	}
+	r->pn = n;
+}
+
+/* The conversation as JSON text (what json_dumps(msgs, JSON_COMPACT)
+ * gives), freshly allocated. */
+static char *conv_text(struct wd_run *r)
+{
+	conv_cache(r);
+	char *s = wd_malloc(r->ptext.len + 2);
+	memcpy(s, r->ptext.data, r->ptext.len);
+	memcpy(s + r->ptext.len, "]", 2);
+	return s;
+}
+
+/* ctx_tokens(r->msgs), from the cache. */
+static long long conv_tokens(struct wd_run *r)
+{
+	conv_cache(r);
+	return r->ptok_sum;
+}
+
 static const char *role_of(json_t *m)
 {
 	return json_string_value(json_object_get(m, "role"));
@@ -58,8 +107,10 @@ static const char *role_of(json_t *m)
 static void fit_context(struct wd_run *r)
 {
 	long long budget = r->agent->context_budget_tokens;
-	if (budget <= 0 || ctx_tokens(r->msgs) <= budget)
+	if (budget <= 0 || conv_tokens(r) <= budget)
 		return;
+	/* what follows edits messages in place */
+	r->msgs_gen++;
 	/* the last turn (assistant + its results) is never touched */
 	size_t n = json_array_size(r->msgs), last_asst = n;
 	for (size_t i = n; i-- > 0;)
@@ -341,7 +392,7 @@ static int model_step(struct wd_run *r, struct wd_err *err)
 	json_object_set_new(rec, "priced", json_boolean(resp.priced));
 	json_object_set_new(rec, "latency_ms",
 			    json_integer((json_int_t)(resp.latency_us / 1000)));
-	cleanup_free char *prompt = json_dumps(r->msgs, JSON_COMPACT);
+	cleanup_free char *prompt = conv_text(r);
 	if (prompt) {
 		char ref[WD_TRACE_REF_LEN], h[WD_TRACE_REF_LEN];
 		sha256_ref(prompt, strlen(prompt), h);

@@ -45,6 +45,13 @@ struct wd_run {
 	/* conversation: [{role, text, tool_calls[], tool_call_id, tool_name,
 	 * is_error, externalised}] */
 	json_t *msgs;
+	/* msgs as serialized so far ("[m0,m1" without the closing bracket)
+	 * and each message's token estimate: extended as messages are
+	 * appended, rebuilt after msgs_gen moves (in-place edits) */
+	struct wd_buf ptext;
+	size_t pn;
+	long long *ptok, ptok_sum;
+	unsigned msgs_gen, pgen;
 	/* the current step's tool calls: [{id, name, arguments,
 	 * parse_error, state, content, is_error, approval_id, approval}]
 	 * state: new | waiting | approved | denied | ready | done */

@@ -59,9 +59,9 @@ json_t *rt_rec_new(struct wd_run *r, const char *type)
 	return o;
 }
 
-void rt_push_line_locked(struct wd_run *r, json_t *rec)
+/* Takes line (may be NULL: nothing to push). */
+static void push_text_locked(struct wd_run *r, char *line, uint64_t seq)
 {
-	char *line = json_dumps(rec, JSON_COMPACT);
 	if (!line)
 		return;
 	if (r->n_lines == r->cap_lines) {
@@ -71,17 +71,28 @@ void rt_push_line_locked(struct wd_run *r, json_t *rec)
 		    wd_realloc(r->line_seq, r->cap_lines * sizeof(uint64_t));
 	}
 	r->lines[r->n_lines] = line;
-	r->line_seq[r->n_lines] =
-	    (uint64_t)json_integer_value(json_object_get(rec, "seq"));
+	r->line_seq[r->n_lines] = seq;
 	r->n_lines++;
 	pthread_cond_broadcast(&r->rt->ecood);
+}
+
+static uint64_t rec_seq(json_t *rec)
+{
+	return (uint64_t)json_integer_value(json_object_get(rec, "seq"));
+}
+
+void rt_push_line_locked(struct wd_run *r, json_t *rec)
+{
+	push_text_locked(r, json_dumps(rec, JSON_COMPACT), rec_seq(rec));
 }
 
 int rt_record(struct wd_run *r, json_t *rec, bool durable, struct wd_err *err)
 {
 	int rc = wd_trace_append(r->rt->trace, rec, durable, NULL, err);
+	/* serialized before taking the daemon-wide lock */
+	char *line = json_dumps(rec, JSON_COMPACT);
 	pthread_mutex_lock(&r->rt->mu);
-	rt_push_line_locked(r, rec);
+	push_text_locked(r, line, rec_seq(rec));
 	pthread_mutex_unlock(&r->rt->mu);
 	return rc;
 }
@@ -149,6 +160,8 @@ static void run_free(struct wd_run *r)
 	wd_pset_strv_free(r->scopes, r->n_scopes);
 	free(r->task);
 	json_decref(r->msgs);
+	wd_buf_free(&r->ptext);
+	free(r->ptok);
 	json_decref(r->pending);
 	json_decref(r->done);
 	json_decref(r->children);
@@ -237,11 +250,21 @@ void rt_finish(struct wd_run *r, const char *status, const char *reason,
 		json_object_set_new(rec, "parent_step",
 				    json_integer(r->parent_step));
 	}
+	/* In the segment file before the run is reported finished (a daemon
+	 * crash keeps it); on disk with the next group commit, within a
+	 * second: an fdatasync here cost each run ~1 ms of its worker. What
+	 * must be durable before it acts, tool_attempt, still is. */
 	struct wd_err err = {0};
-	if (rt_record(r, rec, true, &err))
+	uint64_t seq = 0;
+	int rc = wd_trace_append(rt->trace, rec, false, &seq, &err);
+	if (!rc && (rc = wd_trace_wait_written(rt->trace, seq)))
+		wd_err_set(&err, rc, "%s", strerror(-rc));
+	if (rc)
 		wd_error("run %s: run_end not recorded: %s", r->id, err.msg);
+	char *line = json_dumps(rec, JSON_COMPACT);
 	json_decref(rec);
 	pthread_mutex_lock(&rt->mu);
+	push_text_locked(r, line, seq);
 	snprintf(r->status, sizeof(r->status), "%s", status);
 	snprintf(r->stop_reason, sizeof(r->stop_reason), "%s",
 		 reason ? reason : "");

@@ -127,6 +127,18 @@ static int open_segment(struct wd_trace *t, uint64_t first)
 	return 0;
 }
 
+/* Writer thread only: the blobs settled so far, then the segment, to disk
+ * (a durable record never names a blob that is not). -1 with errno. */
+static int seg_sync(struct wd_trace *t)
+{
+	int r = wd_trace_blobs_sync(t);
+	if (r < 0) {
+		errno = -r;
+		return -1;
+	}
+	return fdatasync(t->segfd);
+}
+
 /* Writer thread only. Writes the batch, rotating segments; on failure cuts
  * the partial write back off (best effort) and returns -errno. */
 static int write_batch(struct wd_trace *t, struct wd_batch *b, bool sync)
@@ -138,7 +150,7 @@ static int write_batch(struct wd_trace *t, struct wd_batch *b, bool sync)
 		if (t->segfd < 0 ||
 		    (t->seg_size > 0 &&
 		     t->seg_size + p->len + 1 > t->o.segment_bytes)) {
-			if (t->segfd >= 0 && fdatasync(t->segfd) < 0)
+			if (t->segfd >= 0 && seg_sync(t) < 0)
 				return -errno;
 			r = open_segment(t, p->seq);
 			if (r < 0)
@@ -168,7 +180,7 @@ static int write_batch(struct wd_trace *t, struct wd_batch *b, bool sync)
 		i = j;
 	}
 	if (sync && t->segfd >= 0) {
-		if (fdatasync(t->segfd) < 0)
+		if (seg_sync(t) < 0)
 			return -errno;
 		t->last_sync_ns = wd_now_ns();
 	}
@@ -199,7 +211,7 @@ static void *writer_main(void *arg)
 			     wd_now_ns() - t->last_sync_ns >= SYNC_EVERY_NS)) {
 				uint64_t w = t->written_seq;
 				pthread_mutex_unlock(&t->mu);
-				int r = fdatasync(t->segfd) < 0 ? -errno : 0;
+				int r = seg_sync(t) < 0 ? -errno : 0;
 				t->last_sync_ns = wd_now_ns();
 				pthread_mutex_lock(&t->mu);
 				if (r < 0 && !t->error)
@@ -461,6 +473,8 @@ int wd_trace_flush(struct wd_trace *t, struct wd_err *err)
 		return 0;
 	/* durable means the blobs put so far too, named or not yet */
 	int br = wd_trace_blobs_settle(t);
+	if (!br)
+		br = wd_trace_blobs_sync(t);
 	if (br < 0)
 		return wd_err_set(err, br, "trace flush: blobs: %s",
 				  strerror(-br));
@@ -479,6 +493,21 @@ int wd_trace_flush(struct wd_trace *t, struct wd_err *err)
 	if (e)
 		return wd_err_set(err, e, "trace flush: %s", strerror(-e));
 	return 0;
+}
+
+int wd_trace_wait_written(struct wd_trace *t, uint64_t seq)
+{
+	if (!t->have_writer)
+		return 0;
+	pthread_mutex_lock(&t->mu);
+	t->vis_waiters++; /* the writer writes the batch now */
+	pthread_cond_signal(&t->wake);
+	while (t->written_seq < seq && !t->error)
+		pthread_cond_wait(&t->done, &t->mu);
+	t->vis_waiters--;
+	int e = t->written_seq < seq ? t->error : 0;
+	pthread_mutex_unlock(&t->mu);
+	return e;
 }
 
 /* Wait until everything appended so far is written and indexed (readable),
@@ -792,7 +821,9 @@ void wd_trace_close(struct wd_trace *t)
 	 * their refs were handed out */
 	if (t->bq.n)
 		wd_trace_blobs_settle(t);
+	wd_trace_blobs_sync(t);
 	free(t->bq.v);
+	free(t->bs.v);
 	if (t->have_indexer) {
 		/* the writer has stopped: drain what it queued */
 		pthread_mutex_lock(&t->mu);

@@ -109,6 +109,10 @@ int wd_trace_append(struct wd_trace *t, json_t *record, bool durable,
 		    uint64_t *seq_out, struct wd_err *err);
 /* Wait until everything appended so far is written and fdatasync'ed. */
 int wd_trace_flush(struct wd_trace *t, struct wd_err *err);
+/* Wait until record `seq` is written to its segment (it survives the
+ * process; the disk gets it with the next group commit, within a second),
+ * without forcing an fdatasync. 0, or the store's latched -errno. */
+int wd_trace_wait_written(struct wd_trace *t, uint64_t seq);
 /* False once a write failed; carries the error in *code if non-NULL. */
 bool wd_trace_healthy(struct wd_trace *t, int *code);
 

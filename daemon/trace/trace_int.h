@@ -71,8 +71,8 @@ struct wd_pend {
 };
 
 /* A blob put but not stored yet: the writer settles it (compress, write,
- * fdatasync, rename, directory fsync) before it writes any batch, so a
- * record naming it never reaches a segment first. */
+ * rename) before it writes any batch, so a record naming it never reaches
+ * a segment first, and syncs it before it syncs a segment. */
 struct wd_blob_pend {
 	char hex[65];
 	char *data; /* the payload as hashed (owned) */
@@ -156,6 +156,15 @@ struct wd_trace {
 		size_t n, cap;
 	} bq;
 	size_t bq_bytes;
+	/* settled (in place) but not yet synced: synced before the next
+	 * segment fdatasync (under settle_mu) */
+	struct {
+		struct {
+			int fd;
+			uint8_t dir;
+		} * v;
+		size_t n, cap;
+	} bs;
 
 	/* hash_only runs seen in run_start records (for put_blob) */
 	pthread_mutex_t runs_mu;
@@ -168,9 +177,11 @@ struct wd_trace {
 extern size_t wd_trace_iq_limit;
 extern unsigned long wd_trace_iq_overflows;
 
-/* Make every blob put so far durable and visible under its name. 0 or the
- * -errno that also latched the store unhealthy. Any thread. */
+/* Put every queued blob in place under its name (before a batch is
+ * written), and sync the ones put in place (before a segment is synced).
+ * 0 or the -errno that also latched the store unhealthy. Any thread. */
 int wd_trace_blobs_settle(struct wd_trace *t);
+int wd_trace_blobs_sync(struct wd_trace *t);
 
 /* Writer, under t->mu: hand a written batch's index fields to the index
  * thread (indexq.c), or switch it to catch-up from the segments. */
