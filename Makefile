@@ -55,6 +55,8 @@ $(BUILD)/include/%.skel.h: $(BUILD)/bpf/%.bpf.o
 	@mkdir -p $(@D)
 	$(if $(Q),@echo "  SKEL    $@")
 	$(Q)$(BPFTOOL) gen skeleton $< name $(subst -,_,$*)_bpf > $@
+# a skeleton only a bench includes is still kept (not an intermediate)
+.SECONDARY: $(BPF_SKELS)
 
 # ---- user space --------------------------------------------------------------
 LIB_DIRS := common policy sandbox enforce trace gateway runtime broker events alert api
