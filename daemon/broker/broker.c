@@ -1,7 +1,6 @@
 #include "broker/broker.h"
 
 #include <math.h>
-#include <openssl/evp.h>
 #include <string.h>
 
 #include "broker/schema.h"
@@ -287,16 +286,6 @@ static json_t *base_rec(const struct wd_broker_run *run,
 	return r;
 }
 
-static void sha256_hex(const void *p, size_t n, char out[72])
-{
-	unsigned char md[32];
-	unsigned int l = 0;
-	EVP_Digest(p, n, md, &l, EVP_sha256(), NULL);
-	memcpy(out, "sha256:", 7);
-	for (int i = 0; i < 32; i++)
-		snprintf(out + 7 + 2 * i, 3, "%02x", md[i]);
-}
-
 int wd_broker_record_refusal(const struct wd_broker_run *run,
 			     const struct wd_broker_call *call,
 			     enum wd_broker_verdict v, const char *check,
@@ -439,7 +428,7 @@ int wd_broker_execute(const struct wd_broker_run *run,
 	if (!args_text)
 		args_text = wd_strdup("{}");
 	char args_hash[72];
-	sha256_hex(args_text, strlen(args_text), args_hash);
+	wd_trace_ref_of(args_text, strlen(args_text), args_hash);
 	json_object_set_new(att, "args_hash", json_string(args_hash));
 	if (run->hash_only || strlen(args_text) > ARGS_INLINE_MAX) {
 		char ref[WD_TRACE_REF_LEN];
@@ -563,7 +552,7 @@ int wd_broker_execute(const struct wd_broker_run *run,
 	if (payload) {
 		char ref[WD_TRACE_REF_LEN], h[72];
 		size_t plen = strlen(payload);
-		sha256_hex(payload, plen, h);
+		wd_trace_ref_of(payload, plen, h);
 		json_object_set_new(r, "result_hash", json_string(h));
 		json_object_set_new(r, "bytes", json_integer((json_int_t)plen));
 		struct wd_err berr = {0};

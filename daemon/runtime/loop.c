@@ -2,7 +2,6 @@
  * fitted to the budget, the model called through the gateway, tool calls
  * sent through the broker (concurrently), every step recorded. */
 #include <math.h>
-#include <openssl/evp.h>
 #include <string.h>
 
 #include "common/log.h"
@@ -321,8 +320,6 @@ static void conv_free(struct conv *c)
 	free(c->m);
 }
 
-static void sha256_ref(const char *p, size_t n, char out[WD_TRACE_REF_LEN]);
-
 static int model_step(struct wd_run *r, struct wd_err *err)
 {
 	const struct wd_agent_def *a = r->agent;
@@ -395,7 +392,7 @@ static int model_step(struct wd_run *r, struct wd_err *err)
 	cleanup_free char *prompt = conv_text(r);
 	if (prompt) {
 		char ref[WD_TRACE_REF_LEN], h[WD_TRACE_REF_LEN];
-		sha256_ref(prompt, strlen(prompt), h);
+		wd_trace_ref_of(prompt, strlen(prompt), h);
 		json_object_set_new(rec, "prompt_hash", json_string(h));
 		struct wd_err be = {0};
 		if (!wd_trace_put_blob(r->rt->trace, r->id, prompt,
@@ -488,16 +485,6 @@ static int model_step(struct wd_run *r, struct wd_err *err)
 	json_decref(rj);
 	wd_complete_resp_free(&resp);
 	return 0;
-}
-
-static void sha256_ref(const char *p, size_t n, char out[WD_TRACE_REF_LEN])
-{
-	unsigned char md[32];
-	unsigned int l = 0;
-	EVP_Digest(p, n, md, &l, EVP_sha256(), NULL);
-	memcpy(out, "sha256:", 7);
-	for (int i = 0; i < 32; i++)
-		snprintf(out + 7 + 2 * i, 3, "%02x", md[i]);
 }
 
 /* ---- tool calls ---- */

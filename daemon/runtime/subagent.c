@@ -27,7 +27,6 @@
  *
  * The child's output (or status and reason: which bound stopped it) is
  * the call's result for the parent's model. */
-#include <openssl/evp.h>
 #include <string.h>
 
 #include "broker/schema.h"
@@ -226,16 +225,6 @@ static json_t *usage_json(const struct wd_run *k)
 	    "cost_usd", k->cost + k->sub_cost);
 }
 
-static void sha256_ref(const char *p, size_t n, char out[WD_TRACE_REF_LEN])
-{
-	unsigned char md[32];
-	unsigned int l = 0;
-	EVP_Digest(p, n, md, &l, EVP_sha256(), NULL);
-	memcpy(out, "sha256:", 7);
-	for (int i = 0; i < 32; i++)
-		snprintf(out + 7 + 2 * i, 3, "%02x", md[i]);
-}
-
 /* The child run, created and listed; NULL (pc answered) on failure. */
 static struct wd_run *child_start(struct wd_run *r, json_t *pc,
 				  const struct wd_agent_def *d,
@@ -364,7 +353,7 @@ static void child_done(struct wd_run *r, json_t *pc, struct wd_run *k,
 	if (payload) {
 		size_t plen = strlen(payload);
 		char h[WD_TRACE_REF_LEN], ref[WD_TRACE_REF_LEN];
-		sha256_ref(payload, plen, h);
+		wd_trace_ref_of(payload, plen, h);
 		json_object_set_new(rec, "result_hash", json_string(h));
 		json_object_set_new(rec, "bytes",
 				    json_integer((json_int_t)plen));

@@ -103,6 +103,12 @@ void wd_sha256_hex(const void *data, size_t len, char out[65])
 	out[64] = 0;
 }
 
+void wd_trace_ref_of(const void *data, size_t len, char out[WD_TRACE_REF_LEN])
+{
+	memcpy(out, "sha256:", 7);
+	wd_sha256_hex(data, len, out + 7);
+}
+
 bool wd_trace_ref_ok(const char *ref)
 {
 	if (!ref || strncmp(ref, "sha256:", 7) || strlen(ref) != 71)

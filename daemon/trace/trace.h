@@ -63,6 +63,8 @@ struct wd_trace;
 struct wd_otlp;
 
 #define WD_TRACE_REF_LEN 72 /* "sha256:" + 64 hex + NUL */
+/* "sha256:<hex>" of data (the form of every hash and ref in records). */
+void wd_trace_ref_of(const void *data, size_t len, char out[WD_TRACE_REF_LEN]);
 
 struct wd_trace_opts {
 	uint64_t segment_bytes; /* rotate after this size; 0 = 64 MiB */
