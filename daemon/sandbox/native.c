@@ -554,7 +554,8 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 {
 	const struct wd_manifest *m = call->manifest;
 	const struct wd_features *f = wd_probe();
-	struct launch l = {.call = call, .m = m, .tier = m->tier};
+	struct launch l = {
+	    .call = call, .m = m, .tier = m->tier, .ownerfd = -1};
 	struct wd_cgroup cg = {.v2_fd = -1};
 	struct wd_egress *eg = NULL;
 	bool attached = false, routed = false;
@@ -628,6 +629,10 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 			   strerror(-r));
 		goto out;
 	}
+	/* Held while this process lives: a start-up sweep removes what a
+	 * killed daemon's calls left behind as soon as the lock is free. */
+	if ((r = wd_sandbox_own_calldir(l.calldir, &l.ownerfd, err)) < 0)
+		goto out;
 	snprintf(l.scratch, sizeof(l.scratch), "%s/tmp", l.calldir);
 	snprintf(l.root, sizeof(l.root), "%s/root", l.calldir);
 	if (l.tier == 1) {
@@ -813,6 +818,8 @@ out:
 		closep2(fds[i]);
 	if (l.calldir[0])
 		wd_rm_rf(l.calldir);
+	if (l.ownerfd >= 0)
+		close(l.ownerfd);
 	wd_seccomp_prog_free(&l.sc);
 	wd_landlock_free(l.ll);
 	wd_landlock_audit_close(l.lla);

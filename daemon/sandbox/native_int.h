@@ -30,6 +30,7 @@ struct launch {
 	gid_t gid;
 	char id[40];
 	char calldir[256]; /* host dir for this call (scratch, root) */
+	int ownerfd;	   /* calldir/.owner, flock'ed while the call lives */
 	char scratch[300]; /* tier 1 TMPDIR/HOME */
 	char root[300];	   /* tier 2 new root mountpoint */
 	bool netns;

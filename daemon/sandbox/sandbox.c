@@ -5,6 +5,9 @@
 #include "sandbox/pool.h"
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -109,10 +112,61 @@ static bool stale(const char *path)
 	       time(NULL) - st.st_mtime > WD_SWEEP_AGE_S;
 }
 
+int wd_sandbox_own_calldir(const char *calldir, int *fd, struct wd_err *err)
+{
+	/* locked before it has its name: a sweep never sees it unlocked */
+	char tmp[600], p[600];
+	snprintf(tmp, sizeof(tmp), "%s/.owner-%d", calldir, (int)getpid());
+	snprintf(p, sizeof(p), "%s/.owner", calldir);
+	*fd =
+	    open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (*fd < 0 || flock(*fd, LOCK_EX | LOCK_NB) < 0 ||
+	    rename(tmp, p) < 0) {
+		int e = -errno;
+		if (*fd >= 0) {
+			close(*fd);
+			unlink(tmp);
+		}
+		*fd = -1;
+		return wd_err_set(err, e, "call dir owner '%s': %s", p,
+				  strerror(-e));
+	}
+	return 0;
+}
+
+#define CALL_ID_MAX 24 /* "wd-" + 16 hex + NUL fits */
+
+/* Call ids whose directory's owner lock is free: the process that ran the
+ * call is gone (a daemon killed with -9), however recent the call. */
+struct dead {
+	char (*id)[CALL_ID_MAX];
+	int n;
+};
+
+static bool owner_gone(const char *calldir)
+{
+	char p[900];
+	snprintf(p, sizeof(p), "%s/.owner", calldir);
+	int fd = open(p, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return false; /* none (yet, or an older warden): age decides */
+	bool gone = flock(fd, LOCK_EX | LOCK_NB) == 0;
+	close(fd);
+	return gone;
+}
+
+static bool is_dead(const struct dead *dd, const char *id)
+{
+	for (int i = 0; dd && i < dd->n; i++)
+		if (!strcmp(dd->id[i], id))
+			return true;
+	return false;
+}
+
 /* rmdir every empty (process-free) call cgroup under <root>/warden. A
  * cgroup with processes belongs to a live call (another warden exec) and
  * is left alone. */
-static int sweep_hierarchy(const char *root)
+static int sweep_hierarchy(const char *root, const struct dead *dd)
 {
 	char dir[512];
 	int n = 0;
@@ -127,8 +181,9 @@ static int sweep_hierarchy(const char *root)
 		char p[800];
 		snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
 		/* A leaf only minutes old may belong to a call being set up
-		 * right now (created, no process yet): never race it. */
-		if (!stale(p))
+		 * right now (created, no process yet): never race it, unless
+		 * its owner is known to be gone. */
+		if (!stale(p) && !is_dead(dd, e->d_name))
 			continue;
 		if (rmdir(p) == 0)
 			n++;
@@ -141,8 +196,26 @@ int wd_sandbox_sweep(void)
 {
 	const struct wd_features *f = wd_probe();
 	int n = 0;
+	const char *rt = getenv("WARDEN_RUNTIME_DIR");
+	char calls[512];
+	snprintf(calls, sizeof(calls), "%s/calls",
+		 rt && *rt ? rt : "/run/warden");
+	/* first the calls whose owner is gone: their leaves go too */
+	struct dead dd = {0};
+	DIR *d = opendir(calls);
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		char p[800];
+		snprintf(p, sizeof(p), "%s/%s", calls, e->d_name);
+		if (!is_call_id(e->d_name) || !owner_gone(p))
+			continue;
+		dd.id = wd_realloc(dd.id, (size_t)(dd.n + 1) * sizeof(*dd.id));
+		snprintf(dd.id[dd.n++], CALL_ID_MAX, "%s", e->d_name);
+	}
+	if (d)
+		closedir(d);
 	if (f->cg.v2_root[0])
-		n += sweep_hierarchy(f->cg.v2_root);
+		n += sweep_hierarchy(f->cg.v2_root, &dd);
 	/* Every v1 hierarchy, not only memory/pids/cpu: runsc makes its
 	 * leaves in all of them (blkio, cpuset, devices, ...). */
 	FILE *mi = fopen("/proc/self/mountinfo", "re");
@@ -154,19 +227,16 @@ int wd_sandbox_sweep(void)
 		    sscanf(sep + 3, "%63s", fstype) != 1 ||
 		    strcmp(fstype, "cgroup"))
 			continue;
-		n += sweep_hierarchy(mp);
+		n += sweep_hierarchy(mp, &dd);
 	}
 	if (mi)
 		fclose(mi);
 	/* A call directory whose cgroup is gone has no live call. */
-	const char *rt = getenv("WARDEN_RUNTIME_DIR");
-	char calls[512];
-	snprintf(calls, sizeof(calls), "%s/calls",
-		 rt && *rt ? rt : "/run/warden");
-	DIR *d = opendir(calls);
-	if (!d)
+	d = opendir(calls);
+	if (!d) {
+		free(dd.id);
 		return n;
-	struct dirent *e;
+	}
 	while ((e = readdir(d))) {
 		if (!is_call_id(e->d_name))
 			continue;
@@ -177,7 +247,7 @@ int wd_sandbox_sweep(void)
 		if (stat(cg, &st) == 0)
 			continue;
 		snprintf(p, sizeof(p), "%s/%s", calls, e->d_name);
-		if (!stale(p))
+		if (!stale(p) && !is_dead(&dd, e->d_name))
 			continue;
 		/* A tier-2 root may still be a mountpoint only in a dead mount
 		 * namespace: on the host it is an empty directory. */
@@ -185,5 +255,6 @@ int wd_sandbox_sweep(void)
 			n++;
 	}
 	closedir(d);
+	free(dd.id);
 	return n;
 }
