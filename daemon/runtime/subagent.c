@@ -130,6 +130,30 @@ static uint64_t tokens_of(const struct wd_run *r)
 	       r->sub_out_tokens;
 }
 
+/* One bound: what remains of the parent's cap (if it has one) after `used`
+ * becomes the child's, when tighter than the child's own (*own <= 0: none).
+ * false (why set) when nothing remains. Counts are exact in a double. */
+static bool inherit(const struct wd_run *r, const char *name, double cap,
+		    double used, double *own, unsigned bit, unsigned *inh,
+		    char *why, size_t len)
+{
+	if (cap <= 0)
+		return true;
+	double rem = cap - used;
+	if (rem <= 0) {
+		snprintf(why, len,
+			 "no %s left for a sub-agent: run %s used %.15g of "
+			 "%.15g",
+			 name, r->id, used, cap);
+		return false;
+	}
+	if (*own <= 0 || rem < *own) {
+		*own = rem;
+		*inh |= bit;
+	}
+	return true;
+}
+
 /* The child's limits: its own, lowered to what remains of the parent's.
  * Returns false (why set) when a bound of the parent has nothing left. */
 static bool child_limits(struct wd_run *r, const struct wd_agent_def *d,
@@ -137,74 +161,26 @@ static bool child_limits(struct wd_run *r, const struct wd_agent_def *d,
 			 size_t len)
 {
 	const struct rt_limits *p = &r->lim;
-	*out = (struct rt_limits){.max_steps = d->max_steps,
-				  .token_budget = d->token_budget,
-				  .wall_clock_s = d->wall_clock_s,
-				  .cost_cap_usd = d->cost_cap_usd};
+	double steps = d->max_steps, tokens = (double)d->token_budget,
+	       wall = d->wall_clock_s, cost = d->cost_cap_usd;
+	double active =
+	    (double)(r->active_ns + (wd_now_ns() - r->slice_start)) / 1e9;
 	*inh = 0;
-	if (p->max_steps > 0) {
-		/* the parent's current model call is one of its steps */
-		int used = r->step + 1 + r->sub_steps;
-		int rem = p->max_steps - used;
-		if (rem <= 0) {
-			snprintf(why, len,
-				 "no max_steps left for a sub-agent: run %s "
-				 "used %d of %d",
-				 r->id, used, p->max_steps);
-			return false;
-		}
-		if (out->max_steps <= 0 || rem < out->max_steps) {
-			out->max_steps = rem;
-			*inh |= RT_B_STEPS;
-		}
-	}
-	if (p->token_budget > 0) {
-		long long used = (long long)tokens_of(r);
-		long long rem = p->token_budget - used;
-		if (rem <= 0) {
-			snprintf(why, len,
-				 "no token_budget left for a sub-agent: run "
-				 "%s used %lld of %lld",
-				 r->id, used, p->token_budget);
-			return false;
-		}
-		if (out->token_budget <= 0 || rem < out->token_budget) {
-			out->token_budget = rem;
-			*inh |= RT_B_TOKENS;
-		}
-	}
-	if (p->wall_clock_s > 0) {
-		double used =
-		    (double)(r->active_ns + (wd_now_ns() - r->slice_start)) /
-		    1e9;
-		double rem = p->wall_clock_s - used;
-		if (rem <= 0) {
-			snprintf(why, len,
-				 "no wall_clock_s left for a sub-agent: run "
-				 "%s used %.3f of %g",
-				 r->id, used, p->wall_clock_s);
-			return false;
-		}
-		if (out->wall_clock_s <= 0 || rem < out->wall_clock_s) {
-			out->wall_clock_s = rem;
-			*inh |= RT_B_WALL;
-		}
-	}
-	if (p->cost_cap_usd > 0) {
-		double used = r->cost + r->sub_cost;
-		double rem = p->cost_cap_usd - used;
-		if (rem <= 0) {
-			snprintf(why, len,
-				 "no cost_cap_usd left for a sub-agent: run "
-				 "%s used %g of %g",
-				 r->id, used, p->cost_cap_usd);
-			return false;
-		}
-		if (out->cost_cap_usd <= 0 || rem < out->cost_cap_usd) {
-			out->cost_cap_usd = rem;
-			*inh |= RT_B_COST;
-		}
-	}
+	/* steps: the parent's current model call is one of them */
+	if (!inherit(r, "max_steps", p->max_steps, r->step + 1 + r->sub_steps,
+		     &steps, RT_B_STEPS, inh, why, len) ||
+	    !inherit(r, "token_budget", (double)p->token_budget,
+		     (double)tokens_of(r), &tokens, RT_B_TOKENS, inh, why,
+		     len) ||
+	    !inherit(r, "wall_clock_s", p->wall_clock_s, active, &wall,
+		     RT_B_WALL, inh, why, len) ||
+	    !inherit(r, "cost_cap_usd", p->cost_cap_usd, r->cost + r->sub_cost,
+		     &cost, RT_B_COST, inh, why, len))
+		return false;
+	*out = (struct rt_limits){.max_steps = (int)steps,
+				  .token_budget = (long long)tokens,
+				  .wall_clock_s = wall,
+				  .cost_cap_usd = cost};
 	return true;
 }
 
