@@ -318,20 +318,13 @@ int wd_agent_load_all_str(const char *name, const char *text, size_t len,
 			  struct wd_agent ***out, int *n, struct wd_diag *diag)
 {
 	struct load_state st = {.file = name ? name : "<input>"};
-	struct wd_diag local = {0};
-	struct wd_diag *d = diag ? diag : &local;
-	int before = d->n + d->dropped;
 	*out = NULL;
 	*n = 0;
-	int rc = wd_y_load(st.file, text, len, d, load_doc, &st);
-	if (rc == 0)
-		wd_diag_add(d, st.file, 0, 0, "no agent definition in file");
-	if (rc <= 0 || d->n + d->dropped != before) {
+	if (wd_y_load_docs(st.file, text, len, "no agent definition in file",
+			   diag, load_doc, &st) < 0) {
 		wd_agent_free_all(st.v, st.n);
-		wd_diag_free(&local);
 		return -EINVAL;
 	}
-	wd_diag_free(&local);
 	*out = st.v;
 	*n = st.n;
 	return 0;
@@ -356,14 +349,12 @@ int wd_agent_load_str(const char *name, const char *text, size_t len,
 int wd_agent_load_file(const char *path, struct wd_agent **out,
 		       struct wd_diag *diag)
 {
-	char *text = NULL;
-	size_t len = 0;
+	char *text;
+	size_t len;
 	*out = NULL;
-	int rc = wd_read_file(path, &text, &len);
-	if (rc < 0) {
-		wd_diag_add(diag, path, 0, 0, "cannot read: %s", strerror(-rc));
+	int rc = wd_y_read_path(path, &text, &len, diag);
+	if (rc < 0)
 		return rc;
-	}
 	rc = wd_agent_load_str(path, text, len, out, diag);
 	free(text);
 	return rc;

@@ -142,20 +142,13 @@ int wd_manifest_load_all_str(const char *name, const char *text, size_t len,
 			     struct wd_diag *diag)
 {
 	struct load_state st = {.file = name ? name : "<input>"};
-	struct wd_diag local = {0};
-	struct wd_diag *d = diag ? diag : &local;
-	int before = d->n + d->dropped;
 	*out = NULL;
 	*n = 0;
-	int rc = wd_y_load(st.file, text, len, d, load_doc, &st);
-	if (rc == 0)
-		wd_diag_add(d, st.file, 0, 0, "no manifest in file");
-	if (rc <= 0 || d->n + d->dropped != before) {
+	if (wd_y_load_docs(st.file, text, len, "no manifest in file", diag,
+			   load_doc, &st) < 0) {
 		wd_manifest_free_all(st.v, st.n);
-		wd_diag_free(&local);
 		return -EINVAL;
 	}
-	wd_diag_free(&local);
 	*out = st.v;
 	*n = st.n;
 	return 0;
@@ -180,15 +173,13 @@ int wd_manifest_load_str(const char *name, const char *text, size_t len,
 int wd_manifest_load_all(const char *path, struct wd_manifest ***out, int *n,
 			 struct wd_diag *diag)
 {
-	char *text = NULL;
-	size_t len = 0;
+	char *text;
+	size_t len;
 	*out = NULL;
 	*n = 0;
-	int rc = wd_read_file(path, &text, &len);
-	if (rc < 0) {
-		wd_diag_add(diag, path, 0, 0, "cannot read: %s", strerror(-rc));
+	int rc = wd_y_read_path(path, &text, &len, diag);
+	if (rc < 0)
 		return rc;
-	}
 	rc = wd_manifest_load_all_str(path, text, len, out, n, diag);
 	free(text);
 	return rc;

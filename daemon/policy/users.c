@@ -275,19 +275,13 @@ static void load_doc(struct wd_ywalk *w, yaml_node_t *root, void *arg)
 int wd_users_load_str(const char *name, const char *text, size_t len,
 		      struct wd_users **out, struct wd_diag *diag)
 {
-	struct wd_diag local = {0};
-	struct wd_diag *d = diag ? diag : &local;
-	int before = d->n + d->dropped;
 	struct load_state st = {.file = name ? name : "<input>"};
 	st.u = wd_calloc(1, sizeof(*st.u));
 	st.u->source = wd_strdup(st.file);
 	*out = NULL;
-	int rc = wd_y_load(st.file, text, len, d, load_doc, &st);
-	if (rc == 0)
-		wd_diag_add(d, st.file, 0, 0, "no users document in file");
-	if (rc <= 0 || d->n + d->dropped != before) {
+	if (wd_y_load_docs(st.file, text, len, "no users document in file",
+			   diag, load_doc, &st) < 0) {
 		wd_users_free(st.u);
-		wd_diag_free(&local);
 		return -EINVAL;
 	}
 	struct wd_users *u = st.u;
@@ -295,7 +289,6 @@ int wd_users_load_str(const char *name, const char *text, size_t len,
 		u->approver_users = wd_calloc(1, sizeof(char *));
 	if (!u->approver_groups)
 		u->approver_groups = wd_calloc(1, sizeof(char *));
-	wd_diag_free(&local);
 	*out = u;
 	return 0;
 }
@@ -303,14 +296,12 @@ int wd_users_load_str(const char *name, const char *text, size_t len,
 int wd_users_load_file(const char *path, struct wd_users **out,
 		       struct wd_diag *diag)
 {
-	char *text = NULL;
-	size_t len = 0;
+	char *text;
+	size_t len;
 	*out = NULL;
-	int rc = wd_read_file(path, &text, &len);
-	if (rc < 0) {
-		wd_diag_add(diag, path, 0, 0, "cannot read: %s", strerror(-rc));
+	int rc = wd_y_read_path(path, &text, &len, diag);
+	if (rc < 0)
 		return rc;
-	}
 	rc = wd_users_load_str(path, text, len, out, diag);
 	free(text);
 	return rc;

@@ -717,3 +717,29 @@ int wd_y_each_named(struct wd_ywalk *w, yaml_node_t *map,
 	}
 	return rc;
 }
+
+int wd_y_load_docs(const char *file, const char *text, size_t len,
+		   const char *none, struct wd_diag *diag, wd_y_doc_fn fn,
+		   void *arg)
+{
+	struct wd_diag local = {0};
+	struct wd_diag *d = diag ? diag : &local;
+	int before = d->n + d->dropped;
+	int rc = wd_y_load(file, text, len, d, fn, arg);
+	if (rc == 0)
+		wd_diag_add(d, file, 0, 0, "%s", none);
+	bool bad = rc <= 0 || d->n + d->dropped != before;
+	wd_diag_free(&local);
+	return bad ? -EINVAL : 0;
+}
+
+int wd_y_read_path(const char *path, char **text, size_t *len,
+		   struct wd_diag *diag)
+{
+	*text = NULL;
+	*len = 0;
+	int rc = wd_read_file(path, text, len);
+	if (rc < 0)
+		wd_diag_add(diag, path, 0, 0, "cannot read: %s", strerror(-rc));
+	return rc;
+}

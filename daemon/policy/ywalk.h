@@ -85,6 +85,15 @@ struct json_t *wd_y_to_json(struct wd_ywalk *w, yaml_node_t *n, int depth);
 typedef void (*wd_y_doc_fn)(struct wd_ywalk *w, yaml_node_t *root, void *arg);
 int wd_y_load(const char *file, const char *text, size_t len,
 	      struct wd_diag *diag, wd_y_doc_fn fn, void *arg);
+/* wd_y_load for a policy file: 0, or -EINVAL when the stream had no
+ * document (diag gets `none`) or anything was reported (diag may be NULL:
+ * the messages are then dropped). */
+int wd_y_load_docs(const char *file, const char *text, size_t len,
+		   const char *none, struct wd_diag *diag, wd_y_doc_fn fn,
+		   void *arg);
+/* A policy file's text (free it), or -errno with "cannot read" in diag. */
+int wd_y_read_path(const char *path, char **text, size_t *len,
+		   struct wd_diag *diag);
 
 /* Name syntax shared by tools, agents, teams, users, groups:
  * [a-z0-9_-]{1,64}. */
