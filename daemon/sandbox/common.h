@@ -4,8 +4,20 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/syscall.h>
 
 #include "common/util.h"
+
+/* System call numbers and flags older libc headers lack. */
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_clone3
+#define SYS_clone3 435
+#endif
+#ifndef CLONE_INTO_CGROUP
+#define CLONE_INTO_CGROUP 0x200000000ULL
+#endif
 
 /* An absolute path as is; a bare name looked up in the standard system
  * directories (never the caller's PATH). NULL if not found. */

@@ -62,9 +62,6 @@
 #include "enforce/probe.h"
 #include "sandbox/oci.h"
 
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
-#endif
 #ifndef SYS_close_range
 #define SYS_close_range 436
 #endif

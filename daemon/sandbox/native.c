@@ -52,16 +52,6 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
-#endif
-#ifndef SYS_clone3
-#define SYS_clone3 435
-#endif
-#ifndef CLONE_INTO_CGROUP
-#define CLONE_INTO_CGROUP 0x200000000ULL
-#endif
-
 /* ---- parent side ------------------------------------------------------------
  */
 
@@ -71,19 +61,12 @@
 static int recv_msg(int sock, int *fd, pid_t *pid)
 {
 	char b[8];
-	struct iovec iov = {.iov_base = b, .iov_len = sizeof(b)};
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct msghdr msg = {.msg_iov = &iov,
-			     .msg_iovlen = 1,
-			     .msg_control = u.buf,
-			     .msg_controllen = sizeof(u.buf)};
-	ssize_t n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+	struct wd_scm1 s;
+	struct msghdr *msg = wd_scm1_init(&s, b, sizeof(b));
+	ssize_t n = recvmsg(sock, msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
 	if (n <= 0)
 		return n == 0 ? 0 : -errno;
-	struct cmsghdr *c0 = CMSG_FIRSTHDR(&msg);
+	struct cmsghdr *c0 = CMSG_FIRSTHDR(msg);
 	if (c0 && c0->cmsg_type == SCM_RIGHTS &&
 	    c0->cmsg_len == CMSG_LEN(sizeof(int))) {
 		memcpy(fd, CMSG_DATA(c0), sizeof(int));

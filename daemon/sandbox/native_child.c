@@ -24,13 +24,6 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
-#ifndef SYS_clone3
-#define SYS_clone3 435
-#endif
-#ifndef CLONE_INTO_CGROUP
-#define CLONE_INTO_CGROUP 0x200000000ULL
-#endif
-
 /* ---- child side (between fork and exec) ---------------------------------- */
 
 static void __attribute__((noreturn, format(printf, 3, 4)))
@@ -51,21 +44,14 @@ child_fail(struct launch *l, int e, const char *fmt, ...)
 static int send_fd(int sock, int fd)
 {
 	char c = 'F';
-	struct iovec iov = {.iov_base = &c, .iov_len = 1};
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct msghdr msg = {.msg_iov = &iov,
-			     .msg_iovlen = 1,
-			     .msg_control = u.buf,
-			     .msg_controllen = sizeof(u.buf)};
-	struct cmsghdr *c0 = CMSG_FIRSTHDR(&msg);
+	struct wd_scm1 s;
+	struct msghdr *msg = wd_scm1_init(&s, &c, 1);
+	struct cmsghdr *c0 = CMSG_FIRSTHDR(msg);
 	c0->cmsg_level = SOL_SOCKET;
 	c0->cmsg_type = SCM_RIGHTS;
 	c0->cmsg_len = CMSG_LEN(sizeof(int));
 	memcpy(CMSG_DATA(c0), &fd, sizeof(int));
-	return sendmsg(sock, &msg, MSG_NOSIGNAL) < 0 ? -errno : 0;
+	return sendmsg(sock, msg, MSG_NOSIGNAL) < 0 ? -errno : 0;
 }
 
 static void lo_up(struct launch *l)

@@ -6,6 +6,8 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include "enforce/landlock.h"
@@ -21,6 +23,30 @@ struct wd_clone_args {
 	uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack,
 	    stack_size, tls, set_tid, set_tid_size, cgroup;
 };
+
+/* A message of `len` bytes at data with room for one SCM_RIGHTS fd: the
+ * child sends T's seccomp listener with it, the parent receives it. The
+ * msghdr points into *s: keep s in place while the message is used. */
+struct wd_scm1 {
+	struct iovec iov;
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct msghdr msg;
+};
+
+static inline struct msghdr *wd_scm1_init(struct wd_scm1 *s, void *data,
+					  size_t len)
+{
+	memset(s, 0, sizeof(*s));
+	s->iov = (struct iovec){.iov_base = data, .iov_len = len};
+	s->msg = (struct msghdr){.msg_iov = &s->iov,
+				 .msg_iovlen = 1,
+				 .msg_control = s->u.buf,
+				 .msg_controllen = sizeof(s->u.buf)};
+	return &s->msg;
+}
 
 struct launch {
 	const struct wd_call *call;
