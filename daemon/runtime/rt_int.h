@@ -165,6 +165,30 @@ json_t *rt_totals_json(const struct wd_run *r);
 
 /* loop.c */
 void rt_advance(struct wd_run *r);
+
+/* context.c */
+/* The conversation as JSON text (json_dumps(msgs, JSON_COMPACT)), new. */
+char *rt_conv_text(struct wd_run *r);
+/* Externalise old tool results, then slide the window, until the
+ * conversation fits context.budget_tokens (recorded as context_fit). */
+void rt_fit_context(struct wd_run *r);
+/* The conversation in the gateway's form; points into msgs. */
+struct rt_conv {
+	struct wd_msg *m;
+	struct wd_tool_call **calls;
+	int n;
+};
+void rt_conv_build(json_t *msgs, struct rt_conv *c);
+void rt_conv_free(struct rt_conv *c);
+
+/* tools.c */
+/* Run the pending tool calls: 1 all answered, 0 some wait for a human,
+ * -errno (err) the run cannot go on. */
+int rt_tool_step(struct wd_run *r, struct wd_err *err);
+/* All calls answered: their results join the conversation in call order. */
+void rt_close_step(struct wd_run *r);
+/* A pending call's state ("new", "waiting", "ready", "done"). */
+const char *rt_pstate(json_t *pc);
 /* The result as the model sees it: bounded, with a note when cut. */
 char *rt_content_for_model(struct wd_run *r, json_t *result);
 /* Mark a pending call answered. */
