@@ -1,0 +1,172 @@
+/* The index's queries behind warden trace ls / grep / cost: SQL over the
+ * derived tables, rows as JSON (timestamps as ISO 8601). */
+#include "trace/trace_int.h"
+
+#include <string.h>
+
+static json_t *col_json(sqlite3_stmt *st, int i)
+{
+	switch (sqlite3_column_type(st, i)) {
+	case SQLITE_INTEGER:
+		return json_integer(sqlite3_column_int64(st, i));
+	case SQLITE_FLOAT:
+		return json_real(sqlite3_column_double(st, i));
+	case SQLITE_TEXT:
+		return json_string((const char *)sqlite3_column_text(st, i));
+	default:
+		return json_null();
+	}
+}
+
+static json_t *ts_json(sqlite3_stmt *st, int i)
+{
+	if (sqlite3_column_type(st, i) == SQLITE_NULL)
+		return json_null();
+	char b[40];
+	wd_iso8601((uint64_t)sqlite3_column_int64(st, i) * 1000, b, sizeof(b));
+	return json_string(b);
+}
+
+static int run_query(struct wd_trace *t, struct wd_buf *sql, const char **args,
+		     size_t nargs, json_t **array, struct wd_err *err,
+		     const char *const *tscols)
+{
+	if (!t->idx)
+		return wd_err_set(err, -EINVAL, "store opened without index");
+	int r = wd_trace_visible(t);
+	if (r < 0)
+		return wd_err_set(err, r, "trace store unhealthy: %s",
+				  strerror(-r));
+	pthread_mutex_lock(&t->idx_mu);
+	sqlite3 *db = wd_idx_db(t->idx);
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(db, sql->data, -1, &st, NULL) != SQLITE_OK) {
+		r = wd_err_set(err, -EIO, "index query: %s",
+			       sqlite3_errmsg(db));
+		pthread_mutex_unlock(&t->idx_mu);
+		return r;
+	}
+	for (size_t i = 0; i < nargs; i++)
+		sqlite3_bind_text(st, i + 1, args[i], -1, SQLITE_STATIC);
+	json_t *arr = json_array();
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		json_t *o = json_object();
+		for (int c = 0; c < sqlite3_column_count(st); c++) {
+			const char *name = sqlite3_column_name(st, c);
+			bool is_ts = false;
+			for (size_t k = 0; tscols[k]; k++)
+				is_ts |= !strcmp(tscols[k], name);
+			json_object_set_new(
+			    o, name, is_ts ? ts_json(st, c) : col_json(st, c));
+		}
+		json_array_append_new(arr, o);
+	}
+	sqlite3_finalize(st);
+	pthread_mutex_unlock(&t->idx_mu);
+	if (rc != SQLITE_DONE) {
+		json_decref(arr);
+		return wd_err_set(err, -EIO, "index query failed");
+	}
+	*array = arr;
+	return 0;
+}
+
+int wd_trace_query_runs(struct wd_trace *t, const struct wd_trace_query *q,
+			json_t **array, struct wd_err *err)
+{
+	static const char *const tscols[] = {"started", "ended", "last_ts",
+					     NULL};
+	struct wd_buf sql = {0};
+	const char *args[8];
+	size_t n = 0;
+	wd_buf_printf(&sql,
+		      "SELECT run_id, agent, team, user, model, status, "
+		      "started, ended, last_ts, cost_nusd / 1e9 AS cost_usd, "
+		      "input_tokens, "
+		      "output_tokens, model_calls, steps, records, "
+		      "flagged, payloads, retention_days, "
+		      "payloads_dropped FROM runs WHERE 1");
+#define F(field, col)                                                          \
+	if (q->field) {                                                        \
+		wd_buf_printf(&sql, " AND " col " = ?");                       \
+		args[n++] = q->field;                                          \
+	}
+	F(agent, "agent");
+	F(team, "team");
+	F(user, "user");
+	F(status, "status");
+#undef F
+	if (q->tool) {
+		wd_buf_printf(&sql, " AND run_id IN (SELECT run_id FROM "
+				    "records WHERE tool = ?)");
+		args[n++] = q->tool;
+	}
+	if (q->prompt_hash) {
+		wd_buf_printf(&sql, " AND run_id IN (SELECT run_id FROM "
+				    "records WHERE prompt_hash = ?)");
+		args[n++] = q->prompt_hash;
+	}
+	if (q->result_hash) {
+		wd_buf_printf(&sql, " AND run_id IN (SELECT run_id FROM "
+				    "records WHERE result_hash = ?)");
+		args[n++] = q->result_hash;
+	}
+	if (q->since_ns)
+		wd_buf_printf(&sql, " AND started >= %llu",
+			      (unsigned long long)(q->since_ns / 1000));
+	wd_buf_printf(&sql, " ORDER BY started, run_id");
+	if (q->limit)
+		wd_buf_printf(&sql, " LIMIT %u", q->limit);
+	int r = run_query(t, &sql, args, n, array, err, tscols);
+	wd_buf_free(&sql);
+	return r;
+}
+
+int wd_trace_query_records(struct wd_trace *t, const struct wd_trace_query *q,
+			   json_t **array, struct wd_err *err)
+{
+	static const char *const tscols[] = {"ts", NULL};
+	struct wd_buf sql = {0};
+	const char *args[8];
+	size_t n = 0;
+	wd_buf_printf(&sql, "SELECT seq, run_id, step, type, tool, call_id, "
+			    "status, prompt_hash, result_hash, ts FROM "
+			    "records WHERE 1");
+#define F(field, col)                                                          \
+	if (q->field) {                                                        \
+		wd_buf_printf(&sql, " AND " col " = ?");                       \
+		args[n++] = q->field;                                          \
+	}
+	F(tool, "tool");
+	F(status, "status");
+	F(prompt_hash, "prompt_hash");
+	F(result_hash, "result_hash");
+#undef F
+	if (q->agent || q->team || q->user) {
+		wd_buf_printf(&sql, " AND run_id IN (SELECT run_id FROM runs "
+				    "WHERE 1");
+		if (q->agent) {
+			wd_buf_printf(&sql, " AND agent = ?");
+			args[n++] = q->agent;
+		}
+		if (q->team) {
+			wd_buf_printf(&sql, " AND team = ?");
+			args[n++] = q->team;
+		}
+		if (q->user) {
+			wd_buf_printf(&sql, " AND user = ?");
+			args[n++] = q->user;
+		}
+		wd_buf_printf(&sql, ")");
+	}
+	if (q->since_ns)
+		wd_buf_printf(&sql, " AND ts >= %llu",
+			      (unsigned long long)(q->since_ns / 1000));
+	wd_buf_printf(&sql, " ORDER BY seq");
+	if (q->limit)
+		wd_buf_printf(&sql, " LIMIT %u", q->limit);
+	int r = run_query(t, &sql, args, n, array, err, tscols);
+	wd_buf_free(&sql);
+	return r;
+}
