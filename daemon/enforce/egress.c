@@ -37,6 +37,7 @@ struct wd_egress {
 	pthread_mutex_t consume_lock;
 	int poll_ep;	  /* wd_egress_poll's epoll: the ring, edge-triggered */
 	uint64_t invalid; /* records rejected by validation */
+	uint64_t dropped; /* read, but no consumer could take them */
 	/* set for the duration of one wd_egress_consume */
 	void (*cb)(const struct wd_event *ev, void *arg);
 	void *cb_arg;
@@ -561,8 +562,14 @@ int wd_egress_lost(struct wd_egress *e, uint64_t *lost)
 {
 	uint64_t s = 0;
 	int rc = sum_counter(e, WD_LOSS_RINGBUF, &s);
-	*lost = s + __atomic_load_n(&e->invalid, __ATOMIC_RELAXED);
+	*lost = s + __atomic_load_n(&e->invalid, __ATOMIC_RELAXED) +
+		__atomic_load_n(&e->dropped, __ATOMIC_RELAXED);
 	return rc;
+}
+
+void wd_egress_count_dropped(struct wd_egress *e)
+{
+	__atomic_add_fetch(&e->dropped, 1, __ATOMIC_RELAXED);
 }
 
 int wd_egress_policy_misses(struct wd_egress *e, uint64_t *misses)

@@ -89,8 +89,12 @@ int wd_egress_consume(struct wd_egress *e,
 		      void (*cb)(const struct wd_event *ev, void *arg),
 		      void *arg);
 /* Records the BPF side could not write (ring buffer reserve failures),
- * summed over CPUs, plus records rejected by validation. */
+ * summed over CPUs, plus records rejected by validation, plus records a
+ * consumer read but could not deliver (wd_egress_count_dropped). */
 int wd_egress_lost(struct wd_egress *e, uint64_t *lost);
+/* A consumer's callback drops a record it read (no call to give it to):
+ * counted as lost, never silent. */
+void wd_egress_count_dropped(struct wd_egress *e);
 /* Policy lookup misses (attached cgroup without a policy entry; denied). */
 int wd_egress_policy_misses(struct wd_egress *e, uint64_t *misses);
 

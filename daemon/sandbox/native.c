@@ -167,7 +167,6 @@ struct route {
 
 static pthread_mutex_t routes_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct route *routes;
-static unsigned long unrouted; /* events of no live call (under routes_mu) */
 
 static void route_add(struct route *rt, uint64_t cgid)
 {
@@ -192,9 +191,11 @@ static void route_del(struct route *rt)
 	pthread_mutex_destroy(&rt->mu);
 }
 
+/* arg: the egress object, which counts an event no live call owns as
+ * lost (none should exist: a call is routed before anything runs in its
+ * cgroup and unrouted after its last drain). */
 static void on_bpf(const struct wd_event *ev, void *arg)
 {
-	(void)arg;
 	pthread_mutex_lock(&routes_mu);
 	struct route *rt = routes;
 	while (rt && rt->cgid != ev->cgroup_id)
@@ -207,9 +208,10 @@ static void on_bpf(const struct wd_event *ev, void *arg)
 		}
 		rt->v[rt->n++] = *ev;
 		pthread_mutex_unlock(&rt->mu);
-	} else if (!(unrouted++ % 1000)) {
-		wd_debug("bpf event of cgroup %llu: no live call (%lu so far)",
-			 (unsigned long long)ev->cgroup_id, unrouted);
+	} else {
+		wd_egress_count_dropped(arg);
+		wd_debug("bpf event of cgroup %llu: no live call",
+			 (unsigned long long)ev->cgroup_id);
 	}
 	pthread_mutex_unlock(&routes_mu);
 }
@@ -217,7 +219,7 @@ static void on_bpf(const struct wd_event *ev, void *arg)
 /* Drain the shared ring buffer, then take this call's mail. */
 static void drain_bpf(struct wd_egress *eg, struct route *rt, struct collect *c)
 {
-	wd_egress_consume(eg, on_bpf, NULL);
+	wd_egress_consume(eg, on_bpf, eg);
 	pthread_mutex_lock(&rt->mu);
 	struct wd_event *v = rt->v;
 	int n = rt->n;
