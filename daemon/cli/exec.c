@@ -126,9 +126,7 @@ static int verb_exec(int argc, char **argv)
 		if (json) {
 			json_t *o = wd_result_to_json(&res);
 			json_object_set_new(o, "error", json_string(err.msg));
-			char *s = json_dumps(o, JSON_INDENT(2));
-			printf("%s\n", s);
-			free(s);
+			wd_cli_print_json(o, JSON_INDENT(2), "{}");
 			json_decref(o);
 		}
 		wd_error("exec: refused: %s", err.msg);
@@ -138,9 +136,7 @@ static int verb_exec(int argc, char **argv)
 	}
 	if (json) {
 		json_t *o = wd_result_to_json(&res);
-		char *s = json_dumps(o, JSON_INDENT(2));
-		printf("%s\n", s);
-		free(s);
+		wd_cli_print_json(o, JSON_INDENT(2), "{}");
 		json_decref(o);
 	} else {
 		fwrite(res.out.data ? res.out.data : "", 1, res.out.len,

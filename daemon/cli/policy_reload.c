@@ -56,9 +56,7 @@ int wd_cli_policy_reload(int argc, char **argv)
 	}
 	int rc = st == 200 ? WD_EXIT_OK : WD_EXIT_FAIL;
 	if (json) {
-		char *s = json_dumps(resp, JSON_COMPACT);
-		printf("%s\n", s ? s : "{}");
-		free(s);
+		wd_cli_print_json(resp, JSON_COMPACT, "{}");
 	} else if (rc == WD_EXIT_OK) {
 		printf("policy reloaded\n");
 	} else {

@@ -161,9 +161,7 @@ static int parse(int argc, char **argv, struct opts *o)
 
 static void print_json(json_t *v)
 {
-	char *s = json_dumps(v, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-	puts(s ? s : "null");
-	free(s);
+	wd_cli_print_json(v, JSON_INDENT(2) | JSON_PRESERVE_ORDER, "null");
 }
 
 static const char *js(json_t *o, const char *k)
