@@ -252,7 +252,7 @@ void wd_rand_hex(char *buf, size_t n)
 	buf[n] = 0;
 }
 
-void wd_buf_append(struct wd_buf *b, const void *p, size_t n)
+char *wd_buf_room(struct wd_buf *b, size_t n)
 {
 	if (b->len + n + 1 > b->cap) {
 		size_t cap = b->cap ? b->cap : 256;
@@ -261,9 +261,20 @@ void wd_buf_append(struct wd_buf *b, const void *p, size_t n)
 		b->data = wd_realloc(b->data, cap);
 		b->cap = cap;
 	}
-	memcpy(b->data + b->len, p, n);
-	b->len += n;
+	return b->data + b->len;
+}
+
+void wd_buf_end(struct wd_buf *b, char *end)
+{
+	b->len = (size_t)(end - b->data);
 	b->data[b->len] = 0;
+}
+
+void wd_buf_append(struct wd_buf *b, const void *p, size_t n)
+{
+	char *to = wd_buf_room(b, n);
+	memcpy(to, p, n);
+	wd_buf_end(b, to + n);
 }
 
 void wd_buf_printf(struct wd_buf *b, const char *fmt, ...)

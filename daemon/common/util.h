@@ -104,5 +104,9 @@ void wd_buf_append(struct wd_buf *b, const void *p, size_t n);
 void wd_buf_printf(struct wd_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void wd_buf_free(struct wd_buf *b);
+/* Room for n more bytes (and the NUL): where to write them; then
+ * wd_buf_end() with the end of what was written. */
+char *wd_buf_room(struct wd_buf *b, size_t n);
+void wd_buf_end(struct wd_buf *b, char *end);
 
 #endif

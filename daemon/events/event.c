@@ -1,4 +1,5 @@
 #include "events/event.h"
+#include "common/jsonstr.h"
 #include "common/util.h"
 
 #include <stdio.h>
@@ -95,97 +96,9 @@ static char *put_i64(char *p, long long v)
 	return p;
 }
 
-/* Length of the valid UTF-8 sequence at s (n bytes left), 0 if invalid:
- * no overlong forms, no surrogates, nothing above U+10FFFF (what jansson
- * accepts). */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-	unsigned char c = s[0];
-	size_t len;
-	unsigned char lo = 0x80, hi = 0xbf;
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		len = 2;
-	else if (c >= 0xe0 && c <= 0xef) {
-		len = 3;
-		if (c == 0xe0)
-			lo = 0xa0;
-		if (c == 0xed)
-			hi = 0x9f;
-	} else if (c >= 0xf0 && c <= 0xf4) {
-		len = 4;
-		if (c == 0xf0)
-			lo = 0x90;
-		if (c == 0xf4)
-			hi = 0x8f;
-	} else
-		return 0;
-	if (n < len || s[1] < lo || s[1] > hi)
-		return 0;
-	for (size_t i = 2; i < len; i++)
-		if (s[i] < 0x80 || s[i] > 0xbf)
-			return 0;
-	return len;
-}
-
-/* A JSON string as jansson's dump writes it (no JSON_ESCAPE_SLASH, no
- * JSON_ENSURE_ASCII): at most 6 bytes out per byte in, plus the quotes. */
 static char *put_str(char *p, const char *str, size_t max)
 {
-	static const char hex[] = "0123456789ABCDEF";
-	const unsigned char *s = (const unsigned char *)str;
-	size_t n = strnlen(str, max);
-	*p++ = '"';
-	for (size_t i = 0; i < n;) {
-		unsigned char c = s[i];
-		size_t l = utf8_len(s + i, n - i);
-		if (!l) {
-			p = put_raw(p, "\\uFFFD");
-			i++;
-			continue;
-		}
-		if (l > 1) {
-			memcpy(p, s + i, l);
-			p += l;
-			i += l;
-			continue;
-		}
-		i++;
-		switch (c) {
-		case '"':
-			p = put_raw(p, "\\\"");
-			break;
-		case '\\':
-			p = put_raw(p, "\\\\");
-			break;
-		case '\b':
-			p = put_raw(p, "\\b");
-			break;
-		case '\f':
-			p = put_raw(p, "\\f");
-			break;
-		case '\n':
-			p = put_raw(p, "\\n");
-			break;
-		case '\r':
-			p = put_raw(p, "\\r");
-			break;
-		case '\t':
-			p = put_raw(p, "\\t");
-			break;
-		default:
-			if (c < 0x20) {
-				p = put_raw(p, "\\u00");
-				*p++ = hex[c >> 4];
-				*p++ = hex[c & 15];
-			} else {
-				*p++ = (char)c;
-			}
-		}
-	}
-	*p++ = '"';
-	return p;
+	return wd_json_put_str(p, str, strnlen(str, max), true);
 }
 
 #define PUT_STR(p, key, field) put_str(put_raw(p, key), field, sizeof(field))

@@ -9,64 +9,8 @@
 
 static void emit_str(struct wd_buf *b, const char *s, size_t n)
 {
-	static const char hex[] = "0123456789abcdef";
-	wd_buf_append(b, "\"", 1);
-	size_t from = 0;
-	for (size_t i = 0; i < n; i++) {
-		/* skip 8 clean bytes at a time */
-		while (i + 8 <= n) {
-			uint64_t w;
-			memcpy(&w, s + i, 8);
-			uint64_t m = wd_ltbytes(w, 0x20) |
-				     wd_zbytes(w ^ WD_REP8('"')) |
-				     wd_zbytes(w ^ WD_REP8('\\'));
-			if (m) {
-				i += __builtin_ctzll(m) >> 3;
-				break;
-			}
-			i += 8;
-		}
-		if (i >= n)
-			break;
-		unsigned char c = s[i];
-		if (c >= 0x20 && c != '"' && c != '\\')
-			continue;
-		wd_buf_append(b, s + from, i - from);
-		char e[6] = {'\\', 0};
-		size_t el = 2;
-		switch (c) {
-		case '"':
-			e[1] = '"';
-			break;
-		case '\\':
-			e[1] = '\\';
-			break;
-		case '\n':
-			e[1] = 'n';
-			break;
-		case '\r':
-			e[1] = 'r';
-			break;
-		case '\t':
-			e[1] = 't';
-			break;
-		case '\b':
-			e[1] = 'b';
-			break;
-		case '\f':
-			e[1] = 'f';
-			break;
-		default:
-			memcpy(e, "\\u00", 4);
-			e[4] = hex[c >> 4];
-			e[5] = hex[c & 15];
-			el = 6;
-		}
-		wd_buf_append(b, e, el);
-		from = i + 1;
-	}
-	wd_buf_append(b, s + from, n - from);
-	wd_buf_append(b, "\"", 1);
+	wd_buf_end(b, wd_json_put_str(wd_buf_room(b, WD_JSON_STR_MAX(n)), s, n,
+				      false));
 }
 
 int wd_trace_emit(struct wd_buf *b, json_t *v)

@@ -7,25 +7,13 @@
 #include <sqlite3.h>
 
 #include "trace/trace.h"
+#include "common/jsonstr.h"
 
 #define WD_SEG_SUFFIX	".jsonl"
 #define WD_CRC_TAIL	",\"crc\":\"" /* then 8 hex, '"', '}' */
 #define WD_CRC_TAIL_LEN 18	      /* strlen(",\"crc\":\"xxxxxxxx\"}") */
 #define WD_ZERO_HASH                                                           \
 	"0000000000000000000000000000000000000000000000000000000000000000"
-
-/* Word-at-a-time byte tests (8 bytes per step): a 0x80 bit in each byte
- * position that may match. Never misses a match; may flag a byte above a
- * real match (callers re-check bytes exactly). */
-#define WD_REP8(c) (0x0101010101010101ull * (uint8_t)(c))
-static inline uint64_t wd_zbytes(uint64_t v)
-{
-	return (v - WD_REP8(1)) & ~v & WD_REP8(0x80);
-}
-static inline uint64_t wd_ltbytes(uint64_t v, uint8_t n) /* n <= 128 */
-{
-	return (v - WD_REP8(n)) & ~v & WD_REP8(0x80);
-}
 
 uint32_t wd_crc32c(uint32_t crc, const void *buf, size_t len);
 void wd_sha256_hex(const void *data, size_t len, char out[65]);
