@@ -160,8 +160,9 @@ json_t *rt_first_of(struct wd_rt *rt, const char *run_id, const char *type);
 /* Record the run's run_start (durably). */
 int rt_record_start(struct wd_run *r, struct wd_err *err);
 /* Usage totals of the run and its descendants (new JSON object
- * {steps, input_tokens, output_tokens, cost_usd}). */
-json_t *rt_totals_json(const struct wd_run *r);
+ * {steps, input_tokens, output_tokens, cost_usd}); own_steps: the run's
+ * steps as the caller counts them (completed steps, or model calls). */
+json_t *rt_totals_json(const struct wd_run *r, int own_steps);
 
 /* loop.c */
 void rt_advance(struct wd_run *r);

@@ -241,7 +241,7 @@ void rt_finish(struct wd_run *r, const char *status, const char *reason,
 	/* cost_usd and gen_ai.usage.* above are the run's own (each dollar
 	 * is attributed once, to the agent that spent it); `total` adds its
 	 * sub-agents' runs, which its bounds were checked against */
-	json_object_set_new(rec, "total", rt_totals_json(r));
+	json_object_set_new(rec, "total", rt_totals_json(r, r->step));
 	if (json_array_size(r->children))
 		json_object_set(rec, "subagent_runs", r->children);
 	if (r->parent_id[0]) {
@@ -331,10 +331,10 @@ struct wd_run *rt_run_new(struct wd_rt *rt, struct wd_pset *ps,
 	return r;
 }
 
-json_t *rt_totals_json(const struct wd_run *r)
+json_t *rt_totals_json(const struct wd_run *r, int own_steps)
 {
 	return json_pack(
-	    "{s:i,s:I,s:I,s:f}", "steps", r->step + r->sub_steps,
+	    "{s:i,s:I,s:I,s:f}", "steps", own_steps + r->sub_steps,
 	    "input_tokens", (json_int_t)(r->in_tokens + r->sub_in_tokens),
 	    "output_tokens", (json_int_t)(r->out_tokens + r->sub_out_tokens),
 	    "cost_usd", r->cost + r->sub_cost);

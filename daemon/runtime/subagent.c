@@ -192,15 +192,6 @@ static json_t *limits_json(const struct rt_limits *l)
 			 l->cost_cap_usd);
 }
 
-static json_t *usage_json(const struct wd_run *k)
-{
-	return json_pack(
-	    "{s:i,s:I,s:I,s:f}", "steps", k->model_calls + k->sub_steps,
-	    "input_tokens", (json_int_t)(k->in_tokens + k->sub_in_tokens),
-	    "output_tokens", (json_int_t)(k->out_tokens + k->sub_out_tokens),
-	    "cost_usd", k->cost + k->sub_cost);
-}
-
 /* The child run, created and listed; NULL (pc answered) on failure. */
 static struct wd_run *child_start(struct wd_run *r, json_t *pc,
 				  const struct wd_agent_def *d,
@@ -311,7 +302,7 @@ static void child_done(struct wd_run *r, json_t *pc, struct wd_run *k,
 			inh = k->inherited & RT_B_COST;
 		json_object_set_new(res, "inherited", json_boolean(inh));
 	}
-	json_object_set_new(res, "usage", usage_json(k));
+	json_object_set_new(res, "usage", rt_totals_json(k, k->model_calls));
 	pthread_mutex_unlock(&rt->mu);
 
 	json_t *rec = call_rec(r, pc, "tool_result", k->agent->name);

@@ -121,7 +121,7 @@ static json_t *run_view_locked(struct wd_run *r)
 	    (json_int_t)r->in_tokens, "output_tokens",
 	    (json_int_t)r->out_tokens, "cost_usd", r->cost);
 	/* with sub-agents: the usage of the whole tree, and the links */
-	json_object_set_new(o, "total", rt_totals_json(r));
+	json_object_set_new(o, "total", rt_totals_json(r, r->step));
 	if (json_array_size(r->children))
 		json_object_set(o, "subagent_runs", r->children);
 	if (r->parent_id[0]) {
