@@ -1,12 +1,13 @@
 /* Content-addressed blobs: blobs/ab/cdef... = zlib(payload), where abcdef...
  * is sha256(payload). put_blob hashes the (redacted) payload and queues it.
  * Before the trace writer writes a batch of records, it settles the queue:
- * compress, write a temporary file, rename it into place; so a blob is in
- * the file system before any record naming it is in a segment. Before the
- * writer fdatasyncs a segment, it fdatasyncs the blobs settled since and
- * their directories (wd_trace_blobs_sync); so a record acknowledged as
- * durable never names a blob that is not on disk. Compression and file
- * system work leave the caller's path (two blobs a model step). */
+ * compress, write a temporary file, fdatasync it, rename it into place; so
+ * a blob's content is on disk before its name exists, and in place before
+ * any record naming it is in a segment. Before the writer fdatasyncs a
+ * segment, it fsyncs the blob directories that got names since
+ * (wd_trace_blobs_sync); so a record acknowledged as durable never names a
+ * blob that is not on disk. Compression and file system work leave the
+ * caller's path (two blobs a model step). */
 #include "trace/trace_int.h"
 
 #include <fcntl.h>
@@ -20,8 +21,6 @@
  * them itself. */
 #define BLOB_QUEUE_MAX	 256
 #define BLOB_QUEUE_BYTES (32u << 20)
-/* Settled blobs whose fds wait for the next segment sync. */
-#define BLOB_SYNC_MAX 256
 
 char *wd_trace_blob_path(struct wd_trace *t, const char *hex)
 {
@@ -105,10 +104,10 @@ int wd_trace_put_blob(struct wd_trace *t, const char *run_id, const void *data,
 	return 0;
 }
 
-/* One queued blob into place: compressed into a temporary file, renamed.
- * Its fd is kept for the sync before the next segment fdatasync. 0 or
+/* One queued blob into place: compressed into a temporary file, synced,
+ * renamed. Its directory is synced before the next segment fdatasync. 0 or
  * -errno. */
-static int settle_one(struct wd_trace *t, struct wd_blob_pend *b, int *fd_out)
+static int settle_one(struct wd_trace *t, struct wd_blob_pend *b)
 {
 	cleanup_free char *dir = wd_asprintf("%s/%.2s", t->blobdir, b->hex);
 	if (mkdir(dir, 0750) < 0 && errno != EEXIST)
@@ -125,16 +124,17 @@ static int settle_one(struct wd_trace *t, struct wd_blob_pend *b, int *fd_out)
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
 	if (fd < 0)
 		return -errno;
+	/* content on disk before the name exists: a name found by the dedup
+	 * check (or by a reader after a crash) is never a torn blob */
 	int r = wd_write_all(fd, z, zlen);
+	if (!r && fdatasync(fd) < 0)
+		r = -errno;
+	close(fd);
 	if (!r && rename(tmp, path) < 0)
 		r = -errno;
-	if (r < 0) {
-		close(fd);
+	if (r < 0)
 		unlink(tmp);
-		return r;
-	}
-	*fd_out = fd;
-	return 0;
+	return r;
 }
 
 static void latch(struct wd_trace *t, int r, const char *what)
@@ -150,24 +150,17 @@ int wd_trace_blobs_sync(struct wd_trace *t)
 {
 	pthread_mutex_lock(&t->settle_mu);
 	int r = 0;
-	bool dirs[256] = {false};
-	for (size_t i = 0; i < t->bs.n; i++) {
-		if (!r && fdatasync(t->bs.v[i].fd) < 0)
-			r = -errno;
-		close(t->bs.v[i].fd);
-		dirs[t->bs.v[i].dir] = true;
-	}
-	t->bs.n = 0;
 	for (unsigned d = 0; !r && d < 256; d++) {
-		if (!dirs[d])
+		if (!t->dirty_dirs[d])
 			continue;
 		cleanup_free char *dir = wd_asprintf("%s/%02x", t->blobdir, d);
-		r = fsync_dir(dir);
+		if (!(r = fsync_dir(dir)))
+			t->dirty_dirs[d] = false;
 	}
 	pthread_mutex_unlock(&t->settle_mu);
 	/* a store that cannot write is unhealthy: fail closed */
 	if (r < 0)
-		latch(t, r, "blobs not synced");
+		latch(t, r, "blob directories not synced");
 	return r;
 }
 
@@ -183,33 +176,17 @@ int wd_trace_blobs_settle(struct wd_trace *t)
 	pthread_mutex_unlock(&t->blob_mu);
 	int r = 0;
 	for (size_t i = 0; i < n; i++) {
-		struct wd_blob_pend *b = &v[i];
-		int fd = -1;
-		unsigned d = 0;
-		if (!r)
-			r = settle_one(t, b, &fd);
-		if (!r && sscanf(b->hex, "%2x", &d) == 1) {
-			if (t->bs.n == t->bs.cap) {
-				t->bs.cap = t->bs.cap ? 2 * t->bs.cap : 16;
-				t->bs.v = wd_realloc(
-				    t->bs.v, t->bs.cap * sizeof(*t->bs.v));
-			}
-			t->bs.v[t->bs.n].fd = fd;
-			t->bs.v[t->bs.n++].dir = (uint8_t)d;
-		} else if (fd >= 0) {
-			close(fd);
-		}
-		free(b->data);
+		unsigned d;
+		if (!r && !(r = settle_one(t, &v[i])) &&
+		    sscanf(v[i].hex, "%2x", &d) == 1)
+			t->dirty_dirs[d & 255] = true;
+		free(v[i].data);
 	}
 	free(v);
-	bool many = t->bs.n >= BLOB_SYNC_MAX;
 	pthread_mutex_unlock(&t->settle_mu);
-	if (r < 0) {
+	if (r < 0)
 		latch(t, r, "blobs not stored");
-		return r;
-	}
-	/* bound the open files waiting for the next segment sync */
-	return many ? wd_trace_blobs_sync(t) : 0;
+	return r;
 }
 
 /* Decompress a blob file's bytes and check its name. 0, -EBADMSG (corrupt

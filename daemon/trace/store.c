@@ -823,7 +823,6 @@ void wd_trace_close(struct wd_trace *t)
 		wd_trace_blobs_settle(t);
 	wd_trace_blobs_sync(t);
 	free(t->bq.v);
-	free(t->bs.v);
 	if (t->have_indexer) {
 		/* the writer has stopped: drain what it queued */
 		pthread_mutex_lock(&t->mu);

@@ -59,8 +59,9 @@ struct wd_pend {
 };
 
 /* A blob put but not stored yet: the writer settles it (compress, write,
- * rename) before it writes any batch, so a record naming it never reaches
- * a segment first, and syncs it before it syncs a segment. */
+ * fdatasync, rename) before it writes any batch, so a record naming it
+ * never reaches a segment first; its directory is synced before the next
+ * segment sync. */
 struct wd_blob_pend {
 	char hex[65];
 	char *data; /* the payload as hashed (owned) */
@@ -144,15 +145,9 @@ struct wd_trace {
 		size_t n, cap;
 	} bq;
 	size_t bq_bytes;
-	/* settled (in place) but not yet synced: synced before the next
-	 * segment fdatasync (under settle_mu) */
-	struct {
-		struct {
-			int fd;
-			uint8_t dir;
-		} * v;
-		size_t n, cap;
-	} bs;
+	/* blob directories with names not yet synced (under settle_mu):
+	 * fsynced before the next segment fdatasync */
+	bool dirty_dirs[256];
 
 	/* hash_only runs seen in run_start records (for put_blob) */
 	pthread_mutex_t runs_mu;
