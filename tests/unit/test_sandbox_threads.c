@@ -74,6 +74,17 @@ static void *caller(void *arg)
 	return NULL;
 }
 
+/* The manifest in yaml, or NULL after failing check `name`. */
+static struct wd_manifest *load(const char *name, const char *yaml)
+{
+	struct wd_manifest *m = NULL;
+	struct wd_diag d = {0};
+	if (wd_manifest_load_str(name, yaml, strlen(yaml), &m, &d) < 0)
+		T_FAIL(name, "%s", d.n ? d.msgs[0] : "?");
+	wd_diag_free(&d);
+	return m;
+}
+
 static void run_tier(int tier)
 {
 	char yaml[512], name[64];
@@ -83,16 +94,10 @@ static void run_tier(int tier)
 		 "exec: [/usr/bin/true]}\n"
 		 "timeout_ms: 5000\n",
 		 tier, tier);
-	struct wd_manifest *m = NULL;
-	struct wd_diag d = {0};
-	if (wd_manifest_load_str("threads.yaml", yaml, strlen(yaml), &m, &d) <
-	    0) {
-		snprintf(name, sizeof(name), "t%d/manifest", tier);
-		T_FAIL(name, "%s", d.n ? d.msgs[0] : "?");
-		wd_diag_free(&d);
+	snprintf(name, sizeof(name), "t%d/manifest", tier);
+	struct wd_manifest *m = load(name, yaml);
+	if (!m)
 		return;
-	}
-	wd_diag_free(&d);
 	atomic_store(&stop, false);
 	pthread_t ch, th[NTHREADS];
 	struct job jobs[NTHREADS];
@@ -165,14 +170,9 @@ static void run_denials(const char *probe)
 		 "exec: [/usr/bin/dash, %s]}\n"
 		 "network: {allow: []}\ntimeout_ms: 10000\n",
 		 probe, probe);
-	struct wd_manifest *m = NULL;
-	struct wd_diag d = {0};
-	if (wd_manifest_load_str("deny.yaml", yaml, strlen(yaml), &m, &d) < 0) {
-		T_FAIL("deny/manifest", "%s", d.n ? d.msgs[0] : "?");
-		wd_diag_free(&d);
+	struct wd_manifest *m = load("deny/manifest", yaml);
+	if (!m)
 		return;
-	}
-	wd_diag_free(&d);
 	pthread_t th[DENY_CALLS];
 	struct djob jobs[DENY_CALLS];
 	memset(jobs, 0, sizeof(jobs));
