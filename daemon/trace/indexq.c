@@ -6,8 +6,11 @@
 #include "common/log.h"
 
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
-#define IDX_CHUNK 20000 /* records per index transaction */
+#define IDX_CHUNK	    20000 /* records per index transaction */
+#define WD_TRACE_INDEX_NICE 10
 
 /* ~400 bytes a record: a burst of ~600k records beyond what the index keeps
  * up with fits; past that, catch-up from the segments (which re-parses the
@@ -76,6 +79,13 @@ void *wd_trace_indexer_main(void *arg)
 	struct wd_trace *t = arg;
 	struct wd_batch spare = {0};
 	pthread_setname_np(pthread_self(), "wd-trace-index");
+	/* The index is derived and may lag; appends and the writer (the
+	 * durability path) may not. Under a burst that saturates the CPUs
+	 * the index thread yields to them (nice 10: ~1/10 of a busy CPU)
+	 * and catches up when the burst ends. A failure only leaves the
+	 * thread at the default priority. */
+	if (setpriority(PRIO_PROCESS, (id_t)gettid(), WD_TRACE_INDEX_NICE) < 0)
+		wd_debug("trace index: setpriority: %s", strerror(errno));
 	pthread_mutex_lock(&t->mu);
 	for (;;) {
 		if (t->iq.n) {

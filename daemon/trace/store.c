@@ -455,11 +455,14 @@ int wd_trace_append(struct wd_trace *t, json_t *rec, bool durable,
 	if (r < 0)
 		return wd_err_set(err, r, "trace: durable append failed: %s",
 				  strerror(-r));
-	json_object_set_new(rec, "seq", json_integer(seq));
-	json_object_set_new(rec, "ts", json_string(ts));
-	char pv[72];
-	snprintf(pv, sizeof(pv), "sha256:%s", prev_hex);
-	json_object_set_new(rec, "prev", json_string(pv));
+	/* the written head, for the caller (and the OTLP feed) */
+	char pv[7 + 64];
+	memcpy(pv, "sha256:", 7);
+	memcpy(pv + 7, prev_hex, 64);
+	json_object_set_new_nocheck(rec, "seq", json_integer(seq));
+	json_object_set_new_nocheck(rec, "ts", json_string_nocheck(ts));
+	json_object_set_new_nocheck(rec, "prev",
+				    json_stringn_nocheck(pv, sizeof(pv)));
 	if (t->o.otlp)
 		wd_otlp_feed(t->o.otlp, rec);
 	if (seq_out)
