@@ -404,7 +404,7 @@ static void build_rows(struct report *r)
 	w = add_row(r, "identity");
 	w->t[0] = yes(NULL, "setresgid/setresuid to the calling user (a root "
 			    "caller's tools get an unprivileged uid), "
-			    "capabilities dropped (libcap), no_new_privs");
+			    "capabilities dropped (capset), no_new_privs");
 	w->t[1] = t2m ? no("%s", t2m) : yes(NULL, "%s", w->t[0].text);
 	w->t[2] = t3m ? no("%s", t3m)
 		      : yes(NULL, "OCI process.user (unprivileged uid), no "
