@@ -11,10 +11,14 @@
 int wd_err_set(struct wd_err *err, int code, const char *fmt, ...)
 {
 	if (err) {
+		/* through a copy: callers prefix a message with context and
+		 * pass the old err->msg as an argument */
+		char m[sizeof(err->msg)];
 		va_list ap;
 		va_start(ap, fmt);
-		vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+		vsnprintf(m, sizeof(m), fmt, ap);
 		va_end(ap);
+		memcpy(err->msg, m, sizeof(m));
 		err->code = code;
 	}
 	return code;
