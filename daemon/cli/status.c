@@ -451,8 +451,10 @@ static void build_watch(struct report *r)
 	if (!f->cgroup_sockaddr_err && !f->ringbuf_err && f->cg.v2_root[0])
 		add_watch(r, "network.allow", true,
 			  "BPF cgroup/connect*,sendmsg*: record to the ring "
-			  "buffer and allow (tiers 1-2; tier 3's "
-			  "--network=none cannot be audited)");
+			  "buffer and allow (tiers 1-2: in audit mode tier 2 "
+			  "keeps the host network instead of an empty "
+			  "namespace; tier 3's --network=none cannot be "
+			  "audited)");
 	else
 		add_watch(r, "network.allow", false,
 			  "BPF egress programs unavailable: connect4 %s, "
