@@ -1,11 +1,11 @@
 /* warden policy check [--json] PATH...
  *
  * Validates policy files with the daemon's own parsers: tool manifests,
- * agent definitions (files under an agents/ directory), users.yaml and
- * gateway.yaml. A directory is checked recursively (*.yaml, *.yml, *.json).
- * When a directory holds tools/ and agents/, references across files are
- * checked too: every tool an agent lists must exist, tool and agent names
- * must be unique, an agent's model must exist in gateway.yaml, and every
+ * agent definitions (files under an agents/ directory), users.yaml,
+ * gateway.yaml and daemon.yaml. A directory is checked recursively (*.yaml,
+ * *.yml, *.json). When a directory holds tools/ and agents/, references across
+ * files are checked too: every tool an agent lists must exist, tool and agent
+ * names must be unique, an agent's model must exist in gateway.yaml, and every
  * sub-agent an agent lists must exist without a delegation cycle.
  * Errors go to stderr as "file:line:col: message"; exit 0 ok, 1 errors,
  * 2 usage.
@@ -15,6 +15,7 @@
 #include "cli/cli.h"
 #include "common/log.h"
 #include "policy/agent.h"
+#include "policy/daemon_config.h"
 #include "policy/gateway_config.h"
 #include "policy/manifest.h"
 #include "policy/users.h"
@@ -26,7 +27,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-enum kind { K_TOOL, K_AGENT, K_USERS, K_GATEWAY };
+enum kind { K_TOOL, K_AGENT, K_USERS, K_GATEWAY, K_DAEMON };
 
 /* Everything parsed under one root argument, for the cross-file checks. */
 struct tree {
@@ -75,6 +76,8 @@ static enum kind classify(const char *path)
 		return K_USERS;
 	if (stem_is(path, "gateway"))
 		return K_GATEWAY;
+	if (stem_is(path, "daemon"))
+		return K_DAEMON;
 	const char *b = base_name(path);
 	if (b - path >= 7 && !strncmp(b - 7, "agents/", 7) &&
 	    (b - path == 7 || b[-8] == '/'))
@@ -159,6 +162,12 @@ static void check_file(struct ctx *c, const char *path)
 		memcpy(t->agents + t->n_agents, v, (size_t)n * sizeof(*v));
 		t->n_agents += n;
 		free(v);
+		return;
+	}
+	case K_DAEMON: {
+		struct wd_daemon_config *dc = NULL;
+		if (wd_daemon_config_load_file(path, &dc, &c->diag) == 0)
+			wd_daemon_config_free(dc);
 		return;
 	}
 	case K_USERS: {
@@ -355,7 +364,8 @@ static void usage(FILE *f)
 	    f, "usage: warden policy check [--json] PATH...\n"
 	       "\n"
 	       "Validate policy files: tool manifests, agent definitions\n"
-	       "(files under agents/), users.yaml and gateway.yaml. A PATH\n"
+	       "(files under agents/), users.yaml, gateway.yaml and\n"
+	       "daemon.yaml. A PATH\n"
 	       "may be a directory: every *.yaml, *.yml and *.json under it\n"
 	       "is checked; if it holds tools/ and agents/, every tool an\n"
 	       "agent lists must exist, every agent's model must be in\n"

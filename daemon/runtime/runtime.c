@@ -12,6 +12,7 @@
 #include "common/log.h"
 #include "events/stream.h"
 #include "gateway/gateway.h"
+#include "policy/daemon_config.h"
 #include "sandbox/pool.h"
 #include "sandbox/sandbox.h"
 #include "runtime/rt_int.h"
@@ -500,15 +501,19 @@ int wd_rt_open(const struct wd_rt_opts *o, struct wd_rt **out,
 	}
 	if ((rc = wd_pset_load(rt->policy_dir, &rt->ps, err)))
 		goto fail;
-	if ((rc = wd_trace_open(rt->state_dir, NULL, &rt->trace, err)))
+	struct wd_trace_opts to = {.redact_regexes = o->redact_regexes,
+				   .otlp = o->otlp};
+	if ((rc = wd_trace_open(rt->state_dir, &to, &rt->trace, err)))
 		goto fail;
 	/* what calls killed with the previous daemon left behind */
 	int swept = wd_sandbox_sweep();
 	if (swept > 0)
 		wd_info("removed %d leftovers of interrupted tool calls",
 			swept);
-	if (o->warm_pool > 0) {
-		struct wd_pool_config pc = {.size = o->warm_pool};
+	struct wd_pool_config pc = {.size = o->warm_pool};
+	if (o->pool)
+		pc = *o->pool;
+	if (pc.size > 0) {
 		rt->pool = wd_pool_new(&pc);
 		if (rt->pool)
 			wd_sandbox_use_pool(rt->pool);
@@ -529,6 +534,14 @@ int wd_rt_open(const struct wd_rt_opts *o, struct wd_rt **out,
 	*out = rt;
 	return 0;
 fail:
+	/* the trace store feeds the caller's exporter: closed here, before
+	 * the caller stops it */
+	if (rt->pool) {
+		wd_sandbox_use_pool(NULL);
+		wd_pool_free(rt->pool);
+	}
+	wd_alert_free(rt->alert);
+	wd_trace_close(rt->trace);
 	wd_pset_unref(rt->ps);
 	wd_ratelimit_free(rt->rl);
 	wd_stream_free(rt->events);
@@ -593,7 +606,15 @@ void wd_rt_close(struct wd_rt *rt)
 int wd_rt_reload(struct wd_rt *rt, struct wd_err *err)
 {
 	struct wd_pset *ps = NULL;
-	int rc = wd_pset_load(rt->policy_dir, &ps, err);
+	/* daemon.yaml applies at the next start (daemon_config.h), but a
+	 * reload checks it: a bad file must not wait for the restart to be
+	 * found, and fails the reload like any other policy file */
+	struct wd_daemon_config *dc = NULL;
+	int rc = wd_daemon_config_load_dir(rt->policy_dir, &dc, err);
+	wd_daemon_config_free(dc);
+	if (rc)
+		return rc;
+	rc = wd_pset_load(rt->policy_dir, &ps, err);
 	if (rc)
 		return rc;
 	pthread_mutex_lock(&rt->mu);

@@ -28,6 +28,8 @@
 
 struct wd_rt;
 struct wd_run;
+struct wd_pool_config;
+struct wd_otlp;
 
 /* Who is calling, from the socket (SO_PEERCRED), never from the request. */
 struct wd_caller {
@@ -49,7 +51,16 @@ struct wd_rt_opts {
 	const char *webhook_url; /* approval TTL notifications; NULL = none */
 	const struct wd_alert_config *alert; /* NULL = no denial alerting */
 	int warm_pool; /* tier-3 sandboxes kept ready per call
-			* shape; 0 = cold starts */
+			* shape; 0 = cold starts (when pool is NULL) */
+	/* the whole warm-pool configuration (policy/daemon.yaml); NULL =
+	 * {.size = warm_pool}; size 0 = cold starts */
+	const struct wd_pool_config *pool;
+	/* extra redaction patterns for the trace store (POSIX EREs,
+	 * NULL-terminated, may be NULL); must outlive wd_rt_close() */
+	const char *const *redact_regexes;
+	/* live OTLP exporter fed by the trace store, or NULL. Not owned:
+	 * stop it after wd_rt_close(). */
+	struct wd_otlp *otlp;
 };
 
 int wd_rt_open(const struct wd_rt_opts *o, struct wd_rt **out,

@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include "events/stream.h"
+#include "sandbox/pool.h"
 #include "runtime/rt_int.h"
 #include "trace/trace.h"
 
@@ -299,7 +300,41 @@ json_t *wd_rt_status(struct wd_rt *rt)
 	    "workers", rt->n_workers, "approval_ttl_s", (int)rt->approval_ttl_s,
 	    "trace_healthy", wd_trace_healthy(rt->trace, NULL));
 	pthread_mutex_unlock(&rt->mu);
+	/* the pool is set at open and freed at close only: no lock needed */
+	json_t *pool = json_null();
+	if (rt->pool) {
+		struct wd_pool_stats ps;
+		wd_pool_stats(rt->pool, &ps);
+		pool = wd_pool_stats_json(&ps);
+	}
+	json_object_set_new(o, "warm_pool", pool);
 	return o;
+}
+
+/* The tier-3 warm pool: a miss (pool empty, shape new, tenant over its
+ * quota) is a cold start. */
+static void pool_metrics(struct wd_pool *p, struct wd_buf *b)
+{
+	struct wd_pool_stats s;
+	wd_pool_stats(p, &s);
+	static const char *const c[] = {
+	    "hits",    "misses", "quota_misses", "spawned",    "spawn_failures",
+	    "expired", "used",	 "evicted_idle", "evicted_cap"};
+	const uint64_t cv[] = {s.hits,	  s.misses,	    s.quota_misses,
+			       s.spawned, s.spawn_failures, s.expired,
+			       s.used,	  s.evicted_idle,   s.evicted_cap};
+	for (size_t i = 0; i < WD_ARRAY_SIZE(c); i++)
+		wd_buf_printf(b,
+			      "# TYPE warden_pool_%s_total counter\n"
+			      "warden_pool_%s_total %llu\n",
+			      c[i], c[i], (unsigned long long)cv[i]);
+	static const char *const g[] = {"ready", "spawning", "in_use", "keys"};
+	const int gv[] = {s.ready, s.spawning, s.in_use, s.keys};
+	for (size_t i = 0; i < WD_ARRAY_SIZE(g); i++)
+		wd_buf_printf(b,
+			      "# TYPE warden_pool_%s gauge\n"
+			      "warden_pool_%s %d\n",
+			      g[i], g[i], gv[i]);
 }
 
 char *wd_rt_metrics(struct wd_rt *rt)
@@ -349,5 +384,7 @@ char *wd_rt_metrics(struct wd_rt *rt)
 	    (unsigned long long)rt->m_steps, (double)rt->m_overhead_ns / 1e9);
 	if (rt->alert)
 		wd_alert_metrics_render(rt->alert, &b);
+	if (rt->pool)
+		pool_metrics(rt->pool, &b);
 	return b.data ? b.data : wd_strdup("");
 }

@@ -9,6 +9,12 @@
  *             memory/pids/cpu limits and passes that path to runsc, which
  *             joins existing cgroups without touching their limits and does
  *             not delete them: the OOM counter survives the sandbox.
+ *             The manifest's pids is RLIMIT_NPROC inside the sentry (a
+ *             flood gets EAGAIN, the sandbox lives); the host pids.max is
+ *             the outer bound with room for the sentry's own tasks (oci.h).
+ *   started   only the boot log's "Process should have started" proves
+ *             the program ran; without it the call is refused (125),
+ *             whatever runsc exited with.
  *   runsc     `runsc --network=none --platform=ptrace run` under a shim: a
  *             forked child that is PR_SET_CHILD_SUBREAPER, so the sandbox,
  *             gofer and helper processes runsc leaves behind are reaped by us
@@ -349,7 +355,7 @@ int wd_t3_spawn(const struct wd_manifest *m, char *const *argv, uid_t uid,
 						     : WD_DEFAULT_MEMORY_MB) +
 			     WD_T3_MEM_OVERHEAD_MB)
 			    << 20,
-	    .pids = (m->pids ? m->pids : WD_DEFAULT_PIDS) + WD_T3_PIDS_OVERHEAD,
+	    .pids = wd_t3_host_pids(m->pids ? m->pids : WD_DEFAULT_PIDS),
 	    .cpus = m->cpus,
 	};
 	if ((r = wd_cgroup_create(&s->cg, &f->cg, s->id, &lim, err)) < 0)
@@ -565,17 +571,46 @@ static uint64_t cpu_usage_ns(const char *id)
 	return strtoull(txt, NULL, 10);
 }
 
+/* Positive evidence that the sandbox booted and its program started: the
+ * sentry's boot log has the loader's line written after the container's
+ * first process was created ("Process should have started...", info
+ * level, so present without --debug). Its "EXEC: [" line is not enough:
+ * it comes before the load, also when the load then fails. runsc's own
+ * exit code proves nothing (a runsc that is /bin/true exits 0). */
+#define T3_STARTED_MARK "Process should have started"
+
+static bool sandbox_started(struct wd_t3 *s)
+{
+	if (s->started)
+		return true;
+	cleanup_free char *bl = wd_asprintf("%s/boot.log", s->dir);
+	cleanup_free char *txt = NULL;
+	size_t n;
+	if (wd_read_file(bl, &txt, &n) == 0 && strstr(txt, T3_STARTED_MARK))
+		s->started = true;
+	return s->started;
+}
+
+/* Whether the shim has exited (without reaping it: its status is the
+ * call's). */
+static bool shim_exited(struct wd_t3 *s)
+{
+	siginfo_t si = {0};
+	if (s->shim < 0)
+		return true;
+	if (waitid(P_PID, s->shim, &si, WEXITED | WNOHANG | WNOWAIT) < 0)
+		return errno != EINTR;
+	return si.si_pid == s->shim;
+}
+
 int wd_t3_wait_settled(struct wd_t3 *s, uint32_t timeout_ms)
 {
 	uint64_t end = wd_now_ns() + (uint64_t)timeout_ms * 1000000ull;
-	cleanup_free char *bl = wd_asprintf("%s/boot.log", s->dir);
-	/* 1: the sentry has exec'd the program */
+	/* 1: the sentry has started the program */
 	for (;;) {
-		cleanup_free char *txt = NULL;
-		size_t n;
-		if (wd_read_file(bl, &txt, &n) == 0 && strstr(txt, "EXEC: ["))
+		if (sandbox_started(s))
 			break;
-		if (s->shim < 0 || kill(s->shim, 0) < 0)
+		if (shim_exited(s))
 			return -ECHILD;
 		if (wd_now_ns() >= end)
 			return -ETIMEDOUT;
@@ -598,8 +633,43 @@ int wd_t3_wait_settled(struct wd_t3 *s, uint32_t timeout_ms)
 
 bool wd_t3_alive(struct wd_t3 *s)
 {
-	return s->shim >= 0 && kill(s->shim, 0) == 0 &&
-	       runsc_has_state(s->root, s->id);
+	return !shim_exited(s) && runsc_has_state(s->root, s->id);
+}
+
+/* No evidence that the program started: a refusal naming runsc and what
+ * it did, never the program's outcome. */
+static int not_started(struct wd_t3 *s, struct wd_result *res, const char *msg,
+		       int code, bool timed_out, uint32_t tmo_ms,
+		       struct wd_err *err)
+{
+	char said[256] = "";
+	/* runsc's stderr is the capture pipe's: its first line says why
+	 * (usage errors go there, not to --log) */
+	if (res->err.len) {
+		const char *nl = memchr(res->err.data, '\n', res->err.len);
+		size_t l = nl ? (size_t)(nl - res->err.data) : res->err.len;
+		l = WD_MIN(l, sizeof(said) - 1);
+		memcpy(said, res->err.data, l);
+		said[l] = 0;
+	}
+	if (msg[0])
+		return wd_err_set(err, -EIO,
+				  "tier 3: runsc '%s' failed before the "
+				  "program started: %s",
+				  s->runsc, msg);
+	if (timed_out)
+		return wd_err_set(err, -ETIMEDOUT,
+				  "tier 3: runsc '%s' did not start the "
+				  "sandbox's program within timeout_ms %u",
+				  s->runsc, tmo_ms);
+	cleanup_free char *bl = wd_asprintf("%s/boot.log", s->dir);
+	bool booted = access(bl, F_OK) == 0;
+	return wd_err_set(err, -EIO, "tier 3: runsc '%s' exited %d %s%s%s",
+			  s->runsc, code,
+			  booted ? "after booting a sandbox whose program "
+				   "never started"
+				 : "without booting a sandbox (no boot log)",
+			  said[0] ? ": " : "", said);
 }
 
 int wd_t3_finish(struct wd_t3 *s, const struct wd_manifest *m,
@@ -703,6 +773,8 @@ int wd_t3_finish(struct wd_t3 *s, const struct wd_manifest *m,
 	res->exit_code = code;
 	char msg[512];
 	runsc_error(s, msg, sizeof(msg));
+	if (!sandbox_started(s))
+		return not_started(s, res, msg, code, timed_out, tmo_ms, err);
 	parse_boot_log(s, m, call, res);
 	uint64_t ooms = wd_cgroup_oom_kills(&s->cg);
 	uint64_t pmax = pids_max_events(s);
@@ -713,11 +785,23 @@ int wd_t3_finish(struct wd_t3 *s, const struct wd_manifest *m,
 				     .uid = s->uid,
 				     .err = EAGAIN,
 				     .verdict = WD_VERDICT_DENIED};
+		unsigned pids = m->pids ? m->pids : WD_DEFAULT_PIDS;
 		wd_strlcpy(e.kind, "pids", sizeof(e.kind));
+		/* RLIMIT_NPROC stops the program's tasks first: reaching
+		 * the host bound means the sentry itself could not get host
+		 * threads, which it does not survive */
+		bool killed = code != 0;
 		snprintf(e.target, sizeof(e.target),
-			 "pids limit reached %llu time(s)",
-			 (unsigned long long)pmax);
+			 "host pids.max %u of the sandbox reached %llu "
+			 "time(s)%s",
+			 wd_t3_host_pids(pids), (unsigned long long)pmax,
+			 killed ? ": the gVisor sandbox was killed" : "");
 		emit(res, call, &e);
+		if (killed)
+			wd_result_enf(res, "pids",
+				      "sandbox killed by the host pids bound "
+				      "(pids.max %u; in-sandbox limit %u)",
+				      wd_t3_host_pids(pids), pids);
 	}
 	if (timed_out) {
 		res->status = WD_ST_TIMEOUT;
@@ -735,18 +819,10 @@ int wd_t3_finish(struct wd_t3 *s, const struct wd_manifest *m,
 		emit(res, call, &e);
 		res->status = WD_ST_OOM;
 	} else if (msg[0] && pmax == 0) {
-		/* runsc itself failed (bad bundle, cannot start the program):
-		 * a sandbox error, not the program's outcome. */
-		return wd_err_set(err, -EIO, "tier 3: runsc: %s", msg);
-	} else if (code == 126 && !msg[0] && access(s->dir, F_OK) == 0 &&
-		   !runsc_has_state(s->root, s->id) &&
-		   res->out.len + res->err.len == 0) {
-		cleanup_free char *bl = wd_asprintf("%s/boot.log", s->dir);
-		if (access(bl, F_OK) < 0)
-			return wd_err_set(err, -EIO,
-					  "tier 3: could not start runsc '%s'",
-					  s->runsc);
-		res->status = WD_ST_ERROR;
+		/* runsc failed after the start (lost the sandbox): a sandbox
+		 * error, not the program's outcome. */
+		return wd_err_set(err, -EIO, "tier 3: runsc '%s': %s", s->runsc,
+				  msg);
 	} else {
 		res->status = code == 0 ? WD_ST_OK : WD_ST_ERROR;
 	}
@@ -807,12 +883,18 @@ static void enforcement(const struct wd_manifest *m, struct wd_t3 *s,
 		      "OCI: read-only empty root + %d read, %d write, %d exec "
 		      "binds; tmpfs /tmp",
 		      m->fs_read.n, m->fs_write.n, m->fs_exec.n);
+	unsigned pids = m->pids ? m->pids : WD_DEFAULT_PIDS;
 	wd_result_enf(res, "cgroup",
-		      "memory %u+%d MB, pids %u+%d, cpus %.2f (%s)",
+		      "host: memory %u+%d MB, pids.max %u, cpus %.2f (%s)",
 		      m->memory_mb ? m->memory_mb : WD_DEFAULT_MEMORY_MB,
-		      WD_T3_MEM_OVERHEAD_MB,
-		      m->pids ? m->pids : WD_DEFAULT_PIDS, WD_T3_PIDS_OVERHEAD,
-		      m->cpus, s->cg.on_v2[WD_CG_MEMORY] ? "v2" : "v1");
+		      WD_T3_MEM_OVERHEAD_MB, wd_t3_host_pids(pids), m->cpus,
+		      s->cg.on_v2[WD_CG_MEMORY] ? "v2" : "v1");
+	/* state[] holds 95 characters */
+	wd_result_enf(res, "pids",
+		      "%u tasks: RLIMIT_NPROC in the sentry (EAGAIN); host "
+		      "pids.max %u = %ux%d+%d",
+		      pids, wd_t3_host_pids(pids), pids, WD_T3_PIDS_PER_TASK,
+		      WD_T3_PIDS_OVERHEAD);
 	wd_result_enf(res, "identity",
 		      "uid %u gid %u, no capabilities, noNewPrivileges", s->uid,
 		      s->gid);

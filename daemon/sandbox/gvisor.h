@@ -30,6 +30,7 @@ struct wd_t3 {
 	uid_t uid;
 	gid_t gid;
 	bool finished;
+	bool started; /* the boot log shows the program was started */
 };
 
 /* Path of the runsc binary: $WARDEN_RUNSC, else `runsc` on $PATH. 0 or

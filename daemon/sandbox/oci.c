@@ -139,10 +139,17 @@ json_t *wd_oci_config(const struct wd_manifest *m, const struct wd_oci_opts *o,
 				 "effective", empty, "inheritable", empty,
 				 "permitted", empty, "ambient", empty);
 	json_decref(empty);
+	/* RLIMIT_NPROC is the manifest's pids inside the sentry: gVisor
+	 * counts the uid's tasks (threads included, as pids.max does) and
+	 * fails fork/clone with EAGAIN, so a flood stops in the guest while
+	 * the sandbox lives. The host cgroup's pids.max (pids + overhead for
+	 * the sentry, gofer and ptrace stubs) stays the outer bound. */
+	json_int_t nproc = m->pids ? m->pids : WD_DEFAULT_PIDS;
 	json_t *rlimits = json_pack(
-	    "[{s:s, s:I, s:I}, {s:s, s:I, s:I}]", "type", "RLIMIT_NOFILE",
-	    "hard", (json_int_t)1024, "soft", (json_int_t)1024, "type",
-	    "RLIMIT_CORE", "hard", (json_int_t)0, "soft", (json_int_t)0);
+	    "[{s:s, s:I, s:I}, {s:s, s:I, s:I}, {s:s, s:I, s:I}]", "type",
+	    "RLIMIT_NOFILE", "hard", (json_int_t)1024, "soft", (json_int_t)1024,
+	    "type", "RLIMIT_CORE", "hard", (json_int_t)0, "soft", (json_int_t)0,
+	    "type", "RLIMIT_NPROC", "hard", nproc, "soft", nproc);
 	json_t *proc = json_pack(
 	    "{s:{s:I, s:I}, s:o, s:o, s:s, s:b, s:o, s:o}", "user", "uid",
 	    (json_int_t)o->uid, "gid", (json_int_t)o->gid, "args",

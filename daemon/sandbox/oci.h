@@ -16,10 +16,21 @@
 /* Host memory the gVisor sentry and gofer need on top of the program's
  * memory_mb (they are charged to the same cgroup). */
 #define WD_T3_MEM_OVERHEAD_MB 64
-/* Host tasks of the sandbox itself (sentry threads, gofer, ptrace stubs)
- * on top of the manifest's pids: under the ptrace platform every guest
- * thread is also a host thread, so the host pids limit holds the guest's. */
-#define WD_T3_PIDS_OVERHEAD 48
+/* The manifest's pids is enforced inside the sentry (RLIMIT_NPROC of the
+ * guest uid: fork/clone fail with EAGAIN, the sandbox lives). The host
+ * cgroup's pids.max is only the outer bound on the sandbox's host tasks:
+ * the sentry's and gofer's threads (~50 idle) plus, under the ptrace
+ * platform, a stub process per guest address space with a stub thread per
+ * sentry thread that ran it. Measured with runsc 0.0~20221219 (fork floods
+ * stopped by RLIMIT_NPROC n): host peak ~50 + 7n (n=16: 146, 32: 256,
+ * 64: 494). */
+#define WD_T3_PIDS_OVERHEAD 64
+#define WD_T3_PIDS_PER_TASK 9
+
+static inline unsigned wd_t3_host_pids(unsigned pids)
+{
+	return pids * WD_T3_PIDS_PER_TASK + WD_T3_PIDS_OVERHEAD;
+}
 
 struct wd_oci_opts {
 	char *const *argv; /* absolute argv[0] */

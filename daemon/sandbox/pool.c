@@ -5,6 +5,11 @@
  * happen outside the lock; `spawning` counts sandboxes being booted so the
  * refill thread never overshoots. A ready sandbox is taken out of its list
  * under the lock, so two calls can never get the same one.
+ *
+ * Keys are heap objects (the refill thread keeps a pointer across its
+ * unlocked spawn). Evicting a key unlinks it from the table, moves its ready
+ * sandboxes to `doomed` (the refill thread destroys them) and marks it
+ * dead; it is freed by whoever sees it dead with nothing spawning.
  */
 #include "sandbox/pool.h"
 
@@ -28,6 +33,8 @@ struct key {
 	int n_ready, spawning;
 	int fail_streak;
 	uint64_t retry_at_ns;
+	uint64_t used_ns; /* last register or call */
+	bool dead;	  /* evicted, out of the table */
 };
 
 struct tenant {
@@ -42,8 +49,9 @@ struct wd_pool {
 	pthread_cond_t ready; /* wd_pool_wait_ready */
 	pthread_t thr;
 	bool stop;
-	struct key *keys;
+	struct key **keys;
 	int n_keys;
+	struct entry *doomed; /* sandboxes of evicted keys, to destroy */
 	struct tenant *tenants;
 	int n_tenants;
 	struct wd_pool_stats st;
@@ -79,7 +87,7 @@ static struct key *find_key(struct wd_pool *p, const struct wd_manifest *m,
 	/* argv NULL and argv == m->exec are the same shape */
 	char *const *a = argv ? argv : m->exec;
 	for (int i = 0; i < p->n_keys; i++) {
-		struct key *k = &p->keys[i];
+		struct key *k = p->keys[i];
 		if (k->m == m && k->uid == uid && k->gid == gid &&
 		    argv_eq(k->argv ? k->argv : m->exec, a))
 			return k;
@@ -107,14 +115,73 @@ static uint64_t idle_ns(struct wd_pool *p)
 	return (uint64_t)(p->cfg.idle_ms ? p->cfg.idle_ms : 60000) * 1000000ull;
 }
 
+static uint64_t key_idle_ns(struct wd_pool *p)
+{
+	return (uint64_t)(p->cfg.key_idle_ms ? p->cfg.key_idle_ms : 600000) *
+	       1000000ull;
+}
+
+static int max_keys(struct wd_pool *p)
+{
+	return p->cfg.max_keys > 0 ? p->cfg.max_keys : 32;
+}
+
+static void key_free(struct key *k)
+{
+	for (int j = 0; k->argv && k->argv[j]; j++)
+		free(k->argv[j]);
+	free(k->argv);
+	free(k);
+}
+
+/* Lock held. Take key i out of the table; its ready sandboxes go to the
+ * refill thread's doomed list. */
+static void evict(struct wd_pool *p, int i, const char *why)
+{
+	struct key *k = p->keys[i];
+	wd_info("pool '%s' (uid %u): key dropped (%s), %d ready sandbox(es) "
+		"destroyed",
+		k->m->name, (unsigned)k->uid, why, k->n_ready);
+	p->keys[i] = p->keys[--p->n_keys];
+	struct entry **tail = &p->doomed;
+	while (*tail)
+		tail = &(*tail)->next;
+	*tail = k->ready;
+	k->ready = NULL;
+	k->n_ready = 0;
+	k->dead = true;
+	if (k->spawning == 0)
+		key_free(k);
+	pthread_cond_broadcast(&p->wake);
+	pthread_cond_broadcast(&p->ready);
+}
+
 /* One pass of the refill thread, called with the lock held; drops it
  * around each spawn/destroy. Returns true if it did something. */
 static bool refill_once(struct wd_pool *p)
 {
 	uint64_t now = wd_now_ns();
+	/* destroy what eviction left */
+	if (p->doomed) {
+		struct entry *e = p->doomed;
+		p->doomed = e->next;
+		pthread_mutex_unlock(&p->mu);
+		wd_t3_destroy(e->sb);
+		free(e);
+		pthread_mutex_lock(&p->mu);
+		return true;
+	}
+	/* drop keys no call has used for key_idle_ms */
+	for (int i = 0; i < p->n_keys; i++) {
+		if (now - p->keys[i]->used_ns > key_idle_ns(p)) {
+			p->st.evicted_idle++;
+			evict(p, i, "idle");
+			return true;
+		}
+	}
 	/* expire idle sandboxes (oldest first in each list) */
 	for (int i = 0; i < p->n_keys; i++) {
-		struct key *k = &p->keys[i];
+		struct key *k = p->keys[i];
 		if (k->ready && now - k->ready->sb->spawned_ns > idle_ns(p)) {
 			struct entry *e = k->ready;
 			k->ready = e->next;
@@ -128,7 +195,7 @@ static bool refill_once(struct wd_pool *p)
 		}
 	}
 	for (int i = 0; i < p->n_keys; i++) {
-		struct key *k = &p->keys[i];
+		struct key *k = p->keys[i];
 		if (k->n_ready + k->spawning >= p->cfg.size ||
 		    now < k->retry_at_ns)
 			continue;
@@ -145,14 +212,31 @@ static bool refill_once(struct wd_pool *p)
 		int r = wd_t3_spawn(m, argv, uid, gid, id, &sb, &err);
 		/* Ready means booted and waiting, not merely forked. */
 		if (r == 0 && (r = wd_t3_wait_settled(sb, 20000)) < 0) {
-			wd_err_set(&err, r, "sandbox did not settle: %s",
-				   strerror(-r));
+			if (r == -ECHILD)
+				wd_err_set(&err, r,
+					   "runsc '%s' exited before the "
+					   "sandbox's program started",
+					   sb->runsc);
+			else
+				wd_err_set(&err, r,
+					   "sandbox did not settle: %s",
+					   strerror(-r));
 			wd_t3_destroy(sb);
 			sb = NULL;
 		}
 		pthread_mutex_lock(&p->mu);
-		k = &p->keys[i]; /* keys may have been reallocated */
 		k->spawning--;
+		if (k->dead) {
+			/* evicted while booting: nobody may use it */
+			if (k->spawning == 0)
+				key_free(k);
+			if (sb) {
+				pthread_mutex_unlock(&p->mu);
+				wd_t3_destroy(sb);
+				pthread_mutex_lock(&p->mu);
+			}
+			return true;
+		}
 		if (r < 0) {
 			p->st.spawn_failures++;
 			/* back off: a broken runsc must not spin */
@@ -227,15 +311,18 @@ void wd_pool_free(struct wd_pool *p)
 	pthread_mutex_unlock(&p->mu);
 	pthread_join(p->thr, NULL);
 	for (int i = 0; i < p->n_keys; i++) {
-		struct key *k = &p->keys[i];
+		struct key *k = p->keys[i];
 		for (struct entry *e = k->ready, *n; e; e = n) {
 			n = e->next;
 			wd_t3_destroy(e->sb);
 			free(e);
 		}
-		for (int j = 0; k->argv && k->argv[j]; j++)
-			free(k->argv[j]);
-		free(k->argv);
+		key_free(k); /* nothing spawns: the thread is joined */
+	}
+	for (struct entry *e = p->doomed, *n; e; e = n) {
+		n = e->next;
+		wd_t3_destroy(e->sb);
+		free(e);
 	}
 	free(p->keys);
 	free(p->tenants);
@@ -257,17 +344,27 @@ int wd_pool_register(struct wd_pool *p, const struct wd_manifest *m,
 	if (r < 0)
 		return r;
 	pthread_mutex_lock(&p->mu);
-	if (!find_key(p, m, argv, uid, gid)) {
+	struct key *k = find_key(p, m, argv, uid, gid);
+	if (!k) {
+		while (p->n_keys >= max_keys(p)) {
+			int lru = 0;
+			for (int i = 1; i < p->n_keys; i++)
+				if (p->keys[i]->used_ns < p->keys[lru]->used_ns)
+					lru = i;
+			p->st.evicted_cap++;
+			evict(p, lru, "max_keys reached, least recently used");
+		}
 		p->keys =
 		    wd_realloc(p->keys, (p->n_keys + 1) * sizeof(*p->keys));
-		struct key *k = &p->keys[p->n_keys++];
-		memset(k, 0, sizeof(*k));
+		k = wd_calloc(1, sizeof(*k));
+		p->keys[p->n_keys++] = k;
 		k->m = m;
 		k->argv = argv_dup(argv);
 		k->uid = uid;
 		k->gid = gid;
 		pthread_cond_broadcast(&p->wake);
 	}
+	k->used_ns = wd_now_ns();
 	pthread_mutex_unlock(&p->mu);
 	return 0;
 }
@@ -279,7 +376,7 @@ int wd_pool_wait_ready(struct wd_pool *p, uint32_t timeout_ms)
 	for (;;) {
 		bool all = true;
 		for (int i = 0; i < p->n_keys && all; i++)
-			all = p->keys[i].n_ready >= p->cfg.size;
+			all = p->keys[i]->n_ready >= p->cfg.size;
 		if (all) {
 			pthread_mutex_unlock(&p->mu);
 			return 0;
@@ -323,6 +420,9 @@ int wd_pool_run(struct wd_pool *p, const struct wd_call *call,
 	struct key *k =
 	    find_key(p, m, call->argv, call->caller_uid, call->caller_gid);
 	t = tenant_get(p, tenant);
+	bool pooled = k != NULL;
+	if (k)
+		k->used_ns = wd_now_ns();
 	if (k && k->ready) {
 		if (p->cfg.tenant_quota > 0 &&
 		    t->in_use >= p->cfg.tenant_quota) {
@@ -351,7 +451,7 @@ int wd_pool_run(struct wd_pool *p, const struct wd_call *call,
 		r = wd_runner_gvisor.run(call, res, err);
 		wd_result_enf(res, "pool",
 			      quota_miss ? "cold start (tenant over quota)"
-			      : k	 ? "cold start (pool empty)"
+			      : pooled	 ? "cold start (pool empty)"
 					 : "cold start (shape not pooled)");
 		goto out;
 	}
@@ -382,8 +482,8 @@ void wd_pool_stats(struct wd_pool *p, struct wd_pool_stats *out)
 	*out = p->st;
 	out->ready = out->spawning = 0;
 	for (int i = 0; i < p->n_keys; i++) {
-		out->ready += p->keys[i].n_ready;
-		out->spawning += p->keys[i].spawning;
+		out->ready += p->keys[i]->n_ready;
+		out->spawning += p->keys[i]->spawning;
 	}
 	out->keys = p->n_keys;
 	pthread_mutex_unlock(&p->mu);
@@ -392,12 +492,14 @@ void wd_pool_stats(struct wd_pool *p, struct wd_pool_stats *out)
 json_t *wd_pool_stats_json(const struct wd_pool_stats *s)
 {
 	return json_pack(
-	    "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:i, s:i, s:i, "
+	    "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:i, s:i, s:i, "
 	    "s:i}",
 	    "hits", (json_int_t)s->hits, "misses", (json_int_t)s->misses,
 	    "quota_misses", (json_int_t)s->quota_misses, "spawned",
 	    (json_int_t)s->spawned, "spawn_failures",
 	    (json_int_t)s->spawn_failures, "expired", (json_int_t)s->expired,
-	    "used", (json_int_t)s->used, "ready", s->ready, "spawning",
+	    "used", (json_int_t)s->used, "evicted_idle",
+	    (json_int_t)s->evicted_idle, "evicted_cap",
+	    (json_int_t)s->evicted_cap, "ready", s->ready, "spawning",
 	    s->spawning, "in_use", s->in_use, "keys", s->keys);
 }

@@ -8,6 +8,15 @@
  * each take. A call with no ready sandbox (a miss: pool empty, key not
  * registered, or the tenant over its quota) is a cold start and counted.
  *
+ * Keys are bounded: a key no call has used for `key_idle_ms` is dropped
+ * with its ready sandboxes (new argv shapes, users and the policy sets a
+ * reload retires would otherwise stay warm forever), and registering a key
+ * beyond `max_keys` evicts the least recently used one. So at most
+ * max_keys x size sandboxes are ever warm. Evicted sandboxes are destroyed
+ * (runsc delete, cgroups, bundle) by the refill thread, not by the call
+ * that caused the eviction. A call of an evicted shape is a cold start and
+ * registers it again.
+ *
  * The manifests given to wd_pool_register() must outlive the pool (the
  * daemon's loaded policy set).
  */
@@ -20,16 +29,22 @@
 #include "sandbox/sandbox.h"
 
 struct wd_pool_config {
-	int size;	  /* ready sandboxes kept per key (default 2) */
-	int tenant_quota; /* warm sandboxes one tenant may hold at once
-			   * (0 = no quota) */
-	uint32_t idle_ms; /* a ready sandbox older than this is replaced
-			   * (0 = 60 s) */
+	int size;	      /* ready sandboxes kept per key (default 2) */
+	int tenant_quota;     /* warm sandboxes one tenant may hold at once
+			       * (0 = no quota) */
+	uint32_t idle_ms;     /* a ready sandbox older than this is replaced
+			       * (0 = 60 s) */
+	uint32_t key_idle_ms; /* a key unused (no register, no call) for this
+			       * long is dropped, its sandboxes destroyed
+			       * (0 = 10 min) */
+	int max_keys;	      /* keys kept at most; one more evicts the least
+			       * recently used (0 = 32) */
 };
 
 struct wd_pool_stats {
 	uint64_t hits, misses, quota_misses; /* quota_misses are in misses */
 	uint64_t spawned, spawn_failures, expired, used;
+	uint64_t evicted_idle, evicted_cap; /* keys dropped, by cause */
 	int ready, spawning, in_use, keys;
 };
 

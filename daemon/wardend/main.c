@@ -1,12 +1,17 @@
 /* wardend: the per-node daemon. Loads policy/, serves the API on a unix
  * socket, runs agents on a worker pool; SIGHUP reloads the policy (a bad
- * file keeps the old one), SIGTERM/SIGINT stop it. */
+ * file keeps the old one), SIGTERM/SIGINT stop it. The daemon's own
+ * settings (warm pool, OTLP export, extra redaction) come from
+ * policy/daemon.yaml, overridden by flags, and apply at start. */
 #include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
 
 #include "common/log.h"
+#include "policy/daemon_config.h"
+#include "sandbox/pool.h"
+#include "trace/otlp.h"
 #include "runtime/runtime.h"
 #include "wardend/server.h"
 
@@ -19,17 +24,44 @@ static void usage(FILE *f)
 		"usage: wardend [--state DIR] [--policy DIR] [--socket PATH] "
 		"[--metrics ADDR:PORT]\n"
 		"               [--workers N] [--approval-ttl SECONDS] "
-		"[--webhook URL] [--warm-pool N] [--log-json] [-v]\n"
+		"[--webhook URL] [--warm-pool N] [--otlp URL] [--log-json] "
+		"[-v]\n"
 		"  --warm-pool N   keep N tier-3 sandboxes ready per tool call "
-		"shape (0: cold starts)\n"
+		"shape (0: cold starts;\n"
+		"                  overrides warm_pool.size of daemon.yaml)\n"
+		"  --otlp URL      export GenAI spans to this OTLP/HTTP "
+		"collector (overrides\n"
+		"                  trace.otlp.endpoint of daemon.yaml)\n"
 		"  --state DIR     trace store and run state (default %s)\n"
-		"  --policy DIR    tools/, agents/, users.yaml, gateway.yaml "
-		"(default %s)\n"
+		"  --policy DIR    tools/, agents/, users.yaml, gateway.yaml, "
+		"daemon.yaml\n"
+		"                  (default %s)\n"
 		"  --socket PATH   API socket (default $WARDEN_SOCKET or %s)\n"
 		"  --metrics ADDR  also serve /metrics over TCP (e.g. "
 		"127.0.0.1:9464)\n"
-		"SIGHUP reloads the policy; SIGTERM stops the daemon.\n",
+		"SIGHUP reloads the policy (daemon.yaml is checked; its "
+		"settings apply at\nthe next start); SIGTERM stops the "
+		"daemon.\n",
 		DEFAULT_STATE, DEFAULT_POLICY, "/run/warden/wardend.sock");
+}
+
+/* After a reload: which daemon.yaml settings now differ from the running
+ * ones (they apply at the next start, see daemon_config.h). Flags given
+ * at start still win then. */
+static void daemon_config_changed(const char *policy,
+				  const struct wd_daemon_config *running)
+{
+	struct wd_daemon_config *now = NULL;
+	struct wd_err err = {0};
+	if (wd_daemon_config_load_dir(policy, &now, &err))
+		return; /* reported by the reload */
+	struct wd_buf b = {0};
+	wd_daemon_config_diff(running, now, &b);
+	if (b.len)
+		wd_warn("%s/%s: %s changed; restart wardend to apply", policy,
+			WD_DAEMON_CONFIG_FILE, b.data);
+	wd_buf_free(&b);
+	wd_daemon_config_free(now);
 }
 
 int main(int argc, char **argv)
@@ -45,11 +77,14 @@ int main(int argc, char **argv)
 	    {"alert-webhook", required_argument, 0, 'A'},
 	    {"log-json", no_argument, 0, 'j'},
 	    {"warm-pool", required_argument, 0, 'P'},
+	    {"otlp", required_argument, 0, 'O'},
 	    {"help", no_argument, 0, 'h'},
 	    {0, 0, 0, 0},
 	};
 	const char *state = DEFAULT_STATE, *policy = DEFAULT_POLICY;
 	const char *sock = getenv("WARDEN_SOCKET"), *metrics = NULL;
+	const char *otlp_url = NULL;
+	int warm_pool = -1; /* -1: daemon.yaml's */
 	struct wd_rt_opts ro = {0};
 	struct wd_alert_config ac = {0}; /* defaults: 60 s / 1 h, x5, min 20 */
 	ro.alert = &ac;
@@ -86,7 +121,14 @@ int main(int argc, char **argv)
 			wd_log_set_json(true);
 			break;
 		case 'P':
-			ro.warm_pool = atoi(optarg);
+			warm_pool = atoi(optarg);
+			if (warm_pool < 0) {
+				usage(stderr);
+				return 2;
+			}
+			break;
+		case 'O':
+			otlp_url = optarg;
 			break;
 		case 'v':
 			wd_log_set_level(WD_LOG_DEBUG);
@@ -119,16 +161,58 @@ int main(int argc, char **argv)
 
 	struct wd_err err = {0};
 	struct wd_rt *rt = NULL;
-	ro.state_dir = state;
-	ro.policy_dir = policy;
-	if (wd_rt_open(&ro, &rt, &err)) {
+	struct wd_daemon_config *dc = NULL;
+	struct wd_otlp *otlp = NULL;
+	if (wd_daemon_config_load_dir(policy, &dc, &err)) {
 		wd_error("%s", err.msg);
 		return 1;
 	}
+	/* dc stays as the file says (a reload compares against it); flags
+	 * override it here */
+	if (!otlp_url)
+		otlp_url = dc->otlp.endpoint;
+	if (otlp_url) {
+		struct wd_otlp_opts oo = {.endpoint = otlp_url,
+					  .service_name = dc->otlp.service_name,
+					  .queue_max = dc->otlp.queue,
+					  .batch_max = dc->otlp.batch,
+					  .timeout_ms = dc->otlp.timeout_ms};
+		if (wd_otlp_start(&oo, &otlp, &err)) {
+			wd_error("otlp: %s", err.msg);
+			wd_daemon_config_free(dc);
+			return 1;
+		}
+	}
+	struct wd_pool_config pc = {
+	    .size = warm_pool >= 0 ? warm_pool : dc->warm_pool.size,
+	    .tenant_quota = dc->warm_pool.per_tenant,
+	    .idle_ms = dc->warm_pool.idle_s * 1000u,
+	    .key_idle_ms = dc->warm_pool.key_idle_s * 1000u,
+	    .max_keys = dc->warm_pool.max_keys,
+	};
+	ro.state_dir = state;
+	ro.policy_dir = policy;
+	ro.pool = &pc;
+	ro.redact_regexes = (const char *const *)dc->redact;
+	ro.otlp = otlp;
+	if (wd_rt_open(&ro, &rt, &err)) {
+		wd_error("%s", err.msg);
+		wd_otlp_stop(otlp);
+		wd_daemon_config_free(dc);
+		return 1;
+	}
+	wd_info("daemon config %s: warm pool %d (per tenant %d, idle %u s, "
+		"%d keys max), otlp %s, %d extra redaction pattern%s",
+		dc->source ? dc->source : "(defaults)", pc.size,
+		pc.tenant_quota, dc->warm_pool.idle_s,
+		pc.max_keys ? pc.max_keys : 32, otlp_url ? otlp_url : "off",
+		dc->n_redact, dc->n_redact == 1 ? "" : "s");
 	struct wd_server *srv = NULL;
 	if (wd_server_start(rt, sock, &srv, &err)) {
 		wd_error("%s", err.msg);
 		wd_rt_close(rt);
+		wd_otlp_stop(otlp);
+		wd_daemon_config_free(dc);
 		return 1;
 	}
 	if (metrics && wd_server_start_metrics(srv, metrics, &err))
@@ -145,8 +229,10 @@ int main(int argc, char **argv)
 				wd_warn("policy reload failed, keeping the "
 					"old policy: %s",
 					err.msg);
-			else
+			else {
 				wd_info("policy reloaded from %s", policy);
+				daemon_config_changed(policy, dc);
+			}
 			continue;
 		}
 		wd_info("signal %d: stopping", sig);
@@ -154,5 +240,11 @@ int main(int argc, char **argv)
 	}
 	wd_server_stop(srv);
 	wd_rt_close(rt);
+	/* after the trace store: it feeds the exporter until it closes */
+	if (otlp) {
+		wd_otlp_flush(otlp, 2000);
+		wd_otlp_stop(otlp);
+	}
+	wd_daemon_config_free(dc);
 	return 0;
 }

@@ -1,0 +1,84 @@
+/* policy/daemon.yaml: settings of the daemon itself (not of any agent or
+ * tool), optional. Parsed strictly with libyaml (ywalk.h): unknown or
+ * duplicate keys, wrong types and invalid regexes are errors
+ * "file:line:col: message".
+ *
+ *   warm_pool:                  # tier-3 (gVisor) sandboxes booted ahead
+ *     size: 1                   # ready per call shape; 0 = cold starts
+ *     per_tenant: 4             # warm sandboxes one tenant may hold at
+ *                               # once; 0 = no quota
+ *     idle_s: 300               # a ready sandbox older than this is
+ *                               # replaced
+ *     key_idle_s: 600           # a call shape unused this long is dropped
+ *                               # with its ready sandboxes
+ *     max_keys: 32              # shapes kept warm at most (LRU eviction)
+ *   trace:
+ *     otlp:                     # live export of GenAI spans (OTLP/HTTP JSON)
+ *       endpoint: "http://127.0.0.1:4318/v1/traces"
+ *       queue: 4096             # records held for the sender; more are
+ *                               # dropped (and counted), never blocking
+ *       batch: 256              # spans per request
+ *       timeout_ms: 2000        # per request
+ *       service_name: warden    # resource service.name
+ *     redact:                   # extra patterns, POSIX extended regexes,
+ *       - "password=[^&[:space:]]+"   # each match becomes [REDACTED]
+ *
+ * Every setting is read when wardend starts; wardend's flags override the
+ * file (--warm-pool N, --otlp URL). A reload (SIGHUP, POST
+ * /v1/policy/reload) checks the file again -- a bad one fails the reload --
+ * but the settings themselves apply at the next start: the trace store
+ * compiles its patterns and binds its exporter when it opens, and the pool
+ * cannot be swapped under calls in flight.
+ */
+#ifndef WD_DAEMON_CONFIG_H
+#define WD_DAEMON_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/util.h"
+#include "policy/manifest.h" /* struct wd_diag */
+
+#define WD_DAEMON_CONFIG_FILE "daemon.yaml"
+
+struct wd_daemon_config {
+	char *source; /* the file it came from; NULL = built-in defaults */
+	struct {
+		int size;	/* 0 = no pool (cold starts) */
+		int per_tenant; /* 0 = no quota */
+		uint32_t idle_s;
+		uint32_t key_idle_s; /* 0 = the pool's default */
+		int max_keys;	     /* 0 = the pool's default */
+	} warm_pool;
+	struct {
+		char *endpoint; /* NULL = no export */
+		char *service_name;
+		unsigned queue, batch, timeout_ms; /* 0 = exporter default */
+	} otlp;
+	char **redact; /* NULL-terminated, never NULL */
+	int n_redact;
+};
+
+/* Defaults when there is no daemon.yaml: no warm pool, no export, no extra
+ * patterns. Never NULL. */
+struct wd_daemon_config *wd_daemon_config_new(void);
+/* Parse. 0, or -EINVAL with one "file:line:col: message" per error in diag,
+ * or -errno when the file cannot be read. */
+int wd_daemon_config_load_str(const char *file, const char *text, size_t len,
+			      struct wd_daemon_config **out,
+			      struct wd_diag *diag);
+int wd_daemon_config_load_file(const char *path, struct wd_daemon_config **out,
+			       struct wd_diag *diag);
+/* <dir>/daemon.yaml, or the defaults when it does not exist. 0 or -errno
+ * with every diagnostic in err->msg (one per line). */
+int wd_daemon_config_load_dir(const char *dir, struct wd_daemon_config **out,
+			      struct wd_err *err);
+void wd_daemon_config_free(struct wd_daemon_config *c);
+
+/* Names of the settings that differ between a and b, comma separated, into
+ * out (empty when they are the same). */
+void wd_daemon_config_diff(const struct wd_daemon_config *a,
+			   const struct wd_daemon_config *b,
+			   struct wd_buf *out);
+
+#endif
