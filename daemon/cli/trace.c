@@ -13,6 +13,7 @@ struct opts {
 	const char *state, *agent, *team, *user, *tool, *status;
 	const char *prompt_hash, *result_hash, *otlp;
 	uint64_t since_ns, now_ns;
+	unsigned metadata_days;
 	bool json;
 	int argc; /* positional args after options */
 	char **argv;
@@ -32,7 +33,12 @@ static void usage(FILE *f)
 		"damage\n"
 		"  reindex                  rebuild the index from the "
 		"segments\n"
-		"  gc [--now TIME]          drop payloads past retention\n"
+		"  gc [--now TIME] [--metadata-days N]  drop payloads past "
+		"their run's retention\n"
+		"                           (not of failed/flagged runs) and "
+		"whole segments of\n"
+		"                           metadata older than N days "
+		"(default 395, all runs)\n"
 		"  export --otlp URL [RUN...]  send spans to an OTLP/HTTP "
 		"collector\n"
 		"TIME: 2024-05-01[T12:00:00], @EPOCH, or an age like 7d, 12h, "
@@ -97,6 +103,7 @@ static int parse(int argc, char **argv, struct opts *o)
 	    {"prompt-hash", required_argument, 0, 'p'},
 	    {"result-hash", required_argument, 0, 'r'},
 	    {"otlp", required_argument, 0, 'o'},
+	    {"metadata-days", required_argument, 0, 'M'},
 	    {"json", no_argument, 0, 'j'},
 	    {"help", no_argument, 0, 'h'},
 	    {0, 0, 0, 0},
@@ -135,6 +142,19 @@ static int parse(int argc, char **argv, struct opts *o)
 		case 'j':
 			o->json = true;
 			break;
+		case 'M': {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+			if (*end || !*optarg || !v || v > 100000) {
+				fprintf(stderr,
+					"warden trace: --metadata-days wants "
+					"a number of days >= 1, not '%s'\n",
+					optarg);
+				return WD_EXIT_USAGE;
+			}
+			o->metadata_days = v;
+			break;
+		}
 		case 'i':
 		case 'n':
 			if (!(c == 'i' ? (o->since_ns = parse_time(optarg))
@@ -595,12 +615,28 @@ static int verb_trace(int argc, char **argv)
 		else
 			printf("trace reindex: ok\n");
 	} else {
-		int n = wd_trace_gc(t, o.now_ns, &err);
-		if (n < 0) {
+		struct wd_trace_gc_opts go = {.now_ns = o.now_ns,
+					      .metadata_days = o.metadata_days};
+		struct wd_trace_gc_stats st;
+		if (wd_trace_gc_ex(t, &go, &st, &err) < 0) {
 			wd_error("trace gc: %s", err.msg);
 			rc = WD_EXIT_FAIL;
+		} else if (o.json) {
+			json_t *j = json_pack(
+			    "{s:i, s:i, s:I}", "blobs_deleted", (int)st.blobs,
+			    "segments_removed", (int)st.segments,
+			    "records_removed", (json_int_t)st.records);
+			print_json(j);
+			json_decref(j);
 		} else {
-			printf("trace gc: %d payload blob(s) deleted\n", n);
+			printf("trace gc: %u payload blob(s) deleted\n",
+			       st.blobs);
+			if (st.segments)
+				printf("trace gc: %u segment(s) with %llu "
+				       "record(s) past metadata retention "
+				       "removed\n",
+				       st.segments,
+				       (unsigned long long)st.records);
 		}
 	}
 	wd_trace_close(t);

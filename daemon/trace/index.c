@@ -22,6 +22,7 @@ enum {
 	S_RUN_GC,
 	S_REF,
 	S_TAIL,
+	S_RUN_KNOWN,
 	S_N
 };
 
@@ -53,6 +54,7 @@ static const char *const sqls[S_N] = {
     [S_REF] = "INSERT OR IGNORE INTO refs(ref, run_id, seq) VALUES(?,?,?)",
     [S_TAIL] = "SELECT seq, seg, off + len + 1 FROM records ORDER BY seq "
 	       "DESC LIMIT 1",
+    [S_RUN_KNOWN] = "SELECT 1 FROM runs WHERE run_id = ?1",
 };
 
 /* 16 KiB pages (new index files only; an existing file keeps its size):
@@ -462,6 +464,16 @@ uint64_t wd_trace_parse_ts(const char *s)
 	return (uint64_t)t * 1000000ull + us;
 }
 
+static bool run_known(struct wd_idx *x, const char *run)
+{
+	sqlite3_stmt *st = x->st[S_RUN_KNOWN];
+	bind_str(st, 1, run);
+	bool known = sqlite3_step(st) == SQLITE_ROW;
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	return known;
+}
+
 int wd_idx_add(struct wd_idx *x, uint64_t seq, uint64_t seg, uint64_t off,
 	       uint64_t len, uint64_t ts, const struct wd_idxrec *f)
 {
@@ -489,6 +501,12 @@ int wd_idx_add(struct wd_idx *x, uint64_t seq, uint64_t seg, uint64_t off,
 	if (sqlite3_changes(x->db) == 0)
 		return 0; /* already indexed */
 
+	/* a `gc` record of a run the index no longer knows (metadata
+	 * retention dropped its records, or the store's own "trace-gc"
+	 * records): the record row only, no runs row to make up */
+	if (!strcmp(type, "gc") && !json_object_get(x->aggmap, run) &&
+	    !run_known(x, run))
+		return 0;
 	bool mc = !strcmp(type, "model_call");
 	struct agg *ag = agg_get(x, run, ts);
 	if (!ag->records)

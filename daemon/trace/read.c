@@ -53,8 +53,8 @@ int wd_trace_run_records(struct wd_trace *t, const char *run_id, json_t **array,
 			r = wd_read_file(p, &buf, &len);
 			struct collect_ctx c = {run_id, arr};
 			if (!r)
-				wd_trace_scan(buf, len, NULL, collect_cb, &c,
-					      NULL);
+				wd_trace_scan_skip(buf, len, collect_cb, &c,
+						   NULL);
 		}
 		if (r < 0) {
 			json_decref(arr);

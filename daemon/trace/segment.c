@@ -206,3 +206,31 @@ size_t wd_trace_scan(const char *buf, size_t len, const char *prev_hex,
 	}
 	return off;
 }
+
+size_t wd_trace_scan_skip(const char *buf, size_t len,
+			  int (*cb)(void *ctx, const char *line, size_t len,
+				    uint64_t off, json_t *rec),
+			  void *ctx, size_t *bad_lines)
+{
+	size_t off = 0, bad = 0;
+	while (off < len) {
+		const char *nl = memchr(buf + off, '\n', len - off);
+		if (!nl)
+			break; /* a partial line: not a record (yet) */
+		size_t ll = nl - (buf + off);
+		json_t *rec = NULL;
+		if (wd_trace_check_line(buf + off, ll, NULL, &rec) < 0) {
+			bad++;
+			off += ll + 1;
+			continue;
+		}
+		int r = cb ? cb(ctx, buf + off, ll, off, rec) : 0;
+		json_decref(rec);
+		if (r < 0)
+			break;
+		off += ll + 1;
+	}
+	if (bad_lines)
+		*bad_lines = bad;
+	return off;
+}

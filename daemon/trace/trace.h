@@ -14,10 +14,17 @@
  *   "crc":"<8 hex>"          crc32c of every byte of the line before ',"crc"'
  * `prev` is "sha256:<hex>" of the previous line's bytes (without '\n'); the
  * first record of the store has prev "sha256:" + 64 zeros. The chain runs
- * across segments. At open, a torn tail (a line without '\n', a bad crc, a
- * broken chain) in the last segment is moved to <segment>.torn-<offset> and
- * cut, so the store can append again; nothing acknowledged as durable is
- * ever in a torn tail.
+ * across segments. At open, a torn tail of the last segment (bad bytes up
+ * to its end with no well-framed line after them: what a crash during a
+ * write leaves) is moved to <segment>.torn-<offset>.<ns> and cut, so the
+ * store can append again; nothing acknowledged as durable is ever in a torn
+ * tail. Damage FOLLOWED by good records is not a torn tail: that segment is
+ * kept byte for byte (verify reports the damage and its place), appends go
+ * on in a new segment after the highest seq it holds (no seq is reused),
+ * chained to its last good record, and readers and the index skip the
+ * damaged lines. After metadata retention (wd_trace_gc_ex()) dropped the
+ * oldest segments, the first remaining record's prev is the hash of the
+ * last dropped record, which a `gc` record names.
  *
  * Record fields the store understands (the index and `warden trace show`
  * read them; any other field is kept as is). OpenTelemetry GenAI names are
@@ -37,7 +44,10 @@
  *   approval_request, approval_decision, budget_stop (bound, ...)
  *   run_end          status ("ok" | "failed" | ...), cost_usd, flagged
  *   flag             (marks the run: gc keeps its payloads)
- *   gc               written by wd_trace_gc(): refs[] dropped by retention
+ *   gc               written by wd_trace_gc(): refs[] dropped by payload
+ *                    retention, or (run_id "trace-gc", reason
+ *                    "metadata_retention") segments[], first_seq, last_seq,
+ *                    last_hash of the records metadata retention removed
  * `*_ref` fields hold "sha256:<hex>" naming a blob (wd_trace_put_blob()).
  *
  * Thread safety: every function taking a `struct wd_trace *` may be called
@@ -151,11 +161,31 @@ int wd_trace_reindex(struct wd_trace *t, struct wd_err *err);
 int wd_trace_verify(struct wd_trace *t, const char *run_id, json_t **problems,
 		    struct wd_err *err);
 
-/* Retention: for each run whose end (or last record) is older than its
- * retention_days at `now_ns` (0 = now), not failed and not flagged, delete
- * its payload blobs that no retained run references, and append a `gc`
- * record naming them (metadata stays). Returns the number of blobs deleted
- * (>= 0) or -errno. */
+/* Retention (gc.c says how). Payloads: for each run whose end is older
+ * than its retention_days, not failed and not flagged, delete its payload
+ * blobs that no retained run references, and append a `gc` record naming
+ * them (metadata stays). Metadata: remove the oldest whole segments whose
+ * records are all older than metadata_days (failed and flagged runs
+ * included; runs are never split), after a `gc` record (run_id
+ * "trace-gc", reason "metadata_retention", segments[], first_seq,
+ * last_seq, last_hash) that lets verify accept the shortened chain; their
+ * index rows and the blobs only they named go too. */
+#define WD_TRACE_METADATA_DAYS 395 /* 13 months (seed 000 step 8) */
+struct wd_trace_gc_opts {
+	uint64_t now_ns;	/* 0 = now */
+	unsigned metadata_days; /* 0 = WD_TRACE_METADATA_DAYS */
+	bool keep_metadata;	/* payload retention only */
+};
+struct wd_trace_gc_stats {
+	unsigned blobs;	   /* payload blobs deleted (both kinds) */
+	unsigned segments; /* segments removed */
+	uint64_t records;  /* records in them */
+};
+/* 0 or -errno; stats may be NULL. */
+int wd_trace_gc_ex(struct wd_trace *t, const struct wd_trace_gc_opts *o,
+		   struct wd_trace_gc_stats *stats, struct wd_err *err);
+/* wd_trace_gc_ex() with the default metadata retention at now_ns (0 =
+ * now). Returns the number of blobs deleted (>= 0) or -errno. */
 int wd_trace_gc(struct wd_trace *t, uint64_t now_ns, struct wd_err *err);
 
 /* Paths, for tools and tests. */
@@ -179,5 +209,14 @@ size_t wd_trace_scan(const char *buf, size_t len, const char *prev_hex,
 		     int (*cb)(void *ctx, const char *line, size_t len,
 			       uint64_t off, json_t *rec),
 		     void *ctx, bool *chain_ok);
+/* Like wd_trace_scan() without the chain, but skipping damaged lines: calls
+ * cb for every well-framed '\n'-terminated line (readers and the index go
+ * on past damage in the middle of a segment; verify reports it). Stops at
+ * a partial last line or when cb returns < 0. Returns the offset where it
+ * stopped; *bad_lines (may be NULL) counts the lines skipped. */
+size_t wd_trace_scan_skip(const char *buf, size_t len,
+			  int (*cb)(void *ctx, const char *line, size_t len,
+				    uint64_t off, json_t *rec),
+			  void *ctx, size_t *bad_lines);
 
 #endif

@@ -149,6 +149,14 @@ struct wd_trace {
 	 * fsynced before the next segment fdatasync */
 	bool dirty_dirs[256];
 
+	/* open only: the well-framed lines of the last segment (load_tail),
+	 * to check the index's rows of it */
+	struct {
+		uint64_t seg;
+		uint64_t *off, *len;
+		size_t n, cap;
+	} dmg;
+
 	/* hash_only runs seen in run_start records (for put_blob) */
 	pthread_mutex_t runs_mu;
 	json_t *hash_only; /* object run_id -> true */

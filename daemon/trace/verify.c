@@ -17,6 +17,14 @@ struct vctx {
 	json_t *dropped;   /* ref -> true (gc) */
 	json_t *hash_only; /* run_id -> true */
 	json_t *runs_seen; /* run_id -> true */
+	json_t *starts;	   /* "last_hash" -> last_seq of metadata gc */
+	/* the store's first record, when its prev is not zeros: accepted
+	 * if a metadata gc record names it as the last dropped one */
+	struct {
+		bool pending;
+		int64_t seq, off, line;
+		char prev[72], file[40];
+	} start;
 };
 
 static void problem(struct vctx *v, const char *kind, const char *file,
@@ -50,6 +58,11 @@ static void note_record(struct vctx *v, json_t *rec)
 	if (!run || !type)
 		return;
 	if (!strcmp(type, "gc")) {
+		const char *lh =
+		    json_string_value(json_object_get(rec, "last_hash"));
+		json_t *ls = json_object_get(rec, "last_seq");
+		if (lh && json_is_integer(ls))
+			json_object_set(v->starts, lh, ls);
 		size_t i;
 		json_t *r;
 		json_array_foreach(json_object_get(rec, "refs"), i, r)
@@ -80,7 +93,7 @@ static void note_record(struct vctx *v, json_t *rec)
 }
 
 static void verify_segment(struct vctx *v, uint64_t first, char prev[65],
-			   uint64_t *next_seq, bool last)
+			   uint64_t *next_seq, bool last, bool store_first)
 {
 	cleanup_free char *path = wd_trace_seg_path(v->t, first);
 	const char *base = strrchr(path, '/') + 1;
@@ -111,14 +124,28 @@ static void verify_segment(struct vctx *v, uint64_t first, char prev[65],
 			problem(v, "frame", base, off, line, 0,
 				"bad framing or checksum (line of %zu bytes)",
 				ll);
-			memcpy(prev, "!", 2); /* next line can't chain */
+			/* the next line can't chain, and its seq can't be
+			 * checked against the damaged one's */
+			memcpy(prev, "!", 2);
+			*next_seq = 0;
 			off += ll + 1;
 			continue;
 		}
 		int64_t seq = json_integer_value(json_object_get(rec, "seq"));
 		const char *p = json_string_value(json_object_get(rec, "prev"));
-		if (strcmp(prev, "!") &&
-		    (strncmp(p, "sha256:", 7) || strcmp(p + 7, prev)))
+		bool chained =
+		    !strcmp(prev, "!") ||
+		    (!strncmp(p, "sha256:", 7) && !strcmp(p + 7, prev));
+		if (!chained && store_first && first_rec && seq > 1) {
+			/* older segments removed by metadata retention? */
+			v->start.pending = true;
+			v->start.seq = seq;
+			v->start.off = off;
+			v->start.line = line;
+			snprintf(v->start.prev, sizeof(v->start.prev), "%s", p);
+			snprintf(v->start.file, sizeof(v->start.file), "%s",
+				 base);
+		} else if (!chained)
 			problem(v, "chain", base, off, line, seq,
 				"prev does not match the hash of the previous "
 				"record");
@@ -227,7 +254,8 @@ int wd_trace_verify(struct wd_trace *t, const char *run_id, json_t **problems,
 			 .refs = json_object(),
 			 .dropped = json_object(),
 			 .hash_only = json_object(),
-			 .runs_seen = json_object()};
+			 .runs_seen = json_object(),
+			 .starts = json_object()};
 	cleanup_free uint64_t *segs = NULL;
 	size_t n;
 	r = wd_trace_list_segments(t, &segs, &n);
@@ -240,7 +268,16 @@ int wd_trace_verify(struct wd_trace *t, const char *run_id, json_t **problems,
 	memcpy(prev, WD_ZERO_HASH, 65);
 	uint64_t next = 0;
 	for (size_t i = 0; i < n; i++)
-		verify_segment(&v, segs[i], prev, &next, i + 1 == n);
+		verify_segment(&v, segs[i], prev, &next, i + 1 == n, i == 0);
+	if (v.start.pending) {
+		json_t *ls = json_object_get(v.starts, v.start.prev);
+		if (!ls || json_integer_value(ls) + 1 != v.start.seq)
+			problem(&v, "chain", v.start.file, v.start.off,
+				v.start.line, v.start.seq,
+				"the store starts at seq %lld after a record "
+				"no metadata gc record names as removed",
+				(long long)v.start.seq);
+	}
 	leftover_tails(&v);
 	if (run_id && !json_object_get(v.runs_seen, run_id))
 		problem(&v, "run", run_id, -1, 0, 0, "no record of this run");
@@ -276,5 +313,6 @@ out:
 	json_decref(v.dropped);
 	json_decref(v.hash_only);
 	json_decref(v.runs_seen);
+	json_decref(v.starts);
 	return r;
 }

@@ -1,12 +1,17 @@
 /* Trace store figures (issue 5): appends/s with group commit (~1 KB
  * records), p50/p99 latency of a durable tool_attempt, time to find the runs
  * sharing a prompt hash among N records, bytes on disk per step against the
- * raw JSON. Prints figures; asserts nothing.
+ * raw JSON. Prints figures; asserts nothing. The appends/s figure is printed
+ * next to its peer measured in the same run: the same ~1 KB JSON lines
+ * appended with plain write() and one fdatasync per batch of PEER_BATCH
+ * lines, by the same number of threads, into one file on the same
+ * filesystem (no framing, no chain, no index: the floor of the I/O).
  *   bench_trace [DIR] [N_RECORDS] [noindex]
  *   (default: a temp dir, 1000000 records, with the index) */
 #include "trace/trace.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -137,6 +142,85 @@ static void *appender(void *arg)
 	return NULL;
 }
 
+#define PEER_BATCH 256 /* lines per fdatasync in the peer */
+
+struct peer_job {
+	int fd, id;
+	uint64_t n;
+	unsigned nprompts;
+	int err;
+};
+
+/* The peer: the same record stream as JSON lines, write() per line,
+ * fdatasync per PEER_BATCH lines. Lines are rendered before the clock
+ * starts (the peer pays no encoding, as the store pays its own). */
+static void *peer_appender(void *arg)
+{
+	struct peer_job *j = arg;
+	uint64_t nl = j->n < 20000 ? j->n : 20000;
+	char **lines = calloc(nl, sizeof(char *));
+	size_t *lens = calloc(nl, sizeof(size_t));
+	json_t *r = mkrec(j->id, 0, j->nprompts);
+	for (uint64_t i = 0; i < nl; i++) {
+		next_rec(r, j->id, i, j->nprompts);
+		char *s = json_dumps(r, JSON_COMPACT);
+		lens[i] = strlen(s) + 1;
+		lines[i] = realloc(s, lens[i]);
+		lines[i][lens[i] - 1] = '\n';
+	}
+	json_decref(r);
+	/* wait for the start signal (fd < 0 until then) */
+	while (__atomic_load_n(&j->fd, __ATOMIC_ACQUIRE) < 0)
+		;
+	for (uint64_t i = 0; i < j->n && !j->err; i++) {
+		if (write(j->fd, lines[i % nl], lens[i % nl]) !=
+		    (ssize_t)lens[i % nl])
+			j->err = errno ? errno : EIO;
+		if (i % PEER_BATCH == PEER_BATCH - 1 && fdatasync(j->fd) < 0)
+			j->err = errno;
+	}
+	if (!j->err && fdatasync(j->fd) < 0)
+		j->err = errno;
+	for (uint64_t i = 0; i < nl; i++)
+		free(lines[i]);
+	free(lines);
+	free(lens);
+	return NULL;
+}
+
+/* appends/s of the peer, or 0 on failure */
+static double peer_rate(const char *dir, uint64_t total, int threads)
+{
+	char *path = wd_asprintf("%s/peer-plain-write.jsonl", dir);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC,
+		      0640);
+	if (fd < 0) {
+		free(path);
+		return 0;
+	}
+	pthread_t th[8];
+	struct peer_job jobs[8];
+	for (int i = 0; i < threads; i++) {
+		jobs[i] = (struct peer_job){
+		    .fd = -1, .id = i, .n = total / threads, .nprompts = 5000};
+		pthread_create(&th[i], NULL, peer_appender, &jobs[i]);
+	}
+	usleep(300000); /* let the threads render their lines */
+	uint64_t t0 = wd_now_ns();
+	for (int i = 0; i < threads; i++)
+		__atomic_store_n(&jobs[i].fd, fd, __ATOMIC_RELEASE);
+	int err = 0;
+	for (int i = 0; i < threads; i++) {
+		pthread_join(th[i], NULL);
+		err |= jobs[i].err;
+	}
+	uint64_t dt = wd_now_ns() - t0;
+	close(fd);
+	unlink(path);
+	free(path);
+	return err ? 0 : total / (dt / 1e9);
+}
+
 int main(int argc, char **argv)
 {
 	char tmpl[] = "/var/tmp/wd-bench-trace.XXXXXX";
@@ -195,6 +279,7 @@ int main(int argc, char **argv)
 	       total / (t_all / 1e9), (t_all - t_app) / 1e9);
 	struct timespec pc;
 	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &pc);
+	double warden_rate = total / (t_dur / 1e9);
 	double proc_us =
 	    (pc.tv_sec * 1e9 + pc.tv_nsec - 20000.0 * threads * build) / 1e3 /
 	    total;
@@ -205,6 +290,23 @@ int main(int argc, char **argv)
 	       "record); load average now %s",
 	       cpu / 1e3 / total, total / (cpu / 1e9), proc_us, build / 1e3,
 	       loadavg());
+
+	/* the peer, in the same run, same filesystem, same threads */
+	double peer = peer_rate(dir, total, threads);
+	printf("\n%-44s %12s %12s %8s %s\n", "appends of ~1 KB JSON lines",
+	       "warden", "peer", "ratio", "goal");
+	if (peer > 0)
+		printf("%-44s %10.0f/s %10.0f/s %7.2fx %s\n",
+		       "group commit vs write()+fdatasync/256", warden_rate,
+		       peer, warden_rate / peer, "goal >= 200k records/s");
+	else
+		printf("%-44s %10.0f/s %12s %8s %s\n",
+		       "group commit vs write()+fdatasync/256", warden_rate,
+		       "failed", "-", "goal >= 200k records/s");
+	printf("(warden: appends until written and fdatasync'ed, %d threads; "
+	       "peer: %d threads, write() per line, fdatasync per %d lines, "
+	       "one file)\n\n",
+	       threads, threads, PEER_BATCH);
 
 	/* 2. durable tool_attempt latency */
 	enum { ND = 300 };

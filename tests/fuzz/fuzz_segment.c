@@ -22,6 +22,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t n = 0;
 	bool chain;
 	size_t good = wd_trace_scan(buf, size, NULL, cb, &n, NULL);
+	size_t n_plain = n;
 	if (good > size)
 		__builtin_trap();
 	static const char zero[65] =
@@ -29,6 +30,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t good2 = wd_trace_scan(buf, size, zero, cb, &n, &chain);
 	if (good2 > good)
 		__builtin_trap(); /* chain checks can only stop earlier */
+	/* past damage: sees at least what the stopping walk saw */
+	size_t bad = 0;
+	n = 0;
+	size_t end = wd_trace_scan_skip(buf, size, cb, &n, &bad);
+	if (end > size || end < good || n < n_plain)
+		__builtin_trap();
 	/* every line on its own */
 	size_t off = 0;
 	while (off < size) {

@@ -58,6 +58,7 @@ for run, agent, status in (("r-ok", "support", "ok"), ("r-fail", "support", "fai
     if status == "failed":
         rec(run, 1, "denial", **{"gen_ai.tool.name": "send_mail"},
             event={"kind": "connect", "target": "10.0.0.1:443", "source": "bpf"})
+    open(sys.argv[1] + "/res-" + run, "w").write(res)
     rec(run, 1, "tool_result", **{"gen_ai.tool.name": "send_mail", "gen_ai.tool.call.id": "c-" + run},
         status="denied" if status == "failed" else "ok", result_hash=res, result_ref=res, latency_ms=210)
     if status == "failed":
@@ -192,4 +193,86 @@ expect_eq trace-cli-gc-left "$(find "$S/trace/blobs" -type f | wc -l)" "$((nblob
 $WARDEN trace verify --state "$S" >/dev/null; expect_eq trace-cli-verify-after-gc "$?" 0
 out=$($WARDEN trace show r-ok --state "$S")
 expect_match trace-cli-gc-keeps-metadata "$out" "gc +1 payload blobs dropped \\(retention\\)"
+
+# a second segment, weeks later: a run of another team, user and tool,
+# chained to the last record of the first segment (gc appended to it)
+python3 - "$S" <<'PY' || fail trace-cli-mkseg2 "python segment writer failed"
+import hashlib, json, os, sys, zlib
+root = os.path.join(sys.argv[1], "trace")
+T = []
+for i in range(256):
+    c = i
+    for _ in range(8):
+        c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+    T.append(c)
+def crc32c(b):
+    c = 0xFFFFFFFF
+    for x in b:
+        c = (c >> 8) ^ T[(c ^ x) & 0xFF]
+    return c ^ 0xFFFFFFFF
+last = open(root + "/segments/%016d.jsonl" % 1, "rb").read().rstrip(b"\n").split(b"\n")[-1]
+prev = hashlib.sha256(last).hexdigest(); seq = json.loads(last)["seq"]
+seg = open(root + "/segments/%016d.jsonl" % (seq + 1), "wb")
+def blob(data):
+    h = hashlib.sha256(data).hexdigest()
+    d = os.path.join(root, "blobs", h[:2]); os.makedirs(d, exist_ok=True)
+    open(os.path.join(d, h[2:]), "wb").write(zlib.compress(data))
+    return "sha256:" + h
+def rec(run, step, typ, **kw):
+    global prev, seq
+    seq += 1
+    body = {"seq": seq, "ts": "2026-03-01T09:00:%02d.000000Z" % seq, "prev": "sha256:" + prev,
+            "run_id": run, "step": step, "type": typ}
+    body.update(kw)
+    s = json.dumps(body, separators=(",", ":"))[:-1]
+    line = (s + ',"crc":"%08x"}' % crc32c(s.encode())).encode()
+    seg.write(line + b"\n")
+    prev = hashlib.sha256(line).hexdigest()
+res = blob(b"fetched page")
+rec("r-ops", 0, "run_start", agent="oncall", team="ops", user="bob",
+    trace={"payloads": "full", "retention_days": 30})
+rec("r-ops", 1, "tool_attempt", **{"gen_ai.tool.name": "fetch_url", "gen_ai.tool.call.id": "c-ops"},
+    side_effects="none")
+rec("r-ops", 1, "tool_result", **{"gen_ai.tool.name": "fetch_url", "gen_ai.tool.call.id": "c-ops"},
+    status="ok", result_hash=res, result_ref=res)
+rec("r-ops", 2, "run_end", status="ok")
+open(sys.argv[1] + "/res-r-ops", "w").write(res)
+PY
+$WARDEN trace verify --state "$S" >/dev/null; expect_eq trace-cli-verify-two-segments "$?" 0
+ids() { python3 -c 'import json,sys; print(sorted(r["run_id"] for r in json.load(sys.stdin)))'; }
+
+# ls filters that must exclude something
+expect_eq trace-cli-ls-team "$($WARDEN trace ls --state "$S" --team ops --json | ids)" "['r-ops']"
+expect_eq trace-cli-ls-team-cs "$($WARDEN trace ls --state "$S" --team cs --json | ids)" "['r-b', 'r-fail', 'r-ok']"
+expect_eq trace-cli-ls-user "$($WARDEN trace ls --state "$S" --user bob --json | ids)" "['r-ops']"
+expect_eq trace-cli-ls-user-alice "$($WARDEN trace ls --state "$S" --user alice --json | ids)" "['r-b', 'r-fail', 'r-ok']"
+expect_eq trace-cli-ls-tool "$($WARDEN trace ls --state "$S" --tool fetch_url --json | ids)" "['r-ops']"
+expect_eq trace-cli-ls-tool-send "$($WARDEN trace ls --state "$S" --tool send_mail --json | ids)" "['r-b', 'r-fail', 'r-ok']"
+expect_eq trace-cli-ls-team-user-none "$($WARDEN trace ls --state "$S" --team ops --user alice --json | ids)" "[]"
+
+# grep --result-hash: only the records naming that result
+out=$($WARDEN trace grep --result-hash "$(cat "$S/res-r-fail")" --state "$S" --json)
+expect_eq trace-cli-grep-result "$(printf '%s' "$out" | python3 -c 'import json,sys; print([(r["run_id"], r["type"]) for r in json.load(sys.stdin)])')" "[('r-fail', 'tool_result')]"
+out=$($WARDEN trace grep --result-hash "$(cat "$S/res-r-ops")" --state "$S")
+expect_match trace-cli-grep-result-text "$out" "^r-ops .*tool_result fetch_url ok"
+expect_eq trace-cli-grep-result-count "$(printf '%s\n' "$out" | grep -c .)" 1
+$WARDEN trace grep --result-hash "sha256:$(printf '0%.0s' $(seq 64))" --state "$S" >/dev/null 2>&1
+expect_eq trace-cli-grep-result-none "$?" 1
+
+# metadata retention: the first segment (all of its runs, the failed one
+# too) is past 30 days of metadata; the second one is the last: kept
+$WARDEN trace gc --state "$S" --metadata-days 0 >/dev/null 2>&1; expect_eq trace-cli-gc-metadata-usage "$?" 2
+out=$($WARDEN trace gc --state "$S" --now 2026-03-10 --metadata-days 400); rc=$?
+expect_eq trace-cli-gc-metadata-not-yet "$rc:$(ls "$S/trace/segments" | grep -c 'jsonl$')" "0:2"
+out=$($WARDEN trace gc --state "$S" --now 2030-01-01 --metadata-days 30); rc=$?
+expect_eq trace-cli-gc-metadata-exit "$rc" 0
+expect_match trace-cli-gc-metadata "$out" "1 segment\\(s\\) with [0-9]+ record\\(s\\) past metadata retention removed"
+expect_eq trace-cli-gc-metadata-files "$(ls "$S/trace/segments" | grep -c 'jsonl$'):$([ -e "$SEG" ] && echo kept || echo gone)" "1:gone"
+out=$($WARDEN trace verify --state "$S"); rc=$?
+expect_eq trace-cli-gc-metadata-verify "$rc:$out" "0:trace verify: ok"
+expect_eq trace-cli-gc-metadata-ls "$($WARDEN trace ls --state "$S" --json | ids)" "['r-ops']"
+$WARDEN trace show r-fail --state "$S" >/dev/null 2>&1; expect_eq trace-cli-gc-metadata-show-gone "$?" 1
+before=$($WARDEN trace ls --state "$S" --json)
+$WARDEN trace reindex --state "$S" >/dev/null
+expect_eq trace-cli-gc-metadata-reindex-same "$($WARDEN trace ls --state "$S" --json)" "$before"
 finish

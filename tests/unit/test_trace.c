@@ -404,8 +404,8 @@ static void test_tamper(void)
 	json_decref(p);
 	wd_trace_close(t);
 
-	/* truncation in the middle of the last segment: cut at open, kept
-	 * as .damaged, and verify keeps reporting it */
+	/* truncation in the middle of the last segment, good records after
+	 * it: not a torn tail, nothing is cut, verify keeps reporting it */
 	char *dir2 = tt_tmpdir();
 	wd_trace_open(dir2, NULL, &t, &err);
 	for (int i = 0; i < 3; i++) {
@@ -426,8 +426,14 @@ static void test_tamper(void)
 	free(buf);
 	r = wd_trace_open(dir2, NULL, &t, &err);
 	T_OK(r == 0, "trace-open-after-truncation", "%s", err.msg);
+	json_t *recs = NULL;
+	wd_trace_run_records(t, "tr-2", &recs, &err);
+	T_OK(json_array_size(recs) == 6, "trace-truncation-keeps-later-records",
+	     "tr-2 has %zu of 6 records", json_array_size(recs));
+	json_decref(recs);
 	r = wd_trace_verify(t, NULL, &p, &err);
-	T_OK(r == -EBADMSG && problems_have(p, "damaged", "damaged-", false),
+	T_OK(r == -EBADMSG &&
+		 problems_have(p, "frame", "0000000000000001", true),
 	     "trace-tamper-truncate-reported", "r=%d %s", r,
 	     json_dumps(p, JSON_COMPACT));
 	json_decref(p);
@@ -438,6 +444,203 @@ static void test_tamper(void)
 	free(b1);
 	free(b2);
 	free(seg);
+	wd_rm_rf(dir);
+	free(dir);
+}
+
+static json_t *problem_at(json_t *p, const char *kind, int64_t off)
+{
+	size_t i;
+	json_t *x;
+	json_array_foreach(p, i, x)
+	{
+		const char *k = json_string_value(json_object_get(x, "kind"));
+		if (k && !strcmp(k, kind) &&
+		    json_integer_value(json_object_get(x, "offset")) == off)
+			return x;
+	}
+	return NULL;
+}
+
+/* byte offset of line `n` (1-based) */
+static size_t line_off(const char *buf, size_t len, int n)
+{
+	size_t off = 0;
+	for (int k = 1; k < n; k++) {
+		const char *nl = memchr(buf + off, '\n', len - off);
+		if (!nl)
+			return len;
+		off = nl - buf + 1;
+	}
+	return off;
+}
+
+static int count_files(const char *dir, const char *sub)
+{
+	int n = 0;
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	while (d && (e = readdir(d)))
+		n += strstr(e->d_name, sub) != NULL;
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* Damage in the middle of the LAST segment, good records after it: the
+ * store opens, keeps the segment byte for byte, loses nothing, reuses no
+ * seq, appends in a new segment chained to the last good record; verify
+ * reports the damage at its place. A true torn tail is still cut. */
+static void test_damage_last_segment(void)
+{
+	char *dir = tt_tmpdir();
+	struct wd_trace *t;
+	struct wd_err err = {0};
+	char refs[2][72];
+	if (wd_trace_open(dir, NULL, &t, &err) < 0) {
+		T_FAIL("trace-damage-open", "%s", err.msg);
+		return;
+	}
+	for (int i = 0; i < 5; i++) {
+		char run[32];
+		snprintf(run, sizeof(run), "dm-%d", i);
+		write_run(t, run, "ok", "full", 10, refs);
+	}
+	wd_trace_close(t); /* seqs 1..30, one segment */
+	char *segdir = wd_asprintf("%s/trace/segments", dir);
+	char *seg = wd_asprintf("%s/%016d.jsonl", segdir, 1);
+	char *buf = NULL, *after = NULL;
+	size_t len = 0, alen = 0;
+	wd_read_file(seg, &buf, &len);
+	size_t off10 = line_off(buf, len, 10);
+	flip_byte(seg, off10 + 40); /* seq 10 (run dm-1) */
+	free(buf);
+	wd_read_file(seg, &buf, &len);
+
+	int r = wd_trace_open(dir, NULL, &t, &err);
+	T_OK(r == 0, "trace-damage-open", "%s", err.msg);
+	if (r) {
+		free(buf);
+		free(seg);
+		free(segdir);
+		return;
+	}
+	/* nothing after the damage is lost: every other seq readable via the
+	 * index (and by run) */
+	int missing = 0;
+	for (int i = 0; i < 5; i++) {
+		char run[32];
+		snprintf(run, sizeof(run), "dm-%d", i);
+		json_t *recs = NULL;
+		wd_trace_run_records(t, run, &recs, &err);
+		missing += (i == 1 ? 5 : 6) - (int)json_array_size(recs);
+		json_decref(recs);
+	}
+	json_t *a = NULL;
+	struct wd_trace_query q = {.tool = "send_mail"};
+	wd_trace_query_records(t, &q, &a, &err);
+	/* tool_attempt, denial, tool_result of 5 runs; seq 10 was dm-1's
+	 * denial (run_start 7, model_call 8, tool_attempt 9) */
+	T_OK(missing == 0 && json_array_size(a) == 14,
+	     "trace-damage-later-records-kept", "missing %d, tool rows %zu",
+	     missing, json_array_size(a));
+	json_decref(a);
+	uint64_t seq = 0;
+	json_t *rec = tt_rec("dm-new", 0, "run_start");
+	r = wd_trace_append(t, rec, true, &seq, &err);
+	json_decref(rec);
+	T_OK(r == 0 && seq == 31, "trace-damage-no-seq-reuse", "seq=%llu",
+	     (unsigned long long)seq);
+	rec = tt_rec("dm-new", 1, "run_end");
+	wd_trace_append(t, rec, false, NULL, &err);
+	json_decref(rec);
+	char *seg31 = wd_asprintf("%s/%016d.jsonl", segdir, 31);
+	struct stat st;
+	wd_trace_flush(t, &err);
+	wd_read_file(seg, &after, &alen);
+	T_OK(stat(seg31, &st) == 0 && alen == len && !memcmp(after, buf, len) &&
+		 count_files(segdir, ".torn-") == 0 &&
+		 count_files(segdir, ".damaged-") == 0,
+	     "trace-damage-segment-kept-new-segment",
+	     "new segment %s, old kept %d", stat(seg31, &st) ? "missing" : "ok",
+	     alen == len && !memcmp(after, buf, len));
+	json_t *p = NULL;
+	r = wd_trace_verify(t, NULL, &p, &err);
+	/* exactly one problem: the damaged line, at its place; the new
+	 * segment chains to the last good record */
+	T_OK(r == -EBADMSG && json_array_size(p) == 1 &&
+		 problem_at(p, "frame", off10) &&
+		 problems_have(p, "frame", "0000000000000001", true),
+	     "trace-damage-verify-location", "r=%d %s", r,
+	     json_dumps(p, JSON_COMPACT));
+	json_decref(p);
+	char *live = tt_dump_index(dir);
+	r = wd_trace_reindex(t, &err);
+	char *rebuilt = tt_dump_index(dir);
+	T_OK(r == 0 && live && rebuilt && !strcmp(live, rebuilt),
+	     "trace-damage-reindex-equals-live", "r=%d", r);
+	free(live);
+	free(rebuilt);
+	wd_trace_close(t);
+
+	/* reopen: the chain goes on in the new segment */
+	r = wd_trace_open(dir, NULL, &t, &err);
+	seq = 0;
+	if (r == 0) {
+		rec = tt_rec("dm-new", 2, "flag");
+		r = wd_trace_append(t, rec, true, &seq, &err);
+		json_decref(rec);
+		r = r ? r : wd_trace_verify(t, NULL, &p, &err);
+		T_OK(r == -EBADMSG && seq == 33 && json_array_size(p) == 1,
+		     "trace-damage-reopen-appends-chain", "r=%d seq=%llu %s", r,
+		     (unsigned long long)seq, json_dumps(p, JSON_COMPACT));
+		json_decref(p);
+		wd_trace_close(t);
+	} else {
+		T_FAIL("trace-damage-reopen-appends-chain", "%s", err.msg);
+	}
+	/* a reader without the index skips the damaged line too */
+	r = wd_trace_open(
+	    dir, &(struct wd_trace_opts){.read_only = true, .no_index = true},
+	    &t, &err);
+	json_t *recs = NULL;
+	if (r == 0) {
+		wd_trace_run_records(t, "dm-4", &recs, &err);
+		wd_trace_close(t);
+	}
+	T_OK(json_array_size(recs) == 6, "trace-damage-scan-reader",
+	     "dm-4 has %zu records without the index", json_array_size(recs));
+	json_decref(recs);
+
+	/* a true torn tail (a half line, then a bad complete line, nothing
+	 * good after them) of the new last segment is still cut */
+	wd_read_file(seg31, &after, &alen);
+	size_t good_len = alen;
+	int fd = open(seg31, O_WRONLY | O_APPEND);
+	(void)!write(fd, "{\"seq\":34,\"garbage\":1}\n{\"seq\":35,\"ts\"", 38);
+	close(fd);
+	free(after);
+	after = NULL;
+	r = wd_trace_open(dir, NULL, &t, &err);
+	seq = 0;
+	if (r == 0) {
+		rec = tt_rec("dm-new", 3, "run_end");
+		wd_trace_append(t, rec, true, &seq, &err);
+		json_decref(rec);
+		r = wd_trace_verify(t, NULL, &p, &err);
+		json_decref(p);
+		wd_trace_close(t);
+	}
+	stat(seg31, &st);
+	T_OK(seq == 34 && count_files(segdir, ".torn-") == 1 &&
+		 st.st_size > (off_t)good_len && r == -EBADMSG,
+	     "trace-torn-tail-still-cut", "seq=%llu torn files %d r=%d",
+	     (unsigned long long)seq, count_files(segdir, ".torn-"), r);
+	free(seg31);
+	free(buf);
+	free(after);
+	free(seg);
+	free(segdir);
 	wd_rm_rf(dir);
 	free(dir);
 }
@@ -496,6 +699,140 @@ static void test_gc(void)
 	n = wd_trace_gc(t, wd_wall_ns() + 31ull * 86400 * 1000000000ull, &err);
 	T_OK(n == 0, "trace-gc-idempotent", "deleted %d", n);
 	wd_trace_close(t);
+	wd_rm_rf(dir);
+	free(dir);
+}
+
+/* Metadata retention: whole old segments go (failed runs' too), runs are
+ * never split, the chain stays verifiable from the `gc` record, index rows
+ * go and the index equals one rebuilt from the remaining segments. */
+static void test_gc_metadata(void)
+{
+	char *dir = tt_tmpdir();
+	struct wd_trace *t;
+	struct wd_err err = {0};
+	struct wd_trace_opts o = {.segment_bytes = 4096};
+	char refs[2][72], new_refs[2][72];
+	if (wd_trace_open(dir, &o, &t, &err) < 0) {
+		T_FAIL("trace-gc-metadata", "%s", err.msg);
+		return;
+	}
+	for (int i = 0; i < 12; i++) {
+		char run[32];
+		snprintf(run, sizeof(run), "old-%02d", i);
+		write_run(t, run, i % 3 ? "ok" : "failed", "full", 30, refs);
+	}
+	/* a run that starts before the cutoff and ends after it */
+	tt_append(t, tt_rec("straddle", 0, "run_start"), false);
+	wd_trace_flush(t, &err);
+	usleep(20000);
+	uint64_t mid = wd_wall_ns();
+	usleep(20000);
+	tt_append(t, tt_rec("straddle", 1, "run_end"), false);
+	for (int i = 0; i < 6; i++) {
+		char run[32];
+		snprintf(run, sizeof(run), "new-%02d", i);
+		write_run(t, run, "ok", "full", 1000, new_refs);
+	}
+	wd_trace_flush(t, &err);
+	uint64_t day = 86400ull * 1000000000ull;
+	struct wd_trace_gc_stats st;
+	/* before 395 days nothing goes */
+	struct wd_trace_gc_opts go = {.now_ns = mid + 394 * day};
+	int r = wd_trace_gc_ex(t, &go, &st, &err);
+	T_OK(r == 0 && st.segments == 0, "trace-gc-metadata-not-yet",
+	     "r=%d segments %u", r, st.segments);
+	/* cutoff between the old runs and the new ones (default 395 days) */
+	go.now_ns = mid + 395 * day;
+	r = wd_trace_gc_ex(t, &go, &st, &err);
+	T_OK(r == 0 && st.segments > 0 && st.records > 0,
+	     "trace-gc-metadata-drops-segments", "r=%d segments %u (%s)", r,
+	     st.segments, err.msg);
+	json_t *recs = NULL;
+	wd_trace_run_records(t, "old-00", &recs, &err);
+	size_t n_old0 = json_array_size(recs);
+	json_decref(recs);
+	wd_trace_run_records(t, "straddle", &recs, &err);
+	size_t n_str = json_array_size(recs);
+	json_decref(recs);
+	wd_trace_run_records(t, "new-05", &recs, &err);
+	size_t n_new = json_array_size(recs);
+	json_decref(recs);
+	/* old-00 failed: its metadata expires too (only payloads stay) */
+	T_OK(n_old0 == 0 && n_str == 2 && n_new == 6,
+	     "trace-gc-metadata-runs-whole",
+	     "old-00 %zu records, straddle %zu, new-05 %zu", n_old0, n_str,
+	     n_new);
+	json_t *a = NULL;
+	struct wd_trace_query q = {.agent = "support"};
+	wd_trace_query_runs(t, &q, &a, &err);
+	bool no_old0 = true;
+	size_t i;
+	json_t *x;
+	json_array_foreach(a, i, x) no_old0 &=
+	    strcmp(json_string_value(json_object_get(x, "run_id")), "old-00");
+	T_OK(no_old0 && json_array_size(a) >= 6 && json_array_size(a) < 18,
+	     "trace-gc-metadata-index-rows", "%zu runs listed, old-00 %s",
+	     json_array_size(a), no_old0 ? "gone" : "still there");
+	json_decref(a);
+	char *seg1 = wd_asprintf("%s/trace/segments/%016d.jsonl", dir, 1);
+	struct stat sb;
+	T_OK(stat(seg1, &sb) < 0 && blob_exists(dir, new_refs[1]),
+	     "trace-gc-metadata-files",
+	     "segment 1 still there or new blob "
+	     "gone");
+	free(seg1);
+	json_t *p = NULL;
+	r = wd_trace_verify(t, NULL, &p, &err);
+	T_OK(r == 0, "trace-gc-metadata-verify", "r=%d %s", r,
+	     json_dumps(p, JSON_COMPACT));
+	json_decref(p);
+	char *live = tt_dump_index(dir);
+	r = wd_trace_reindex(t, &err);
+	char *rebuilt = tt_dump_index(dir);
+	T_OK(r == 0 && live && rebuilt && strlen(live) > 500 &&
+		 !strcmp(live, rebuilt),
+	     "trace-gc-metadata-reindex-equals-live", "r=%d", r);
+	free(live);
+	free(rebuilt);
+	r = wd_trace_gc_ex(t, &go, &st, &err);
+	T_OK(r == 0 && st.segments == 0, "trace-gc-metadata-idempotent",
+	     "r=%d segments %u", r, st.segments);
+	wd_trace_close(t);
+	/* reopen: the chain goes on and still verifies */
+	r = wd_trace_open(dir, &o, &t, &err);
+	if (r == 0) {
+		r = tt_append(t, tt_rec("after-gc", 0, "run_start"), true);
+		r = r ? r : wd_trace_verify(t, NULL, &p, &err);
+		T_OK(r == 0, "trace-gc-metadata-reopen-verify", "r=%d %s", r,
+		     json_dumps(p, JSON_COMPACT));
+		json_decref(p);
+		/* a chain that starts after records no gc record names is
+		 * reported */
+		char *g = NULL;
+		size_t gl = 0;
+		uint64_t *segs = NULL;
+		size_t ns = 0;
+		wd_trace_list_segments(t, &segs, &ns);
+		char *first = ns ? wd_trace_seg_path(t, segs[0]) : NULL;
+		char *keep = wd_asprintf("%s.bak", first ? first : "x");
+		if (first && wd_read_file(first, &g, &gl) == 0) {
+			wd_write_file(keep, g, gl, 0640);
+			unlink(first);
+		}
+		r = wd_trace_verify(t, NULL, &p, &err);
+		T_OK(r == -EBADMSG && problems_have(p, "chain", "", true),
+		     "trace-gc-metadata-unnamed-gap-reported", "r=%d %s", r,
+		     json_dumps(p, JSON_COMPACT));
+		json_decref(p);
+		free(g);
+		free(first);
+		free(keep);
+		free(segs);
+		wd_trace_close(t);
+	} else {
+		T_FAIL("trace-gc-metadata-reopen-verify", "%s", err.msg);
+	}
 	wd_rm_rf(dir);
 	free(dir);
 }
@@ -701,6 +1038,7 @@ static void test_blob_order(void)
 	}
 	T_OK(r == 0, "trace-blob-order-verify", "verify %d", r);
 	json_decref(probs);
+	wd_rm_rf(dir);
 	free(dir);
 }
 
@@ -710,10 +1048,13 @@ int main(void)
 	test_redaction();
 	test_rotation_reindex();
 	test_tamper();
+	test_damage_last_segment();
 	test_gc();
+	test_gc_metadata();
 	test_threads();
 	test_index_overflow();
 	test_bad_input();
 	test_blob_order();
+	tt_cleanup();
 	return T_DONE();
 }

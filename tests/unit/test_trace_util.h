@@ -8,11 +8,27 @@
 #include <string.h>
 #include <sys/stat.h>
 
+/* The temporary directories this process made (tt_cleanup() removes them,
+ * and only them). */
+static char *tt_dirs[64];
+static unsigned tt_ndirs;
+
 static __attribute__((unused)) char *tt_tmpdir(void)
 {
 	char tmpl[] = "/tmp/wd-trace-test.XXXXXX";
 	char *d = mkdtemp(tmpl);
+	if (d && tt_ndirs < WD_ARRAY_SIZE(tt_dirs))
+		tt_dirs[tt_ndirs++] = wd_strdup(d);
 	return d ? wd_strdup(d) : NULL;
+}
+
+static __attribute__((unused)) void tt_cleanup(void)
+{
+	for (unsigned i = 0; i < tt_ndirs; i++) {
+		wd_rm_rf(tt_dirs[i]);
+		free(tt_dirs[i]);
+	}
+	tt_ndirs = 0;
 }
 
 static __attribute__((unused)) json_t *tt_rec(const char *run, int step,
