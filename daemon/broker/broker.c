@@ -430,30 +430,52 @@ int wd_broker_execute(const struct wd_broker_run *run,
 	char args_hash[72];
 	wd_trace_ref_of(args_text, strlen(args_text), args_hash);
 	json_object_set_new(att, "args_hash", json_string(args_hash));
+	/* a side-effecting tool's attempt is fdatasync'ed before the tool
+	 * starts; a read-only one's is written to its segment (the disk gets
+	 * it with the next group commit), or — only when the agent says
+	 * trace.unrecorded_read_only: allow — may go unrecorded */
+	bool durable = m->side_effects != WD_SE_NONE;
+	bool may_skip = !durable && run->unrecorded_read_only;
+	int rc;
 	if (run->hash_only || strlen(args_text) > ARGS_INLINE_MAX) {
 		char ref[WD_TRACE_REF_LEN];
-		int rc = wd_trace_put_blob(run->trace, run->run_id, args_text,
-					   strlen(args_text), ref, err);
-		if (rc) {
+		rc = wd_trace_put_blob(run->trace, run->run_id, args_text,
+				       strlen(args_text), ref, err);
+		if (rc && !may_skip) {
 			json_decref(att);
 			return rc;
 		}
-		json_object_set_new(att, "args_ref", json_string(ref));
+		if (!rc)
+			json_object_set_new(att, "args_ref", json_string(ref));
 	} else {
 		json_object_set(att, "args", call->args);
 	}
 	if (approval)
 		json_object_set(att, "approval", (json_t *)approval);
-	bool durable = m->side_effects != WD_SE_NONE;
-	int rc = rec_append(run, att, durable, err);
+	rc = rec_append(run, att, durable, err);
+	if (!rc && !durable && !may_skip) {
+		/* the store fails a group commit after append() returned:
+		 * wait for the write (not the sync) to know */
+		json_int_t seq =
+		    json_integer_value(json_object_get(att, "seq"));
+		int wr = seq > 0
+			     ? wd_trace_wait_written(run->trace, (uint64_t)seq)
+			     : 0;
+		if (wr)
+			rc = wd_err_set(err, wr,
+					"trace: tool_attempt not written: %s",
+					strerror(-wr));
+	}
 	json_decref(att);
 	if (rc) {
 		/* seed 000: an unrecorded action that changed the world is
-		 * worse than a failed run */
-		if (durable)
+		 * worse than a failed run; a read-only one runs unrecorded
+		 * only where the agent definition allows it */
+		if (!may_skip)
 			return rc;
 		wd_warn("run %s: tool_attempt not recorded (%s); tool '%s' "
-			"has no side effects, running it",
+			"has no side effects and the agent allows "
+			"trace.unrecorded_read_only: running it",
 			run->run_id, err ? err->msg : "?", call->name);
 	}
 
@@ -564,13 +586,16 @@ int wd_broker_execute(const struct wd_broker_run *run,
 			    r, "preview",
 			    json_stringn(payload, WD_MIN(plen, PREVIEW_MAX)));
 	}
-	rc = rec_append(run, r, false, err);
+	/* the tool ran: its result goes to the model whatever the store
+	 * says (a store that cannot write stops the run's next tool) */
+	struct wd_err rerr = {0};
+	rc = rec_append(run, r, false, &rerr);
 	json_decref(r);
 	snprintf(status_out, 24, "%s", status);
 	wd_result_free(&res);
 	*result_for_model = out;
 	if (rc)
 		wd_warn("run %s: tool_result of '%s' not recorded: %s",
-			run->run_id, call->name, err ? err->msg : "?");
+			run->run_id, call->name, rerr.msg);
 	return 0;
 }

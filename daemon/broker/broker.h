@@ -10,9 +10,12 @@
  *   4. rate      rate_limit per run / user / agent (sliding window)
  *   5. approval  `approval: always` or required_above thresholds → the run
  *                suspends (the caller handles it; see runtime)
- *   6. attempt   `tool_attempt` appended — durably (fdatasync) when
- *                side_effects != none — BEFORE the sandbox starts; if it
- *                cannot be written a side-effecting tool does not run
+ *   6. attempt   `tool_attempt` appended BEFORE the sandbox starts:
+ *                durably (fdatasync) when side_effects != none, else
+ *                written to its segment. If it cannot be (disk full, I/O
+ *                error) the tool does not run — fail closed — unless it
+ *                has no side effects and the agent says
+ *                `trace: {unrecorded_read_only: allow}`
  *   7. sandbox   wd_sandbox_run() as the calling user's uid (never 0)
  *   8. result    `tool_result` + one `denial` record per kernel denial,
  *                attributed to run, step, call and tool
@@ -44,7 +47,10 @@ struct wd_broker_run {
 	char *const *user_scopes; /* the user's scopes from users.yaml */
 	int n_user_scopes;
 	struct wd_trace *trace;
-	bool hash_only;		  /* trace payloads: hash_only */
+	bool hash_only; /* trace payloads: hash_only */
+	/* trace.unrecorded_read_only: allow — a side_effects: none tool
+	 * runs even when its attempt cannot be written (false: it does not) */
+	bool unrecorded_read_only;
 	struct wd_stream *events; /* node-wide stream; may be NULL */
 	/* Append a record (to the trace and the run's followers); the
 	 * contract of wd_trace_append(). NULL = wd_trace_append(trace). */
@@ -99,7 +105,9 @@ bool wd_broker_needs_approval(const struct wd_manifest *m, const json_t *args,
  * 0 with *result_for_model set (a new JSON object: status, exit_code,
  * stdout, stderr, truncated, denials[]) — whatever the tool's own outcome —
  * or -errno when the attempt could not be recorded (the tool did not run;
- * the run must fail) with err set. *status_out gets the tool_result status. */
+ * the run must fail) with err set: a side-effecting tool's attempt must be
+ * on disk (fdatasync), a read-only one's written to its segment unless
+ * run->unrecorded_read_only. *status_out gets the tool_result status. */
 int wd_broker_execute(const struct wd_broker_run *run,
 		      const struct wd_broker_call *call,
 		      const struct wd_manifest *m, const json_t *approval,

@@ -228,11 +228,21 @@ static int t_retention(struct wd_ywalk *w, yaml_node_t *v, void *o)
 	A(o)->trace.retention_days = (uint32_t)x;
 	return 0;
 }
+static int t_unrecorded(struct wd_ywalk *w, yaml_node_t *v, void *o)
+{
+	static const char *const words[] = {"refuse", "allow"};
+	int i;
+	if (wd_y_enum(w, v, "'trace.unrecorded_read_only'", words, 2, &i) < 0)
+		return -EINVAL;
+	A(o)->trace.unrecorded_read_only = (enum wd_trace_unrecorded)i;
+	return 0;
+}
 static int f_trace(struct wd_ywalk *w, yaml_node_t *v, void *o)
 {
 	static const struct wd_y_key keys[] = {
 	    {"payloads", t_payloads, false},
 	    {"retention_days", t_retention, false},
+	    {"unrecorded_read_only", t_unrecorded, false},
 	};
 	return wd_y_map(w, v, "'trace'", keys, WD_ARRAY_SIZE(keys), o);
 }
@@ -281,6 +291,7 @@ static void load_doc(struct wd_ywalk *w, yaml_node_t *root, void *arg)
 	a->context.strategy = WD_CTX_SLIDING_WINDOW;
 	a->trace.payloads = WD_TRACE_FULL;
 	a->trace.retention_days = WD_AGENT_DEFAULT_RETENTION_DAYS;
+	a->trace.unrecorded_read_only = WD_TRACE_UNRECORDED_REFUSE;
 	a->bounds.approval_ttl_s = WD_AGENT_DEFAULT_APPROVAL_TTL_S;
 	a->temperature = -1;
 	int errs = w->nerr;

@@ -12,7 +12,15 @@
  *   bounds: {max_steps: 30, token_budget: 200000, wall_clock_s: 300,
  *            cost_cap_usd: 2.0}
  *   context: {budget_tokens: 32000, strategy: sliding_window}
- *   trace: {payloads: full, retention_days: 30}
+ *   trace: {payloads: full, retention_days: 30,
+ *           unrecorded_read_only: refuse}
+ *
+ * trace.unrecorded_read_only (issue 5, fail closed): when the trace store
+ * cannot write (disk full, I/O error), `refuse` (the default) starts no tool
+ * at all: the run fails with the store's error before its next tool runs
+ * (an unrecorded model_call fails it too). `allow` lets tools with
+ * `side_effects: none` run unrecorded (a warning in the log); a tool with
+ * side effects is refused and fails the run either way.
  *
  * All four bounds are required: a step cap alone does not bound cost
  * (context grows each step), so an agent missing any of them is refused.
@@ -44,6 +52,11 @@ enum wd_trace_payloads {
 	WD_TRACE_HASH_ONLY, /* only sha256 of payloads */
 };
 
+enum wd_trace_unrecorded {
+	WD_TRACE_UNRECORDED_REFUSE, /* no tool runs unrecorded */
+	WD_TRACE_UNRECORDED_ALLOW,  /* side_effects: none tools may */
+};
+
 struct wd_agent_bounds {
 	uint32_t max_steps;
 	uint64_t token_budget; /* input + output tokens over the run */
@@ -70,6 +83,9 @@ struct wd_agent {
 	struct {
 		enum wd_trace_payloads payloads; /* default full */
 		uint32_t retention_days;	 /* default 30 */
+		/* read-only tools when the store cannot write; default
+		 * refuse */
+		enum wd_trace_unrecorded unrecorded_read_only;
 	} trace;
 	double temperature; /* < 0 = provider default (absent) */
 	int line;	    /* 1-based line of the document */

@@ -102,6 +102,9 @@ static void budget_stop(struct wd_run *r, const char *bound, double limit,
 
 /* ---- model call ---- */
 
+/* 0: the model answered (r->pending holds its tool calls, or the run
+ * finished with its text); 1: the run was finished here (its model_call
+ * could not be recorded); -errno: the call failed (err). */
 static int model_step(struct wd_run *r, struct wd_err *err)
 {
 	const struct wd_agent_def *a = r->agent;
@@ -231,11 +234,13 @@ static int model_step(struct wd_run *r, struct wd_err *err)
 		json_object_set_new(rec, "error", json_string(err->msg));
 	}
 	struct wd_err re = {0};
-	if (rt_record(r, rec, false, &re))
-		wd_warn("run %s: model_call not recorded: %s", r->id, re.msg);
+	int rrc = rt_record(r, rec, false, &re);
 	json_decref(rec);
 
 	if (rc) {
+		if (rrc)
+			wd_warn("run %s: model_call not recorded: %s", r->id,
+				re.msg);
 		wd_complete_resp_free(&resp);
 		json_decref(rj);
 		return rc;
@@ -243,6 +248,25 @@ static int model_step(struct wd_run *r, struct wd_err *err)
 	r->in_tokens += resp.usage.input_tokens;
 	r->out_tokens += resp.usage.output_tokens;
 	r->cost += resp.cost_usd;
+	if (rrc && !a->unrecorded_read_only) {
+		/* fail closed (issue 5): no tool runs after a step the
+		 * trace could not keep. A failure the store finds later, at
+		 * its group commit, stops the next tool at its attempt. */
+		cleanup_free char *why =
+		    wd_asprintf("model_call could not be recorded in the "
+				"trace (the agent has "
+				"trace.unrecorded_read_only: refuse): %s",
+				re.msg);
+		wd_complete_resp_free(&resp);
+		json_decref(rj);
+		rt_finish(r, "failed", why, NULL);
+		return 1;
+	}
+	if (rrc)
+		wd_warn(
+		    "run %s: model_call not recorded (%s); the agent allows "
+		    "trace.unrecorded_read_only: going on",
+		    r->id, re.msg);
 
 	/* the assistant turn joins the conversation as the model sent it */
 	json_t *am = json_pack("{s:s,s:s,s:O}", "role", "assistant", "text",
@@ -352,6 +376,8 @@ static void advance(struct wd_run *r)
 		}
 		rt_fit_context(r);
 		int rc = model_step(r, &err);
+		if (rc > 0)
+			return; /* finished: the step could not be recorded */
 		if (rc == -ETIMEDOUT && r->lim.wall_clock_s > 0) {
 			budget_stop(r, "wall_clock_s", r->lim.wall_clock_s,
 				    (double)active_now(r) / 1e9);

@@ -77,6 +77,8 @@ static void agent_def_from(struct wd_agent_def *d, const struct wd_agent *a)
 		 wd_context_strategy_name(a->context.strategy));
 	d->hash_only = a->trace.payloads == WD_TRACE_HASH_ONLY;
 	d->retention_days = (int)a->trace.retention_days;
+	d->unrecorded_read_only =
+	    a->trace.unrecorded_read_only == WD_TRACE_UNRECORDED_ALLOW;
 	d->temperature = a->temperature;
 }
 

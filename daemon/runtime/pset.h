@@ -27,6 +27,7 @@ struct wd_agent_def {
 	long long context_budget_tokens; /* 0 = no fitting */
 	char strategy[32];		 /* "sliding_window" ... */
 	bool hash_only;			 /* trace.payloads: hash_only */
+	bool unrecorded_read_only;	 /* trace.unrecorded_read_only: allow */
 	int retention_days;
 	unsigned approval_ttl_s;
 	double temperature; /* < 0 = provider default */

@@ -37,6 +37,7 @@ static void broker_run(struct wd_run *r, struct wd_broker_run *b)
 	b->n_user_scopes = r->n_scopes;
 	b->trace = r->rt->trace;
 	b->hash_only = r->agent->hash_only;
+	b->unrecorded_read_only = r->agent->unrecorded_read_only;
 	b->tool = tool_lookup;
 	b->tool_arg = r->ps;
 	b->events = r->rt->events;
@@ -310,6 +311,20 @@ int rt_tool_step(struct wd_run *r, struct wd_err *err)
 				pthread_join(th[x], NULL);
 				started[x] = false;
 			}
+		/* fail closed: once an attempt could not be recorded, the
+		 * calls of the next batches do not start */
+		int bad = -1;
+		for (int x = base; x < base + k && bad < 0; x++)
+			if (jobs[x].rc)
+				bad = x;
+		for (int x = base + k; bad >= 0 && x < nj; x++) {
+			jobs[x].rc = jobs[bad].rc;
+			wd_err_set(&jobs[x].err, jobs[bad].rc,
+				   "not started after '%s' failed: %s",
+				   jobs[bad].m->name, jobs[bad].err.msg);
+		}
+		if (bad >= 0)
+			break;
 	}
 	r->ext_ns += wd_now_ns() - t0;
 	__atomic_add_fetch(&rt->m_tool_calls, (uint64_t)nj, __ATOMIC_RELAXED);
@@ -319,10 +334,20 @@ int rt_tool_step(struct wd_run *r, struct wd_err *err)
 	for (int x = 0; x < nj; x++) {
 		struct exec_job *j = &jobs[x];
 		if (j->rc) {
-			wd_err_set(err, j->rc,
-				   "tool '%s' not run: its attempt could not "
-				   "be recorded durably: %s",
-				   j->m->name, j->err.msg);
+			/* fail closed (issue 5): the run ends with the
+			 * store's reason */
+			if (j->m->side_effects != WD_SE_NONE)
+				wd_err_set(err, j->rc,
+					   "tool '%s' not run: its attempt "
+					   "could not be recorded durably: %s",
+					   j->m->name, j->err.msg);
+			else
+				wd_err_set(err, j->rc,
+					   "tool '%s' not run: its attempt "
+					   "could not be recorded (the agent "
+					   "has trace.unrecorded_read_only: "
+					   "refuse): %s",
+					   j->m->name, j->err.msg);
 			ret = j->rc;
 			rt_set_done(j->pc, err->msg, true);
 			continue;
