@@ -8,7 +8,7 @@ PKGS=(
   libseccomp-dev libyaml-dev libjansson-dev zlib1g-dev
   libssl-dev libsqlite3-dev libcurl4-openssl-dev libmicrohttpd-dev
   clang-format libclang-rt-14-dev
-  runsc bubblewrap iproute2 curl python3 gcc jq
+  runsc bubblewrap iproute2 curl python3 gcc jq strace
   busybox-static qemu-system-x86 cpio
 )
 [ "${WARDEN_DEPS_EXTRA:-}" ] && PKGS+=(${WARDEN_DEPS_EXTRA})
