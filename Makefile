@@ -6,11 +6,12 @@
 #   make bench      benchmarks, each figure next to its peer tool
 #   make fuzz       longer fuzz runs
 #   make vmtest     BPF LSM + sandbox tests inside a guest kernel under qemu
-#   make install    PREFIX=/usr/local DESTDIR=
+#   make install    PREFIX=/usr/local SYSCONFDIR=/etc DESTDIR=
 #   V=1             show commands; BUILD=dir for an out-of-tree build dir
 
 BUILD    ?= build
 PREFIX   ?= /usr/local
+SYSCONFDIR ?= /etc
 DESTDIR  ?=
 ARCH     := x86
 CC       ?= gcc
@@ -166,10 +167,30 @@ check-format:
 format:
 	$(Q)clang-format -i $(FORMAT_FILES)
 
+# $(PREFIX)/share/warden/policy: the shipped policy, as shipped (replaced on
+# every install). $(SYSCONFDIR)/warden/policy: where wardend reads its
+# policy by default (daemon/wardend/main.c DEFAULT_POLICY, the systemd
+# unit): seeded from the shipped one, one file at a time and only where no
+# file is there yet, so a deployer's edited or added policy survives a
+# reinstall. The unit goes where systemd looks under PREFIX, its paths
+# rewritten to PREFIX.
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/warden/policy
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/warden/policy \
+		$(DESTDIR)$(SYSCONFDIR)/warden/policy \
+		$(DESTDIR)$(PREFIX)/share/doc/warden $(DESTDIR)$(PREFIX)/lib/systemd/system
 	install -m 0755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
 	cp -r policy/. $(DESTDIR)$(PREFIX)/share/warden/policy/
+	cd policy && find . -type d | while read -r d; do \
+		install -d "$(DESTDIR)$(SYSCONFDIR)/warden/policy/$$d" || exit 1; done
+	cd policy && find . -type f | sed 's|^\./||' | while read -r f; do \
+		t="$(DESTDIR)$(SYSCONFDIR)/warden/policy/$$f"; \
+		if [ -e "$$t" ] || [ -L "$$t" ]; then \
+			cmp -s "$$f" "$$t" || echo "install: keeping $$t (differs from the shipped policy/$$f)"; \
+		else install -m 0644 "$$f" "$$t" || exit 1; fi; done
+	install -m 0644 README.md $(DESTDIR)$(PREFIX)/share/doc/warden/
+	sed 's|/usr/local|$(PREFIX)|g' scripts/wardend.service \
+		>$(DESTDIR)$(PREFIX)/lib/systemd/system/wardend.service
+	chmod 0644 $(DESTDIR)$(PREFIX)/lib/systemd/system/wardend.service
 
 clean:
 	rm -rf $(BUILD)

@@ -16,6 +16,7 @@
 #include <bpf/bpf_helpers.h>
 
 #include "lib/maps.h"
+#include "egress_unix.h"
 
 #define AF_INET	 2
 #define AF_INET6 10
@@ -113,4 +114,144 @@ SEC("cgroup/sendmsg6")
 int wd_sendmsg6(struct bpf_sock_addr *ctx)
 {
 	return judge6(ctx, WD_KEV_SENDMSG);
+}
+
+/* Neutral programs (always allow), attached once per process to the
+ * directory above the call leaves (daemon/enforce/egress.c:
+ * wd_egress_keep_warm). Attaching the first cgroup program of a type
+ * turns a kernel static key on and detaching the last turns it off: each
+ * is a text patch with IPIs to every CPU, ~0.1 ms, which each call paid
+ * four times on attach and four on detach when it was the only one. With
+ * these held the per-call attach and detach only count. Programs of a
+ * cgroup and of its ancestors all run and every one must allow, so an
+ * allow-all program here never overrides a call's verdict. */
+SEC("cgroup/connect4")
+int wd_keep_connect4(struct bpf_sock_addr *ctx)
+{
+	return 1;
+}
+
+SEC("cgroup/connect6")
+int wd_keep_connect6(struct bpf_sock_addr *ctx)
+{
+	return 1;
+}
+
+SEC("cgroup/sendmsg4")
+int wd_keep_sendmsg4(struct bpf_sock_addr *ctx)
+{
+	return 1;
+}
+
+SEC("cgroup/sendmsg6")
+int wd_keep_sendmsg6(struct bpf_sock_addr *ctx)
+{
+	return 1;
+}
+
+/* ---- unix sockets: cgroup/connect_unix, sendmsg_unix (6.7+) --------------
+ * Loaded from sections libbpf 1.1 knows (cgroup/connect4, sendmsg4) with
+ * the attach type set to the unix one by daemon/enforce/egress.c before
+ * the load: the verifier then holds the programs to the unix context
+ * (no user_ip4/port access, which these never touch).
+ *
+ * The address is the kernel's copy of the caller's sockaddr_un (taken by
+ * move_addr_to_kernel before the hook), read through the kernel context;
+ * the path is judged as written, before the kernel resolves it. */
+#define AF_UNIX 1
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, WD_UNIX_MAX_RULES);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct wd_unix_key);
+	__type(value, __u32);
+} wd_unix_rules SEC(".maps");
+
+extern void *bpf_cast_to_kern_ctx(void *obj) __ksym;
+
+/* The key being judged lives here, not on the stack (124 bytes + the
+ * event copy would crowd the 512-byte stack); one slot per CPU, and a
+ * cgroup sock_addr program is not re-entered on its CPU. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct wd_unix_key);
+} wd_unix_scratch SEC(".maps");
+
+static __always_inline int judge_unix(struct bpf_sock_addr *ctx, __u16 kind)
+{
+	__u64 cgid = bpf_get_current_cgroup_id();
+	__u32 zero = 0;
+	bool audit = false;
+	struct wd_unix_key *key = bpf_map_lookup_elem(&wd_unix_scratch, &zero);
+	if (!key)
+		return 0;
+	__builtin_memset(key, 0, sizeof(*key));
+
+	struct bpf_sock_addr_kern *k = bpf_cast_to_kern_ctx(ctx);
+	__u32 n = k->uaddrlen;
+	n = n > 2 ? n - 2 : 0; /* minus sun_family */
+	if (n > WD_UNIX_SUN_PATH)
+		n = WD_UNIX_SUN_PATH;
+	if (n && bpf_probe_read_kernel(key->path, n, (char *)k->uaddr + 2))
+		goto deny;
+
+	struct wd_call_policy *pol = bpf_map_lookup_elem(&wd_policy, &cgid);
+	if (!pol) {
+		wd_count(WD_LOSS_POLICY_MISS);
+		goto deny;
+	}
+	audit = pol->flags & WD_POL_AUDIT;
+	/* Only absolute names can be judged without the caller's cwd; an
+	 * abstract name (leading NUL) or an unnamed address is never under
+	 * a write path. */
+	if (key->path[0] != '/')
+		goto deny;
+	/* A ".." component would climb out of the matched prefix. */
+	char p1 = 0, p2 = 0, p3 = 0;
+#pragma unroll
+	for (int i = 0; i < WD_UNIX_SUN_PATH + 1; i++) {
+		char c = key->path[i];
+		if (p3 == '/' && p2 == '.' && p1 == '.' && (c == '/' || !c))
+			goto deny;
+		if (!c)
+			break;
+		p3 = p2;
+		p2 = p1;
+		p1 = c;
+	}
+	key->prefixlen = WD_UNIX_KEY_FIXED_BITS + 8 * WD_UNIX_PATH_MAX;
+	key->cgid_lo = (__u32)cgid;
+	key->cgid_hi = cgid >> 32;
+	if (bpf_map_lookup_elem(&wd_unix_rules, key))
+		return 1;
+
+deny:;
+	struct wd_kevent *e =
+	    wd_event_reserve(kind, audit ? WD_KEV_AUDITED : WD_KEV_DENIED,
+			     audit ? 0 : 1 /*EPERM*/);
+	if (e) {
+		e->family = AF_UNIX;
+		e->arg2 = ctx->type;
+		__builtin_memcpy(e->path, key->path, WD_UNIX_SUN_PATH);
+		if (!e->path[0] && n)
+			e->path[0] = '@'; /* abstract: shown as "@name" */
+		e->path[WD_UNIX_SUN_PATH] = 0;
+		wd_event_submit(e);
+	}
+	return audit ? 1 : 0;
+}
+
+SEC("cgroup/connect4")
+int wd_connect_unix(struct bpf_sock_addr *ctx)
+{
+	return judge_unix(ctx, WD_KEV_CONNECT_UNIX);
+}
+
+SEC("cgroup/sendmsg4")
+int wd_sendmsg_unix(struct bpf_sock_addr *ctx)
+{
+	return judge_unix(ctx, WD_KEV_SENDMSG_UNIX);
 }

@@ -31,6 +31,9 @@ enum wd_kev_kind {
 	WD_KEV_SB_MOUNT = 10,
 	WD_KEV_MOVE_MOUNT = 11,
 	WD_KEV_KMOD_REQUEST = 12,
+	/* cgroup/connect_unix, sendmsg_unix (egress.bpf.c): path in path */
+	WD_KEV_CONNECT_UNIX = 13,
+	WD_KEV_SENDMSG_UNIX = 14,
 	WD_KEV_KIND_MAX, /* first invalid value */
 };
 

@@ -9,6 +9,8 @@
 
 #include <getopt.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static void usage(FILE *f)
 {
@@ -27,7 +29,13 @@ static void usage(FILE *f)
 		"  --stdin FILE  feed FILE (or - for our stdin) to the tool\n"
 		"  --uid/--gid   identity to run as (default: the caller; a "
 		"root caller's tools\n"
-		"                run as $WARDEN_RUNAS_UID or 65534)\n");
+		"                run as $WARDEN_RUNAS_UID or 65534)\n"
+		"CMD with a '/' is taken relative to the current directory, "
+		"a bare name is\n"
+		"looked up in $PATH; the file it names (symlinks resolved) "
+		"must be listed,\n"
+		"or be under a directory listed, in the manifest's "
+		"filesystem.exec.\n");
 }
 
 static void print_denial(const struct wd_event *e)
@@ -37,6 +45,72 @@ static void print_denial(const struct wd_event *e)
 		wd_event_source_name(e->source), e->kind,
 		e->syscall[0] ? " " : "", e->syscall, e->target[0] ? " " : "",
 		e->target, e->err ? strerror(e->err) : "allowed");
+}
+
+/* CMD as the caller means it, as an absolute path the sandbox can take
+ * (wardend resolves bare names against a fixed list of system dirs; the
+ * caller's cwd and PATH are the CLI's to apply): a name with a '/' is taken
+ * relative to our cwd, a bare name is looked up in our $PATH (the first
+ * executable regular file, as execvp does). Returns a new string, or NULL
+ * with a message in err. */
+static char *resolve_cmd(const char *cmd, struct wd_err *err)
+{
+	if (cmd[0] == '/')
+		return wd_strdup(cmd);
+	if (strchr(cmd, '/')) {
+		char *cwd = getcwd(NULL, 0);
+		if (!cwd) {
+			wd_err_set(err, -errno, "command '%s': cwd: %s", cmd,
+				   strerror(errno));
+			return NULL;
+		}
+		char *abs =
+		    wd_asprintf("%s/%s", strcmp(cwd, "/") ? cwd : "", cmd);
+		free(cwd);
+		if (access(abs, X_OK) < 0) {
+			wd_err_set(err, -errno, "command '%s' (%s): %s", cmd,
+				   abs, strerror(errno));
+			free(abs);
+			return NULL;
+		}
+		return abs;
+	}
+	const char *path = getenv("PATH");
+	if (!path || !*path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	for (const char *p = path; p;) {
+		const char *colon = strchr(p, ':');
+		size_t n = colon ? (size_t)(colon - p) : strlen(p);
+		/* an empty PATH element means the cwd (execvp) */
+		char *cand = n ? wd_asprintf("%.*s/%s", (int)n, p, cmd) : NULL;
+		if (!n) {
+			char *cwd = getcwd(NULL, 0);
+			if (cwd)
+				cand = wd_asprintf("%s/%s", cwd, cmd);
+			free(cwd);
+		}
+		struct stat st;
+		if (cand && cand[0] == '/' && stat(cand, &st) == 0 &&
+		    S_ISREG(st.st_mode) && access(cand, X_OK) == 0)
+			return cand;
+		free(cand);
+		p = colon ? colon + 1 : NULL;
+	}
+	wd_err_set(err, -ENOENT, "command '%s' not found in PATH (%s)", cmd,
+		   path);
+	return NULL;
+}
+
+/* Is canonical path `p` one of `l`'s paths or below one of them? */
+static bool path_covered(const struct wd_path_list *l, const char *p)
+{
+	for (int i = 0; i < l->n; i++) {
+		size_t n = strlen(l->v[i]);
+		if (!strncmp(p, l->v[i], n) &&
+		    (p[n] == 0 || p[n] == '/' || !strcmp(l->v[i], "/")))
+			return true;
+	}
+	return false;
 }
 
 static int verb_exec(int argc, char **argv)
@@ -106,9 +180,37 @@ static int verb_exec(int argc, char **argv)
 			return 125;
 		}
 	}
+	/* CMD resolved here, where the caller's cwd and PATH are known; the
+	 * sandbox then needs the file it names (symlinks resolved, as the
+	 * manifest's paths are) under filesystem.exec. */
+	char **cargv = NULL;
+	if (optind < argc) {
+		struct wd_err rerr = {0};
+		char *cmd = resolve_cmd(argv[optind], &rerr);
+		if (!cmd) {
+			wd_error("exec: %s", rerr.msg);
+			wd_manifest_free(m);
+			return 125;
+		}
+		char *canon = NULL;
+		if (wd_path_canonical(cmd, &canon, &rerr) == 0 &&
+		    !path_covered(&m->fs_exec, canon))
+			fprintf(stderr,
+				"warden exec: '%s' is %s, which the manifest's "
+				"filesystem.exec does not cover: the sandbox "
+				"will refuse to execute it (list \"%s\" or a "
+				"directory above it in filesystem.exec)\n",
+				argv[optind], canon, canon);
+		free(canon);
+		int n = argc - optind;
+		cargv = wd_calloc((size_t)n + 1, sizeof(*cargv));
+		cargv[0] = cmd;
+		for (int i = 1; i < n; i++)
+			cargv[i] = argv[optind + i];
+	}
 	struct wd_call call = {
 	    .manifest = m,
-	    .argv = optind < argc ? argv + optind : NULL,
+	    .argv = cargv,
 	    .stdin_data = in,
 	    .stdin_len = in_len,
 	    .caller_uid = uid >= 0 ? (uid_t)uid : getuid(),
@@ -163,6 +265,9 @@ static int verb_exec(int argc, char **argv)
 	rc = res.exit_code;
 	wd_result_free(&res);
 out_free:
+	if (cargv)
+		free(cargv[0]);
+	free(cargv);
 	free(in);
 	wd_manifest_free(m);
 	return rc;

@@ -11,8 +11,10 @@
 #include "cli/status_int.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "enforce/egress.h"
 #include "enforce/lsm.h"
 #include "enforce/probe.h"
+#include "sandbox/oci.h"
 
 #include <getopt.h>
 #include <jansson.h>
@@ -332,11 +334,29 @@ static void row_limit(struct report *r, const char *t2m, const char *t3m,
 	if (t3m)
 		w->t[2] = no("%s", t3m);
 	else if (!cell.ok)
-		w->t[2] = no("%s (runsc applies OCI resources with the same "
-			     "controllers)",
+		w->t[2] = no("%s (warden sets the sandbox's host cgroup limits "
+			     "with the same controllers)",
 			     cell.text);
+	else if (c == WD_CG_MEMORY)
+		w->t[2] = yes(NULL,
+			      "warden sets %s on the sandbox's host cgroup: "
+			      "memory_mb + %d MB for the sentry and gofer "
+			      "(runsc joins it, limits untouched)",
+			      f->cg.v2_ctrl[c] ? v2file : v1file,
+			      WD_T3_MEM_OVERHEAD_MB);
+	else if (c == WD_CG_PIDS)
+		w->t[2] = yes(NULL,
+			      "RLIMIT_NPROC = pids in the sentry (fork/clone "
+			      "fail with EAGAIN, the sandbox lives); outer "
+			      "bound: warden sets %s on the sandbox's host "
+			      "cgroup = pids x %d + %d (sentry, gofer, ptrace "
+			      "stubs)",
+			      f->cg.v2_ctrl[c] ? v2file : v1file,
+			      WD_T3_PIDS_PER_TASK, WD_T3_PIDS_OVERHEAD);
 	else
-		w->t[2] = yes(NULL, "OCI linux.resources (runsc sets %s)",
+		w->t[2] = yes(NULL,
+			      "warden sets %s on the sandbox's host cgroup "
+			      "(sentry included)",
 			      f->cg.v2_ctrl[c] ? v2file : v1file);
 }
 
@@ -360,8 +380,39 @@ static void row_timeout(struct report *r, const char *t2m, const char *t3m)
 		      ? yes(NULL, "%s (and the pid namespace's init)", c.text)
 		      : no("%s", c.text);
 	w->t[2] = t3m ? no("%s", t3m)
-		      : yes(NULL, "runsc kill --all SIGKILL, then runsc "
-				  "delete --force");
+		      : yes(NULL, "SIGKILL to every process in the sandbox's "
+				  "host cgroup (sentry, gofer, stubs), then "
+				  "runsc delete --force");
+}
+
+/* Append a limitation to a cell's note. */
+static void add_note(struct cell *c, const char *s)
+{
+	char *n = c->note ? wd_asprintf("%s; %s", c->note, s) : wd_strdup(s);
+	free(c->note);
+	c->note = n;
+}
+
+/* Unix sockets, in the network.allow row of tiers 1-2. */
+static void note_unix(struct row *w)
+{
+	struct wd_err e = {0};
+	struct wd_egress *eg = wd_egress_shared(&e);
+	const char *s =
+	    wd_egress_unix_ok(eg)
+		? "unix sockets: BPF cgroup/connect_unix, sendmsg_unix deny "
+		  "every path, abstract and unnamed connect/sendmsg except to "
+		  "a path under filesystem.write (connecting to a socket "
+		  "needs write permission on it in Unix semantics); judged "
+		  "on the path as the tool wrote it (absolute, no '..'): a "
+		  "symlink under a write path that points elsewhere is "
+		  "followed by the kernel after the check"
+		: "unix sockets: NOT held: cgroup/connect_unix (kernel 6.7+) "
+		  "does not load; a tool can connect to host unix sockets "
+		  "its uid may write (Landlock scopes only abstract ones)";
+	for (int t = 0; t < 2; t++)
+		if (w->t[t].ok)
+			add_note(&w->t[t], s);
 }
 
 static void build_rows(struct report *r)
@@ -372,6 +423,7 @@ static void build_rows(struct report *r)
 	const char *t3m = tier3_missing(f, b3, sizeof(b3));
 
 	row_network(r, t2m, t3m);
+	note_unix(&r->rows[r->n_rows - 1]);
 	row_families(r, t2m, t3m);
 	row_fs(r, t2m, t3m, "filesystem.read", "read_file, read_dir",
 	       WD_LSM_H_FILE_OPEN,
@@ -385,8 +437,32 @@ static void build_rows(struct report *r)
 	       "scratch at /tmp",
 	       "OCI mounts: `write` paths bound writable, tmpfs scratch");
 	row_fs(r, t2m, t3m, "filesystem.exec", "execute", WD_LSM_H_BPRM_CHECK,
-	       "mount namespace: only listed paths are visible",
+	       "mount namespace: only listed paths are visible; scratch "
+	       "(/tmp, /dev/shm) and `write` binds noexec (no execve, no "
+	       "mmap PROT_EXEC of what the tool writes); vm.memfd_noexec=2 "
+	       "in the call's pid namespace",
 	       "OCI mounts + gVisor's own exec of the bound files");
+	{
+		/* what Landlock does not hold: mmap(PROT_EXEC) is not a
+		 * Landlock right, and BPF LSM has no mmap_file hook here */
+		static const char *const ld =
+		    "Landlock holds execve; mapping a readable file executable "
+		    "through the dynamic loader (ld.so FILE) is not held "
+		    "without BPF LSM mmap_file: a readable binary outside "
+		    "`exec` runs that way";
+		struct row *w = &r->rows[r->n_rows - 1];
+		if (w->t[0].ok) {
+			add_note(&w->t[0], ld);
+			add_note(&w->t[0],
+				 "so does a binary the tool writes to scratch "
+				 "or a `write` path (tier 1 mounts nothing: "
+				 "no noexec); seccomp refuses memfd_create "
+				 "without MFD_NOEXEC_SEAL and execveat of a "
+				 "bare fd (AT_EMPTY_PATH)");
+		}
+		if (w->t[1].ok)
+			add_note(&w->t[1], ld);
+	}
 	row_syscalls(r, t2m, t3m);
 	row_limit(r, t2m, t3m, "memory_mb", WD_CG_MEMORY, "memory.max",
 		  "memory.limit_in_bytes");

@@ -1,6 +1,7 @@
 #include "enforce/egress.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <netdb.h>
@@ -15,22 +16,42 @@
 #include "egress.skel.h"
 #include "lib/events.h"
 #include "lib/policy.h"
+#include "egress_unix.h"
 
 #define WD_RING_DEFAULT (1u << 22)
 
+/* enum bpf_attach_type (6.7); Debian 12's uapi header stops earlier */
+#define WD_ATTACH_UNIX_CONNECT ((enum bpf_attach_type)49)
+#define WD_ATTACH_UNIX_SENDMSG ((enum bpf_attach_type)50)
+
+/* The call's programs: the four inet ones, then the two unix ones. */
+#define WD_EG_NPROG 6
+
 struct wd_egress_call {
 	uint64_t cgid;
-	struct bpf_link *links[4];
+	/* Attached with BPF_PROG_ATTACH, not as bpf links: a link belongs to
+	 * the fds of the process that made it, so a supervisor killed with
+	 * -9 took the call's egress programs with it while the tool lived
+	 * on. Attached this way they belong to the cgroup: they stay until
+	 * wd_egress_detach or until the cgroup is removed (a start-up sweep
+	 * does that for a dead supervisor's calls). */
+	int cgfd;	   /* dup of the call's cgroup fd, for the detach */
+	unsigned attached; /* bit i: progs_of()[i] is attached */
 	struct wd_egress_key *keys; /* inserted rule keys, for detach */
 	int n_keys;
+	struct wd_unix_key *ukeys; /* unix path rules, for detach */
+	int n_ukeys;
 	struct wd_egress_call *next;
 };
 
 struct wd_egress {
 	struct egress_bpf *skel;
 	struct ring_buffer *rb;
-	pthread_mutex_t lock; /* calls */
+	pthread_mutex_t lock; /* calls, keep */
 	struct wd_egress_call *calls;
+	struct bpf_link *keep[4]; /* wd_egress_keep_warm's links */
+	bool keep_tried;
+	bool unix_ok; /* connect_unix/sendmsg_unix loaded (6.7+) */
 	/* one consumer at a time: libbpf's ring reader and the fields below
 	 * are not safe to share (sandbox/native.c drains from every call's
 	 * thread) */
@@ -121,6 +142,9 @@ static const struct kind_info kinds[WD_KEV_KIND_MAX] = {
     [WD_KEV_MOVE_MOUNT] = {"move_mount", WD_SRC_LSM, __NR_move_mount,
 			   "move_mount"},
     [WD_KEV_KMOD_REQUEST] = {"module_request", WD_SRC_LSM, -1, ""},
+    [WD_KEV_CONNECT_UNIX] = {"connect_unix", WD_SRC_BPF, __NR_connect,
+			     "connect"},
+    [WD_KEV_SENDMSG_UNIX] = {"sendmsg_unix", WD_SRC_BPF, -1, ""},
 };
 
 int wd_kevent_to_event(const void *data, size_t size, int64_t boot_to_wall_ns,
@@ -235,7 +259,33 @@ int wd_egress_open_opts(struct wd_egress **out, const struct wd_egress_opts *o,
 			   strerror(-rc));
 		goto fail;
 	}
+	/* cgroup/connect_unix and sendmsg_unix (6.7): libbpf 1.1 names no
+	 * section for them, so they are declared as connect4/sendmsg4 and
+	 * given their attach type here. A kernel without them refuses the
+	 * load: load again without them (warden status says so). */
+	bpf_program__set_expected_attach_type(e->skel->progs.wd_connect_unix,
+					      WD_ATTACH_UNIX_CONNECT);
+	bpf_program__set_expected_attach_type(e->skel->progs.wd_sendmsg_unix,
+					      WD_ATTACH_UNIX_SENDMSG);
 	rc = egress_bpf__load(e->skel);
+	e->unix_ok = !rc;
+	if (rc) {
+		egress_bpf__destroy(e->skel);
+		e->skel = egress_bpf__open();
+		if (!e->skel) {
+			rc = -errno;
+			wd_err_set(err, rc, "egress: open BPF object: %s",
+				   strerror(-rc));
+			goto fail;
+		}
+		bpf_program__set_autoload(e->skel->progs.wd_connect_unix,
+					  false);
+		bpf_program__set_autoload(e->skel->progs.wd_sendmsg_unix,
+					  false);
+		rc = bpf_map__set_max_entries(e->skel->maps.wd_events, ring);
+		if (!rc)
+			rc = egress_bpf__load(e->skel);
+	}
 	if (rc) {
 		wd_err_set(err, rc,
 			   "egress: load cgroup sock_addr programs: %s "
@@ -375,17 +425,40 @@ static int add_rule(struct wd_egress *e, struct wd_egress_call *c,
 	return rc;
 }
 
+static void progs_of(struct wd_egress *e, struct bpf_program *p[WD_EG_NPROG])
+{
+	p[0] = e->skel->progs.wd_connect4;
+	p[1] = e->skel->progs.wd_connect6;
+	p[2] = e->skel->progs.wd_sendmsg4;
+	p[3] = e->skel->progs.wd_sendmsg6;
+	p[4] = e->unix_ok ? e->skel->progs.wd_connect_unix : NULL;
+	p[5] = e->unix_ok ? e->skel->progs.wd_sendmsg_unix : NULL;
+}
+
 static void call_free_maps(struct wd_egress *e, struct wd_egress_call *c)
 {
-	for (int i = 0; i < 4; i++)
-		if (c->links[i]) {
-			bpf_link__destroy(c->links[i]);
-			c->links[i] = NULL;
-		}
-	/* links first: with the programs gone nothing reads the entries */
+	struct bpf_program *p[WD_EG_NPROG];
+	progs_of(e, p);
+	for (int i = 0; i < WD_EG_NPROG; i++)
+		if (c->attached & (1u << i))
+			/* fails only if the cgroup is gone, and so are they */
+			bpf_prog_detach2(
+			    bpf_program__fd(p[i]), c->cgfd,
+			    bpf_program__expected_attach_type(p[i]));
+	c->attached = 0;
+	if (c->cgfd >= 0)
+		close(c->cgfd);
+	c->cgfd = -1;
+	/* programs first: with them gone nothing reads the entries */
 	int rfd = bpf_map__fd(e->skel->maps.wd_egress_rules);
 	for (int i = 0; i < c->n_keys; i++)
 		bpf_map_delete_elem(rfd, &c->keys[i]);
+	int ufd = bpf_map__fd(e->skel->maps.wd_unix_rules);
+	for (int i = 0; i < c->n_ukeys; i++)
+		bpf_map_delete_elem(ufd, &c->ukeys[i]);
+	free(c->ukeys);
+	c->ukeys = NULL;
+	c->n_ukeys = 0;
 	bpf_map_delete_elem(bpf_map__fd(e->skel->maps.wd_policy), &c->cgid);
 	free(c->keys);
 	c->keys = NULL;
@@ -410,6 +483,7 @@ int wd_egress_attach(struct wd_egress *e, int cgroup_fd, uint64_t cgid,
 		}
 	struct wd_egress_call *c = wd_calloc(1, sizeof(*c));
 	c->cgid = cgid;
+	c->cgfd = -1;
 	for (int i = 0; i < n && !rc; i++)
 		rc = add_rule(e, c, &rules[i], (uint32_t)i, err);
 	if (rc)
@@ -427,12 +501,25 @@ int wd_egress_attach(struct wd_egress *e, int cgroup_fd, uint64_t cgid,
 			   (unsigned long long)cgid, strerror(-rc));
 		goto fail;
 	}
-	struct bpf_program *progs[4] = {
-	    e->skel->progs.wd_connect4, e->skel->progs.wd_connect6,
-	    e->skel->progs.wd_sendmsg4, e->skel->progs.wd_sendmsg6};
-	for (int i = 0; i < 4; i++) {
-		c->links[i] = bpf_program__attach_cgroup(progs[i], cgroup_fd);
-		if (!c->links[i]) {
+	c->cgfd = fcntl(cgroup_fd, F_DUPFD_CLOEXEC, 3);
+	if (c->cgfd < 0) {
+		rc = -errno;
+		wd_err_set(err, rc, "egress: cgroup %llu: dup: %s",
+			   (unsigned long long)cgid, strerror(-rc));
+		goto fail;
+	}
+	struct bpf_program *progs[WD_EG_NPROG];
+	progs_of(e, progs);
+	for (int i = 0; i < WD_EG_NPROG; i++) {
+		if (!progs[i])
+			continue;
+		/* ALLOW_MULTI: the keep-warm programs above run too, and
+		 * every program must allow */
+		if (bpf_prog_attach(bpf_program__fd(progs[i]), cgroup_fd,
+				    bpf_program__expected_attach_type(progs[i]),
+				    BPF_F_ALLOW_MULTI) == 0) {
+			c->attached |= 1u << i;
+		} else {
 			rc = -errno;
 			wd_err_set(err, rc,
 				   "egress: attach '%s' to cgroup %llu: %s",
@@ -450,6 +537,33 @@ fail:
 	free(c);
 	pthread_mutex_unlock(&e->lock);
 	return rc;
+}
+
+void wd_egress_keep_warm(struct wd_egress *e, const char *dir)
+{
+	if (!e)
+		return;
+	pthread_mutex_lock(&e->lock);
+	if (e->keep_tried) {
+		pthread_mutex_unlock(&e->lock);
+		return;
+	}
+	e->keep_tried = true;
+	struct bpf_program *progs[4] = {
+	    e->skel->progs.wd_keep_connect4, e->skel->progs.wd_keep_connect6,
+	    e->skel->progs.wd_keep_sendmsg4, e->skel->progs.wd_keep_sendmsg6};
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	for (int i = 0; fd >= 0 && i < 4; i++) {
+		e->keep[i] = bpf_program__attach_cgroup(progs[i], fd);
+		if (!e->keep[i])
+			/* only slower: each call flips the keys itself */
+			wd_log_errno(WD_LOG_DEBUG, -errno,
+				     "egress: keep '%s' attached to '%s'",
+				     bpf_program__name(progs[i]), dir);
+	}
+	if (fd >= 0)
+		close(fd);
+	pthread_mutex_unlock(&e->lock);
 }
 
 int wd_egress_detach(struct wd_egress *e, uint64_t cgid)
@@ -473,6 +587,68 @@ int wd_egress_detach(struct wd_egress *e, uint64_t cgid)
 	call_free_maps(e, c);
 	free(c);
 	return 0;
+}
+
+bool wd_egress_unix_ok(struct wd_egress *e)
+{
+	return e && e->unix_ok;
+}
+
+static int add_ukey(struct wd_egress *e, struct wd_egress_call *c,
+		    const char *path, size_t len, struct wd_err *err)
+{
+	struct wd_unix_key k = {0};
+	k.prefixlen = WD_UNIX_KEY_FIXED_BITS + 8 * (uint32_t)len;
+	k.cgid_lo = (uint32_t)c->cgid;
+	k.cgid_hi = c->cgid >> 32;
+	memcpy(k.path, path, len);
+	uint32_t v = 1;
+	if (bpf_map_update_elem(bpf_map__fd(e->skel->maps.wd_unix_rules), &k,
+				&v, BPF_ANY)) {
+		int rc = -errno;
+		return wd_err_set(err, rc, "map 'wd_unix_rules': '%s': %s",
+				  path, strerror(-rc));
+	}
+	c->ukeys = wd_realloc(c->ukeys, (c->n_ukeys + 1) * sizeof(*c->ukeys));
+	c->ukeys[c->n_ukeys++] = k;
+	return 0;
+}
+
+int wd_egress_allow_unix(struct wd_egress *e, uint64_t cgid, char *const *paths,
+			 int n, struct wd_err *err)
+{
+	int rc = 0;
+	if (!e)
+		return -EINVAL;
+	pthread_mutex_lock(&e->lock);
+	struct wd_egress_call *c = e->calls;
+	while (c && c->cgid != cgid)
+		c = c->next;
+	for (int i = 0; c && i < n && !rc; i++) {
+		/* "W/" (below W) and "W\0" (W itself); "/" is every path */
+		char b[WD_UNIX_PATH_MAX];
+		size_t l = strlen(paths[i]);
+		if (paths[i][0] != '/' || l + 2 > WD_UNIX_SUN_PATH) {
+			/* no sun_path can name anything below it */
+			continue;
+		}
+		memcpy(b, paths[i], l);
+		if (l == 1) {
+			rc = add_ukey(e, c, "/", 1, err);
+			continue;
+		}
+		b[l] = '/';
+		rc = add_ukey(e, c, b, l + 1, err);
+		b[l] = 0;
+		if (!rc)
+			rc = add_ukey(e, c, b, l + 1, err);
+	}
+	pthread_mutex_unlock(&e->lock);
+	if (!c)
+		return wd_err_set(err, -ENOENT,
+				  "egress: cgroup %llu is not attached",
+				  (unsigned long long)cgid);
+	return rc;
 }
 
 int wd_egress_events_fd(struct wd_egress *e)
@@ -595,6 +771,8 @@ void wd_egress_close(struct wd_egress *e)
 		call_free_maps(e, c);
 		free(c);
 	}
+	for (int i = 0; i < 4; i++)
+		bpf_link__destroy(e->keep[i]);
 	if (e->poll_ep >= 0)
 		close(e->poll_ep);
 	ring_buffer__free(e->rb);

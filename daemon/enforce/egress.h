@@ -56,7 +56,25 @@ struct wd_egress *wd_egress_shared(struct wd_err *err);
 int wd_egress_attach(struct wd_egress *e, int cgroup_fd, uint64_t cgid,
 		     const struct wd_net_rule *rules, int n, bool audit,
 		     uint64_t families_mask, struct wd_err *err);
-/* Destroy the call's links and delete its map entries. Safe to call for a
+/* Keep the kernel's cgroup-BPF static keys on for the life of `e`: attach
+ * allow-all programs of the four types to `dir` (the cgroup v2 directory
+ * above the call leaves, which runs no process itself), once; later calls
+ * return at once. Without it each attach and detach of a lone call patches
+ * kernel text on every CPU. Failure only costs that time (logged at debug
+ * level). The programs never deny: a call's own programs still judge. */
+void wd_egress_keep_warm(struct wd_egress *e, const char *dir);
+/* Unix sockets (cgroup/connect_unix, sendmsg_unix; kernel 6.7+): the
+ * programs attached by wd_egress_attach deny every pathname, abstract and
+ * unnamed connect/sendmsg of the call except to paths under `paths` (the
+ * manifest's filesystem.write: in Unix semantics connecting needs write
+ * permission on the socket). Judged on the path as written: absolute, no
+ * ".." component. A path too long for any sun_path below it is skipped.
+ * Call after wd_egress_attach, before the tool starts. 0 or -errno. */
+int wd_egress_allow_unix(struct wd_egress *e, uint64_t cgid, char *const *paths,
+			 int n, struct wd_err *err);
+/* The unix programs loaded (false on kernels before 6.7). */
+bool wd_egress_unix_ok(struct wd_egress *e);
+/* Detach the call's programs and delete its map entries. Safe to call for a
  * cgid that was never (or only partly) attached: returns -ENOENT then,
  * after removing whatever map entries exist for it. */
 int wd_egress_detach(struct wd_egress *e, uint64_t cgid);

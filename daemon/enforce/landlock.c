@@ -157,8 +157,9 @@ int wd_landlock_restrict(struct wd_landlock *ll)
 	unsigned flags = ll->abi >= 7 ? LL_RESTRICT_SELF_LOG_NEW_EXEC_ON : 0;
 	if (syscall(__NR_landlock_restrict_self, ll->fd, flags) < 0)
 		return -errno;
+	/* Only our fd table changes: tier 1's T may share the daemon's
+	 * memory (sandbox/native_child.c), whose ll still owns its fd. */
 	close(ll->fd);
-	ll->fd = -1;
 	return 0;
 }
 

@@ -26,7 +26,9 @@ int wd_landlock_new(struct wd_landlock **out, struct wd_err *err);
  * to grant); any other failure is an error. */
 int wd_landlock_allow(struct wd_landlock *ll, const char *path,
 		      enum wd_ll_grant g, struct wd_err *err);
-/* no_new_privs must already be set. Consumes ll. Async-signal-safe enough
+/* no_new_privs must already be set. Closes the ruleset fd in the caller's
+ * fd table and writes no memory (the caller may share the daemon's: ll is
+ * still freed by its owner, wd_landlock_free). Async-signal-safe enough
  * for the child between fork and exec (no allocation). */
 int wd_landlock_restrict(struct wd_landlock *ll);
 void wd_landlock_free(struct wd_landlock *ll);

@@ -80,6 +80,10 @@ const char *const wd_seccomp_baseline[] = {"mount",
 					   "setdomainname",
 					   NULL};
 
+/* linux/memfd.h (6.3) and fcntl.h values, stable ABI */
+#define WD_MFD_NOEXEC_SEAL 0x0008U
+#define WD_AT_EMPTY_PATH   0x1000
+
 /* Namespace-creating clone flags (CLONE_NEWUSER needs no privilege). */
 #define NS_FLAGS                                                               \
 	(CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER |           \
@@ -126,6 +130,8 @@ static char *prog_key(const struct wd_manifest *m, size_t *len)
 	for (int i = 0; m && i < m->n_socket_families; i++)
 		wd_buf_append(&b, m->socket_families[i],
 			      strlen(m->socket_families[i]) + 1);
+	/* tier 1 has rules of its own (anonymous executables) */
+	wd_buf_append(&b, m && m->tier == 1 ? "|1" : "|2", 3);
 	*len = b.len;
 	return b.data;
 }
@@ -186,6 +192,12 @@ static int build_uncached(const struct wd_manifest *m,
 	seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
 	seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP,
 			 0); /* we set NNP ourselves */
+	/* A binary tree of syscall numbers instead of one comparison after
+	 * another: the same verdicts, in O(log n) instructions per syscall.
+	 * The kernel emulates the filter for every syscall number when it
+	 * is installed (seccomp_cache_prepare), so a short path per number
+	 * is also a cheaper install, which every call pays. */
+	seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
 
 	for (const char *const *s = wd_seccomp_baseline; *s; s++) {
 		int nr = seccomp_syscall_resolve_name(*s);
@@ -249,6 +261,25 @@ static int build_uncached(const struct wd_manifest *m,
 				  SCMP_A0(SCMP_CMP_GE, AF_MAX))) < 0)
 		goto fail;
 	/* socketpair of the same families is harmless; no rule. */
+
+	/* Tier 1 (no mount or pid namespace of its own, so no noexec scratch
+	 * and no vm.memfd_noexec: sandbox/mounts.c does that in tier 2):
+	 * executing an anonymous file would pass Landlock, which judges
+	 * execve by the file's path and a memfd has none on any rule.
+	 * memfd_create must ask for MFD_NOEXEC_SEAL (the memfd can then
+	 * never be made executable), and execveat of a bare fd
+	 * (AT_EMPTY_PATH, fexecve) is refused: both are integer flags. */
+	if (m && m->tier == 1) {
+		if ((r = seccomp_rule_add(ctx, deny, SCMP_SYS(memfd_create), 1,
+					  SCMP_A1(SCMP_CMP_MASKED_EQ,
+						  WD_MFD_NOEXEC_SEAL, 0))) < 0)
+			goto fail;
+		if ((r = seccomp_rule_add(ctx, deny, SCMP_SYS(execveat), 1,
+					  SCMP_A4(SCMP_CMP_MASKED_EQ,
+						  WD_AT_EMPTY_PATH,
+						  WD_AT_EMPTY_PATH))) < 0)
+			goto fail;
+	}
 
 	/* Export to raw BPF through a memfd (libseccomp 2.5 has no
 	 * in-memory export). */
@@ -336,5 +367,12 @@ int wd_seccomp_answer(int fd, bool audit, struct wd_event *ev)
 	else if (req.data.nr == SCMP_SYS(clone))
 		snprintf(ev->target, sizeof(ev->target), "flags=0x%llx",
 			 (unsigned long long)req.data.args[0]);
+	else if (req.data.nr == SCMP_SYS(memfd_create))
+		snprintf(ev->target, sizeof(ev->target), "flags=0x%llx",
+			 (unsigned long long)req.data.args[1]);
+	else if (req.data.nr == SCMP_SYS(execveat))
+		snprintf(ev->target, sizeof(ev->target), "fd=%lld flags=0x%llx",
+			 (long long)(int)req.data.args[0],
+			 (unsigned long long)req.data.args[4]);
 	return 1;
 }

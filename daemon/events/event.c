@@ -2,7 +2,9 @@
 #include "common/jsonstr.h"
 #include "common/util.h"
 
+#include <seccomp.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -25,6 +27,45 @@ const char *wd_event_source_name(enum wd_event_source s)
 	return "unknown";
 }
 
+_Static_assert(sizeof(WD_EVENT_SENDMSG_SYSCALLS) <=
+		   sizeof(((struct wd_event *)0)->syscall),
+	       "the sendmsg family's name fits the syscall field");
+
+static bool is_sendmsg_hook(const struct wd_event *e)
+{
+	return (e->source == WD_SRC_BPF || e->source == WD_SRC_LSM) &&
+	       !strcmp(e->kind, "sendmsg");
+}
+
+const char *wd_event_syscall_name(const struct wd_event *e)
+{
+	if (e->syscall[0])
+		return e->syscall;
+	if (e->syscall_nr < 0 && is_sendmsg_hook(e))
+		return WD_EVENT_SENDMSG_SYSCALLS;
+	return "";
+}
+
+void wd_event_set_syscall(struct wd_event *e, uint32_t arch, int nr)
+{
+	e->syscall_nr = nr;
+	char *name = seccomp_syscall_resolve_num_arch(
+	    arch ? arch : SCMP_ARCH_NATIVE, nr);
+	wd_strlcpy(e->syscall, name ? name : "?", sizeof(e->syscall));
+	free(name);
+}
+
+void wd_event_complete(struct wd_event *e)
+{
+	if (e->syscall[0])
+		return;
+	if (e->syscall_nr >= 0)
+		wd_event_set_syscall(e, 0, e->syscall_nr);
+	else
+		wd_strlcpy(e->syscall, wd_event_syscall_name(e),
+			   sizeof(e->syscall));
+}
+
 json_t *wd_event_to_json(const struct wd_event *e)
 {
 	char ts[40];
@@ -43,8 +84,9 @@ json_t *wd_event_to_json(const struct wd_event *e)
 	if (e->syscall_nr >= 0)
 		json_object_set_new(o, "syscall_nr",
 				    json_integer(e->syscall_nr));
-	if (e->syscall[0])
-		json_object_set_new(o, "syscall", json_string(e->syscall));
+	const char *sys = wd_event_syscall_name(e);
+	if (sys[0])
+		json_object_set_new(o, "syscall", json_string(sys));
 	json_object_set_new(o, "errno", json_integer(e->err));
 	if (e->target[0])
 		json_object_set_new(o, "target", json_string(e->target));
@@ -150,8 +192,10 @@ size_t wd_event_json_members(const struct wd_event *e, char *buf)
 	p = put_i64(put_raw(p, ",\"uid\":"), e->uid);
 	if (e->syscall_nr >= 0)
 		p = put_i64(put_raw(p, ",\"syscall_nr\":"), e->syscall_nr);
-	if (e->syscall[0])
-		p = PUT_STR(p, ",\"syscall\":", e->syscall);
+	const char *sys = wd_event_syscall_name(e);
+	if (sys[0])
+		p = put_str(put_raw(p, ",\"syscall\":"), sys,
+			    sizeof(e->syscall));
 	p = put_i64(put_raw(p, ",\"errno\":"), e->err);
 	if (e->target[0])
 		p = PUT_STR(p, ",\"target\":", e->target);

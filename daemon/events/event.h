@@ -22,6 +22,8 @@ enum wd_event_source {
 
 enum wd_verdict { WD_VERDICT_DENIED, WD_VERDICT_AUDITED };
 
+#define WD_EVENT_KIND_LEN 48
+
 struct wd_event {
 	uint64_t ts_ns;	    /* CLOCK_REALTIME */
 	uint64_t cgroup_id; /* the call's v2 cgroup id, 0 if unknown */
@@ -29,8 +31,13 @@ struct wd_event {
 	int32_t pid;
 	uint32_t uid;
 	enum wd_event_source source;
-	char kind[24];	    /* "syscall", "connect", "sendmsg", "socket",
-			     * "file_open", "exec", "ptrace", "kill", ... */
+	/* "syscall", "connect", "sendmsg", "socket", "file_open", "exec",
+	 * "ptrace", "kill", Landlock blockers ("fs.read_file",
+	 * "scope.abstract_unix_socket", ...): room for the longest with
+	 * margin (WD_EVENT_KIND_LEN). The kernel record (bpf/lib/events.h)
+	 * carries a kind number, not this string: this size is user-space
+	 * only. */
+	char kind[WD_EVENT_KIND_LEN];
 	int32_t syscall_nr; /* -1 if not a syscall event */
 	char syscall[32];   /* name, "" if unknown */
 	int32_t err;	    /* errno returned to the program (positive) */
@@ -47,6 +54,27 @@ struct wd_event {
 };
 
 const char *wd_event_source_name(enum wd_event_source s);
+
+/* The name given to a denial at a cgroup/sendmsg4,6 hook. The hook runs
+ * inside udp_sendmsg()/udpv6_sendmsg() for sendto(2), sendmsg(2) and
+ * sendmmsg(2) alike, and nothing in its context says which one the program
+ * called (the hook sees a struct bpf_sock_addr, not the syscall; reading
+ * /proc/PID/syscall afterwards would race with the program). So the record
+ * names the family honestly and carries no syscall_nr rather than a guess. */
+#define WD_EVENT_SENDMSG_SYSCALLS "sendto/sendmsg/sendmmsg"
+
+/* Set e->syscall_nr and e->syscall (libseccomp's table, the one seccomp
+ * records use) for syscall `nr` of audit architecture `arch` (AUDIT_ARCH_*,
+ * which is libseccomp's SCMP_ARCH_*; 0 = native). An unknown number keeps
+ * its number and gets the name "?". */
+void wd_event_set_syscall(struct wd_event *e, uint32_t arch, int nr);
+/* Fill what a producer left out but the record can say: the name of a
+ * known syscall number; the sendmsg family for a sendmsg-hook denial.
+ * Idempotent. */
+void wd_event_complete(struct wd_event *e);
+/* e->syscall, or the name wd_event_complete() would give when the producer
+ * left it empty and no lookup is needed ("" if none). */
+const char *wd_event_syscall_name(const struct wd_event *e);
 /* JSON object with the fields above (names as in `warden events --json`). */
 json_t *wd_event_to_json(const struct wd_event *e);
 

@@ -145,6 +145,10 @@ int wd_landlock_audit_parse(int type, const char *text, size_t len,
 	if (!wd_audit_field(text, len, "path", path, sizeof(path)) ||
 	    !wd_audit_field(text, len, "name", path, sizeof(path)))
 		wd_strlcpy(out->target, path, sizeof(out->target));
+	else if (!wd_audit_field(text, len, "opid", dom, sizeof(dom)))
+		/* scope.signal: the task signalled (LSM_AUDIT_DATA_TASK
+		 * writes "opid=N ocomm=..."), as BPF LSM kill records say */
+		snprintf(out->target, sizeof(out->target), "pid %s", dom);
 	else if (!wd_audit_field(text, len, "daddr", dom, sizeof(dom))) {
 		char port[16] = "";
 		wd_audit_field(text, len, "dest", port, sizeof(port));
@@ -421,8 +425,17 @@ int wd_landlock_audit_feed(struct wd_landlock_audit *a, int type, const char *t,
 			a->pev.pid = atoi(v);
 		if (!wd_audit_field(t, tl, "uid", v, sizeof(v)))
 			a->pev.uid = strtoul(v, NULL, 10);
-		if (!wd_audit_field(t, tl, "syscall", v, sizeof(v)))
-			a->pev.syscall_nr = atoi(v);
+		/* number and name, from libseccomp's table for the
+		 * record's own arch (AUDIT_ARCH_* == SCMP_ARCH_*): the same
+		 * names seccomp records carry */
+		if (!wd_audit_field(t, tl, "syscall", v, sizeof(v))) {
+			int nr = atoi(v);
+			uint32_t arch = 0;
+			if (!wd_audit_field(t, tl, "arch", v, sizeof(v)))
+				arch = (uint32_t)strtoul(v, NULL, 16);
+			if (nr >= 0)
+				wd_event_set_syscall(&a->pev, arch, nr);
+		}
 		if (!wd_audit_field(t, tl, "exit", v, sizeof(v)) && atoi(v) < 0)
 			a->pev.err = -atoi(v);
 	}

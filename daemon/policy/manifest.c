@@ -144,8 +144,18 @@ int wd_manifest_load_all_str(const char *name, const char *text, size_t len,
 	struct load_state st = {.file = name ? name : "<input>"};
 	*out = NULL;
 	*n = 0;
-	if (wd_y_load_docs(st.file, text, len, "no manifest in file", diag,
-			   load_doc, &st) < 0) {
+	/* wd_y_load rather than wd_y_load_docs: a file with no document
+	 * (empty, only comments, only "---") is still reported as
+	 * file:line:col like every other diagnostic, at 1:1. */
+	struct wd_diag local = {0};
+	struct wd_diag *d = diag ? diag : &local;
+	int before = d->n + d->dropped;
+	int rc = wd_y_load(st.file, text, len, d, load_doc, &st);
+	if (rc == 0)
+		wd_diag_add(d, st.file, 1, 1, "no manifest in file");
+	bool bad = rc <= 0 || d->n + d->dropped != before;
+	wd_diag_free(&local);
+	if (bad) {
 		wd_manifest_free_all(st.v, st.n);
 		return -EINVAL;
 	}

@@ -296,6 +296,15 @@ static void rmdir_retry(const char *dir)
 	wd_log_errno(WD_LOG_WARN, -errno, "cgroup '%s': cannot remove", dir);
 }
 
+int wd_cgroup_remove_dir(const char *dir)
+{
+	/* v2: one atomic kill; v1 (no cgroup.kill): the listed pids, again
+	 * and again while rmdir finds the leaf busy */
+	cg_write(dir, "cgroup.kill", "1");
+	rmdir_retry(dir);
+	return access(dir, F_OK) == 0 ? -EBUSY : 0;
+}
+
 void wd_cgroup_destroy(struct wd_cgroup *cg)
 {
 	if (cg->v2[0]) {

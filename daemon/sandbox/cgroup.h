@@ -52,6 +52,9 @@ bool wd_cgroup_populated(struct wd_cgroup *cg);
 int wd_cgroup_wait_empty(struct wd_cgroup *cg, int timeout_ms);
 /* OOM kills counted by the memory controller since creation. */
 uint64_t wd_cgroup_oom_kills(struct wd_cgroup *cg);
+/* A leaf of a call whose supervisor is gone (the start-up sweep): kill
+ * every process left in it, wait for them, remove it. 0 or -EBUSY. */
+int wd_cgroup_remove_dir(const char *dir);
 /* Kill what remains, wait for it, remove the leaves. Safe to call twice. */
 void wd_cgroup_destroy(struct wd_cgroup *cg);
 

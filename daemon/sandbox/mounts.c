@@ -19,7 +19,22 @@ const int wd_loader_paths_n = WD_ARRAY_SIZE(wd_loader_paths);
 struct bind {
 	const char *path;
 	bool write;
+	bool exec; /* listed under filesystem.exec (or a loader) */
+	bool noexec;
 };
+
+/* A path listed under exec, or below one: the manifest allows running
+ * files there, so its bind keeps exec. */
+static bool under_exec(const struct wd_manifest *m, const char *p)
+{
+	for (int i = 0; i < m->fs_exec.n; i++) {
+		size_t l = strlen(m->fs_exec.v[i]);
+		if (!strncmp(p, m->fs_exec.v[i], l) &&
+		    (p[l] == '/' || p[l] == 0 || l == 1))
+			return true;
+	}
+	return false;
+}
 
 static int cmp_bind(const void *a, const void *b)
 {
@@ -54,7 +69,7 @@ static int make_point(const char *dst, bool dir)
 /* Bind one host path at the same place in the new root. Not recursive: a
  * mount below the path would otherwise come along with its own (possibly
  * writable) flags; without MS_REC it shows as an empty directory. */
-static int bind_one(const char *root, const char *src, bool write,
+static int bind_one(const char *root, const char *src, bool write, bool noexec,
 		    struct wd_err *err)
 {
 	struct stat st;
@@ -75,6 +90,11 @@ static int bind_one(const char *root, const char *src, bool write,
 	unsigned long fl = MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV;
 	if (!write)
 		fl |= MS_RDONLY;
+	/* noexec refuses execve and mmap(PROT_EXEC) of every file on the
+	 * mount, the dynamic loader's route included (Landlock holds only
+	 * execve): what the tool can write it cannot run. */
+	if (noexec)
+		fl |= MS_NOEXEC;
 	if (mount(NULL, dst, NULL, fl, NULL) < 0)
 		return wd_err_set(err, -errno, "filesystem: remount '%s'%s: %s",
 				  src, write ? "" : " read-only",
@@ -207,11 +227,12 @@ int wd_mounts_setup(const char *root, const struct wd_manifest *m,
 	struct bind *b = wd_calloc(n, sizeof(*b));
 	int k = 0;
 	for (int i = 0; i < m->fs_read.n; i++)
-		b[k++] = (struct bind){m->fs_read.v[i], false};
+		b[k++] = (struct bind){m->fs_read.v[i], false, false, false};
 	for (int i = 0; i < m->fs_exec.n; i++)
-		b[k++] = (struct bind){m->fs_exec.v[i], false};
+		b[k++] = (struct bind){m->fs_exec.v[i], false, true, false};
 	for (int i = 0; i < m->fs_write.n; i++)
-		b[k++] = (struct bind){m->fs_write.v[i], true};
+		b[k++] = (struct bind){m->fs_write.v[i], true, false,
+				       !under_exec(m, m->fs_write.v[i])};
 	for (int i = 0; i < wd_loader_paths_n; i++) {
 		char rp[4096];
 		if (!realpath(wd_loader_paths[i], rp))
@@ -221,7 +242,7 @@ int wd_mounts_setup(const char *root, const struct wd_manifest *m,
 			return wd_err_set(err, r, "loader '%s': %s",
 					  wd_loader_paths[i], strerror(-r));
 		}
-		b[k++] = (struct bind){wd_strdup(rp), false};
+		b[k++] = (struct bind){wd_strdup(rp), false, true, false};
 	}
 	qsort(b, k, sizeof(*b), cmp_bind);
 	for (int i = 0; i < k; i++) {
@@ -230,14 +251,17 @@ int wd_mounts_setup(const char *root, const struct wd_manifest *m,
 		bool covered = false;
 		for (int j = 0; j < i && !covered; j++) {
 			size_t pl = strlen(b[j].path);
+			/* a noexec parent never covers an exec path */
 			covered =
 			    !strncmp(b[i].path, b[j].path, pl) &&
 			    (b[i].path[pl] == '/' || b[i].path[pl] == 0) &&
-			    (b[j].write || !b[i].write);
+			    (b[j].write || !b[i].write) &&
+			    (!b[j].noexec || !b[i].exec);
 		}
 		if (covered)
 			continue;
-		if ((r = bind_one(root, b[i].path, b[i].write, err)) < 0) {
+		if ((r = bind_one(root, b[i].path, b[i].write, b[i].noexec,
+				  err)) < 0) {
 			free(b);
 			return r;
 		}
@@ -249,8 +273,10 @@ int wd_mounts_setup(const char *root, const struct wd_manifest *m,
 	uint32_t mb = m->memory_mb ? m->memory_mb : WD_DEFAULT_MEMORY_MB;
 	char opts[64];
 	snprintf(opts, sizeof(opts), "mode=1777,size=%um", mb);
+	/* scratch: writable, so never executable (see bind_one) */
 	if (make_point(p, true) < 0 ||
-	    mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
+	    mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts) <
+		0)
 		return wd_err_set(err, -errno, "/tmp tmpfs: %s",
 				  strerror(errno));
 	if ((r = setup_dev(root, err)) < 0)
@@ -273,5 +299,21 @@ int wd_mounts_setup(const char *root, const struct wd_manifest *m,
 		  "mode=0755,size=1m") < 0)
 		return wd_err_set(err, -errno, "root read-only: %s",
 				  strerror(errno));
+	return 0;
+}
+
+int wd_mounts_memfd_noexec(struct wd_err *err)
+{
+	/* Per pid namespace (6.3+), inherited by child namespaces, which
+	 * cannot lower it. 2: a memfd is created non-executable and sealed
+	 * so (F_SEAL_EXEC), and MFD_EXEC is refused: no execveat of an
+	 * anonymous file. */
+	int r = wd_write_str("/proc/sys/vm/memfd_noexec", "2");
+	if (r < 0)
+		return wd_err_set(err, r,
+				  "filesystem.exec: cannot enforce: "
+				  "vm.memfd_noexec in the call's pid "
+				  "namespace (kernel 6.3+): %s",
+				  strerror(-r));
 	return 0;
 }

@@ -11,6 +11,10 @@
 int wd_mounts_setup(const char *root, const struct wd_manifest *m,
 		    struct wd_err *err);
 
+/* In the call's new pid namespace, after its /proc is mounted: memfds
+ * are never executable there (vm.memfd_noexec = 2). 0 or -errno. */
+int wd_mounts_memfd_noexec(struct wd_err *err);
+
 /* ELF interpreters: the kernel opens them for execution, so Landlock must
  * grant EXECUTE on them for any dynamically linked tool to start. */
 extern const char *const wd_loader_paths[];

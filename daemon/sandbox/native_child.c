@@ -9,6 +9,7 @@
 #include "lsm_policy.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <grp.h>
 #include <linux/capability.h>
 #include <net/if.h>
@@ -17,12 +18,16 @@
 #include <stdarg.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+
+/* linux/close_range.h (5.11); Debian 12's headers lack the flag. */
+#define WD_CLOSE_RANGE_CLOEXEC (1U << 2)
 
 /* ---- child side (between fork and exec) ---------------------------------- */
 
@@ -179,12 +184,44 @@ static void grant_own_mounts(struct launch *l)
 			child_fail(l, 0, "%s", e.msg);
 }
 
+/* Die with the supervisor. The kernel clears PR_SET_PDEATHSIG on a change
+ * of euid, egid, fsuid or fsgid or a capability gain (commit_creds), so an
+ * earlier prctl does not survive drop_identity's setresuid: arm it after
+ * the last such change (Landlock's restrict_self and the capability drop
+ * leave it in place). A parent that died before the prctl sends nothing,
+ * so check that it still lives: tier 1's T by getppid(), tier 2's G1 by
+ * C's pidfd (its parent is outside its pid namespace: getppid() is 0).
+ * Without this a supervisor killed with -9 left the tool running. */
+static void die_with_parent(struct launch *l)
+{
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+		child_fail(l, errno, "supervision: parent-death signal");
+	if (l->tier == 1) {
+		if (getppid() != l->ppid)
+			_exit(125);
+		return;
+	}
+	struct pollfd p = {l->cpidfd, POLLIN, 0};
+	if (poll(&p, 1, 0) != 0)
+		_exit(125); /* C has exited, or cannot be watched */
+	close(l->cpidfd);
+}
+
 /* Steps shared by both tiers once namespaces and mounts are in place. The
  * caller is the process that will (after a possible fork) exec the tool. */
 static void restrict_self(struct launch *l)
 {
 	set_rlimits(l);
 	drop_identity(l);
+	die_with_parent(l);
+	/* Nothing of the caller's fd table may reach the tool (an fd the
+	 * caller opened on a root-only file was read through it): every fd
+	 * above stdio closes at exec. CLOEXEC rather than closed now: the
+	 * error pipe, the listener hand-off socket and tier 1's exec watch
+	 * pipe are used until the exec itself; the listener made below is
+	 * CLOEXEC from birth. */
+	if (syscall(SYS_close_range, 3U, ~0U, WD_CLOSE_RANGE_CLOEXEC) < 0)
+		child_fail(l, errno, "fds: close_range");
 	int r = wd_landlock_restrict(l->ll);
 	if (r < 0)
 		child_fail(l, -r, "filesystem: cannot enforce: Landlock");
@@ -245,12 +282,51 @@ static void close_parent_ends(struct launch *l)
 	close(l->err[0]);
 }
 
+/* T sharing the daemon's memory runs none of the daemon's signal handlers
+ * (they would run on the daemon's data): every caught signal goes back to
+ * its default action (ignored ones stay ignored across exec, as with fork),
+ * then the daemon thread's mask, blocked over the clone, is restored.
+ * Raw rt_sigaction: the kernel's struct, our own table (no CLONE_SIGHAND). */
+static void vm_child_signals(struct launch *l)
+{
+	struct {
+		unsigned long handler, flags, restorer, mask;
+	} old, dfl = {0};
+	for (int sig = 1; sig < 65; sig++) {
+		if (sig == SIGKILL || sig == SIGSTOP)
+			continue;
+		/* one call per signal; every signal is blocked meanwhile */
+		if (syscall(SYS_rt_sigaction, sig, &dfl, &old, 8) < 0)
+			child_fail(l, errno, "signals: reset %d", sig);
+		if (old.handler == (unsigned long)SIG_IGN &&
+		    syscall(SYS_rt_sigaction, sig, &old, NULL, 8) < 0)
+			child_fail(l, errno, "signals: keep %d ignored", sig);
+	}
+	if (syscall(SYS_rt_sigprocmask, SIG_SETMASK, &l->mask, NULL, 8) < 0)
+		child_fail(l, errno, "signals: mask");
+}
+
 /* Tier 1's T, cloned by the daemon itself straight into the v2 leaf. The
  * daemon may have other threads, so from here to exec nothing allocates or
  * takes a libc lock: the ruleset and the empty capability set were made
- * by the parent; the rest is system calls. */
+ * by the parent; the rest is system calls. With l->vm_child T also shares
+ * the daemon's memory: it writes nothing but its own stack (and errno in
+ * the TLS of the daemon thread that waits for it in poll()). */
 void wd_native_tier1_main(struct launch *l, bool self_v2)
 {
+	if (l->vm_child) {
+		vm_child_signals(l);
+		/* The parent learns that we left its memory when this pipe's
+		 * write end closes at exec. Made here, it is in our fd table
+		 * only: none of the daemon's other forks can hold it open. */
+		int pp[2];
+		if (pipe2(pp, O_CLOEXEC) < 0)
+			child_fail(l, errno, "exec watch pipe");
+		int r = send_fd(l->sock[1], pp[0]);
+		if (r < 0)
+			child_fail(l, -r, "exec watch pipe: send");
+		close(pp[0]);
+	}
 	close_parent_ends(l);
 	/* The parent may die: never outlive it unsupervised. */
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -264,8 +340,16 @@ void wd_native_tier1_main(struct launch *l, bool self_v2)
 void wd_native_tier2_main(struct launch *l)
 {
 	close_parent_ends(l);
-	/* The parent may die: never outlive it unsupervised. */
+	/* The parent may die: never outlive it unsupervised. C changes no
+	 * credential, so the signal stays armed; a parent already gone
+	 * would never send it. */
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != l->ppid)
+		_exit(125);
+	/* G1 watches C through this (die_with_parent) */
+	l->cpidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
+	if (l->cpidfd < 0)
+		child_fail(l, errno, "supervision: pidfd_open");
 
 	int flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS;
 	if (l->netns)
@@ -304,6 +388,8 @@ void wd_native_tier2_main(struct launch *l)
 	struct wd_err e = {0};
 	if (wd_mounts_setup(l->root, l->m, &e) < 0)
 		child_fail(l, 0, "%s", e.msg);
+	if (wd_mounts_memfd_noexec(&e) < 0)
+		child_fail(l, 0, "%s", e.msg);
 	if (sethostname("warden", 6) < 0)
 		child_fail(l, errno, "uts: sethostname");
 	if (l->lsm) {
@@ -331,7 +417,14 @@ void wd_native_tier2_main(struct launch *l)
 	}
 	grant_own_mounts(l);
 	restrict_self(l);
-	pid_t g2 = fork();
+	/* G2 borrows our memory until it execs (vfork): no copy of it to make
+	 * and to tear down again at exec. We only wait meanwhile; G2 already
+	 * runs under the tool's identity, Landlock and seccomp, and the
+	 * daemon, not we, supervises and times it (a stopped G2 holds only
+	 * us). A manifest denying vfork: the copying fork. */
+	pid_t g2 = vfork();
+	if (g2 < 0)
+		g2 = fork();
 	if (g2 < 0)
 		child_fail(l, errno, "fork");
 	if (g2 == 0)
@@ -340,6 +433,9 @@ void wd_native_tier2_main(struct launch *l)
 	close(l->out[1]);
 	close(l->err[1]);
 	close(l->errp[1]);
+	/* G1 runs as the tool's uid from here: hold none of the caller's
+	 * fds either (non-dumpable already keeps /proc/1/fd shut) */
+	syscall(SYS_close_range, 3U, ~0U, 0U);
 	/* Reap everything; leave when the tool does. Our exit tears the pid
 	 * namespace down, killing whatever the tool left behind. */
 	for (;;) {
@@ -350,4 +446,174 @@ void wd_native_tier2_main(struct launch *l)
 		if (p < 0 && errno == ECHILD)
 			_exit(125);
 	}
+}
+
+/* ---- tier 1: T on the daemon's memory --------------------------------- */
+
+/* System calls T makes after its seccomp filter is in place. If the
+ * manifest denies one, it would wait for the supervisor's answer, which
+ * does not come before T has exec'd (the parent waits for that first): use
+ * the copying clone then. */
+static bool vm_spawn_safe(const struct wd_manifest *m)
+{
+	static const char *const after[] = {
+	    "sendmsg", "close", "dup2", "dup3",	      "chdir",
+	    "execve",  "write", "exit", "exit_group", "rt_sigprocmask"};
+	for (int i = 0; i < m->n_syscalls_deny; i++)
+		for (size_t k = 0; k < WD_ARRAY_SIZE(after); k++)
+			if (!strcmp(m->syscalls_deny[i], after[k]))
+				return false;
+	return true;
+}
+
+#if defined(__x86_64__)
+#define WD_HAVE_VM_CLONE 1
+/* clone3 with a new stack: the child cannot return through C (its stack
+ * has no frames), so it calls fn(arg), which never returns, from here
+ * (and exits 125 if it did).
+ * syscall preserves every register but rax, rcx and r11, so fn and arg
+ * (in registers the compiler picks among the others) reach the child; the
+ * kernel starts it at stack + stack_size, 16-byte aligned. */
+static long clone3_run(struct wd_clone_args *a, void (*fn)(void *), void *arg)
+{
+	long ret;
+	__asm__ volatile("syscall\n\t"
+			 "test %%rax, %%rax\n\t"
+			 "jnz 1f\n\t"
+			 "xor %%ebp, %%ebp\n\t"
+			 "mov %[arg], %%rdi\n\t"
+			 "call *%[fn]\n\t"
+			 "mov $60, %%eax\n\t" /* SYS_exit(125) */
+			 "mov $125, %%edi\n\t"
+			 "syscall\n\t"
+			 "ud2\n"
+			 "1:\n\t"
+			 : "=a"(ret)
+			 : "0"((long)SYS_clone3), "D"(a),
+			   "S"(sizeof(*a)), [fn] "r"(fn), [arg] "r"(arg)
+			 : "rcx", "r11", "memory", "cc");
+	return ret;
+}
+#endif
+
+#define VM_STACK (256 << 10)
+
+static void __attribute__((noreturn)) vm_entry(void *arg)
+{
+	wd_native_tier1_main(arg, false);
+}
+
+/* Wait until T has left the daemon's memory: exec'd (the write end of the
+ * pipe whose read end T sent first closes when T switches to the new
+ * image) or died (pidfd). T stopped (SIGSTOP from a process of its uid) or
+ * stuck past the call's timeout is killed with the cgroup it was born in.
+ * Returns only once T no longer runs on our memory. */
+static void vm_wait_exec(struct launch *l, pid_t t, int pidfd)
+{
+	uint32_t tmo_ms =
+	    l->m->timeout_ms ? l->m->timeout_ms : WD_DEFAULT_TIMEOUT_MS;
+	uint64_t until = wd_now_ns() + (uint64_t)tmo_ms * 1000000ull;
+	bool killed = false;
+	int watch = -1;
+	for (;;) {
+		struct pollfd p[2] = {
+		    {watch >= 0 ? watch : l->sock[0], POLLIN, 0},
+		    {pidfd, POLLIN, 0}};
+		uint64_t now = wd_now_ns();
+		int tmo = killed	 ? -1
+			  : now >= until ? 0
+					 : (int)((until - now) / 1000000) + 1;
+		int r = poll(p, 2, tmo);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			break; /* cannot watch: kill, then wait for the exit */
+		if (r == 0) {
+			wd_cgroup_kill(l->cg);
+			killed = true;
+			continue;
+		}
+		if (watch >= 0 && (p[0].revents & (POLLHUP | POLLERR)))
+			goto done; /* exec'd: our memory is ours */
+		if (watch < 0 && p[0].revents) {
+			char c;
+			struct wd_scm1 m;
+			struct msghdr *msg = wd_scm1_init(&m, &c, 1);
+			ssize_t n = recvmsg(l->sock[0], msg,
+					    MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+			struct cmsghdr *c0 = n > 0 ? CMSG_FIRSTHDR(msg) : NULL;
+			if (c0 && c0->cmsg_type == SCM_RIGHTS &&
+			    c0->cmsg_len == CMSG_LEN(sizeof(int)))
+				memcpy(&watch, CMSG_DATA(c0), sizeof(int));
+			else if (n >= 0 || errno != EAGAIN)
+				break; /* not the protocol: kill */
+		}
+		if (p[1].revents)
+			goto done; /* T is gone */
+	}
+	wd_cgroup_kill(l->cg);
+	siginfo_t si;
+	while (waitid(P_PID, t, &si, WEXITED | WNOWAIT) < 0 && errno == EINTR)
+		;
+done:
+	if (watch >= 0)
+		close(watch);
+}
+
+pid_t wd_native_spawn_tier1(struct launch *l)
+{
+	bool self_v2;
+#ifdef WD_HAVE_VM_CLONE
+	if (vm_spawn_safe(l->m)) {
+		/* Guard page below: an overflow faults instead of writing
+		 * into whatever the daemon mapped there. */
+		char *stk =
+		    mmap(NULL, VM_STACK, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+		if (stk != MAP_FAILED && mprotect(stk, 4096, PROT_NONE) == 0) {
+			/* T shares our memory and, until it execs, the
+			 * setresuid in T marks the shared mm non-dumpable
+			 * (commit_creds): make that this process's state
+			 * from the start rather than a side effect. */
+			prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+			sigset_t all;
+			sigfillset(&all);
+			pthread_sigmask(SIG_BLOCK, &all, &l->mask);
+			l->vm_child = true;
+			int pidfd = -1;
+			struct wd_clone_args a = {
+			    .flags = CLONE_INTO_CGROUP | CLONE_VM | CLONE_PIDFD,
+			    .pidfd = (uint64_t)(uintptr_t)&pidfd,
+			    .exit_signal = SIGCHLD,
+			    .stack = (uint64_t)(uintptr_t)stk,
+			    .stack_size = VM_STACK,
+			    .cgroup = (uint64_t)l->cg->v2_fd};
+			long p = clone3_run(&a, vm_entry, l);
+			int e = errno;
+			if (p < 0)
+				e = (int)-p;
+			pthread_sigmask(SIG_SETMASK, &l->mask, NULL);
+			if (p > 0) {
+				/* l is read by T until it execs: no write
+				 * to it (or to anything T reads) until then */
+				vm_wait_exec(l, (pid_t)p, pidfd);
+				close(pidfd);
+				munmap(stk, VM_STACK);
+				return (pid_t)p;
+			}
+			l->vm_child = false;
+			munmap(stk, VM_STACK);
+			if (e != ENOSYS && e != E2BIG && e != EINVAL) {
+				errno = e;
+				return -1;
+			}
+		} else if (stk != MAP_FAILED) {
+			munmap(stk, VM_STACK);
+		}
+	}
+#endif
+	pid_t t = wd_native_clone_into_leaf(l, &self_v2);
+	if (t == 0)
+		wd_native_tier1_main(l, self_v2);
+	return t;
 }

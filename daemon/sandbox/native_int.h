@@ -4,6 +4,7 @@
 #ifndef WD_NATIVE_INT_H
 #define WD_NATIVE_INT_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -73,6 +74,17 @@ struct launch {
 	int errp[2]; /* child → parent: setup error text (CLOEXEC) */
 	int sock[2]; /* child → parent: seccomp listener fd */
 	int in[2], out[2], err[2];
+	/* tier 1, T sharing the daemon's memory (wd_native_spawn_tier1):
+	 * the caller's signal mask, restored by T just before exec */
+	bool vm_child;
+	sigset_t mask;
+	/* The process T (tier 1) or C (tier 2) is a child of: T and C die
+	 * with it (PR_SET_PDEATHSIG), and check it still lives once the
+	 * signal is armed. Tier 2: C's pidfd, which G1 inherits and polls
+	 * for the same check (G1's getppid() is 0: C is outside its pid
+	 * namespace). */
+	pid_t ppid;
+	int cpidfd;
 };
 
 /* Child side (native_child.c). */
@@ -82,6 +94,13 @@ int wd_native_build_landlock(struct launch *l, struct wd_err *err);
 /* Create T inside the call's v2 leaf (clone3 CLONE_INTO_CGROUP), or fork
  * when the kernel lacks it (*self_v2 = true: T joins by itself). */
 pid_t wd_native_clone_into_leaf(struct launch *l, bool *self_v2);
+/* Tier 1's T: like wd_native_clone_into_leaf + wd_native_tier1_main, but
+ * where it can, T shares the daemon's memory until it execs (clone3
+ * CLONE_VM | CLONE_VFORK on a stack of its own, as posix_spawn does): no
+ * copy of the daemon's page tables to make and tear down again at exec.
+ * The calling thread is suspended until T has exec'd or died. Returns T's
+ * pid or -1 with errno. */
+pid_t wd_native_spawn_tier1(struct launch *l);
 /* T's programme for each tier; never return. */
 void wd_native_tier1_main(struct launch *l, bool self_v2)
     __attribute__((noreturn));

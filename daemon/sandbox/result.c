@@ -31,7 +31,10 @@ void wd_result_add_denial(struct wd_result *r, const struct wd_event *e)
 	}
 	r->denials =
 	    wd_realloc(r->denials, (r->n_denials + 1) * sizeof(*r->denials));
-	r->denials[r->n_denials++] = *e;
+	r->denials[r->n_denials] = *e;
+	/* a record the producer left without a syscall name (a Landlock
+	 * record's number, a sendmsg hook) gets what can be said honestly */
+	wd_event_complete(&r->denials[r->n_denials++]);
 }
 
 void wd_result_enf(struct wd_result *r, const char *name, const char *fmt, ...)

@@ -2,6 +2,7 @@
 #include "sandbox/sandbox.h"
 #include "common/log.h"
 #include "enforce/probe.h"
+#include "sandbox/cgroup.h"
 #include "sandbox/pool.h"
 
 #include <dirent.h>
@@ -183,9 +184,14 @@ static int sweep_hierarchy(const char *root, const struct dead *dd)
 		/* A leaf only minutes old may belong to a call being set up
 		 * right now (created, no process yet): never race it, unless
 		 * its owner is known to be gone. */
-		if (!stale(p) && !is_dead(dd, e->d_name))
+		bool dead = is_dead(dd, e->d_name);
+		if (!stale(p) && !dead)
 			continue;
-		if (rmdir(p) == 0)
+		/* Its supervisor is gone: whatever still runs there (a tool
+		 * daemonised past a `warden exec` killed with -9) is
+		 * confined, but unattended: kill it, then remove the leaf
+		 * (its egress programs go with it). */
+		if (dead ? wd_cgroup_remove_dir(p) == 0 : rmdir(p) == 0)
 			n++;
 	}
 	closedir(d);

@@ -72,6 +72,130 @@ static int do_connect(int family, const char *host, int port, int type,
 	return res(r, "connect");
 }
 
+/* The baseline's syscalls (daemon/enforce/seccomp.c, wd_seccomp_baseline)
+ * by number, each with arguments that do nothing even if the filter let the
+ * call through: NULL pointers, fd -1, invalid commands or flags, or a pure
+ * query. So a miss shows as a return value or an errno other than EPERM,
+ * never as harm. The test takes the names from the baseline itself and
+ * fails on one this table lacks. */
+#define NA -1L /* not a syscall on this arch */
+static const struct deny_probe {
+	const char *name;
+	long nr;
+	long a[6];
+} deny_probes[] = {
+    {"mount", SYS_mount, {0, 0, 0, 0, 0}},
+    {"umount2", SYS_umount2, {0, 0}},
+    {"pivot_root", SYS_pivot_root, {0, 0}},
+    {"chroot", SYS_chroot, {0}},
+    {"move_mount", SYS_move_mount, {-1, 0, -1, 0, 0}},
+    {"open_tree", SYS_open_tree, {-1, 0, 0}},
+    {"fsopen", SYS_fsopen, {0, 0}},
+    {"fsconfig", SYS_fsconfig, {-1, 0, 0, 0, 0}},
+    {"fsmount", SYS_fsmount, {-1, 0, 0}},
+    {"fspick", SYS_fspick, {-1, 0, 0}},
+    {"mount_setattr", SYS_mount_setattr, {-1, 0, 0, 0, 0}},
+    /* CLONE_NEWUSER: the one a tool could do unprivileged */
+    {"unshare", SYS_unshare, {CLONE_NEWUSER}},
+    {"setns", SYS_setns, {-1, 0}},
+    {"ptrace", SYS_ptrace, {-1L /* no such request */, 0, 0, 0}},
+    {"process_vm_readv", SYS_process_vm_readv, {0, 0, 0, 0, 0, 0}},
+    {"process_vm_writev", SYS_process_vm_writev, {0, 0, 0, 0, 0, 0}},
+    {"process_madvise", SYS_process_madvise, {-1, 0, 0, 0, 0}},
+    {"pidfd_getfd", SYS_pidfd_getfd, {-1, -1, 0}},
+    {"kcmp", SYS_kcmp, {0, 0, -1L /* no such type */, 0, 0}},
+    {"bpf", SYS_bpf, {-1L /* no such cmd */, 0, 0}},
+    {"perf_event_open", SYS_perf_event_open, {0, 0, -1, -1, 0}},
+    {"userfaultfd", SYS_userfaultfd, {~0L}},
+    {"keyctl", SYS_keyctl, {-1L /* no such op */, 0, 0, 0, 0}},
+    {"add_key", SYS_add_key, {0, 0, 0, 0, 0}},
+    {"request_key", SYS_request_key, {0, 0, 0, 0}},
+    {"io_uring_setup", SYS_io_uring_setup, {0, 0}},
+    {"io_uring_enter", SYS_io_uring_enter, {-1, 0, 0, 0, 0, 0}},
+    {"io_uring_register", SYS_io_uring_register, {-1, 0, 0, 0}},
+    {"kexec_load", SYS_kexec_load, {0, 0, 0, ~0L}},
+    {"kexec_file_load", SYS_kexec_file_load, {-1, -1, 0, 0, ~0L}},
+    {"init_module", SYS_init_module, {0, 0, 0}},
+    {"finit_module", SYS_finit_module, {-1, 0, ~0L}},
+    {"delete_module", SYS_delete_module, {0, 0}},
+    {"swapon", SYS_swapon, {0, 0}},
+    {"swapoff", SYS_swapoff, {0}},
+    {"reboot", SYS_reboot, {0, 0, 0, 0}}, /* bad magic */
+    {"acct", SYS_acct, {(long)""}},	  /* ENOENT; NULL would stop acct */
+    {"quotactl", SYS_quotactl, {0, 0, 0, 0}},
+    {"quotactl_fd", SYS_quotactl_fd, {-1, 0, 0, 0}},
+    {"syslog", SYS_syslog, {-1L /* no such action */, 0, 0}},
+    {"name_to_handle_at", SYS_name_to_handle_at, {-1, 0, 0, 0, 0}},
+    {"open_by_handle_at", SYS_open_by_handle_at, {-1, 0, 0}},
+    {"lookup_dcookie", SYS_lookup_dcookie, {0, 0, 0}},
+    {"iopl", SYS_iopl, {0}},	       /* level 0: what we have */
+    {"ioperm", SYS_ioperm, {0, 0, 0}}, /* turn nothing off */
+    {"settimeofday", SYS_settimeofday, {0, 0}},
+    {"clock_settime", SYS_clock_settime, {-1, 0}},
+    {"clock_adjtime", SYS_clock_adjtime, {-1, 0}},
+    {"adjtimex", SYS_adjtimex, {0}},
+    {"vhangup", SYS_vhangup, {0}},
+    {"uselib", SYS_uselib, {0}},
+    {"_sysctl", SYS__sysctl, {0}},
+    {"ustat", SYS_ustat, {0, 0}},
+    {"sysfs", SYS_sysfs, {-1L /* no such option */, 0, 0}},
+    {"fanotify_init", SYS_fanotify_init, {~0L, 0}},
+    {"memfd_secret", SYS_memfd_secret, {~0L}},
+    {"personality", SYS_personality, {0xffffffffL}}, /* query only */
+    {"modify_ldt", SYS_modify_ldt, {-1L /* no such func */, 0, 0}},
+    {"nfsservctl", SYS_nfsservctl, {0, 0, 0}},
+#ifdef SYS_vm86
+    {"vm86", SYS_vm86, {-1L, 0}},
+#else
+    {"vm86", NA, {0}},
+#endif
+#ifdef SYS_vm86old
+    {"vm86old", SYS_vm86old, {0}},
+#else
+    {"vm86old", NA, {0}},
+#endif
+    {"sethostname", SYS_sethostname, {0, -1L}},
+    {"setdomainname", SYS_setdomainname, {0, -1L}},
+};
+
+/* deny-table NAME...: each named syscall once, one line each:
+ *   "sys NAME NR: refused errno E"  |  "sys NAME NR: returned R"
+ *   "sys NAME -1: not on this arch" |  "sys NAME: no entry"
+ * Exit 1 when every one present was refused with EPERM, else 0. */
+static int deny_table(int n, char **names)
+{
+	int all = 1;
+	for (int i = 0; i < n; i++) {
+		const struct deny_probe *d = NULL;
+		for (size_t k = 0;
+		     k < sizeof(deny_probes) / sizeof(deny_probes[0]); k++)
+			if (!strcmp(deny_probes[k].name, names[i]))
+				d = &deny_probes[k];
+		if (!d) {
+			printf("sys %s: no entry\n", names[i]);
+			all = 0;
+			continue;
+		}
+		if (d->nr == NA) {
+			printf("sys %s -1: not on this arch\n", d->name);
+			continue;
+		}
+		errno = 0;
+		long r = syscall(d->nr, d->a[0], d->a[1], d->a[2], d->a[3],
+				 d->a[4], d->a[5]);
+		if (r == -1) {
+			printf("sys %s %ld: refused errno %d\n", d->name, d->nr,
+			       errno);
+			if (errno != EPERM)
+				all = 0;
+		} else {
+			printf("sys %s %ld: returned %ld\n", d->name, d->nr, r);
+			all = 0;
+		}
+	}
+	return all;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -264,6 +388,55 @@ int main(int argc, char **argv)
 		printf("daemonized\n");
 		return 0;
 	}
+	if (!strcmp(a, "deny-table"))
+		return deny_table(argc - 2, argv + 2);
+	if (!strcmp(a, "pidfd-kill") && argc > 2) {
+		/* signal a host process through a pidfd (pidfd_open needs
+		 * only the same uid; the signal goes through task_kill) */
+		int fd = (int)syscall(SYS_pidfd_open, atoi(argv[2]), 0);
+		if (fd < 0)
+			return res(-1, "pidfd_open");
+		return res(
+		    (int)syscall(SYS_pidfd_send_signal, fd, SIGKILL, NULL, 0),
+		    "pidfd_send_signal");
+	}
+	if (!strcmp(a, "errflood") && argc > 2) {
+		size_t n = atol(argv[2]);
+		static char ebuf[65536];
+		memset(ebuf, 'E', sizeof(ebuf));
+		while (n) {
+			size_t k = n < sizeof(ebuf) ? n : sizeof(ebuf);
+			ssize_t w = write(2, ebuf, k);
+			if (w <= 0)
+				return 1;
+			n -= w;
+		}
+		return 0;
+	}
+	if (!strcmp(a, "daemonize-hold") && argc > 4) {
+		/* daemonize MARKER DELAY, then stay HOLD seconds: the call
+		 * ends by its timeout with a daemonised grandchild alive */
+		pid_t p = fork();
+		if (p == 0) {
+			setsid();
+			if (fork() == 0) {
+				close(0);
+				close(1);
+				close(2);
+				sleep(atoi(argv[3]));
+				int fd =
+				    open(argv[2], O_WRONLY | O_CREAT, 0644);
+				if (fd >= 0)
+					(void)!write(fd, "alive\n", 6);
+				_exit(0);
+			}
+			_exit(0);
+		}
+		waitpid(p, NULL, 0);
+		printf("daemonized\n");
+		sleep(atoi(argv[4]));
+		return 0;
+	}
 	if (!strcmp(a, "sleep") && argc > 2) {
 		sleep(atoi(argv[2]));
 		return 0;
@@ -325,6 +498,137 @@ int main(int argc, char **argv)
 			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		return res(mprotect(p, 4096, PROT_READ | PROT_EXEC),
 			   "mprotect");
+	}
+	/* ---- exec_confine.sh ---- */
+	if (!strcmp(a, "say") && argc > 2) {
+		printf("%s\n", argv[2]);
+		return 0;
+	}
+	if (!strcmp(a, "fd-read") && argc > 2) {
+		/* an fd the caller opened before starting the sandbox */
+		char buf[128];
+		ssize_t n = read(atoi(argv[2]), buf, sizeof(buf) - 1);
+		if (n < 0)
+			return res(-1, "fd-read");
+		buf[n] = 0;
+		printf("fd-read: got '%s'\n", buf);
+		return 0;
+	}
+	if (!strcmp(a, "memfd-exec") && argc > 3) {
+		/* copy a readable (not executable) binary into a memfd and
+		 * run it: execveat(fd, "", AT_EMPTY_PATH); argv[3] = flags */
+		int src = open(argv[2], O_RDONLY);
+		if (src < 0)
+			return res(-1, "open");
+		int m = (int)syscall(SYS_memfd_create, "x",
+				     (unsigned)strtoul(argv[3], NULL, 0));
+		if (m < 0)
+			return res(-1, "memfd_create");
+		char buf[65536];
+		ssize_t n;
+		while ((n = read(src, buf, sizeof(buf))) > 0)
+			if (write(m, buf, n) != n)
+				return res(-1, "memfd write");
+		char *av[] = {"probe", "say", "MEMFD-RAN", NULL};
+		char *ev[] = {NULL};
+		syscall(SYS_execveat, m, "", av, ev, 0x1000 /*AT_EMPTY_PATH*/);
+		return res(-1, "execveat");
+	}
+	if (!strcmp(a, "loader-run") && argc > 4) {
+		/* copy SRC to DST (chmod 755) and run it through the dynamic
+		 * loader LOADER: mmap(PROT_EXEC), not execve, of DST */
+		const char *src = argv[2], *dst = argv[3];
+		char tdst[512];
+		if (!strncmp(dst, "TMPDIR/", 7) && getenv("TMPDIR")) {
+			snprintf(tdst, sizeof(tdst), "%s/%s", getenv("TMPDIR"),
+				 dst + 7);
+			dst = tdst;
+		}
+		if (strcmp(src, dst)) {
+			int s = open(src, O_RDONLY),
+			    d = open(dst, O_WRONLY | O_CREAT | O_TRUNC, 0755);
+			if (s < 0 || d < 0)
+				return res(-1, "copy");
+			char buf[65536];
+			ssize_t n;
+			while ((n = read(s, buf, sizeof(buf))) > 0)
+				if (write(d, buf, n) != n)
+					return res(-1, "copy write");
+			close(d);
+		}
+		char *av[] = {argv[4], (char *)dst, "LOADER-RAN", NULL};
+		execv(argv[4], av);
+		return res(-1, "exec loader");
+	}
+	if ((!strcmp(a, "unix-connect") || !strcmp(a, "unix-sendto")) &&
+	    argc > 2) {
+		/* "@name" = abstract */
+		int dgram = !strcmp(a, "unix-sendto");
+		int s = socket(AF_UNIX, dgram ? SOCK_DGRAM : SOCK_STREAM, 0);
+		if (s < 0)
+			return res(-1, "socket");
+		struct {
+			sa_family_t fam;
+			char path[108];
+		} u = {AF_UNIX, {0}};
+		size_t l = strlen(argv[2]);
+		if (l >= sizeof(u.path))
+			return 2;
+		memcpy(u.path, argv[2], l);
+		if (u.path[0] == '@')
+			u.path[0] = 0;
+		socklen_t len =
+		    (socklen_t)(sizeof(sa_family_t) + l + (u.path[0] ? 1 : 0));
+		if (dgram)
+			return res((int)sendto(s, "x", 1, 0, (void *)&u, len),
+				   "unix sendto");
+		return res(connect(s, (void *)&u, len), "unix connect");
+	}
+	if (!strcmp(a, "linger-connect") && argc > 4) {
+		/* PORT SECS PIDDIR: write our pid to PIDDIR/first, leave a
+		 * daemonised grandchild (pid in PIDDIR/grand) that tries a
+		 * loopback connect every 100 ms for SECS, then stay too */
+		int port = atoi(argv[2]), secs = atoi(argv[3]);
+		char p[512];
+		snprintf(p, sizeof(p), "%s/first", argv[4]);
+		FILE *f = fopen(p, "w");
+		if (f) {
+			fprintf(f, "%d\n", getpid());
+			fclose(f);
+		}
+		pid_t c = fork();
+		if (c == 0) {
+			setsid();
+			if (fork() == 0) {
+				close(0);
+				close(1);
+				close(2);
+				snprintf(p, sizeof(p), "%s/grand", argv[4]);
+				f = fopen(p, "w");
+				if (f) {
+					fprintf(f, "%d\n", getpid());
+					fclose(f);
+				}
+				for (int i = 0; i < secs * 10; i++) {
+					int s = socket(AF_INET, SOCK_STREAM, 0);
+					struct sockaddr_in a4 = {
+					    .sin_family = AF_INET,
+					    .sin_port = htons(port)};
+					inet_pton(AF_INET, "127.0.0.1",
+						  &a4.sin_addr);
+					(void)!connect(s, (void *)&a4,
+						       sizeof(a4));
+					close(s);
+					usleep(100000);
+				}
+				_exit(0);
+			}
+			_exit(0);
+		}
+		waitpid(c, NULL, 0);
+		printf("lingering\n");
+		sleep(secs);
+		return 0;
 	}
 	fprintf(stderr, "probe: unknown action '%s'\n", a);
 	return 2;

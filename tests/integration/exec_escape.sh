@@ -50,6 +50,12 @@ hits() { [ -f "$T/hits" ] && wc -l < "$T/hits" || echo 0; }
 
 # A host process the tool must not be able to signal or trace.
 sleep 300 & VICTIM=$!; VICTIM_PIDS+=("$VICTIM")
+# ... and one of the tools' own uid (65534, outside any sandbox): the same
+# uid may signal it as far as DAC goes, so only the sandbox stands between.
+setpriv --reuid=65534 --regid=65534 --clear-groups sleep 301 & VICTIM65=$!; VICTIM_PIDS+=("$VICTIM65")
+
+# The baseline deny list, from the source the filter is built from.
+BASELINE=$(sed -n '/wd_seccomp_baseline\[\] = {/,/NULL}/p' daemon/enforce/seccomp.c | grep -o '"[a-z_0-9]*"' | tr -d '"')
 
 manifest() { # tier allow-json
 	cat > "$T/m$1.yaml" <<Y
@@ -94,6 +100,27 @@ for tier in ${ESCAPE_TIERS:-1 2}; do # vmtest runs tier 1 only (TCG is ~10x slow
 			echo "# t$tier: kernel dropped audit records during the call (audit_lost $lost0 -> $lost1): one more call"
 		done
 	}
+	# record NAME SOURCE KIND SYSCALL NR ERRNO TARGET-REGEX: LAST has a
+	# denial with exactly these fields (NR "-": no syscall_nr, the number
+	# cannot be known), its target matching the anchored regex
+	record() {
+		local n=$1; shift
+		if printf '%s' "$LAST" | python3 -c '
+import json, re, sys
+src, kind, sysc, nr, err, tgt = sys.argv[1:]
+d = json.load(sys.stdin)["denials"]
+def ok(e):
+    return (e.get("source") == src and e.get("kind") == kind and
+            e.get("syscall") == sysc and e.get("errno") == int(err) and
+            (("syscall_nr" not in e) if nr == "-" else e.get("syscall_nr") == int(nr)) and
+            re.fullmatch(tgt, e.get("target", "")) is not None and
+            e.get("verdict") == "denied")
+sys.exit(0 if any(ok(e) for e in d) else 1)' "$@"; then
+			pass "t$tier/$n-record"
+		else
+			fail "t$tier/$n-record" "no denial {source $1 kind $2 syscall $3 nr $4 errno $5 target ~ $6} in $(printf '%s' "$LAST" | python3 -c 'import json,sys; print(json.load(sys.stdin)["denials"])' 2>&1 | head -c 700)"
+		fi
+	}
 	has_denial() { # name kind-regex
 		if printf '%s' "$LAST" | python3 -c "import json,sys,re; d=json.load(sys.stdin)['denials']; sys.exit(0 if any(re.search('$2', e.get('kind','')+' '+e.get('syscall','')+' '+e.get('target','')) for e in d) else 1)"; then pass "t$tier/$1-recorded"; else fail "t$tier/$1-recorded" "no denial matching $2 in $(printf '%s' "$LAST" | head -c 600)"; fi
 	}
@@ -101,10 +128,18 @@ for tier in ${ESCAPE_TIERS:-1 2}; do # vmtest runs tier 1 only (TCG is ~10x slow
 	# -- network: every way to get a packet out
 	h0=$(hits)
 	denied tcp4 connect4 127.0.0.1 "$TCP4"; has_denial tcp4 "connect.*127.0.0.1:$TCP4"
+	record tcp4 bpf connect connect 42 1 "127\.0\.0\.1:$TCP4"
 	denied tcp6 connect6 ::1 "$TCP6"
+	record tcp6 bpf connect connect 42 1 "\[::1\]:$TCP6"
 	denied mapped6 connect6 ::ffff:127.0.0.1 "$TCP4"
+	# the hook sees the v4 destination (in v4-mapped form either way)
+	record mapped6 bpf connect connect 42 1 "(127\.0\.0\.1|\[::ffff:127\.0\.0\.1\]):$TCP4"
+	# a sendmsg hook runs for sendto, sendmsg and sendmmsg alike and
+	# cannot tell which: the family's name, no number (events/event.h)
 	denied udp4 udp4 127.0.0.1 "$UDP4"
+	record udp4 bpf sendmsg sendto/sendmsg/sendmmsg - 1 "127\.0\.0\.1:$UDP4"
 	denied udp6 udp6 ::1 "$UDP6"
+	record udp6 bpf sendmsg sendto/sendmsg/sendmmsg - 1 "\[::1\]:$UDP6"
 	denied fastopen fastopen 127.0.0.1 "$TCP4"
 	denied netlink socket netlink; has_denial netlink "socket"
 	denied packet socket packet
@@ -131,8 +166,10 @@ for tier in ${ESCAPE_TIERS:-1 2}; do # vmtest runs tier 1 only (TCG is ~10x slow
 		# on, at whatever pid comes.
 		if [ "$tier" = 1 ]; then
 			act=(read "$SECRET"); want="fs.read_file.*$SECRET"
+			rec=(fs.read_file openat 257 13 "$SECRET")
 		else
 			act=(ls /); want="fs.read_dir.* /$"
+			rec=(fs.read_dir openat 257 13 "/")
 		fi
 		"$HELPERS/auditstate" set 0 || fail "t$tier/audit-off" "auditstate set 0 failed"
 		{ echo 3999 > /proc/sys/kernel/ns_last_pid; } 2>/dev/null
@@ -140,6 +177,7 @@ for tier in ${ESCAPE_TIERS:-1 2}; do # vmtest runs tier 1 only (TCG is ~10x slow
 		has_denial landlock-read-from-audit-off "$want"
 		landlock_call "${act[@]}"
 		has_denial landlock-read "$want"
+		record landlock-read landlock "${rec[@]}"
 	fi
 	denied read-shadow read /etc/shadow
 	denied ls-root ls /
@@ -153,6 +191,12 @@ for tier in ${ESCAPE_TIERS:-1 2}; do # vmtest runs tier 1 only (TCG is ~10x slow
 	# -- processes and privileges
 	denied kill-host kill "$VICTIM"
 	kill -0 "$VICTIM" && pass "t$tier/victim-alive" || fail "t$tier/victim-alive"
+	# same uid as the tool: kill(2) and a pidfd (pidfd_open needs only
+	# the uid; pidfd_send_signal then goes through the same LSM hook)
+	denied kill-same-uid kill "$VICTIM65"
+	denied pidfd-kill-same-uid pidfd-kill "$VICTIM65"
+	sleep 0.1
+	kill -0 "$VICTIM65" && pass "t$tier/same-uid-victim-alive" || fail "t$tier/same-uid-victim-alive" "pid $VICTIM65 is gone"
 	denied ptrace-host ptrace "$VICTIM"; has_denial ptrace-host "ptrace"
 	denied setuid0 setuid0
 	denied unshare-user unshare-user; has_denial unshare "unshare"
@@ -171,6 +215,43 @@ for tier in ${ESCAPE_TIERS:-1 2}; do # vmtest runs tier 1 only (TCG is ~10x slow
 	denied io_uring io_uring; has_denial io_uring "io_uring"
 	denied keyctl keyctl
 	denied userfaultfd userfaultfd
+	# every syscall of the baseline deny list, by number with harmless
+	# arguments: EPERM, and a seccomp record with its number and name
+	LAST=$(run deny-table $BASELINE)
+	lines=$(printf '%s' "$LAST" | python3 -c '
+import json, re, sys
+tier = sys.argv[1]
+d = json.load(sys.stdin)
+recs = {(e.get("syscall_nr"), e.get("syscall")) for e in d["denials"]
+        if e.get("source") == "seccomp" and e.get("kind") == "syscall" and
+        e.get("errno") == 1 and e.get("verdict") == "denied"}
+seen, notarch = set(), []
+for l in d["stdout"].splitlines():
+    m = re.match(r"sys (\S+) (-?\d+): (.*)", l) or re.match(r"sys (\S+)(): (.*)", l)
+    if not m:
+        continue
+    name, nr, what = m.group(1), m.group(2), m.group(3)
+    seen.add(name)
+    if what == "not on this arch":
+        notarch.append(name)
+    elif what != "refused errno 1":
+        print(f"FAIL t{tier}/deny-{name}: {l}")
+    elif (int(nr), name) not in recs:
+        print(f"FAIL t{tier}/deny-{name}: EPERM but no seccomp record with syscall_nr {nr} and name {name}")
+    else:
+        print(f"PASS t{tier}/deny-{name}")
+for name in sys.argv[2:]:
+    if name not in seen:
+        print(f"FAIL t{tier}/deny-{name}: the helper never tried it (no line)")
+if notarch:
+    sep = chr(44)
+    print(f"SKIP t{tier}/deny-{sep.join(notarch)}: not system calls on this architecture (the filter skips them too)")
+' "$tier" $BASELINE 2>&1)
+	printf '%s\n' "$lines"
+	printf '%s\n' "$lines" | grep -q '^PASS' || fail "t$tier/deny-table" "no result: $(printf '%s' "$LAST" | head -c 400)"
+	printf '%s\n' "$lines" | grep -q '^FAIL\|Traceback' && _fail=1
+	expect_eq "t$tier/deny-table-count" "$(printf '%s\n' $BASELINE | wc -l)" "$(printf '%s' "$LAST" | python3 -c 'import json,sys; print(sum(l.startswith("sys ") for l in json.load(sys.stdin)["stdout"].splitlines()))')"
+
 	out=$(run int80)
 	expect_match "t$tier/int80-killed" "$out" '"exit_code": 1(59|37)'
 	denied x32 x32

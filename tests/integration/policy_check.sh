@@ -44,6 +44,19 @@ LIST
 run policy check "$FIXP/bad-types.yaml"
 expect_eq several-errors-one-pass "$(printf '%s\n' "$err" | grep -c "^$FIXP/bad-types.yaml:")" 10
 
+# a file with no manifest (empty, only a comment, only "---") is an error
+# at 1:1 like any other, in text and --json
+: >"$tmp/empty.yaml"
+printf '# nothing yet\n' >"$tmp/comment.yaml"
+printf -- '---\n' >"$tmp/dashes.yaml"
+for f in empty comment dashes; do
+	run policy check "$tmp/$f.yaml"
+	expect_eq "no-manifest-exit-$f" "$rc" 1
+	expect_eq "no-manifest-line-col-$f" "$(printf '%s\n' "$err" | head -1)" "$tmp/$f.yaml:1:1: no manifest in file"
+done
+run policy check --json "$tmp/empty.yaml"
+expect_match no-manifest-json "$out" "\"file\": ?\"$tmp/empty.yaml\", ?\"line\": ?1, ?\"col\": ?1, ?\"message\": ?\"no manifest in file\""
+
 # a typo in a copy of a shipped manifest must fail, not be ignored
 sed 's/^  allow:/  alow:/' policy/tools/search_internal_docs.yaml >"$tmp/typo.yaml"
 run policy check "$tmp/typo.yaml"

@@ -242,7 +242,7 @@ static void test_defaults_json_seed(void)
 
 	rc = wd_manifest_load_str("e.yaml", "", 0, &m, &dg);
 	T_OK(rc == -EINVAL && !m && dg.n == 1 &&
-		 !strcmp(dg.msgs[0], "e.yaml: no manifest in file"),
+		 !strcmp(dg.msgs[0], "e.yaml:1:1: no manifest in file"),
 	     "empty-file", "rc %d %s", rc, dg.n ? dg.msgs[0] : "");
 	wd_diag_free(&dg);
 }
