@@ -168,7 +168,7 @@ struct {
 	__type(value, __u32);
 } wd_unix_rules SEC(".maps");
 
-extern void *bpf_cast_to_kern_ctx(void *obj) __ksym;
+extern void *bpf_cast_to_kern_ctx(void *obj) __ksym __weak;
 
 /* The key being judged lives here, not on the stack (124 bytes + the
  * event copy would crowd the 512-byte stack); one slot per CPU, and a

@@ -6,6 +6,7 @@
 #include <sched.h>
 #include <seccomp.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -79,6 +80,17 @@ const char *const wd_seccomp_baseline[] = {"mount",
 					   "sethostname",
 					   "setdomainname",
 					   NULL};
+
+bool wd_memfd_noexec_sysctl(void)
+{
+	static int have = -1; /* probed once, before any call forks */
+	int h = __atomic_load_n(&have, __ATOMIC_RELAXED);
+	if (h < 0) {
+		h = access("/proc/sys/vm/memfd_noexec", F_OK) == 0;
+		__atomic_store_n(&have, h, __ATOMIC_RELAXED);
+	}
+	return h;
+}
 
 /* linux/memfd.h (6.3) and fcntl.h values, stable ABI */
 #define WD_MFD_NOEXEC_SEAL 0x0008U
@@ -263,13 +275,15 @@ static int build_uncached(const struct wd_manifest *m,
 	/* socketpair of the same families is harmless; no rule. */
 
 	/* Tier 1 (no mount or pid namespace of its own, so no noexec scratch
-	 * and no vm.memfd_noexec: sandbox/mounts.c does that in tier 2):
+	 * and no vm.memfd_noexec: sandbox/mounts.c does that in tier 2), and
+	 * tier 2 on a kernel without vm.memfd_noexec (before 6.3; there
+	 * MFD_NOEXEC_SEAL does not exist either, so no memfd at all):
 	 * executing an anonymous file would pass Landlock, which judges
 	 * execve by the file's path and a memfd has none on any rule.
 	 * memfd_create must ask for MFD_NOEXEC_SEAL (the memfd can then
 	 * never be made executable), and execveat of a bare fd
 	 * (AT_EMPTY_PATH, fexecve) is refused: both are integer flags. */
-	if (m && m->tier == 1) {
+	if (m && (m->tier == 1 || !wd_memfd_noexec_sysctl())) {
 		if ((r = seccomp_rule_add(ctx, deny, SCMP_SYS(memfd_create), 1,
 					  SCMP_A1(SCMP_CMP_MASKED_EQ,
 						  WD_MFD_NOEXEC_SEAL, 0))) < 0)

@@ -40,4 +40,9 @@ int wd_seccomp_answer(int fd, bool audit, struct wd_event *ev);
 /* The baseline deny list (names), NULL-terminated, for docs and tests. */
 extern const char *const wd_seccomp_baseline[];
 
+/* Whether this kernel has the per-pid-namespace vm.memfd_noexec sysctl
+ * (6.3+): tier 2 sets it to 2 in the call's pid namespace; without it the
+ * seccomp filter refuses exec-capable memfds as in tier 1. */
+bool wd_memfd_noexec_sysctl(void);
+
 #endif

@@ -388,7 +388,8 @@ void wd_native_tier2_main(struct launch *l)
 	struct wd_err e = {0};
 	if (wd_mounts_setup(l->root, l->m, &e) < 0)
 		child_fail(l, 0, "%s", e.msg);
-	if (wd_mounts_memfd_noexec(&e) < 0)
+	/* without the sysctl (before 6.3) the seccomp filter holds memfds */
+	if (wd_memfd_noexec_sysctl() && wd_mounts_memfd_noexec(&e) < 0)
 		child_fail(l, 0, "%s", e.msg);
 	if (sethostname("warden", 6) < 0)
 		child_fail(l, errno, "uts: sethostname");
