@@ -91,8 +91,8 @@ static void safe_copy(char *dst, size_t dsz, const char *src, size_t ssz,
 	safe_copy(dst, sizeof(dst), field, sizeof(field), empty)
 
 struct evstr {
-	char team[64], agent[64], tool[64], kind[24], run_id[40], call_id[40],
-	    syscall[32], target[256];
+	char team[64], agent[64], tool[64], kind[WD_EVENT_KIND_LEN], run_id[40],
+	    call_id[40], syscall[32], target[256];
 	const char *source;
 };
 

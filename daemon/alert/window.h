@@ -64,7 +64,8 @@ struct wd_akey *wd_akeys_touch(struct wd_akeys *t, int dim, const char *value,
 /* Labelled counters: one per (source, kind, team, tool, verdict) up to
  * max series; further label sets add to the series with labels "other". */
 struct wd_series {
-	char source[16], kind[24], team[64], tool[64], verdict[12];
+	char source[16], kind[WD_EVENT_KIND_LEN], team[64], tool[64],
+	    verdict[12];
 	uint64_t hash;
 	uint64_t count;
 	struct wd_series *hnext, *next; /* hash chain, insertion order */

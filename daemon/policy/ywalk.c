@@ -727,7 +727,7 @@ int wd_y_load_docs(const char *file, const char *text, size_t len,
 	int before = d->n + d->dropped;
 	int rc = wd_y_load(file, text, len, d, fn, arg);
 	if (rc == 0)
-		wd_diag_add(d, file, 0, 0, "%s", none);
+		wd_diag_add(d, file, 1, 1, "%s", none);
 	bool bad = rc <= 0 || d->n + d->dropped != before;
 	wd_diag_free(&local);
 	return bad ? -EINVAL : 0;

@@ -102,6 +102,7 @@ struct wd_rt {
 	/* with a warm pool, manifests must outlive it: replaced policy
 	 * sets are kept until close */
 	struct wd_pool *pool;
+	struct wd_otlp *otlp; /* the caller's exporter (not owned), or NULL */
 	struct wd_pset **retired;
 	int n_retired;
 	struct wd_run *runs;

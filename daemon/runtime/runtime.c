@@ -505,6 +505,7 @@ int wd_rt_open(const struct wd_rt_opts *o, struct wd_rt **out,
 				   .otlp = o->otlp};
 	if ((rc = wd_trace_open(rt->state_dir, &to, &rt->trace, err)))
 		goto fail;
+	rt->otlp = o->otlp;
 	/* what calls killed with the previous daemon left behind */
 	int swept = wd_sandbox_sweep();
 	if (swept > 0)

@@ -5,6 +5,7 @@
 
 #include "events/stream.h"
 #include "sandbox/pool.h"
+#include "trace/otlp.h"
 #include "runtime/rt_int.h"
 #include "trace/trace.h"
 
@@ -337,6 +338,20 @@ static void pool_metrics(struct wd_pool *p, struct wd_buf *b)
 			      g[i], g[i], gv[i]);
 }
 
+/* The live OTLP export: best effort, so what it dropped is counted. */
+static void otlp_metrics(struct wd_otlp *o, struct wd_buf *b)
+{
+	struct wd_otlp_stats s;
+	wd_otlp_stats(o, &s);
+	static const char *const c[] = {"queued", "sent", "dropped", "failed"};
+	const uint64_t cv[] = {s.queued, s.sent, s.dropped, s.failed};
+	for (size_t i = 0; i < WD_ARRAY_SIZE(c); i++)
+		wd_buf_printf(b,
+			      "# TYPE warden_otlp_spans_%s_total counter\n"
+			      "warden_otlp_spans_%s_total %llu\n",
+			      c[i], c[i], (unsigned long long)cv[i]);
+}
+
 char *wd_rt_metrics(struct wd_rt *rt)
 {
 	struct wd_buf b = {0};
@@ -386,5 +401,7 @@ char *wd_rt_metrics(struct wd_rt *rt)
 		wd_alert_metrics_render(rt->alert, &b);
 	if (rt->pool)
 		pool_metrics(rt->pool, &b);
+	if (rt->otlp)
+		otlp_metrics(rt->otlp, &b);
 	return b.data ? b.data : wd_strdup("");
 }

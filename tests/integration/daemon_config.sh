@@ -176,6 +176,9 @@ otlp_req=$(head -1 "$T/otlp.jsonl" 2>/dev/null)
 expect_match otlp-path-type "$otlp_req" '^\{"path": "/v1/traces", "type": "application/json"'
 expect_match otlp-model-attr "$(cat "$T/otlp.jsonl")" '"gen_ai.request.model"'
 expect_eq otlp-no-secret "$(grep -c -e hunter2xyz -e SECRETTOKEN77 "$T/otlp.jsonl")" 0
+sent=$(metric warden_otlp_spans_sent_total)
+if [ -n "$sent" ] && [ "$sent" -ge 1 ]; then pass otlp-metrics-sent; else fail otlp-metrics-sent "warden_otlp_spans_sent_total '$sent'"; fi
+expect_eq otlp-metrics-dropped "$(metric warden_otlp_spans_dropped_total)" 0
 
 # -- reload: a bad daemon.yaml fails it; a changed one names the restart -----
 cp "$POL/daemon.yaml" "$T/daemon.good"

@@ -183,8 +183,8 @@ static void test_agent_errors(void)
 		  "system_prompt: p\ntools: []\nbounds: {max_steps: 1, "
 		  "token_budget: 1, wall_clock_s: 1, cost_cap_usd: 1}\n",
 		  w4);
-	static const char *const w5[] = {"x.yaml: no agent definition in file",
-					 NULL};
+	static const char *const w5[] = {
+	    "x.yaml:1:1: no agent definition in file", NULL};
 	struct wd_agent *a = NULL;
 	struct wd_diag d = {0};
 	int rc = wd_agent_load_str("x.yaml", "# nothing\n", 10, &a, &d);
