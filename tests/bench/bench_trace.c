@@ -65,14 +65,22 @@ struct job {
 	double build_ns; /* CPU to build one record (not the store's) */
 };
 
+/* The hash of prompt n: a real sha256 (index keys spread like real ones,
+ * not 56 shared leading zeros). */
+static void prompt_hash(char ph[80], uint64_t n)
+{
+	char h[WD_TRACE_REF_LEN];
+	wd_trace_ref_of(&n, sizeof(n), h);
+	snprintf(ph, 80, "%s", h);
+}
+
 /* a realistic ~1 KB model_call record */
 static json_t *mkrec(int thr, uint64_t i, unsigned nprompts)
 {
 	char run[40], ph[80], text[700];
 	snprintf(run, sizeof(run), "run-%d-%06llu", thr,
 		 (unsigned long long)(i / 20));
-	snprintf(ph, sizeof(ph), "sha256:%064llx",
-		 (unsigned long long)(i * 2654435761u % nprompts));
+	prompt_hash(ph, i * 2654435761u % nprompts);
 	for (size_t k = 0; k < sizeof(text) - 1; k++)
 		text[k] = "abcdefghij klmnopqrstuvwxyz.,"[(i + k * 7) % 29];
 	text[sizeof(text) - 1] = 0;
@@ -103,8 +111,7 @@ static void next_rec(json_t *r, int thr, uint64_t i, unsigned nprompts)
 	char run[40], ph[80];
 	snprintf(run, sizeof(run), "run-%d-%06llu", thr,
 		 (unsigned long long)(i / 20));
-	snprintf(ph, sizeof(ph), "sha256:%064llx",
-		 (unsigned long long)(i * 2654435761u % nprompts));
+	prompt_hash(ph, i * 2654435761u % nprompts);
 	json_object_del(r, "seq");
 	json_object_del(r, "ts");
 	json_object_del(r, "prev");
@@ -330,7 +337,7 @@ int main(int argc, char **argv)
 
 	/* 3. runs sharing a prompt hash */
 	char ph[80];
-	snprintf(ph, sizeof(ph), "sha256:%064llx", 1234ull);
+	prompt_hash(ph, 1234);
 	struct wd_trace_query q = {.prompt_hash = ph};
 	json_t *a = NULL;
 	uint64_t best = UINT64_MAX, s;
