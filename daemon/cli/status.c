@@ -428,7 +428,10 @@ static void build_rows(struct report *r)
 	row_fs(r, t2m, t3m, "filesystem.read", "read_file, read_dir",
 	       WD_LSM_H_FILE_OPEN,
 	       "mount namespace: only listed paths bound read-only",
-	       "OCI mounts: listed paths bound read-only, read-only rootfs");
+	       "OCI mounts: listed paths bound read-only, read-only rootfs; "
+	       "the program's loader and libraries (its ELF start closure: "
+	       "PT_INTERP, DT_NEEDED via RUNPATH, ld.so.cache, default "
+	       "dirs; a script's interpreter) bound read-only, file by file");
 	row_fs(r, t2m, t3m, "filesystem.write",
 	       f->landlock_abi >= 3 ? "write_file, make_*, remove_*, truncate"
 				    : "write_file, make_*, remove_*",

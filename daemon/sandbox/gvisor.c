@@ -881,7 +881,7 @@ static void enforcement(const struct wd_manifest *m, struct wd_t3 *s,
 	wd_result_enf(res, "network", "none (--network=none, loopback only)");
 	wd_result_enf(res, "filesystem",
 		      "OCI: read-only empty root + %d read, %d write, %d exec "
-		      "binds; tmpfs /tmp",
+		      "binds + loader/libs (ro); tmpfs /tmp",
 		      m->fs_read.n, m->fs_write.n, m->fs_exec.n);
 	unsigned pids = m->pids ? m->pids : WD_DEFAULT_PIDS;
 	wd_result_enf(res, "cgroup",

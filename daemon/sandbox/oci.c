@@ -7,17 +7,18 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "sandbox/mounts.h"
+#include "sandbox/elfdeps.h"
 
 struct bind {
-	char *path;
+	char *src; /* host path */
+	char *dst; /* path in the sandbox */
 	bool write;
 };
 
 static int cmp_bind(const void *a, const void *b)
 {
-	return strcmp(((const struct bind *)a)->path,
-		      ((const struct bind *)b)->path);
+	return strcmp(((const struct bind *)a)->dst,
+		      ((const struct bind *)b)->dst);
 }
 
 static json_t *strv_json(char *const *v)
@@ -47,15 +48,61 @@ static void add_bind(struct bind *b, int *k, const char *p, bool write)
 	 * on a system without it); it simply is not there. */
 	if (!p || lstat(p, &st) < 0)
 		return;
-	b[(*k)++] = (struct bind){wd_strdup(p), write};
+	b[(*k)++] = (struct bind){wd_strdup(p), wd_strdup(p), write};
+}
+
+/* A file of the program's start closure, named `p` by the kernel or the
+ * loader (/lib64/ld-linux-x86-64.so.2, /lib/x86_64-linux-gnu/libc.so.6):
+ * bound read-only as that one file (never its directory), at `p` with its
+ * directory canonicalised, so that the path resolves in the sandbox
+ * through the root's copied top-level symlinks (/lib64 -> usr/lib64) to
+ * the bind; the source is the file itself (symlinks resolved on the host).
+ * What is not bound (the symlinks inside library directories, siblings)
+ * does not exist in the sandbox. */
+static void add_file_bind(struct bind *b, int *k, const char *p)
+{
+	char dir[PATH_MAX], src[PATH_MAX];
+	const char *slash = strrchr(p, '/');
+	if (!slash || !slash[1] || (size_t)(slash - p) >= sizeof(dir))
+		return;
+	memcpy(dir, p, slash - p);
+	dir[slash - p] = 0;
+	char *cdir = realpath(dir[0] ? dir : "/", NULL);
+	if (cdir && realpath(p, src))
+		b[(*k)++] = (struct bind){
+		    wd_strdup(src),
+		    wd_asprintf("%s/%s", strcmp(cdir, "/") ? cdir : "",
+				slash + 1),
+		    false};
+	free(cdir);
 }
 
 /* The mount list: proc, a gVisor-internal /dev, a tmpfs scratch at /tmp,
- * then the manifest's paths, parents before children; a path already under
- * a bind of a parent with the same or wider access is not bound twice (a
- * read-only child under a writable parent is kept: it narrows). */
-static json_t *mounts_json(const struct wd_manifest *m, const char *argv0)
+ * then the manifest's paths and the program with its start closure (the
+ * dynamic loader, its libraries and /etc/ld.so.cache, or a script's
+ * interpreter and its closure: elfdeps.h) as read-only binds of single
+ * files, and nothing else of the host; parents before children; a path already
+ * under a bind of a parent with the same or wider access is not bound twice (a
+ * read-only child under a writable parent is kept: it narrows). NULL +
+ * errno with a message when the closure cannot be computed (the program
+ * could not start in the sandbox either). */
+static json_t *mounts_json(const struct wd_manifest *m, const char *argv0,
+			   struct wd_err *err)
 {
+	char **closure = NULL;
+	int nc = 0;
+	if (argv0) {
+		struct wd_err e = {0};
+		nc = wd_elf_closure(argv0, NULL, &closure, &e);
+		if (nc < 0) {
+			wd_err_set(err, nc,
+				   "tier 3: cannot find what '%s' needs to "
+				   "start: %s",
+				   argv0, e.msg);
+			errno = -nc;
+			return NULL;
+		}
+	}
 	json_t *a = json_array();
 	static const char *const procopts[] = {"nosuid", "noexec", "nodev",
 					       NULL};
@@ -67,8 +114,7 @@ static json_t *mounts_json(const struct wd_manifest *m, const char *argv0)
 	json_array_append_new(a, mount_json("/dev", "tmpfs", "tmpfs", devopts));
 	json_array_append_new(a, mount_json("/tmp", "tmpfs", "tmpfs", tmpopts));
 
-	int n =
-	    m->fs_read.n + m->fs_exec.n + m->fs_write.n + wd_loader_paths_n + 1;
+	int n = m->fs_read.n + m->fs_exec.n + m->fs_write.n + nc + 1;
 	struct bind *b = wd_calloc(n, sizeof(*b));
 	int k = 0;
 	for (int i = 0; i < m->fs_read.n; i++)
@@ -77,11 +123,9 @@ static json_t *mounts_json(const struct wd_manifest *m, const char *argv0)
 		add_bind(b, &k, m->fs_exec.v[i], false);
 	for (int i = 0; i < m->fs_write.n; i++)
 		add_bind(b, &k, m->fs_write.v[i], true);
-	for (int i = 0; i < wd_loader_paths_n; i++) {
-		char rp[PATH_MAX];
-		if (realpath(wd_loader_paths[i], rp))
-			add_bind(b, &k, rp, false);
-	}
+	for (int i = 0; i < nc; i++)
+		add_file_bind(b, &k, closure[i]);
+	wd_sb_free_strv(closure);
 	char rp[PATH_MAX];
 	if (argv0 && realpath(argv0, rp))
 		add_bind(b, &k, rp, false);
@@ -93,19 +137,21 @@ static json_t *mounts_json(const struct wd_manifest *m, const char *argv0)
 	for (int i = 0; i < k; i++) {
 		bool covered = false;
 		for (int j = 0; j < i && !covered; j++) {
-			size_t pl = strlen(b[j].path);
-			covered = !strncmp(b[i].path, b[j].path, pl) &&
-				  (b[i].path[pl] == '/' || b[i].path[pl] == 0 ||
-				   !strcmp(b[j].path, "/")) &&
+			size_t pl = strlen(b[j].dst);
+			covered = !strncmp(b[i].dst, b[j].dst, pl) &&
+				  (b[i].dst[pl] == '/' || b[i].dst[pl] == 0 ||
+				   !strcmp(b[j].dst, "/")) &&
 				  b[j].write == b[i].write;
 		}
 		if (!covered)
 			json_array_append_new(
-			    a, mount_json(b[i].path, "bind", b[i].path,
+			    a, mount_json(b[i].dst, "bind", b[i].src,
 					  b[i].write ? rw : ro));
 	}
-	for (int i = 0; i < k; i++)
-		free(b[i].path);
+	for (int i = 0; i < k; i++) {
+		free(b[i].src);
+		free(b[i].dst);
+	}
 	free(b);
 	return a;
 }
@@ -171,11 +217,19 @@ json_t *wd_oci_config(const struct wd_manifest *m, const struct wd_oci_opts *o,
 		      "cgroupsPath", o->cgroups_path);
 	if (m->n_syscalls_deny > 0)
 		json_object_set_new(linux_, "seccomp", seccomp_json(m));
+	json_t *mounts = mounts_json(m, o->argv[0], err);
+	if (!mounts) {
+		int e = errno;
+		json_decref(proc);
+		json_decref(linux_);
+		errno = e;
+		return NULL;
+	}
 	json_t *c = json_pack("{s:s, s:o, s:{s:s, s:b}, s:s, s:o, s:o}",
 			      "ociVersion", "1.0.0", "process", proc, "root",
 			      "path", "rootfs", "readonly", 1, "hostname",
 			      o->hostname ? o->hostname : "warden", "mounts",
-			      mounts_json(m, o->argv[0]), "linux", linux_);
+			      mounts, "linux", linux_);
 	if (!c) {
 		wd_err_set(err, -ENOMEM, "tier 3: cannot build config.json");
 		errno = ENOMEM;

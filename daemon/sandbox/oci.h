@@ -2,7 +2,11 @@
  * manifest. Nothing of the host is visible unless the manifest names it:
  * the root is an empty read-only directory holding only the host's
  * top-level symlinks (/lib -> usr/lib), and every path comes in as an
- * explicit bind mount (read-only unless listed under `write`). */
+ * explicit bind mount (read-only unless listed under `write`). Beyond the
+ * manifest's paths only what the program needs to start is bound, file by
+ * file and read-only: the program, its dynamic loader, its libraries and
+ * /etc/ld.so.cache (or a script's interpreter and that one's): see
+ * elfdeps.h. */
 #ifndef WD_OCI_H
 #define WD_OCI_H
 
@@ -42,7 +46,9 @@ struct wd_oci_opts {
 };
 
 /* Build the bundle in `dir` (which must exist and be empty): rootfs/ and
- * config.json. 0 or -errno with a message. */
+ * config.json. 0 or -errno with a message (also when the program's start
+ * closure cannot be computed: not x86_64 ELF, malformed, library
+ * missing). */
 int wd_oci_bundle_write(const char *dir, const struct wd_manifest *m,
 			const struct wd_oci_opts *o, struct wd_err *err);
 

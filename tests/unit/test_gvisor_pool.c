@@ -144,6 +144,52 @@ static const char *enf(struct wd_result *r, const char *name)
 	return "";
 }
 
+/* With no read paths, the bundle still holds what the program needs to
+ * start, each a read-only bind of one regular file (never a directory):
+ * the loader, libc, the cache; and a program that is no ELF is refused. */
+static void closure_checks(struct wd_manifest *m, struct wd_oci_opts *o)
+{
+	struct wd_path_list saved = m->fs_read;
+	m->fs_read.n = 0;
+	struct wd_err err = {0};
+	json_t *c = wd_oci_config(m, o, &err);
+	T_OK(c != NULL, "oci_closure_config_builds", "%s", err.msg);
+	bool ld = false, libc = false, cache = false, all_files = true;
+	size_t i;
+	json_t *v;
+	json_array_foreach(json_object_get(c, "mounts"), i, v)
+	{
+		const char *dst =
+		    json_string_value(json_object_get(v, "destination"));
+		const char *src =
+		    json_string_value(json_object_get(v, "source"));
+		struct stat st;
+		if (strcmp(json_string_value(json_object_get(v, "type")),
+			   "bind"))
+			continue;
+		all_files &= stat(src, &st) == 0 && S_ISREG(st.st_mode);
+		if (!all_files)
+			printf("# bind of a non-file: %s <- %s\n", dst, src);
+		ld |= !strcmp(dst, "/usr/lib64/ld-linux-x86-64.so.2") ||
+		      !strcmp(dst, "/lib64/ld-linux-x86-64.so.2");
+		libc |= strstr(dst, "/libc.so.6") != NULL;
+		cache |= !strcmp(dst, "/etc/ld.so.cache");
+	}
+	T_OK(ld && libc && cache && all_files, "oci_closure_file_binds",
+	     "loader %d libc %d cache %d only files %d", ld, libc, cache,
+	     all_files);
+	json_decref(c);
+	char *notelf[] = {"/etc/hostname", NULL};
+	struct wd_oci_opts o2 = *o;
+	o2.argv = notelf;
+	c = wd_oci_config(m, &o2, &err);
+	T_OK(!c && strstr(err.msg, "/etc/hostname") &&
+		 strstr(err.msg, "not an ELF"),
+	     "oci_closure_non_elf_refused", "%p '%s'", (void *)c, err.msg);
+	json_decref(c);
+	m->fs_read = saved;
+}
+
 static void oci_checks(struct wd_manifest *m)
 {
 	char *argv[] = {"/usr/bin/python3.11", "-", NULL};
@@ -197,6 +243,7 @@ static void oci_checks(struct wd_manifest *m)
 	T_OK(!has_etc, "oci_no_etc_or_root", "/etc or /root bound");
 	T_OK(netns, "oci_network_namespace", "no network namespace");
 	json_decref(c);
+	closure_checks(m, &o);
 }
 
 /* Keys unused for key_idle_ms are dropped and keys past max_keys evict the
