@@ -44,49 +44,134 @@ static int cmp_bind(const void *a, const void *b)
 		      ((const struct bind *)b)->path);
 }
 
-/* Create `rel` under root as a directory or an empty file. */
-static int make_point(const char *dst, bool dir)
+/* ---- the plan: built by the parent, applied by G1 ------------------------
+ * Everything that reads the host's filesystem, allocates or formats is
+ * done here, before the clone; G1 (which may share the daemon's memory)
+ * only walks the list making system calls. */
+
+enum mop_kind { MOP_MOUNT, MOP_MKDIR, MOP_FILE, MOP_SYMLINK, MOP_PIVOT };
+
+struct wd_mop {
+	enum mop_kind kind;
+	/* mount: src, dst, fstype, data; mkdir/file: dst; symlink: src
+	 * (target), dst (link) */
+	const char *src, *dst, *fstype, *data;
+	unsigned long flags;
+	int mode;
+	bool tolerate_exist;
+	const char *what; /* error label */
+};
+
+struct wd_mount_plan {
+	struct wd_mop *v;
+	int n, cap;
+	char **strs; /* owned strings */
+	int nstrs, capstrs;
+};
+
+static const char *keep(struct wd_mount_plan *p, char *s)
 {
+	if (p->nstrs == p->capstrs) {
+		p->capstrs = p->capstrs ? 2 * p->capstrs : 32;
+		p->strs = wd_realloc(p->strs, p->capstrs * sizeof(char *));
+	}
+	p->strs[p->nstrs++] = s;
+	return s;
+}
+
+static struct wd_mop *add(struct wd_mount_plan *p, enum mop_kind k)
+{
+	if (p->n == p->cap) {
+		p->cap = p->cap ? 2 * p->cap : 32;
+		p->v = wd_realloc(p->v, p->cap * sizeof(*p->v));
+	}
+	struct wd_mop *o = &p->v[p->n++];
+	*o = (struct wd_mop){.kind = k};
+	return o;
+}
+
+static void add_mount(struct wd_mount_plan *p, const char *src, const char *dst,
+		      const char *fstype, unsigned long fl, const char *data,
+		      const char *what)
+{
+	struct wd_mop *o = add(p, MOP_MOUNT);
+	o->src = src;
+	o->dst = dst;
+	o->fstype = fstype;
+	o->flags = fl;
+	o->data = data;
+	o->what = what;
+}
+
+/* mkdir of dst (and its parents below the root, once each) */
+static void add_mkdir_p(struct wd_mount_plan *p, const char *root,
+			const char *dst, int mode)
+{
+	size_t rl = strlen(root);
 	char buf[4096];
 	if (wd_strlcpy(buf, dst, sizeof(buf)) < 0)
-		return -ENAMETOOLONG;
-	char *slash = strrchr(buf, '/');
-	if (slash && slash != buf) {
-		*slash = 0;
-		int r = wd_mkdir_p(buf, 0755);
-		if (r < 0)
-			return r;
+		return; /* the mount itself reports the long name */
+	for (char *c = buf + rl + 1;; c++) {
+		if (*c != '/' && *c)
+			continue;
+		char sv = *c;
+		*c = 0;
+		bool seen = false;
+		for (int i = 0; i < p->n && !seen; i++)
+			seen = p->v[i].kind == MOP_MKDIR &&
+			       !strcmp(p->v[i].dst, buf);
+		if (!seen) {
+			struct wd_mop *o = add(p, MOP_MKDIR);
+			o->dst = keep(p, wd_strdup(buf));
+			o->mode = mode;
+			o->tolerate_exist = true;
+			o->what = o->dst;
+		}
+		if (!sv)
+			break;
+		*c = sv;
 	}
-	if (dir)
-		return mkdir(dst, 0755) < 0 && errno != EEXIST ? -errno : 0;
-	int fd = open(dst, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return errno == EEXIST ? 0 : -errno;
-	close(fd);
-	return 0;
+}
+
+/* Create `dst` under root as a directory or an empty file. */
+static void add_point(struct wd_mount_plan *p, const char *root,
+		      const char *dst, bool dir)
+{
+	if (dir) {
+		add_mkdir_p(p, root, dst, 0755);
+		return;
+	}
+	char buf[4096];
+	if (wd_strlcpy(buf, dst, sizeof(buf)) >= 0) {
+		char *slash = strrchr(buf, '/');
+		if (slash && (size_t)(slash - buf) > strlen(root)) {
+			*slash = 0;
+			add_mkdir_p(p, root, buf, 0755);
+		}
+	}
+	struct wd_mop *o = add(p, MOP_FILE);
+	o->dst = dst;
+	o->mode = 0644;
+	o->tolerate_exist = true;
+	o->what = dst;
 }
 
 /* Bind one host path at the same place in the new root. Not recursive: a
  * mount below the path would otherwise come along with its own (possibly
  * writable) flags; without MS_REC it shows as an empty directory. */
-static int bind_one(const char *root, const char *src, bool write, bool noexec,
-		    struct wd_err *err)
+static int bind_one(struct wd_mount_plan *p, const char *root, const char *src,
+		    bool write, bool noexec, struct wd_err *err)
 {
 	struct stat st;
-	char dst[4096];
 	if (stat(src, &st) < 0)
 		return errno == ENOENT
 			   ? 0
 			   : wd_err_set(err, -errno, "filesystem: '%s': %s",
 					src, strerror(errno));
-	snprintf(dst, sizeof(dst), "%s%s", root, src);
-	int r = make_point(dst, S_ISDIR(st.st_mode));
-	if (r < 0)
-		return wd_err_set(err, r, "filesystem: mountpoint '%s': %s",
-				  dst, strerror(-r));
-	if (mount(src, dst, NULL, MS_BIND, NULL) < 0)
-		return wd_err_set(err, -errno, "filesystem: bind '%s': %s", src,
-				  strerror(errno));
+	const char *dst = keep(p, wd_asprintf("%s%s", root, src));
+	src = keep(p, wd_strdup(src));
+	add_point(p, root, dst, S_ISDIR(st.st_mode));
+	add_mount(p, src, dst, NULL, MS_BIND, NULL, src);
 	unsigned long fl = MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV;
 	if (!write)
 		fl |= MS_RDONLY;
@@ -95,57 +180,71 @@ static int bind_one(const char *root, const char *src, bool write, bool noexec,
 	 * execve): what the tool can write it cannot run. */
 	if (noexec)
 		fl |= MS_NOEXEC;
-	if (mount(NULL, dst, NULL, fl, NULL) < 0)
-		return wd_err_set(err, -errno, "filesystem: remount '%s'%s: %s",
-				  src, write ? "" : " read-only",
-				  strerror(errno));
+	add_mount(p, NULL, dst, NULL, fl, NULL, src);
 	return 0;
 }
 
-static int setup_dev(const char *root, struct wd_err *err)
+static void plan_dev(struct wd_mount_plan *p, const char *root)
 {
-	char dev[4096];
-	snprintf(dev, sizeof(dev), "%s/dev", root);
-	if (mkdir(dev, 0755) < 0 && errno != EEXIST)
-		return wd_err_set(err, -errno, "/dev: %s", strerror(errno));
-	if (mount("tmpfs", dev, "tmpfs", MS_NOSUID | MS_NOEXEC,
-		  "mode=0755,size=64k") < 0)
-		return wd_err_set(err, -errno, "/dev tmpfs: %s",
-				  strerror(errno));
+	const char *dev = keep(p, wd_asprintf("%s/dev", root));
+	add_mkdir_p(p, root, dev, 0755);
+	add_mount(p, "tmpfs", dev, "tmpfs", MS_NOSUID | MS_NOEXEC,
+		  "mode=0755,size=64k", "/dev tmpfs");
 	static const char *const nodes[] = {"null",   "zero",	 "full",
 					    "random", "urandom", "tty"};
 	for (size_t i = 0; i < WD_ARRAY_SIZE(nodes); i++) {
-		char src[64], dst[4200];
-		snprintf(src, sizeof(src), "/dev/%s", nodes[i]);
-		snprintf(dst, sizeof(dst), "%s/%s", dev, nodes[i]);
-		if (make_point(dst, false) < 0 ||
-		    mount(src, dst, NULL, MS_BIND, NULL) < 0)
-			return wd_err_set(err, -errno, "/dev/%s: %s", nodes[i],
-					  strerror(errno));
+		const char *src = keep(p, wd_asprintf("/dev/%s", nodes[i]));
+		const char *dst = keep(p, wd_asprintf("%s/%s", dev, nodes[i]));
+		struct wd_mop *o = add(p, MOP_FILE);
+		o->dst = dst;
+		o->mode = 0644;
+		o->what = src;
+		add_mount(p, src, dst, NULL, MS_BIND, NULL, src);
 	}
 	static const char *const links[][2] = {{"/proc/self/fd", "fd"},
 					       {"/proc/self/fd/0", "stdin"},
 					       {"/proc/self/fd/1", "stdout"},
 					       {"/proc/self/fd/2", "stderr"}};
 	for (size_t i = 0; i < WD_ARRAY_SIZE(links); i++) {
-		char dst[4200];
-		snprintf(dst, sizeof(dst), "%s/%s", dev, links[i][1]);
-		if (symlink(links[i][0], dst) < 0)
-			return wd_err_set(err, -errno, "/dev/%s: %s",
-					  links[i][1], strerror(errno));
+		struct wd_mop *o = add(p, MOP_SYMLINK);
+		o->src = links[i][0];
+		o->dst = keep(p, wd_asprintf("%s/%s", dev, links[i][1]));
+		o->what = o->dst;
 	}
-	char shm[4200];
-	snprintf(shm, sizeof(shm), "%s/shm", dev);
-	if (mkdir(shm, 01777) < 0 ||
-	    mount("tmpfs", shm, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-		  "mode=1777,size=16m") < 0)
-		return wd_err_set(err, -errno, "/dev/shm: %s", strerror(errno));
+	const char *shm = keep(p, wd_asprintf("%s/shm", dev));
+	struct wd_mop *o = add(p, MOP_MKDIR);
+	o->dst = shm;
+	o->mode = 01777;
+	o->what = "/dev/shm";
+	add_mount(p, "tmpfs", shm, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+		  "mode=1777,size=16m", "/dev/shm");
 	/* read-only from here on: nothing can add device nodes */
-	if (mount(NULL, dev, NULL,
+	add_mount(p, NULL, dev, NULL,
 		  MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NOEXEC,
-		  "mode=0755,size=64k") < 0)
-		return wd_err_set(err, -errno, "/dev read-only: %s",
-				  strerror(errno));
+		  "mode=0755,size=64k", "/dev read-only");
+}
+
+/* The symlinks of the host's / (/bin -> usr/bin, ...) at the new root. */
+static int plan_root_symlinks(struct wd_mount_plan *p, const char *root)
+{
+	DIR *d = opendir("/");
+	struct dirent *e;
+	if (!d)
+		return -errno;
+	while ((e = readdir(d))) {
+		char target[256], src[300];
+		snprintf(src, sizeof(src), "/%s", e->d_name);
+		ssize_t n = readlink(src, target, sizeof(target) - 1);
+		if (n <= 0)
+			continue;
+		target[n] = 0;
+		struct wd_mop *o = add(p, MOP_SYMLINK);
+		o->src = keep(p, wd_strdup(target));
+		o->dst = keep(p, wd_asprintf("%s/%s", root, e->d_name));
+		o->tolerate_exist = true;
+		o->what = o->dst;
+	}
+	closedir(d);
 	return 0;
 }
 
@@ -155,7 +254,8 @@ static int setup_dev(const char *root, struct wd_err *err)
  * /usr/lib64/ld-linux-x86-64.so.2 before reaching the real file. Links
  * expose nothing by themselves. Runs before the binds: where a parent is
  * bound later, the host's own links show through it. */
-static int link_chain(const char *root, const char *path)
+static int link_chain(struct wd_mount_plan *p, const char *root,
+		      const char *path)
 {
 	char cur[4096], pre[4096], target[4096], next[4096], dst[8192];
 	if (wd_strlcpy(cur, path, sizeof(cur)) < 0)
@@ -188,12 +288,14 @@ static int link_chain(const char *root, const char *path)
 		snprintf(dst, sizeof(dst), "%s%s", root, pre);
 		char *slash = strrchr(dst, '/');
 		*slash = 0;
-		int r = wd_mkdir_p(dst, 0755);
+		if (strlen(dst) > strlen(root))
+			add_mkdir_p(p, root, dst, 0755);
 		*slash = '/';
-		if (r < 0)
-			return r;
-		if (symlink(target, dst) < 0 && errno != EEXIST)
-			return -errno;
+		struct wd_mop *o = add(p, MOP_SYMLINK);
+		o->src = keep(p, wd_strdup(target));
+		o->dst = keep(p, wd_strdup(dst));
+		o->tolerate_exist = true;
+		o->what = o->dst;
 		if (target[0] == '/') {
 			snprintf(next, sizeof(next), "%s%s", target, cur + end);
 		} else {
@@ -208,20 +310,32 @@ static int link_chain(const char *root, const char *path)
 	return -ELOOP;
 }
 
-int wd_mounts_setup(const char *root, const struct wd_manifest *m,
-		    struct wd_err *err)
+void wd_mounts_plan_free(struct wd_mount_plan *p)
+{
+	if (!p)
+		return;
+	for (int i = 0; i < p->nstrs; i++)
+		free(p->strs[i]);
+	free(p->strs);
+	free(p->v);
+	free(p);
+}
+
+int wd_mounts_plan(struct wd_mount_plan **out, const char *root,
+		   const struct wd_manifest *m, struct wd_err *err)
 {
 	int r;
+	struct wd_mount_plan *p = wd_calloc(1, sizeof(*p));
+	root = keep(p, wd_strdup(root));
 	/* Cut propagation both ways before touching anything. */
-	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
-		return wd_err_set(err, -errno, "mount: make / private: %s",
-				  strerror(errno));
-	if (mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV,
-		  "mode=0755,size=1m") < 0)
-		return wd_err_set(err, -errno, "root tmpfs: %s",
-				  strerror(errno));
-	if ((r = wd_sb_copy_root_symlinks(root)) < 0)
-		return wd_err_set(err, r, "root symlinks: %s", strerror(-r));
+	add_mount(p, NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL,
+		  "make / private");
+	add_mount(p, "tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV,
+		  "mode=0755,size=1m", "root tmpfs");
+	if ((r = plan_root_symlinks(p, root)) < 0) {
+		wd_err_set(err, r, "root symlinks: %s", strerror(-r));
+		goto fail;
+	}
 
 	int n = m->fs_read.n + m->fs_exec.n + m->fs_write.n + wd_loader_paths_n;
 	struct bind *b = wd_calloc(n, sizeof(*b));
@@ -237,12 +351,14 @@ int wd_mounts_setup(const char *root, const struct wd_manifest *m,
 		char rp[4096];
 		if (!realpath(wd_loader_paths[i], rp))
 			continue;
-		if ((r = link_chain(root, wd_loader_paths[i])) < 0) {
+		if ((r = link_chain(p, root, wd_loader_paths[i])) < 0) {
 			free(b);
-			return wd_err_set(err, r, "loader '%s': %s",
-					  wd_loader_paths[i], strerror(-r));
+			wd_err_set(err, r, "loader '%s': %s",
+				   wd_loader_paths[i], strerror(-r));
+			goto fail;
 		}
-		b[k++] = (struct bind){wd_strdup(rp), false, true, false};
+		b[k++] =
+		    (struct bind){keep(p, wd_strdup(rp)), false, true, false};
 	}
 	qsort(b, k, sizeof(*b), cmp_bind);
 	for (int i = 0; i < k; i++) {
@@ -260,45 +376,73 @@ int wd_mounts_setup(const char *root, const struct wd_manifest *m,
 		}
 		if (covered)
 			continue;
-		if ((r = bind_one(root, b[i].path, b[i].write, b[i].noexec,
+		if ((r = bind_one(p, root, b[i].path, b[i].write, b[i].noexec,
 				  err)) < 0) {
 			free(b);
-			return r;
+			goto fail;
 		}
 	}
 	free(b);
 
-	char p[4096];
-	snprintf(p, sizeof(p), "%s/tmp", root);
+	const char *tmp = keep(p, wd_asprintf("%s/tmp", root));
 	uint32_t mb = m->memory_mb ? m->memory_mb : WD_DEFAULT_MEMORY_MB;
-	char opts[64];
-	snprintf(opts, sizeof(opts), "mode=1777,size=%um", mb);
+	add_mkdir_p(p, root, tmp, 0755);
 	/* scratch: writable, so never executable (see bind_one) */
-	if (make_point(p, true) < 0 ||
-	    mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts) <
-		0)
-		return wd_err_set(err, -errno, "/tmp tmpfs: %s",
-				  strerror(errno));
-	if ((r = setup_dev(root, err)) < 0)
-		return r;
-	snprintf(p, sizeof(p), "%s/proc", root);
-	if (make_point(p, true) < 0 ||
-	    mount("proc", p, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-		  "hidepid=2") < 0)
-		return wd_err_set(err, -errno, "/proc: %s", strerror(errno));
-
-	if (chdir(root) < 0 || syscall(SYS_pivot_root, ".", ".") < 0)
-		return wd_err_set(err, -errno, "pivot_root: %s",
-				  strerror(errno));
-	/* The old root is stacked under the new one: detach it. */
-	if (umount2(".", MNT_DETACH) < 0 || chdir("/") < 0)
-		return wd_err_set(err, -errno, "detach old root: %s",
-				  strerror(errno));
-	if (mount(NULL, "/", NULL,
+	add_mount(p, "tmpfs", tmp, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+		  keep(p, wd_asprintf("mode=1777,size=%um", mb)), "/tmp tmpfs");
+	plan_dev(p, root);
+	const char *proc = keep(p, wd_asprintf("%s/proc", root));
+	add_mkdir_p(p, root, proc, 0755);
+	add_mount(p, "proc", proc, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+		  "hidepid=2", "/proc");
+	struct wd_mop *o = add(p, MOP_PIVOT);
+	o->dst = root;
+	o->what = "pivot_root";
+	add_mount(p, NULL, "/", NULL,
 		  MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV,
-		  "mode=0755,size=1m") < 0)
-		return wd_err_set(err, -errno, "root read-only: %s",
-				  strerror(errno));
+		  "mode=0755,size=1m", "root read-only");
+	*out = p;
+	return 0;
+fail:
+	wd_mounts_plan_free(p);
+	return r;
+}
+
+int wd_mounts_apply(const struct wd_mount_plan *p, struct wd_err *err)
+{
+	for (int i = 0; i < p->n; i++) {
+		const struct wd_mop *o = &p->v[i];
+		int r = 0;
+		switch (o->kind) {
+		case MOP_MOUNT:
+			r = mount(o->src, o->dst, o->fstype, o->flags, o->data);
+			break;
+		case MOP_MKDIR:
+			r = mkdir(o->dst, o->mode);
+			break;
+		case MOP_FILE:
+			r = open(o->dst, O_CREAT | O_WRONLY | O_CLOEXEC,
+				 o->mode);
+			if (r >= 0)
+				r = close(r);
+			break;
+		case MOP_SYMLINK:
+			r = symlink(o->src, o->dst);
+			break;
+		case MOP_PIVOT:
+			/* The old root is stacked under the new one:
+			 * detach it. */
+			if (chdir(o->dst) < 0 ||
+			    syscall(SYS_pivot_root, ".", ".") < 0 ||
+			    umount2(".", MNT_DETACH) < 0 || chdir("/") < 0)
+				r = -1;
+			break;
+		}
+		if (r < 0 && !(o->tolerate_exist && errno == EEXIST))
+			/* strerrordesc_np: no locale lookup (no lock) */
+			return wd_err_set(err, -errno, "mount setup: %s: %s",
+					  o->what, strerrordesc_np(errno));
+	}
 	return 0;
 }
 

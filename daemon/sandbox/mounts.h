@@ -7,9 +7,16 @@
 #include "common/util.h"
 #include "policy/manifest.h"
 
-/* Build the root at `root` (an empty host directory), pivot into it. */
-int wd_mounts_setup(const char *root, const struct wd_manifest *m,
-		    struct wd_err *err);
+/* The steps that build the root at `root` (an empty host directory) and
+ * pivot into it: made by the parent (reads the host, allocates), applied
+ * by G1 (system calls only: G1 may share the daemon's memory). */
+struct wd_mount_plan;
+int wd_mounts_plan(struct wd_mount_plan **out, const char *root,
+		   const struct wd_manifest *m, struct wd_err *err);
+/* In the call's mount namespace, as root: 0 or -errno with a message. No
+ * allocation, no lock. */
+int wd_mounts_apply(const struct wd_mount_plan *p, struct wd_err *err);
+void wd_mounts_plan_free(struct wd_mount_plan *p);
 
 /* In the call's new pid namespace, after its /proc is mounted: memfds
  * are never executable there (vm.memfd_noexec = 2). 0 or -errno. */

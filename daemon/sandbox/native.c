@@ -308,7 +308,8 @@ static int supervise(struct launch *l, pid_t child, struct wd_cgroup *cg,
 	struct collect col = {.res = res,
 			      .call = l->call,
 			      .cg_suffix = suffix,
-			      .tpid = l->tier == 1 ? child : 0,
+			      /* T: tier 1, or tier 2's G1 as our child */
+			      .tpid = l->tier == 1 || l->vm_child ? child : 0,
 			      .lla = lla,
 			      .cgid = cg->v2_id};
 	const struct wd_manifest *m = l->m;
@@ -528,6 +529,17 @@ static int supervise(struct launch *l, pid_t child, struct wd_cgroup *cg,
 	return 0;
 }
 
+/* Tier 2's call directory holds only the (empty) mountpoint of the new
+ * root and .owner: three system calls instead of a directory walk. false:
+ * something else is there, walk it. */
+static bool rm_calldir2(struct launch *l)
+{
+	char p[sizeof(l->calldir) + 8];
+	snprintf(p, sizeof(p), "%s/.owner", l->calldir);
+	return (rmdir(l->root) == 0 || errno == ENOENT) && unlink(p) == 0 &&
+	       rmdir(l->calldir) == 0;
+}
+
 static const char *runtime_dir(void)
 {
 	const char *d = getenv("WARDEN_RUNTIME_DIR");
@@ -630,6 +642,8 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 	} else if (mkdir(l.root, 0755) < 0) {
 		r = wd_err_set(err, -errno, "root '%s': %s", l.root,
 			       strerror(errno));
+		goto out;
+	} else if ((r = wd_mounts_plan(&l.mplan, l.root, m, err)) < 0) {
 		goto out;
 	}
 	/* audit mode records and allows: the egress programs watch the
@@ -805,9 +819,7 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 	if (l.tier == 1) {
 		child = wd_native_spawn_tier1(&l);
 	} else {
-		child = fork();
-		if (child == 0)
-			wd_native_tier2_main(&l);
+		child = wd_native_spawn_tier2(&l);
 	}
 	if (child < 0) {
 		r = wd_err_set(err, -errno, "fork: %s", strerror(errno));
@@ -834,13 +846,16 @@ out:
 	if (attached)
 		wd_egress_detach(eg, cg.v2_id);
 	wd_cgroup_destroy(&cg);
+	/* G1 is dead, or killed: no return to user space on that stack */
+	wd_native_vm_stack_free(&l);
 	for (size_t i = 0; i < WD_ARRAY_SIZE(fds); i++)
 		closep2(fds[i]);
-	if (l.calldir[0])
+	if (l.calldir[0] && !(l.tier == 2 && rm_calldir2(&l)))
 		wd_rm_rf(l.calldir);
 	if (l.ownerfd >= 0)
 		close(l.ownerfd);
 	wd_seccomp_prog_free(&l.sc);
+	wd_mounts_plan_free(l.mplan);
 	wd_landlock_free(l.ll);
 	wd_landlock_audit_close(l.lla);
 	wd_sb_free_strv(l.argv);

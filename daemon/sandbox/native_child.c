@@ -337,48 +337,48 @@ void wd_native_tier1_main(struct launch *l, bool self_v2)
 	exec_tool(l);
 }
 
-void wd_native_tier2_main(struct launch *l)
+/* Raw system calls that leave errno alone: G1 on the daemon's memory
+ * runs them while the daemon thread (whose TLS errno G1 would otherwise
+ * write) is back at work. x86_64 only, as is the memory-sharing G1. */
+#if defined(__x86_64__)
+static long raw_sys4(long n, long a, long b, long c, long d)
 {
-	close_parent_ends(l);
-	/* The parent may die: never outlive it unsupervised. C changes no
-	 * credential, so the signal stays armed; a parent already gone
-	 * would never send it. */
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (getppid() != l->ppid)
-		_exit(125);
-	/* G1 watches C through this (die_with_parent) */
-	l->cpidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
-	if (l->cpidfd < 0)
-		child_fail(l, errno, "supervision: pidfd_open");
+	long ret;
+	register long r10 __asm__("r10") = d;
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "0"(n), "D"(a), "S"(b), "d"(c), "r"(r10)
+			 : "rcx", "r11", "memory");
+	return ret;
+}
+#else
+static long raw_sys4(long n, long a, long b, long c, long d)
+{
+	long r = syscall(n, a, b, c, d);
+	return r < 0 ? -errno : r;
+}
+#endif
 
-	int flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS;
-	if (l->netns)
-		flags |= CLONE_NEWNET;
-	if (unshare(flags) < 0)
-		child_fail(l, errno, "namespaces: unshare");
-	bool self_v2;
-	pid_t t = wd_native_clone_into_leaf(l, &self_v2);
-	if (t < 0)
-		child_fail(l, errno, "cgroup: clone into the call's cgroup");
-	if (t > 0) {
-		/* C: outside the call's cgroup, holds nothing the tool can
-		 * reach; relays T's status. */
-		int st;
-		/* The parent attributes Landlock records by the domain's
-		 * creator, T: tell it T's pid (ours, the initial namespace's).
-		 */
-		(void)!send(l->sock[1], &t, sizeof(t), MSG_NOSIGNAL);
-		close(l->in[0]);
-		close(l->out[1]);
-		close(l->err[1]);
-		close(l->sock[1]);
-		while (waitpid(t, &st, 0) < 0)
-			if (errno != EINTR)
-				_exit(125);
-		exit_like(st);
+/* G1 = T: pid 1 of the call's pid namespace, in the v2 leaf from birth;
+ * joins the v1 leaves before anything else. Created by C (a fork of the
+ * daemon: l->vm_child false), or by the daemon itself on the daemon's
+ * memory (wd_native_spawn_tier2): then nothing here allocates or takes a
+ * lock, and once G2 has exec'd only raw_sys4 runs. */
+static void __attribute__((noreturn)) g1_main(struct launch *l, bool self_v2)
+{
+	if (l->vm_child) {
+		vm_child_signals(l);
+		/* as in tier 1: the daemon waits until this pipe's write
+		 * ends are gone, ours closed once G2 has exec'd */
+		int pp[2];
+		if (pipe2(pp, O_CLOEXEC) < 0)
+			child_fail(l, errno, "exec watch pipe");
+		int r = send_fd(l->sock[1], pp[0]);
+		if (r < 0)
+			child_fail(l, -r, "exec watch pipe: send");
+		close(pp[0]);
+		close_parent_ends(l);
 	}
-	/* G1 = T: pid 1 of the call's pid namespace, in the v2 leaf from
-	 * birth; joins the v1 leaves before anything else. */
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	int cr = wd_cgroup_enter_self(l->cg, self_v2);
 	if (cr < 0)
@@ -386,7 +386,7 @@ void wd_native_tier2_main(struct launch *l)
 	if (l->netns)
 		lo_up(l);
 	struct wd_err e = {0};
-	if (wd_mounts_setup(l->root, l->m, &e) < 0)
+	if (wd_mounts_apply(l->mplan, &e) < 0)
 		child_fail(l, 0, "%s", e.msg);
 	/* without the sysctl (before 6.3) the seccomp filter holds memfds */
 	if (wd_memfd_noexec_sysctl() && wd_mounts_memfd_noexec(&e) < 0)
@@ -424,29 +424,74 @@ void wd_native_tier2_main(struct launch *l)
 	 * daemon, not we, supervises and times it (a stopped G2 holds only
 	 * us). A manifest denying vfork: the copying fork. */
 	pid_t g2 = vfork();
-	if (g2 < 0)
-		g2 = fork();
+	if (g2 < 0) /* a copying fork, without glibc's fork handlers */
+		g2 = (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
 	if (g2 < 0)
 		child_fail(l, errno, "fork");
 	if (g2 == 0)
 		exec_tool(l);
-	close(l->in[0]);
-	close(l->out[1]);
-	close(l->err[1]);
-	close(l->errp[1]);
-	/* G1 runs as the tool's uid from here: hold none of the caller's
-	 * fds either (non-dumpable already keeps /proc/1/fd shut) */
-	syscall(SYS_close_range, 3U, ~0U, 0U);
+	/* G2 has exec'd (or died). G1 runs as the tool's uid from here:
+	 * hold none of the caller's fds either (non-dumpable already keeps
+	 * /proc/1/fd shut); closing the exec watch pipe with them lets the
+	 * daemon go on, so from here on: raw_sys4 only, locals only. */
+	raw_sys4(SYS_close_range, 3, ~0U, 0, 0);
 	/* Reap everything; leave when the tool does. Our exit tears the pid
 	 * namespace down, killing whatever the tool left behind. */
 	for (;;) {
 		int st;
-		pid_t p = wait(&st);
-		if (p == g2)
-			exit_like(st);
-		if (p < 0 && errno == ECHILD)
-			_exit(125);
+		long p = raw_sys4(SYS_wait4, -1, (long)&st, 0, 0);
+		if (p == g2) {
+			int code = WIFEXITED(st)     ? WEXITSTATUS(st)
+				   : WIFSIGNALED(st) ? 128 + WTERMSIG(st)
+						     : 128;
+			raw_sys4(SYS_exit_group, code, 0, 0, 0);
+		}
+		if (p == -ECHILD)
+			raw_sys4(SYS_exit_group, 125, 0, 0, 0);
 	}
+}
+
+/* C: a fork of the daemon (where G1 cannot share its memory), in the host
+ * pid namespace. */
+void wd_native_tier2_main(struct launch *l)
+{
+	close_parent_ends(l);
+	/* The parent may die: never outlive it unsupervised. C changes no
+	 * credential, so the signal stays armed; a parent already gone
+	 * would never send it. */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != l->ppid)
+		_exit(125);
+	/* G1 watches C through this (die_with_parent) */
+	l->cpidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
+	if (l->cpidfd < 0)
+		child_fail(l, errno, "supervision: pidfd_open");
+
+	int flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS;
+	if (l->netns)
+		flags |= CLONE_NEWNET;
+	if (unshare(flags) < 0)
+		child_fail(l, errno, "namespaces: unshare");
+	bool self_v2;
+	pid_t t = wd_native_clone_into_leaf(l, &self_v2);
+	if (t < 0)
+		child_fail(l, errno, "cgroup: clone into the call's cgroup");
+	if (t == 0)
+		g1_main(l, self_v2);
+	/* C: outside the call's cgroup, holds nothing the tool can reach;
+	 * relays T's status. */
+	int st;
+	/* The parent attributes Landlock records by the domain's creator, T:
+	 * tell it T's pid (ours, the initial namespace's). */
+	(void)!send(l->sock[1], &t, sizeof(t), MSG_NOSIGNAL);
+	close(l->in[0]);
+	close(l->out[1]);
+	close(l->err[1]);
+	close(l->sock[1]);
+	while (waitpid(t, &st, 0) < 0)
+		if (errno != EINTR)
+			_exit(125);
+	exit_like(st);
 }
 
 /* ---- tier 1: T on the daemon's memory --------------------------------- */
@@ -457,9 +502,11 @@ void wd_native_tier2_main(struct launch *l)
  * the copying clone then. */
 static bool vm_spawn_safe(const struct wd_manifest *m)
 {
+	/* tier 2's G1 adds vfork, clone (its fallback) and wait4 */
 	static const char *const after[] = {
-	    "sendmsg", "close", "dup2", "dup3",	      "chdir",
-	    "execve",  "write", "exit", "exit_group", "rt_sigprocmask"};
+	    "sendmsg", "close", "dup2",	 "dup3",       "chdir",
+	    "execve",  "write", "exit",	 "exit_group", "rt_sigprocmask",
+	    "vfork",   "clone", "wait4", "close_range"};
 	for (int i = 0; i < m->n_syscalls_deny; i++)
 		for (size_t k = 0; k < WD_ARRAY_SIZE(after); k++)
 			if (!strcmp(m->syscalls_deny[i], after[k]))
@@ -481,9 +528,11 @@ static long clone3_run(struct wd_clone_args *a, void (*fn)(void *), void *arg)
 	__asm__ volatile("syscall\n\t"
 			 "test %%rax, %%rax\n\t"
 			 "jnz 1f\n\t"
-			 "xor %%ebp, %%ebp\n\t"
+			 /* fn and arg first: either may sit in rbp */
 			 "mov %[arg], %%rdi\n\t"
-			 "call *%[fn]\n\t"
+			 "mov %[fn], %%rax\n\t"
+			 "xor %%ebp, %%ebp\n\t"
+			 "call *%%rax\n\t"
 			 "mov $60, %%eax\n\t" /* SYS_exit(125) */
 			 "mov $125, %%edi\n\t"
 			 "syscall\n\t"
@@ -502,6 +551,11 @@ static long clone3_run(struct wd_clone_args *a, void (*fn)(void *), void *arg)
 static void __attribute__((noreturn)) vm_entry(void *arg)
 {
 	wd_native_tier1_main(arg, false);
+}
+
+static void __attribute__((noreturn)) vm_entry_g1(void *arg)
+{
+	g1_main(arg, false);
 }
 
 /* Wait until T has left the daemon's memory: exec'd (the write end of the
@@ -617,4 +671,79 @@ pid_t wd_native_spawn_tier1(struct launch *l)
 	if (t == 0)
 		wd_native_tier1_main(l, self_v2);
 	return t;
+}
+
+pid_t wd_native_spawn_tier2(struct launch *l)
+{
+#ifdef WD_HAVE_VM_CLONE
+	if (vm_spawn_safe(l->m)) {
+		char *stk =
+		    mmap(NULL, VM_STACK, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+		/* G1 polls this (die_with_parent): the daemon is its parent */
+		int self = (int)syscall(SYS_pidfd_open, getpid(), 0);
+		if (stk != MAP_FAILED && self >= 0 &&
+		    mprotect(stk, 4096, PROT_NONE) == 0) {
+			/* see wd_native_spawn_tier1 */
+			prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+			sigset_t all;
+			sigfillset(&all);
+			pthread_sigmask(SIG_BLOCK, &all, &l->mask);
+			l->vm_child = true;
+			l->cpidfd = self;
+			int pidfd = -1;
+			uint64_t fl = CLONE_INTO_CGROUP | CLONE_VM |
+				      CLONE_PIDFD | CLONE_NEWNS | CLONE_NEWPID |
+				      CLONE_NEWIPC | CLONE_NEWUTS;
+			if (l->netns)
+				fl |= CLONE_NEWNET;
+			struct wd_clone_args a = {
+			    .flags = fl,
+			    .pidfd = (uint64_t)(uintptr_t)&pidfd,
+			    .exit_signal = SIGCHLD,
+			    .stack = (uint64_t)(uintptr_t)stk,
+			    .stack_size = VM_STACK,
+			    .cgroup = (uint64_t)l->cg->v2_fd};
+			long p = clone3_run(&a, vm_entry_g1, l);
+			int e = errno;
+			if (p < 0)
+				e = (int)-p;
+			pthread_sigmask(SIG_SETMASK, &l->mask, NULL);
+			close(self);
+			l->cpidfd = -1;
+			if (p > 0) {
+				/* l is read by G1 until G2 has exec'd; G1
+				 * runs on stk until it dies: the caller
+				 * unmaps it once G1 is reaped */
+				vm_wait_exec(l, (pid_t)p, pidfd);
+				close(pidfd);
+				l->vm_stack = stk;
+				return (pid_t)p;
+			}
+			l->vm_child = false;
+			munmap(stk, VM_STACK);
+			if (e != ENOSYS && e != E2BIG && e != EINVAL) {
+				errno = e;
+				return -1;
+			}
+		} else {
+			if (stk != MAP_FAILED)
+				munmap(stk, VM_STACK);
+			if (self >= 0)
+				close(self);
+		}
+	}
+#endif
+	pid_t c = fork();
+	if (c == 0)
+		wd_native_tier2_main(l);
+	return c;
+}
+
+void wd_native_vm_stack_free(struct launch *l)
+{
+	if (l->vm_stack) {
+		munmap(l->vm_stack, VM_STACK);
+		l->vm_stack = NULL;
+	}
 }

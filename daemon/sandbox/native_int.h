@@ -30,11 +30,12 @@ struct wd_clone_args {
  * msghdr points into *s: keep s in place while the message is used. */
 struct wd_scm1 {
 	struct iovec iov;
+	struct msghdr msg;
+	/* last: clang takes CMSG_SPACE for a variable size */
 	union {
 		char buf[CMSG_SPACE(sizeof(int))];
 		struct cmsghdr align;
 	} u;
-	struct msghdr msg;
 };
 
 static inline struct msghdr *wd_scm1_init(struct wd_scm1 *s, void *data,
@@ -85,6 +86,11 @@ struct launch {
 	 * namespace). */
 	pid_t ppid;
 	int cpidfd;
+	/* tier 2, G1 on the daemon's memory: its stack, unmapped by
+	 * wd_native_vm_stack_free once G1 is dead */
+	void *vm_stack;
+	/* tier 2: the new root's mounts, planned by the parent */
+	struct wd_mount_plan *mplan;
 };
 
 /* Child side (native_child.c). */
@@ -105,5 +111,12 @@ pid_t wd_native_spawn_tier1(struct launch *l);
 void wd_native_tier1_main(struct launch *l, bool self_v2)
     __attribute__((noreturn));
 void wd_native_tier2_main(struct launch *l) __attribute__((noreturn));
+/* Tier 2's G1: created by the daemon on its own memory (clone3 CLONE_VM
+ * with the call's new namespaces, into the v2 leaf) where it can; else
+ * C, a fork, unshares and clones G1. Like wd_native_spawn_tier1, returns
+ * once G2 has exec'd or G1 died: G1's pid (or C's), or -1 with errno. */
+pid_t wd_native_spawn_tier2(struct launch *l);
+/* After the child is reaped (or killed): G1's stack. */
+void wd_native_vm_stack_free(struct launch *l);
 
 #endif
