@@ -709,18 +709,21 @@ pid_t wd_native_spawn_tier2(struct launch *l)
 			if (p < 0)
 				e = (int)-p;
 			pthread_sigmask(SIG_SETMASK, &l->mask, NULL);
+			/* our fd table's copy: G1 has its own */
 			close(self);
-			l->cpidfd = -1;
 			if (p > 0) {
-				/* l is read by G1 until G2 has exec'd; G1
+				/* l is read by G1 until G2 has exec'd (its
+				 * cpidfd too): no write to it before; G1
 				 * runs on stk until it dies: the caller
 				 * unmaps it once G1 is reaped */
 				vm_wait_exec(l, (pid_t)p, pidfd);
+				l->cpidfd = -1;
 				close(pidfd);
 				l->vm_stack = stk;
 				return (pid_t)p;
 			}
 			l->vm_child = false;
+			l->cpidfd = -1;
 			munmap(stk, VM_STACK);
 			if (e != ENOSYS && e != E2BIG && e != EINVAL) {
 				errno = e;
