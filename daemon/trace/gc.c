@@ -222,10 +222,12 @@ static int unindex(struct wd_trace *t, uint64_t keep)
 	r = exec_sql(db, sql);
 	snprintf(sql, sizeof(sql),
 		 "DELETE FROM records WHERE seq < %llu OR seq IN (SELECT seq "
-		 "FROM gc_readd); DELETE FROM refs WHERE seq < %llu OR seq IN "
-		 "(SELECT seq FROM gc_readd); DELETE FROM runs WHERE run_id IN "
-		 "(SELECT run_id FROM gc_runs)",
-		 (unsigned long long)keep, (unsigned long long)keep);
+		 "FROM gc_readd); DELETE FROM refs WHERE id < %llu * %d; "
+		 "DELETE FROM refs WHERE id >= (SELECT min(seq) FROM gc_readd) "
+		 "* %d AND seq IN (SELECT seq FROM gc_readd); DELETE FROM runs "
+		 "WHERE run_id IN (SELECT run_id FROM gc_runs)",
+		 (unsigned long long)keep, (unsigned long long)keep,
+		 WD_IDXREC_MAXREFS, WD_IDXREC_MAXREFS);
 	if (!r)
 		r = exec_sql(db, sql);
 	sqlite3_stmt *st = NULL;
@@ -286,11 +288,12 @@ static int gc_metadata(struct wd_trace *t, uint64_t now_ns, unsigned days,
 	json_t *blobs = json_array();
 	sqlite3_stmt *st;
 	if (k && sqlite3_prepare_v2(db,
-				    "SELECT DISTINCT ref FROM refs WHERE seq < "
+				    "SELECT DISTINCT ref FROM refs WHERE id < "
 				    "?1 AND ref NOT IN (SELECT ref FROM refs "
-				    "WHERE seq >= ?1)",
+				    "WHERE id >= ?1)",
 				    -1, &st, NULL) == SQLITE_OK) {
-		sqlite3_bind_int64(st, 1, keep);
+		/* refs are keyed by seq * WD_IDXREC_MAXREFS (index.c) */
+		sqlite3_bind_int64(st, 1, (int64_t)keep * WD_IDXREC_MAXREFS);
 		while (sqlite3_step(st) == SQLITE_ROW)
 			json_array_append_new(
 			    blobs,

@@ -29,8 +29,9 @@ enum {
 static const char *const sqls[S_N] = {
     [S_REC] = "INSERT OR IGNORE INTO records(seq, seg, off, len, ts, "
 	      "run_id, step, type, tool, call_id, status, prompt_hash, "
-	      "result_hash) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
-    /* one statement per record for the run's aggregates */
+	      "result_hash, prompt_key, result_key) "
+	      "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+    /* one statement per run and transaction for the run's aggregates */
     [S_RUN_NEW] = "INSERT INTO runs(run_id, status, started, last_ts, steps, "
 		  "records, input_tokens, output_tokens, cost_nusd, "
 		  "model_calls, model) VALUES(?1, 'running', ?2, ?3, ?4, ?5, "
@@ -51,30 +52,44 @@ static const char *const sqls[S_N] = {
 		  "run_id = ?1",
     [S_RUN_FLAG] = "UPDATE runs SET flagged = 1 WHERE run_id = ?1",
     [S_RUN_GC] = "UPDATE runs SET payloads_dropped = 1 WHERE run_id = ?1",
-    [S_REF] = "INSERT OR IGNORE INTO refs(ref, run_id, seq) VALUES(?,?,?)",
+    [S_REF] = "INSERT OR IGNORE INTO refs(id, seq, ref, run_id) "
+	      "VALUES(?,?,?,?)",
     [S_TAIL] = "SELECT seq, seg, off + len + 1 FROM records ORDER BY seq "
 	       "DESC LIMIT 1",
     [S_RUN_KNOWN] = "SELECT 1 FROM runs WHERE run_id = ?1",
 };
 
-/* 16 KiB pages (new index files only; an existing file keeps its size):
- * the index B-trees with 71-byte hash keys insert about 1.5x faster than
- * with 4 KiB pages. */
+/* The index format: an index.db of another version (PRAGMA user_version) is
+ * emptied at open and rebuilt from the segments by the catch-up.
+ * 1 (user_version 0): hash columns indexed as text; refs keyed by ref.
+ * 2: hashes looked up by an 8-byte key (wd_idx_key()); refs keyed by seq. */
+#define WD_IDX_VERSION 2
+
+/* 16 KiB pages (new index files only; an existing file keeps its size). */
+static const char pragmas[] = "PRAGMA page_size=16384;"
+			      "PRAGMA journal_mode=WAL;"
+			      "PRAGMA synchronous=OFF;"
+			      "PRAGMA cache_size=-65536;"
+			      "PRAGMA temp_store=MEMORY;";
+
+/* Lookups by hash go through an INTEGER key (the first 64 bits of the
+ * sha256) whose index entries are ~6x smaller than the 71-byte text's; the
+ * query compares the full text too, so a colliding key cannot return a
+ * wrong row. refs are only read by gc, whole or by seq range: a rowid table
+ * without any index, id = seq * WD_IDXREC_MAXREFS + the ref's place among
+ * the record's distinct refs, so rows are appended in id order and adding a
+ * record twice adds its refs once. */
 static const char schema[] =
-    "PRAGMA page_size=16384;"
-    "PRAGMA journal_mode=WAL;"
-    "PRAGMA synchronous=OFF;"
-    "PRAGMA cache_size=-65536;"
-    "PRAGMA temp_store=MEMORY;"
     "CREATE TABLE IF NOT EXISTS records(seq INTEGER PRIMARY KEY, seg "
     "INTEGER NOT NULL, off INTEGER NOT NULL, len INTEGER NOT NULL, ts "
     "INTEGER NOT NULL, run_id TEXT NOT NULL, step INTEGER, type TEXT, tool "
-    "TEXT, call_id TEXT, status TEXT, prompt_hash TEXT, result_hash TEXT);"
+    "TEXT, call_id TEXT, status TEXT, prompt_hash TEXT, result_hash TEXT, "
+    "prompt_key INTEGER, result_key INTEGER);"
     "CREATE INDEX IF NOT EXISTS rec_run ON records(run_id, seq);"
-    "CREATE INDEX IF NOT EXISTS rec_prompt ON records(prompt_hash) WHERE "
-    "prompt_hash IS NOT NULL;"
-    "CREATE INDEX IF NOT EXISTS rec_result ON records(result_hash) WHERE "
-    "result_hash IS NOT NULL;"
+    "CREATE INDEX IF NOT EXISTS rec_prompt ON records(prompt_key) WHERE "
+    "prompt_key IS NOT NULL;"
+    "CREATE INDEX IF NOT EXISTS rec_result ON records(result_key) WHERE "
+    "result_key IS NOT NULL;"
     "CREATE INDEX IF NOT EXISTS rec_tool ON records(tool, status) WHERE "
     "tool IS NOT NULL;"
     "CREATE TABLE IF NOT EXISTS runs(run_id TEXT PRIMARY KEY, agent TEXT, "
@@ -86,9 +101,36 @@ static const char schema[] =
     "INTEGER NOT NULL DEFAULT 0, payloads TEXT, retention_days INTEGER, "
     "payloads_dropped INTEGER NOT NULL DEFAULT 0);"
     "CREATE INDEX IF NOT EXISTS runs_started ON runs(started);"
-    "CREATE TABLE IF NOT EXISTS refs(ref TEXT NOT NULL, run_id TEXT NOT "
-    "NULL, seq INTEGER NOT NULL, PRIMARY KEY(ref, seq)) WITHOUT ROWID;"
-    "CREATE INDEX IF NOT EXISTS refs_run ON refs(run_id);";
+    "CREATE TABLE IF NOT EXISTS refs(id INTEGER PRIMARY KEY, seq INTEGER "
+    "NOT NULL, ref TEXT NOT NULL, run_id TEXT NOT NULL);";
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+int64_t wd_idx_key(const char *s)
+{
+	uint64_t k = 0;
+	if (!strncmp(s, "sha256:", 7)) {
+		int i;
+		for (i = 0; i < 16 && hexval(s[7 + i]) >= 0; i++)
+			k = k << 4 | (uint64_t)hexval(s[7 + i]);
+		if (i == 16)
+			return (int64_t)k;
+	}
+	/* any other value: FNV-1a 64 of the text */
+	k = 0xcbf29ce484222325ull;
+	for (; *s; s++)
+		k = (k ^ (unsigned char)*s) * 0x100000001b3ull;
+	return (int64_t)k;
+}
 
 /* Per-run aggregates of the records of the current transaction, written
  * with one upsert per run at commit (or before a run-level update). Costs
@@ -186,6 +228,53 @@ void wd_idx_close(struct wd_idx *x)
 	free(x);
 }
 
+/* Under an exclusive write lock: an index of another format loses its
+ * tables (the catch-up at open rebuilds them from the segments), a new or
+ * emptied one gets the current tables and version. */
+static int idx_upgrade(sqlite3 *db, const char *path, char **msg)
+{
+	if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, msg) != SQLITE_OK)
+		return -EIO;
+	sqlite3_stmt *st;
+	int ver = -1, ntab = 0;
+	if (sqlite3_prepare_v2(db,
+			       "SELECT (SELECT user_version FROM "
+			       "pragma_user_version), (SELECT count(*) FROM "
+			       "sqlite_master WHERE type = 'table')",
+			       -1, &st, NULL) == SQLITE_OK) {
+		if (sqlite3_step(st) == SQLITE_ROW) {
+			ver = sqlite3_column_int(st, 0);
+			ntab = sqlite3_column_int(st, 1);
+		}
+		sqlite3_finalize(st);
+	}
+	int rc = SQLITE_OK;
+	if (ver != WD_IDX_VERSION) {
+		if (ntab)
+			wd_info("trace index '%s': format %d, this build uses "
+				"%d; rebuilding it from the segments",
+				path, ver, WD_IDX_VERSION);
+		rc = sqlite3_exec(db,
+				  "DROP TABLE IF EXISTS records; DROP TABLE IF "
+				  "EXISTS runs; DROP TABLE IF EXISTS refs;",
+				  NULL, NULL, msg);
+		if (rc == SQLITE_OK)
+			rc = sqlite3_exec(db, schema, NULL, NULL, msg);
+		char sql[64];
+		snprintf(sql, sizeof(sql), "PRAGMA user_version = %d",
+			 WD_IDX_VERSION);
+		if (rc == SQLITE_OK)
+			rc = sqlite3_exec(db, sql, NULL, NULL, msg);
+	}
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(db, "COMMIT", NULL, NULL, msg);
+	if (rc != SQLITE_OK) {
+		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+		return -EIO;
+	}
+	return 0;
+}
+
 int wd_idx_open(const char *path, struct wd_idx **out, struct wd_err *err)
 {
 	struct wd_idx *x = wd_calloc(1, sizeof(*x));
@@ -197,7 +286,8 @@ int wd_idx_open(const char *path, struct wd_idx **out, struct wd_err *err)
 			    NULL) != SQLITE_OK)
 		goto fail;
 	sqlite3_busy_timeout(x->db, 10000);
-	if (sqlite3_exec(x->db, schema, NULL, NULL, &msg) != SQLITE_OK)
+	if (sqlite3_exec(x->db, pragmas, NULL, NULL, &msg) != SQLITE_OK ||
+	    idx_upgrade(x->db, path, &msg) < 0)
 		goto fail;
 	for (int i = 0; i < S_N; i++)
 		if (sqlite3_prepare_v3(x->db, sqls[i], -1,
@@ -262,18 +352,6 @@ int wd_idx_tail(struct wd_idx *x, uint64_t *seq, uint64_t *seg, uint64_t *end)
 	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : -EIO;
 }
 
-static const char *str2(json_t *r, const char *a, const char *b)
-{
-	const char *s = json_string_value(json_object_get(r, a));
-	return s || !b ? s : json_string_value(json_object_get(r, b));
-}
-
-static json_t *get2(json_t *r, const char *a, const char *b)
-{
-	json_t *v = json_object_get(r, a);
-	return v ? v : json_object_get(r, b);
-}
-
 /* cost_usd may be a number or a decimal string ("0.0231", seed 000) */
 static double num(json_t *v)
 {
@@ -309,70 +387,173 @@ static void keep_str(struct strs *s, const char *v)
 	s->bytes += l;
 }
 
+/* The members wd_idx_extract() reads, found in one pass over the record
+ * (a hash lookup each cost more than the whole pass). Where two names are
+ * listed, the first one wins (A), else the second (B). */
+enum {
+	M_TRACE,
+	M_PAYLOADS,
+	M_RD,
+	M_COST,
+	M_RUN,
+	M_TYPE,
+	M_TOOL_A,
+	M_TOOL_B,
+	M_CALL_A,
+	M_CALL_B,
+	M_STATUS,
+	M_PROMPT_A,
+	M_PROMPT_B,
+	M_RESULT_A,
+	M_RESULT_B,
+	M_MODEL_A,
+	M_MODEL_B,
+	M_AGENT,
+	M_TEAM,
+	M_USER,
+	M_STEP,
+	M_IN_A,
+	M_IN_B,
+	M_OUT_A,
+	M_OUT_B,
+	M_FLAGGED,
+	M_N
+};
+
+#define MN(name)                                                               \
+	{                                                                      \
+		name, sizeof(name) - 1                                         \
+	}
+static const struct {
+	const char *name;
+	size_t len;
+} mnames[M_N] = {
+    [M_TRACE] = MN("trace"),
+    [M_PAYLOADS] = MN("payloads"),
+    [M_RD] = MN("retention_days"),
+    [M_COST] = MN("cost_usd"),
+    [M_RUN] = MN("run_id"),
+    [M_TYPE] = MN("type"),
+    [M_TOOL_A] = MN("gen_ai.tool.name"),
+    [M_TOOL_B] = MN("tool"),
+    [M_CALL_A] = MN("gen_ai.tool.call.id"),
+    [M_CALL_B] = MN("call_id"),
+    [M_STATUS] = MN("status"),
+    [M_PROMPT_A] = MN("prompt_hash"),
+    [M_PROMPT_B] = MN("prompt_ref"),
+    [M_RESULT_A] = MN("result_hash"),
+    [M_RESULT_B] = MN("result_ref"),
+    [M_MODEL_A] = MN("gen_ai.request.model"),
+    [M_MODEL_B] = MN("model"),
+    [M_AGENT] = MN("agent"),
+    [M_TEAM] = MN("team"),
+    [M_USER] = MN("user"),
+    [M_STEP] = MN("step"),
+    [M_IN_A] = MN("gen_ai.usage.input_tokens"),
+    [M_IN_B] = MN("input_tokens"),
+    [M_OUT_A] = MN("gen_ai.usage.output_tokens"),
+    [M_OUT_B] = MN("output_tokens"),
+    [M_FLAGGED] = MN("flagged"),
+};
+#undef MN
+
+/* Which of mnames a key of n bytes is (-1: none). */
+static int member_of(const char *k, size_t n)
+{
+	for (int i = 0; i < M_N; i++)
+		if (mnames[i].len == n && mnames[i].name[0] == k[0] &&
+		    !memcmp(mnames[i].name, k, n))
+			return i;
+	return -1;
+}
+
+static const char *str_of(json_t *const *m, int a, int b)
+{
+	const char *s = json_string_value(m[a]);
+	return s || b < 0 ? s : json_string_value(m[b]);
+}
+
+static json_t *either(json_t *const *m, int a, int b)
+{
+	return m[a] ? m[a] : m[b];
+}
+
 struct wd_idxrec *wd_idx_extract(json_t *rec)
 {
 	struct strs s = {.n = 0};
 	unsigned nrefs = 0;
-	json_t *tr = json_object_get(rec, "trace");
-	const char *pl = json_string_value(get2(tr, "payloads", NULL));
-	if (!pl)
-		pl = str2(rec, "payloads", NULL);
-	json_t *rd = json_object_get(tr, "retention_days");
-	if (!rd)
-		rd = json_object_get(rec, "retention_days");
-	json_t *cost = json_object_get(rec, "cost_usd");
-	/* same order as the WD_IDXREC_* slots */
-	const char *in[WD_IDXREC_NSTR] = {
-	    [WD_IDXREC_RUN] = str2(rec, "run_id", NULL),
-	    [WD_IDXREC_TYPE] = str2(rec, "type", NULL),
-	    [WD_IDXREC_TOOL] = str2(rec, "gen_ai.tool.name", "tool"),
-	    [WD_IDXREC_CALL] = str2(rec, "gen_ai.tool.call.id", "call_id"),
-	    [WD_IDXREC_STATUS] = str2(rec, "status", NULL),
-	    [WD_IDXREC_PROMPT] = str2(rec, "prompt_hash", "prompt_ref"),
-	    [WD_IDXREC_RESULT] = str2(rec, "result_hash", "result_ref"),
-	    [WD_IDXREC_MODEL] = str2(rec, "gen_ai.request.model", "model"),
-	    [WD_IDXREC_AGENT] = str2(rec, "agent", NULL),
-	    [WD_IDXREC_TEAM] = str2(rec, "team", NULL),
-	    [WD_IDXREC_USER] = str2(rec, "user", NULL),
-	    [WD_IDXREC_PAYLOADS] = pl,
-	};
-	for (int i = 0; i < WD_IDXREC_NSTR; i++)
-		keep_str(&s, in[i]);
+	json_t *m[M_N] = {NULL};
 	const char *k;
 	json_t *v;
-	json_object_foreach(rec, k, v)
-	{
+	void *it;
+	/* one pass: the members the index reads, and the *_ref values (in
+	 * the record's order) */
+	for (it = json_object_iter(rec); it;
+	     it = json_object_iter_next(rec, it)) {
+		k = json_object_iter_key(it);
+		v = json_object_iter_value(it);
+		size_t kl = json_object_iter_key_len(it);
+		int i = member_of(k, kl);
+		if (i >= 0)
+			m[i] = v;
 		const char *ref = json_string_value(v);
-		if (nrefs < WD_IDXREC_MAXREFS && ref &&
-		    wd_trace_is_ref_key(k) && wd_trace_ref_ok(ref)) {
+		if (nrefs < WD_IDXREC_MAXREFS && ref && kl > 4 &&
+		    !memcmp(k + kl - 4, "_ref", 4) && wd_trace_ref_ok(ref)) {
 			nrefs++;
 			keep_str(&s, ref);
 		}
 	}
+	json_t *tr = m[M_TRACE];
+	const char *pl = json_string_value(json_object_get(tr, "payloads"));
+	if (!pl)
+		pl = json_string_value(m[M_PAYLOADS]);
+	json_t *rd = json_object_get(tr, "retention_days");
+	if (!rd)
+		rd = m[M_RD];
+	json_t *cost = m[M_COST];
+	/* same order as the WD_IDXREC_* slots */
+	const char *in[WD_IDXREC_NSTR] = {
+	    [WD_IDXREC_RUN] = str_of(m, M_RUN, -1),
+	    [WD_IDXREC_TYPE] = str_of(m, M_TYPE, -1),
+	    [WD_IDXREC_TOOL] = str_of(m, M_TOOL_A, M_TOOL_B),
+	    [WD_IDXREC_CALL] = str_of(m, M_CALL_A, M_CALL_B),
+	    [WD_IDXREC_STATUS] = str_of(m, M_STATUS, -1),
+	    [WD_IDXREC_PROMPT] = str_of(m, M_PROMPT_A, M_PROMPT_B),
+	    [WD_IDXREC_RESULT] = str_of(m, M_RESULT_A, M_RESULT_B),
+	    [WD_IDXREC_MODEL] = str_of(m, M_MODEL_A, M_MODEL_B),
+	    [WD_IDXREC_AGENT] = str_of(m, M_AGENT, -1),
+	    [WD_IDXREC_TEAM] = str_of(m, M_TEAM, -1),
+	    [WD_IDXREC_USER] = str_of(m, M_USER, -1),
+	    [WD_IDXREC_PAYLOADS] = pl,
+	};
+	/* the strings first, then the refs kept above, in one block */
+	struct strs all = {.n = 0};
+	for (int i = 0; i < WD_IDXREC_NSTR; i++)
+		keep_str(&all, in[i]);
+	for (size_t i = 0; i < s.n; i++)
+		keep_str(&all, s.v[i]);
 	size_t head = sizeof(struct wd_idxrec) + nrefs * sizeof(char *);
-	struct wd_idxrec *f = wd_malloc(head + s.bytes);
+	struct wd_idxrec *f = wd_malloc(head + all.bytes);
 	char *arena = (char *)f + head;
 	*f = (struct wd_idxrec){
-	    .size = head + s.bytes,
-	    .step = json_integer_value(json_object_get(rec, "step")),
-	    .in_tokens = (int64_t)num(
-		get2(rec, "gen_ai.usage.input_tokens", "input_tokens")),
-	    .out_tokens = (int64_t)num(
-		get2(rec, "gen_ai.usage.output_tokens", "output_tokens")),
+	    .size = head + all.bytes,
+	    .step = json_integer_value(m[M_STEP]),
+	    .in_tokens = (int64_t)num(either(m, M_IN_A, M_IN_B)),
+	    .out_tokens = (int64_t)num(either(m, M_OUT_A, M_OUT_B)),
 	    .has_cost = cost != NULL,
 	    .cost_nusd = cost ? llround(num(cost) * 1e9) : 0,
 	    .has_rd = json_is_number(rd),
 	    .rd = json_is_number(rd) ? (int64_t)num(rd) : 0,
-	    .flagged = json_is_true(json_object_get(rec, "flagged")),
+	    .flagged = json_is_true(m[M_FLAGGED]),
 	    .nrefs = nrefs,
 	    .refs = (const char **)(f + 1),
 	};
-	for (size_t i = 0; i < s.n; i++) {
+	for (size_t i = 0; i < all.n; i++) {
 		const char *dst = NULL;
-		if (s.v[i]) {
-			memcpy(arena, s.v[i], s.len[i]);
+		if (all.v[i]) {
+			memcpy(arena, all.v[i], all.len[i]);
 			dst = arena;
-			arena += s.len[i];
+			arena += all.len[i];
 		}
 		if (i < WD_IDXREC_NSTR)
 			f->s[i] = dst;
@@ -388,6 +569,14 @@ static void bind_str(sqlite3_stmt *st, int i, const char *s)
 {
 	if (s)
 		sqlite3_bind_text(st, i, s, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(st, i);
+}
+
+static void bind_key(sqlite3_stmt *st, int i, const char *s)
+{
+	if (s)
+		sqlite3_bind_int64(st, i, wd_idx_key(s));
 	else
 		sqlite3_bind_null(st, i);
 }
@@ -496,6 +685,8 @@ int wd_idx_add(struct wd_idx *x, uint64_t seq, uint64_t seg, uint64_t off,
 	bind_str(st, 11, f->s[WD_IDXREC_STATUS]);
 	bind_str(st, 12, f->s[WD_IDXREC_PROMPT]);
 	bind_str(st, 13, f->s[WD_IDXREC_RESULT]);
+	bind_key(st, 14, f->s[WD_IDXREC_PROMPT]);
+	bind_key(st, 15, f->s[WD_IDXREC_RESULT]);
 	if (run_step(st) < 0)
 		return -EIO;
 	if (sqlite3_changes(x->db) == 0)
@@ -568,11 +759,18 @@ int wd_idx_add(struct wd_idx *x, uint64_t seq, uint64_t seg, uint64_t off,
 		return -EIO;
 	if (!strcmp(type, "gc"))
 		return 0; /* its refs name dropped blobs, not references */
+	int64_t id = (int64_t)seq * WD_IDXREC_MAXREFS;
 	for (unsigned i = 0; i < f->nrefs; i++) {
+		bool dup = false;
+		for (unsigned j = 0; !dup && j < i; j++)
+			dup = !strcmp(f->refs[i], f->refs[j]);
+		if (dup)
+			continue;
 		st = x->st[S_REF];
-		bind_str(st, 1, f->refs[i]);
-		bind_str(st, 2, run);
-		sqlite3_bind_int64(st, 3, seq);
+		sqlite3_bind_int64(st, 1, id++);
+		sqlite3_bind_int64(st, 2, seq);
+		bind_str(st, 3, f->refs[i]);
+		bind_str(st, 4, run);
 		if (run_step(st) < 0)
 			return -EIO;
 	}

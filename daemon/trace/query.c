@@ -103,13 +103,17 @@ int wd_trace_query_runs(struct wd_trace *t, const struct wd_trace_query *q,
 		args[n++] = q->tool;
 	}
 	if (q->prompt_hash) {
-		wd_buf_printf(&sql, " AND run_id IN (SELECT run_id FROM "
-				    "records WHERE prompt_hash = ?)");
+		wd_buf_printf(&sql,
+			      " AND run_id IN (SELECT run_id FROM records "
+			      "WHERE prompt_key = %lld AND prompt_hash = ?)",
+			      (long long)wd_idx_key(q->prompt_hash));
 		args[n++] = q->prompt_hash;
 	}
 	if (q->result_hash) {
-		wd_buf_printf(&sql, " AND run_id IN (SELECT run_id FROM "
-				    "records WHERE result_hash = ?)");
+		wd_buf_printf(&sql,
+			      " AND run_id IN (SELECT run_id FROM records "
+			      "WHERE result_key = %lld AND result_hash = ?)",
+			      (long long)wd_idx_key(q->result_hash));
 		args[n++] = q->result_hash;
 	}
 	if (q->since_ns)
@@ -140,9 +144,20 @@ int wd_trace_query_records(struct wd_trace *t, const struct wd_trace_query *q,
 	}
 	F(tool, "tool");
 	F(status, "status");
-	F(prompt_hash, "prompt_hash");
-	F(result_hash, "result_hash");
 #undef F
+	/* by the hash's key, then its text (a key may collide) */
+	if (q->prompt_hash) {
+		wd_buf_printf(&sql,
+			      " AND prompt_key = %lld AND prompt_hash = ?",
+			      (long long)wd_idx_key(q->prompt_hash));
+		args[n++] = q->prompt_hash;
+	}
+	if (q->result_hash) {
+		wd_buf_printf(&sql,
+			      " AND result_key = %lld AND result_hash = ?",
+			      (long long)wd_idx_key(q->result_hash));
+		args[n++] = q->result_hash;
+	}
 	if (q->agent || q->team || q->user) {
 		wd_buf_printf(&sql, " AND run_id IN (SELECT run_id FROM runs "
 				    "WHERE 1");

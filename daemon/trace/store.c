@@ -339,6 +339,47 @@ static int fmt_head(char *h, uint64_t seq, const char *ts, const char *prev)
 	return n + 2;
 }
 
+/* Each appending thread encodes its records into a buffer of its own, kept
+ * between appends (no malloc/realloc per record); freed when the thread
+ * exits, or after a record larger than ENC_KEEP. */
+#define ENC_KEEP (256u << 10)
+static pthread_key_t enc_key;
+static pthread_once_t enc_once = PTHREAD_ONCE_INIT;
+
+static void enc_free(void *p)
+{
+	struct wd_buf *b = p;
+	wd_buf_free(b);
+	free(b);
+}
+
+static void enc_key_make(void)
+{
+	if (pthread_key_create(&enc_key, enc_free))
+		abort();
+}
+
+static struct wd_buf *enc_buf(void)
+{
+	pthread_once(&enc_once, enc_key_make);
+	struct wd_buf *b = pthread_getspecific(enc_key);
+	if (!b) {
+		b = wd_calloc(1, sizeof(*b));
+		if (pthread_setspecific(enc_key, b)) {
+			free(b);
+			return NULL;
+		}
+	}
+	b->len = 0;
+	return b;
+}
+
+static void enc_done(struct wd_buf *b)
+{
+	if (b->cap > ENC_KEEP)
+		wd_buf_free(b);
+}
+
 int wd_trace_append(struct wd_trace *t, json_t *rec, bool durable,
 		    uint64_t *seq_out, struct wd_err *err)
 {
@@ -358,31 +399,34 @@ int wd_trace_append(struct wd_trace *t, json_t *rec, bool durable,
 	type = json_string_value(json_object_get(rec, "type"));
 
 	/* serialize outside the lock: run_id, step, type, then the rest */
-	struct wd_buf mb = {0};
-	wd_buf_append(&mb, "{\"run_id\":", 10);
-	int er = wd_trace_emit(&mb, json_object_get(rec, "run_id"));
-	wd_buf_append(&mb, ",\"step\":", 8);
-	er |= wd_trace_emit(&mb, step);
-	wd_buf_append(&mb, ",\"type\":", 8);
-	er |= wd_trace_emit(&mb, json_object_get(rec, "type"));
+	struct wd_buf own = {0}, *mb = enc_buf();
+	if (!mb)
+		mb = &own;
+	wd_buf_append(mb, "{\"run_id\":", 10);
+	int er = wd_trace_emit(mb, json_object_get(rec, "run_id"));
+	wd_buf_append(mb, ",\"step\":", 8);
+	er |= wd_trace_emit(mb, step);
+	wd_buf_append(mb, ",\"type\":", 8);
+	er |= wd_trace_emit(mb, json_object_get(rec, "type"));
 	const char *k;
 	json_t *v;
 	json_object_foreach(rec, k, v)
 	{
 		if (reserved_key(k))
 			continue;
-		wd_buf_append(&mb, ",", 1);
-		er |= wd_trace_emit_member(&mb, k, v);
+		wd_buf_append(mb, ",", 1);
+		er |= wd_trace_emit_member(mb, k, v);
 	}
-	wd_buf_append(&mb, "}", 1);
+	wd_buf_append(mb, "}", 1);
 	if (er) {
-		wd_buf_free(&mb);
+		enc_done(mb);
+		wd_buf_free(&own);
 		return wd_err_set(err, -EINVAL,
 				  "trace record: cannot encode (NaN or "
 				  "infinity?)");
 	}
-	char *mid = mb.data;
-	size_t midlen = mb.len;
+	char *mid = mb->data;
+	size_t midlen = mb->len;
 	/* while the index thread catches up from the segments, the writer
 	 * queues nothing: skip the extraction */
 	struct wd_idxrec *idx =
@@ -398,7 +442,8 @@ int wd_trace_append(struct wd_trace *t, json_t *rec, bool durable,
 	if (t->error) {
 		int e = t->error;
 		pthread_mutex_unlock(&t->mu);
-		free(mid);
+		enc_done(mb);
+		wd_buf_free(&own);
 		free(idx);
 		return wd_err_set(err, e, "trace store unhealthy: %s",
 				  strerror(-e));
@@ -451,7 +496,8 @@ int wd_trace_append(struct wd_trace *t, json_t *rec, bool durable,
 			r = t->error;
 	}
 	pthread_mutex_unlock(&t->mu);
-	free(mid);
+	enc_done(mb);
+	wd_buf_free(&own);
 	if (r < 0)
 		return wd_err_set(err, r, "trace: durable append failed: %s",
 				  strerror(-r));

@@ -92,6 +92,10 @@ int wd_idx_tail(struct wd_idx *x, uint64_t *seq, uint64_t *seg, uint64_t *end);
 sqlite3 *wd_idx_db(struct wd_idx *x);
 /* The subset of a record the index reads (free() it). */
 struct wd_idxrec *wd_idx_extract(json_t *rec);
+/* The 8-byte key a hash column is looked up by: the first 64 bits of a
+ * "sha256:<hex>" value, else a 64-bit hash of the text. Queries compare the
+ * text as well. */
+int64_t wd_idx_key(const char *s);
 /* "2024-01-02T03:04:05.123456Z" -> microseconds since the epoch; 0 on error */
 uint64_t wd_trace_parse_ts(const char *s);
 

@@ -219,6 +219,21 @@ static void test_redaction(void)
 	free(dir);
 }
 
+/* index files set aside as damaged (index.db*.broken-*) */
+static int count_broken(const char *dir)
+{
+	char *p = wd_asprintf("%s/trace", dir);
+	DIR *d = opendir(p);
+	struct dirent *e;
+	int n = 0;
+	while (d && (e = readdir(d)))
+		n += strstr(e->d_name, ".broken-") != NULL;
+	if (d)
+		closedir(d);
+	free(p);
+	return n;
+}
+
 static void test_rotation_reindex(void)
 {
 	char *dir = tt_tmpdir();
@@ -283,11 +298,106 @@ static void test_rotation_reindex(void)
 	T_OK(fixed && !strcmp(before, fixed), "trace-index-damaged-rebuilt",
 	     "differs or open failed: %s", err.msg);
 	free(fixed);
+	/* an index of the previous format (text hash keys, user_version 0),
+	 * with a row the segments do not have: dropped and rebuilt at open */
+	unlink(db);
+	int nbroken = count_broken(dir);
+	sqlite3 *old;
+	int orc = sqlite3_open(db, &old);
+	if (orc == SQLITE_OK)
+		orc = sqlite3_exec(
+		    old,
+		    "PRAGMA journal_mode=WAL;"
+		    "CREATE TABLE records(seq INTEGER PRIMARY KEY, seg INTEGER "
+		    "NOT NULL, off INTEGER NOT NULL, len INTEGER NOT NULL, ts "
+		    "INTEGER NOT NULL, run_id TEXT NOT NULL, step INTEGER, "
+		    "type TEXT, tool TEXT, call_id TEXT, status TEXT, "
+		    "prompt_hash TEXT, result_hash TEXT);"
+		    "CREATE INDEX rec_prompt ON records(prompt_hash) WHERE "
+		    "prompt_hash IS NOT NULL;"
+		    "CREATE TABLE runs(run_id TEXT PRIMARY KEY, agent TEXT);"
+		    "CREATE TABLE refs(ref TEXT NOT NULL, run_id TEXT NOT "
+		    "NULL, "
+		    "seq INTEGER NOT NULL, PRIMARY KEY(ref, seq)) WITHOUT "
+		    "ROWID;"
+		    "INSERT INTO records VALUES(999999, 1, 0, 10, 0, 'ghost', "
+		    "0, 'run_start', NULL, NULL, NULL, NULL, NULL);"
+		    "INSERT INTO runs VALUES('ghost', 'x');",
+		    NULL, NULL, NULL);
+	sqlite3_close(old);
+	r = wd_trace_open(dir, &o, &t, &err);
+	if (r == 0)
+		wd_trace_close(t);
+	char *upgraded = tt_dump_index(dir);
+	/* rebuilt in place, not set aside as a damaged file */
+	T_OK(orc == SQLITE_OK && r == 0 && upgraded &&
+		 !strcmp(before, upgraded) && count_broken(dir) == nbroken,
+	     "trace-index-old-format-rebuilt",
+	     "differs, set aside, or open failed: %s", err.msg);
+	free(upgraded);
 	free(before);
 	free(after);
 	free(again);
 	free(db);
 	free(segdir);
+	wd_rm_rf(dir);
+	free(dir);
+}
+
+/* Hashes are looked up by their first 64 bits: two hashes sharing them (and
+ * a value that is not a sha256 ref at all) each find their own runs only. */
+static void test_hash_key_collision(void)
+{
+	char *dir = tt_tmpdir();
+	struct wd_trace *t;
+	struct wd_err err = {0};
+	if (wd_trace_open(dir, NULL, &t, &err) < 0) {
+		T_FAIL("trace-hash-key-collision", "%s", err.msg);
+		return;
+	}
+	const char *h[3] = {
+	    "sha256:0123456789abcdef00000000000000000000000000000000000000000"
+	    "0000001",
+	    "sha256:0123456789abcdef00000000000000000000000000000000000000000"
+	    "0000002",
+	    "not-a-sha256-prompt-id",
+	};
+	const char *run[3] = {"r-a", "r-b", "r-c"};
+	T_OK(wd_idx_key(h[0]) == wd_idx_key(h[1]) &&
+		 wd_idx_key(h[0]) != wd_idx_key(h[2]),
+	     "trace-hash-key-shared", "keys differ");
+	for (int i = 0; i < 3; i++) {
+		json_t *r = tt_rec(run[i], 1, "model_call");
+		json_object_set_new(r, "prompt_hash", json_string(h[i]));
+		json_object_set_new(r, "result_hash", json_string(h[i]));
+		tt_append(t, r, false);
+	}
+	bool ok = true;
+	for (int i = 0; i < 3; i++) {
+		for (int which = 0; which < 2; which++) {
+			struct wd_trace_query q = {0};
+			if (which)
+				q.result_hash = h[i];
+			else
+				q.prompt_hash = h[i];
+			json_t *a = NULL, *b = NULL;
+			int r1 = wd_trace_query_runs(t, &q, &a, &err);
+			int r2 = wd_trace_query_records(t, &q, &b, &err);
+			ok &= r1 == 0 && r2 == 0 && json_array_size(a) == 1 &&
+			      json_array_size(b) == 1 &&
+			      !strcmp(json_string_value(json_object_get(
+					  json_array_get(a, 0), "run_id")),
+				      run[i]) &&
+			      !strcmp(json_string_value(json_object_get(
+					  json_array_get(b, 0), "run_id")),
+				      run[i]);
+			json_decref(a);
+			json_decref(b);
+		}
+	}
+	T_OK(ok, "trace-hash-key-collision",
+	     "a hash sharing another's key returned the wrong runs");
+	wd_trace_close(t);
 	wd_rm_rf(dir);
 	free(dir);
 }
@@ -1047,6 +1157,7 @@ int main(void)
 	test_basic();
 	test_redaction();
 	test_rotation_reindex();
+	test_hash_key_collision();
 	test_tamper();
 	test_damage_last_segment();
 	test_gc();
