@@ -1,5 +1,5 @@
-/* `warden trace ls|show|verify|grep|reindex|gc|export`: works on a store
- * directly (--state DIR), no daemon needed. */
+/* `warden trace ls|show|payload|verify|grep|reindex|gc|export`: works on a
+ * store directly (--state DIR), no daemon needed. */
 #include "cli/cli.h"
 #include "common/log.h"
 #include "trace/otlp.h"
@@ -11,7 +11,7 @@
 
 struct opts {
 	const char *state, *agent, *team, *user, *tool, *status;
-	const char *prompt_hash, *result_hash, *otlp;
+	const char *prompt_hash, *result_hash, *otlp, *type;
 	uint64_t since_ns, now_ns;
 	unsigned metadata_days;
 	bool json;
@@ -27,6 +27,10 @@ static void usage(FILE *f)
 		"S] [--since TIME] [--json]\n"
 		"  show RUN [--json]        timeline: steps, model calls, "
 		"tools, denials, costs\n"
+		"  payload RUN STEP [--type T] [--json]  the step's recorded "
+		"payloads (prompts,\n"
+		"                           model responses, tool args and "
+		"results), hash checked\n"
 		"  grep --prompt-hash H | --result-hash H | --tool T [--status "
 		"S] [--json]\n"
 		"  verify [RUN] [--json]    chain, framing, blobs; exit 1 on "
@@ -103,6 +107,7 @@ static int parse(int argc, char **argv, struct opts *o)
 	    {"prompt-hash", required_argument, 0, 'p'},
 	    {"result-hash", required_argument, 0, 'r'},
 	    {"otlp", required_argument, 0, 'o'},
+	    {"type", required_argument, 0, 'y'},
 	    {"metadata-days", required_argument, 0, 'M'},
 	    {"json", no_argument, 0, 'j'},
 	    {"help", no_argument, 0, 'h'},
@@ -138,6 +143,9 @@ static int parse(int argc, char **argv, struct opts *o)
 			break;
 		case 'o':
 			o->otlp = optarg;
+			break;
+		case 'y':
+			o->type = optarg;
 			break;
 		case 'j':
 			o->json = true;
@@ -505,6 +513,52 @@ static int cmd_verify(struct wd_trace *t, struct opts *o)
 	return r == 0 ? WD_EXIT_OK : WD_EXIT_FAIL;
 }
 
+static int cmd_payload(struct wd_trace *t, struct opts *o)
+{
+	char *end = NULL;
+	long long step = o->argc == 2 ? strtoll(o->argv[1], &end, 10) : -1;
+	if (o->argc != 2 || !*o->argv[1] || *end || step < 0) {
+		usage(stderr);
+		return WD_EXIT_USAGE;
+	}
+	struct wd_err err = {0};
+	json_t *a;
+	if (wd_trace_step_payloads(t, o->argv[0], step, o->type, &a, &err) <
+	    0) {
+		wd_error("trace payload: %s", err.msg);
+		return WD_EXIT_FAIL;
+	}
+	int rc = WD_EXIT_OK;
+	size_t i;
+	json_t *p;
+	json_array_foreach(a, i, p)
+	{
+		if (json_object_get(p, "error"))
+			rc = WD_EXIT_FAIL;
+		if (o->json)
+			continue;
+		printf("== seq %lld %s %s %s\n",
+		       (long long)json_integer_value(json_object_get(p, "seq")),
+		       js(p, "type"), js(p, "field"), js(p, "ref"));
+		const char *text =
+		    json_string_value(json_object_get(p, "payload"));
+		if (text) {
+			fputs(text, stdout);
+			if (*text && text[strlen(text) - 1] != '\n')
+				putchar('\n');
+		} else {
+			printf("(not available: %s)\n", js(p, "error"));
+		}
+	}
+	if (o->json)
+		print_json(a);
+	else if (!json_array_size(a))
+		printf("(step %lld of %s recorded no payloads)\n", step,
+		       o->argv[0]);
+	json_decref(a);
+	return rc;
+}
+
 static int cmd_export(struct wd_trace *t, struct opts *o)
 {
 	if (!o->otlp) {
@@ -576,8 +630,9 @@ static int verb_trace(int argc, char **argv)
 		usage(stdout);
 		return WD_EXIT_OK;
 	}
-	static const char *const subs[] = {"ls",      "show", "grep",  "verify",
-					   "reindex", "gc",   "export"};
+	static const char *const subs[] = {"ls",   "show",   "payload",
+					   "grep", "verify", "reindex",
+					   "gc",   "export"};
 	bool known = false;
 	for (size_t i = 0; i < WD_ARRAY_SIZE(subs); i++)
 		known |= !strcmp(sub, subs[i]);
@@ -608,6 +663,8 @@ static int verb_trace(int argc, char **argv)
 		rc = cmd_verify(t, &o);
 	else if (!strcmp(sub, "export"))
 		rc = cmd_export(t, &o);
+	else if (!strcmp(sub, "payload"))
+		rc = cmd_payload(t, &o);
 	else if (!strcmp(sub, "reindex")) {
 		rc = wd_trace_reindex(t, &err) < 0 ? WD_EXIT_FAIL : WD_EXIT_OK;
 		if (rc)

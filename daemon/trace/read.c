@@ -101,3 +101,60 @@ int wd_trace_run_records(struct wd_trace *t, const char *run_id, json_t **array,
 	*array = arr;
 	return 0;
 }
+
+int wd_trace_step_payloads(struct wd_trace *t, const char *run_id, int64_t step,
+			   const char *type, json_t **array, struct wd_err *err)
+{
+	json_t *recs;
+	int r = wd_trace_run_records(t, run_id, &recs, err);
+	if (r < 0)
+		return r;
+	json_t *out = json_array();
+	bool found = false;
+	size_t i;
+	json_t *rec;
+	json_array_foreach(recs, i, rec)
+	{
+		const char *ty =
+		    json_string_value(json_object_get(rec, "type"));
+		if (json_integer_value(json_object_get(rec, "step")) != step ||
+		    !ty || (type && strcmp(type, ty)))
+			continue;
+		found = true;
+		const char *k;
+		json_t *v;
+		json_object_foreach(rec, k, v)
+		{
+			const char *ref = json_string_value(v);
+			if (!wd_trace_is_ref_key(k) || !wd_trace_ref_ok(ref))
+				continue;
+			json_t *o =
+			    json_pack("{s:O?, s:s, s:s, s:s}", "seq",
+				      json_object_get(rec, "seq"), "type", ty,
+				      "field", k, "ref", ref);
+			char *data = NULL;
+			size_t len = 0;
+			struct wd_err e = {0};
+			if (wd_trace_get_blob(t, ref, &data, &len, &e) < 0)
+				json_object_set_new(o, "error",
+						    json_string(e.msg));
+			else if (json_object_set_new(o, "payload",
+						     json_stringn(data, len)))
+				json_object_set_new(
+				    o, "error",
+				    json_sprintf("%zu bytes, not UTF-8 text",
+						 len));
+			free(data);
+			json_array_append_new(out, o);
+		}
+	}
+	json_decref(recs);
+	if (!found) {
+		json_decref(out);
+		return wd_err_set(
+		    err, -ENOENT, "run '%s' has no %s%srecord at step %lld",
+		    run_id, type ? type : "", type ? " " : "", (long long)step);
+	}
+	*array = out;
+	return 0;
+}

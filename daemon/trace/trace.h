@@ -132,6 +132,15 @@ bool wd_trace_healthy(struct wd_trace *t, int *code);
  * `trace show`. Includes records still in the group-commit buffer. */
 int wd_trace_run_records(struct wd_trace *t, const char *run_id, json_t **array,
 			 struct wd_err *err);
+/* The payloads of a run's step (replay, `warden trace payload`): for each
+ * record of RUN at STEP (of TYPE, if not NULL) and each of its `*_ref`
+ * fields, {seq, type, field, ref, payload} with the blob's text (hash
+ * checked), or {..., error} when it is absent (hash_only run, dropped by
+ * gc) or damaged. A new JSON array, empty when the step has no payloads;
+ * -ENOENT when the run has no record at that step. */
+int wd_trace_step_payloads(struct wd_trace *t, const char *run_id, int64_t step,
+			   const char *type, json_t **array,
+			   struct wd_err *err);
 
 /* Index queries. Each returns a new JSON array. */
 struct wd_trace_query {

@@ -97,6 +97,25 @@ n=$($WARDEN trace show r-fail --state "$S" --json | python3 -c 'import json,sys;
 expect_eq trace-cli-show-json "$n" 7
 $WARDEN trace show nope --state "$S" >/dev/null 2>&1; expect_eq trace-cli-show-missing "$?" 1
 
+# payload: the step's blobs by run and step (what replay reads), hash checked
+out=$($WARDEN trace payload r-ok 1 --state "$S")
+expect_eq trace-cli-payload-rc "$?" 0
+expect_match trace-cli-payload-prompt "$out" "model_call prompt_ref sha256:[0-9a-f]{64}"$'\n'"You are a support agent. Summarise ticket 42."
+expect_match trace-cli-payload-result "$out" "tool_result result_ref sha256:[0-9a-f]{64}"$'\n'"result of r-ok"
+n=$($WARDEN trace payload r-ok 1 --type tool_result --state "$S" --json | python3 -c 'import json,sys; a=json.load(sys.stdin); print(len(a), a[0]["payload"])')
+expect_eq trace-cli-payload-type-json "$n" "1 result of r-ok"
+$WARDEN trace payload r-ok 7 --state "$S" >/dev/null 2>&1; expect_eq trace-cli-payload-no-step "$?" 1
+$WARDEN trace payload r-ok x --state "$S" >/dev/null 2>&1; expect_eq trace-cli-payload-usage "$?" 2
+# a damaged blob is named, not printed
+ref=$($WARDEN trace payload r-b 1 --type tool_result --state "$S" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["ref"][7:])')
+bf="$S/trace/blobs/${ref:0:2}/${ref:2}"
+cp "$bf" "$S/blob.keep"
+python3 -c 'import sys,zlib; open(sys.argv[1],"wb").write(zlib.compress(b"result of r-X"))' "$bf"
+out=$($WARDEN trace payload r-b 1 --type tool_result --state "$S" 2>&1)
+expect_eq trace-cli-payload-damaged-rc "$?" 1
+expect_match trace-cli-payload-damaged "$out" "not available: .*$ref"
+cp "$S/blob.keep" "$bf"
+
 # grep
 out=$($WARDEN trace grep --prompt-hash "$PROMPT" --state "$S" --json)
 expect_eq trace-cli-grep-prompt "$(printf '%s' "$out" | python3 -c 'import json,sys; print(sorted({r["run_id"] for r in json.load(sys.stdin)}))')" "['r-b', 'r-fail', 'r-ok']"
