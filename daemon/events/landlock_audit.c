@@ -4,12 +4,18 @@
 #include <linux/audit.h>
 #include <linux/netlink.h>
 #include <poll.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
 
 #define DOM_CACHE 64
 #define HELD_MAX  32
+#define RBUF	  (1 << 16)
+/* idle readers kept for the next calls (wd_landlock_audit_close) */
+#define POOL_MAX 4
+/* an AUDIT_GET that said "on" is trusted this long (ns) */
+#define ENABLED_TTL_NS 1000000000ull
 
 struct dom_info {
 	uint64_t id;
@@ -32,7 +38,25 @@ struct wd_landlock_audit {
 	 * not read yet (it follows the first denial under its own serial) */
 	struct wd_event held[HELD_MAX];
 	int n_held;
+	/* wd_landlock_audit_barrier: the token of the user record sent */
+	char token[96];
+	int token_len;
+	bool token_seen;
+	int token_err; /* the kernel refused the record (NLMSG_ERROR) */
+	char *buf;     /* RBUF bytes: one per reader, concurrent calls */
 };
+
+/* Readers whose call ended, kept bound for the next calls: a call's
+ * socket, bind, 4 MB buffer and AUDIT_GET round trip (which the kernel
+ * answers from a kernel thread it starts for the reply) cost ~0.2 ms. An
+ * idle reader's queue fills with whatever the node logs meanwhile; it is
+ * emptied (nothing in it can be the next call's: that call has no
+ * process yet) when the reader is taken again. */
+static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct wd_landlock_audit *pool[POOL_MAX];
+static int n_pool;
+/* CLOCK_MONOTONIC until which audit is known to be on (0: ask) */
+static uint64_t enabled_until;
 
 /* Keys whose values the kernel writes with audit_log_untrustedstring()
  * (kernel/audit.c): quoted, or hex when the string holds a quote, a space,
@@ -246,10 +270,53 @@ static int get_wrap(int fd, uint32_t v)
 	return audit_get_enabled(fd);
 }
 
+static void reader_free(struct wd_landlock_audit *a);
+
+/* Empty a pooled reader for its next call. */
+static void reader_reset(struct wd_landlock_audit *a)
+{
+	for (;;) {
+		ssize_t n = recv(a->fd, a->buf, RBUF, MSG_DONTWAIT);
+		if (n < 0 && errno != EINTR && errno != ENOBUFS)
+			break;
+	}
+	a->lost = 0;
+	a->pending = false;
+	a->n_held = 0;
+	a->prev_enabled = -1;
+	a->token_len = 0;
+	a->token_seen = false;
+	a->token_err = 0;
+	/* the domain cache stays: domain ids are never reused */
+}
+
 int wd_landlock_audit_open(struct wd_landlock_audit **out, bool enable_audit,
 			   struct wd_err *err)
 {
 	*out = NULL;
+	/* A pooled reader while audit is known to be on. Asked to enable it
+	 * (WARDEN_LANDLOCK_AUDIT=enable), ask the kernel all the same. */
+	struct wd_landlock_audit *pa = NULL;
+	pthread_mutex_lock(&pool_mu);
+	if (n_pool)
+		pa = pool[--n_pool];
+	bool known_on =
+	    wd_now_ns() < __atomic_load_n(&enabled_until, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&pool_mu);
+	if (pa) {
+		reader_reset(pa);
+		int en = known_on && !enable_audit ? 1 : with_ctl(get_wrap, 0);
+		if (en == 1) {
+			if (!known_on)
+				__atomic_store_n(&enabled_until,
+						 wd_now_ns() + ENABLED_TTL_NS,
+						 __ATOMIC_RELAXED);
+			*out = pa;
+			return 0;
+		}
+		/* off, or cannot ask: the full path below says which */
+		reader_free(pa);
+	}
 	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK,
 			NETLINK_AUDIT);
 	if (fd < 0)
@@ -271,6 +338,7 @@ int wd_landlock_audit_open(struct wd_landlock_audit **out, bool enable_audit,
 	struct wd_landlock_audit *a = wd_calloc(1, sizeof(*a));
 	a->fd = fd;
 	a->prev_enabled = -1;
+	a->buf = wd_malloc(RBUF);
 	int en = with_ctl(get_wrap, 0);
 	if (en < 0) {
 		wd_landlock_audit_close(a);
@@ -294,6 +362,9 @@ int wd_landlock_audit_open(struct wd_landlock_audit **out, bool enable_audit,
 		}
 		a->prev_enabled = 0;
 	}
+	/* on now (it was, or we turned it on) */
+	__atomic_store_n(&enabled_until, wd_now_ns() + ENABLED_TTL_NS,
+			 __ATOMIC_RELAXED);
 	*out = a;
 	return 0;
 }
@@ -444,12 +515,28 @@ int wd_landlock_audit_feed(struct wd_landlock_audit *a, int type, const char *t,
 	return delivered;
 }
 
+/* The barrier's own user record, or the kernel's refusal of it. */
+static void see_token(struct wd_landlock_audit *a, const struct nlmsghdr *h)
+{
+	if (h->nlmsg_type == NLMSG_ERROR &&
+	    h->nlmsg_len >= NLMSG_LENGTH(sizeof(struct nlmsgerr))) {
+		const struct nlmsgerr *e = NLMSG_DATA(h);
+		if (e->error && e->msg.nlmsg_type == AUDIT_USER)
+			a->token_err = e->error;
+		return;
+	}
+	if (h->nlmsg_type == AUDIT_USER &&
+	    memmem(NLMSG_DATA(h), h->nlmsg_len - NLMSG_HDRLEN, a->token,
+		   a->token_len))
+		a->token_seen = true;
+}
+
 int wd_landlock_audit_read(struct wd_landlock_audit *a, ev_cb cb, void *arg)
 {
 	int delivered = 0;
-	static char buf[1 << 16];
+	char *buf = a->buf;
 	for (;;) {
-		ssize_t n = recv(a->fd, buf, sizeof(buf), MSG_DONTWAIT);
+		ssize_t n = recv(a->fd, buf, RBUF, MSG_DONTWAIT);
 		if (n < 0) {
 			if (errno == ENOBUFS) { /* queue overflowed */
 				a->lost++;
@@ -461,10 +548,13 @@ int wd_landlock_audit_read(struct wd_landlock_audit *a, ev_cb cb, void *arg)
 		}
 		int left = (int)n; /* NLMSG_OK needs a signed length */
 		for (struct nlmsghdr *h = (void *)buf; NLMSG_OK(h, left);
-		     h = NLMSG_NEXT(h, left))
+		     h = NLMSG_NEXT(h, left)) {
+			if (a->token_len && !a->token_seen)
+				see_token(a, h);
 			delivered += wd_landlock_audit_feed(
 			    a, h->nlmsg_type, NLMSG_DATA(h),
 			    h->nlmsg_len - NLMSG_HDRLEN, cb, arg);
+		}
 	}
 	/* An access record whose event is still open stays pending: kauditd
 	 * multicasts each record on its own, so a drain can end between the
@@ -484,13 +574,92 @@ int wd_landlock_audit_flush(struct wd_landlock_audit *a, ev_cb cb, void *arg)
 	return delivered;
 }
 
-void wd_landlock_audit_close(struct wd_landlock_audit *a)
+int wd_landlock_audit_barrier(struct wd_landlock_audit *a, const char *tag,
+			      int timeout_ms, ev_cb cb, void *arg)
 {
-	if (!a)
-		return;
+	a->token_len =
+	    snprintf(a->token, sizeof(a->token), "warden-drain %s %016llx", tag,
+		     (unsigned long long)wd_now_ns());
+	if (a->token_len <= 0 || a->token_len >= (int)sizeof(a->token))
+		return -EINVAL;
+	a->token_seen = false;
+	a->token_err = 0;
+	struct {
+		struct nlmsghdr h;
+		char text[96];
+	} m = {.h = {.nlmsg_len = NLMSG_LENGTH(a->token_len + 1),
+		     .nlmsg_type = AUDIT_USER,
+		     .nlmsg_flags = NLM_F_REQUEST}};
+	memcpy(m.text, a->token, a->token_len); /* and its NUL */
+	struct sockaddr_nl k = {.nl_family = AF_NETLINK};
+	int rc = 0;
+	if (sendto(a->fd, &m, m.h.nlmsg_len, 0, (void *)&k, sizeof(k)) < 0)
+		rc = -errno;
+	uint64_t until = wd_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	while (!rc) {
+		wd_landlock_audit_read(a, cb, arg);
+		if (a->token_seen)
+			break;
+		if (a->token_err) {
+			rc = a->token_err;
+			break;
+		}
+		uint64_t now = wd_now_ns();
+		if (now >= until) {
+			rc = -ETIMEDOUT;
+			break;
+		}
+		struct pollfd pf = {a->fd, POLLIN, 0};
+		poll(&pf, 1, (int)((until - now) / 1000000) + 1);
+	}
+	a->token_len = 0;
+	/* audit switched off meanwhile drops user records: ask again */
+	if (rc)
+		__atomic_store_n(&enabled_until, 0, __ATOMIC_RELAXED);
+	return rc;
+}
+
+static void reader_free(struct wd_landlock_audit *a)
+{
 	if (a->prev_enabled == 0)
 		with_ctl(audit_set_enabled, 0);
 	if (a->fd >= 0)
 		close(a->fd);
+	free(a->buf);
 	free(a);
+}
+
+void wd_landlock_audit_close(struct wd_landlock_audit *a)
+{
+	if (!a)
+		return;
+	/* one that restores audit's state, or one with its queue overflowed
+	 * (records lost), is not kept */
+	if (a->prev_enabled != 0 && !a->lost) {
+		pthread_mutex_lock(&pool_mu);
+		if (n_pool < POOL_MAX) {
+			pool[n_pool++] = a;
+			a = NULL;
+		}
+		pthread_mutex_unlock(&pool_mu);
+	}
+	if (a)
+		reader_free(a);
+}
+
+void wd_landlock_audit_pool_clear(void)
+{
+	pthread_mutex_lock(&pool_mu);
+	while (n_pool)
+		reader_free(pool[--n_pool]);
+	__atomic_store_n(&enabled_until, 0, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&pool_mu);
+}
+
+int wd_landlock_audit_pool_size(void)
+{
+	pthread_mutex_lock(&pool_mu);
+	int n = n_pool;
+	pthread_mutex_unlock(&pool_mu);
+	return n;
 }

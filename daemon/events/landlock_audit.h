@@ -76,7 +76,25 @@ void wd_landlock_audit_keep_enabled(struct wd_landlock_audit *a);
  * (it comes with the domain's first denial); 0 if unknown. */
 int wd_landlock_audit_domain_creator(struct wd_landlock_audit *a,
 				     uint64_t domain_id);
+/* A barrier in the audit stream. kauditd delivers every record from one
+ * FIFO, each to all multicast readers in turn: a user record (tagged with
+ * `tag` and a nonce) sent now comes back to this reader after every record
+ * queued before it. Reads (delivering through cb, as
+ * wd_landlock_audit_read) until it has come: 0. -ETIMEDOUT after
+ * timeout_ms or -errno when it cannot come (audit switched off drops user
+ * records; a filter; no CAP_AUDIT_WRITE): the caller drains another way,
+ * and the next open asks the kernel whether audit is still on. */
+int wd_landlock_audit_barrier(struct wd_landlock_audit *a, const char *tag,
+			      int timeout_ms,
+			      void (*cb)(const struct wd_event *ev, void *arg),
+			      void *arg);
+/* Done with the reader. Kept open for a later wd_landlock_audit_open of
+ * the process (a few idle readers at most; emptied when taken again)
+ * unless it restores audit's state or lost records; else closed. */
 void wd_landlock_audit_close(struct wd_landlock_audit *a);
+/* Close the idle readers (tests; shutdown). */
+void wd_landlock_audit_pool_clear(void);
+int wd_landlock_audit_pool_size(void);
 
 /* Pure parser (exposed for tests and fuzzing): one record's text (after
  * the netlink header, "audit(...): k=v ...") of type `type`. For an access

@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -45,6 +46,118 @@ static int mkleaf(char *out, size_t len, const char *root, const char *id)
 	if (mkdir(out, 0755) < 0)
 		return -errno;
 	return 0;
+}
+
+/* ---- spare v1 leaves ----------------------------------------------------
+ * A v1 mkdir costs ~0.1 ms (the memory controller allocates its per-cpu
+ * state), a rename within warden/ a tenth of that. So the reaper thread
+ * (sandbox/reaper.h) makes a couple of bare leaves ahead, under names of
+ * the call-id shape (the start-up sweep treats one left by a process killed
+ * with -9 as an empty call leaf: removed once stale), and a call renames
+ * one to its id, then sets its limits as on a new leaf. A spare older than
+ * SPARE_TTL_NS is not used (a sweep would take it for stale); all are
+ * removed at exit. v2 has no rename: its leaf is made per call. */
+#define SPARE_MAX    2
+#define SPARE_TTL_NS (60ull * 1000000000ull)
+
+static pthread_mutex_t spare_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	char path[512];
+	uint64_t born;
+} spare[WD_CG_NCTRL][SPARE_MAX];
+static int n_spare[WD_CG_NCTRL];
+static bool spare_closed, spare_atexit;
+static pid_t spare_owner;
+
+static void spares_clear_at_exit(void)
+{
+	wd_cgroup_spares_clear();
+}
+
+void wd_cgroup_spares_clear(void)
+{
+	pthread_mutex_lock(&spare_mu);
+	spare_closed = true; /* a refill still running removes its own */
+	bool mine = spare_owner == getpid();
+	for (int c = 0; c < WD_CG_NCTRL; c++) {
+		for (int i = 0; mine && i < n_spare[c]; i++)
+			rmdir(spare[c][i].path);
+		n_spare[c] = 0;
+	}
+	pthread_mutex_unlock(&spare_mu);
+}
+
+/* A spare leaf of controller c renamed to dst: true, or false (none). */
+static bool take_spare(int c, const char *dst)
+{
+	char p[512];
+	bool got = false;
+	pthread_mutex_lock(&spare_mu);
+	while (n_spare[c] && !got) {
+		n_spare[c]--;
+		memcpy(p, spare[c][n_spare[c]].path, sizeof(p));
+		if (spare_owner == getpid() &&
+		    wd_now_ns() - spare[c][n_spare[c]].born < SPARE_TTL_NS) {
+			got = true;
+			break;
+		}
+		if (spare_owner == getpid())
+			rmdir(p);
+	}
+	pthread_mutex_unlock(&spare_mu);
+	if (!got)
+		return false;
+	if (rename(p, dst) == 0)
+		return true;
+	rmdir(p);
+	return false;
+}
+
+int wd_cgroup_spares_count(int c)
+{
+	pthread_mutex_lock(&spare_mu);
+	int n = n_spare[c];
+	pthread_mutex_unlock(&spare_mu);
+	return n;
+}
+
+void wd_cgroup_spares_fill(const struct wd_cgroup_layout *lay, unsigned v1_mask)
+{
+	for (int c = 0; c < WD_CG_NCTRL; c++) {
+		if (!(v1_mask & (1u << c)) || !lay->v1_root[c][0])
+			continue;
+		for (;;) {
+			pthread_mutex_lock(&spare_mu);
+			bool full = spare_closed || n_spare[c] >= SPARE_MAX;
+			pthread_mutex_unlock(&spare_mu);
+			if (full)
+				break;
+			char id[20], p[512];
+			wd_rand_hex(id, 16);
+			if (mkleaf(p, sizeof(p), lay->v1_root[c], id) < 0)
+				break;
+			pthread_mutex_lock(&spare_mu);
+			pid_t me = getpid();
+			bool keep = !spare_closed && n_spare[c] < SPARE_MAX &&
+				    (!spare_owner || spare_owner == me);
+			if (keep && !spare_atexit) {
+				/* runs before the reaper's drain (atexit
+				 * order), which then finds spare_closed */
+				keep = atexit(spares_clear_at_exit) == 0;
+				spare_atexit = keep;
+			}
+			if (keep) {
+				spare_owner = me;
+				memcpy(spare[c][n_spare[c]].path, p, sizeof(p));
+				spare[c][n_spare[c]++].born = wd_now_ns();
+			}
+			pthread_mutex_unlock(&spare_mu);
+			if (!keep) {
+				rmdir(p);
+				break;
+			}
+		}
+	}
 }
 
 static int limit_v2(struct wd_cgroup *cg, int c, const struct wd_cg_limits *l)
@@ -152,8 +265,12 @@ int wd_cgroup_create(struct wd_cgroup *cg, const struct wd_cgroup_layout *lay,
 			cg->on_v2[c] = true;
 			r = limit_v2(cg, c, lim);
 		} else if (lay->v1_root[c][0]) {
-			r = mkleaf(cg->v1[c], sizeof(cg->v1[c]),
-				   lay->v1_root[c], id);
+			snprintf(cg->v1[c], sizeof(cg->v1[c]), "%s/warden/%s",
+				 lay->v1_root[c], id);
+			r = take_spare(c, cg->v1[c])
+				? 0
+				: mkleaf(cg->v1[c], sizeof(cg->v1[c]),
+					 lay->v1_root[c], id);
 			if (r < 0) {
 				cg->v1[c][0] = 0;
 			} else {

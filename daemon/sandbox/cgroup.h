@@ -57,5 +57,13 @@ uint64_t wd_cgroup_oom_kills(struct wd_cgroup *cg);
 int wd_cgroup_remove_dir(const char *dir);
 /* Kill what remains, wait for it, remove the leaves. Safe to call twice. */
 void wd_cgroup_destroy(struct wd_cgroup *cg);
+/* Spare v1 leaves (cgroup.c): made ahead, off the caller's path, for the
+ * controllers in v1_mask (bit = enum wd_cg_ctrl) and renamed to a call's
+ * id by wd_cgroup_create. Removed by wd_cgroup_spares_clear (run at exit
+ * too; no more are made after it). */
+void wd_cgroup_spares_fill(const struct wd_cgroup_layout *lay,
+			   unsigned v1_mask);
+void wd_cgroup_spares_clear(void);
+int wd_cgroup_spares_count(int c);
 
 #endif

@@ -673,6 +673,24 @@ pid_t wd_native_spawn_tier1(struct launch *l)
 	return t;
 }
 
+/* <linux/pidfd.h> (6.11); Debian 12's headers lack it */
+#define WD_PIDFD_GET_MNT_NAMESPACE _IO(0xFF, 3)
+
+/* G1's mount namespace, for the caller to hold (see struct launch): by
+ * its pidfd, else through /proc; -1 if neither works (G1 then tears it
+ * down as it exits, as before). */
+static int hold_mntns(int pidfd, pid_t g1)
+{
+	int fd = ioctl(pidfd, WD_PIDFD_GET_MNT_NAMESPACE, 0);
+	if (fd >= 0) {
+		fcntl(fd, F_SETFD, FD_CLOEXEC);
+		return fd;
+	}
+	char p[64];
+	snprintf(p, sizeof(p), "/proc/%d/ns/mnt", (int)g1);
+	return open(p, O_RDONLY | O_CLOEXEC);
+}
+
 pid_t wd_native_spawn_tier2(struct launch *l)
 {
 #ifdef WD_HAVE_VM_CLONE
@@ -712,6 +730,7 @@ pid_t wd_native_spawn_tier2(struct launch *l)
 			/* our fd table's copy: G1 has its own */
 			close(self);
 			if (p > 0) {
+				int ns = hold_mntns(pidfd, (pid_t)p);
 				/* l is read by G1 until G2 has exec'd (its
 				 * cpidfd too): no write to it before; G1
 				 * runs on stk until it dies: the caller
@@ -720,6 +739,7 @@ pid_t wd_native_spawn_tier2(struct launch *l)
 				l->cpidfd = -1;
 				close(pidfd);
 				l->vm_stack = stk;
+				l->mntns = ns;
 				return (pid_t)p;
 			}
 			l->vm_child = false;

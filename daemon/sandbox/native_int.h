@@ -89,8 +89,14 @@ struct launch {
 	/* tier 2, G1 on the daemon's memory: its stack, unmapped by
 	 * wd_native_vm_stack_free once G1 is dead */
 	void *vm_stack;
-	/* tier 2: the new root's mounts, planned by the parent */
+	/* tier 2: the new root's mounts, planned by the parent (shared with
+	 * other calls of the manifest: read-only; see sandbox/plancache.h) */
 	struct wd_mount_plan *mplan;
+	void *mplan_ref;
+	/* tier 2: the call's mount namespace, held from G1's birth so that
+	 * its teardown (unmounting every bind, an RCU wait) happens when
+	 * the reaper closes this, not in G1's exit; -1 if not held */
+	int mntns;
 };
 
 /* Child side (native_child.c). */

@@ -4,9 +4,11 @@
 #include <fcntl.h>
 #include <linux/audit.h>
 #include <linux/landlock.h>
+#include <linux/netlink.h>
 #include <poll.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
@@ -198,6 +200,122 @@ static void wait_events(struct wd_landlock_audit *a, struct found *f, int ms)
 	wd_landlock_audit_flush(a, on_ev, f);
 }
 
+/* A barrier of the test's own, on a socket of its own: once its user
+ * record is back, every reader of the group (the pooled one too) has been
+ * given every record queued before it. */
+static bool own_barrier(int ms)
+{
+	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK,
+			NETLINK_AUDIT);
+	struct sockaddr_nl sa = {.nl_family = AF_NETLINK,
+				 .nl_groups = 1u << (AUDIT_NLGRP_READLOG - 1)};
+	if (fd < 0 || bind(fd, (void *)&sa, sizeof(sa)) < 0) {
+		if (fd >= 0)
+			close(fd);
+		return false;
+	}
+	char tok[64];
+	int tl = snprintf(tok, sizeof(tok), "warden-test-barrier %llu",
+			  (unsigned long long)wd_now_ns());
+	struct {
+		struct nlmsghdr h;
+		char t[64];
+	} m = {.h = {.nlmsg_len = NLMSG_LENGTH(tl + 1),
+		     .nlmsg_type = AUDIT_USER,
+		     .nlmsg_flags = NLM_F_REQUEST}};
+	memcpy(m.t, tok, tl);
+	struct sockaddr_nl k = {.nl_family = AF_NETLINK};
+	bool seen = false;
+	if (sendto(fd, &m, m.h.nlmsg_len, 0, (void *)&k, sizeof(k)) < 0)
+		ms = 0;
+	uint64_t end = wd_now_ns() + (uint64_t)ms * 1000000ull;
+	static char buf[1 << 16];
+	while (!seen && wd_now_ns() < end) {
+		struct pollfd pf = {fd, POLLIN, 0};
+		poll(&pf, 1, 100);
+		ssize_t n;
+		while ((n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT)) > 0 ||
+		       (n < 0 && errno == ENOBUFS)) {
+			int left = (int)n;
+			for (struct nlmsghdr *h = (void *)buf;
+			     n > 0 && NLMSG_OK(h, left);
+			     h = NLMSG_NEXT(h, left))
+				if (h->nlmsg_type == AUDIT_USER &&
+				    memmem(NLMSG_DATA(h),
+					   h->nlmsg_len - NLMSG_HDRLEN, tok,
+					   tl))
+					seen = true;
+		}
+	}
+	close(fd);
+	return seen;
+}
+
+/* Readers are kept for the next call of the process: a kept one hands
+ * nothing of what it queued while idle to its next user, and its barrier
+ * (a user record through its own socket) delivers every record before
+ * it. */
+static void check_pool(void)
+{
+	struct wd_err err = {0};
+	struct wd_landlock_audit *a = NULL, *b = NULL;
+	struct found f = {0};
+	int st;
+	wd_landlock_audit_pool_clear();
+	int rc = wd_landlock_audit_open(&a, false, &err);
+	if (rc == -ENODATA) {
+		T_SKIP("audit_pool", "kernel audit is off: no reader to keep");
+		return;
+	}
+	T_OK(rc == 0, "audit_pool_open", "%s", err.msg);
+	if (rc)
+		return;
+	f.pid = spawn(false, 0);
+	waitpid(f.pid, &st, 0);
+	rc = wd_landlock_audit_barrier(a, "test=1", 15000, on_ev, &f);
+	wd_landlock_audit_flush(a, on_ev, &f);
+	T_OK(rc == 0 && f.n == 1, "audit_barrier_delivers_earlier_records",
+	     "barrier %d, %d events of child %d", rc, f.n, (int)f.pid);
+	wd_landlock_audit_close(a);
+	T_OK(wd_landlock_audit_pool_size() == 1, "audit_reader_kept",
+	     "%d idle readers", wd_landlock_audit_pool_size());
+
+	/* a denial while the reader is idle: in its queue, not for the next
+	 * user */
+	memset(&f, 0, sizeof(f));
+	f.pid = spawn(false, 0);
+	waitpid(f.pid, &st, 0);
+	bool queued = own_barrier(15000);
+	rc = wd_landlock_audit_open(&b, false, &err);
+	T_OK(rc == 0 && b == a, "audit_reader_reused", "rc %d (%s), %s", rc,
+	     err.msg, b == a ? "same reader" : "a new reader");
+	if (rc)
+		return;
+	rc = wd_landlock_audit_barrier(b, "test=2", 15000, on_ev, &f);
+	wd_landlock_audit_flush(b, on_ev, &f);
+	if (!queued)
+		T_SKIP("audit_reused_reader_drops_stale",
+		       "the test's own barrier record did not come back");
+	else
+		T_OK(rc == 0 && f.n == 0, "audit_reused_reader_drops_stale",
+		     "barrier %d, %d stale events of child %d delivered", rc,
+		     f.n, (int)f.pid);
+	/* and it still hears what comes now */
+	memset(&f, 0, sizeof(f));
+	f.pid = spawn(false, 0);
+	waitpid(f.pid, &st, 0);
+	rc = wd_landlock_audit_barrier(b, "test=3", 15000, on_ev, &f);
+	wd_landlock_audit_flush(b, on_ev, &f);
+	T_OK(rc == 0 && f.n == 1 &&
+		 wd_landlock_audit_domain_creator(b, f.ev.domain_id) == f.pid,
+	     "audit_reused_reader_hears_new",
+	     "barrier %d, %d events of child %d", rc, f.n, (int)f.pid);
+	wd_landlock_audit_close(b);
+	wd_landlock_audit_pool_clear();
+	T_OK(wd_landlock_audit_pool_size() == 0, "audit_pool_clear",
+	     "%d idle readers left", wd_landlock_audit_pool_size());
+}
+
 int main(void)
 {
 	/* parser, on records in the kernel's format */
@@ -357,5 +475,6 @@ int main(void)
 	     (unsigned long long)wd_landlock_audit_lost(a));
 	/* puts audit back off if open() turned it on */
 	wd_landlock_audit_close(a);
+	check_pool();
 	return T_DONE();
 }
