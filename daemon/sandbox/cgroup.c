@@ -35,16 +35,86 @@ static uint64_t cg_read_key(const char *dir, const char *file, const char *key)
 	return 0;
 }
 
-/* Make "<root>/warden/<id>"; the parent is created on first use. */
+/* The warden/ parents this process used, removed at its exit when empty
+ * (a directory other processes still use stays: rmdir fails). Registered
+ * on first use, before the reaper's exit drain, so it runs after it. */
+static pthread_mutex_t parents_mu = PTHREAD_MUTEX_INITIALIZER;
+static char parents[WD_CG_NCTRL + 4][512];
+static int n_parents;
+static pid_t parents_owner;
+
+void wd_cgroup_each_v1(void (*fn)(const char *mp, void *arg), void *arg)
+{
+	FILE *mi = fopen("/proc/self/mountinfo", "re");
+	char line[1024];
+	while (mi && fgets(line, sizeof(line), mi)) {
+		char mp[512], fstype[64];
+		const char *sep = strstr(line, " - ");
+		if (!sep || sscanf(line, "%*s %*s %*s %*s %511s", mp) != 1 ||
+		    sscanf(sep + 3, "%63s", fstype) != 1 ||
+		    strcmp(fstype, "cgroup"))
+			continue;
+		fn(mp, arg);
+	}
+	if (mi)
+		fclose(mi);
+}
+
+static void rmdir_parent(const char *mp, void *arg)
+{
+	char p[600];
+	snprintf(p, sizeof(p), "%s/warden", mp);
+	rmdir(p);
+}
+
+static void parents_remove_at_exit(void)
+{
+	pthread_mutex_lock(&parents_mu);
+	bool mine = parents_owner == getpid();
+	for (int i = 0; mine && i < n_parents; i++)
+		rmdir(parents[i]);
+	n_parents = 0;
+	pthread_mutex_unlock(&parents_mu);
+	/* and those runsc made for this process's tier-3 calls */
+	if (mine)
+		wd_cgroup_each_v1(rmdir_parent, NULL);
+}
+
+static void parent_note(const char *parent)
+{
+	pthread_mutex_lock(&parents_mu);
+	if (parents_owner != getpid()) { /* first use, or a forked child */
+		if (!parents_owner && atexit(parents_remove_at_exit) != 0) {
+			pthread_mutex_unlock(&parents_mu);
+			return;
+		}
+		parents_owner = getpid();
+		n_parents = 0;
+	}
+	bool known = false;
+	for (int i = 0; i < n_parents && !known; i++)
+		known = !strcmp(parents[i], parent);
+	if (!known && n_parents < (int)WD_ARRAY_SIZE(parents))
+		wd_strlcpy(parents[n_parents++], parent, sizeof(parents[0]));
+	pthread_mutex_unlock(&parents_mu);
+}
+
+/* Make "<root>/warden/<id>"; the parent is created on first use (again,
+ * if another process removed it at its exit in between). */
 static int mkleaf(char *out, size_t len, const char *root, const char *id)
 {
 	char parent[512];
 	snprintf(parent, sizeof(parent), "%s/warden", root);
-	if (mkdir(parent, 0755) < 0 && errno != EEXIST)
-		return -errno;
 	snprintf(out, len, "%s/%s", parent, id);
-	if (mkdir(out, 0755) < 0)
-		return -errno;
+	for (int tries = 0;; tries++) {
+		if (mkdir(parent, 0755) < 0 && errno != EEXIST)
+			return -errno;
+		if (mkdir(out, 0755) == 0)
+			break;
+		if (errno != ENOENT || tries == 3)
+			return -errno;
+	}
+	parent_note(parent);
 	return 0;
 }
 

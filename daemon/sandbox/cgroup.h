@@ -57,6 +57,9 @@ uint64_t wd_cgroup_oom_kills(struct wd_cgroup *cg);
 int wd_cgroup_remove_dir(const char *dir);
 /* Kill what remains, wait for it, remove the leaves. Safe to call twice. */
 void wd_cgroup_destroy(struct wd_cgroup *cg);
+/* Call fn with the mount point of every cgroup v1 hierarchy of this
+ * node (all of them: runsc makes leaves in blkio, cpuset, devices, ...). */
+void wd_cgroup_each_v1(void (*fn)(const char *mp, void *arg), void *arg);
 /* Spare v1 leaves (cgroup.c): made ahead, off the caller's path, for the
  * controllers in v1_mask (bit = enum wd_cg_ctrl) and renamed to a call's
  * id by wd_cgroup_create. Removed by wd_cgroup_spares_clear (run at exit

@@ -198,6 +198,17 @@ static int sweep_hierarchy(const char *root, const struct dead *dd)
 	return n;
 }
 
+struct sweep_v1 {
+	const struct dead *dd;
+	int n;
+};
+
+static void sweep_v1_one(const char *mp, void *arg)
+{
+	struct sweep_v1 *sv = arg;
+	sv->n += sweep_hierarchy(mp, sv->dd);
+}
+
 int wd_sandbox_sweep(void)
 {
 	const struct wd_features *f = wd_probe();
@@ -224,19 +235,9 @@ int wd_sandbox_sweep(void)
 		n += sweep_hierarchy(f->cg.v2_root, &dd);
 	/* Every v1 hierarchy, not only memory/pids/cpu: runsc makes its
 	 * leaves in all of them (blkio, cpuset, devices, ...). */
-	FILE *mi = fopen("/proc/self/mountinfo", "re");
-	char line[1024];
-	while (mi && fgets(line, sizeof(line), mi)) {
-		char mp[512], fstype[64];
-		const char *sep = strstr(line, " - ");
-		if (!sep || sscanf(line, "%*s %*s %*s %*s %511s", mp) != 1 ||
-		    sscanf(sep + 3, "%63s", fstype) != 1 ||
-		    strcmp(fstype, "cgroup"))
-			continue;
-		n += sweep_hierarchy(mp, &dd);
-	}
-	if (mi)
-		fclose(mi);
+	struct sweep_v1 sv = {.dd = &dd};
+	wd_cgroup_each_v1(sweep_v1_one, &sv);
+	n += sv.n;
 	/* A call directory whose cgroup is gone has no live call. */
 	d = opendir(calls);
 	if (!d) {

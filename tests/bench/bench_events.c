@@ -613,6 +613,12 @@ int main(int argc, char **argv)
 out:
 	wd_egress_close(e);
 	close(cgfd);
-	rmdir(cg);
+	/* the producers just exited: their cgroup is busy until they are
+	 * gone */
+	for (int i = 0; i < 200 && rmdir(cg) < 0 && errno == EBUSY; i++)
+		usleep(10000);
+	if (access(cg, F_OK) == 0)
+		fprintf(stderr, "bench_events: cannot remove %s: %s\n", cg,
+			strerror(errno));
 	return 0;
 }

@@ -29,7 +29,8 @@ side_effects: none
 output: {max_bytes: 4096}
 EOF
 
-cg_list() { ls /sys/fs/cgroup/unified/warden 2>/dev/null | sort; }
+# the call leaves (the warden/ parent itself goes when its last user exits)
+cg_list() { find /sys/fs/cgroup/unified/warden -mindepth 1 -maxdepth 1 -type d 2>/dev/null | sort; }
 before=$(cg_list)
 
 # the control: with every mechanism present the same manifest runs
