@@ -206,4 +206,9 @@ int wd_trace_emit(struct wd_buf *b, json_t *v);
 int wd_trace_emit_member(struct wd_buf *b, const char *k, json_t *v);
 void wd_otlp_feed(struct wd_otlp *o, json_t *rec);
 
+/* tail.c: the open-time reading of the last segment (see there). */
+int wd_trace_load_tail(struct wd_trace *t, struct wd_err *err);
+bool wd_trace_idx_matches_last(struct wd_trace *t);
+int wd_trace_load_hash_only(struct wd_trace *t);
+
 #endif
