@@ -24,10 +24,10 @@
  * guest uid: fork/clone fail with EAGAIN, the sandbox lives). The host
  * cgroup's pids.max is only the outer bound on the sandbox's host tasks:
  * the sentry's and gofer's threads (~50 idle) plus, under the ptrace
- * platform, a stub process per guest address space with a stub thread per
- * sentry thread that ran it. Measured with runsc 0.0~20221219 (fork floods
- * stopped by RLIMIT_NPROC n): host peak ~50 + 7n (n=16: 146, 32: 256,
- * 64: 494). */
+ * platform, gVisor's host-side tracee process for each guest address
+ * space, with one thread for each sentry thread that ran in it. Measured with
+ * runsc 0.0~20221219 (fork floods stopped by RLIMIT_NPROC n): host peak ~50 +
+ * 7n (n=16: 146, 32: 256, 64: 494). */
 #define WD_T3_PIDS_OVERHEAD 64
 #define WD_T3_PIDS_PER_TASK 9
 
