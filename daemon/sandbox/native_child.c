@@ -615,26 +615,46 @@ done:
 		close(watch);
 }
 
+#ifdef WD_HAVE_VM_CLONE
+/* A stack for a child on our memory, with a guard page below: an overflow
+ * faults instead of writing into whatever the daemon mapped there. NULL
+ * if it cannot be made. */
+static char *vm_stack_new(void)
+{
+	char *stk = mmap(NULL, VM_STACK, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (stk == MAP_FAILED)
+		return NULL;
+	if (mprotect(stk, 4096, PROT_NONE) < 0) {
+		munmap(stk, VM_STACK);
+		return NULL;
+	}
+	return stk;
+}
+
+/* Before a clone on our memory. The child's setresuid marks the shared mm
+ * non-dumpable (commit_creds): make that this process's state from the
+ * start rather than a side effect. Every signal blocked in this thread
+ * until the clone returns (the child resets its own, vm_child_signals);
+ * the caller restores l->mask. */
+static void vm_begin(struct launch *l)
+{
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	sigset_t all;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &l->mask);
+	l->vm_child = true;
+}
+#endif
+
 pid_t wd_native_spawn_tier1(struct launch *l)
 {
 	bool self_v2;
 #ifdef WD_HAVE_VM_CLONE
 	if (vm_spawn_safe(l->m)) {
-		/* Guard page below: an overflow faults instead of writing
-		 * into whatever the daemon mapped there. */
-		char *stk =
-		    mmap(NULL, VM_STACK, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-		if (stk != MAP_FAILED && mprotect(stk, 4096, PROT_NONE) == 0) {
-			/* T shares our memory and, until it execs, the
-			 * setresuid in T marks the shared mm non-dumpable
-			 * (commit_creds): make that this process's state
-			 * from the start rather than a side effect. */
-			prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-			sigset_t all;
-			sigfillset(&all);
-			pthread_sigmask(SIG_BLOCK, &all, &l->mask);
-			l->vm_child = true;
+		char *stk = vm_stack_new();
+		if (stk) {
+			vm_begin(l);
 			int pidfd = -1;
 			struct wd_clone_args a = {
 			    .flags = CLONE_INTO_CGROUP | CLONE_VM | CLONE_PIDFD,
@@ -662,8 +682,6 @@ pid_t wd_native_spawn_tier1(struct launch *l)
 				errno = e;
 				return -1;
 			}
-		} else if (stk != MAP_FAILED) {
-			munmap(stk, VM_STACK);
 		}
 	}
 #endif
@@ -695,19 +713,11 @@ pid_t wd_native_spawn_tier2(struct launch *l)
 {
 #ifdef WD_HAVE_VM_CLONE
 	if (vm_spawn_safe(l->m)) {
-		char *stk =
-		    mmap(NULL, VM_STACK, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+		char *stk = vm_stack_new();
 		/* G1 polls this (die_with_parent): the daemon is its parent */
 		int self = (int)syscall(SYS_pidfd_open, getpid(), 0);
-		if (stk != MAP_FAILED && self >= 0 &&
-		    mprotect(stk, 4096, PROT_NONE) == 0) {
-			/* see wd_native_spawn_tier1 */
-			prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-			sigset_t all;
-			sigfillset(&all);
-			pthread_sigmask(SIG_BLOCK, &all, &l->mask);
-			l->vm_child = true;
+		if (stk && self >= 0) {
+			vm_begin(l);
 			l->cpidfd = self;
 			int pidfd = -1;
 			uint64_t fl = CLONE_INTO_CGROUP | CLONE_VM |
@@ -750,7 +760,7 @@ pid_t wd_native_spawn_tier2(struct launch *l)
 				return -1;
 			}
 		} else {
-			if (stk != MAP_FAILED)
+			if (stk)
 				munmap(stk, VM_STACK);
 			if (self >= 0)
 				close(self);
