@@ -228,6 +228,40 @@ static int on_sample(void *ctx, void *data, size_t size)
 	return 0;
 }
 
+/* Open and load the BPF object into e->skel (a previous one destroyed
+ * first), its ring buffer `ring` bytes, with or without the unix programs.
+ * cgroup/connect_unix and sendmsg_unix: libbpf 1.1 names no section for
+ * them, so they are declared as connect4/sendmsg4 and given their attach
+ * type here. */
+static int load_skel(struct wd_egress *e, uint32_t ring, bool with_unix,
+		     struct wd_err *err)
+{
+	egress_bpf__destroy(e->skel);
+	e->skel = egress_bpf__open();
+	if (!e->skel) {
+		int rc = -errno;
+		return wd_err_set(err, rc, "egress: open BPF object: %s",
+				  strerror(-rc));
+	}
+	int rc = bpf_map__set_max_entries(e->skel->maps.wd_events, ring);
+	if (rc)
+		return wd_err_set(err, rc, "map 'wd_events': set size %u: %s",
+				  ring, strerror(-rc));
+	struct bpf_program *u[2] = {e->skel->progs.wd_connect_unix,
+				    e->skel->progs.wd_sendmsg_unix};
+	bpf_program__set_expected_attach_type(u[0], WD_ATTACH_UNIX_CONNECT);
+	bpf_program__set_expected_attach_type(u[1], WD_ATTACH_UNIX_SENDMSG);
+	for (int i = 0; !with_unix && i < 2; i++)
+		bpf_program__set_autoload(u[i], false);
+	rc = egress_bpf__load(e->skel);
+	if (rc)
+		return wd_err_set(err, rc,
+				  "egress: load cgroup sock_addr programs: %s "
+				  "(needs root and CONFIG_CGROUP_BPF)",
+				  strerror(-rc));
+	return 0;
+}
+
 int wd_egress_open_opts(struct wd_egress **out, const struct wd_egress_opts *o,
 			struct wd_err *err)
 {
@@ -246,53 +280,15 @@ int wd_egress_open_opts(struct wd_egress **out, const struct wd_egress_opts *o,
 	pthread_mutex_init(&e->lock, NULL);
 	pthread_mutex_init(&e->consume_lock, NULL);
 	e->poll_ep = -1;
-	e->skel = egress_bpf__open();
-	if (!e->skel) {
-		rc = -errno;
-		wd_err_set(err, rc, "egress: open BPF object: %s",
-			   strerror(-rc));
-		goto fail;
-	}
-	rc = bpf_map__set_max_entries(e->skel->maps.wd_events, ring);
-	if (rc) {
-		wd_err_set(err, rc, "map 'wd_events': set size %u: %s", ring,
-			   strerror(-rc));
-		goto fail;
-	}
-	/* cgroup/connect_unix and sendmsg_unix (6.7): libbpf 1.1 names no
-	 * section for them, so they are declared as connect4/sendmsg4 and
-	 * given their attach type here. A kernel without them refuses the
-	 * load: load again without them (warden status says so). */
-	bpf_program__set_expected_attach_type(e->skel->progs.wd_connect_unix,
-					      WD_ATTACH_UNIX_CONNECT);
-	bpf_program__set_expected_attach_type(e->skel->progs.wd_sendmsg_unix,
-					      WD_ATTACH_UNIX_SENDMSG);
-	rc = egress_bpf__load(e->skel);
+	/* cgroup/connect_unix and sendmsg_unix (6.7): a kernel without them
+	 * refuses the load: load again without them (warden status says
+	 * so). */
+	rc = load_skel(e, ring, true, err);
 	e->unix_ok = !rc;
-	if (rc) {
-		egress_bpf__destroy(e->skel);
-		e->skel = egress_bpf__open();
-		if (!e->skel) {
-			rc = -errno;
-			wd_err_set(err, rc, "egress: open BPF object: %s",
-				   strerror(-rc));
-			goto fail;
-		}
-		bpf_program__set_autoload(e->skel->progs.wd_connect_unix,
-					  false);
-		bpf_program__set_autoload(e->skel->progs.wd_sendmsg_unix,
-					  false);
-		rc = bpf_map__set_max_entries(e->skel->maps.wd_events, ring);
-		if (!rc)
-			rc = egress_bpf__load(e->skel);
-	}
-	if (rc) {
-		wd_err_set(err, rc,
-			   "egress: load cgroup sock_addr programs: %s "
-			   "(needs root and CONFIG_CGROUP_BPF)",
-			   strerror(-rc));
+	if (rc)
+		rc = load_skel(e, ring, false, err);
+	if (rc)
 		goto fail;
-	}
 	e->rb = ring_buffer__new(bpf_map__fd(e->skel->maps.wd_events),
 				 on_sample, e, NULL);
 	if (!e->rb) {
