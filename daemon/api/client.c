@@ -2,7 +2,9 @@
 
 #include <curl/curl.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static void curl_init(void)
@@ -18,6 +20,18 @@ static size_t collect(char *p, size_t sz, size_t n, void *ud)
 		return 0;
 	wd_buf_append(b, p, sz * n);
 	return sz * n;
+}
+
+/* Seconds to wait for an answer ($WARDEN_TIMEOUT, default 60). A stream
+ * instead must not stay silent longer than this (the daemon writes a
+ * keep-alive line every 10 s), so a hung daemon is told apart from a quiet
+ * run. */
+static long answer_timeout_s(void)
+{
+	const char *e = getenv("WARDEN_TIMEOUT");
+	char *end;
+	long v = e && *e ? strtol(e, &end, 10) : 0;
+	return e && *e && !*end && v > 0 && v <= 86400 ? v : 60;
 }
 
 static CURL *make_handle(const char *socket, const char *method,
@@ -39,15 +53,71 @@ static CURL *make_handle(const char *socket, const char *method,
 	return c;
 }
 
-static int transport_err(CURLcode rc, const char *socket, struct wd_err *err)
+/* Tell the operator which of these it is: nobody there (not running),
+ * there but not taking connections (backlog full), there but silent
+ * (timed out), or gone mid-request. A daemon that refuses a connection on
+ * its limits answers 503 with the reason instead (a response, not a
+ * transport error). */
+static int transport_err(CURL *c, CURLcode rc, const char *socket,
+			 struct wd_err *err)
 {
-	int code = -EIO;
-	if (rc == CURLE_COULDNT_CONNECT)
-		code = -ECONNREFUSED;
-	return wd_err_set(err, code,
-			  "cannot talk to wardend at %s: %s (is the daemon "
-			  "running? set --socket or $WARDEN_SOCKET)",
-			  socket, curl_easy_strerror(rc));
+	long oserr = 0;
+	curl_easy_getinfo(c, CURLINFO_OS_ERRNO, &oserr);
+	if (rc == CURLE_COULDNT_CONNECT && (oserr == ENOENT || !oserr) &&
+	    access(socket, F_OK) < 0)
+		return wd_err_set(err, -ENOENT,
+				  "wardend is not running: no socket at %s "
+				  "(start it, or set --socket or "
+				  "$WARDEN_SOCKET)",
+				  socket);
+	if (rc == CURLE_COULDNT_CONNECT && oserr == ECONNREFUSED)
+		return wd_err_set(err, -ECONNREFUSED,
+				  "wardend is not running: nothing listens on "
+				  "%s (a stale socket; start wardend, or set "
+				  "--socket or $WARDEN_SOCKET)",
+				  socket);
+	if (rc == CURLE_COULDNT_CONNECT && oserr == EAGAIN)
+		return wd_err_set(err, -EAGAIN,
+				  "wardend at %s is busy: its queue of "
+				  "connections waiting to be accepted is full; "
+				  "try again",
+				  socket);
+	if (rc == CURLE_COULDNT_CONNECT && (oserr == EACCES || oserr == EPERM))
+		return wd_err_set(err, -EACCES,
+				  "cannot connect to wardend at %s: %s", socket,
+				  strerror((int)oserr));
+	if (rc == CURLE_OPERATION_TIMEDOUT)
+		return wd_err_set(err, -ETIMEDOUT,
+				  "timed out: wardend at %s did not answer "
+				  "within %ld s ($WARDEN_TIMEOUT)",
+				  socket, answer_timeout_s());
+	if (rc == CURLE_GOT_NOTHING || rc == CURLE_RECV_ERROR ||
+	    rc == CURLE_SEND_ERROR || rc == CURLE_PARTIAL_FILE)
+		return wd_err_set(
+		    err, -ECONNRESET,
+		    "wardend at %s closed the connection before "
+		    "answering in full (%s): its request timeout, "
+		    "a restart or a crash",
+		    socket, curl_easy_strerror(rc));
+	return wd_err_set(err, -EIO, "cannot talk to wardend at %s: %s%s%s",
+			  socket, curl_easy_strerror(rc), oserr ? ": " : "",
+			  oserr ? strerror((int)oserr) : "");
+}
+
+/* A full backlog (EAGAIN on a unix socket's connect) is a burst, not an
+ * absent daemon: retry a few times, 25 ms doubling (about 1.5 s in all). */
+static CURLcode perform(CURL *c)
+{
+	CURLcode rc = CURLE_OK;
+	for (int i = 0, ms = 25; i < 7; i++, ms *= 2) {
+		rc = curl_easy_perform(c);
+		long oserr = 0;
+		curl_easy_getinfo(c, CURLINFO_OS_ERRNO, &oserr);
+		if (rc != CURLE_COULDNT_CONNECT || oserr != EAGAIN)
+			break;
+		usleep((useconds_t)ms * 1000);
+	}
+	return rc;
 }
 
 int wd_api_call(const char *socket, const char *method, const char *path,
@@ -70,10 +140,11 @@ int wd_api_call(const char *socket, const char *method, const char *path,
 	}
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, &out);
-	CURLcode rc = curl_easy_perform(c);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, answer_timeout_s());
+	CURLcode rc = perform(c);
 	int ret = 0;
 	if (rc != CURLE_OK) {
-		ret = transport_err(rc, socket, err);
+		ret = transport_err(c, rc, socket, err);
 	} else {
 		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
 		json_error_t je;
@@ -140,12 +211,14 @@ int wd_api_stream(const char *socket, const char *path,
 	s.c = c;
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, stream_write);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, &s);
-	CURLcode rc = curl_easy_perform(c);
+	curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, answer_timeout_s());
+	CURLcode rc = perform(c);
 	int ret = 0;
 	if (s.cb_rc) {
 		ret = s.cb_rc;
 	} else if (rc != CURLE_OK) {
-		ret = transport_err(rc, socket, err);
+		ret = transport_err(c, rc, socket, err);
 	} else {
 		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &s.status);
 		if (s.status < 200 || s.status >= 300) {

@@ -24,6 +24,16 @@ struct wd_verb {
 	    __attribute__((used, section("wd_verbs"), aligned(8))) = {         \
 		.name = vname, .summary = vsummary, .run = vrun}
 
+struct option;
+/* GNU style for a verb with subcommands (`warden trace --state D show
+ * RUN`): moves the first argument that is not an option (nor an option's
+ * value, per opts: long options with required_argument take the next
+ * argument unless written --name=value) to argv[1], in place, so the
+ * subcommand can be read there and every option parsed by the
+ * subcommand's permuting getopt_long. Returns its old index, or 0 if there
+ * is none. A `--` ends the options: the argument after it is the
+ * subcommand. */
+int wd_cli_sub_first(int argc, char **argv, const struct option *opts);
 /* True if argv has -h/--help before "--". */
 bool wd_cli_wants_help(int argc, char **argv);
 /* The daemon socket: --socket value, else $WARDEN_SOCKET, else default. */

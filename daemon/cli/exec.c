@@ -128,6 +128,10 @@ static int verb_exec(int argc, char **argv)
 	long uid = -1, gid = -1;
 	int c;
 	optind = 1;
+	/* The one verb that does not permute: everything from CMD on is
+	 * CMD's own (`warden exec --policy F -- python3 -c ...`: that -c, or
+	 * a --json, must never be read as ours). CMD starts after `--` or at
+	 * the first argument that is not an option. */
 	while ((c = getopt_long(argc, argv, "+p:js:u:g:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':

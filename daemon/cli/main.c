@@ -2,6 +2,7 @@
 #include "api/client.h"
 #include "common/log.h"
 
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,39 @@ bool wd_cli_wants_help(int argc, char **argv)
 			return true;
 	}
 	return false;
+}
+
+static bool takes_value(const struct option *opts, const char *arg)
+{
+	const char *name = arg + 2;
+	size_t n = strcspn(name, "=");
+	if (name[n] == '=')
+		return false;
+	for (const struct option *o = opts; o && o->name; o++)
+		if (strlen(o->name) == n && !strncmp(o->name, name, n))
+			return o->has_arg == required_argument;
+	return false;
+}
+
+int wd_cli_sub_first(int argc, char **argv, const struct option *opts)
+{
+	int i = 1;
+	for (; i < argc; i++) {
+		if (!strcmp(argv[i], "--")) {
+			i++;
+			break;
+		}
+		if (argv[i][0] != '-' || !argv[i][1])
+			break;
+		if (argv[i][1] == '-' && takes_value(opts, argv[i]))
+			i++;
+	}
+	if (i >= argc)
+		return 0;
+	char *sub = argv[i];
+	memmove(argv + 2, argv + 1, (size_t)(i - 1) * sizeof(*argv));
+	argv[1] = sub;
+	return i;
 }
 
 const char *wd_cli_socket(const char *flag_value)

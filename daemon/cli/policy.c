@@ -389,7 +389,7 @@ static int cmd_check(int argc, char **argv)
 	int o;
 	optind = 1;
 	opterr = 0;
-	while ((o = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (o) {
 		case 'j':
 			json = true;
@@ -487,6 +487,15 @@ int wd_cli_policy_reload(int argc, char **argv); /* policy_reload.c */
 
 static int cmd_policy(int argc, char **argv)
 {
+	/* every option of check, show and reload, for finding the
+	 * subcommand among them */
+	static const struct option all[] = {
+	    {"json", no_argument, NULL, 'j'},
+	    {"socket", required_argument, NULL, 's'},
+	    {"help", no_argument, NULL, 'h'},
+	    {0},
+	};
+	wd_cli_sub_first(argc, argv, all);
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		usage(argc < 2 ? stderr : stdout);
 		return argc < 2 ? WD_EXIT_USAGE : WD_EXIT_OK;

@@ -1,4 +1,5 @@
 /* warden run AGENT "TASK" [--follow] [--json] [--socket PATH]
+ * (options anywhere, GNU style; `--` before a TASK that starts with '-')
  * Starts a run on wardend (as the calling user: the daemon reads the uid
  * from the socket) and, with --follow (the default on a terminal... and
  * otherwise too unless --detach), streams its steps as they happen. */
@@ -150,6 +151,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: warden run AGENT TASK [--follow|--detach] [--json] "
 		   "[--socket PATH]\n"
+		   "  (options may come anywhere; `--` ends them)\n"
 		   "  Runs AGENT on TASK in wardend as you (your uid, from the "
 		   "socket).\n"
 		   "  --follow   stream the steps as they happen (default)\n"
@@ -172,7 +174,7 @@ static int verb_run(int argc, char **argv)
 	const char *sock = NULL;
 	int c;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+fdjh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "fdjh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'f':
 			follow = true;

@@ -650,9 +650,12 @@ static int verb_status(int argc, char **argv)
 		usage(stdout);
 		return WD_EXIT_OK;
 	}
+	bool dashdash = false;
 	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--json")) {
+		if (!dashdash && !strcmp(argv[i], "--json")) {
 			json = true;
+		} else if (!dashdash && !strcmp(argv[i], "--")) {
+			dashdash = true; /* nothing positional may follow */
 		} else {
 			fprintf(stderr,
 				"warden status: unknown argument '%s'\n",

@@ -93,26 +93,27 @@ static uint64_t parse_time(const char *s)
 	return t > 0 ? (uint64_t)t * 1000000000ull : 0;
 }
 
+static const struct option lo[] = {
+    {"state", required_argument, 0, 's'},
+    {"agent", required_argument, 0, 'a'},
+    {"team", required_argument, 0, 'T'},
+    {"user", required_argument, 0, 'u'},
+    {"tool", required_argument, 0, 't'},
+    {"status", required_argument, 0, 'S'},
+    {"since", required_argument, 0, 'i'},
+    {"now", required_argument, 0, 'n'},
+    {"prompt-hash", required_argument, 0, 'p'},
+    {"result-hash", required_argument, 0, 'r'},
+    {"otlp", required_argument, 0, 'o'},
+    {"type", required_argument, 0, 'y'},
+    {"metadata-days", required_argument, 0, 'M'},
+    {"json", no_argument, 0, 'j'},
+    {"help", no_argument, 0, 'h'},
+    {0, 0, 0, 0},
+};
+
 static int parse(int argc, char **argv, struct opts *o)
 {
-	static const struct option lo[] = {
-	    {"state", required_argument, 0, 's'},
-	    {"agent", required_argument, 0, 'a'},
-	    {"team", required_argument, 0, 'T'},
-	    {"user", required_argument, 0, 'u'},
-	    {"tool", required_argument, 0, 't'},
-	    {"status", required_argument, 0, 'S'},
-	    {"since", required_argument, 0, 'i'},
-	    {"now", required_argument, 0, 'n'},
-	    {"prompt-hash", required_argument, 0, 'p'},
-	    {"result-hash", required_argument, 0, 'r'},
-	    {"otlp", required_argument, 0, 'o'},
-	    {"type", required_argument, 0, 'y'},
-	    {"metadata-days", required_argument, 0, 'M'},
-	    {"json", no_argument, 0, 'j'},
-	    {"help", no_argument, 0, 'h'},
-	    {0, 0, 0, 0},
-	};
 	int c;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
@@ -621,6 +622,7 @@ static int cmd_export(struct wd_trace *t, struct opts *o)
 
 static int verb_trace(int argc, char **argv)
 {
+	wd_cli_sub_first(argc, argv, lo);
 	if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
 		usage(argc < 2 ? stderr : stdout);
 		return argc < 2 ? WD_EXIT_USAGE : WD_EXIT_OK;

@@ -212,9 +212,15 @@ static int f_trace(struct wd_ywalk *w, yaml_node_t *v, void *o)
 	return wd_y_map(w, v, "'trace'", keys, WD_ARRAY_SIZE(keys), o);
 }
 
+static int f_api(struct wd_ywalk *w, yaml_node_t *v, void *o)
+{
+	return wd_daemon_config_parse_api(w, v, &((struct dctx *)o)->c->api);
+}
+
 static const struct wd_y_key top_keys[] = {
     {"warm_pool", f_warm_pool, false},
     {"trace", f_trace, false},
+    {"api", f_api, false},
 };
 
 static void load_doc(struct wd_ywalk *w, yaml_node_t *root, void *arg)
@@ -234,6 +240,7 @@ struct wd_daemon_config *wd_daemon_config_new(void)
 {
 	struct wd_daemon_config *c = wd_calloc(1, sizeof(*c));
 	c->warm_pool.idle_s = 300;
+	wd_api_limits_defaults(&c->api);
 	c->redact = wd_calloc(1, sizeof(char *));
 	return c;
 }
@@ -347,4 +354,5 @@ void wd_daemon_config_diff(const struct wd_daemon_config *a,
 		rx = strcmp(a->redact[i], b->redact[i]) != 0;
 	DIFF(rx, "trace.redact");
 #undef DIFF
+	wd_api_limits_diff(&a->api, &b->api, out);
 }

@@ -22,6 +22,14 @@
  *       service_name: warden    # resource service.name
  *     redact:                   # extra patterns, POSIX extended regexes,
  *       - "password=[^&[:space:]]+"   # each match becomes [REDACTED]
+ *   api:                        # the unix socket's connections (conn.h)
+ *     threads: 4                # MHD worker threads (epoll each)
+ *     max_connections: 1024     # open at once, all users together
+ *     max_connections_per_uid: 64   # open at once per caller uid
+ *     request_timeout_s: 10     # a request must arrive whole this soon
+ *                               # after connect / the previous response
+ *     idle_timeout_s: 30        # nothing moved either way this long
+ *     listen_backlog: 4096      # capped by net.core.somaxconn
  *
  * Every setting is read when wardend starts; wardend's flags override the
  * file (--warm-pool N, --otlp URL). A reload (SIGHUP, POST
@@ -41,6 +49,14 @@
 
 #define WD_DAEMON_CONFIG_FILE "daemon.yaml"
 
+/* api: (daemon_config_api.c); every field >= 1 once parsed */
+struct wd_api_limits {
+	unsigned threads;
+	unsigned max_connections, max_connections_per_uid;
+	unsigned request_timeout_s, idle_timeout_s;
+	unsigned listen_backlog;
+};
+
 struct wd_daemon_config {
 	char *source; /* the file it came from; NULL = built-in defaults */
 	struct {
@@ -57,6 +73,7 @@ struct wd_daemon_config {
 	} otlp;
 	char **redact; /* NULL-terminated, never NULL */
 	int n_redact;
+	struct wd_api_limits api;
 };
 
 /* Defaults when there is no daemon.yaml: no warm pool, no export, no extra
@@ -80,5 +97,13 @@ void wd_daemon_config_free(struct wd_daemon_config *c);
 void wd_daemon_config_diff(const struct wd_daemon_config *a,
 			   const struct wd_daemon_config *b,
 			   struct wd_buf *out);
+
+struct wd_ywalk;
+struct yaml_node_s;
+void wd_api_limits_defaults(struct wd_api_limits *l);
+int wd_daemon_config_parse_api(struct wd_ywalk *w, struct yaml_node_s *v,
+			       struct wd_api_limits *l);
+void wd_api_limits_diff(const struct wd_api_limits *a,
+			const struct wd_api_limits *b, struct wd_buf *out);
 
 #endif

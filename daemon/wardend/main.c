@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "common/log.h"
 #include "policy/daemon_config.h"
@@ -32,7 +33,8 @@ static void usage(FILE *f)
 		"  --otlp URL      export GenAI spans to this OTLP/HTTP "
 		"collector (overrides\n"
 		"                  trace.otlp.endpoint of daemon.yaml)\n"
-		"  --state DIR     trace store and run state (default %s)\n"
+		"  --state DIR     trace store and run state (default "
+		"$WARDEN_STATE or %s)\n"
 		"  --policy DIR    tools/, agents/, users.yaml, gateway.yaml, "
 		"daemon.yaml\n"
 		"                  (default %s)\n"
@@ -64,6 +66,31 @@ static void daemon_config_changed(const char *policy,
 	wd_daemon_config_free(now);
 }
 
+/* The API may hold max_connections sockets plus as many being refused,
+ * on top of the runs' own descriptors: a soft limit of 1024 would make
+ * accept fail long before the configured limits. */
+static void raise_nofile(const struct wd_api_limits *l)
+{
+	struct rlimit r;
+	if (getrlimit(RLIMIT_NOFILE, &r))
+		return;
+	rlim_t want = (rlim_t)l->max_connections * 2 + 4096 + 1024;
+	if (r.rlim_cur >= want)
+		return;
+	r.rlim_cur = r.rlim_max == RLIM_INFINITY || r.rlim_max >= want
+			 ? want
+			 : r.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &r))
+		wd_warn("cannot raise the open-file limit: %s",
+			strerror(errno));
+	if (r.rlim_cur < want)
+		wd_warn(
+		    "open-file limit %llu is below what api.max_connections "
+		    "%u needs (%llu): raise LimitNOFILE",
+		    (unsigned long long)r.rlim_cur, l->max_connections,
+		    (unsigned long long)want);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -81,7 +108,7 @@ int main(int argc, char **argv)
 	    {"help", no_argument, 0, 'h'},
 	    {0, 0, 0, 0},
 	};
-	const char *state = DEFAULT_STATE, *policy = DEFAULT_POLICY;
+	const char *state = getenv("WARDEN_STATE"), *policy = DEFAULT_POLICY;
 	const char *sock = getenv("WARDEN_SOCKET"), *metrics = NULL;
 	const char *otlp_url = NULL;
 	int warm_pool = -1; /* -1: daemon.yaml's */
@@ -147,6 +174,8 @@ int main(int argc, char **argv)
 	}
 	if (!sock || !*sock)
 		sock = "/run/warden/wardend.sock";
+	if (!state || !*state)
+		state = DEFAULT_STATE;
 	wd_log_route_libbpf();
 
 	/* Signals are taken synchronously by the main thread; every other
@@ -207,8 +236,14 @@ int main(int argc, char **argv)
 		pc.tenant_quota, dc->warm_pool.idle_s,
 		pc.max_keys ? pc.max_keys : 32, otlp_url ? otlp_url : "off",
 		dc->n_redact, dc->n_redact == 1 ? "" : "s");
+	raise_nofile(&dc->api);
+	wd_info("api: %u workers, %u connections (%u per uid), request "
+		"timeout %u s, idle timeout %u s, backlog %u",
+		dc->api.threads, dc->api.max_connections,
+		dc->api.max_connections_per_uid, dc->api.request_timeout_s,
+		dc->api.idle_timeout_s, dc->api.listen_backlog);
 	struct wd_server *srv = NULL;
-	if (wd_server_start(rt, sock, &srv, &err)) {
+	if (wd_server_start(rt, sock, &dc->api, &srv, &err)) {
 		wd_error("%s", err.msg);
 		wd_rt_close(rt);
 		wd_otlp_stop(otlp);

@@ -2,6 +2,8 @@
 
 #include <arpa/inet.h>
 #include <microhttpd.h>
+#include <pthread.h>
+#include <stdarg.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -10,15 +12,32 @@
 #include "api/request.h"
 #include "common/log.h"
 #include "events/stream.h"
+#include "trace/trace.h"
+#include "wardend/conn.h"
 
 #define BODY_LIMIT (1u << 20)
+/* A parked stream is looked at this often (the latency a follower sees
+ * for a new step or event), and written to at least every HEARTBEAT_NS
+ * (keep-alive: a follower of a quiet run is not an idle connection, and a
+ * vanished one is found by the failing write). */
+#define PUMP_TICK_MS 20
+#define HEARTBEAT_NS (10ull * 1000000000ull)
+
+struct stream_cb;
 
 struct wd_server {
 	struct wd_rt *rt;
 	bool stopping; /* ends open streams so MHD_stop_daemon can join */
 	struct MHD_Daemon *d, *metrics;
-	int lfd;
+	struct wd_gate *gate;
+	struct wd_api_limits lim;
 	char path[108];
+	/* parked streams (suspended connections waiting for data) */
+	pthread_mutex_t pmu;
+	pthread_cond_t pcond;
+	pthread_t pump;
+	bool pump_running, pump_stop;
+	struct stream_cb *parked;
 };
 
 /* Per-request state across MHD's access-handler calls. */
@@ -76,52 +95,158 @@ static const char *query_get(void *arg, const char *key)
 	return MHD_lookup_connection_value(arg, MHD_GET_ARGUMENT_KIND, key);
 }
 
-/* ---- streaming (runs and events) ---- */
+/* ---- streaming (runs and events) ----
+ *
+ * MHD runs a few epoll workers, so a stream's reader must never wait: it
+ * hands MHD what is there, and when nothing is, suspends its connection
+ * and parks the stream; the pump thread looks at parked streams every
+ * PUMP_TICK_MS and resumes each one that has data, has ended, or is due a
+ * keep-alive line (an empty line on a run stream, which clients skip; the
+ * loss line on the events stream, see events/stream.h). A suspended
+ * connection holds no worker and is exempt from MHD's idle timeout. */
 
 struct stream_cb {
 	struct wd_server *srv;
+	struct MHD_Connection *con;
 	struct wd_rt_stream *rs;
 	struct wd_stream *ev; /* events endpoint */
 	struct wd_stream_cursor cur;
 	bool follow;
 	struct wd_buf buf;
 	size_t off;
-	bool done;
+	bool done, failed;
+	bool parked; /* under srv->pmu */
+	struct stream_cb *pprev, *pnext;
+	uint64_t last_ns; /* last bytes handed to MHD */
 };
+
+static bool srv_stopping(struct wd_server *srv)
+{
+	return __atomic_load_n(&srv->stopping, __ATOMIC_ACQUIRE);
+}
+
+/* Append what is available now, without waiting. */
+static void stream_fill(struct stream_cb *s, bool keepalive)
+{
+	if (s->rs) {
+		int rc = wd_rt_stream_next(s->rs, 0, &s->buf);
+		if (rc <= 0)
+			s->done = true;
+		if (rc < 0)
+			s->failed = true;
+		if (keepalive && !s->buf.len && !s->done)
+			wd_buf_append(&s->buf, "\n", 1);
+		return;
+	}
+	if (keepalive)
+		s->cur.last_line_ns = 0; /* makes render write its loss line */
+	int n = wd_stream_render(s->ev, &s->cur, &s->buf, 256, 0);
+	/* without follow: what is held now, then the end; with follow:
+	 * until the stream shuts down */
+	if (n < 0 || (!s->follow && n == 0))
+		s->done = true;
+}
+
+static void park_unlink_locked(struct wd_server *srv, struct stream_cb *s)
+{
+	if (s->pprev)
+		s->pprev->pnext = s->pnext;
+	else
+		srv->parked = s->pnext;
+	if (s->pnext)
+		s->pnext->pprev = s->pprev;
+	s->pprev = s->pnext = NULL;
+	s->parked = false;
+}
+
+/* From the reader, on MHD's worker: suspend (the only place MHD allows
+ * it) and park. False when stopping: the stream ends instead. */
+static bool stream_park(struct stream_cb *s)
+{
+	struct wd_server *srv = s->srv;
+	pthread_mutex_lock(&srv->pmu);
+	if (srv->pump_stop) {
+		pthread_mutex_unlock(&srv->pmu);
+		return false;
+	}
+	/* suspended before it is visible to the pump, so the pump's resume
+	 * always follows this suspend */
+	MHD_suspend_connection(s->con);
+	s->parked = true;
+	s->pprev = NULL;
+	s->pnext = srv->parked;
+	if (srv->parked)
+		srv->parked->pprev = s;
+	srv->parked = s;
+	pthread_mutex_unlock(&srv->pmu);
+	return true;
+}
+
+static void *pump_main(void *arg)
+{
+	struct wd_server *srv = arg;
+	pthread_mutex_lock(&srv->pmu);
+	while (!srv->pump_stop) {
+		uint64_t now = wd_now_ns();
+		for (struct stream_cb *s = srv->parked, *nx; s; s = nx) {
+			nx = s->pnext;
+			/* the connection is suspended: nothing else touches s
+			 */
+			stream_fill(s, now - s->last_ns >= HEARTBEAT_NS);
+			if (s->buf.len > s->off || s->done) {
+				park_unlink_locked(srv, s);
+				MHD_resume_connection(s->con);
+			}
+		}
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_nsec += PUMP_TICK_MS * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&srv->pcond, &srv->pmu, &ts);
+	}
+	/* MHD_stop_daemon must find no suspended connection */
+	while (srv->parked) {
+		struct stream_cb *s = srv->parked;
+		park_unlink_locked(srv, s);
+		MHD_resume_connection(s->con);
+	}
+	pthread_mutex_unlock(&srv->pmu);
+	return NULL;
+}
 
 static ssize_t stream_reader(void *cls, uint64_t pos, char *out, size_t max)
 {
 	struct stream_cb *s = cls;
-	while (s->off >= s->buf.len) {
+	if (s->off >= s->buf.len) {
 		s->buf.len = 0;
 		s->off = 0;
-		if (s->done ||
-		    __atomic_load_n(&s->srv->stopping, __ATOMIC_ACQUIRE))
-			return MHD_CONTENT_READER_END_OF_STREAM;
-		int rc;
-		if (s->rs) {
-			rc = wd_rt_stream_next(s->rs, 1000, &s->buf);
-		} else {
-			int n = wd_stream_render(s->ev, &s->cur, &s->buf, 256,
-						 s->follow ? 1000 : 0);
-			/* without follow: what is held now, then the end;
-			 * with follow: until the stream shuts down */
-			rc = n < 0 ? 0 : (!s->follow && n == 0) ? 0 : 1;
+		if (!s->done && !srv_stopping(s->srv))
+			stream_fill(s, false);
+		if (!s->buf.len) {
+			if (s->failed)
+				return MHD_CONTENT_READER_END_WITH_ERROR;
+			if (s->done || srv_stopping(s->srv) || !stream_park(s))
+				return MHD_CONTENT_READER_END_OF_STREAM;
+			return 0; /* suspended; the pump resumes it */
 		}
-		if (rc <= 0)
-			s->done = true;
-		if (rc < 0 && !s->buf.len)
-			return MHD_CONTENT_READER_END_WITH_ERROR;
 	}
 	size_t n = WD_MIN(max, s->buf.len - s->off);
 	memcpy(out, s->buf.data + s->off, n);
 	s->off += n;
+	s->last_ns = wd_now_ns();
 	return (ssize_t)n;
 }
 
 static void stream_free(void *cls)
 {
 	struct stream_cb *s = cls;
+	pthread_mutex_lock(&s->srv->pmu);
+	if (s->parked)
+		park_unlink_locked(s->srv, s);
+	pthread_mutex_unlock(&s->srv->pmu);
 	if (s->rs)
 		wd_rt_stream_close(s->rs);
 	wd_buf_free(&s->buf);
@@ -131,12 +256,73 @@ static void stream_free(void *cls)
 static enum MHD_Result send_stream(struct MHD_Connection *con,
 				   struct stream_cb *s)
 {
+	s->con = con;
+	s->last_ns = wd_now_ns();
 	struct MHD_Response *r = MHD_create_response_from_callback(
 	    MHD_SIZE_UNKNOWN, 16384, stream_reader, s, stream_free);
 	MHD_add_response_header(r, "Content-Type", "application/x-ndjson");
 	enum MHD_Result ret = MHD_queue_response(con, 200, r);
 	MHD_destroy_response(r);
 	return ret;
+}
+
+/* ---- health and metrics ---- */
+
+/* 503 while the trace store cannot write (the same latch /v1/status
+ * reports as trace_healthy): every run is refused then, so a liveness or
+ * readiness probe must see it. */
+static enum MHD_Result healthz(struct wd_server *srv,
+			       struct MHD_Connection *con)
+{
+	int code = 0;
+	struct wd_trace *t = wd_rt_trace(srv->rt);
+	if (t && !wd_trace_healthy(t, &code)) {
+		char why[200];
+		snprintf(why, sizeof(why),
+			 "trace store cannot write: %s (runs are refused)",
+			 strerror(code < 0 ? -code : code));
+		return send_json(con, 503,
+				 json_pack("{s:s,s:s}", "status", "unhealthy",
+					   "reason", why));
+	}
+	return send_json(con, 200, json_pack("{s:s}", "status", "ok"));
+}
+
+static char *metrics_text(struct wd_server *srv)
+{
+	cleanup_free char *m = wd_rt_metrics(srv->rt);
+	struct wd_gate_stats st = {0};
+	if (srv->gate)
+		wd_gate_stats(srv->gate, &st);
+	struct wd_buf b = {0};
+	wd_buf_printf(
+	    &b,
+	    "%s"
+	    "# HELP warden_api_connections Connections open on the API "
+	    "socket.\n"
+	    "# TYPE warden_api_connections gauge\n"
+	    "warden_api_connections %u\n"
+	    "# HELP warden_api_connections_max Connection limits "
+	    "(daemon.yaml api:).\n"
+	    "# TYPE warden_api_connections_max gauge\n"
+	    "warden_api_connections_max{scope=\"total\"} %u\n"
+	    "warden_api_connections_max{scope=\"per_uid\"} %u\n"
+	    "# HELP warden_api_connections_refused_total Connections answered "
+	    "503 at accept.\n"
+	    "# TYPE warden_api_connections_refused_total counter\n"
+	    "warden_api_connections_refused_total{reason=\"per_uid\"} "
+	    "%llu\n"
+	    "warden_api_connections_refused_total{reason=\"total\"} %llu\n"
+	    "# HELP warden_api_request_timeouts_total Connections closed for "
+	    "not sending a whole request in time.\n"
+	    "# TYPE warden_api_request_timeouts_total counter\n"
+	    "warden_api_request_timeouts_total %llu\n",
+	    m ? m : "", st.open, srv->lim.max_connections,
+	    srv->lim.max_connections_per_uid,
+	    (unsigned long long)st.refused_uid,
+	    (unsigned long long)st.refused_total,
+	    (unsigned long long)st.request_timeouts);
+	return b.data ? b.data : wd_strdup("");
 }
 
 /* ---- dispatch ---- */
@@ -152,9 +338,9 @@ static enum MHD_Result dispatch(struct wd_server *srv,
 	int rc;
 	switch (q->ep) {
 	case WD_EP_HEALTHZ:
-		return send_json(con, 200, json_pack("{s:s}", "status", "ok"));
+		return healthz(srv, con);
 	case WD_EP_METRICS: {
-		char *m = wd_rt_metrics(srv->rt);
+		char *m = metrics_text(srv);
 		struct MHD_Response *r = MHD_create_response_from_buffer(
 		    strlen(m), m, MHD_RESPMEM_MUST_FREE);
 		MHD_add_response_header(r, "Content-Type",
@@ -285,6 +471,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *con,
 	}
 	enum MHD_Result ret = dispatch(l->srv, con, &who, &q);
 	wd_api_req_free(&q);
+	wd_gate_request_answered(con);
 	return ret;
 }
 
@@ -297,12 +484,35 @@ static void completed(void *cls, struct MHD_Connection *con, void **con_cls,
 		free(st);
 		*con_cls = NULL;
 	}
+	wd_gate_request_done(con);
 }
 
 static struct listener unix_listener, tcp_listener;
 
+/* MHD's messages into our log. Handed a socket by MHD_add_connection,
+ * MHD cannot know it is AF_UNIX and tries TCP_NODELAY/TCP_CORK on every
+ * response; Linux answers EOPNOTSUPP, which 0.9.75 does not take as "not
+ * TCP" and reports (three lines per response). There is no Nagle or cork
+ * on a unix socket to miss, so those are dropped here. */
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	char buf[512];
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	if (cls == &unix_listener &&
+	    (strstr(buf, "TCP_NODELAY") || strstr(buf, "TCP_CORK") ||
+	     strstr(buf, "Failed to push the data")))
+		return;
+	size_t n = strlen(buf);
+	while (n && buf[n - 1] == '\n')
+		buf[--n] = 0;
+	wd_warn("http: %s", buf);
+}
+
+static void wd_server_free(struct wd_server *s);
+
 int wd_server_start(struct wd_rt *rt, const char *socket_path,
-		    struct wd_server **out, struct wd_err *err)
+		    const struct wd_api_limits *lim, struct wd_server **out,
+		    struct wd_err *err)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	if (wd_strlcpy(sa.sun_path, socket_path, sizeof(sa.sun_path)))
@@ -323,7 +533,7 @@ int wd_server_start(struct wd_rt *rt, const char *socket_path,
 		return wd_err_set(err, -EADDRINUSE,
 				  "another wardend is serving %s", socket_path);
 	close(fd);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return wd_err_set(err, -errno, "socket: %s", strerror(errno));
 	unlink(socket_path);
@@ -332,27 +542,59 @@ int wd_server_start(struct wd_rt *rt, const char *socket_path,
 				  strerror(errno));
 	/* Everyone may connect; authorisation is per request from the
 	 * peer's uid (SO_PEERCRED). */
-	if (chmod(socket_path, 0666) < 0 || listen(fd, 128) < 0)
-		return wd_err_set(err, -errno, "listen %s: %s", socket_path,
+	if (chmod(socket_path, 0666) < 0)
+		return wd_err_set(err, -errno, "chmod %s: %s", socket_path,
 				  strerror(errno));
 	struct wd_server *s = wd_calloc(1, sizeof(*s));
 	s->rt = rt;
-	s->lfd = fd;
+	s->lim = *lim;
+	pthread_mutex_init(&s->pmu, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&s->pcond, &ca);
+	pthread_condattr_destroy(&ca);
 	wd_strlcpy(s->path, socket_path, sizeof(s->path));
+	int rc = wd_gate_new(fd, lim, &s->gate, err);
+	if (rc) {
+		wd_server_free(s);
+		unlink(socket_path);
+		return rc;
+	}
+	fd = -1; /* the gate owns it now */
 	unix_listener.srv = s;
+	/* epoll workers, no listening socket of MHD's own: the gate accepts
+	 * (conn.h). MHD's own limit sits above the gate's so MHD never
+	 * drops a connection the gate counted. */
 	s->d = MHD_start_daemon(
-	    MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-		MHD_USE_ERROR_LOG | MHD_USE_ITC,
-	    0, NULL, NULL, handle, &unix_listener, MHD_OPTION_LISTEN_SOCKET, fd,
+	    MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_NO_LISTEN_SOCKET |
+		MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG,
+	    0, NULL, NULL, handle, &unix_listener, MHD_OPTION_EXTERNAL_LOGGER,
+	    mhd_log, &unix_listener, MHD_OPTION_THREAD_POOL_SIZE, lim->threads,
 	    MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
-	    MHD_OPTION_CONNECTION_LIMIT, 4096u, MHD_OPTION_END);
+	    MHD_OPTION_NOTIFY_CONNECTION, wd_gate_notify, s->gate,
+	    MHD_OPTION_CONNECTION_LIMIT,
+	    lim->max_connections * 2 + lim->threads * 2,
+	    MHD_OPTION_CONNECTION_TIMEOUT, lim->idle_timeout_s, MHD_OPTION_END);
 	if (!s->d) {
-		free(s);
+		wd_server_free(s);
 		unlink(socket_path);
 		return wd_err_set(err, -EIO, "MHD_start_daemon failed on %s",
 				  socket_path);
 	}
-	fd = -1; /* MHD owns it now */
+	rc = pthread_create(&s->pump, NULL, pump_main, s);
+	if (rc) {
+		wd_server_free(s);
+		unlink(socket_path);
+		return wd_err_set(err, -rc, "stream thread: %s", strerror(rc));
+	}
+	s->pump_running = true;
+	rc = wd_gate_start(s->gate, s->d, err);
+	if (rc) {
+		wd_server_free(s);
+		unlink(socket_path);
+		return rc;
+	}
 	*out = s;
 	return 0;
 }
@@ -374,24 +616,50 @@ int wd_server_start_metrics(struct wd_server *s, const char *addr,
 				  "--metrics: bad IPv4 address %s", host);
 	tcp_listener.srv = s;
 	tcp_listener.metrics_only = true;
+	/* epoll too: the daemon's descriptors pass FD_SETSIZE once the unix
+	 * socket holds a thousand connections */
 	s->metrics = MHD_start_daemon(
-	    MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
-	    handle, &tcp_listener, MHD_OPTION_SOCK_ADDR, &sin,
-	    MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_END);
+	    MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
+	    handle, &tcp_listener, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+	    MHD_OPTION_SOCK_ADDR, &sin, MHD_OPTION_NOTIFY_COMPLETED, completed,
+	    NULL, MHD_OPTION_CONNECTION_LIMIT, 64u,
+	    MHD_OPTION_CONNECTION_TIMEOUT, s->lim.idle_timeout_s,
+	    MHD_OPTION_END);
 	if (!s->metrics)
 		return wd_err_set(err, -EADDRINUSE, "cannot listen on %s",
 				  addr);
 	return 0;
 }
 
-void wd_server_stop(struct wd_server *s)
+static void wd_server_free(struct wd_server *s)
 {
 	if (!s)
 		return;
 	__atomic_store_n(&s->stopping, true, __ATOMIC_RELEASE);
+	wd_gate_stop(s->gate); /* no new connections */
+	if (s->pump_running) {
+		pthread_mutex_lock(&s->pmu);
+		s->pump_stop = true;
+		pthread_cond_signal(&s->pcond);
+		pthread_mutex_unlock(&s->pmu);
+		pthread_join(s->pump, NULL); /* resumes every parked stream */
+	}
 	if (s->metrics)
 		MHD_stop_daemon(s->metrics);
-	MHD_stop_daemon(s->d); /* closes the listening socket */
-	unlink(s->path);
+	if (s->d)
+		MHD_stop_daemon(s->d);
+	wd_gate_free(s->gate);
+	pthread_cond_destroy(&s->pcond);
+	pthread_mutex_destroy(&s->pmu);
 	free(s);
+}
+
+void wd_server_stop(struct wd_server *s)
+{
+	if (!s)
+		return;
+	char path[sizeof(s->path)];
+	memcpy(path, s->path, sizeof(path));
+	wd_server_free(s);
+	unlink(path);
 }
