@@ -224,18 +224,21 @@ static int verb_replay(int argc, char **argv)
 	sock = wd_cli_socket(sock);
 	char path[160];
 	snprintf(path, sizeof(path), "/v1/runs/%s/replay", argv[optind]);
-	json_t *resp = wd_cli_api("replay", sock, "POST", path, body, 201, NULL);
+	json_t *resp =
+	    wd_cli_api("replay", sock, "POST", path, body, 201, NULL);
 	ret = WD_EXIT_FAIL;
 	if (!resp)
 		goto out;
 	char rid[80];
 	snprintf(rid, sizeof(rid), "%s",
 		 json_string_value(json_object_get(resp, "run_id")) ?: "");
+	long long pus = json_integer_value(json_object_get(resp, "prefix_us"));
 	json_decref(resp);
 	if (!follow) {
 		if (json)
-			printf("{\"run_id\":\"%s\",\"replay_of\":\"%s\"}\n", rid,
-			       argv[optind]);
+			printf("{\"run_id\":\"%s\",\"replay_of\":\"%s\","
+			       "\"prefix_us\":%lld}\n",
+			       rid, argv[optind], pus);
 		else
 			printf("%s\n", rid);
 		ret = WD_EXIT_OK;

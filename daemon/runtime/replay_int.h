@@ -28,6 +28,7 @@ struct rt_replay {
 			  * args, mock} with files by sha256 */
 	json_t *args;	 /* "STEP.CALL" -> arguments */
 	struct wd_broker_replay gate;
+	uint64_t prefix_ns; /* rebuilding steps 0..from-1 from the record */
 	bool diverged;
 	int diverged_at;
 	char *message; /* "converged" or "diverged at step K: ..." */
@@ -49,8 +50,8 @@ int rp_build_pset(struct wd_rt *rt, struct wd_pset *base,
 /* The original's prompt (conversation array) and response
  * ({stop_reason, text, tool_calls}) at a step, new references, from their
  * blobs (hash checked); NULL with a named error. */
-json_t *rt_replay_orig_prompt(struct wd_rt *rt, struct rt_replay *rp,
-			      int step, struct wd_err *err);
+json_t *rt_replay_orig_prompt(struct wd_rt *rt, struct rt_replay *rp, int step,
+			      struct wd_err *err);
 json_t *rt_replay_orig_response(struct wd_rt *rt, struct rt_replay *rp,
 				int step, struct wd_err *err);
 

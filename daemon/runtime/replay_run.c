@@ -31,9 +31,9 @@ static bool all_strings(json_t *o)
 static int parse_opts(const json_t *o, struct rt_replay *rp, struct wd_err *err)
 {
 	static const char *const keys[] = {
-	    "from",	     "determinism", "tools", "live_internal", "agent",
-	    "system_prompt", "model",	    "tool",  "args",	      "mock",
-	    NULL};
+	    "from",  "determinism",   "tools", "live_internal",
+	    "agent", "system_prompt", "model", "tool",
+	    "args",  "mock",	      NULL};
 	const char *k;
 	json_t *v;
 	json_object_foreach((json_t *)o, k, v)
@@ -74,15 +74,15 @@ static int parse_opts(const json_t *o, struct rt_replay *rp, struct wd_err *err)
 		    "--live-internal: not available: no manifest field names "
 		    "a replay environment in this build, so internal tools "
 		    "replay their recorded results only");
-	for (const char *const *s = (const char *const[]){"agent",
-							  "system_prompt",
-							  "model", NULL};
+	for (const char *const *s =
+		 (const char *const[]){"agent", "system_prompt", "model", NULL};
 	     *s; s++) {
 		json_t *x = json_object_get(o, *s);
 		if (x && !json_is_string(x))
 			return wd_err_set(err, -EINVAL, "%s: a string", *s);
 	}
-	json_t *tool = json_object_get(o, "tool"), *mock = json_object_get(o, "mock");
+	json_t *tool = json_object_get(o, "tool"),
+	       *mock = json_object_get(o, "mock");
 	if ((tool && !all_strings(tool)) || (mock && !all_strings(mock)))
 		return wd_err_set(err, -EINVAL,
 				  "tool and mock: objects of NAME: text");
@@ -92,8 +92,8 @@ static int parse_opts(const json_t *o, struct rt_replay *rp, struct wd_err *err)
 	json_object_foreach(args, k, v)
 	{
 		int step = -1, call = -1, n = 0;
-		if (sscanf(k, "%d.%d%n", &step, &call, &n) != 2 ||
-		    k[n] || step < 0 || call < 0)
+		if (sscanf(k, "%d.%d%n", &step, &call, &n) != 2 || k[n] ||
+		    step < 0 || call < 0)
 			return wd_err_set(err, -EINVAL,
 					  "--args %s: STEP.CALL=JSON", k);
 		if (step < rp->from)
@@ -143,18 +143,20 @@ static int check_run(struct wd_rt *rt, const struct wd_caller *c,
 	json_t *st = rp->o.start;
 	uid_t ouid = (uid_t)json_integer_value(json_object_get(st, "uid"));
 	if (c->uid != 0 && c->uid != ouid)
-		return wd_err_set(err, -EACCES,
-				  "run %s is %s's: only they or root may "
-				  "replay it",
-				  rp->of_run_id,
-				  json_string_value(json_object_get(st, "user")));
+		return wd_err_set(
+		    err, -EACCES,
+		    "run %s is %s's: only they or root may "
+		    "replay it",
+		    rp->of_run_id,
+		    json_string_value(json_object_get(st, "user")));
 	if (json_object_get(st, "parent_run_id"))
 		return wd_err_set(err, -EINVAL,
 				  "run %s is a sub-agent's run: replay its "
 				  "top-level run",
 				  rp->of_run_id);
 	if (!strcmp(json_string_value(json_object_get(
-			json_object_get(st, "trace"), "payloads")) ?: "",
+			json_object_get(st, "trace"), "payloads"))
+			?: "",
 		    "hash_only") ||
 	    !json_object_get(st, "task"))
 		return wd_err_set(err, -EINVAL,
@@ -227,7 +229,8 @@ static int check_run(struct wd_rt *rt, const struct wd_caller *c,
 static int check_hash(struct wd_run *r, int s, struct wd_err *err)
 {
 	json_t *mc = json_array_get(r->replay->o.calls, (size_t)s);
-	const char *want = json_string_value(json_object_get(mc, "prompt_hash"));
+	const char *want =
+	    json_string_value(json_object_get(mc, "prompt_hash"));
 	cleanup_free char *p = rt_conv_text(r);
 	char h[WD_TRACE_REF_LEN];
 	wd_trace_ref_of(p, strlen(p), h);
@@ -259,12 +262,13 @@ static int prefix(struct wd_run *r, json_t **prompts, json_t **resps,
 		    json_object_get(resp, "tool_calls") ?: json_array());
 		json_t *next = prompts[s + 1];
 		size_t k = json_array_size(next);
-		while (k-- > 0 &&
-		       strcmp(json_string_value(json_object_get(
-				  json_array_get(next, k), "role")) ?: "",
-			      "assistant"))
+		while (k-- > 0 && strcmp(json_string_value(json_object_get(
+					     json_array_get(next, k), "role"))
+					     ?: "",
+					 "assistant"))
 			;
-		if (k == (size_t)-1 || !json_equal(json_array_get(next, k), am)) {
+		if (k == (size_t)-1 ||
+		    !json_equal(json_array_get(next, k), am)) {
 			json_decref(am);
 			return wd_err_set(err, -EBADMSG,
 					  "the record cannot be reproduced: "
@@ -289,18 +293,19 @@ static int prefix(struct wd_run *r, json_t **prompts, json_t **resps,
 			json_array_foreach(json_object_get(resp, "tool_calls"),
 					   x, c)
 			{
-				if (!at ||
-				    strcmp(json_string_value(
-					       json_object_get(c, "id")) ?: "",
-					   cid ? cid : ""))
+				if (!at || strcmp(json_string_value(
+						      json_object_get(c, "id"))
+						      ?: "",
+						  cid ? cid : ""))
 					continue;
-				char *a = json_dumps(
-				    json_object_get(c, "arguments"),
-				    JSON_COMPACT | JSON_SORT_KEYS);
-				char *key = wd_asprintf(
-				    "%s\x1f%s",
-				    json_string_value(json_object_get(c, "name")),
-				    a ? a : "");
+				char *a =
+				    json_dumps(json_object_get(c, "arguments"),
+					       JSON_COMPACT | JSON_SORT_KEYS);
+				char *key =
+				    wd_asprintf("%s\x1f%s",
+						json_string_value(
+						    json_object_get(c, "name")),
+						a ? a : "");
 				json_object_set_new(
 				    r->done, key,
 				    json_pack("{s:i,s:O}", "step", s, "content",
@@ -310,20 +315,23 @@ static int prefix(struct wd_run *r, json_t **prompts, json_t **resps,
 			}
 		}
 		json_t *mc = json_array_get(rp->o.calls, (size_t)s);
-		json_t *rec = rt_rec_new(r, wd_rec_type_name(WD_REC_REPLAY_STEP));
-		json_object_set_new(rec, "of_run_id", json_string(rp->of_run_id));
+		json_t *rec =
+		    rt_rec_new(r, wd_rec_type_name(WD_REC_REPLAY_STEP));
+		json_object_set_new(rec, "of_run_id",
+				    json_string(rp->of_run_id));
 		json_object_set(rec, "of_seq", json_object_get(mc, "seq"));
 		json_object_set(rec, "prompt_hash",
 				json_object_get(mc, "prompt_hash"));
 		json_object_set(rec, "response_ref",
 				json_object_get(mc, "response_ref"));
-		json_object_set(rec, "next_prompt_ref",
-				json_object_get(json_array_get(rp->o.calls,
-							       (size_t)s + 1),
-						"prompt_ref"));
-		json_object_set_new(rec, "tool_results",
-				    json_integer((json_int_t)json_array_size(
-					next) - (json_int_t)k - 1));
+		json_object_set(
+		    rec, "next_prompt_ref",
+		    json_object_get(json_array_get(rp->o.calls, (size_t)s + 1),
+				    "prompt_ref"));
+		json_object_set_new(
+		    rec, "tool_results",
+		    json_integer((json_int_t)json_array_size(next) -
+				 (json_int_t)k - 1));
 		rc = rt_record(r, rec, false, err);
 		json_decref(rec);
 		if (rc)
@@ -334,7 +342,7 @@ static int prefix(struct wd_run *r, json_t **prompts, json_t **resps,
 
 int wd_rt_replay_create(struct wd_rt *rt, const struct wd_caller *c,
 			const char *of, const json_t *opts, char id[64],
-			struct wd_err *err)
+			uint64_t *prefix_us, struct wd_err *err)
 {
 	pthread_mutex_lock(&rt->mu);
 	struct wd_pset *base = wd_pset_ref(rt->ps);
@@ -363,9 +371,8 @@ int wd_rt_replay_create(struct wd_rt *rt, const struct wd_caller *c,
 	json_object_foreach(
 	    json_object_get(json_object_get(rp->o.start, "definitions"),
 			    "tools"),
-	    k, v)
-	    json_object_set(rp->gate.orig_side_effects, k,
-			    json_object_get(v, "side_effects"));
+	    k, v) json_object_set(rp->gate.orig_side_effects, k,
+				  json_object_get(v, "side_effects"));
 	snprintf(rp->gate.of_run_id, sizeof(rp->gate.of_run_id), "%s", of);
 	rp->gate.recorded = rp->o.recorded;
 	if ((rc = check_run(rt, c, rp, a, ps, err)))
@@ -378,14 +385,15 @@ int wd_rt_replay_create(struct wd_rt *rt, const struct wd_caller *c,
 	    "seed");
 	rp->seed = json_is_integer(os)
 		       ? json_integer_value(os)
-		       : (int64_t)strtoull(of + (strncmp(of, "run_", 4) ? 0 : 4),
-					   NULL, 16) %
+		       : (int64_t)strtoull(
+			     of + (strncmp(of, "run_", 4) ? 0 : 4), NULL, 16) %
 			     2147483647;
-	json_t *last = json_array_get(rp->o.records,
-				      json_array_size(rp->o.records) - 1);
+	json_t *last =
+	    json_array_get(rp->o.records, json_array_size(rp->o.records) - 1);
 	char *lt = json_dumps(last, JSON_COMPACT);
 	wd_trace_ref_of(lt ? lt : "", lt ? strlen(lt) : 0, rp->head);
 	free(lt);
+	uint64_t t0 = wd_now_ns();
 	/* every blob the prefix needs, before anything is recorded: a
 	 * damaged one stops the replay before its step 0 */
 	n = rp->from + 1;
@@ -401,7 +409,8 @@ int wd_rt_replay_create(struct wd_rt *rt, const struct wd_caller *c,
 	}
 	/* the recorded system prompt and task: what step 0's prompt held */
 	json_t *p0 = prompts[0];
-	const char *task = json_string_value(json_object_get(rp->o.start, "task"));
+	const char *task =
+	    json_string_value(json_object_get(rp->o.start, "task"));
 	struct wd_run *r = rt_run_new(rt, ps, a, c, task ? task : "");
 	memcpy(r->id, "run_", 4);
 	wd_rand_hex(r->id + 4, 16);
@@ -421,6 +430,7 @@ int wd_rt_replay_create(struct wd_rt *rt, const struct wd_caller *c,
 	rc = rt_record_start(r, err);
 	if (!rc)
 		rc = prefix(r, prompts, resps, err);
+	r->replay->prefix_ns = wd_now_ns() - t0;
 	if (rc) {
 		cleanup_free char *why2 = wd_strdup(err->msg);
 		rt_finish(r, "failed", why2, NULL);
@@ -441,10 +451,9 @@ int wd_rt_replay_create(struct wd_rt *rt, const struct wd_caller *c,
 			    "system"))
 			json_object_set_new(first, "text", json_string(sp));
 		else
-			json_array_insert_new(
-			    r->msgs, 0,
-			    json_pack("{s:s,s:s}", "role", "system", "text",
-				      sp));
+			json_array_insert_new(r->msgs, 0,
+					      json_pack("{s:s,s:s}", "role",
+							"system", "text", sp));
 		r->msgs_gen++;
 	}
 	pthread_mutex_lock(&rt->mu);
@@ -454,6 +463,8 @@ int wd_rt_replay_create(struct wd_rt *rt, const struct wd_caller *c,
 	rt_enqueue_locked(rt, r);
 	pthread_mutex_unlock(&rt->mu);
 	snprintf(id, 64, "%s", r->id);
+	if (prefix_us)
+		*prefix_us = r->replay->prefix_ns / 1000;
 	wd_info("run %s: replay of %s from step %d for %s", r->id, of,
 		r->replay->from, r->caller.user);
 	rc = 0;

@@ -85,10 +85,11 @@ int wd_rt_run_create(struct wd_rt *rt, const struct wd_caller *c,
  * in id. -ENOENT no such run, -EACCES not the caller's, -EINVAL bad
  * options or a mode not available (err says which), -EBADMSG the record
  * cannot be reproduced (a damaged blob, a conversation that does not hash
- * to the recorded prompt_hash). */
+ * to the recorded prompt_hash). *prefix_us (may be NULL): the time taken
+ * to rebuild the steps before `from` (reading, hash checks, records). */
 int wd_rt_replay_create(struct wd_rt *rt, const struct wd_caller *c,
 			const char *of, const json_t *opts, char id[64],
-			struct wd_err *err);
+			uint64_t *prefix_us, struct wd_err *err);
 
 /* Streaming a run's step events: a cursor over the run's records. */
 struct wd_rt_stream;
