@@ -59,8 +59,8 @@ static json_t *orig_call(struct rt_replay *rp, int step)
 
 /* The original's response at a step ({stop_reason, text, tool_calls}), a
  * new reference, from its blob (hash checked) or the record. */
-json_t *rt_replay_orig_response(struct wd_rt *rt, struct rt_replay *rp, int step,
-			     struct wd_err *err)
+json_t *rt_replay_orig_response(struct wd_rt *rt, struct rt_replay *rp,
+				int step, struct wd_err *err)
 {
 	json_t *mc = orig_call(rp, step);
 	if (!mc)
@@ -90,7 +90,7 @@ json_t *rt_replay_orig_response(struct wd_rt *rt, struct rt_replay *rp, int step
 }
 
 json_t *rt_replay_orig_prompt(struct wd_rt *rt, struct rt_replay *rp, int step,
-			   struct wd_err *err)
+			      struct wd_err *err)
 {
 	json_t *mc = orig_call(rp, step);
 	char *text = NULL;
@@ -145,6 +145,52 @@ static void desc_one(json_t *c, struct wd_buf *b)
 		      json_string_value(json_object_get(c, "name")),
 		      a ? a : "");
 	free(a);
+}
+
+/* Both calls told by what differs: NAME(key: value, ...) with only the
+ * arguments whose values differ, each value cut to a window around its
+ * first differing byte (a long email body differs in its last line). */
+static void desc_arg_diff(json_t *x, json_t *y, struct wd_buf *a,
+			  struct wd_buf *b)
+{
+	json_t *xa = json_object_get(x, "arguments"),
+	       *ya = json_object_get(y, "arguments");
+	wd_buf_printf(a, "%s(", json_string_value(json_object_get(x, "name")));
+	wd_buf_printf(b, "%s(", json_string_value(json_object_get(y, "name")));
+	int n = 0;
+	for (int pass = 0; pass < 2; pass++) {
+		const char *k;
+		json_t *v;
+		json_object_foreach(pass ? ya : xa, k, v)
+		{
+			json_t *u = json_object_get(pass ? xa : ya, k);
+			if ((pass && u) || json_equal(u, v))
+				continue; /* same, or seen in pass 0 */
+			char *sx = json_dumps(pass ? u : v,
+					      JSON_COMPACT | JSON_ENCODE_ANY |
+						  JSON_SORT_KEYS);
+			char *sy = json_dumps(pass ? v : u,
+					      JSON_COMPACT | JSON_ENCODE_ANY |
+						  JSON_SORT_KEYS);
+			size_t i = 0;
+			while (sx && sy && sx[i] && sx[i] == sy[i])
+				i++;
+			size_t from = i > 40 ? i - 40 : 0;
+			wd_buf_printf(a, "%s%s: %s%.100s", n ? ", " : "", k,
+				      from ? "…" : "",
+				      sx ? sx + WD_MIN(from, strlen(sx))
+					 : "(absent)");
+			wd_buf_printf(b, "%s%s: %s%.100s", n ? ", " : "", k,
+				      from ? "…" : "",
+				      sy ? sy + WD_MIN(from, strlen(sy))
+					 : "(absent)");
+			n++;
+			free(sx);
+			free(sy);
+		}
+	}
+	wd_buf_printf(a, ")");
+	wd_buf_printf(b, ")");
 }
 
 static void diverge(struct wd_run *r, int step, const char *kind,
@@ -202,7 +248,10 @@ static void compare(struct wd_run *r, json_t *orig, json_t *rj)
 		if (!x || !y) {
 			diverge(r, step, x ? "missing" : "extra",
 				no && nn ? "tool" : (x ? "tool" : "tool"),
-				x ? a.data : (no ? a.data : ot ? "text" : "text"),
+				x ? a.data
+				  : (no	  ? a.data
+				     : ot ? "text"
+					  : "text"),
 				b.data);
 			goto out;
 		}
@@ -213,6 +262,8 @@ static void compare(struct wd_run *r, json_t *orig, json_t *rj)
 		}
 		if (!json_equal(json_object_get(x, "arguments"),
 				json_object_get(y, "arguments"))) {
+			a.len = b.len = 0;
+			desc_arg_diff(x, y, &a, &b);
 			diverge(r, step, "different", "arguments", a.data,
 				b.data);
 			goto out;
@@ -228,7 +279,8 @@ void rt_replay_after_model(struct wd_run *r, json_t *rj)
 	struct rt_replay *rp = r->replay;
 	if (!rp->diverged && rp->det != RP_RECORDED_MODEL) {
 		struct wd_err err = {0};
-		json_t *orig = rt_replay_orig_response(r->rt, rp, r->step, &err);
+		json_t *orig =
+		    rt_replay_orig_response(r->rt, rp, r->step, &err);
 		if (!orig && orig_call(rp, r->step))
 			wd_warn("run %s: replay: %s", r->id, err.msg);
 		else
@@ -251,9 +303,9 @@ void rt_replay_after_model(struct wd_run *r, json_t *rj)
 
 static enum wd_stop_reason stop_of(const char *s)
 {
-	return !s			    ? WD_STOP_OTHER
-	       : !strcmp(s, "end_turn")   ? WD_STOP_END_TURN
-	       : !strcmp(s, "tool_use")   ? WD_STOP_TOOL_USE
+	return !s			  ? WD_STOP_OTHER
+	       : !strcmp(s, "end_turn")	  ? WD_STOP_END_TURN
+	       : !strcmp(s, "tool_use")	  ? WD_STOP_TOOL_USE
 	       : !strcmp(s, "max_tokens") ? WD_STOP_MAX_TOKENS
 					  : WD_STOP_OTHER;
 }
@@ -304,8 +356,8 @@ int rt_replay_model(struct wd_run *r, struct wd_complete_req *req,
 	resp->text =
 	    wd_strdup(json_string_value(json_object_get(o, "text")) ?: "");
 	resp->n_tool_calls = (int)json_array_size(tc);
-	resp->tool_calls =
-	    wd_calloc((size_t)resp->n_tool_calls + 1, sizeof(*resp->tool_calls));
+	resp->tool_calls = wd_calloc((size_t)resp->n_tool_calls + 1,
+				     sizeof(*resp->tool_calls));
 	for (int i = 0; i < resp->n_tool_calls; i++) {
 		json_t *c = json_array_get(tc, (size_t)i);
 		resp->tool_calls[i].id = wd_strdup(
@@ -333,10 +385,10 @@ json_t *rt_replay_summary(struct wd_run *r, const char *status,
 	int n = (int)json_array_size(rp->o.calls);
 	/* the replay ended before the original did: the record's next call
 	 * is missing from it */
-	if (!rp->diverged && !strcmp(status, "ok") && text &&
-	    n > r->step + 1) {
+	if (!rp->diverged && !strcmp(status, "ok") && text && n > r->step + 1) {
 		struct wd_err err = {0};
-		json_t *o = rt_replay_orig_response(r->rt, rp, r->step + 1, &err);
+		json_t *o =
+		    rt_replay_orig_response(r->rt, rp, r->step + 1, &err);
 		struct wd_buf a = {0};
 		desc_calls(json_object_get(o, "tool_calls"),
 			   json_string_value(json_object_get(o, "text")), &a);
@@ -347,10 +399,10 @@ json_t *rt_replay_summary(struct wd_run *r, const char *status,
 	}
 	if (!rp->message)
 		rp->message = wd_strdup("converged");
-	json_t *s = json_pack("{s:s,s:i,s:s,s:b,s:s}", "of_run_id",
-			      rp->of_run_id, "from_step", rp->from,
-			      "determinism", det_name(rp->det), "converged",
-			      !rp->diverged, "summary", rp->message);
+	json_t *s =
+	    json_pack("{s:s,s:i,s:s,s:b,s:s}", "of_run_id", rp->of_run_id,
+		      "from_step", rp->from, "determinism", det_name(rp->det),
+		      "converged", !rp->diverged, "summary", rp->message);
 	if (rp->diverged)
 		json_object_set_new(s, "diverged_at",
 				    json_integer(rp->diverged_at));
