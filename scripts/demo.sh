@@ -167,4 +167,32 @@ then:  sed -i 's/^model: default/model: claude/' policy/agents/analyst.yaml
        warden run analyst "Calculate the average of ... above 50: 45, 80"
 Keys are read from the environment (or api_key_file), never logged or traced.
 TXT
+# Execution replay: the same run again from its approval step, with a
+# changed system prompt. Steps 0-1 come from the record (no model call, no
+# sandbox, no cost); from step 2 the agent runs live and writes another
+# email, which the broker refuses: send_customer_email is external, and a
+# replay never repeats an external side effect (recorded result, mock, or
+# refused). The divergence from the original is named.
+if [ -n "$RUN" ]; then
+	"$BIN/wardend" --state "$STATE" --policy "$POLICY" --socket "$SOCK" \
+		>>"$STATE/wardend.log" 2>&1 &
+	WARDEND=$!
+	trap stop_daemon EXIT
+	for _ in $(seq 100); do [ -S "$SOCK" ] && "$W" cost >/dev/null 2>&1 && break; sleep 0.1; done
+	AP_STEP=$("$W" trace show --json --state "$STATE" "$RUN" 2>/dev/null |
+		python3 -c 'import json,sys
+print(next((r["step"] for r in json.load(sys.stdin) if r.get("type")=="approval_request"), 2))')
+	printf '%s\n' "You are an analyst on the data team. Use the tools to answer the user's question." \
+		"Run Python for any computation. Sign customer emails as the data team." >"$STATE/system_prompt.txt"
+	h "alice: warden replay $RUN --from $AP_STEP --system-prompt $STATE/system_prompt.txt"
+	as_user $ALICE "$W" replay "$RUN" --from "$AP_STEP" --system-prompt "$STATE/system_prompt.txt"
+	echo "exit $?"
+	stop_daemon
+	trap - EXIT
+	h "the original links to its replay: warden trace show --state $STATE $RUN | head -4"
+	"$W" trace show --state "$STATE" "$RUN" | head -4
+	h "send_customer_email in the trace: one attempt (the original's, approved by bob); the replay's refused"
+	"$W" trace grep --tool send_customer_email --state "$STATE"
+fi
+
 h "done; state kept in $STATE"

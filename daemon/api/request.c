@@ -233,6 +233,15 @@ int wd_api_parse(const char *method, const char *path,
 		} else if (n == 2 && get) {
 			req->ep = WD_EP_RUN_LIST;
 			rc = 0;
+		} else if (n == 4 && post && !strcmp(seg[3], "replay")) {
+			req->ep = WD_EP_RUN_REPLAY;
+			if (!wd_api_id_ok(seg[2])) {
+				rc = wd_err_set(err, 400, "bad run id");
+				goto out;
+			}
+			memcpy(req->id, seg[2], sizeof(req->id));
+			req->replay = json_incref(o);
+			rc = 0;
 		} else if (n >= 3 && n <= 4 && get) {
 			if (!wd_api_id_ok(seg[2])) {
 				rc = wd_err_set(err, 400, "bad run id");
@@ -313,4 +322,6 @@ void wd_api_req_free(struct wd_api_req *req)
 	free(req->task);
 	free(req->reason);
 	req->agent = req->task = req->reason = NULL;
+	json_decref(req->replay);
+	req->replay = NULL;
 }

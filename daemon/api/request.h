@@ -26,6 +26,8 @@ enum wd_api_ep {
 	WD_EP_POLICY_RELOAD,   /* POST /v1/policy/reload */
 	WD_EP_STATUS,	       /* GET  /v1/status */
 	WD_EP_METRICS,	       /* GET  /metrics */
+	WD_EP_RUN_REPLAY,      /* POST /v1/runs/ID/replay {from, ...}
+				* (runtime.h wd_rt_replay_create) */
 };
 
 #define WD_API_ID_MAX 64
@@ -41,6 +43,8 @@ struct wd_api_req {
 	/* cost */
 	char by[8]; /* "team" | "agent" | "user" */
 	uint64_t since_ns;
+	/* replay: the body's options, checked by the runtime */
+	json_t *replay;
 	/* events / stream */
 	bool follow;
 	uint64_t since_seq;

@@ -224,6 +224,14 @@ enum wd_broker_verdict wd_broker_check(const struct wd_broker_run *run,
 			 call->name, e.msg);
 		return WD_BRK_INVALID;
 	}
+	/* a replayed call that will not run live (recorded, mocked or
+	 * refused by replay_gate.c) changes nothing: no rate, no approval;
+	 * one that runs live goes through both, never reusing a decision */
+	if (run->replay && wd_broker_replay_disposition(run, call, m, NULL,
+							NULL) != WD_RP_LIVE) {
+		check[0] = 0;
+		return WD_BRK_ALLOW;
+	}
 	/* 4. rate limit */
 	if (m->rate_limit.count > 0 && !approved) {
 		const char *scope = m->rate_limit.scope;
@@ -397,6 +405,13 @@ int wd_broker_execute(const struct wd_broker_run *run,
 		      struct wd_err *err)
 {
 	*result_for_model = NULL;
+	if (run->replay) {
+		int rrc = wd_broker_replay_execute(run, call, m,
+						   result_for_model,
+						   status_out, err);
+		if (rrc != 1)
+			return rrc;
+	}
 	bool service = m->auth_mode == WD_AUTH_SERVICE;
 	/* a root caller's tools never run as root on the host; the
 	 * service identity is the unprivileged run-as user too */

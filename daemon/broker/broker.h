@@ -33,6 +33,7 @@
 
 struct wd_trace;
 struct wd_stream;
+struct wd_broker_replay;
 
 /* Who and what a call is made for. */
 struct wd_broker_run {
@@ -59,6 +60,9 @@ struct wd_broker_run {
 	/* Tools by name (the run's policy snapshot). */
 	const struct wd_manifest *(*tool)(void *arg, const char *name);
 	void *tool_arg;
+	/* Non-NULL in a replay (DESIGN §4 "Replay (execution)"): every call
+	 * goes through the replay gate below, whatever the caller asks. */
+	const struct wd_broker_replay *replay;
 };
 
 struct wd_broker_call {
@@ -120,5 +124,47 @@ int wd_broker_record_refusal(const struct wd_broker_run *run,
 			     const struct wd_broker_call *call,
 			     enum wd_broker_verdict v, const char *check,
 			     const char *reason, struct wd_err *err);
+
+/* ---- replay (broker/replay_gate.c) ----
+ * In a replay, a call's side effects decide whether it runs, judged by the
+ * STRICTER of the manifest the replay runs with (which a --tool patch may
+ * have replaced) and the manifest the original run recorded:
+ *   none      live (or the recorded result with --tools recorded)
+ *   internal  the recorded result of the same call (tool + canonical
+ *             arguments at that step), else refused
+ *   external  the recorded result, else a declared mock, else refused
+ * A refusal is a `replay_refused` record and an error for the model. No
+ * flag reaches past this: external never runs live in a replay. */
+struct wd_broker_replay {
+	char of_run_id[40];
+	/* "STEP\x1fTOOL\x1fARGS" (args: compact, sorted keys) -> result_ref
+	 * of the original's tool_result */
+	json_t *recorded;
+	json_t *orig_side_effects; /* tool -> "none"|"internal"|"external" */
+	json_t *mocks;		   /* tool -> mock stdout text */
+	bool tools_recorded;	   /* --tools recorded */
+};
+enum wd_replay_disp {
+	WD_RP_LIVE,
+	WD_RP_RECORDED,
+	WD_RP_MOCK,
+	WD_RP_REFUSED,
+};
+/* Key of a call in wd_broker_replay.recorded (free()). */
+char *wd_broker_replay_key(int step, const char *tool, const json_t *args);
+/* The call's disposition; *se gets the side effects it was judged by,
+ * *what (may be NULL) the result_ref or mock text, or the refusal
+ * reason. */
+enum wd_replay_disp wd_broker_replay_disposition(
+    const struct wd_broker_run *run, const struct wd_broker_call *call,
+    const struct wd_manifest *m, enum wd_side_effects *se, const char **what);
+/* A replayed call that does not run live: answered here (recorded, mock
+ * or refused, each recorded in the trace). Returns 1 when the call is to
+ * run live (nothing done), else wd_broker_execute()'s contract. */
+int wd_broker_replay_execute(const struct wd_broker_run *run,
+			     const struct wd_broker_call *call,
+			     const struct wd_manifest *m,
+			     json_t **result_for_model, char status_out[24],
+			     struct wd_err *err);
 
 #endif

@@ -51,6 +51,9 @@ struct json_t *wd_cli_api(const char *verb, const char *sock,
  * NULL or cannot be printed. */
 void wd_cli_print_json(const struct json_t *j, size_t flags, const char *empty);
 
+/* One trace record as a `warden run` / `warden replay` step line. */
+void wd_cli_print_step(const struct json_t *r);
+
 #define WD_VERSION	  "0.1.0"
 #define WD_DEFAULT_SOCKET "/run/warden/wardend.sock"
 

@@ -9,6 +9,7 @@
 #include "api/client.h"
 #include "cli/cli.h"
 #include "common/log.h"
+#include "trace/records.h"
 
 struct follow_ctx {
 	bool json;
@@ -17,7 +18,7 @@ struct follow_ctx {
 	int exit_code;
 };
 
-static void print_step(const json_t *r)
+void wd_cli_print_step(const json_t *r)
 {
 	const char *type = json_string_value(json_object_get(r, "type"));
 	long long step = json_integer_value(json_object_get(r, "step"));
@@ -26,14 +27,25 @@ static void print_step(const json_t *r)
 	if (!type)
 		return;
 	printf("[step %lld] %-17s", step, type);
-	if (!strcmp(type, "run_start")) {
+	enum wd_rec_type rt = wd_rec_type_of(type);
+	if (rt == WD_REC_RUN_START) {
 		printf(" agent=%s team=%s user=%s model=%s",
 		       json_string_value(json_object_get(r, "agent")),
 		       json_string_value(json_object_get(r, "team")),
 		       json_string_value(json_object_get(r, "user")),
 		       json_string_value(
 			   json_object_get(r, "gen_ai.request.model")));
-	} else if (!strcmp(type, "model_call")) {
+		json_t *ro = json_object_get(r, "replay_of");
+		if (ro)
+			printf("\n           replay of %s from step %lld "
+			       "(determinism %s, tools %s)",
+			       json_string_value(json_object_get(ro, "run_id")),
+			       json_integer_value(
+				   json_object_get(ro, "from_step")),
+			       json_string_value(
+				   json_object_get(ro, "determinism")),
+			       json_string_value(json_object_get(ro, "tools")));
+	} else if (rt == WD_REC_MODEL_CALL) {
 		json_t *resp = json_object_get(r, "response");
 		printf(" %s in=%lld out=%lld $%.6f %lldms",
 		       json_string_value(
@@ -64,19 +76,23 @@ static void print_step(const json_t *r)
 		const char *e = json_string_value(json_object_get(r, "error"));
 		if (e)
 			printf(" error: %s", e);
-	} else if (!strcmp(type, "tool_attempt") &&
+	} else if (rt == WD_REC_TOOL_ATTEMPT &&
 		   json_object_get(r, "child_run_id")) {
 		printf(" %s sub-agent run %s", tool,
 		       json_string_value(json_object_get(r, "child_run_id")));
-	} else if (!strcmp(type, "tool_attempt")) {
+	} else if (rt == WD_REC_TOOL_ATTEMPT) {
 		printf(" %s tier=%lld side_effects=%s as uid %lld", tool,
 		       json_integer_value(json_object_get(r, "tier")),
 		       json_string_value(json_object_get(r, "side_effects")),
 		       json_integer_value(json_object_get(r, "run_as_uid")));
-	} else if (!strcmp(type, "tool_result")) {
+	} else if (rt == WD_REC_TOOL_RESULT) {
 		const char *st =
 		    json_string_value(json_object_get(r, "status"));
 		printf(" %s status=%s", tool, st ? st : "?");
+		const char *rp =
+		    json_string_value(json_object_get(r, "replay"));
+		if (rp)
+			printf(" (replay: %s, not executed)", rp);
 		const char *why =
 		    json_string_value(json_object_get(r, "reason"));
 		if (why)
@@ -87,28 +103,42 @@ static void print_step(const json_t *r)
 			    json_integer_value(
 				json_object_get(r, "latency_ms")),
 			    json_integer_value(json_object_get(r, "denials")));
-	} else if (!strcmp(type, "denial")) {
+	} else if (rt == WD_REC_DENIAL) {
 		json_t *e = json_object_get(r, "event");
 		printf(" %s: %s %s %s (%s)", tool,
 		       json_string_value(json_object_get(e, "verdict")),
 		       json_string_value(json_object_get(e, "kind")),
 		       json_string_value(json_object_get(e, "target")) ?: "",
 		       json_string_value(json_object_get(e, "source")));
-	} else if (!strcmp(type, "approval_request")) {
+	} else if (rt == WD_REC_APPROVAL_REQUEST) {
 		printf(" %s: %s\n           approve with: warden approvals "
 		       "approve %s",
 		       tool, json_string_value(json_object_get(r, "reason")),
 		       json_string_value(json_object_get(r, "approval_id")));
-	} else if (!strcmp(type, "approval_decision")) {
+	} else if (rt == WD_REC_APPROVAL_DECISION) {
 		printf(" %s %s by %s", tool,
 		       json_string_value(json_object_get(r, "decision")),
 		       json_string_value(json_object_get(r, "by")));
-	} else if (!strcmp(type, "budget_stop")) {
+	} else if (rt == WD_REC_BUDGET_STOP) {
 		printf(" %s: limit %g, used %g",
 		       json_string_value(json_object_get(r, "bound")),
 		       json_number_value(json_object_get(r, "limit")),
 		       json_number_value(json_object_get(r, "used")));
-	} else if (!strcmp(type, "run_end")) {
+	} else if (rt == WD_REC_REPLAY_STEP) {
+		printf(" from the record of %s (prompt %.23s, no model call, "
+		       "no tool run)",
+		       json_string_value(json_object_get(r, "of_run_id")),
+		       json_string_value(json_object_get(r, "prompt_hash")) ?: "");
+	} else if (rt == WD_REC_REPLAY_REFUSED) {
+		printf(" %s side_effects=%s: %s", tool,
+		       json_string_value(json_object_get(r, "side_effects")),
+		       json_string_value(json_object_get(r, "reason")));
+	} else if (rt == WD_REC_REPLAY_DIVERGENCE) {
+		printf(" %s (%s %s)",
+		       json_string_value(json_object_get(r, "message")),
+		       json_string_value(json_object_get(r, "kind")),
+		       json_string_value(json_object_get(r, "what")));
+	} else if (rt == WD_REC_RUN_END) {
 		const char *why =
 		    json_string_value(json_object_get(r, "reason"));
 		printf(" status=%s steps=%lld cost=$%.6f%s%s",
@@ -120,6 +150,13 @@ static void print_step(const json_t *r)
 		    json_string_value(json_object_get(r, "output"));
 		if (out)
 			printf("\n\n%s", out);
+		json_t *rs = json_object_get(r, "replay");
+		if (rs)
+			printf("\n\nreplay of %s from step %lld: %s",
+			       json_string_value(json_object_get(rs, "of_run_id")),
+			       json_integer_value(
+				   json_object_get(rs, "from_step")),
+			       json_string_value(json_object_get(rs, "summary")));
 	}
 	printf("\n");
 	fflush(stdout);
@@ -136,7 +173,7 @@ static int on_line(void *arg, json_t *r)
 		}
 		fflush(stdout);
 	} else {
-		print_step(r);
+		wd_cli_print_step(r);
 	}
 	const char *type = json_string_value(json_object_get(r, "type"));
 	if (type && !strcmp(type, "run_end")) {

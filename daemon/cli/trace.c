@@ -3,6 +3,7 @@
 #include "cli/cli.h"
 #include "common/log.h"
 #include "trace/otlp.h"
+#include "trace/records.h"
 #include "trace/trace.h"
 
 #include <getopt.h>
@@ -15,7 +16,8 @@ struct opts {
 	uint64_t since_ns, now_ns;
 	unsigned metadata_days;
 	bool json;
-	int argc; /* positional args after options */
+	bool policy; /* payload --policy: the run's recorded definitions */
+	int argc;    /* positional args after options */
 	char **argv;
 };
 
@@ -31,6 +33,10 @@ static void usage(FILE *f)
 		"payloads (prompts,\n"
 		"                           model responses, tool args and "
 		"results), hash checked\n"
+		"  payload RUN --policy [--json]  the definitions the run "
+		"recorded (agent,\n"
+		"                           manifests, scopes, route) by "
+		"sha256, hash checked\n"
 		"  grep --prompt-hash H | --result-hash H | --tool T [--status "
 		"S] [--json]\n"
 		"  verify [RUN] [--json]    chain, framing, blobs; exit 1 on "
@@ -108,6 +114,7 @@ static const struct option lo[] = {
     {"type", required_argument, 0, 'y'},
     {"metadata-days", required_argument, 0, 'M'},
     {"json", no_argument, 0, 'j'},
+    {"policy", no_argument, 0, 'P'},
     {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0},
 };
@@ -150,6 +157,9 @@ static int parse(int argc, char **argv, struct opts *o)
 			break;
 		case 'j':
 			o->json = true;
+			break;
+		case 'P':
+			o->policy = true;
 			break;
 		case 'M': {
 			char *end;
@@ -275,7 +285,8 @@ static void show_line(json_t *r)
 	       (long long)json_integer_value(json_object_get(r, "seq")),
 	       (long long)json_integer_value(json_object_get(r, "step")),
 	       strlen(ts) > 11 ? ts + 11 : ts, type);
-	if (!strcmp(type, "run_start")) {
+	enum wd_rec_type rt = wd_rec_type_of(type);
+	if (rt == WD_REC_RUN_START) {
 		json_t *tr = json_object_get(r, "trace");
 		printf("agent=%s team=%s user=%s model=%s payloads=%s "
 		       "retention=%lldd",
@@ -286,7 +297,7 @@ static void show_line(json_t *r)
 		if (*js(r, "parent_run_id"))
 			printf(" parent=%s@step%lld", js(r, "parent_run_id"),
 			       (long long)jnum(r, "parent_step"));
-	} else if (!strcmp(type, "model_call")) {
+	} else if (rt == WD_REC_MODEL_CALL) {
 		printf("%s in=%lld out=%lld cost=$%.4f %lldms",
 		       js2(r, "gen_ai.request.model", "model"),
 		       (long long)jnum2(r, "gen_ai.usage.input_tokens",
@@ -297,14 +308,14 @@ static void show_line(json_t *r)
 		const char *p = js2(r, "prompt_hash", "prompt_ref");
 		if (*p)
 			printf(" prompt=%s", short_ref(p, rb, sizeof(rb)));
-	} else if (!strcmp(type, "tool_attempt")) {
+	} else if (rt == WD_REC_TOOL_ATTEMPT) {
 		printf("%s call=%s side_effects=%s",
 		       js2(r, "gen_ai.tool.name", "tool"),
 		       js2(r, "gen_ai.tool.call.id", "call_id"),
 		       *js(r, "side_effects") ? js(r, "side_effects") : "?");
 		if (*js(r, "child_run_id"))
 			printf(" child=%s", js(r, "child_run_id"));
-	} else if (!strcmp(type, "tool_result")) {
+	} else if (rt == WD_REC_TOOL_RESULT) {
 		printf("%s %s", js2(r, "gen_ai.tool.name", "tool"),
 		       js(r, "status"));
 		if (json_object_get(r, "exit_code"))
@@ -313,20 +324,22 @@ static void show_line(json_t *r)
 		const char *p = js2(r, "result_hash", "result_ref");
 		if (*p)
 			printf(" result=%s", short_ref(p, rb, sizeof(rb)));
+		if (*js(r, "replay"))
+			printf(" replay=%s", js(r, "replay"));
 		if (*js(r, "child_run_id"))
 			printf(" child=%s%s%s", js(r, "child_run_id"),
 			       *js(r, "reason") ? " reason=" : "",
 			       js(r, "reason"));
-	} else if (!strcmp(type, "denial")) {
+	} else if (rt == WD_REC_DENIAL) {
 		json_t *e = json_object_get(r, "event");
 		printf("DENIED %s %s %s %s", js2(r, "gen_ai.tool.name", "tool"),
 		       js(e, "kind"), *js(e, "syscall") ? js(e, "syscall") : "",
 		       js(e, "target"));
 		if (*js(e, "source"))
 			printf(" (%s)", js(e, "source"));
-	} else if (!strcmp(type, "budget_stop")) {
+	} else if (rt == WD_REC_BUDGET_STOP) {
 		printf("bound=%s %s", js(r, "bound"), js(r, "reason"));
-	} else if (!strcmp(type, "run_end")) {
+	} else if (rt == WD_REC_RUN_END) {
 		printf("status=%s", js(r, "status"));
 		if (json_object_get(r, "cost_usd"))
 			printf(" cost=$%.4f", jnum(r, "cost_usd"));
@@ -342,11 +355,21 @@ static void show_line(json_t *r)
 			       jnum(tot, "cost_usd"),
 			       json_array_size(
 				   json_object_get(r, "subagent_runs")));
-	} else if (!strcmp(type, "approval_request") ||
-		   !strcmp(type, "approval_decision")) {
+	} else if (rt == WD_REC_REPLAY_STEP) {
+		printf("from the record of %s seq %lld (prompt %s)",
+		       js(r, "of_run_id"), (long long)jnum(r, "of_seq"),
+		       short_ref(js(r, "prompt_hash"), rb, sizeof(rb)));
+	} else if (rt == WD_REC_REPLAY_REFUSED) {
+		printf("%s side_effects=%s: %s",
+		       js2(r, "gen_ai.tool.name", "tool"),
+		       js(r, "side_effects"), js(r, "reason"));
+	} else if (rt == WD_REC_REPLAY_DIVERGENCE) {
+		printf("%s", js(r, "message"));
+	} else if (rt == WD_REC_APPROVAL_REQUEST ||
+		   rt == WD_REC_APPROVAL_DECISION) {
 		printf("%s %s", js2(r, "gen_ai.tool.name", "tool"),
 		       js(r, "decision"));
-	} else if (!strcmp(type, "gc")) {
+	} else if (rt == WD_REC_GC) {
 		printf("%zu payload blobs dropped (%s)",
 		       json_array_size(json_object_get(r, "refs")),
 		       js(r, "reason"));
@@ -385,6 +408,47 @@ static void show_children(struct wd_trace *t, json_t *recs, int depth)
 			show_line(x);
 		}
 		show_children(t, c, depth + 1);
+		json_decref(c);
+	}
+}
+
+/* Replays link both ways: a replay names its original in run_start
+ * (replay_of); the original is never written to again, so its replays are
+ * found by reading the run_start of the runs started after it. */
+static void show_replay_links(struct wd_trace *t, json_t *recs, json_t *runs,
+			      const char *id)
+{
+	json_t *ro = json_object_get(json_array_get(recs, 0), "replay_of");
+	if (ro)
+		printf("replay of %s from step %lld (determinism %s, tools "
+		       "%s)\n",
+		       js(ro, "run_id"), (long long)jnum(ro, "from_step"),
+		       js(ro, "determinism"), js(ro, "tools"));
+	const char *started = NULL;
+	size_t i;
+	json_t *r;
+	json_array_foreach(runs, i, r) if (!strcmp(js(r, "run_id"), id))
+	    started = js(r, "started");
+	json_array_foreach(runs, i, r)
+	{
+		if (!started || strcmp(js(r, "started"), started) < 0 ||
+		    !strcmp(js(r, "run_id"), id))
+			continue;
+		json_t *c = NULL;
+		if (wd_trace_run_records(t, js(r, "run_id"), &c, NULL) < 0) {
+			json_decref(c);
+			continue;
+		}
+		json_t *st = json_array_get(c, 0);
+		json_t *x = json_object_get(st, "replay_of");
+		if (wd_rec_type_json(st) == WD_REC_RUN_START && x &&
+		    !strcmp(js(x, "run_id"), id)) {
+			json_t *e = json_array_get(c, json_array_size(c) - 1);
+			json_t *sum = json_object_get(e, "replay");
+			printf("replayed by %s from step %lld: %s\n",
+			       js(r, "run_id"), (long long)jnum(x, "from_step"),
+			       sum ? js(sum, "summary") : "(running)");
+		}
 		json_decref(c);
 	}
 }
@@ -429,6 +493,7 @@ static int cmd_show(struct wd_trace *t, struct opts *o)
 			       jnum(r, "cost_usd"),
 			       jnum(r, "flagged") ? " flagged" : "");
 		}
+		show_replay_links(t, a, runs, o->argv[0]);
 		json_decref(runs);
 	}
 	printf("%6s %4s  %-15s %-17s %s\n", "SEQ", "STEP", "TIME", "EVENT",
@@ -514,8 +579,85 @@ static int cmd_verify(struct wd_trace *t, struct opts *o)
 	return r == 0 ? WD_EXIT_OK : WD_EXIT_FAIL;
 }
 
+/* One recorded definition: its ref and the blob's text. */
+static int show_def(struct wd_trace *t, json_t *out, const char *what,
+		    const char *ref, bool json)
+{
+	char *text = NULL;
+	size_t len = 0;
+	struct wd_err err = {0};
+	int rc = ref ? wd_trace_get_blob(t, ref, &text, &len, &err) : -ENOENT;
+	if (json) {
+		json_t *o = json_pack("{s:s,s:s?}", "what", what, "ref", ref);
+		json_object_set_new(
+		    o, rc ? "error" : "text",
+		    json_string(rc ? (ref ? err.msg : "no ref") : text));
+		json_array_append_new(out, o);
+	} else {
+		printf("== %s %s\n", what, ref ? ref : "(none)");
+		if (rc)
+			printf("(not available: %s)\n",
+			       ref ? err.msg : "no ref");
+		else
+			printf("%s%s", text,
+			       len && text[len - 1] == '\n' ? "" : "\n");
+	}
+	free(text);
+	return rc ? WD_EXIT_FAIL : WD_EXIT_OK;
+}
+
+static int cmd_payload_policy(struct wd_trace *t, struct opts *o)
+{
+	json_t *a = NULL;
+	struct wd_err err = {0};
+	if (wd_trace_run_records(t, o->argv[0], &a, &err) < 0 ||
+	    !json_array_size(a)) {
+		wd_error("trace payload: no run '%s'", o->argv[0]);
+		json_decref(a);
+		return WD_EXIT_FAIL;
+	}
+	json_t *d = json_object_get(json_array_get(a, 0), "definitions");
+	if (!d) {
+		wd_error("trace payload: run %s recorded no definitions",
+			 o->argv[0]);
+		json_decref(a);
+		return WD_EXIT_FAIL;
+	}
+	json_t *out = json_array();
+	int rc = WD_EXIT_OK;
+	char what[200];
+	json_t *x = json_object_get(d, "agent");
+	snprintf(what, sizeof(what), "agent %s", js(x, "name"));
+	rc |= show_def(t, out, what,
+		       json_string_value(json_object_get(x, "ref")), o->json);
+	const char *k;
+	json_object_foreach(json_object_get(d, "tools"), k, x)
+	{
+		snprintf(what, sizeof(what), "tool %s (side_effects %s)", k,
+			 js(x, "side_effects"));
+		rc |= show_def(t, out, what,
+			       json_string_value(json_object_get(x, "ref")),
+			       o->json);
+	}
+	x = json_object_get(d, "scopes");
+	snprintf(what, sizeof(what), "scopes of %s", js(x, "user"));
+	rc |= show_def(t, out, what,
+		       json_string_value(json_object_get(x, "ref")), o->json);
+	x = json_object_get(d, "route");
+	snprintf(what, sizeof(what), "route of model %s", js(x, "model"));
+	rc |= show_def(t, out, what,
+		       json_string_value(json_object_get(x, "ref")), o->json);
+	if (o->json)
+		print_json(out);
+	json_decref(out);
+	json_decref(a);
+	return rc;
+}
+
 static int cmd_payload(struct wd_trace *t, struct opts *o)
 {
+	if (o->policy && o->argc == 1)
+		return cmd_payload_policy(t, o);
 	char *end = NULL;
 	long long step = o->argc == 2 ? strtoll(o->argv[1], &end, 10) : -1;
 	if (o->argc != 2 || !*o->argv[1] || *end || step < 0) {

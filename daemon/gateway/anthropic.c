@@ -23,6 +23,14 @@ static json_t *anthropic_build(const struct wd_complete_req *req,
 			       const struct wd_provider_cfg *prov,
 			       const char *model, struct wd_err *err)
 {
+	if (req->seed_set) {
+		/* the Messages API has no seed: sending the request without
+		 * it would claim a pinned call that is not */
+		wd_err_set(err, -EINVAL,
+			   "anthropic: the Messages API has no seed; a pinned "
+			   "request cannot be honoured on this route");
+		return NULL;
+	}
 	json_t *body = json_object(), *msgs = json_array();
 	struct wd_buf sys = {0};
 

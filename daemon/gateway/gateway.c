@@ -293,6 +293,26 @@ bool wd_gateway_has_model(const struct wd_gateway *gw, const char *model)
 	return model && resolve(gw, model, &routes, &n, &direct) == 0;
 }
 
+json_t *wd_gateway_route_json(const struct wd_gateway *gw, const char *model)
+{
+	const struct wd_route *routes;
+	struct wd_route direct;
+	int n;
+	if (!model || resolve(gw, model, &routes, &n, &direct))
+		return NULL;
+	json_t *a = json_array();
+	for (int i = 0; i < n; i++) {
+		const struct wd_provider_cfg *p =
+		    &gw->cfg->providers[routes[i].provider];
+		json_array_append_new(
+		    a, json_pack("{s:s,s:s,s:s,s:b}", "provider", p->name,
+				 "kind", wd_provider_kind_name(p->kind),
+				 "model", routes[i].model, "seed",
+				 p->kind == WD_PROVIDER_OPENAI));
+	}
+	return a;
+}
+
 /* ---- HTTP ------------------------------------------------------------------
  */
 

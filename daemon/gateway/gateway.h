@@ -105,6 +105,11 @@ struct wd_complete_req {
 	int n_tools;
 	uint32_t max_tokens; /* 0 = 4096 */
 	double temperature;  /* < 0 = provider default */
+	/* OpenAI Chat Completions `seed` (best effort there); a route whose
+	 * provider has no seed (Anthropic) refuses a request that sets one
+	 * rather than dropping it (replay's pinned determinism) */
+	bool seed_set;
+	int64_t seed;
 	struct wd_attribution attr;
 	uint64_t deadline_ns; /* CLOCK_MONOTONIC (wd_now_ns()); 0 = none. No
 			       * attempt or backoff sleep goes past it. */
@@ -146,6 +151,7 @@ struct wd_complete_resp {
 	char *provider; /* provider name that answered */
 	char *model;	/* provider-side model that answered */
 	char *response_id;
+	char *system_fingerprint; /* OpenAI's, when the response gives one */
 	uint64_t latency_us; /* whole call including retries and backoff */
 	struct wd_attempt *attempts;
 	int n_attempts;
@@ -182,6 +188,12 @@ int wd_gateway_complete(struct wd_gateway *gw,
 			const struct wd_complete_req *req,
 			struct wd_complete_resp *resp, struct wd_err *err);
 void wd_complete_resp_free(struct wd_complete_resp *resp);
+
+/* The route `model` resolves to, in failover order, as recorded in a
+ * run's trace: [{provider, kind, model, seed}] (seed: the provider honours
+ * a request seed). A new reference, or NULL when `model` does not
+ * resolve. */
+json_t *wd_gateway_route_json(const struct wd_gateway *gw, const char *model);
 
 /* Called after every successful completion (from the calling thread) with
  * the request's attribution and the cost: the daemon's cost ledger hooks

@@ -24,6 +24,8 @@ static json_t *openai_build(const struct wd_complete_req *req,
 	if (req->temperature >= 0)
 		json_object_set_new(body, "temperature",
 				    json_real(req->temperature));
+	if (req->seed_set)
+		json_object_set_new(body, "seed", json_integer(req->seed));
 	for (int i = 0; i < req->n_msgs; i++) {
 		const struct wd_msg *m = &req->msgs[i];
 		json_t *jm = json_object();
@@ -213,6 +215,9 @@ static int openai_parse(const char *body, size_t len,
 			resp->usage.cached_tokens = resp->usage.input_tokens;
 	}
 	wd_resp_set_model_id(resp, root);
+	json_t *fp = json_object_get(root, "system_fingerprint");
+	if (json_is_string(fp))
+		resp->system_fingerprint = wd_strdup(json_string_value(fp));
 	json_decref(root);
 	return 0;
 }

@@ -62,6 +62,7 @@ void wd_complete_resp_free(struct wd_complete_resp *resp)
 	free(resp->provider);
 	free(resp->model);
 	free(resp->response_id);
+	free(resp->system_fingerprint);
 	free(resp->attempts);
 	free(resp->raw_request);
 	free(resp->raw_response);

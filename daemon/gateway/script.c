@@ -15,6 +15,8 @@ struct rule {
 	char *after;
 	bool has_re;
 	regex_t re;
+	bool has_sys; /* "system": regex over the system prompt */
+	regex_t sys;
 	int error; /* -1 = any, else 0/1 */
 	char *text;
 	json_t *tool_calls; /* array of {name, arguments} or NULL */
@@ -332,6 +334,8 @@ static void rule_clear(struct rule *r)
 	free(r->text);
 	if (r->has_re)
 		regfree(&r->re);
+	if (r->has_sys)
+		regfree(&r->sys);
 	json_decref(r->tool_calls);
 }
 
@@ -361,9 +365,9 @@ static int usage_num(json_t *u, const char *k, uint64_t *out)
 static int parse_rule(const char *file, int line, json_t *o, struct rule *r,
 		      struct wd_err *err)
 {
-	static const char *const keys[] = {"step",  "after", "match",
-					   "error", "text",  "tool_calls",
-					   "stop",  "usage"};
+	static const char *const keys[] = {"step",	 "after", "match",
+					   "system",	 "error", "text",
+					   "tool_calls", "stop",  "usage"};
 	const char *k, *why = NULL;
 	json_t *v;
 
@@ -416,6 +420,17 @@ static int parse_rule(const char *file, int line, json_t *o, struct rule *r,
 					  file, line, eb);
 		}
 		r->has_re = true;
+	}
+	if ((v = json_object_get(o, "system"))) {
+		int rc = json_is_string(v)
+			     ? regcomp(&r->sys, json_string_value(v),
+				       REG_EXTENDED | REG_NOSUB)
+			     : -1;
+		if (rc)
+			return wd_err_set(err, -EINVAL,
+					  "%s:%d:1: 'system' must be a regex",
+					  file, line);
+		r->has_sys = true;
 	}
 	if ((v = json_object_get(o, "error"))) {
 		if (!json_is_boolean(v))
@@ -591,6 +606,15 @@ static bool rule_matches(const struct rule *r,
 	if (r->has_re) {
 		if (!last || !last->text ||
 		    regexec(&r->re, last->text, 0, NULL, 0))
+			return false;
+	}
+	if (r->has_sys) {
+		bool hit = false;
+		for (int i = 0; i < req->n_msgs && !hit; i++)
+			hit = req->msgs[i].role == WD_ROLE_SYSTEM &&
+			      req->msgs[i].text &&
+			      !regexec(&r->sys, req->msgs[i].text, 0, NULL, 0);
+		if (!hit)
 			return false;
 	}
 	return true;

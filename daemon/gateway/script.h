@@ -13,6 +13,7 @@
  *                      (0 = the first call of a run)
  *     "after": "TOOL"  the last message is a tool result of a call to TOOL
  *     "match": "RE"    POSIX extended regex found in the last message's text
+ *     "system": "RE"   POSIX extended regex found in the system prompt
  *     "error": bool    the last message is a tool result with is_error ==
  *                      bool
  *   reply

@@ -143,14 +143,21 @@ static int model_step(struct wd_run *r, struct wd_err *err)
 	};
 	struct wd_complete_resp resp;
 	memset(&resp, 0, sizeof(resp));
-	uint64_t t0 = wd_now_ns();
-	int rc = wd_gateway_complete(r->ps->gw, &req, &resp, err);
-	r->ext_ns += wd_now_ns() - t0;
-	r->model_calls++;
+	/* a replay may pin the seed or answer from the record (replay.c) */
+	int rc = r->replay ? rt_replay_model(r, &req, &resp, err) : 0;
+	bool from_record = rc == 1;
+	if (rc == 0) {
+		uint64_t t0 = wd_now_ns();
+		rc = wd_gateway_complete(r->ps->gw, &req, &resp, err);
+		r->ext_ns += wd_now_ns() - t0;
+		r->model_calls++;
+		__atomic_add_fetch(&r->rt->m_model_calls, 1, __ATOMIC_RELAXED);
+	} else if (rc == 1) {
+		rc = 0;
+	}
 	rt_conv_free(&c);
 	rt_subagent_schemas_free(ts, nsub);
 	free(ts);
-	__atomic_add_fetch(&r->rt->m_model_calls, 1, __ATOMIC_RELAXED);
 
 	/* record the call whatever happened */
 	json_t *rec = rt_rec_new(r, "model_call");
@@ -174,6 +181,22 @@ static int model_step(struct wd_run *r, struct wd_err *err)
 	json_object_set_new(rec, "priced", json_boolean(resp.priced));
 	json_object_set_new(rec, "latency_ms",
 			    json_integer((json_int_t)(resp.latency_us / 1000)));
+	/* the parameters actually sent and the route (replay_defs.c) */
+	json_t *params = json_pack("{s:i}", "max_tokens",
+				   req.max_tokens ? (int)req.max_tokens : 4096);
+	if (req.temperature >= 0)
+		json_object_set_new(params, "temperature",
+				    json_real(req.temperature));
+	if (req.seed_set)
+		json_object_set_new(params, "seed",
+				    json_integer((json_int_t)req.seed));
+	json_object_set_new(rec, "params", params);
+	json_object_set_new(rec, "route", json_string(a->model));
+	if (resp.system_fingerprint)
+		json_object_set_new(rec, "system_fingerprint",
+				    json_string(resp.system_fingerprint));
+	if (from_record)
+		json_object_set_new(rec, "from_record", json_true());
 	cleanup_free char *prompt = rt_conv_text(r);
 	if (prompt) {
 		char ref[WD_TRACE_REF_LEN], h[WD_TRACE_REF_LEN];
@@ -268,6 +291,10 @@ static int model_step(struct wd_run *r, struct wd_err *err)
 		    "trace.unrecorded_read_only: going on",
 		    r->id, re.msg);
 
+	/* a replay compares the response with the original's and applies
+	 * its --args patches (the record above keeps what the model said) */
+	if (r->replay)
+		rt_replay_after_model(r, rj);
 	/* the assistant turn joins the conversation as the model sent it */
 	json_t *am = json_pack("{s:s,s:s,s:O}", "role", "assistant", "text",
 			       resp.text ? resp.text : "", "tool_calls",

@@ -54,7 +54,7 @@ static char **strv_dup(char **v, int n)
 	return o;
 }
 
-static void agent_def_from(struct wd_agent_def *d, const struct wd_agent *a)
+void wd_agent_def_from(struct wd_agent_def *d, const struct wd_agent *a)
 {
 	d->name = wd_strdup(a->name);
 	d->team = wd_strdup(a->team);
@@ -82,7 +82,7 @@ static void agent_def_from(struct wd_agent_def *d, const struct wd_agent *a)
 	d->temperature = a->temperature;
 }
 
-static void agent_def_free(struct wd_agent_def *d)
+void wd_agent_def_free(struct wd_agent_def *d)
 {
 	free(d->name);
 	free(d->team);
@@ -91,16 +91,21 @@ static void agent_def_free(struct wd_agent_def *d)
 	free(d->system_prompt);
 	wd_pset_strv_free(d->tools, d->n_tools);
 	wd_pset_strv_free(d->subagents, d->n_subagents);
+	free(d->def_text);
 }
 
 static void pset_free(struct wd_pset *p)
 {
 	wd_manifest_free_all(p->tools, p->n_tools);
+	wd_pset_strv_free(p->tool_texts, p->n_tools);
 	for (int i = 0; i < p->n_agents; i++)
-		agent_def_free(&p->agents[i]);
+		wd_agent_def_free(&p->agents[i]);
 	free(p->agents);
 	wd_gateway_unref(p->gw);
-	wd_users_free(p->users);
+	if (p->base) /* borrowed users */
+		wd_pset_unref(p->base);
+	else
+		wd_users_free(p->users);
 	free(p->dir);
 	free(p);
 }
@@ -119,7 +124,13 @@ int wd_pset_load(const char *dir, struct wd_pset **out, struct wd_err *err)
 	for (int i = 0; i < n; i++) {
 		struct wd_manifest **v = NULL;
 		int k = 0;
-		if (wd_manifest_load_all(files[i], &v, &k, &dg)) {
+		/* the text is kept: a run records exactly what it ran under */
+		char *mtext = NULL;
+		size_t mlen = 0;
+		if (wd_read_file(files[i], &mtext, &mlen)
+			? wd_manifest_load_all(files[i], &v, &k, &dg)
+			: wd_manifest_load_all_str(files[i], mtext, mlen, &v,
+						   &k, &dg)) {
 			diag_into(&dg, &msg);
 			wd_diag_free(&dg);
 			memset(&dg, 0, sizeof(dg));
@@ -135,8 +146,15 @@ int wd_pset_load(const char *dir, struct wd_pset **out, struct wd_err *err)
 			p->tools =
 			    wd_realloc(p->tools, (size_t)(p->n_tools + 1) *
 						     sizeof(*p->tools));
+			p->tool_texts = wd_realloc(
+			    p->tool_texts,
+			    (size_t)(p->n_tools + 2) * sizeof(char *));
+			p->tool_texts[p->n_tools] =
+			    wd_strdup(mtext ? mtext : "");
+			p->tool_texts[p->n_tools + 1] = NULL;
 			p->tools[p->n_tools++] = v[j];
 		}
+		free(mtext);
 		free(v);
 		free(files[i]);
 	}
@@ -161,7 +179,6 @@ int wd_pset_load(const char *dir, struct wd_pset **out, struct wd_err *err)
 			wd_diag_free(&dg);
 			memset(&dg, 0, sizeof(dg));
 		}
-		free(text);
 		for (int j = 0; j < k; j++) {
 			if (wd_pset_agent(p, v[j]->name)) {
 				wd_buf_printf(&msg,
@@ -175,11 +192,14 @@ int wd_pset_load(const char *dir, struct wd_pset **out, struct wd_err *err)
 			    wd_realloc(p->agents, (size_t)(p->n_agents + 1) *
 						      sizeof(*p->agents));
 			memset(&p->agents[p->n_agents], 0, sizeof(*p->agents));
-			agent_def_from(&p->agents[p->n_agents++], v[j]);
+			wd_agent_def_from(&p->agents[p->n_agents], v[j]);
+			p->agents[p->n_agents++].def_text =
+			    wd_strndup(text, len);
 			all =
 			    wd_realloc(all, (size_t)(n_all + 1) * sizeof(*all));
 			all[n_all++] = v[j];
 		}
+		free(text);
 		free(v);
 		free(files[i]);
 	}

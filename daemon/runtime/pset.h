@@ -31,17 +31,24 @@ struct wd_agent_def {
 	int retention_days;
 	unsigned approval_ttl_s;
 	double temperature; /* < 0 = provider default */
+	/* the text of the file the definition came from (a run's run_start
+	 * names it by sha256, replay parses it back) */
+	char *def_text;
 };
 
 struct wd_pset {
 	int refs;
 	char *dir;
 	struct wd_manifest **tools;
+	char **tool_texts; /* per tool: the text of its file (see def_text) */
 	int n_tools;
 	struct wd_agent_def *agents;
 	int n_agents;
 	struct wd_gateway *gw;
 	void *users; /* policy/users.h object */
+	/* a replay's set (runtime/replay_defs.c): agents and tools of its
+	 * own, users and gateway borrowed from `base`, which it holds */
+	struct wd_pset *base;
 };
 
 /* Load policy_dir/{tools,agents}/ *.yaml, users.yaml, gateway.yaml.
@@ -65,5 +72,10 @@ bool wd_pset_may_run(const struct wd_pset *p, uid_t uid,
 /* Is the uid an approver (users.yaml approvers)? */
 bool wd_pset_is_approver(const struct wd_pset *p, uid_t uid);
 void wd_pset_strv_free(char **v, int n);
+/* A definition's runtime form (copies; def_text stays NULL); free with
+ * wd_agent_def_free. */
+struct wd_agent;
+void wd_agent_def_from(struct wd_agent_def *d, const struct wd_agent *a);
+void wd_agent_def_free(struct wd_agent_def *d);
 
 #endif

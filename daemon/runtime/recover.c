@@ -103,6 +103,11 @@ static void mark_interrupted(struct wd_rt *rt, const char *id)
 
 static int restore_run(struct wd_rt *rt, const char *id, json_t *s)
 {
+	/* a replay's gate is not in the snapshot: restoring it as an
+	 * ordinary run could run its external tools live; it is ended as
+	 * interrupted (replay it again) */
+	if (json_object_get(s, "replay_of"))
+		return -ENOTSUP;
 	const char *agent = json_string_value(json_object_get(s, "agent"));
 	const struct wd_agent_def *a =
 	    agent ? wd_pset_agent(rt->ps, agent) : NULL;

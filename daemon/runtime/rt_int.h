@@ -10,6 +10,9 @@
 #include "runtime/runtime.h"
 
 struct wd_stream;
+struct rt_replay;
+struct wd_complete_req;
+struct wd_complete_resp;
 
 enum run_state { R_QUEUED, R_RUNNING, R_SUSPENDED, R_DONE };
 
@@ -83,6 +86,8 @@ struct wd_run {
 	double sub_cost;
 	json_t *children; /* ids of the direct child runs */
 	uint64_t ext_ns;  /* time in the model and in tools (this slice) */
+	/* a replay's state (replay.c), NULL for an ordinary run */
+	struct rt_replay *replay;
 	/* step events for streams: JSON lines, guarded by rt->mu */
 	char **lines;
 	uint64_t *line_seq;
@@ -210,5 +215,30 @@ void rt_subagent_schemas_free(struct wd_tool_schema *ts, int n);
  * output or failure becomes the call's content and its usage is charged to
  * r. The call is done when this returns. */
 void rt_subagent_call(struct wd_run *r, json_t *pc);
+
+/* replay_defs.c */
+/* run_start.definitions: the agent definition, each granted manifest, the
+ * user's scopes and the gateway route, each by sha256 of a blob (stored
+ * here). A new object. */
+json_t *rt_definitions_json(struct wd_run *r);
+
+/* replay.c (the replay's own hooks into the loop; none for other runs) */
+void rt_replay_free(struct rt_replay *rp);
+/* run_start.replay_of (new reference). */
+json_t *rt_replay_of_json(const struct rt_replay *rp);
+/* Before a model call at r->step: sets the request's seed (pinned). 1 =
+ * answered from the record (recorded-model: resp filled, no gateway call),
+ * 0 = call the gateway, -errno (err) = the run cannot go on. */
+int rt_replay_model(struct wd_run *r, struct wd_complete_req *req,
+		    struct wd_complete_resp *resp, struct wd_err *err);
+/* After a model response at r->step (rj: {stop_reason, text, tool_calls}):
+ * divergence from the original, then --args patches into rj. */
+void rt_replay_after_model(struct wd_run *r, json_t *rj);
+/* The broker's replay gate of the run (NULL: not a replay). */
+const struct wd_broker_replay *rt_replay_gate(struct wd_run *r);
+/* run_end.replay: the summary (and a replay_divergence for calls the
+ * original made that the replay never reached). New reference. */
+json_t *rt_replay_summary(struct wd_run *r, const char *status,
+			  const char *text);
 
 #endif

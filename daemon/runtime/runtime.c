@@ -127,6 +127,11 @@ static json_t *snapshot_json(struct wd_run *r)
 		      (json_int_t)r->sub_out_tokens, "cost_usd", r->sub_cost,
 		      "children", r->children));
 	json_object_set_new(s, "model_calls", json_integer(r->model_calls));
+	/* a replay's gate lives in memory only: recover.c must not bring it
+	 * back as an ordinary run (its external tools would run live) */
+	if (r->replay)
+		json_object_set_new(s, "replay_of",
+				    rt_replay_of_json(r->replay));
 	return s;
 }
 
@@ -166,6 +171,7 @@ static void run_free(struct wd_run *r)
 	json_decref(r->pending);
 	json_decref(r->done);
 	json_decref(r->children);
+	rt_replay_free(r->replay);
 	free(r->final_text);
 	for (size_t i = 0; i < r->n_lines; i++)
 		free(r->lines[i]);
@@ -251,6 +257,8 @@ void rt_finish(struct wd_run *r, const char *status, const char *reason,
 		json_object_set_new(rec, "parent_step",
 				    json_integer(r->parent_step));
 	}
+	if (r->replay)
+		json_object_set_new(rec, "replay", rt_replay_summary(r, status, text));
 	/* In the segment file before the run is reported finished (a daemon
 	 * crash keeps it); on disk with the next group commit, within a
 	 * second: an fdatasync here cost each run ~1 ms of its worker. What
@@ -410,6 +418,11 @@ int rt_record_start(struct wd_run *r, struct wd_err *err)
 	} else {
 		json_object_set_new(rec, "task", json_string(r->task));
 	}
+	/* what a replay needs to run exactly this again (replay_defs.c) */
+	json_object_set_new(rec, "definitions", rt_definitions_json(r));
+	if (r->replay)
+		json_object_set_new(rec, "replay_of",
+				    rt_replay_of_json(r->replay));
 	int rc = rt_record(r, rec, true, err);
 	json_decref(rec);
 	return rc;

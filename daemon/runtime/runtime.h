@@ -77,6 +77,20 @@ int wd_rt_run_create(struct wd_rt *rt, const struct wd_caller *c,
 		     const char *agent, const char *task, char id[64],
 		     struct wd_err *err);
 
+/* Replay run `of` (DESIGN §4 "Replay (execution)") as the caller, who
+ * must be the run's user or root. opts: {from (required), determinism
+ * "divergent"|"pinned"|"recorded-model", tools "live"|"recorded",
+ * live_internal, agent, system_prompt (texts), model, tool {NAME: manifest
+ * text}, args {"STEP.CALL": value}, mock {TOOL: text}}. The new run's id
+ * in id. -ENOENT no such run, -EACCES not the caller's, -EINVAL bad
+ * options or a mode not available (err says which), -EBADMSG the record
+ * cannot be reproduced (a damaged blob, a conversation that does not hash
+ * to the recorded prompt_hash). *prefix_us (may be NULL): the time taken
+ * to rebuild the steps before `from` (reading, hash checks, records). */
+int wd_rt_replay_create(struct wd_rt *rt, const struct wd_caller *c,
+			const char *of, const json_t *opts, char id[64],
+			uint64_t *prefix_us, struct wd_err *err);
+
 /* Streaming a run's step events: a cursor over the run's records. */
 struct wd_rt_stream;
 struct wd_rt_stream *wd_rt_stream_open(struct wd_rt *rt, const char *run_id,

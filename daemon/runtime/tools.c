@@ -43,6 +43,7 @@ static void broker_run(struct wd_run *r, struct wd_broker_run *b)
 	b->events = r->rt->events;
 	b->record = rec_hook;
 	b->record_arg = r;
+	b->replay = rt_replay_gate(r);
 }
 
 static void call_of(json_t *pc, struct wd_broker_call *c)

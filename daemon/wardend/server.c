@@ -412,6 +412,19 @@ static enum MHD_Result dispatch(struct wd_server *srv,
 				 json_pack("{s:s}", "status", "reloaded"));
 	case WD_EP_STATUS:
 		return send_json(con, 200, wd_rt_status(srv->rt));
+	case WD_EP_RUN_REPLAY: {
+		uint64_t pus = 0;
+		rc = wd_rt_replay_create(srv->rt, who, q->id, q->replay, id,
+					 &pus, &err);
+		if (rc)
+			return send_err(con,
+					rc == -EBADMSG ? 422 : errno_status(rc),
+					err.msg);
+		return send_json(con, 201,
+				 json_pack("{s:s,s:s,s:I}", "run_id", id,
+					   "replay_of", q->id, "prefix_us",
+					   (json_int_t)pus));
+	}
 	}
 	return send_err(con, 404, "no such endpoint");
 }

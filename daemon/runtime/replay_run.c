@@ -1,0 +1,482 @@
+/* Starting a replay (runtime.h wd_rt_replay_create): options checked (a
+ * mode this build does not have is refused, never ignored), the original
+ * read back, its steps before `from` rebuilt from the record and checked
+ * against the recorded prompt hashes, then the new run queued like any
+ * other. */
+#include <string.h>
+
+#include "common/log.h"
+#include "gateway/gateway.h"
+#include "runtime/replay_int.h"
+#include "trace/records.h"
+#include "trace/trace.h"
+
+static json_t *sha_of(const char *text)
+{
+	char h[WD_TRACE_REF_LEN];
+	wd_trace_ref_of(text, strlen(text), h);
+	return json_string(h);
+}
+
+static bool all_strings(json_t *o)
+{
+	const char *k;
+	json_t *v;
+	if (!json_is_object(o))
+		return false;
+	json_object_foreach(o, k, v) if (!json_is_string(v)) return false;
+	return true;
+}
+
+static int parse_opts(const json_t *o, struct rt_replay *rp, struct wd_err *err)
+{
+	static const char *const keys[] = {
+	    "from",  "determinism",   "tools", "live_internal",
+	    "agent", "system_prompt", "model", "tool",
+	    "args",  "mock",	      NULL};
+	const char *k;
+	json_t *v;
+	json_object_foreach((json_t *)o, k, v)
+	{
+		bool ok = false;
+		for (int i = 0; keys[i]; i++)
+			ok |= !strcmp(k, keys[i]);
+		if (!ok)
+			return wd_err_set(err, -EINVAL,
+					  "unknown replay option '%s'", k);
+	}
+	json_t *from = json_object_get(o, "from");
+	if (!json_is_integer(from) || json_integer_value(from) < 0 ||
+	    json_integer_value(from) > 1000000)
+		return wd_err_set(err, -EINVAL,
+				  "--from N: a step number >= 0 is required");
+	rp->from = (int)json_integer_value(from);
+	const char *d = json_string_value(json_object_get(o, "determinism"));
+	if (!d || !strcmp(d, "divergent"))
+		rp->det = RP_DIVERGENT;
+	else if (!strcmp(d, "pinned"))
+		rp->det = RP_PINNED;
+	else if (!strcmp(d, "recorded-model"))
+		rp->det = RP_RECORDED_MODEL;
+	else
+		return wd_err_set(err, -EINVAL,
+				  "--determinism %s: divergent, pinned or "
+				  "recorded-model",
+				  d);
+	const char *t = json_string_value(json_object_get(o, "tools"));
+	if (t && strcmp(t, "live") && strcmp(t, "recorded"))
+		return wd_err_set(err, -EINVAL, "--tools %s: only 'recorded'",
+				  t);
+	rp->gate.tools_recorded = t && !strcmp(t, "recorded");
+	if (json_is_true(json_object_get(o, "live_internal")))
+		return wd_err_set(
+		    err, -EINVAL,
+		    "--live-internal: not available: no manifest field names "
+		    "a replay environment in this build, so internal tools "
+		    "replay their recorded results only");
+	for (const char *const *s =
+		 (const char *const[]){"agent", "system_prompt", "model", NULL};
+	     *s; s++) {
+		json_t *x = json_object_get(o, *s);
+		if (x && !json_is_string(x))
+			return wd_err_set(err, -EINVAL, "%s: a string", *s);
+	}
+	json_t *tool = json_object_get(o, "tool"),
+	       *mock = json_object_get(o, "mock");
+	if ((tool && !all_strings(tool)) || (mock && !all_strings(mock)))
+		return wd_err_set(err, -EINVAL,
+				  "tool and mock: objects of NAME: text");
+	json_t *args = json_object_get(o, "args");
+	if (args && !json_is_object(args))
+		return wd_err_set(err, -EINVAL, "args: an object");
+	json_object_foreach(args, k, v)
+	{
+		int step = -1, call = -1, n = 0;
+		if (sscanf(k, "%d.%d%n", &step, &call, &n) != 2 || k[n] ||
+		    step < 0 || call < 0)
+			return wd_err_set(err, -EINVAL,
+					  "--args %s: STEP.CALL=JSON", k);
+		if (step < rp->from)
+			return wd_err_set(err, -EINVAL,
+					  "--args %s: step %d is before --from "
+					  "%d (those steps come from the "
+					  "record)",
+					  k, step, rp->from);
+		if (!json_is_object(v))
+			return wd_err_set(err, -EINVAL,
+					  "--args %s: the arguments must be a "
+					  "JSON object",
+					  k);
+	}
+	rp->args = args ? json_incref(args) : json_object();
+	rp->gate.mocks = mock ? json_incref(mock) : json_object();
+	/* what was patched, by sha256 of the texts given */
+	json_t *p = json_object();
+	const char *a = json_string_value(json_object_get(o, "agent"));
+	const char *sp = json_string_value(json_object_get(o, "system_prompt"));
+	const char *m = json_string_value(json_object_get(o, "model"));
+	if (a)
+		json_object_set_new(p, "agent", sha_of(a));
+	if (sp)
+		json_object_set_new(p, "system_prompt", sha_of(sp));
+	if (m)
+		json_object_set_new(p, "model", json_string(m));
+	for (int i = 0; i < 2; i++) {
+		json_t *src = i ? mock : tool, *dst = json_object();
+		json_object_foreach(src, k, v)
+		    json_object_set_new(dst, k, sha_of(json_string_value(v)));
+		if (json_object_size(dst))
+			json_object_set(p, i ? "mock" : "tool", dst);
+		json_decref(dst);
+	}
+	if (json_object_size(rp->args))
+		json_object_set(p, "args", rp->args);
+	rp->patches = p;
+	return 0;
+}
+
+/* The checks that need the original and the replay's policy. */
+static int check_run(struct wd_rt *rt, const struct wd_caller *c,
+		     struct rt_replay *rp, const struct wd_agent_def *a,
+		     const struct wd_pset *ps, struct wd_err *err)
+{
+	json_t *st = rp->o.start;
+	uid_t ouid = (uid_t)json_integer_value(json_object_get(st, "uid"));
+	if (c->uid != 0 && c->uid != ouid)
+		return wd_err_set(
+		    err, -EACCES,
+		    "run %s is %s's: only they or root may "
+		    "replay it",
+		    rp->of_run_id,
+		    json_string_value(json_object_get(st, "user")));
+	if (json_object_get(st, "parent_run_id"))
+		return wd_err_set(err, -EINVAL,
+				  "run %s is a sub-agent's run: replay its "
+				  "top-level run",
+				  rp->of_run_id);
+	if (!strcmp(json_string_value(json_object_get(
+			json_object_get(st, "trace"), "payloads"))
+			?: "",
+		    "hash_only") ||
+	    !json_object_get(st, "task"))
+		return wd_err_set(err, -EINVAL,
+				  "run %s kept only hashes of its payloads "
+				  "(trace.payloads: hash_only): there is "
+				  "nothing to replay from",
+				  rp->of_run_id);
+	if (!rp->o.end)
+		return wd_err_set(err, -EINVAL,
+				  "run %s has not ended: replay it when it has",
+				  rp->of_run_id);
+	int n = (int)json_array_size(rp->o.calls);
+	if (rp->from >= n)
+		return wd_err_set(err, -EINVAL,
+				  "--from %d: run %s has %d model step%s "
+				  "(0..%d)",
+				  rp->from, rp->of_run_id, n, n == 1 ? "" : "s",
+				  n - 1);
+	if (a->n_subagents)
+		return wd_err_set(err, -EINVAL,
+				  "agent '%s' delegates to sub-agents: "
+				  "replaying sub-agent trees is not available "
+				  "in this build",
+				  a->name);
+	const char *k;
+	json_t *v;
+	json_object_foreach(rp->gate.mocks, k, v)
+	{
+		const struct wd_manifest *m = wd_pset_tool(ps, k);
+		const char *ose = json_string_value(
+		    json_object_get(rp->gate.orig_side_effects, k));
+		bool ext = (m && m->side_effects == WD_SE_EXTERNAL) ||
+			   (ose && !strcmp(ose, "external"));
+		if (!ext)
+			return wd_err_set(err, -EINVAL,
+					  "--mock %s: not an external tool of "
+					  "the replayed agent (a mock stands "
+					  "in for an external side effect "
+					  "only)",
+					  k);
+	}
+	if (rp->det == RP_PINNED) {
+		json_t *route = wd_gateway_route_json(ps->gw, a->model);
+		size_t i;
+		json_t *e;
+		json_array_foreach(route, i, e)
+		{
+			if (!json_is_true(json_object_get(e, "seed"))) {
+				int rc = wd_err_set(
+				    err, -EINVAL,
+				    "--determinism pinned: model '%s' routes "
+				    "to provider '%s' (%s), which takes no "
+				    "seed; pinned needs a seed on every route "
+				    "(OpenAI Chat Completions)",
+				    a->model,
+				    json_string_value(
+					json_object_get(e, "provider")),
+				    json_string_value(
+					json_object_get(e, "kind")));
+				json_decref(route);
+				return rc;
+			}
+		}
+		json_decref(route);
+	}
+	(void)rt;
+	return 0;
+}
+
+static int check_hash(struct wd_run *r, int s, struct wd_err *err)
+{
+	json_t *mc = json_array_get(r->replay->o.calls, (size_t)s);
+	const char *want =
+	    json_string_value(json_object_get(mc, "prompt_hash"));
+	cleanup_free char *p = rt_conv_text(r);
+	char h[WD_TRACE_REF_LEN];
+	wd_trace_ref_of(p, strlen(p), h);
+	if (!want || strcmp(want, h))
+		return wd_err_set(err, -EBADMSG,
+				  "the record cannot be reproduced: step %d: "
+				  "the rebuilt conversation hashes to %s, the "
+				  "record says %s",
+				  s, h, want ? want : "(none)");
+	return 0;
+}
+
+/* Steps 0..from-1 from the record: no gateway call, no sandbox, no cost;
+ * one replay_step record each, referencing what it reused by hash. */
+static int prefix(struct wd_run *r, json_t **prompts, json_t **resps,
+		  struct wd_err *err)
+{
+	struct rt_replay *rp = r->replay;
+	for (int s = 0;; s++) {
+		rt_fit_context(r);
+		int rc = check_hash(r, s, err);
+		if (rc || s == rp->from)
+			return rc;
+		json_t *resp = resps[s];
+		json_t *am = json_pack(
+		    "{s:s,s:s,s:O}", "role", "assistant", "text",
+		    json_string_value(json_object_get(resp, "text")) ?: "",
+		    "tool_calls",
+		    json_object_get(resp, "tool_calls") ?: json_array());
+		json_t *next = prompts[s + 1];
+		size_t k = json_array_size(next);
+		while (k-- > 0 && strcmp(json_string_value(json_object_get(
+					     json_array_get(next, k), "role"))
+					     ?: "",
+					 "assistant"))
+			;
+		if (k == (size_t)-1 ||
+		    !json_equal(json_array_get(next, k), am)) {
+			json_decref(am);
+			return wd_err_set(err, -EBADMSG,
+					  "the record cannot be reproduced: "
+					  "step %d: the recorded response is "
+					  "not the assistant turn of step "
+					  "%d's prompt",
+					  s, s + 1);
+		}
+		json_array_append_new(r->msgs, am);
+		for (size_t j = k + 1; j < json_array_size(next); j++) {
+			json_t *tm = json_array_get(next, j);
+			json_array_append_new(r->msgs, json_deep_copy(tm));
+			const char *cid = json_string_value(
+			    json_object_get(tm, "tool_call_id"));
+			cleanup_free char *ck =
+			    wd_asprintf("%d\x1f%s", s, cid ? cid : "");
+			json_t *at = json_object_get(rp->o.attempts, ck);
+			/* executed calls answer repeats, as in the original
+			 * (tools.c dup_key) */
+			size_t x;
+			json_t *c;
+			json_array_foreach(json_object_get(resp, "tool_calls"),
+					   x, c)
+			{
+				if (!at || strcmp(json_string_value(
+						      json_object_get(c, "id"))
+						      ?: "",
+						  cid ? cid : ""))
+					continue;
+				char *a =
+				    json_dumps(json_object_get(c, "arguments"),
+					       JSON_COMPACT | JSON_SORT_KEYS);
+				char *key =
+				    wd_asprintf("%s\x1f%s",
+						json_string_value(
+						    json_object_get(c, "name")),
+						a ? a : "");
+				json_object_set_new(
+				    r->done, key,
+				    json_pack("{s:i,s:O}", "step", s, "content",
+					      json_object_get(tm, "text")));
+				free(a);
+				free(key);
+			}
+		}
+		json_t *mc = json_array_get(rp->o.calls, (size_t)s);
+		json_t *rec =
+		    rt_rec_new(r, wd_rec_type_name(WD_REC_REPLAY_STEP));
+		json_object_set_new(rec, "of_run_id",
+				    json_string(rp->of_run_id));
+		json_object_set(rec, "of_seq", json_object_get(mc, "seq"));
+		json_object_set(rec, "prompt_hash",
+				json_object_get(mc, "prompt_hash"));
+		json_object_set(rec, "response_ref",
+				json_object_get(mc, "response_ref"));
+		json_object_set(
+		    rec, "next_prompt_ref",
+		    json_object_get(json_array_get(rp->o.calls, (size_t)s + 1),
+				    "prompt_ref"));
+		json_object_set_new(
+		    rec, "tool_results",
+		    json_integer((json_int_t)json_array_size(next) -
+				 (json_int_t)k - 1));
+		rc = rt_record(r, rec, false, err);
+		json_decref(rec);
+		if (rc)
+			return rc;
+		r->step++;
+	}
+}
+
+int wd_rt_replay_create(struct wd_rt *rt, const struct wd_caller *c,
+			const char *of, const json_t *opts, char id[64],
+			uint64_t *prefix_us, struct wd_err *err)
+{
+	pthread_mutex_lock(&rt->mu);
+	struct wd_pset *base = wd_pset_ref(rt->ps);
+	pthread_mutex_unlock(&rt->mu);
+	struct rt_replay *rp = wd_calloc(1, sizeof(*rp));
+	struct wd_pset *ps = NULL;
+	json_t **prompts = NULL, **resps = NULL;
+	int n = 0, rc;
+	char why[256];
+	snprintf(rp->of_run_id, sizeof(rp->of_run_id), "%s", of);
+	if ((rc = parse_opts(opts, rp, err)))
+		goto fail;
+	if (!wd_pset_may_run(base, c->uid, NULL, why, sizeof(why))) {
+		rc = wd_err_set(err, -EACCES, "%s", why);
+		goto fail;
+	}
+	if ((rc = rp_load_original(rt, of, &rp->o, err)))
+		goto fail;
+	if ((rc = rp_build_pset(rt, base, &rp->o, opts, &ps, err)))
+		goto fail;
+	const struct wd_agent_def *a = &ps->agents[0];
+	/* the broker judges side effects by the recorded manifests too */
+	rp->gate.orig_side_effects = json_object();
+	const char *k;
+	json_t *v;
+	json_object_foreach(
+	    json_object_get(json_object_get(rp->o.start, "definitions"),
+			    "tools"),
+	    k, v) json_object_set(rp->gate.orig_side_effects, k,
+				  json_object_get(v, "side_effects"));
+	snprintf(rp->gate.of_run_id, sizeof(rp->gate.of_run_id), "%s", of);
+	rp->gate.recorded = rp->o.recorded;
+	if ((rc = check_run(rt, c, rp, a, ps, err)))
+		goto fail;
+	/* pinned: the original's seed where it sent one, else one derived
+	 * from its id (so two pinned replays of a run send the same) */
+	json_t *os = json_object_get(
+	    json_object_get(json_array_get(rp->o.calls, (size_t)rp->from),
+			    "params"),
+	    "seed");
+	rp->seed = json_is_integer(os)
+		       ? json_integer_value(os)
+		       : (int64_t)strtoull(
+			     of + (strncmp(of, "run_", 4) ? 0 : 4), NULL, 16) %
+			     2147483647;
+	json_t *last =
+	    json_array_get(rp->o.records, json_array_size(rp->o.records) - 1);
+	char *lt = json_dumps(last, JSON_COMPACT);
+	wd_trace_ref_of(lt ? lt : "", lt ? strlen(lt) : 0, rp->head);
+	free(lt);
+	uint64_t t0 = wd_now_ns();
+	/* every blob the prefix needs, before anything is recorded: a
+	 * damaged one stops the replay before its step 0 */
+	n = rp->from + 1;
+	prompts = wd_calloc((size_t)n, sizeof(*prompts));
+	resps = wd_calloc((size_t)n, sizeof(*resps));
+	for (int s = 0; s < n; s++) {
+		if (!(prompts[s] = rt_replay_orig_prompt(rt, rp, s, err)) ||
+		    (s < rp->from &&
+		     !(resps[s] = rt_replay_orig_response(rt, rp, s, err)))) {
+			rc = err->code ? err->code : -EBADMSG;
+			goto fail;
+		}
+	}
+	/* the recorded system prompt and task: what step 0's prompt held */
+	json_t *p0 = prompts[0];
+	const char *task =
+	    json_string_value(json_object_get(rp->o.start, "task"));
+	struct wd_run *r = rt_run_new(rt, ps, a, c, task ? task : "");
+	memcpy(r->id, "run_", 4);
+	wd_rand_hex(r->id + 4, 16);
+	r->started_wall = wd_wall_ns();
+	r->msgs = json_array();
+	json_t *m0 = json_array_get(p0, 0);
+	if (!strcmp(json_string_value(json_object_get(m0, "role")) ?: "",
+		    "system"))
+		json_array_append_new(r->msgs, json_deep_copy(m0));
+	json_array_append_new(
+	    r->msgs, json_pack("{s:s,s:s}", "role", "user", "text", r->task));
+	r->replay = rp;
+	rp = NULL;
+	char *active = rt_run_path(rt, r->id, "active");
+	wd_write_file(active, a->name, strlen(a->name), 0600);
+	free(active);
+	rc = rt_record_start(r, err);
+	if (!rc)
+		rc = prefix(r, prompts, resps, err);
+	r->replay->prefix_ns = wd_now_ns() - t0;
+	if (rc) {
+		cleanup_free char *why2 = wd_strdup(err->msg);
+		rt_finish(r, "failed", why2, NULL);
+		wd_err_set(err, rc, "replay %s stopped before step 0: %s",
+			   r->id, why2);
+		pthread_mutex_lock(&rt->mu);
+		rt_run_unref_locked(r);
+		pthread_mutex_unlock(&rt->mu);
+		goto fail;
+	}
+	/* patched system prompt: the live steps see it (the prefix was
+	 * checked against the recorded one) */
+	const char *sp =
+	    json_string_value(json_object_get(opts, "system_prompt"));
+	if (sp) {
+		json_t *first = json_array_get(r->msgs, 0);
+		if (!strcmp(json_string_value(json_object_get(first, "role")),
+			    "system"))
+			json_object_set_new(first, "text", json_string(sp));
+		else
+			json_array_insert_new(r->msgs, 0,
+					      json_pack("{s:s,s:s}", "role",
+							"system", "text", sp));
+		r->msgs_gen++;
+	}
+	pthread_mutex_lock(&rt->mu);
+	r->next = rt->runs;
+	rt->runs = r;
+	rt->m_runs_started++;
+	rt_enqueue_locked(rt, r);
+	pthread_mutex_unlock(&rt->mu);
+	snprintf(id, 64, "%s", r->id);
+	if (prefix_us)
+		*prefix_us = r->replay->prefix_ns / 1000;
+	wd_info("run %s: replay of %s from step %d for %s", r->id, of,
+		r->replay->from, r->caller.user);
+	rc = 0;
+fail:
+	for (int s = 0; s < n; s++) {
+		json_decref(prompts[s]);
+		json_decref(resps[s]);
+	}
+	free(prompts);
+	free(resps);
+	rt_replay_free(rp); /* NULL once the run owns it */
+	wd_pset_unref(ps);  /* the run holds its own reference */
+	wd_pset_unref(base);
+	return rc;
+}
