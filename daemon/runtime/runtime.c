@@ -273,6 +273,8 @@ void rt_finish(struct wd_run *r, const char *status, const char *reason,
 	r->final_text = text ? wd_strdup(text) : NULL;
 	r->state = R_DONE;
 	rt->m_runs_ended++;
+	/* its "per run" rate-limit windows end with it */
+	wd_ratelimit_forget(rt->rl, r->id);
 	rt_drop_snapshot(r);
 	cleanup_free char *active = rt_run_path(rt, r->id, "active");
 	unlink(active);
