@@ -232,6 +232,12 @@ void *rt_ttl_thread(void *arg)
 			pthread_mutex_lock(&rt->mu);
 		}
 		json_decref(expired);
+		if (rt->n_retired) {
+			pthread_mutex_unlock(&rt->mu);
+			rt_reap_retired(rt);
+			pthread_mutex_lock(&rt->mu);
+		}
+		rt_trim_idle_locked(rt);
 	}
 	pthread_mutex_unlock(&rt->mu);
 	return NULL;

@@ -99,8 +99,9 @@ struct wd_rt {
 	pthread_cond_t qcond; /* queue non-empty / stopping */
 	pthread_cond_t ecood; /* new stream lines (all runs) */
 	struct wd_pset *ps;
-	/* with a warm pool, manifests must outlive it: replaced policy
-	 * sets are kept until close */
+	/* with a warm pool, a replaced policy set is kept here until its
+	 * last run ended, then its pool keys are dropped and it is freed
+	 * (rt_reap_retired) */
 	struct wd_pool *pool;
 	struct wd_otlp *otlp; /* the caller's exporter (not owned), or NULL */
 	struct wd_pset **retired;
@@ -120,6 +121,9 @@ struct wd_rt {
 	uint64_t m_runs_started, m_runs_ended, m_model_calls, m_tool_calls,
 	    m_denials, m_refusals, m_steps;
 	uint64_t m_overhead_ns; /* platform time per step, summed */
+	/* something was freed since the last malloc_trim (under mu) */
+	bool trim_pending;
+	uint64_t trim_last_ns;
 };
 
 /* runtime.c */
@@ -145,11 +149,18 @@ struct wd_run *rt_run_new(struct wd_rt *rt, struct wd_pset *ps,
 			  const struct wd_agent_def *a,
 			  const struct wd_caller *c, const char *task);
 
+/* Free the retired policy sets no run holds any more (rt->mu not held). */
+void rt_reap_retired(struct wd_rt *rt);
+/* malloc_trim when no run is running or queued and memory was freed
+ * (rt->mu held; dropped around the trim). */
+void rt_trim_idle_locked(struct wd_rt *rt);
+
 /* approvals.c */
 /* The pending tool call with that id in r->pending, or NULL (rt->mu held). */
 json_t *rt_find_call_locked(struct wd_run *r, const char *call_id);
-/* Thread body (arg: the struct wd_rt *): denies approvals past their TTL
- * until rt->stopping. */
+/* Thread body (arg: the struct wd_rt *), every 250 ms until rt->stopping:
+ * denies approvals past their TTL, frees retired policy sets, trims the
+ * heap when idle. */
 void *rt_ttl_thread(void *arg);
 
 /* recover.c */

@@ -4,6 +4,7 @@
  * recover.c, stream cursors and the API's JSON views in views.c; the loop
  * itself is in loop.c. */
 #include <curl/curl.h>
+#include <malloc.h>
 #include <pwd.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -275,6 +276,7 @@ void rt_finish(struct wd_run *r, const char *status, const char *reason,
 	rt->m_runs_ended++;
 	/* its "per run" rate-limit windows end with it */
 	wd_ratelimit_forget(rt->rl, r->id);
+	rt->trim_pending = true;
 	rt_drop_snapshot(r);
 	cleanup_free char *active = rt_run_path(rt, r->id, "active");
 	unlink(active);
@@ -630,9 +632,61 @@ int wd_rt_reload(struct wd_rt *rt, struct wd_err *err)
 		rt->retired[rt->n_retired++] = old;
 		old = NULL;
 	}
+	rt->trim_pending = true;
 	pthread_mutex_unlock(&rt->mu);
 	wd_pset_unref(old); /* runs hold their own reference */
+	rt_reap_retired(rt);
 	return 0;
+}
+
+void rt_reap_retired(struct wd_rt *rt)
+{
+	pthread_mutex_lock(&rt->mu);
+	struct wd_pset **dead = NULL;
+	int n = 0;
+	for (int i = 0; i < rt->n_retired;) {
+		struct wd_pset *p = rt->retired[i];
+		/* only this list holds it: no run can take a new reference
+		 * (runs reference the current set, or the one they hold) */
+		if (__atomic_load_n(&p->refs, __ATOMIC_ACQUIRE) == 1) {
+			dead =
+			    wd_realloc(dead, (size_t)(n + 1) * sizeof(*dead));
+			dead[n++] = p;
+			rt->retired[i] = rt->retired[--rt->n_retired];
+		} else {
+			i++;
+		}
+	}
+	if (!rt->n_retired) {
+		free(rt->retired);
+		rt->retired = NULL;
+	}
+	pthread_mutex_unlock(&rt->mu);
+	/* the warm pool's keys point at the set's manifests: dropped (and
+	 * the pool done reading them) before they are freed */
+	for (int i = 0; i < n; i++) {
+		for (int t = 0; t < dead[i]->n_tools; t++)
+			wd_pool_forget(rt->pool, dead[i]->tools[t]);
+		wd_pset_unref(dead[i]);
+	}
+	free(dead);
+}
+
+/* glibc keeps freed memory in its arenas (one per thread that ever
+ * allocated): given back when the daemon is idle, at most every 2 s, so
+ * RSS follows what is live (daemon_memory.sh). */
+void rt_trim_idle_locked(struct wd_rt *rt)
+{
+	if (!rt->trim_pending || wd_now_ns() - rt->trim_last_ns < 2000000000ull)
+		return;
+	for (struct wd_run *r = rt->runs; r; r = r->next)
+		if (r->state == R_RUNNING || r->state == R_QUEUED)
+			return;
+	rt->trim_pending = false;
+	rt->trim_last_ns = wd_now_ns();
+	pthread_mutex_unlock(&rt->mu);
+	malloc_trim(0);
+	pthread_mutex_lock(&rt->mu);
 }
 
 struct wd_trace *wd_rt_trace(struct wd_rt *rt)
