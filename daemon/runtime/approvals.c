@@ -232,6 +232,11 @@ void *rt_ttl_thread(void *arg)
 			pthread_mutex_lock(&rt->mu);
 		}
 		json_decref(expired);
+		if (json_object_size(rt->unended)) {
+			pthread_mutex_unlock(&rt->mu);
+			rt_unended_flush(rt);
+			pthread_mutex_lock(&rt->mu);
+		}
 		if (rt->n_retired) {
 			pthread_mutex_unlock(&rt->mu);
 			rt_reap_retired(rt);

@@ -117,6 +117,9 @@ struct wd_rt {
 	/* approvals: id -> {run_id, call_id, ...}; pointers to runs are
 	 * looked up by run_id under mu */
 	json_t *approvals;
+	/* run id -> its run_end record, not recorded yet (the store was
+	 * unhealthy): recover.c records it when the store recovers */
+	json_t *unended;
 	/* metrics */
 	uint64_t m_runs_started, m_runs_ended, m_model_calls, m_tool_calls,
 	    m_denials, m_refusals, m_steps;
@@ -164,6 +167,15 @@ json_t *rt_find_call_locked(struct wd_run *r, const char *call_id);
 void *rt_ttl_thread(void *arg);
 
 /* recover.c */
+/* Write the run's marker runs/ID.active (content: {agent[, end]}), over
+ * the old one in place, or created (O_EXCL). 0 or -errno. */
+int rt_marker_write(struct wd_rt *rt, const char *id, json_t *content,
+		    bool create);
+/* rec (a run_end the store could not take) waits to be recorded; rt->mu
+ * held; takes a reference. */
+void rt_unended_add_locked(struct wd_rt *rt, const char *id, json_t *rec);
+/* Record the waiting run_ends if the store is healthy (rt->mu not held). */
+void rt_unended_flush(struct wd_rt *rt);
 /* Restore or mark interrupted every run left active in runs_dir. */
 void rt_recover(struct wd_rt *rt);
 /* The run's first trace record of that type (a new reference), or NULL. */

@@ -261,11 +261,32 @@ void rt_finish(struct wd_run *r, const char *status, const char *reason,
 	int rc = wd_trace_append(rt->trace, rec, false, &seq, &err);
 	if (!rc && (rc = wd_trace_wait_written(rt->trace, seq)))
 		wd_err_set(&err, rc, "%s", strerror(-rc));
-	if (rc)
-		wd_error("run %s: run_end not recorded: %s", r->id, err.msg);
+	bool unrecorded = rc != 0;
+	if (unrecorded) {
+		/* the run stays recoverable: its marker is kept and says
+		 * how it ended (recover.c); the record waits for the store */
+		json_t *mk =
+		    json_pack("{s:s,s:{s:s,s:s,s:s}}", "agent", r->agent->name,
+			      "end", "status", status, "reason",
+			      reason ? reason : "", "error", err.msg);
+		int mrc = rt_marker_write(rt, r->id, mk, false);
+		json_decref(mk);
+		wd_error("run %s: run_end not recorded (%s); kept to be "
+			 "recorded when the trace store recovers%s",
+			 r->id, err.msg, mrc ? ", its marker not updated" : "");
+		json_t *late =
+		    json_pack("{s:s,s:I}", "error", err.msg, "ended_wall_ns",
+			      (json_int_t)wd_wall_ns());
+		json_object_set_new(rec, "recorded_late", late);
+		json_object_del(rec, "seq");
+		json_object_del(rec, "ts");
+		json_object_del(rec, "prev");
+	}
 	char *line = json_dumps(rec, JSON_COMPACT);
-	json_decref(rec);
 	pthread_mutex_lock(&rt->mu);
+	if (unrecorded)
+		rt_unended_add_locked(rt, r->id, rec);
+	json_decref(rec);
 	push_text_locked(r, line, seq);
 	snprintf(r->status, sizeof(r->status), "%s", status);
 	snprintf(r->stop_reason, sizeof(r->stop_reason), "%s",
@@ -278,8 +299,10 @@ void rt_finish(struct wd_run *r, const char *status, const char *reason,
 	wd_ratelimit_forget(rt->rl, r->id);
 	rt->trim_pending = true;
 	rt_drop_snapshot(r);
-	cleanup_free char *active = rt_run_path(rt, r->id, "active");
-	unlink(active);
+	if (!unrecorded) {
+		cleanup_free char *active = rt_run_path(rt, r->id, "active");
+		unlink(active);
+	}
 	pthread_cond_broadcast(&rt->ecood);
 	trim_done_locked(rt);
 	pthread_mutex_unlock(&rt->mu);
@@ -453,7 +476,18 @@ int wd_rt_run_create(struct wd_rt *rt, const struct wd_caller *c,
 
 	/* the run exists on disk before anything else happens */
 	active = rt_run_path(rt, r->id, "active");
-	wd_write_file(active, agent, strlen(agent), 0600);
+	json_t *mk = json_pack("{s:s}", "agent", agent);
+	rc = rt_marker_write(rt, r->id, mk, true);
+	json_decref(mk);
+	if (rc) {
+		wd_err_set(err, rc, "cannot create the run's marker %s: %s",
+			   active, strerror(-rc));
+		unlink(active);
+		pthread_mutex_lock(&rt->mu);
+		rt_run_unref_locked(r);
+		pthread_mutex_unlock(&rt->mu);
+		goto out;
+	}
 	rc = rt_record_start(r, err);
 	if (rc) {
 		unlink(active);
@@ -493,6 +527,7 @@ int wd_rt_open(const struct wd_rt_opts *o, struct wd_rt **out,
 	}
 	rt->webhook = o->webhook_url ? wd_strdup(o->webhook_url) : NULL;
 	rt->approvals = json_object();
+	rt->unended = json_object();
 	rt->rl = wd_ratelimit_new();
 	rt->events = wd_stream_new(65536);
 	pthread_mutex_init(&rt->mu, NULL);
@@ -551,6 +586,7 @@ fail:
 	wd_ratelimit_free(rt->rl);
 	wd_stream_free(rt->events);
 	json_decref(rt->approvals);
+	json_decref(rt->unended);
 	free(rt->state_dir);
 	free(rt->policy_dir);
 	free(rt->runs_dir);
@@ -600,6 +636,7 @@ void wd_rt_close(struct wd_rt *rt)
 	wd_ratelimit_free(rt->rl);
 	wd_stream_free(rt->events);
 	json_decref(rt->approvals);
+	json_decref(rt->unended);
 	free(rt->workers);
 	free(rt->state_dir);
 	free(rt->policy_dir);
@@ -685,6 +722,7 @@ void rt_trim_idle_locked(struct wd_rt *rt)
 	rt->trim_pending = false;
 	rt->trim_last_ns = wd_now_ns();
 	pthread_mutex_unlock(&rt->mu);
+	wd_trace_release_memory(rt->trace);
 	malloc_trim(0);
 	pthread_mutex_lock(&rt->mu);
 }
