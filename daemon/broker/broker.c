@@ -28,92 +28,6 @@ const char *wd_broker_verdict_name(enum wd_broker_verdict v)
 	return "?";
 }
 
-/* ---- rate limiter ---- */
-
-struct rl_entry {
-	char *key;
-	uint64_t *ts; /* ring of timestamps of taken tokens */
-	int cap, head, n;
-	struct rl_entry *next;
-};
-
-#define RL_BUCKETS 256
-struct wd_ratelimit {
-	pthread_mutex_t mu;
-	struct rl_entry *b[RL_BUCKETS];
-};
-
-struct wd_ratelimit *wd_ratelimit_new(void)
-{
-	struct wd_ratelimit *rl = wd_calloc(1, sizeof(*rl));
-	pthread_mutex_init(&rl->mu, NULL);
-	return rl;
-}
-
-void wd_ratelimit_free(struct wd_ratelimit *rl)
-{
-	if (!rl)
-		return;
-	for (int i = 0; i < RL_BUCKETS; i++) {
-		struct rl_entry *e = rl->b[i], *n;
-		for (; e; e = n) {
-			n = e->next;
-			free(e->key);
-			free(e->ts);
-			free(e);
-		}
-	}
-	pthread_mutex_destroy(&rl->mu);
-	free(rl);
-}
-
-static unsigned hash_str(const char *s)
-{
-	unsigned h = 2166136261u;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 16777619u;
-	return h;
-}
-
-bool wd_ratelimit_take(struct wd_ratelimit *rl, const char *key, int count,
-		       int per_s, uint64_t now_ns)
-{
-	if (count <= 0)
-		return true;
-	pthread_mutex_lock(&rl->mu);
-	struct rl_entry **pp = &rl->b[hash_str(key) % RL_BUCKETS], *e = *pp;
-	while (e && strcmp(e->key, key))
-		e = e->next;
-	if (!e) {
-		e = wd_calloc(1, sizeof(*e));
-		e->key = wd_strdup(key);
-		e->next = *pp;
-		*pp = e;
-	}
-	if (e->cap != count) { /* policy changed: restart the window */
-		free(e->ts);
-		e->ts = wd_calloc((size_t)count, sizeof(*e->ts));
-		e->cap = count;
-		e->head = e->n = 0;
-	}
-	uint64_t win = (uint64_t)per_s * 1000000000ull;
-	/* drop tokens older than the window (oldest first) */
-	while (e->n) {
-		int oldest = (e->head - e->n + e->cap) % e->cap;
-		if (now_ns - e->ts[oldest] < win)
-			break;
-		e->n--;
-	}
-	bool ok = e->n < e->cap;
-	if (ok) {
-		e->ts[e->head] = now_ns;
-		e->head = (e->head + 1) % e->cap;
-		e->n++;
-	}
-	pthread_mutex_unlock(&rl->mu);
-	return ok;
-}
-
 /* ---- checks ---- */
 
 bool wd_broker_needs_approval(const struct wd_manifest *m, const json_t *args,
@@ -238,9 +152,8 @@ enum wd_broker_verdict wd_broker_check(const struct wd_broker_run *run,
 		const char *who = !strcmp(scope, "user")    ? run->user
 				  : !strcmp(scope, "agent") ? run->agent
 							    : run->run_id;
-		cleanup_free char *key =
-		    wd_asprintf("%s|%s|%s", m->name, scope, who);
-		if (!wd_ratelimit_take(rl, key, m->rate_limit.count,
+		cleanup_free char *key = wd_asprintf("%s|%s", m->name, scope);
+		if (!wd_ratelimit_take(rl, who, key, m->rate_limit.count,
 				       m->rate_limit.per_s, wd_now_ns())) {
 			snprintf(check, 16, "rate_limit");
 			snprintf(reason, reason_len,

@@ -7,7 +7,7 @@
  *                `service` only where the manifest says so, and recorded
  *   3. schema    args validated against args_schema; the message goes back
  *                to the model so it can correct the call
- *   4. rate      rate_limit per run / user / agent (sliding window)
+ *   4. rate      rate_limit per run / user / agent (broker/ratelimit.h)
  *   5. approval  `approval: always` or required_above thresholds → the run
  *                suspends (the caller handles it; see runtime)
  *   6. attempt   `tool_attempt` appended BEFORE the sandbox starts:
@@ -28,6 +28,7 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
+#include "broker/ratelimit.h"
 #include "common/util.h"
 #include "policy/manifest.h"
 
@@ -79,15 +80,6 @@ enum wd_broker_verdict {
 	WD_BRK_APPROVAL, /* needs a human decision first */
 };
 const char *wd_broker_verdict_name(enum wd_broker_verdict v);
-
-/* Sliding-window rate limiter shared by every run of the daemon. */
-struct wd_ratelimit;
-struct wd_ratelimit *wd_ratelimit_new(void);
-void wd_ratelimit_free(struct wd_ratelimit *rl);
-/* Take one token for `key` if fewer than `count` were taken in the last
- * `per_s` seconds (at now_ns). true = allowed (and counted). */
-bool wd_ratelimit_take(struct wd_ratelimit *rl, const char *key, int count,
-		       int per_s, uint64_t now_ns);
 
 /* Checks 1–5. Fills `check` with the name of the failing check ("grant",
  * "authz", "schema", "rate_limit", "approval") and `reason` with a message

@@ -35,9 +35,12 @@ static bool any_waiting(struct wd_run *r)
 	return false;
 }
 
-/* Apply a decision (rt->mu held). `decider` NULL = the TTL. */
+/* Apply a decision (rt->mu held). `decider` NULL = the TTL. 0, -ENOENT
+ * (no such approval or call), or the store's -errno (err set): the
+ * decision could not be recorded and was not applied. */
 static int decide_locked(struct wd_rt *rt, const char *aid, bool approve,
-			 const char *decider, const char *reason)
+			 const char *decider, const char *reason,
+			 struct wd_err *err)
 {
 	json_t *ap = json_object_get(rt->approvals, aid);
 	if (!ap)
@@ -53,6 +56,24 @@ static int decide_locked(struct wd_rt *rt, const char *aid, bool approve,
 	const char *what = approve   ? "approved"
 			   : decider ? "denied"
 				     : "expired";
+	/* the decision is on disk before it takes effect: one that cannot
+	 * be recorded is refused and the approval stays pending (the TTL
+	 * thread tries again on its next tick) */
+	json_t *rec = rt_rec_new(r, "approval_decision");
+	json_object_set_new(rec, "approval_id", json_string(aid));
+	json_object_set_new(rec, "gen_ai.tool.call.id", json_string(call_id));
+	json_object_set(rec, "gen_ai.tool.name", json_object_get(ap, "tool"));
+	json_object_set_new(rec, "decision", json_string(what));
+	json_object_set_new(rec, "by", json_string(decider ? decider : "ttl"));
+	if (reason)
+		json_object_set_new(rec, "reason", json_string(reason));
+	int rc = wd_trace_append(rt->trace, rec, true, NULL, err);
+	if (rc) {
+		json_decref(rec);
+		return rc;
+	}
+	rt_push_line_locked(r, rec);
+	json_decref(rec);
 	json_object_set_new(pc, "state",
 			    json_string(approve ? "approved" : "denied"));
 	json_t *info = json_pack("{s:s,s:s,s:s}", "id", aid, "decision", what,
@@ -69,22 +90,6 @@ static int decide_locked(struct wd_rt *rt, const char *aid, bool approve,
 				    "expired: denied");
 		json_object_set_new(pc, "denied_reason", json_string(why));
 	}
-	/* the record goes through the trace and the run's stream; the
-	 * lock is the one rt_record takes, so append directly here */
-	json_t *rec = rt_rec_new(r, "approval_decision");
-	json_object_set_new(rec, "approval_id", json_string(aid));
-	json_object_set_new(rec, "gen_ai.tool.call.id", json_string(call_id));
-	json_object_set(rec, "gen_ai.tool.name", json_object_get(ap, "tool"));
-	json_object_set_new(rec, "decision", json_string(what));
-	json_object_set_new(rec, "by", json_string(decider ? decider : "ttl"));
-	if (reason)
-		json_object_set_new(rec, "reason", json_string(reason));
-	struct wd_err err = {0};
-	if (wd_trace_append(rt->trace, rec, true, NULL, &err))
-		wd_error("run %s: approval_decision not recorded: %s", r->id,
-			 err.msg);
-	rt_push_line_locked(r, rec);
-	json_decref(rec);
 	json_decref(info);
 	json_object_del(rt->approvals, aid);
 	if (r->state == R_SUSPENDED && !any_waiting(r)) {
@@ -118,8 +123,8 @@ int wd_rt_approval_decide(struct wd_rt *rt, const struct wd_caller *c,
 		goto out;
 	}
 	const char *pn = wd_pset_user_name(rt->ps, c->uid);
-	rc = decide_locked(rt, id, approve, pn ? pn : c->user, reason);
-	if (rc)
+	rc = decide_locked(rt, id, approve, pn ? pn : c->user, reason, err);
+	if (rc == -ENOENT)
 		wd_err_set(err, rc, "approval '%s': its run is gone", id);
 out:
 	pthread_mutex_unlock(&rt->mu);
@@ -206,7 +211,13 @@ void *rt_ttl_thread(void *arg)
 			    "approval %s (run %s, tool %s) expired", aid,
 			    json_string_value(json_object_get(ap, "run_id")),
 			    json_string_value(json_object_get(ap, "tool")));
-			decide_locked(rt, aid, false, NULL, NULL);
+			struct wd_err de = {0};
+			int drc =
+			    decide_locked(rt, aid, false, NULL, NULL, &de);
+			if (drc && drc != -ENOENT)
+				wd_warn("approval %s: expiry not recorded, "
+					"kept pending: %s",
+					aid, de.msg);
 		}
 		if (json_array_size(expired) && rt->webhook) {
 			pthread_mutex_unlock(&rt->mu);
@@ -221,6 +232,17 @@ void *rt_ttl_thread(void *arg)
 			pthread_mutex_lock(&rt->mu);
 		}
 		json_decref(expired);
+		if (json_object_size(rt->unended)) {
+			pthread_mutex_unlock(&rt->mu);
+			rt_unended_flush(rt);
+			pthread_mutex_lock(&rt->mu);
+		}
+		if (rt->n_retired) {
+			pthread_mutex_unlock(&rt->mu);
+			rt_reap_retired(rt);
+			pthread_mutex_lock(&rt->mu);
+		}
+		rt_trim_idle_locked(rt);
 	}
 	pthread_mutex_unlock(&rt->mu);
 	return NULL;

@@ -1,6 +1,13 @@
 /* Recovery at open: runs left active by a previous daemon are restored
- * from their snapshot (suspended on approval) or marked interrupted. */
+ * from their snapshot (suspended on approval) or marked interrupted. And
+ * runs whose run_end could not be recorded (the trace store unhealthy:
+ * disk full): their marker (runs/ID.active) stays, says how the run ended,
+ * and the run_end is appended at the next chance — when the store has
+ * recovered (rt_unended_flush, from the TTL thread), or at the next start
+ * as `interrupted` with that reason. So no run stays `running` in the
+ * trace that is not live (daemon_diskfull.sh). */
 #include <dirent.h>
+#include <fcntl.h>
 #include <string.h>
 
 #include "common/log.h"
@@ -69,14 +76,127 @@ json_t *rt_first_of(struct wd_rt *rt, const char *run_id, const char *type)
 	return out;
 }
 
-static void mark_interrupted(struct wd_rt *rt, const char *id)
+/* ---- markers ---- */
+
+/* A marker is MARKER_BYTES long from its creation: the end of a run is
+ * written over it in place, which needs no new block even on a full disk
+ * (tmpfs and ext4 alike). */
+#define MARKER_BYTES 1024
+
+int rt_marker_write(struct wd_rt *rt, const char *id, json_t *content,
+		    bool create)
+{
+	cleanup_free char *path = rt_run_path(rt, id, "active");
+	cleanup_free char *text = json_dumps(content, JSON_COMPACT);
+	if (!text)
+		return -ENOMEM;
+	char buf[MARKER_BYTES];
+	size_t n = strlen(text);
+	if (n >= sizeof(buf))
+		return -E2BIG;
+	memset(buf, ' ', sizeof(buf));
+	memcpy(buf, text, n);
+	buf[sizeof(buf) - 1] = '\n';
+	cleanup_close int fd = open(
+	    path, O_WRONLY | O_CLOEXEC | (create ? O_CREAT | O_EXCL : 0), 0600);
+	if (fd < 0)
+		return -errno;
+	ssize_t w = pwrite(fd, buf, sizeof(buf), 0);
+	if (w < 0)
+		return -errno;
+	if (w != (ssize_t)sizeof(buf))
+		return -ENOSPC;
+	return fdatasync(fd) < 0 ? -errno : 0;
+}
+
+/* What a marker says ({agent[, end]}), or NULL (an older marker holds the
+ * agent's name only). */
+static json_t *marker_read(struct wd_rt *rt, const char *id)
+{
+	cleanup_free char *path = rt_run_path(rt, id, "active");
+	json_error_t je;
+	return json_load_file(path, JSON_DISABLE_EOF_CHECK, &je);
+}
+
+/* rt->mu held. rec (a run_end; a reference is taken) waits in rt->unended
+ * until the store can record it. */
+void rt_unended_add_locked(struct wd_rt *rt, const char *id, json_t *rec)
+{
+	json_object_set(rt->unended, id, rec);
+}
+
+/* TTL thread, rt->mu not held: record what waits, once the store is
+ * healthy again. */
+void rt_unended_flush(struct wd_rt *rt)
+{
+	pthread_mutex_lock(&rt->mu);
+	json_t *todo =
+	    json_object_size(rt->unended) ? json_deep_copy(rt->unended) : NULL;
+	pthread_mutex_unlock(&rt->mu);
+	if (!todo || !wd_trace_healthy(rt->trace, NULL)) {
+		json_decref(todo);
+		return;
+	}
+	const char *id;
+	json_t *rec;
+	json_object_foreach(todo, id, rec)
+	{
+		struct wd_err err = {0};
+		if (wd_trace_append(rt->trace, rec, true, NULL, &err)) {
+			wd_warn("run %s: run_end still not recorded: %s", id,
+				err.msg);
+			break;
+		}
+		cleanup_free char *active = rt_run_path(rt, id, "active");
+		unlink(active);
+		wd_info("run %s: run_end recorded after the trace store "
+			"recovered",
+			id);
+		pthread_mutex_lock(&rt->mu);
+		struct wd_run *r = rt_find_run_locked(rt, id);
+		if (r)
+			rt_push_line_locked(r, rec);
+		json_object_del(rt->unended, id);
+		pthread_mutex_unlock(&rt->mu);
+	}
+	json_decref(todo);
+}
+
+/* 0: recorded (or nothing to record), the marker may go; else the record
+ * waits in rt->unended and the marker stays. */
+static int mark_interrupted(struct wd_rt *rt, const char *id)
 {
 	json_t *start = rt_first_of(rt, id, "run_start");
+	if (!start) {
+		/* its run_start never reached the trace: no run to end */
+		wd_warn("run %s: marker without a run_start; removed", id);
+		return 0;
+	}
 	json_t *rec =
 	    json_pack("{s:s,s:i,s:s,s:s,s:s}", "run_id", id, "step", 0, "type",
 		      "run_end", "status", "interrupted", "reason",
 		      "wardend stopped while the run was in "
 		      "progress");
+	json_t *mk = marker_read(rt, id);
+	json_t *end = json_object_get(mk, "end");
+	if (json_is_object(end)) {
+		/* it had ended; its run_end could not be written */
+		const char *st =
+		    json_string_value(json_object_get(end, "status"));
+		const char *why =
+		    json_string_value(json_object_get(end, "reason"));
+		const char *e =
+		    json_string_value(json_object_get(end, "error"));
+		cleanup_free char *reason = wd_asprintf(
+		    "the run ended (%s%s%s) but its run_end could not be "
+		    "recorded (%s), and wardend stopped before the trace store "
+		    "recovered",
+		    st ? st : "?", why && *why ? ": " : "", why ? why : "",
+		    e ? e : "trace store unhealthy");
+		json_object_set_new(rec, "reason", json_string(reason));
+		json_object_set(rec, "ended_as", end);
+	}
+	json_decref(mk);
 	json_t *recs = NULL;
 	if (!wd_trace_run_records(rt->trace, id, &recs, NULL) &&
 	    json_array_size(recs)) {
@@ -93,12 +213,20 @@ static void mark_interrupted(struct wd_rt *rt, const char *id)
 	if (la)
 		json_object_set_new(rec, "last_attempt", la);
 	struct wd_err err = {0};
-	if (wd_trace_append(rt->trace, rec, true, NULL, &err))
-		wd_error("run %s: cannot mark interrupted: %s", id, err.msg);
-	else
+	int rc = wd_trace_append(rt->trace, rec, true, NULL, &err);
+	if (rc) {
+		wd_error("run %s: cannot mark interrupted (kept; recorded once "
+			 "the trace store recovers): %s",
+			 id, err.msg);
+		pthread_mutex_lock(&rt->mu);
+		rt_unended_add_locked(rt, id, rec);
+		pthread_mutex_unlock(&rt->mu);
+	} else {
 		wd_warn("run %s: interrupted by a daemon stop; marked", id);
+	}
 	json_decref(rec);
 	json_decref(start);
+	return rc;
 }
 
 static int restore_run(struct wd_rt *rt, const char *id, json_t *s)
@@ -244,8 +372,7 @@ void rt_recover(struct wd_rt *rt)
 		int rc = s ? restore_run(rt, id, s) : -ENOENT;
 		pthread_mutex_unlock(&rt->mu);
 		json_decref(s);
-		if (rc) {
-			mark_interrupted(rt, id);
+		if (rc && !mark_interrupted(rt, id)) {
 			unlink(snap);
 			unlink(active);
 		}

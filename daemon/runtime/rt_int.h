@@ -104,8 +104,9 @@ struct wd_rt {
 	pthread_cond_t qcond; /* queue non-empty / stopping */
 	pthread_cond_t ecood; /* new stream lines (all runs) */
 	struct wd_pset *ps;
-	/* with a warm pool, manifests must outlive it: replaced policy
-	 * sets are kept until close */
+	/* with a warm pool, a replaced policy set is kept here until its
+	 * last run ended, then its pool keys are dropped and it is freed
+	 * (rt_reap_retired) */
 	struct wd_pool *pool;
 	struct wd_otlp *otlp; /* the caller's exporter (not owned), or NULL */
 	struct wd_pset **retired;
@@ -121,10 +122,16 @@ struct wd_rt {
 	/* approvals: id -> {run_id, call_id, ...}; pointers to runs are
 	 * looked up by run_id under mu */
 	json_t *approvals;
+	/* run id -> its run_end record, not recorded yet (the store was
+	 * unhealthy): recover.c records it when the store recovers */
+	json_t *unended;
 	/* metrics */
 	uint64_t m_runs_started, m_runs_ended, m_model_calls, m_tool_calls,
 	    m_denials, m_refusals, m_steps;
 	uint64_t m_overhead_ns; /* platform time per step, summed */
+	/* something was freed since the last malloc_trim (under mu) */
+	bool trim_pending;
+	uint64_t trim_last_ns;
 };
 
 /* runtime.c */
@@ -150,14 +157,30 @@ struct wd_run *rt_run_new(struct wd_rt *rt, struct wd_pset *ps,
 			  const struct wd_agent_def *a,
 			  const struct wd_caller *c, const char *task);
 
+/* Free the retired policy sets no run holds any more (rt->mu not held). */
+void rt_reap_retired(struct wd_rt *rt);
+/* malloc_trim when no run is running or queued and memory was freed
+ * (rt->mu held; dropped around the trim). */
+void rt_trim_idle_locked(struct wd_rt *rt);
+
 /* approvals.c */
 /* The pending tool call with that id in r->pending, or NULL (rt->mu held). */
 json_t *rt_find_call_locked(struct wd_run *r, const char *call_id);
-/* Thread body (arg: the struct wd_rt *): denies approvals past their TTL
- * until rt->stopping. */
+/* Thread body (arg: the struct wd_rt *), every 250 ms until rt->stopping:
+ * denies approvals past their TTL, frees retired policy sets, trims the
+ * heap when idle. */
 void *rt_ttl_thread(void *arg);
 
 /* recover.c */
+/* Write the run's marker runs/ID.active (content: {agent[, end]}), over
+ * the old one in place, or created (O_EXCL). 0 or -errno. */
+int rt_marker_write(struct wd_rt *rt, const char *id, json_t *content,
+		    bool create);
+/* rec (a run_end the store could not take) waits to be recorded; rt->mu
+ * held; takes a reference. */
+void rt_unended_add_locked(struct wd_rt *rt, const char *id, json_t *rec);
+/* Record the waiting run_ends if the store is healthy (rt->mu not held). */
+void rt_unended_flush(struct wd_rt *rt);
 /* Restore or mark interrupted every run left active in runs_dir. */
 void rt_recover(struct wd_rt *rt);
 /* The run's first trace record of that type (a new reference), or NULL. */

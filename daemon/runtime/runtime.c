@@ -4,6 +4,7 @@
  * recover.c, stream cursors and the API's JSON views in views.c; the loop
  * itself is in loop.c. */
 #include <curl/curl.h>
+#include <malloc.h>
 #include <pwd.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -268,11 +269,32 @@ void rt_finish(struct wd_run *r, const char *status, const char *reason,
 	int rc = wd_trace_append(rt->trace, rec, false, &seq, &err);
 	if (!rc && (rc = wd_trace_wait_written(rt->trace, seq)))
 		wd_err_set(&err, rc, "%s", strerror(-rc));
-	if (rc)
-		wd_error("run %s: run_end not recorded: %s", r->id, err.msg);
+	bool unrecorded = rc != 0;
+	if (unrecorded) {
+		/* the run stays recoverable: its marker is kept and says
+		 * how it ended (recover.c); the record waits for the store */
+		json_t *mk =
+		    json_pack("{s:s,s:{s:s,s:s,s:s}}", "agent", r->agent->name,
+			      "end", "status", status, "reason",
+			      reason ? reason : "", "error", err.msg);
+		int mrc = rt_marker_write(rt, r->id, mk, false);
+		json_decref(mk);
+		wd_error("run %s: run_end not recorded (%s); kept to be "
+			 "recorded when the trace store recovers%s",
+			 r->id, err.msg, mrc ? ", its marker not updated" : "");
+		json_t *late =
+		    json_pack("{s:s,s:I}", "error", err.msg, "ended_wall_ns",
+			      (json_int_t)wd_wall_ns());
+		json_object_set_new(rec, "recorded_late", late);
+		json_object_del(rec, "seq");
+		json_object_del(rec, "ts");
+		json_object_del(rec, "prev");
+	}
 	char *line = json_dumps(rec, JSON_COMPACT);
-	json_decref(rec);
 	pthread_mutex_lock(&rt->mu);
+	if (unrecorded)
+		rt_unended_add_locked(rt, r->id, rec);
+	json_decref(rec);
 	push_text_locked(r, line, seq);
 	snprintf(r->status, sizeof(r->status), "%s", status);
 	snprintf(r->stop_reason, sizeof(r->stop_reason), "%s",
@@ -281,9 +303,14 @@ void rt_finish(struct wd_run *r, const char *status, const char *reason,
 	r->final_text = text ? wd_strdup(text) : NULL;
 	r->state = R_DONE;
 	rt->m_runs_ended++;
+	/* its "per run" rate-limit windows end with it */
+	wd_ratelimit_forget(rt->rl, r->id);
+	rt->trim_pending = true;
 	rt_drop_snapshot(r);
-	cleanup_free char *active = rt_run_path(rt, r->id, "active");
-	unlink(active);
+	if (!unrecorded) {
+		cleanup_free char *active = rt_run_path(rt, r->id, "active");
+		unlink(active);
+	}
 	pthread_cond_broadcast(&rt->ecood);
 	trim_done_locked(rt);
 	pthread_mutex_unlock(&rt->mu);
@@ -462,7 +489,18 @@ int wd_rt_run_create(struct wd_rt *rt, const struct wd_caller *c,
 
 	/* the run exists on disk before anything else happens */
 	active = rt_run_path(rt, r->id, "active");
-	wd_write_file(active, agent, strlen(agent), 0600);
+	json_t *mk = json_pack("{s:s}", "agent", agent);
+	rc = rt_marker_write(rt, r->id, mk, true);
+	json_decref(mk);
+	if (rc) {
+		wd_err_set(err, rc, "cannot create the run's marker %s: %s",
+			   active, strerror(-rc));
+		unlink(active);
+		pthread_mutex_lock(&rt->mu);
+		rt_run_unref_locked(r);
+		pthread_mutex_unlock(&rt->mu);
+		goto out;
+	}
 	rc = rt_record_start(r, err);
 	if (rc) {
 		unlink(active);
@@ -502,6 +540,7 @@ int wd_rt_open(const struct wd_rt_opts *o, struct wd_rt **out,
 	}
 	rt->webhook = o->webhook_url ? wd_strdup(o->webhook_url) : NULL;
 	rt->approvals = json_object();
+	rt->unended = json_object();
 	rt->rl = wd_ratelimit_new();
 	rt->events = wd_stream_new(65536);
 	pthread_mutex_init(&rt->mu, NULL);
@@ -560,6 +599,7 @@ fail:
 	wd_ratelimit_free(rt->rl);
 	wd_stream_free(rt->events);
 	json_decref(rt->approvals);
+	json_decref(rt->unended);
 	free(rt->state_dir);
 	free(rt->policy_dir);
 	free(rt->runs_dir);
@@ -609,6 +649,7 @@ void wd_rt_close(struct wd_rt *rt)
 	wd_ratelimit_free(rt->rl);
 	wd_stream_free(rt->events);
 	json_decref(rt->approvals);
+	json_decref(rt->unended);
 	free(rt->workers);
 	free(rt->state_dir);
 	free(rt->policy_dir);
@@ -641,9 +682,62 @@ int wd_rt_reload(struct wd_rt *rt, struct wd_err *err)
 		rt->retired[rt->n_retired++] = old;
 		old = NULL;
 	}
+	rt->trim_pending = true;
 	pthread_mutex_unlock(&rt->mu);
 	wd_pset_unref(old); /* runs hold their own reference */
+	rt_reap_retired(rt);
 	return 0;
+}
+
+void rt_reap_retired(struct wd_rt *rt)
+{
+	pthread_mutex_lock(&rt->mu);
+	struct wd_pset **dead = NULL;
+	int n = 0;
+	for (int i = 0; i < rt->n_retired;) {
+		struct wd_pset *p = rt->retired[i];
+		/* only this list holds it: no run can take a new reference
+		 * (runs reference the current set, or the one they hold) */
+		if (__atomic_load_n(&p->refs, __ATOMIC_ACQUIRE) == 1) {
+			dead =
+			    wd_realloc(dead, (size_t)(n + 1) * sizeof(*dead));
+			dead[n++] = p;
+			rt->retired[i] = rt->retired[--rt->n_retired];
+		} else {
+			i++;
+		}
+	}
+	if (!rt->n_retired) {
+		free(rt->retired);
+		rt->retired = NULL;
+	}
+	pthread_mutex_unlock(&rt->mu);
+	/* the warm pool's keys point at the set's manifests: dropped (and
+	 * the pool done reading them) before they are freed */
+	for (int i = 0; i < n; i++) {
+		for (int t = 0; t < dead[i]->n_tools; t++)
+			wd_pool_forget(rt->pool, dead[i]->tools[t]);
+		wd_pset_unref(dead[i]);
+	}
+	free(dead);
+}
+
+/* glibc keeps freed memory in its arenas (one per thread that ever
+ * allocated): given back when the daemon is idle, at most every 2 s, so
+ * RSS follows what is live (daemon_memory.sh). */
+void rt_trim_idle_locked(struct wd_rt *rt)
+{
+	if (!rt->trim_pending || wd_now_ns() - rt->trim_last_ns < 2000000000ull)
+		return;
+	for (struct wd_run *r = rt->runs; r; r = r->next)
+		if (r->state == R_RUNNING || r->state == R_QUEUED)
+			return;
+	rt->trim_pending = false;
+	rt->trim_last_ns = wd_now_ns();
+	pthread_mutex_unlock(&rt->mu);
+	wd_trace_release_memory(rt->trace);
+	malloc_trim(0);
+	pthread_mutex_lock(&rt->mu);
 }
 
 struct wd_trace *wd_rt_trace(struct wd_rt *rt)

@@ -112,6 +112,11 @@ int wd_rt_approval_decide(struct wd_rt *rt, const struct wd_caller *c,
 json_t *wd_rt_cost(struct wd_rt *rt, const char *by, uint64_t since_ns,
 		   struct wd_err *err);
 json_t *wd_rt_status(struct wd_rt *rt);
+/* The daemon's health for /healthz and /v1/status: 0 when the trace store
+ * takes records; else its latched -errno, with `why` saying what failed,
+ * since when and when it is probed next (the store recovers by itself).
+ * One mutex, no I/O: cheap enough for every liveness probe. */
+int wd_rt_health(struct wd_rt *rt, char *why, size_t len);
 /* Prometheus text exposition (free()). */
 char *wd_rt_metrics(struct wd_rt *rt);
 

@@ -123,6 +123,69 @@ static void *exec_thread(void *arg)
 	return NULL;
 }
 
+/* An approval that cannot be recorded fails its call with the store's
+ * error (the tool never runs without its request on disk). */
+static void approval_failed(json_t *pc, const char *what, const char *msg)
+{
+	json_t *o = json_pack("{s:s,s:s,s:s}", "status", "error", "check",
+			      "approval", "error", "");
+	cleanup_free char *why = wd_asprintf(
+	    "approval needed, but %s could not be recorded: %s", what, msg);
+	json_object_set_new(o, "error", json_string(why));
+	cleanup_free char *c = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	rt_set_done(pc, c, true);
+}
+
+/* rt->mu held. The step's approval requests (recorded durably, state
+ * "recorded") become "waiting" and are listed in rt->approvals, after the
+ * run's snapshot naming them is on disk: an approval anyone can see (and
+ * decide) survives a kill -9 of the daemon (agent_approvals.sh
+ * "approval-listed-survives-kill"). Once, under the lock: the table is
+ * shared with the API threads and the TTL thread. */
+static void publish_approvals(struct wd_run *r)
+{
+	size_t i;
+	json_t *pc;
+	int n = 0;
+	json_array_foreach(r->pending, i, pc)
+	{
+		if (strcmp(rt_pstate(pc), "recorded"))
+			continue;
+		json_object_set_new(pc, "state", json_string("waiting"));
+		n++;
+	}
+	if (!n)
+		return;
+	/* the snapshot must not carry the table's copy */
+	json_t *held = json_object();
+	json_array_foreach(r->pending, i, pc)
+	{
+		json_t *ap = json_object_get(pc, "approval_pending");
+		if (!ap)
+			continue;
+		json_object_set(
+		    held, json_string_value(json_object_get(ap, "id")), ap);
+		json_object_del(pc, "approval_pending");
+	}
+	int rc = rt_save_snapshot(r);
+	const char *k;
+	json_t *ap;
+	json_object_foreach(held, k, ap)
+	{
+		json_t *call = rt_find_call_locked(
+		    r, json_string_value(json_object_get(ap, "call_id")));
+		if (rc) {
+			if (call)
+				approval_failed(call, "the run's snapshot",
+						strerror(-rc));
+			continue;
+		}
+		json_object_set(r->rt->approvals, k, ap);
+	}
+	json_decref(held);
+}
+
 /* Returns 1 when every call of the step is done, 0 when the run must
  * suspend on approvals, -errno (run failed, err set). */
 int rt_tool_step(struct wd_run *r, struct wd_err *err)
@@ -250,11 +313,6 @@ int rt_tool_step(struct wd_run *r, struct wd_err *err)
 							: r->agent
 							      ->approval_ttl_s) *
 					     1000000000ull));
-			json_object_set(rt->approvals, aid, ap);
-			json_object_set_new(pc, "state",
-					    json_string("waiting"));
-			json_object_set_new(pc, "approval_id",
-					    json_string(aid));
 			json_t *rec = rt_rec_new(r, "approval_request");
 			json_object_set_new(rec, "approval_id",
 					    json_string(aid));
@@ -270,17 +328,22 @@ int rt_tool_step(struct wd_run *r, struct wd_err *err)
 				: json_null());
 			if (!r->agent->hash_only)
 				json_object_set(rec, "args", c.args);
-			/* on disk before anyone can decide it */
-			rt_record(r, rec, true, NULL);
+			/* on disk before anyone can decide it; published
+			 * (under rt->mu, once) at the end of the step, with
+			 * the run's snapshot: see publish_approvals */
+			struct wd_err ae = {0};
+			int arc = rt_record(r, rec, true, &ae);
 			json_decref(rec);
-			pthread_mutex_lock(&rt->mu);
+			if (arc) {
+				json_decref(ap);
+				approval_failed(pc, "its request", ae.msg);
+				continue;
+			}
 			json_object_set_new(pc, "approval_id",
 					    json_string(aid));
+			json_object_set_new(pc, "approval_pending", ap);
 			json_object_set_new(pc, "state",
-					    json_string("waiting"));
-			json_object_set(rt->approvals, aid, ap);
-			pthread_mutex_unlock(&rt->mu);
-			json_decref(ap);
+					    json_string("recorded"));
 			continue;
 		}
 		json_object_set_new(pc, "state", json_string("ready"));
@@ -366,6 +429,8 @@ int rt_tool_step(struct wd_run *r, struct wd_err *err)
 		free(content);
 		json_decref(j->result);
 	}
+	if (ret == 1)
+		publish_approvals(r);
 	if (ret == 1) {
 		json_array_foreach(r->pending, i, pc)
 		{

@@ -300,7 +300,19 @@ json_t *wd_rt_status(struct wd_rt *rt)
 	    "approvals_pending", (int)json_object_size(rt->approvals),
 	    "workers", rt->n_workers, "approval_ttl_s", (int)rt->approval_ttl_s,
 	    "trace_healthy", wd_trace_healthy(rt->trace, NULL));
+	json_object_set_new(
+	    o, "runs_end_unrecorded",
+	    json_integer((json_int_t)json_object_size(rt->unended)));
 	pthread_mutex_unlock(&rt->mu);
+	struct wd_trace_health h;
+	char why[256] = "";
+	wd_rt_health(rt, why, sizeof(why));
+	wd_trace_health(rt->trace, &h);
+	json_object_set_new(o, "trace",
+			    json_pack("{s:b,s:s,s:I,s:I}", "healthy", !h.error,
+				      "reason", why, "failures",
+				      (json_int_t)h.failures, "recoveries",
+				      (json_int_t)h.recoveries));
 	/* the pool is set at open and freed at close only: no lock needed */
 	json_t *pool = json_null();
 	if (rt->pool) {
@@ -352,6 +364,26 @@ static void otlp_metrics(struct wd_otlp *o, struct wd_buf *b)
 			      c[i], c[i], (unsigned long long)cv[i]);
 }
 
+int wd_rt_health(struct wd_rt *rt, char *why, size_t len)
+{
+	struct wd_trace_health h;
+	if (!wd_trace_health(rt->trace, &h)) {
+		if (len)
+			why[0] = 0;
+		return 0;
+	}
+	uint64_t now = wd_now_ns();
+	snprintf(why, len,
+		 "trace store unhealthy for %.0f s: %s: %s (next probe in "
+		 "%.1f s%s%s)",
+		 (double)(now - h.since_ns) / 1e9, h.what, strerror(-h.error),
+		 h.next_probe_ns > now ? (double)(h.next_probe_ns - now) / 1e9
+				       : 0.0,
+		 h.probe_error ? "; last probe: " : "",
+		 h.probe_error ? strerror(-h.probe_error) : "");
+	return h.error;
+}
+
 char *wd_rt_metrics(struct wd_rt *rt)
 {
 	struct wd_buf b = {0};
@@ -362,7 +394,10 @@ char *wd_rt_metrics(struct wd_rt *rt)
 		active += r->state == R_RUNNING || r->state == R_QUEUED;
 	}
 	size_t napp = json_object_size(rt->approvals);
+	size_t nunended = json_object_size(rt->unended);
 	pthread_mutex_unlock(&rt->mu);
+	struct wd_trace_health th;
+	wd_trace_health(rt->trace, &th);
 	struct wd_stream_stats st;
 	wd_stream_stats(rt->events, &st);
 	wd_buf_printf(
@@ -397,6 +432,27 @@ char *wd_rt_metrics(struct wd_rt *rt)
 	    (unsigned long long)rt->m_denials, (unsigned long long)st.published,
 	    wd_trace_healthy(rt->trace, NULL) ? 1 : 0,
 	    (unsigned long long)rt->m_steps, (double)rt->m_overhead_ns / 1e9);
+	wd_buf_printf(
+	    &b,
+	    "# TYPE warden_trace_write_failures_total counter\n"
+	    "warden_trace_write_failures_total %llu\n"
+	    "# TYPE warden_trace_recoveries_total counter\n"
+	    "warden_trace_recoveries_total %llu\n"
+	    "# TYPE warden_trace_unhealthy_seconds gauge\n"
+	    "warden_trace_unhealthy_seconds %.3f\n"
+	    "# TYPE warden_runs_end_unrecorded gauge\n"
+	    "warden_runs_end_unrecorded %zu\n",
+	    (unsigned long long)th.failures, (unsigned long long)th.recoveries,
+	    th.error ? (double)(wd_now_ns() - th.since_ns) / 1e9 : 0.0,
+	    nunended);
+	size_t rl_bytes = 0;
+	size_t rl_keys = wd_ratelimit_keys(rt->rl, &rl_bytes);
+	wd_buf_printf(&b,
+		      "# TYPE warden_ratelimit_keys gauge\n"
+		      "warden_ratelimit_keys %zu\n"
+		      "# TYPE warden_ratelimit_bytes gauge\n"
+		      "warden_ratelimit_bytes %zu\n",
+		      rl_keys, rl_bytes);
 	if (rt->alert)
 		wd_alert_metrics_render(rt->alert, &b);
 	if (rt->pool)

@@ -55,6 +55,9 @@ struct wd_pool {
 	struct tenant *tenants;
 	int n_tenants;
 	struct wd_pool_stats st;
+	/* the manifest the refill thread boots a sandbox of, unlocked (NULL
+	 * when none): wd_pool_forget() waits for it to change */
+	const struct wd_manifest *spawn_m;
 };
 
 static bool argv_eq(char *const *a, char *const *b)
@@ -201,6 +204,7 @@ static bool refill_once(struct wd_pool *p)
 			continue;
 		k->spawning++;
 		const struct wd_manifest *m = k->m;
+		p->spawn_m = m;
 		char **argv = k->argv;
 		uid_t uid = k->uid;
 		gid_t gid = k->gid;
@@ -225,6 +229,8 @@ static bool refill_once(struct wd_pool *p)
 			sb = NULL;
 		}
 		pthread_mutex_lock(&p->mu);
+		p->spawn_m = NULL;
+		pthread_cond_broadcast(&p->ready);
 		k->spawning--;
 		if (k->dead) {
 			/* evicted while booting: nobody may use it */
@@ -502,4 +508,19 @@ json_t *wd_pool_stats_json(const struct wd_pool_stats *s)
 	    (json_int_t)s->evicted_idle, "evicted_cap",
 	    (json_int_t)s->evicted_cap, "ready", s->ready, "spawning",
 	    s->spawning, "in_use", s->in_use, "keys", s->keys);
+}
+
+void wd_pool_forget(struct wd_pool *p, const struct wd_manifest *m)
+{
+	pthread_mutex_lock(&p->mu);
+	for (int i = 0; i < p->n_keys;) {
+		if (p->keys[i]->m == m)
+			evict(p, i, "its policy set was replaced");
+		else
+			i++;
+	}
+	/* the refill thread reads m while it boots a sandbox of it */
+	while (p->spawn_m == m)
+		pthread_cond_wait(&p->ready, &p->mu);
+	pthread_mutex_unlock(&p->mu);
 }

@@ -17,8 +17,9 @@
  * that caused the eviction. A call of an evicted shape is a cold start and
  * registers it again.
  *
- * The manifests given to wd_pool_register() must outlive the pool (the
- * daemon's loaded policy set).
+ * A manifest given to wd_pool_register() must outlive its keys: before
+ * freeing it, call wd_pool_forget() (the runtime does, for each policy set
+ * a reload retired, once its last run ended).
  */
 #ifndef WD_POOL_H
 #define WD_POOL_H
@@ -70,6 +71,9 @@ int wd_pool_run(struct wd_pool *p, const struct wd_call *call,
 /* Block until every registered key has `size` ready sandboxes or
  * `timeout_ms` passes. 0 or -ETIMEDOUT. */
 int wd_pool_wait_ready(struct wd_pool *p, uint32_t timeout_ms);
+/* Drop every key of this manifest (their ready sandboxes are destroyed by
+ * the refill thread) and wait until the pool no longer reads it. */
+void wd_pool_forget(struct wd_pool *p, const struct wd_manifest *m);
 
 void wd_pool_stats(struct wd_pool *p, struct wd_pool_stats *out);
 json_t *wd_pool_stats_json(const struct wd_pool_stats *s);

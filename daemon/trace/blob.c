@@ -137,13 +137,19 @@ static int settle_one(struct wd_trace *t, struct wd_blob_pend *b)
 	return r;
 }
 
+/* Logged once per failure: the health probe (health.c) retries these
+ * while the store is unhealthy. */
 static void latch(struct wd_trace *t, int r, const char *what)
 {
 	pthread_mutex_lock(&t->mu);
-	if (!t->error)
-		t->error = r;
+	bool first = !t->error;
+	wd_trace_latch_locked(t, r, what);
 	pthread_mutex_unlock(&t->mu);
-	wd_log_errno(WD_LOG_ERROR, r, "trace '%s': %s", t->root, what);
+	if (first)
+		wd_log_errno(WD_LOG_ERROR, r,
+			     "trace '%s': %s; store is "
+			     "unhealthy",
+			     t->root, what);
 }
 
 int wd_trace_blobs_sync(struct wd_trace *t)
@@ -175,12 +181,32 @@ int wd_trace_blobs_settle(struct wd_trace *t)
 	t->bq_bytes = 0;
 	pthread_mutex_unlock(&t->blob_mu);
 	int r = 0;
-	for (size_t i = 0; i < n; i++) {
+	size_t i = 0;
+	for (; i < n; i++) {
 		unsigned d;
-		if (!r && !(r = settle_one(t, &v[i])) &&
-		    sscanf(v[i].hex, "%2x", &d) == 1)
+		if ((r = settle_one(t, &v[i])) < 0)
+			break;
+		if (sscanf(v[i].hex, "%2x", &d) == 1)
 			t->dirty_dirs[d & 255] = true;
 		free(v[i].data);
+	}
+	if (r < 0) {
+		/* their refs were handed out: they stay queued (ahead of
+		 * any put since) for the next settle, after the store
+		 * recovered, rather than be named by records and missing */
+		pthread_mutex_lock(&t->blob_mu);
+		size_t left = n - i, cap = left + t->bq.n + 1;
+		struct wd_blob_pend *nv = wd_calloc(cap, sizeof(*nv));
+		memcpy(nv, v + i, left * sizeof(*nv));
+		if (t->bq.n)
+			memcpy(nv + left, t->bq.v, t->bq.n * sizeof(*nv));
+		for (size_t x = 0; x < left; x++)
+			t->bq_bytes += v[i + x].len;
+		free(t->bq.v);
+		t->bq.v = nv;
+		t->bq.n += left;
+		t->bq.cap = cap;
+		pthread_mutex_unlock(&t->blob_mu);
 	}
 	free(v);
 	pthread_mutex_unlock(&t->settle_mu);

@@ -141,9 +141,11 @@ static int seg_sync(struct wd_trace *t)
 
 /* Writer thread only. Writes the batch, rotating segments; on failure cuts
  * the partial write back off (best effort) and returns -errno. */
-static int write_batch(struct wd_trace *t, struct wd_batch *b, bool sync)
+static int write_batch(struct wd_trace *t, struct wd_batch *b, bool sync,
+		       size_t *nw)
 {
 	size_t i = 0;
+	*nw = 0;
 	while (i < b->n) {
 		struct wd_pend *p = &b->v[i];
 		int r;
@@ -178,6 +180,7 @@ static int write_batch(struct wd_trace *t, struct wd_batch *b, bool sync)
 		}
 		t->seg_size = sz;
 		i = j;
+		*nw = i; /* in a segment: a later failure cannot take back */
 	}
 	if (sync && t->segfd >= 0) {
 		if (seg_sync(t) < 0)
@@ -214,11 +217,16 @@ static void *writer_main(void *arg)
 				int r = seg_sync(t) < 0 ? -errno : 0;
 				t->last_sync_ns = wd_now_ns();
 				pthread_mutex_lock(&t->mu);
-				if (r < 0 && !t->error)
-					t->error = r;
+				if (r < 0)
+					wd_trace_latch_locked(
+					    t, r, "segment not synced");
 				if (!r)
 					t->synced_seq = w;
 				pthread_cond_broadcast(&t->done);
+				continue;
+			}
+			if (t->error && !t->stop) {
+				wd_trace_probe_locked(t);
 				continue;
 			}
 			if (t->stop)
@@ -245,12 +253,13 @@ static void *writer_main(void *arg)
 		bool sync = w->want_sync || t->flush_waiters || t->stop ||
 			    wd_now_ns() - t->last_sync_ns >= SYNC_EVERY_NS;
 		int r = t->error;
+		size_t nw = 0;
 		pthread_mutex_unlock(&t->mu);
 		/* blobs first: the batch's records may name them */
 		if (!r)
 			r = wd_trace_blobs_settle(t);
 		if (!r)
-			r = write_batch(t, w, sync);
+			r = write_batch(t, w, sync, &nw);
 		uint64_t last = w->v[w->n - 1].seq;
 		pthread_mutex_lock(&t->mu);
 		if (!r) {
@@ -259,13 +268,30 @@ static void *writer_main(void *arg)
 			t->written_end = t->seg_size;
 			if (sync)
 				t->synced_seq = last;
+			wd_trace_note_written(t, w, w->n - 1);
 			wd_trace_index_enqueue(t, w);
-		} else if (!t->error) {
-			t->error = r;
-			wd_log_errno(WD_LOG_ERROR, r,
-				     "trace '%s': write failed; store is "
-				     "unhealthy",
-				     t->root);
+		} else {
+			if (nw) {
+				/* a batch that spanned a new segment failed
+				 * in it: what reached the old one is on file,
+				 * and recovery continues the chain after it */
+				size_t n = w->n;
+				t->written_seq = w->v[nw - 1].seq;
+				t->written_seg = w->v[nw - 1].seg;
+				t->written_end =
+				    w->v[nw - 1].fileoff + w->v[nw - 1].len + 1;
+				wd_trace_note_written(t, w, nw - 1);
+				w->n = nw;
+				wd_trace_index_enqueue(t, w);
+				w->n = n;
+			}
+			if (!t->error)
+				wd_log_errno(WD_LOG_ERROR, r,
+					     "trace '%s': write failed; store "
+					     "is unhealthy until a probe finds "
+					     "it writable",
+					     t->root);
+			wd_trace_latch_locked(t, r, "write failed");
 		}
 		batch_reset(w);
 		pthread_cond_broadcast(&t->done);
@@ -490,10 +516,11 @@ int wd_trace_append(struct wd_trace *t, json_t *rec, bool durable,
 	}
 	int r = 0;
 	if (durable) {
-		while (t->synced_seq < seq && !t->error)
+		uint64_t ep = t->epoch;
+		while (t->synced_seq < seq && !t->error && t->epoch == ep)
 			pthread_cond_wait(&t->done, &t->mu);
-		if (t->synced_seq < seq)
-			r = t->error;
+		if (t->synced_seq < seq || t->epoch != ep)
+			r = t->error ? t->error : t->last_error;
 	}
 	pthread_mutex_unlock(&t->mu);
 	enc_done(mb);
@@ -528,16 +555,18 @@ int wd_trace_flush(struct wd_trace *t, struct wd_err *err)
 		return wd_err_set(err, br, "trace flush: blobs: %s",
 				  strerror(-br));
 	pthread_mutex_lock(&t->mu);
-	uint64_t target = t->next_seq - 1;
+	uint64_t target = t->next_seq - 1, ep = t->epoch;
 	t->flush_waiters++;
 	pthread_cond_signal(&t->wake);
-	while ((t->synced_seq < target || t->indexed_seq < target) && !t->error)
+	while ((t->synced_seq < target || t->indexed_seq < target) &&
+	       !t->error && t->epoch == ep)
 		pthread_cond_wait(&t->done, &t->mu);
-	while (t->error && t->indexed_seq < t->written_seq)
+	while (t->error && t->indexed_seq < t->written_seq && t->epoch == ep)
 		pthread_cond_wait(&t->done, &t->mu);
 	t->flush_waiters--;
-	int e =
-	    t->synced_seq < target || t->indexed_seq < target ? t->error : 0;
+	int e = t->epoch != ep ? t->last_error
+		: t->synced_seq < target || t->indexed_seq < target ? t->error
+								    : 0;
 	pthread_mutex_unlock(&t->mu);
 	if (e)
 		return wd_err_set(err, e, "trace flush: %s", strerror(-e));
@@ -551,10 +580,15 @@ int wd_trace_wait_written(struct wd_trace *t, uint64_t seq)
 	pthread_mutex_lock(&t->mu);
 	t->vis_waiters++; /* the writer writes the batch now */
 	pthread_cond_signal(&t->wake);
-	while (t->written_seq < seq && !t->error)
+	uint64_t ep = t->epoch;
+	while (t->written_seq < seq && !t->error && t->epoch == ep)
 		pthread_cond_wait(&t->done, &t->mu);
 	t->vis_waiters--;
-	int e = t->written_seq < seq ? t->error : 0;
+	/* after a recovery, seq may name a newer record: what this caller
+	 * appended was in the failed batch */
+	int e = t->epoch != ep	       ? t->last_error
+		: t->written_seq < seq ? t->error
+				       : 0;
 	pthread_mutex_unlock(&t->mu);
 	return e;
 }
@@ -567,11 +601,12 @@ int wd_trace_visible(struct wd_trace *t)
 	if (!t->have_writer)
 		return 0;
 	pthread_mutex_lock(&t->mu);
-	uint64_t target = t->next_seq - 1;
+	uint64_t target = t->next_seq - 1, ep = t->epoch;
 	t->vis_waiters++;
 	pthread_cond_signal(&t->wake);
 	/* an unhealthy store: what was written still gets indexed */
-	while (t->indexed_seq < (t->error ? t->written_seq : target))
+	while (t->indexed_seq < (t->error ? t->written_seq : target) &&
+	       t->epoch == ep)
 		pthread_cond_wait(&t->done, &t->mu);
 	t->vis_waiters--;
 	pthread_mutex_unlock(&t->mu);
@@ -639,6 +674,7 @@ int wd_trace_open(const char *state_dir, const struct wd_trace_opts *o,
 		return r;
 	}
 	t->written_seq = t->synced_seq = t->indexed_seq = t->next_seq - 1;
+	memcpy(t->written_prev, t->prev, sizeof(t->written_prev));
 	if (!t->o.no_index) {
 		cleanup_free char *db = wd_asprintf("%s/index.db", t->root);
 		r = wd_idx_open(db, &t->idx, err);

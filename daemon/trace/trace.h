@@ -56,7 +56,10 @@
  * Errors: 0 / -errno plus a message in `err` (may be NULL). A failed write
  * (ENOSPC, EIO, ...) is returned to the caller and latches the store
  * unhealthy (wd_trace_healthy() == false): every later append fails with the
- * same error, so the broker fails closed. Nothing is swallowed.
+ * same error, so the broker fails closed. Nothing is swallowed. The writer
+ * then probes (backoff 100 ms .. 5 s) and, once the store can write again,
+ * recovers by itself: the chain goes on after the last record on disk
+ * (health.c says why that is safe).
  */
 #ifndef WD_TRACE_H
 #define WD_TRACE_H
@@ -125,8 +128,23 @@ int wd_trace_flush(struct wd_trace *t, struct wd_err *err);
  * process; the disk gets it with the next group commit, within a second),
  * without forcing an fdatasync. 0, or the store's latched -errno. */
 int wd_trace_wait_written(struct wd_trace *t, uint64_t seq);
-/* False once a write failed; carries the error in *code if non-NULL. */
+/* False while a write failure is latched (until the store recovered);
+ * carries the error in *code if non-NULL. One mutex: cheap enough for a
+ * liveness probe. */
 bool wd_trace_healthy(struct wd_trace *t, int *code);
+struct wd_trace_health {
+	int error;		/* latched -errno, 0 = healthy */
+	int probe_error;	/* what the last probe got (0 = none yet) */
+	char what[96];		/* "write failed", "blobs not stored", ... */
+	uint64_t since_ns;	/* wd_now_ns() it became unhealthy */
+	uint64_t next_probe_ns; /* wd_now_ns() of the next probe */
+	uint64_t failures, recoveries; /* since open */
+};
+/* Fills h; returns h->error. */
+int wd_trace_health(struct wd_trace *t, struct wd_trace_health *h);
+/* Give back the memory caches hold (the index's page cache); for a daemon
+ * at rest. */
+void wd_trace_release_memory(struct wd_trace *t);
 
 /* All records of a run in seq order (a new JSON array), for replay and
  * `trace show`. Includes records still in the group-commit buffer. */

@@ -118,6 +118,14 @@ struct wd_trace {
 	uint64_t written_seg, written_end; /* where written_seq's line ends */
 	uint64_t indexed_seq;		   /* last seq in the index */
 	int error;			   /* latched -errno, 0 = healthy */
+	/* health.c: the hash of the last line written (what `prev` goes
+	 * back to when an unhealthy store recovers), the failure being
+	 * probed, and waiters' view of recoveries (epoch moves at each) */
+	char written_prev[65];
+	int last_error;
+	uint64_t error_since_ns, probe_at_ns, probe_delay_ns;
+	uint64_t epoch, recoveries, failures;
+	char error_what[96];
 	bool stop, have_writer;
 	pthread_t writer;
 	int flush_waiters, vis_waiters;
@@ -205,6 +213,15 @@ bool wd_trace_is_ref_key(const char *key);
 int wd_trace_emit(struct wd_buf *b, json_t *v);
 int wd_trace_emit_member(struct wd_buf *b, const char *k, json_t *v);
 void wd_otlp_feed(struct wd_otlp *o, json_t *rec);
+
+/* health.c. Latch the store unhealthy with -errno r (t->mu held): every
+ * append fails until the writer's probe finds the store writable again. */
+void wd_trace_latch_locked(struct wd_trace *t, int r, const char *what);
+/* Writer thread, t->mu held, nothing pending (t->cur empty), store
+ * unhealthy: probe when due (the lock dropped around it) and recover. */
+void wd_trace_probe_locked(struct wd_trace *t);
+/* The hash of line b->v[i] into t->written_prev (writer, t->mu held). */
+void wd_trace_note_written(struct wd_trace *t, struct wd_batch *b, size_t i);
 
 /* tail.c: the open-time reading of the last segment (see there). */
 int wd_trace_load_tail(struct wd_trace *t, struct wd_err *err);

@@ -26,6 +26,15 @@ script mailer <<'S'
 {"text": "end: {{result}}"}
 S
 agent gate gate '[gated]'
+# a gated call and a slow one in the same model response: the approval is
+# listed only once its record and the run's snapshot are on disk
+tool slow2 '["/usr/bin/sleep", "2"]' "input: stdin" "args_schema: {type: object}" \
+	"auth: {mode: on_behalf_of_user, scopes: [\"test:gated\"]}" "side_effects: none"
+script gateslow <<'S'
+{"step": 0, "tool_calls": [{"name": "gated", "arguments": {"task": "{{task}}"}}, {"name": "slow2", "arguments": {}}]}
+{"text": "done: {{result}}"}
+S
+agent gateslow gateslow '[gated, slow2]'
 agent mailer mailer '[mail]'
 write_gateway
 
@@ -135,5 +144,19 @@ expect_eq kill9-approval-restored "$(first_approval)" "$aid"
 as_user 1001 "$WARDEN" approvals approve "$aid" >/dev/null
 wait_until 10 run_done "$id"
 expect_eq kill9-approved-run-ok "$(run_state "$id" status)" ok
+
+# --- kill -9 the moment the list shows an approval: it is still there
+# after the restart (listed only once its record and the run's snapshot
+# are on disk; here a slow call of the same step runs in between)
+id=$(start_run gateslow)
+aid=
+end=$(($(date +%s) + 15))
+while [ -z "$aid" ] && [ "$(date +%s)" -lt $end ]; do
+	aid=$(curl -s --unix-socket "$SOCK" http://w/v1/approvals | jq_py 'd[0]["id"] if d else ""' 2>/dev/null)
+done
+kill9_daemon
+start_daemon || fail restart4 "see log"
+if [ -z "$aid" ]; then fail approval-listed-survives-kill "no approval was listed"
+else expect_eq approval-listed-survives-kill "$(first_approval)" "$aid"; fi
 stop_daemon
 finish

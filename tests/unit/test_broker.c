@@ -1,5 +1,6 @@
 /* The broker's checks in order (grant -> authz -> schema -> rate limit ->
  * approval), the sliding-window rate limiter and approval thresholds. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "broker/broker.h"
@@ -141,17 +142,80 @@ int main(void)
 	T_OK(v == WD_BRK_INVALID, "broker/parse-error-invalid", "%d", v);
 	json_decref(bad.args);
 
-	/* sliding window: 2 per 10 s */
+	/* sliding window: 2 per 10 s, kept in WD_RL_SLOTS buckets of 10/31 s:
+	 * a token comes back one bucket after the exact 10 s at most */
 	struct wd_ratelimit *w = wd_ratelimit_new();
 	uint64_t s = 1000000000ull;
-	bool a = wd_ratelimit_take(w, "k", 2, 10, 100 * s);
-	bool b = wd_ratelimit_take(w, "k", 2, 10, 101 * s);
-	bool c = wd_ratelimit_take(w, "k", 2, 10, 105 * s);
-	bool d = wd_ratelimit_take(w, "k", 2, 10, 110 * s); /* first aged out */
-	bool e = wd_ratelimit_take(w, "k", 2, 10, 110 * s);
-	bool f = wd_ratelimit_take(w, "other", 2, 10, 110 * s);
-	T_OK(a && b && !c && d && !e && f, "ratelimit/sliding-window",
-	     "%d%d%d%d%d%d", a, b, c, d, e, f);
+	bool a = wd_ratelimit_take(w, "r", "k", 2, 10, 100 * s);
+	bool b = wd_ratelimit_take(w, "r", "k", 2, 10, 101 * s);
+	bool c = wd_ratelimit_take(w, "r", "k", 2, 10, 105 * s);
+	bool c2 = wd_ratelimit_take(w, "r", "k", 2, 10, 109 * s);
+	/* first aged out (with its bucket) */
+	bool d = wd_ratelimit_take(w, "r", "k", 2, 10, 110 * s + s / 2);
+	bool e = wd_ratelimit_take(w, "r", "k", 2, 10, 110 * s + s / 2);
+	bool f = wd_ratelimit_take(w, "r", "other", 2, 10, 110 * s);
+	bool g = wd_ratelimit_take(w, "r2", "k", 2, 10, 110 * s);
+	T_OK(a && b && !c && !c2 && d && !e && f && g,
+	     "ratelimit/sliding-window", "%d%d%d%d%d%d%d%d", a, b, c, c2, d, e,
+	     f, g);
+	wd_ratelimit_free(w);
+
+	/* never more than N in ANY window of the limit's length, checked
+	 * against an exact log of the allowed calls, at random call times */
+	w = wd_ratelimit_new();
+	enum { N = 7, PER = 3, CALLS = 20000 };
+	static uint64_t allowed[CALLS];
+	int na = 0, worst = 0;
+	uint64_t t = 5 * s;
+	srand(42);
+	for (int i = 0; i < CALLS; i++) {
+		t += (uint64_t)(rand() % 400) * 1000000ull;
+		if (wd_ratelimit_take(w, "run_x", "k", N, PER, t))
+			allowed[na++] = t;
+	}
+	for (int i = 0, j = 0; i < na; i++) {
+		while (allowed[i] - allowed[j] >= (uint64_t)PER * s)
+			j++;
+		if (i - j + 1 > worst)
+			worst = i - j + 1;
+	}
+	/* and not much stricter than exact: over ~4000 s at ~5 calls/s
+	 * an exact limiter allows about N per PER s */
+	T_OK(worst <= N && na > (int)((t - 5 * s) / (PER * s)) * N * 9 / 10,
+	     "ratelimit/never-over-n-any-window",
+	     "worst window held %d (limit %d), %d allowed", worst, N, na);
+	wd_ratelimit_free(w);
+
+	/* bounded memory: a key's state does not grow with its limit or
+	 * its calls; a run's keys go when it is forgotten; idle keys of
+	 * users expire as the table is used */
+	w = wd_ratelimit_new();
+	size_t b1 = 0, b2 = 0, b3 = 0, b4 = 0;
+	wd_ratelimit_take(w, "run_a", "shell|run", 1, 60, 10 * s);
+	wd_ratelimit_keys(w, &b1);
+	for (int i = 0; i < 30000; i++)
+		wd_ratelimit_take(w, "run_b", "shell|run", 30000, 60,
+				  10 * s + (uint64_t)i * 1000);
+	wd_ratelimit_keys(w, &b2);
+	T_OK(b2 - b1 == b1, "ratelimit/fixed-size-per-key",
+	     "1/min key %zu bytes, 30000/min key with 30000 calls %zu bytes",
+	     b1, b2 - b1);
+	wd_ratelimit_forget(w, "run_b");
+	size_t k = wd_ratelimit_keys(w, &b3);
+	T_OK(k == 1 && b3 == b1, "ratelimit/forget-run", "%zu keys %zu bytes",
+	     k, b3);
+	for (int i = 0; i < 100; i++) {
+		char who[16];
+		snprintf(who, sizeof(who), "user%d", i);
+		wd_ratelimit_take(w, who, "shell|user", 5, 1, 20 * s);
+	}
+	/* 2 s later every window has passed: 1024 takes sweep every chain */
+	for (int i = 0; i < 1100; i++)
+		wd_ratelimit_take(w, "run_c", "shell|run", 1000000, 1,
+				  23 * s + (uint64_t)i);
+	/* left: run_c, and run_a whose 1/min window has not passed */
+	k = wd_ratelimit_keys(w, &b4);
+	T_OK(k == 2, "ratelimit/keys-expire", "%zu keys left", k);
 	wd_ratelimit_free(w);
 	wd_ratelimit_free(rl);
 	for (int i = 0; i < n_tools; i++)
