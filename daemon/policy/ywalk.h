@@ -88,6 +88,9 @@ struct json_t *wd_y_to_json(struct wd_ywalk *w, yaml_node_t *n, int depth);
 typedef void (*wd_y_doc_fn)(struct wd_ywalk *w, yaml_node_t *root, void *arg);
 int wd_y_load(const char *file, const char *text, size_t len,
 	      struct wd_diag *diag, wd_y_doc_fn fn, void *arg);
+/* How a plain scalar reads (YAML 1.2 core schema, as wd_y_to_json):
+ * "null", "bool", "int", "float" or "str". */
+const char *wd_y_plain_type(const char *v);
 /* YAML tags in every document of `text`: the core schema's (!!str !!int
  * !!float !!bool !!null !!seq !!map) where they agree with the value's
  * form, and the non-specific ones; anything else is a diagnostic.
