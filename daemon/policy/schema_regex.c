@@ -10,6 +10,7 @@
 #define MAX_REPEAT     1000
 #define MAX_WIDE_RANGE 512
 #define MAX_RANGES     1024
+#define MAX_GROUPS     64
 
 struct range {
 	uint32_t lo, hi;
@@ -108,7 +109,18 @@ static int hex_digits(struct tr *t, int n, uint32_t *out)
 
 /* After the backslash: a character escape that stands for one code point.
  * 1 = *cp set; 0 = not a character escape (t->p unchanged); <0 error. */
+static int char_escape_(struct tr *t, bool in_class, uint32_t *cp);
 static int char_escape(struct tr *t, bool in_class, uint32_t *cp)
+{
+	int k = char_escape_(t, in_class, cp);
+	/* argument strings never hold NUL (the validator refuses them), and
+	 * a NUL byte would end the ERE early */
+	if (k == 1 && *cp == 0)
+		return fail(t, "an escape for NUL");
+	return k;
+}
+
+static int char_escape_(struct tr *t, bool in_class, uint32_t *cp)
 {
 	char c = *t->p;
 	const char *simple = "t\tn\nr\rv\vf\f";
@@ -228,7 +240,7 @@ static int cls_emit(struct tr *t, struct cls *c, bool neg)
 	struct wd_buf body = {0};
 	bool has[128] = {false};
 	for (int i = 0; i < c->n; i++) {
-		uint32_t lo = c->r[i].lo ? c->r[i].lo : 1, hi = c->r[i].hi;
+		uint32_t lo = c->r[i].lo, hi = c->r[i].hi;
 		while (lo <= hi && lo < 0x80) {
 			/* the longest ASCII run without a special char */
 			uint32_t e = lo;
@@ -456,19 +468,48 @@ int wd_regex_translate(const char *pat, struct wd_buf *out, struct wd_err *err)
 	struct tr t = {.p = pat, .start = pat, .out = out, .err = err};
 	int depth = 0, rc = 0;
 	bool atom = false;
+	/* per open group: holds an anchor. glibc matches `^` `$` inside a
+	 * repeated group differently from ECMA-262 ("(a$){2}" matches "a"
+	 * there), so a quantifier on such a group is refused */
+	bool anch[MAX_GROUPS] = {false}, anchored_atom = false;
+	/* ECMA's `$` is the end of input: nothing may follow it on its path
+	 * (glibc lets "$[^c]" match "\n"). A `$` must end its alternative,
+	 * and a group holding one must too. */
+	bool dollar[MAX_GROUPS + 1] = {false}, at_end = false;
+	/* and `^` is the start of input: nothing may come before it on its
+	 * path (glibc matches "x(^a)" in "x\na") */
+	bool start_ok[MAX_GROUPS + 1] = {true}, at_start = true;
 	while (!rc && *t.p) {
 		char c = *t.p;
+		if (at_end && c != ')' && c != '|' && c != '$')
+			return fail(&t, "more pattern after '$' (ECMA-262's $ "
+					"is the end of the input)");
 		const struct range *r;
 		size_t n;
 		bool neg;
 		switch (c) {
 		case '^':
 		case '$':
+			if (depth)
+				anch[depth - 1] = true;
+			if (c == '$')
+				at_end = dollar[depth] = true;
+			else if (!at_start)
+				return fail(&t,
+					    "pattern before '^' (ECMA-262's ^ "
+					    "is the start of the input)");
+			wd_buf_append(out, &c, 1);
+			t.p++;
+			atom = anchored_atom = false;
+			continue; /* keeps at_start: "^^" */
 		case '|':
+			at_end = false;
 			wd_buf_append(out, &c, 1);
 			t.p++;
 			atom = false;
-			break;
+			at_start = start_ok[depth];
+			anchored_atom = false;
+			continue;
 		case '.':
 			t.p++;
 			rc = emit_set(&t, R_NOTDOT, WD_ARRAY_SIZE(R_NOTDOT),
@@ -476,22 +517,39 @@ int wd_regex_translate(const char *pat, struct wd_buf *out, struct wd_err *err)
 			atom = true;
 			break;
 		case '(':
+			if (depth >= MAX_GROUPS)
+				return fail(&t, "groups nested deeper than 64");
 			rc = group_open(&t);
-			depth++;
-			atom = false;
-			break;
+			dollar[depth + 1] = false;
+			start_ok[depth + 1] = at_start;
+			anch[depth++] = false;
+			atom = anchored_atom = false;
+			if (rc)
+				return rc;
+			continue; /* keeps at_start: "(^a)" */
 		case ')':
 			if (!depth)
 				return fail(&t, "an unmatched ')'");
-			depth--;
+			anchored_atom = anch[--depth];
+			if (depth && anchored_atom)
+				anch[depth - 1] = true;
+			/* a group with a `$` alternative ends its own */
+			at_end = dollar[depth + 1];
+			if (at_end)
+				dollar[depth] = true;
 			t.p++;
 			wd_buf_append(out, ")", 1);
 			atom = true;
-			break;
+			at_start = false;
+			continue; /* keeps anchored_atom for a quantifier */
 		case '*':
 		case '+':
 		case '?':
 		case '{':
+			if (anchored_atom && atom)
+				return fail(&t,
+					    "a quantifier on a group holding "
+					    "^ or $");
 			rc = quantifier(&t, &atom);
 			break;
 		case '[':
@@ -524,6 +582,8 @@ int wd_regex_translate(const char *pat, struct wd_buf *out, struct wd_err *err)
 			emit_literal(out, next_cp(&t.p));
 			atom = true;
 		}
+		anchored_atom = false;
+		at_start = false;
 	}
 	if (!rc && depth)
 		rc = fail(&t, "an unclosed '('");

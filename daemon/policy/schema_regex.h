@@ -6,7 +6,8 @@
  * author is a policy that says one thing and enforces another):
  *
  *   supported   literals; `.` (any code point but \n \r U+2028 U+2029);
- *               `^` `$` (input start/end); `|`; `( )` `(?: )` `(?<name> )`;
+ *               `^` `$` (input start/end, where they begin/end their
+ *               alternative); `|`; `( )` `(?: )` `(?<name> )`;
  *               `* + ? {n} {n,} {n,m}` (n, m <= 1000; lazy forms `*?` etc.
  *               test the same strings); classes `[...]` `[^...]` with
  *               ranges; `\d \D \w \W \s \S` (ASCII digits/word, ECMA
@@ -14,11 +15,18 @@
  *               escapes `\t \n \r \v \f \cX \xHH \uHHHH \u{H...}` and
  *               `\` before a syntax character ^ $ \ . * + ? ( ) [ ] { } | / -
  *   refused     lookaround `(?= (?! (?<= (?<!`, backreferences `\1 \k<n>`,
- *               `\b \B`, `\p{..} \P{..}`, `\0`, `\D \S \W` inside a class,
- *               empty classes `[]` `[^]`, a lone `{ } ]`, a quantifier with
- *               nothing to repeat, ranges of more than 512 non-ASCII code
- *               points, any other escape, POSIX `[[:space:]]` (which in
- *               ECMA-262 is the class `[[:space:]` followed by `]`).
+ *               `\b \B`, `\p{..} \P{..}`, an escape for NUL (`\0`, `\x00`,
+ *               `\u{0}`: no argument holds one), `\D \S \W` inside a class,
+ *               anything after a `$` on its path ("a$b", "(a$|b)c": ECMA's
+ *               `$` is the end of the input, glibc lets "$[^c]" match a
+ *               newline), anything before a `^` on its path ("x(^a)"),
+ *               a quantifier on a group holding `^` or `$` (glibc matches
+ *               "(a$){2}" where ECMA-262 does not), groups nested deeper
+ *               than 64, empty classes `[]` `[^]`, a lone `{ } ]`, a
+ *               quantifier with nothing to repeat, ranges of more than 512
+ *               non-ASCII code points, any other escape, and so POSIX
+ *               `[[:space:]]` (in ECMA-262 the class `[[:space:]` and a
+ *               lone `]`).
  */
 #ifndef WD_SCHEMA_REGEX_H
 #define WD_SCHEMA_REGEX_H

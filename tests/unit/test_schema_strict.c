@@ -196,6 +196,23 @@ int main(void)
 	pat("regex/shipped-mail-space", "^[^@\\\\s]+@[^@\\\\s]+$",
 	    "a\\u00a0x@b", false);
 
+	/* anchors where glibc and ECMA-262 disagree (found by a differential
+	 * run against node's RegExp with the u flag) are refused */
+	static const char *const anchors[] = {"$[^c]", "(a$|b)c", "(a$){2}",
+					      "x(^a)", "(a|^b)*", "a^b"};
+	for (size_t i = 0; i < sizeof(anchors) / sizeof(anchors[0]); i++) {
+		char schema[128], name[64];
+		snprintf(schema, sizeof(schema), "{\"pattern\":\"%s\"}",
+			 anchors[i]);
+		snprintf(name, sizeof(name), "regex/anchor-refused-%zu", i);
+		struct wd_err ae;
+		int arc = val(schema, "\"\\n \"", &ae);
+		T_OK(arc == -EINVAL && strstr(ae.msg, "is not supported"), name,
+		     "%s: rc %d %s", anchors[i], arc, ae.msg);
+	}
+	pat("regex/anchors-in-alternatives", "^(?:^a$|^b$)$", "b", true);
+	pat("regex/dollar-then-group-close", "^(a|b$)", "b", true);
+
 	/* the validator refuses what it does not implement, at call time too */
 	struct wd_err e;
 	int rc = val("{\"type\":\"string\",\"format\":\"email\"}", "\"x\"", &e);
