@@ -3,6 +3,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "broker/argv.h"
 #include "broker/schema.h"
 #include "common/log.h"
 #include "events/stream.h"
@@ -132,6 +133,15 @@ enum wd_broker_verdict wd_broker_check(const struct wd_broker_run *run,
 	int rc = schema ? wd_schema_validate(schema, call->args, &e)
 			: wd_err_set(&e, -EINVAL, "schema is not JSON");
 	json_decref(schema);
+	/* input: argv: the values must also be placeable on a command line
+	 * without being read as options (broker/argv.h) */
+	if (!rc && m->input == WD_INPUT_ARGV) {
+		char **argv = NULL;
+		rc = wd_argv_build(m, call->args, &argv, &e);
+		for (size_t i = 0; argv && argv[i]; i++)
+			free(argv[i]);
+		free(argv);
+	}
 	if (rc) {
 		snprintf(check, 16, "schema");
 		snprintf(reason, reason_len, "invalid arguments for '%s': %s",
@@ -247,32 +257,9 @@ static int build_input(const struct wd_manifest *m, const json_t *args,
 			*stdin_out = wd_strdup("");
 		return 0;
 	}
-	/* argv: the manifest's exec, then each argument's value in order
-	 * (an "argv" array is spliced). Values are separate argv elements:
-	 * never a shell string. */
-	size_t n = (size_t)m->n_exec, cap = n + 1;
-	char **v = wd_calloc(cap, sizeof(char *));
-	for (int i = 0; i < m->n_exec; i++)
-		v[i] = wd_strdup(m->exec[i]);
-	const char *k;
-	json_t *a;
-	json_object_foreach((json_t *)args, k, a)
-	{
-		json_t *list = json_is_array(a) ? a : NULL;
-		size_t cnt = list ? json_array_size(list) : 1;
-		v = wd_realloc(v, (cap + cnt) * sizeof(char *));
-		cap += cnt;
-		for (size_t j = 0; j < cnt; j++) {
-			json_t *x = list ? json_array_get(list, j) : a;
-			v[n++] =
-			    json_is_string(x)
-				? wd_strdup(json_string_value(x))
-				: json_dumps(x, JSON_COMPACT | JSON_ENCODE_ANY);
-		}
-	}
-	v[n] = NULL;
-	*argv_out = v;
-	return 0;
+	/* argv: separate elements, never a shell string (broker/argv.h) */
+	struct wd_err e = {0};
+	return wd_argv_build(m, args, argv_out, &e);
 }
 
 static void free_argv(char **v)
@@ -337,6 +324,19 @@ int wd_broker_execute(const struct wd_broker_run *run,
 		gid = eg ? (gid_t)atoi(eg) : WD_DEFAULT_RUNAS;
 	}
 
+	/* the tool's input before anything is recorded: check 3 built the
+	 * same argv, so only a policy changed under the call fails here,
+	 * and then nothing runs */
+	char *stdin_data = NULL, **argv = NULL;
+	if (build_input(m, call->args, &stdin_data, &argv) < 0 ||
+	    (m->input == WD_INPUT_ARGV && !argv)) {
+		free(stdin_data);
+		return wd_err_set(err, -EINVAL,
+				  "tool '%s': arguments cannot be placed on "
+				  "its command line",
+				  call->name);
+	}
+
 	/* 6. the attempt, on disk before anything starts */
 	json_t *att = base_rec(run, call, "tool_attempt");
 	json_object_set_new(att, "side_effects",
@@ -371,6 +371,8 @@ int wd_broker_execute(const struct wd_broker_run *run,
 				       strlen(args_text), ref, err);
 		if (rc && !may_skip) {
 			json_decref(att);
+			free(stdin_data);
+			free_argv(argv);
 			return rc;
 		}
 		if (!rc)
@@ -399,8 +401,11 @@ int wd_broker_execute(const struct wd_broker_run *run,
 		/* seed 000: an unrecorded action that changed the world is
 		 * worse than a failed run; a read-only one runs unrecorded
 		 * only where the agent definition allows it */
-		if (!may_skip)
+		if (!may_skip) {
+			free(stdin_data);
+			free_argv(argv);
 			return rc;
+		}
 		wd_warn("run %s: tool_attempt not recorded (%s); tool '%s' "
 			"has no side effects and the agent allows "
 			"trace.unrecorded_read_only: running it",
@@ -409,8 +414,6 @@ int wd_broker_execute(const struct wd_broker_run *run,
 
 	/* 7. the sandbox; its denials stream out as they happen */
 	struct live live = {run, call};
-	char *stdin_data = NULL, **argv = NULL;
-	build_input(m, call->args, &stdin_data, &argv);
 	struct wd_call c = {
 	    .manifest = m,
 	    .argv = argv,

@@ -5,8 +5,10 @@
  *   2. authz     as the calling USER: on_behalf_of_user needs every scope of
  *                the manifest among the user's scopes (users.yaml);
  *                `service` only where the manifest says so, and recorded
- *   3. schema    args validated against args_schema; the message goes back
- *                to the model so it can correct the call
+ *   3. schema    args validated against args_schema and, for input: argv,
+ *                placed on the command line (broker/argv.h: unknown keys
+ *                and values starting with '-' refused); the message goes
+ *                back to the model so it can correct the call
  *   4. rate      rate_limit per run / user / agent (broker/ratelimit.h)
  *   5. approval  `approval: always` or required_above thresholds → the run
  *                suspends (the caller handles it; see runtime)

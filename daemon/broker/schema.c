@@ -5,6 +5,9 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "policy/schema_regex.h"
+#include "policy/schema_rules.h"
+
 #define MAX_DEPTH 64
 
 static const char *type_of(const json_t *v)
@@ -192,16 +195,14 @@ static int check_string(const json_t *schema, const json_t *inst,
 			    err, -EINVAL,
 			    "%s: schema 'pattern' is not a string", path);
 		regex_t re;
-		if (regcomp(&re, json_string_value(pat),
-			    REG_EXTENDED | REG_NOSUB))
-			return wd_err_set(
-			    err, -EINVAL,
-			    "%s: schema 'pattern' does not compile", path);
+		struct wd_err rerr = {0};
+		if (wd_regex_compile(json_string_value(pat), &re, &rerr))
+			return wd_err_set(err, -EINVAL, "%s: schema %s", path,
+					  rerr.msg);
 		/* an embedded NUL would end the match early: refuse it */
-		bool ok =
-		    strlen(json_string_value(inst)) ==
-			json_string_length(inst) &&
-		    regexec(&re, json_string_value(inst), 0, NULL, 0) == 0;
+		bool ok = strlen(json_string_value(inst)) ==
+			      json_string_length(inst) &&
+			  wd_regex_match(&re, json_string_value(inst));
 		regfree(&re);
 		if (!ok)
 			return wd_err_set(
@@ -340,6 +341,25 @@ static int validate(const json_t *schema, const json_t *inst, char *path,
 	if (!json_is_object(schema))
 		return wd_err_set(err, -EINVAL, "%s: schema is not an object",
 				  path);
+	/* a keyword the validator does not implement is refused, never
+	 * skipped: policy check refuses it at load (wd_schema_check), this
+	 * keeps a schema that bypassed the loader from passing unchecked */
+	const char *kw;
+	json_t *kv;
+	json_object_foreach((json_t *)schema, kw, kv)
+	{
+		const struct wd_schema_kw *k = wd_schema_kw_find(kw);
+		if (!k)
+			return wd_err_set(err, -EINVAL,
+					  "%s: schema keyword '%s' is not "
+					  "supported",
+					  path, kw);
+		if (k->kind == WD_KW_TYPE && json_is_string(kv) &&
+		    !wd_schema_type_known(json_string_value(kv)))
+			return wd_err_set(err, -EINVAL,
+					  "%s: schema type '%s' is unknown",
+					  path, json_string_value(kv));
+	}
 	int r;
 	if ((r = check_type(schema, inst, path, err)) ||
 	    (r = check_enum(schema, inst, path, err)) ||

@@ -2,9 +2,11 @@
  * type (string or array of strings), required, properties,
  * additionalProperties (bool or schema), enum, minimum/maximum,
  * exclusiveMinimum/exclusiveMaximum (numbers), minLength/maxLength,
- * items, minItems/maxItems, pattern (POSIX extended regex, unanchored as in
- * JSON Schema). Keywords outside the subset are ignored, as JSON Schema
- * ignores unknown keywords.
+ * items, minItems/maxItems, pattern (ECMA-262, the subset listed in
+ * policy/schema_regex.h, unanchored as in JSON Schema), and the
+ * annotations of policy/schema_rules.h. That table is the one list: a
+ * keyword outside it is an error here and at load (policy check), never
+ * ignored — a keyword accepted but not enforced would weaken the policy.
  *
  * The message is written for the model: it names the JSON path and what was
  * expected, so a model that hallucinated an argument shape can correct it.

@@ -11,6 +11,7 @@
 
 #include "gateway/script.h"
 #include "policy/gateway_config.h"
+#include "policy/ywalk.h"
 
 struct gc_ctx {
 	const char *file;
@@ -539,6 +540,21 @@ int wd_gateway_config_load_str(const char *file, const char *base_dir,
 	if (!yaml_parser_initialize(&parser)) {
 		wd_gateway_config_free(c.cfg);
 		return wd_err_set(err, -ENOMEM, "%s: yaml init failed", file);
+	}
+	/* tags outside the core schema, as every policy file (ywalk.h) */
+	struct wd_diag td = {0};
+	if (wd_y_check_tags(file, text, len, &td)) {
+		for (int i = 0; i < td.n; i++) {
+			c.nerr++;
+			wd_buf_printf(&c.errs, "%s%s", c.errs.len ? "\n" : "",
+				      td.msgs[i]);
+		}
+		wd_diag_free(&td);
+		r = wd_err_set(err, -EINVAL, "%s", c.errs.data);
+		wd_buf_free(&c.errs);
+		yaml_parser_delete(&parser);
+		wd_gateway_config_free(c.cfg);
+		return r;
 	}
 	yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
 	if (!yaml_parser_load(&parser, &doc)) {

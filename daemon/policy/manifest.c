@@ -60,6 +60,7 @@ static bool path_covered(const char *p, const char *d)
 static void cross_field(struct wd_ywalk *w, struct mctx *c)
 {
 	struct wd_manifest *m = c->m;
+	wd_manifest_check_argv(w, c);
 	if (m->input == WD_INPUT_STDIN_FIELD && m->args_schema) {
 		json_t *j = json_loads(m->args_schema, 0, NULL);
 		json_t *props = json_object_get(j, "properties");
@@ -104,6 +105,8 @@ static void load_doc(struct wd_ywalk *w, yaml_node_t *root, void *arg)
 	c.m->line = (int)root->start_mark.line + 1;
 	int errs = w->nerr;
 	wd_y_map(w, root, "manifest", wd_manifest_keys, wd_manifest_n_keys, &c);
+	/* the schema's own keywords, wherever `input` is in the file */
+	wd_manifest_check_schema(w, &c);
 
 	/* the seed's form: approval: required_above + approval_threshold */
 	if (c.approval_threshold_node && !c.approval_required_above)
@@ -220,6 +223,7 @@ void wd_manifest_free(struct wd_manifest *m)
 	free(m->description);
 	wd_y_strv_free(m->exec, m->n_exec);
 	free(m->input_field);
+	wd_y_strv_free(m->argv_tmpl, m->n_argv_tmpl);
 	free(m->args_schema);
 	free(m->net_allow);
 	wd_y_strv_free(m->fs_read.v, m->fs_read.n);

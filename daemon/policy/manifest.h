@@ -76,6 +76,10 @@ struct wd_manifest {
 	int n_exec;
 	enum wd_input_mode input;
 	char *input_field; /* for stdin:<field> */
+	/* `argv:` template for input: argv (NULL when absent): literal
+	 * elements and {property} placeholders (wd_argv_elem_parse) */
+	char **argv_tmpl;
+	int n_argv_tmpl;
 	char *args_schema; /* compact JSON text of the schema; never NULL after
 			    * load ({"type":"object"} when absent) */
 	uint32_t timeout_ms;
@@ -164,6 +168,19 @@ int wd_path_canonical(const char *path, char **out, struct wd_err *err);
 /* AF_* number of a socket family name ("netlink", "packet", "unix", ...),
  * or -1 if unknown. */
 int wd_socket_family_parse(const char *name);
+
+/* One element of an `argv` template, split into pieces: literal text
+ * (name NULL: text[0..len)) and {property} placeholders (name[0..len)).
+ * "{{" and "}}" are literal braces. 0, or -EINVAL with a message in err
+ * (an unbalanced brace, an empty placeholder, more than `max` pieces). */
+struct wd_argv_piece {
+	const char *text; /* literal text, or NULL */
+	const char *name; /* placeholder name, or NULL */
+	size_t len;
+};
+int wd_argv_elem_parse(const char *elem, struct wd_argv_piece *pieces, int max,
+		       int *n, struct wd_err *err);
+#define WD_ARGV_MAX_PIECES 16
 
 /* Known names for `require:` (enforcement mechanisms). */
 bool wd_mechanism_known(const char *name);

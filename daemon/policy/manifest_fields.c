@@ -94,6 +94,7 @@ static int f_input(struct wd_ywalk *w, yaml_node_t *v, void *o)
 static int f_args_schema(struct wd_ywalk *w, yaml_node_t *v, void *o)
 {
 	struct wd_manifest *m = M(o);
+	((struct mctx *)o)->schema_node = v;
 	if (v->type != YAML_MAPPING_NODE) {
 		wd_y_err(w, v, "'args_schema' must be a mapping, not %s",
 			 wd_y_kind(v));
@@ -656,6 +657,7 @@ const struct wd_y_key wd_manifest_keys[] = {
     {"tier", f_tier, true},
     {"exec", f_exec, false},
     {"input", f_input, false},
+    {"argv", wd_manifest_f_argv, false},
     {"args_schema", f_args_schema, false},
     {"timeout_ms", f_timeout, false},
     {"memory_mb", f_memory, false},

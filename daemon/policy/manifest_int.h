@@ -17,6 +17,8 @@ struct mctx {
 	yaml_node_t *approval_threshold_node;
 	yaml_node_t *exec_node;
 	yaml_node_t *input_node;
+	yaml_node_t *schema_node; /* args_schema */
+	yaml_node_t *argv_node;	  /* argv template */
 };
 
 /* The top-level manifest keys and their handlers (obj: struct mctx *). */
@@ -27,5 +29,14 @@ extern const size_t wd_manifest_n_keys;
  * problem reported through wd_y_err (what names the field). */
 int wd_manifest_thresholds(struct wd_ywalk *w, yaml_node_t *v, const char *what,
 			   struct wd_approval *a);
+
+/* The `argv` key's handler (manifest_schema.c). */
+int wd_manifest_f_argv(struct wd_ywalk *w, yaml_node_t *v, void *obj);
+
+/* Once the whole mapping is read: args_schema against the validator's
+ * keyword table, and the argv template against the schema; each problem
+ * at its node's file:line:col. */
+void wd_manifest_check_schema(struct wd_ywalk *w, struct mctx *c);
+void wd_manifest_check_argv(struct wd_ywalk *w, struct mctx *c);
 
 #endif

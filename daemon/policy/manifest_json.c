@@ -47,6 +47,9 @@ json_t *wd_manifest_to_json(const struct wd_manifest *m)
 			  : wd_strdup("stdin");
 	json_object_set_new(o, "input", json_string(input));
 	free(input);
+	if (m->argv_tmpl)
+		json_object_set_new(o, "argv",
+				    strv(m->argv_tmpl, m->n_argv_tmpl));
 	json_t *schema =
 	    m->args_schema ? json_loads(m->args_schema, 0, NULL) : NULL;
 	json_object_set_new(o, "args_schema", schema ? schema : json_null());

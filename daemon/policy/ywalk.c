@@ -604,11 +604,34 @@ static bool depth_ok(const char *file, const char *text, size_t len,
 	return ok;
 }
 
+/* How warden reads a plain scalar (scalar_to_json's rules, YAML 1.2 core
+ * schema): "null", "bool", "int", "float" or "str". */
+const char *wd_y_plain_type(const char *v)
+{
+	double d;
+	if (!*v || !strcmp(v, "~") || !strcmp(v, "null") ||
+	    !strcmp(v, "Null") || !strcmp(v, "NULL"))
+		return "null";
+	if (!strcmp(v, "true") || !strcmp(v, "True") || !strcmp(v, "TRUE") ||
+	    !strcmp(v, "false") || !strcmp(v, "False") || !strcmp(v, "FALSE"))
+		return "bool";
+	if (all_digits(v)) {
+		errno = 0;
+		(void)strtoll(v, NULL, 10);
+		if (errno == 0)
+			return "int";
+	}
+	if (parse_float(v, &d))
+		return "float";
+	return "str";
+}
+
 int wd_y_load(const char *file, const char *text, size_t len,
 	      struct wd_diag *diag, wd_y_doc_fn fn, void *arg)
 {
 	if (!depth_ok(file, text, len, diag))
 		return -EINVAL;
+	int tag_errs = wd_y_check_tags(file, text, len, diag);
 	yaml_parser_t parser;
 	int ndocs = 0, nerr = 0;
 	if (!yaml_parser_initialize(&parser))
@@ -651,6 +674,7 @@ int wd_y_load(const char *file, const char *text, size_t len,
 		yaml_document_delete(&doc);
 	}
 	yaml_parser_delete(&parser);
+	nerr += tag_errs;
 	return nerr ? -EINVAL : ndocs;
 }
 

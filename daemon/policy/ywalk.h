@@ -10,7 +10,10 @@
  *    an anchor before its children are loaded), so every node visit is
  *    counted against a budget and recursion is depth-limited;
  *  - a double-quoted "\0" puts a NUL inside a scalar: such strings are
- *    rejected (a path "/etc\0..." must not become "/etc").
+ *    rejected (a path "/etc\0..." must not become "/etc");
+ *  - tags: the parsers read a value by its form, so a tag outside YAML's
+ *    core schema (`!!python/object`, `!custom`) or one that would change
+ *    a value's type is an error (wd_y_check_tags).
  */
 #ifndef WD_POLICY_YWALK_H
 #define WD_POLICY_YWALK_H
@@ -85,6 +88,16 @@ struct json_t *wd_y_to_json(struct wd_ywalk *w, yaml_node_t *n, int depth);
 typedef void (*wd_y_doc_fn)(struct wd_ywalk *w, yaml_node_t *root, void *arg);
 int wd_y_load(const char *file, const char *text, size_t len,
 	      struct wd_diag *diag, wd_y_doc_fn fn, void *arg);
+/* How a plain scalar reads (YAML 1.2 core schema, as wd_y_to_json):
+ * "null", "bool", "int", "float" or "str". */
+const char *wd_y_plain_type(const char *v);
+/* YAML tags in every document of `text`: the core schema's (!!str !!int
+ * !!float !!bool !!null !!seq !!map) where they agree with the value's
+ * form, and the non-specific ones; anything else is a diagnostic.
+ * wd_y_load() runs it; a parser loading YAML itself must too. Returns the
+ * number of diagnostics added. */
+int wd_y_check_tags(const char *file, const char *text, size_t len,
+		    struct wd_diag *diag);
 /* wd_y_load for a policy file: 0, or -EINVAL when the stream had no
  * document (diag gets `none`) or anything was reported (diag may be NULL:
  * the messages are then dropped). */

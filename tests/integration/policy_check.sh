@@ -38,7 +38,17 @@ bad-syscall.yaml 4:18: syscalls.deny: unknown system call 'not_a_syscall'
 bad-syntax.yaml 4:1: YAML syntax error
 bad-dup.yaml 4:1: duplicate key 'network' in manifest
 bad-nul.yaml 3:8: 'exec': string contains a NUL byte
+bad-schema-type.yaml 7:18: args_schema: unknown type 'strin' \(did you mean 'string'\?\)
+bad-schema-keyword.yaml 7:24: args_schema: keyword 'format' is not supported by warden's validator
+bad-tag.yaml 4:13: YAML tag '!!python/object/apply:os.system' is not allowed in a policy file
 LIST
+# every unsupported keyword, not only the first
+run policy check "$FIXP/bad-schema-keyword.yaml"
+expect_match schema-keyword-second "$err" "^$FIXP/bad-schema-keyword.yaml:8:24: args_schema: keyword 'multipleOf' is not supported"
+# a pattern in POSIX syntax means something else in JSON Schema's ECMA-262
+sed "s|pattern: '^https?://\\\\S+\$'|pattern: '^https?://[^[:space:]]+\$'|" policy/tools/fetch_url.yaml >"$tmp/posix.yaml"
+run policy check "$tmp/posix.yaml"
+expect_match posix-pattern-refused "$rc:$err" "^1:$tmp/posix.yaml:17:51: args_schema: pattern: a lone '\]' or '\}'"
 
 # several errors in one pass
 run policy check "$FIXP/bad-types.yaml"
@@ -126,6 +136,30 @@ if [ -f policy/gateway.yaml ]; then
 else
 	skip cross-model-alias "no policy/gateway.yaml in this tree"
 fi
+
+# a tag outside the core schema is an error in every policy file, each
+# with its own parser: users.yaml, an agent, gateway.yaml, daemon.yaml
+cp policy/daemon.yaml "$tmp/tree/daemon.yaml"
+sed -i 's/^  alice: {uid: 1000,/  alice: {uid: !!python\/object 1000,/' "$tmp/tree/users.yaml"
+sed -i 's/^system_prompt: hi/system_prompt: !!binary aGk=/' "$tmp/tree/agents/a.yaml"
+sed -i 's/^  size: 1 /  size: !!python\/name:os.system 1 /' "$tmp/tree/daemon.yaml"
+if [ -f "$tmp/tree/gateway.yaml" ]; then
+	sed -i '0,/^providers:/s/^providers:/providers: !ruby\/hash/' "$tmp/tree/gateway.yaml"
+fi
+run policy check "$tmp/tree"
+expect_eq tag-tree-exit "$rc" 1
+expect_match tag-users "$err" "^$tmp/tree/users.yaml:7:[0-9]+: YAML tag '!!python/object' is not allowed"
+expect_match tag-agent "$err" "^$tmp/tree/agents/a.yaml:4:16: YAML tag '!!binary' is not allowed"
+expect_match tag-daemon "$err" "^$tmp/tree/daemon.yaml:[0-9]+:9: YAML tag '!!python/name:os.system' is not allowed"
+if [ -f "$tmp/tree/gateway.yaml" ]; then
+	expect_match tag-gateway "$err" "^$tmp/tree/gateway.yaml:[0-9]+:12: YAML tag '!ruby/hash' is not allowed"
+fi
+cp policy/users.yaml "$tmp/tree/users.yaml"
+sed -i 's/^system_prompt: !!binary aGk=/system_prompt: hi/' "$tmp/tree/agents/a.yaml"
+rm "$tmp/tree/daemon.yaml"
+[ -f policy/gateway.yaml ] && cp policy/gateway.yaml "$tmp/tree/"
+run policy check "$tmp/tree"
+expect_eq tag-tree-restored "$rc" 0
 
 # --json
 run policy check --json "$FIXP/bad-unknown-key.yaml" "$FIXP/bad-missing.yaml"
