@@ -68,10 +68,10 @@ static void print_step(const json_t *r)
 		printf(" %s sub-agent run %s", tool,
 		       json_string_value(json_object_get(r, "child_run_id")));
 	} else if (!strcmp(type, "tool_attempt")) {
-		printf(" %s tier=%lld side_effects=%s as uid %lld", tool,
+		printf(" %s tier=%lld side_effects=%s for uid %lld", tool,
 		       json_integer_value(json_object_get(r, "tier")),
 		       json_string_value(json_object_get(r, "side_effects")),
-		       json_integer_value(json_object_get(r, "run_as_uid")));
+		       json_integer_value(json_object_get(r, "user_uid")));
 	} else if (!strcmp(type, "tool_result")) {
 		const char *st =
 		    json_string_value(json_object_get(r, "status"));
@@ -86,6 +86,10 @@ static void print_step(const json_t *r)
 			    json_integer_value(
 				json_object_get(r, "latency_ms")),
 			    json_integer_value(json_object_get(r, "denials")));
+		if (json_object_get(r, "run_as_uid"))
+			printf(" as uid %lld",
+			       json_integer_value(
+				   json_object_get(r, "run_as_uid")));
 	} else if (!strcmp(type, "denial")) {
 		json_t *e = json_object_get(r, "event");
 		printf(" %s: %s %s %s (%s)", tool,

@@ -22,6 +22,8 @@
  *       service_name: warden    # resource service.name
  *     redact:                   # extra patterns, POSIX extended regexes,
  *       - "password=[^&[:space:]]+"   # each match becomes [REDACTED]
+ *   uids:
+ *     range: "2000000000-2000004095"  # the per-call uids (FIRST-LAST)
  *
  * Every setting is read when wardend starts; wardend's flags override the
  * file (--warm-pool N, --otlp URL). A reload (SIGHUP, POST
@@ -55,6 +57,11 @@ struct wd_daemon_config {
 		char *service_name;
 		unsigned queue, batch, timeout_ms; /* 0 = exporter default */
 	} otlp;
+	struct {
+		/* the per-call uids (sandbox/uidpool.h); count 0 = not set:
+		 * $WARDEN_UID_RANGE or the built-in default */
+		uint32_t first, count;
+	} uids;
 	char **redact; /* NULL-terminated, never NULL */
 	int n_redact;
 };
