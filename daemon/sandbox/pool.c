@@ -216,7 +216,7 @@ static bool refill_once(struct wd_pool *p)
 		int r = wd_uid_acquire(&ls, id, &err);
 		if (r == 0)
 			r = wd_uid_grant_paths(ls, uid, gid, m->fs_write.v,
-					       m->fs_write.n, &err);
+					       m->fs_write.n, true, &err);
 		if (r == 0)
 			r = wd_t3_spawn(m, argv, ls->uid, ls->gid, id, &sb,
 					&err);

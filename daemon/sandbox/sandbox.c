@@ -44,7 +44,8 @@ int wd_sandbox_identity(const struct wd_call *in, struct wd_call *out,
 	if (r < 0)
 		return r;
 	r = wd_uid_grant_paths(*ls, in->caller_uid, in->caller_gid,
-			       m->fs_write.v, m->fs_write.n, err);
+			       m->fs_write.v, m->fs_write.n,
+			       m->tier == WD_TIER_3, err);
 	if (r < 0) {
 		wd_uid_release(*ls, true);
 		*ls = NULL;

@@ -254,7 +254,8 @@ int wd_uid_acquire(struct wd_uid_lease **out, const char *call_id,
 }
 
 int wd_uid_grant_paths(struct wd_uid_lease *l, uid_t principal, gid_t pgid,
-		       char *const *paths, int n, struct wd_err *err)
+		       char *const *paths, int n, bool tier3,
+		       struct wd_err *err)
 {
 	struct wd_uid_range rg;
 	int r;
@@ -295,10 +296,20 @@ int wd_uid_grant_paths(struct wd_uid_lease *l, uid_t principal, gid_t pgid,
 			return wd_err_set(
 			    err, r, "identity: record write path '%s': %s",
 			    paths[i], strerror(-r));
+		mode_t any = wp->is_dir ? 0003 : 0002;
+		if (tier3 && (st.st_mode & any) != any)
+			return wd_err_set(
+			    err, -EACCES,
+			    "filesystem.write '%s': tier 3 cannot give the "
+			    "call's uid %u access (gVisor judges the mode "
+			    "bits, not the host's POSIX ACLs): make it "
+			    "writable by others (e.g. mode 1777) or use tier "
+			    "1 or 2",
+			    paths[i], (unsigned)l->uid);
+		if (tier3)
+			continue; /* recorded: its files are settled */
 		r = wd_acl_grant(fd, l->uid, wp->is_dir, &rg);
-		if (r == -EOPNOTSUPP &&
-		    (st.st_mode & (wp->is_dir ? 0003 : 0002)) ==
-			(wp->is_dir ? 0003 : 0002))
+		if (r == -EOPNOTSUPP && (st.st_mode & any) == any)
 			continue; /* no ACLs here, but anyone may write */
 		if (r < 0)
 			return wd_err_set(

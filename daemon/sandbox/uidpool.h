@@ -86,9 +86,13 @@ int wd_uid_acquire(struct wd_uid_lease **out, const char *call_id,
  * path itself, removed at release; see settle.c for why this mechanism)
  * and record the paths for the settling. Files the call leaves there
  * will belong to principal (when it is not root) or else to the path's
- * own owner. 0 or -errno with err (the call must then not run). */
+ * own owner. 0 or -errno with err (the call must then not run).
+ * Tier 3 (tier3 true): gVisor's sentry judges access by the mode bits the
+ * gofer reports, not by the host's ACLs, so no entry is added and a path
+ * the call's uid could not write as "other" refuses the call. */
 int wd_uid_grant_paths(struct wd_uid_lease *l, uid_t principal, gid_t pgid,
-		       char *const *paths, int n, struct wd_err *err);
+		       char *const *paths, int n, bool tier3,
+		       struct wd_err *err);
 /* End of the lease: procs_gone says the runner saw every process of the
  * call die. Revokes, settles, checks for leftovers; frees l. The uid is
  * free for reuse only if nothing of it remained; otherwise its record

@@ -137,6 +137,23 @@ else
 fi
 expect_eq "t2/files-settled" "$(stat -c %u:%g "$W/a" "$W/b" | sort -u)" "4242:4243"
 
+# -- tier 3: OCI process.user is the call's uid; its files are settled -----
+if command -v runsc >/dev/null 2>&1 || [ -n "${WARDEN_RUNSC:-}" ]; then
+	W=$T/w3; mkdir -m 1777 "$W"; chown 4242:4243 "$W"
+	sed "s|  write: \[\]|  write: [\"$W\"]|; s/input: stdin:code/input: stdin/" policy/tools/run_python.yaml >"$T/t3.yaml"
+	printf 'import os\nopen("%s/f", "w").write(str(os.getuid()))\n' "$W" >"$T/t3.py"
+	out=$(timeout 120 "$WARDEN" exec --policy "$T/t3.yaml" --json --stdin "$T/t3.py" 2>/dev/null)
+	U3=$(printf '%s' "$out" | jf run_as_uid)
+	if in_range "$U3" && [ "$(cat "$W/f" 2>/dev/null)" = "$U3" ]; then pass t3/process-user-is-call-uid; else fail t3/process-user-is-call-uid "run_as_uid '$U3', the tool saw '$(cat "$W/f" 2>/dev/null)'"; fi
+	expect_eq t3/files-settled "$(stat -c %u:%g "$W/f" 2>/dev/null)" "4242:4243"
+	chmod 755 "$W"
+	out=$(timeout 120 "$WARDEN" exec --policy "$T/t3.yaml" --stdin "$T/t3.py" 2>&1); rc=$?
+	expect_eq t3/unwritable-path-refused "$rc" 125
+	expect_match t3/unwritable-path-says-why "$out" "tier 3 cannot give the call's uid"
+else
+	skip t3/process-user-is-call-uid "runsc (gVisor) not installed"
+fi
+
 # -- files a call leaves are settled; the recycled uid owns none of them --
 # One uid in the range: the second call gets the first one's uid.
 ONE=2000004000
