@@ -313,16 +313,13 @@ int wd_broker_execute(const struct wd_broker_run *run,
 			return rrc;
 	}
 	bool service = m->auth_mode == WD_AUTH_SERVICE;
-	/* a root caller's tools never run as root on the host; the
-	 * service identity is the unprivileged run-as user too */
-	uid_t uid = run->uid;
-	gid_t gid = run->gid;
-	if (uid == 0 || service) {
-		const char *eu = getenv("WARDEN_RUNAS_UID");
-		const char *eg = getenv("WARDEN_RUNAS_GID");
-		uid = eu ? (uid_t)atoi(eu) : WD_DEFAULT_RUNAS;
-		gid = eg ? (gid_t)atoi(eg) : WD_DEFAULT_RUNAS;
-	}
+	/* The calling user is the principal (authorised above, owner of
+	 * what the call leaves in its write paths); the tool runs as a uid
+	 * of the call's own (sandbox/uidpool.h), recorded in tool_result.
+	 * A service identity has no user of its own to own files: like a
+	 * root caller's, they go to each write path's owner. */
+	uid_t uid = service ? 0 : run->uid;
+	gid_t gid = service ? 0 : run->gid;
 
 	/* the tool's input before anything is recorded: check 3 built the
 	 * same argv, so only a policy changed under the call fails here,
@@ -346,7 +343,7 @@ int wd_broker_execute(const struct wd_broker_run *run,
 	json_object_set_new(
 	    att, "auth_mode",
 	    json_string(service ? "service" : "on_behalf_of_user"));
-	json_object_set_new(att, "run_as_uid", json_integer(uid));
+	json_object_set_new(att, "user_uid", json_integer(run->uid));
 	/* the model's call ids repeat across runs ("call_0_0"): the sandbox
 	 * (cgroup names, event attribution) gets one unique on this node */
 	char sb_id[24] = {0};
@@ -487,6 +484,8 @@ int wd_broker_execute(const struct wd_broker_run *run,
 		    r, "latency_ms",
 		    json_integer((json_int_t)(res.duration_ns / 1000000)));
 		json_object_set_new(r, "tier", json_integer(res.tier));
+		json_object_set_new(r, "run_as_uid", json_integer(res.run_uid));
+		json_object_set_new(r, "run_as_gid", json_integer(res.run_gid));
 		json_object_set_new(r, "truncated",
 				    json_boolean(res.truncated));
 		json_object_set_new(r, "denials", json_integer(res.n_denials));

@@ -81,10 +81,10 @@ void wd_cli_print_step(const json_t *r)
 		printf(" %s sub-agent run %s", tool,
 		       json_string_value(json_object_get(r, "child_run_id")));
 	} else if (rt == WD_REC_TOOL_ATTEMPT) {
-		printf(" %s tier=%lld side_effects=%s as uid %lld", tool,
+		printf(" %s tier=%lld side_effects=%s for uid %lld", tool,
 		       json_integer_value(json_object_get(r, "tier")),
 		       json_string_value(json_object_get(r, "side_effects")),
-		       json_integer_value(json_object_get(r, "run_as_uid")));
+		       json_integer_value(json_object_get(r, "user_uid")));
 	} else if (rt == WD_REC_TOOL_RESULT) {
 		const char *st =
 		    json_string_value(json_object_get(r, "status"));
@@ -103,6 +103,10 @@ void wd_cli_print_step(const json_t *r)
 			    json_integer_value(
 				json_object_get(r, "latency_ms")),
 			    json_integer_value(json_object_get(r, "denials")));
+		if (json_object_get(r, "run_as_uid"))
+			printf(" as uid %lld",
+			       json_integer_value(
+				   json_object_get(r, "run_as_uid")));
 	} else if (rt == WD_REC_DENIAL) {
 		json_t *e = json_object_get(r, "event");
 		printf(" %s: %s %s %s (%s)", tool,
@@ -128,7 +132,8 @@ void wd_cli_print_step(const json_t *r)
 		printf(" from the record of %s (prompt %.23s, no model call, "
 		       "no tool run)",
 		       json_string_value(json_object_get(r, "of_run_id")),
-		       json_string_value(json_object_get(r, "prompt_hash")) ?: "");
+		       json_string_value(json_object_get(r, "prompt_hash"))
+			   ?: "");
 	} else if (rt == WD_REC_REPLAY_REFUSED) {
 		printf(" %s side_effects=%s: %s", tool,
 		       json_string_value(json_object_get(r, "side_effects")),
@@ -152,11 +157,12 @@ void wd_cli_print_step(const json_t *r)
 			printf("\n\n%s", out);
 		json_t *rs = json_object_get(r, "replay");
 		if (rs)
-			printf("\n\nreplay of %s from step %lld: %s",
-			       json_string_value(json_object_get(rs, "of_run_id")),
-			       json_integer_value(
-				   json_object_get(rs, "from_step")),
-			       json_string_value(json_object_get(rs, "summary")));
+			printf(
+			    "\n\nreplay of %s from step %lld: %s",
+			    json_string_value(json_object_get(rs, "of_run_id")),
+			    json_integer_value(
+				json_object_get(rs, "from_step")),
+			    json_string_value(json_object_get(rs, "summary")));
 	}
 	printf("\n");
 	fflush(stdout);

@@ -3,6 +3,7 @@
  * secrets unredacted or the pool unbounded. */
 #include "policy/daemon_config.h"
 #include "policy/ywalk.h"
+#include "sandbox/uidpool.h"
 
 #include <regex.h>
 #include <string.h>
@@ -217,10 +218,39 @@ static int f_api(struct wd_ywalk *w, yaml_node_t *v, void *o)
 	return wd_daemon_config_parse_api(w, v, &((struct dctx *)o)->c->api);
 }
 
+/* ---- uids -----------------------------------------------------------------
+ */
+
+static int u_range(struct wd_ywalk *w, yaml_node_t *v, void *o)
+{
+	struct dctx *d = o;
+	cleanup_free char *s = NULL;
+	struct wd_err e = {0};
+	struct wd_uid_range r;
+	if (wd_y_str(w, v, "'uids.range'", &s) < 0)
+		return -EINVAL;
+	if (wd_uid_range_parse(s, &r, &e) < 0) {
+		wd_y_err(w, v, "'uids.range': %s", e.msg);
+		return -EINVAL;
+	}
+	d->c->uids.first = r.first;
+	d->c->uids.count = r.count;
+	return 0;
+}
+
+static int f_uids(struct wd_ywalk *w, yaml_node_t *v, void *o)
+{
+	static const struct wd_y_key keys[] = {
+	    {"range", u_range, true},
+	};
+	return wd_y_map(w, v, "'uids'", keys, WD_ARRAY_SIZE(keys), o);
+}
+
 static const struct wd_y_key top_keys[] = {
     {"warm_pool", f_warm_pool, false},
     {"trace", f_trace, false},
     {"api", f_api, false},
+    {"uids", f_uids, false},
 };
 
 static void load_doc(struct wd_ywalk *w, yaml_node_t *root, void *arg)
@@ -353,6 +383,8 @@ void wd_daemon_config_diff(const struct wd_daemon_config *a,
 	for (int i = 0; !rx && i < a->n_redact; i++)
 		rx = strcmp(a->redact[i], b->redact[i]) != 0;
 	DIFF(rx, "trace.redact");
+	DIFF(a->uids.first != b->uids.first || a->uids.count != b->uids.count,
+	     "uids.range");
 #undef DIFF
 	wd_api_limits_diff(&a->api, &b->api, out);
 }

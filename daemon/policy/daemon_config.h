@@ -30,6 +30,8 @@
  *                               # after connect / the previous response
  *     idle_timeout_s: 30        # nothing moved either way this long
  *     listen_backlog: 4096      # capped by net.core.somaxconn
+ *   uids:
+ *     range: "2000000000-2000004095"  # the per-call uids (FIRST-LAST)
  *
  * Every setting is read when wardend starts; wardend's flags override the
  * file (--warm-pool N, --otlp URL). A reload (SIGHUP, POST
@@ -71,6 +73,11 @@ struct wd_daemon_config {
 		char *service_name;
 		unsigned queue, batch, timeout_ms; /* 0 = exporter default */
 	} otlp;
+	struct {
+		/* the per-call uids (sandbox/uidpool.h); count 0 = not set:
+		 * $WARDEN_UID_RANGE or the built-in default */
+		uint32_t first, count;
+	} uids;
 	char **redact; /* NULL-terminated, never NULL */
 	int n_redact;
 	struct wd_api_limits api;

@@ -68,6 +68,7 @@
 #include "common/log.h"
 #include "enforce/probe.h"
 #include "sandbox/oci.h"
+#include "sandbox/uidpool.h"
 
 #ifndef SYS_close_range
 #define SYS_close_range 436
@@ -468,6 +469,8 @@ void wd_t3_destroy(struct wd_t3 *s)
 		close(s->err);
 	if (s->dir[0])
 		wd_rm_rf(s->dir);
+	/* every process of the sandbox is dead: its uid can go */
+	wd_uid_release_async(s->lease, true);
 	free(s);
 }
 
@@ -514,7 +517,7 @@ static int gvisor_run(const struct wd_call *call, struct wd_result *res,
 {
 	const struct wd_manifest *m = call->manifest;
 	struct wd_t3 *s = NULL;
-	int r = wd_t3_spawn(m, call->argv, call->caller_uid, call->caller_gid,
+	int r = wd_t3_spawn(m, call->argv, call->run_uid, call->run_gid,
 			    res->call_id, &s, err);
 	if (r < 0)
 		return r;

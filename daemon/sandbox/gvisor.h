@@ -27,8 +27,11 @@ struct wd_t3 {
 	pid_t shim;	  /* our child, the subreaper of `runsc run` */
 	int in, out, err; /* our ends of the program's stdio */
 	uint64_t spawned_ns;
-	uid_t uid;
+	uid_t uid; /* the sandbox's own (sandbox/uidpool.h): OCI process.user */
 	gid_t gid;
+	/* a pooled sandbox's uid, held from its boot until it is destroyed
+	 * (released then); NULL for a cold start, whose call holds it */
+	struct wd_uid_lease *lease;
 	bool finished;
 	bool started; /* the boot log shows the program was started */
 };

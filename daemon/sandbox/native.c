@@ -237,7 +237,7 @@ static void on_landlock(const struct wd_event *ev, void *arg)
 	if (!landlock_is_ours(c, ev))
 		return;
 	struct wd_event e = *ev;
-	e.uid = e.uid ? e.uid : c->call->caller_uid;
+	e.uid = e.uid ? e.uid : c->call->run_uid;
 	e.cgroup_id = c->cgid;
 	on_event(&e, c);
 }
@@ -558,8 +558,14 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 	for (size_t i = 0; i < WD_ARRAY_SIZE(fds); i++)
 		fds[i][0] = fds[i][1] = -1;
 	wd_strlcpy(l.id, res->call_id, sizeof(l.id));
-	l.uid = call->caller_uid;
-	l.gid = call->caller_gid;
+	/* the call's own uid (sandbox/uidpool.h), never the caller's */
+	l.uid = call->run_uid;
+	l.gid = call->run_gid;
+	if (l.uid == 0 || l.gid == 0) {
+		r = wd_err_set(err, -EPERM,
+			       "identity: no uid of the call's own");
+		goto out;
+	}
 	/* Fail closed, before anything is created: every line the manifest
 	 * draws needs its mechanism. */
 	if (f->landlock_abi < 1) {
@@ -753,12 +759,14 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 		      m->mode == WD_MODE_AUDIT ? "audit" : "enforced",
 		      l.sc.prog.len);
 	wd_result_enf(res, "identity",
-		      "uid %u gid %u, no capabilities, "
+		      "uid %u gid %u of the call's own, no capabilities, "
 		      "no_new_privs",
 		      l.uid, l.gid);
 	if (l.tier == 2)
 		wd_result_enf(res, "namespaces", "mnt pid ipc uts%s",
 			      l.netns ? " net" : "");
+	else
+		wd_result_enf(res, "namespaces", "ipc");
 
 	if (l.lsm && l.tier == 1) {
 		cleanup_close int sfd =
@@ -855,10 +863,13 @@ out:
 	 * G1's stack goes): the rest can be removed behind our back. */
 	if (cg.v2[0]) {
 		wd_cgroup_kill(&cg);
-		if (wd_cgroup_wait_empty(&cg, 2000) < 0)
+		if (wd_cgroup_wait_empty(&cg, 2000) < 0) {
+			/* the uid's release looks for them (uidpool.c) */
+			res->procs_left = true;
 			wd_warn("call %s: processes left in its cgroup after "
 				"cgroup.kill",
 				l.id);
+		}
 	}
 	/* G1 is dead, or killed: no return to user space on that stack */
 	wd_native_vm_stack_free(&l);

@@ -262,7 +262,10 @@ static void __attribute__((noreturn)) exit_like(int st)
  * Kernels before 5.7: fork(), and T moves itself (*self_v2). */
 pid_t wd_native_clone_into_leaf(struct launch *l, bool *self_v2)
 {
-	struct wd_clone_args a = {.flags = CLONE_INTO_CGROUP,
+	/* tier 1's own IPC namespace (see wd_native_spawn_tier1); tier 2's
+	 * C has unshared its namespaces already */
+	struct wd_clone_args a = {.flags = CLONE_INTO_CGROUP |
+					   (l->tier == 1 ? CLONE_NEWIPC : 0),
 				  .exit_signal = SIGCHLD,
 				  .cgroup = (uint64_t)l->cg->v2_fd};
 	*self_v2 = false;
@@ -333,6 +336,9 @@ void wd_native_tier1_main(struct launch *l, bool self_v2)
 	int cr = wd_cgroup_enter_self(l->cg, self_v2);
 	if (cr < 0)
 		child_fail(l, -cr, "cgroup: cannot enter");
+	/* a plain fork (kernels before clone3) got no IPC namespace */
+	if (self_v2 && syscall(SYS_unshare, CLONE_NEWIPC) < 0)
+		child_fail(l, errno, "namespaces: unshare ipc");
 	restrict_self(l);
 	exec_tool(l);
 }
@@ -656,8 +662,15 @@ pid_t wd_native_spawn_tier1(struct launch *l)
 		if (stk) {
 			vm_begin(l);
 			int pidfd = -1;
+			/* Its own IPC namespace, dying with its last
+			 * process: SysV objects and POSIX message queues a
+			 * tool leaves cannot reach the next call, and the
+			 * host's (a root process's 0644 segment) are out of
+			 * sight. The other namespaces stay the host's
+			 * (DESIGN §2); the cost is in tests/bench. */
 			struct wd_clone_args a = {
-			    .flags = CLONE_INTO_CGROUP | CLONE_VM | CLONE_PIDFD,
+			    .flags = CLONE_INTO_CGROUP | CLONE_VM |
+				     CLONE_PIDFD | CLONE_NEWIPC,
 			    .pidfd = (uint64_t)(uintptr_t)&pidfd,
 			    .exit_signal = SIGCHLD,
 			    .stack = (uint64_t)(uintptr_t)stk,

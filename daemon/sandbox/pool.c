@@ -18,6 +18,7 @@
 
 #include "common/log.h"
 #include "sandbox/gvisor.h"
+#include "sandbox/uidpool.h"
 
 struct entry {
 	struct wd_t3 *sb;
@@ -213,7 +214,19 @@ static bool refill_once(struct wd_pool *p)
 		wd_rand_hex(id, 16);
 		struct wd_t3 *sb = NULL;
 		struct wd_err err = {0};
-		int r = wd_t3_spawn(m, argv, uid, gid, id, &sb, &err);
+		/* the sandbox's own uid, held until it is destroyed: a
+		 * ready sandbox is a live call-to-be */
+		struct wd_uid_lease *ls = NULL;
+		int r = wd_uid_acquire(&ls, id, &err);
+		if (r == 0)
+			r = wd_uid_grant_paths(ls, uid, gid, m->fs_write.v,
+					       m->fs_write.n, true, &err);
+		if (r == 0)
+			r = wd_t3_spawn(m, argv, ls->uid, ls->gid, id, &sb,
+					&err);
+		if (sb)
+			sb->lease = steal_pointer(&ls);
+		wd_uid_release(ls, true); /* nothing ran as it */
 		/* Ready means booted and waiting, not merely forked. */
 		if (r == 0 && (r = wd_t3_wait_settled(sb, 20000)) < 0) {
 			if (r == -ECHILD)
@@ -346,7 +359,10 @@ int wd_pool_register(struct wd_pool *p, const struct wd_manifest *m,
 		return wd_err_set(err, -EINVAL,
 				  "pool: '%s' is tier %d, not tier 3", m->name,
 				  m->tier);
-	int r = wd_t3_precheck(m, uid, gid, err);
+	/* uid/gid name the principal (the key keeps tenants' sandboxes
+	 * apart); each sandbox runs as a uid of its own, allocated when it
+	 * boots (spawn_one): not known here */
+	int r = wd_t3_precheck(m, (uid_t)-1, (gid_t)-1, err);
 	if (r < 0)
 		return r;
 	pthread_mutex_lock(&p->mu);
@@ -419,9 +435,6 @@ int wd_pool_run(struct wd_pool *p, const struct wd_call *call,
 	else
 		wd_rand_hex(res->call_id, 16);
 	uint64_t t0 = wd_now_ns();
-	if (call->caller_uid == 0 || call->caller_gid == 0)
-		return wd_err_set(err, -EPERM,
-				  "tier 3: refusing to run as uid/gid 0");
 	pthread_mutex_lock(&p->mu);
 	struct key *k =
 	    find_key(p, m, call->argv, call->caller_uid, call->caller_gid);
@@ -454,13 +467,21 @@ int wd_pool_run(struct wd_pool *p, const struct wd_call *call,
 
 	int r;
 	if (!sb) {
-		r = wd_runner_gvisor.run(call, res, err);
+		struct wd_call c;
+		struct wd_uid_lease *ls = NULL;
+		r = wd_sandbox_identity(call, &c, &ls, res, err);
+		if (r == 0) {
+			r = wd_runner_gvisor.run(&c, res, err);
+			wd_sandbox_identity_end(ls, res);
+		}
 		wd_result_enf(res, "pool",
 			      quota_miss ? "cold start (tenant over quota)"
 			      : pooled	 ? "cold start (pool empty)"
 					 : "cold start (shape not pooled)");
 		goto out;
 	}
+	res->run_uid = sb->uid;
+	res->run_gid = sb->gid;
 	wd_t3_enforcement(m, sb, res);
 	wd_result_enf(
 	    res, "pool", "warm (sandbox %s, ready %llu ms)", sb->id,

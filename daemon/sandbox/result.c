@@ -103,6 +103,10 @@ json_t *wd_result_to_json(const struct wd_result *r)
 		json_object_set_new(o, "lost_denials",
 				    json_integer(r->lost_denials));
 	json_object_set_new(o, "tier", json_integer(r->tier));
+	if (r->run_uid) {
+		json_object_set_new(o, "run_as_uid", json_integer(r->run_uid));
+		json_object_set_new(o, "run_as_gid", json_integer(r->run_gid));
+	}
 	json_object_set_new(o, "duration_ms",
 			    json_real((double)r->duration_ns / 1e6));
 	json_t *e = json_object();

@@ -4,6 +4,8 @@
 #include "enforce/probe.h"
 #include "sandbox/cgroup.h"
 #include "sandbox/pool.h"
+#include "sandbox/reaper.h"
+#include "sandbox/uidpool.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -33,21 +35,38 @@ static const struct wd_runner *runner_for(int tier)
 	return NULL;
 }
 
-/* A root caller's tools never run as uid 0 on the host. */
-static void effective_identity(const struct wd_call *in, uid_t *uid, gid_t *gid)
+int wd_sandbox_identity(const struct wd_call *in, struct wd_call *out,
+			struct wd_uid_lease **ls, struct wd_result *res,
+			struct wd_err *err)
 {
-	*uid = in->caller_uid;
-	*gid = in->caller_gid;
-	if (*uid == 0) {
-		const char *u = getenv("WARDEN_RUNAS_UID");
-		const char *g = getenv("WARDEN_RUNAS_GID");
-		*uid = u && *u ? (uid_t)strtoul(u, NULL, 10) : WD_DEFAULT_RUNAS;
-		*gid = g && *g ? (gid_t)strtoul(g, NULL, 10) : WD_DEFAULT_RUNAS;
-		if (*uid == 0)
-			*uid = WD_DEFAULT_RUNAS;
+	const struct wd_manifest *m = in->manifest;
+	int r = wd_uid_acquire(ls, res->call_id, err);
+	if (r < 0)
+		return r;
+	r = wd_uid_grant_paths(*ls, in->caller_uid, in->caller_gid,
+			       m->fs_write.v, m->fs_write.n,
+			       m->tier == WD_TIER_3, err);
+	if (r < 0) {
+		wd_uid_release(*ls, true);
+		*ls = NULL;
+		return r;
 	}
-	if (*gid == 0)
-		*gid = WD_DEFAULT_RUNAS;
+	*out = *in;
+	out->run_uid = (*ls)->uid;
+	out->run_gid = (*ls)->gid;
+	res->run_uid = out->run_uid;
+	res->run_gid = out->run_gid;
+	return 0;
+}
+
+void wd_sandbox_identity_end(struct wd_uid_lease *ls,
+			     const struct wd_result *res)
+{
+	if (!ls)
+		return;
+	/* After the runner's own teardown (the reaper runs its jobs in
+	 * order): the call's processes are dead, its cgroup gone. */
+	wd_uid_release_async(ls, !res->procs_left);
 }
 
 int wd_sandbox_run(const struct wd_call *call, struct wd_result *res,
@@ -69,18 +88,25 @@ int wd_sandbox_run(const struct wd_call *call, struct wd_result *res,
 		return wd_err_set(err, -EINVAL, "tier %d: no such tier",
 				  m->tier);
 	struct wd_call c = *call;
-	effective_identity(call, &c.caller_uid, &c.caller_gid);
 	uint64_t t0 = wd_now_ns();
 	int r;
 	if (m->tier == WD_TIER_3 && g_pool) {
 		/* Registration is idempotent; a shape that cannot run in tier
-		 * 3 fails here exactly as the cold path would. */
+		 * 3 fails here exactly as the cold path would. A warm
+		 * sandbox holds a uid of its own from its boot (pool.c). */
 		r = wd_pool_register(g_pool, m, call->argv, c.caller_uid,
 				     c.caller_gid, err);
 		if (r == 0)
 			r = wd_pool_run(g_pool, &c, c.tenant, res, err);
 	} else {
-		r = rn->run(&c, res, err);
+		struct wd_uid_lease *ls = NULL;
+		r = wd_sandbox_identity(call, &c, &ls, res, err);
+		if (r == 0) {
+			r = rn->run(&c, res, err);
+			res->run_uid = c.run_uid;
+			res->run_gid = c.run_gid;
+			wd_sandbox_identity_end(ls, res);
+		}
 	}
 	res->duration_ns = wd_now_ns() - t0;
 	if (r < 0) {

@@ -37,8 +37,15 @@ struct wd_call {
 	char *const *argv;	/* command; NULL -> manifest exec */
 	const char *stdin_data; /* may be NULL */
 	size_t stdin_len;
-	uid_t caller_uid; /* identity the tool runs as (never 0: see below) */
+	/* The calling user: the authorisation principal, and the owner of
+	 * the files the call leaves in its write paths (a root caller's go
+	 * to each path's own owner). Not the identity the tool runs as. */
+	uid_t caller_uid;
 	gid_t caller_gid;
+	/* The call's own uid/gid (sandbox/uidpool.h), set by
+	 * wd_sandbox_run() for the runners; never the caller's. */
+	uid_t run_uid;
+	gid_t run_gid;
 	const char *call_id; /* NULL -> generated */
 	const char *tenant;  /* team, for the tier-3 pool quota; may be NULL */
 	/* Called for each denial while the call runs (from the supervising
@@ -66,14 +73,27 @@ struct wd_result {
 	struct wd_enforcement enf[16];
 	int n_enf;
 	char call_id[40];
+	uid_t run_uid; /* the call's own identity; 0 if none was allocated */
+	gid_t run_gid;
+	/* set by a runner that could not see every process of the call
+	 * die: the uid's release then looks for them itself */
+	bool procs_left;
 };
-
-/* Unprivileged identity for a root caller's tools (configurable with
- * $WARDEN_RUNAS_UID / _GID; default 65534 nobody). */
-#define WD_DEFAULT_RUNAS 65534
 
 int wd_sandbox_run(const struct wd_call *call, struct wd_result *res,
 		   struct wd_err *err);
+
+/* The call's own uid (sandbox/uidpool.h) for *in: *out is *in with
+ * run_uid/run_gid set, res records them, *ls holds the uid until
+ * wd_sandbox_identity_end() (after the runner returned: it releases the
+ * uid once the runner's teardown is done). 0 or -errno with err (range
+ * exhausted, a write path the uid cannot be given): nothing may run. */
+struct wd_uid_lease;
+int wd_sandbox_identity(const struct wd_call *in, struct wd_call *out,
+			struct wd_uid_lease **ls, struct wd_result *res,
+			struct wd_err *err);
+void wd_sandbox_identity_end(struct wd_uid_lease *ls,
+			     const struct wd_result *res);
 
 /* Route tier-3 calls through a warm pool (daemon; NULL = cold starts, as
  * `warden exec` does). Each call's shape is registered on first use, so

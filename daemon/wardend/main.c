@@ -11,6 +11,7 @@
 
 #include "common/log.h"
 #include "policy/daemon_config.h"
+#include "sandbox/uidpool.h"
 #include "sandbox/pool.h"
 #include "trace/otlp.h"
 #include "runtime/runtime.h"
@@ -198,6 +199,18 @@ int main(int argc, char **argv)
 	}
 	/* dc stays as the file says (a reload compares against it); flags
 	 * override it here */
+	if (dc->uids.count) {
+		struct wd_uid_range ur = {dc->uids.first, dc->uids.count};
+		wd_uid_range_set(&ur);
+	} else {
+		/* a bad $WARDEN_UID_RANGE stops the start, not each call */
+		struct wd_uid_range ur;
+		if (wd_uid_range_get(&ur, &err) < 0) {
+			wd_error("%s", err.msg);
+			wd_daemon_config_free(dc);
+			return 1;
+		}
+	}
 	if (!otlp_url)
 		otlp_url = dc->otlp.endpoint;
 	if (otlp_url) {

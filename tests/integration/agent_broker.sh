@@ -76,7 +76,10 @@ expect_match authz-reason "$r" "user 'carol' lacks scope 'test:echo'"
 expect_eq authz-no-attempt "$(printf '%s\n' "$out" | grep -c '"type":"tool_attempt"')" 0
 out=$(as_user 1000 "$WARDEN" run --json scoped go 2>&1)
 expect_match authz-allowed "$(printf '%s\n' "$out" | grep '"type":"tool_result"')" '"status":"ok"'
-expect_match authz-runs-as-user "$(printf '%s\n' "$out" | grep '"type":"tool_attempt"')" '"run_as_uid":1000'
+expect_match authz-for-user "$(printf '%s\n' "$out" | grep '"type":"tool_attempt"')" '"user":"alice".*"user_uid":1000'
+# ... but the tool runs as a uid of the call's own, not the user's
+ruid=$(printf '%s\n' "$out" | grep '"type":"tool_result"' | head -1 | sed -n 's/.*"run_as_uid":\([0-9]*\).*/\1/p')
+if [ -n "$ruid" ] && [ "$ruid" -ge 2000000000 ] && [ "$ruid" -lt 2000004096 ]; then pass authz-runs-as-call-uid; else fail authz-runs-as-call-uid "run_as_uid '$ruid' not in the default range"; fi
 # a uid not in users.yaml may not run agents at all
 out=$(as_user 4242 "$WARDEN" run scoped go 2>&1)
 expect_match unlisted-uid-refused "$out" 'uid 4242 is not listed'

@@ -142,7 +142,8 @@ expect_eq child-start-parent-step "$(field "$cstart" 'd["parent_step"]')" 0
 expect_eq child-start-depth "$(field "$cstart" 'd["depth"]')" 1
 expect_eq child-same-user "$(field "$cstart" 'd["user"]')" alice
 expect_match child-tool-ran "$(rec_of "$cid" tool_result)" '"gen_ai.tool.name":"echo".*"status":"ok"'
-expect_match child-tool-as-user "$(rec_of "$cid" tool_attempt)" '"run_as_uid":1000'
+expect_match child-tool-for-user "$(rec_of "$cid" tool_attempt)" '"user_uid":1000'
+expect_match child-tool-own-uid "$(rec_of "$cid" tool_result)" '"run_as_uid":20000[0-9]{5}'
 cend=$(rec_of "$cid" run_end)
 expect_match child-end-parent "$cend" "\"parent_run_id\":\"$pid\""
 expect_match parent-end-lists-child "$(rec_of "$pid" run_end)" "\"subagent_runs\":\\[\"$cid\"\\]"

@@ -11,7 +11,7 @@ out=$(DEMO_STATE=$S BUILD=$BUILD timeout 300 scripts/demo.sh 2>&1)
 expect_eq demo-exit "$?" 0
 expect_match demo-answer "$out" 'run_end +status=ok steps=3'
 expect_match demo-above-50 "$out" 'average 62.5 of 4 numbers; above 50: yes'
-expect_match demo-tier3 "$out" 'tool_attempt +run_python tier=3 .*as uid 1000'
+expect_match demo-tier3 "$out" 'tool_attempt +run_python tier=3 .*for uid 1000'
 expect_match demo-kernel-denial "$out" 'step 1 fetch_url: denied connect 127.0.0.1:9 \(by bpf\)'
 expect_match demo-approval "$out" 'approval_decision send_customer_email approved by bob'
 expect_match demo-email-ran "$out" 'tool_result +send_customer_email status=ok'

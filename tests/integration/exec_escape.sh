@@ -50,8 +50,8 @@ hits() { [ -f "$T/hits" ] && wc -l < "$T/hits" || echo 0; }
 
 # A host process the tool must not be able to signal or trace.
 sleep 300 & VICTIM=$!; VICTIM_PIDS+=("$VICTIM")
-# ... and one of the tools' own uid (65534, outside any sandbox): the same
-# uid may signal it as far as DAC goes, so only the sandbox stands between.
+# ... and one of nobody's (65534, outside any sandbox; the uid root
+# callers' tools once ran as): see also exec_tenants.sh.
 setpriv --reuid=65534 --regid=65534 --clear-groups sleep 301 & VICTIM65=$!; VICTIM_PIDS+=("$VICTIM65")
 
 # The baseline deny list, from the source the filter is built from.

@@ -58,7 +58,11 @@ expect_match t3_run_python_network "$(field .enforcement.network)" "none"
 
 # -- identity: never root ---------------------------------------------------------
 py 'import os; print(os.getuid(), os.getgid(), open("/proc/self/status").read().split("CapEff:")[1].split()[0])' >/dev/null
-expect_eq t3_identity "$(field .stdout)" "65534 65534 0000000000000000"
+# the call's own uid/gid (sandbox/uidpool.h: the default range), as OCI
+# process.user, and what --json reports
+t3u=$(field .run_as_uid)
+expect_eq t3_identity "$(field .stdout)" "$t3u $(field .run_as_gid) 0000000000000000"
+if [ -n "$t3u" ] && [ "$t3u" -ge 2000000000 ] && [ "$t3u" -le 2000004095 ]; then pass t3_identity_own_uid; else fail t3_identity_own_uid "run_as_uid '$t3u' not in the default range"; fi
 
 # -- files outside the manifest: unreadable ----------------------------------------
 echo "topsecret-$MARK" >"$SECRET_DIR/secret"

@@ -147,6 +147,25 @@ int main(void)
 	     d.n);
 	wd_diag_free(&d);
 
+	/* uids.range: the per-call uids (sandbox/uidpool.h) */
+	bad("uids-range-negative-to-some",
+	    "uids: {range: 3000000000-3000000009}\n",
+	    "d.yaml:1:15: 'uids.range': uid range '3000000000-3000000009': "
+	    "above 2147483646");
+	bad("uids-range-nobody", "uids:\n  range: 60000-70000\n",
+	    "d.yaml:2:10: 'uids.range': uid range '60000-70000': holds 65534");
+	bad("uids-range-form", "uids: {range: \"12\"}\n",
+	    "d.yaml:1:15: 'uids.range': uid range '12': expected FIRST-LAST");
+	bad("uids-range-reversed", "uids: {range: 20-10}\n",
+	    "d.yaml:1:15: 'uids.range': uid range '20-10': must be FIRST-LAST");
+	bad("uids-unknown-key", "uids: {rnage: 1-2}\n", "d.yaml:1:8:");
+	rc = load("uids: {range: 1500000000-1500000099}\n", &c, &d);
+	T_OK(rc == 0 && c && c->uids.first == 1500000000u &&
+		 c->uids.count == 100,
+	     "uids-range-parsed", "rc %d", rc);
+	wd_daemon_config_free(c);
+	wd_diag_free(&d);
+
 	/* the shipped file parses and sets a warm pool */
 	memset(&d, 0, sizeof(d));
 	rc = wd_daemon_config_load_file("policy/daemon.yaml", &c, &d);

@@ -1,0 +1,384 @@
+/* Per-call uids: allocation, records, release (see uidpool.h). */
+#include "sandbox/uidpool.h"
+#include "common/log.h"
+#include "sandbox/reaper.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static struct wd_uid_range g_range;
+static bool g_range_set;
+
+int wd_uid_range_parse(const char *s, struct wd_uid_range *r,
+		       struct wd_err *err)
+{
+	char *end;
+	errno = 0;
+	unsigned long a = strtoul(s, &end, 10), b;
+	if (errno || end == s || *end != '-')
+		goto bad;
+	const char *t = end + 1;
+	b = strtoul(t, &end, 10);
+	if (errno || end == t || *end)
+		goto bad;
+	if (a == 0 || b < a)
+		return wd_err_set(err, -EINVAL,
+				  "uid range '%s': must be FIRST-LAST with "
+				  "0 < FIRST <= LAST",
+				  s);
+	if (b > 0x7ffffffeul)
+		return wd_err_set(err, -EINVAL,
+				  "uid range '%s': above 2147483646 (ids "
+				  "read as negative by some programs)",
+				  s);
+	if (a <= 65535 && b >= 65534)
+		return wd_err_set(err, -EINVAL,
+				  "uid range '%s': holds 65534 (nobody) or "
+				  "65535 ((uid_t)-1 to 16-bit programs)",
+				  s);
+	r->first = (uint32_t)a;
+	r->count = (uint32_t)(b - a + 1);
+	return 0;
+bad:
+	return wd_err_set(err, -EINVAL,
+			  "uid range '%s': expected FIRST-LAST, e.g. "
+			  "2000000000-2000004095",
+			  s);
+}
+
+void wd_uid_range_set(const struct wd_uid_range *r)
+{
+	g_range = *r;
+	g_range_set = true;
+}
+
+int wd_uid_range_get(struct wd_uid_range *r, struct wd_err *err)
+{
+	if (g_range_set) {
+		*r = g_range;
+		return 0;
+	}
+	const char *e = getenv("WARDEN_UID_RANGE");
+	if (e && *e)
+		return wd_uid_range_parse(e, r, err);
+	*r = (struct wd_uid_range){WD_UID_RANGE_FIRST, WD_UID_RANGE_COUNT};
+	return 0;
+}
+
+static const char *runtime_dir(void)
+{
+	const char *d = getenv("WARDEN_RUNTIME_DIR");
+	return d && *d ? d : "/run/warden";
+}
+
+/* <runtime>/uids, root's only. The runtime directory itself is 0711
+ * (tier 1 reaches its scratch through it); wd_mkdir_p would give every
+ * parent the leaf's mode. */
+static int uids_dir(char *out, size_t n)
+{
+	snprintf(out, n, "%s/uids", runtime_dir());
+	if (mkdir(out, 0700) == 0 || errno == EEXIST)
+		return 0;
+	int r = wd_mkdir_p(runtime_dir(), 0711);
+	if (r < 0)
+		return r;
+	return mkdir(out, 0700) == 0 || errno == EEXIST ? 0 : -errno;
+}
+
+static int rec_write(int fd, const char *s, size_t n)
+{
+	if (ftruncate(fd, 0) < 0 || pwrite(fd, s, n, 0) != (ssize_t)n)
+		return -errno;
+	return 0;
+}
+
+static int rec_append(int fd, const char *s)
+{
+	struct stat st;
+	size_t n = strlen(s);
+	if (fstat(fd, &st) < 0 || pwrite(fd, s, n, st.st_size) != (ssize_t)n)
+		return -errno;
+	return 0;
+}
+
+/* Settle one path until a pass changes nothing (a pass may miss an entry
+ * renamed under it by another process). */
+static int settle_path(int fd, uid_t uid, gid_t gid, uid_t owner, gid_t group)
+{
+	for (int pass = 0; pass < 4; pass++) {
+		long n = wd_settle_tree(fd, uid, gid, owner, group);
+		if (n <= 0)
+			return (int)n;
+	}
+	return -EAGAIN;
+}
+
+/* Nothing of uid may remain: the work of a release, from the record of a
+ * lease whose owner died (a crashed `warden exec`, a daemon killed with
+ * -9). 0 when the uid is clean (record emptied), else -errno. */
+static int recover(int lockfd, uid_t uid, const struct wd_uid_range *rg,
+		   const char *rec_path)
+{
+	struct stat st;
+	if (fstat(lockfd, &st) < 0)
+		return -errno;
+	if (st.st_size == 0)
+		return 0;
+	if (st.st_size > 1 << 20)
+		return -EFBIG;
+	char *buf = wd_malloc((size_t)st.st_size + 1);
+	ssize_t n = pread(lockfd, buf, (size_t)st.st_size, 0);
+	if (n < 0) {
+		free(buf);
+		return -errno;
+	}
+	buf[n] = 0;
+	int rc = 0;
+	/* its processes first: nothing may create files as we settle */
+	if (wd_uid_kill_procs(uid, 2000) > 0) {
+		wd_warn("uid %u (%s): processes outlive SIGKILL; not reused",
+			(unsigned)uid, rec_path);
+		rc = -EBUSY;
+		goto out;
+	}
+	for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
+		unsigned long long dev, ino;
+		unsigned ow, gr;
+		int off = 0;
+		if (sscanf(line, "path %llx %llx %u %u %n", &dev, &ino, &ow,
+			   &gr, &off) < 4 ||
+		    !off)
+			continue;
+		const char *p = line + off;
+		int fd = open(p, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+		struct stat ps;
+		if (fd < 0 || fstat(fd, &ps) < 0 || ps.st_dev != dev ||
+		    ps.st_ino != ino) {
+			/* moved or gone: what it held cannot be found */
+			wd_warn("uid %u (%s): write path '%s' is not the "
+				"one the call had; uid not reused",
+				(unsigned)uid, rec_path, p);
+			if (fd >= 0)
+				close(fd);
+			rc = -ESTALE;
+			continue;
+		}
+		int r = wd_acl_revoke(fd, uid, rg);
+		if (r < 0 && r != -EOPNOTSUPP)
+			rc = r;
+		if ((r = settle_path(fd, uid, uid, ow, gr)) < 0)
+			rc = r;
+		close(fd);
+	}
+	if (rc == 0 && wd_uid_count_sockets(uid) > 0)
+		rc = -EBUSY;
+	if (rc == 0)
+		rc = rec_write(lockfd, "", 0);
+out:
+	free(buf);
+	return rc;
+}
+
+/* Where the next search starts: not the uid just released, so a uid sits
+ * free for a while before it comes back (cheap insurance on top of the
+ * checks). Per process; the locks decide. */
+static uint32_t next_hint;
+
+int wd_uid_acquire(struct wd_uid_lease **out, const char *call_id,
+		   struct wd_err *err)
+{
+	struct wd_uid_range rg;
+	char dir[400];
+	int r;
+	*out = NULL;
+	if ((r = wd_uid_range_get(&rg, err)) < 0)
+		return r;
+	if ((r = uids_dir(dir, sizeof(dir))) < 0)
+		return wd_err_set(err, r, "identity: '%s': %s", dir,
+				  strerror(-r));
+	uint32_t start = __atomic_load_n(&next_hint, __ATOMIC_RELAXED);
+	if (start == 0) {
+		char h[9];
+		wd_rand_hex(h, 8);
+		start = (uint32_t)strtoul(h, NULL, 16) | 1;
+	}
+	int busy = 0, unclean = 0;
+	for (uint32_t i = 0; i < rg.count; i++) {
+		uint32_t uid = rg.first + (start + i) % rg.count;
+		char p[512];
+		snprintf(p, sizeof(p), "%s/%u", dir, uid);
+		int fd =
+		    open(p, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (fd < 0)
+			return wd_err_set(err, -errno, "identity: '%s': %s", p,
+					  strerror(errno));
+		if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+			close(fd);
+			busy++;
+			continue; /* a live call's */
+		}
+		if (recover(fd, uid, &rg, p) < 0) {
+			close(fd);
+			unclean++;
+			continue;
+		}
+		char rec[80];
+		int n = snprintf(rec, sizeof(rec), "call %s\n",
+				 call_id ? call_id : "-");
+		if ((r = rec_write(fd, rec, (size_t)n)) < 0) {
+			close(fd);
+			return wd_err_set(err, r, "identity: '%s': %s", p,
+					  strerror(-r));
+		}
+		__atomic_store_n(&next_hint, (start + i + 1) % rg.count,
+				 __ATOMIC_RELAXED);
+		struct wd_uid_lease *l = wd_calloc(1, sizeof(*l));
+		l->uid = uid;
+		l->gid = uid;
+		l->lockfd = fd;
+		if (call_id)
+			wd_strlcpy(l->call_id, call_id, sizeof(l->call_id));
+		*out = l;
+		return 0;
+	}
+	return wd_err_set(err, -EAGAIN,
+			  "identity: no free uid in %u-%u (%d held by live "
+			  "calls, %d waiting until nothing of theirs "
+			  "remains): call refused",
+			  rg.first, rg.first + rg.count - 1, busy, unclean);
+}
+
+int wd_uid_grant_paths(struct wd_uid_lease *l, uid_t principal, gid_t pgid,
+		       char *const *paths, int n, bool tier3,
+		       struct wd_err *err)
+{
+	struct wd_uid_range rg;
+	int r;
+	if ((r = wd_uid_range_get(&rg, err)) < 0)
+		return r;
+	if (n > WD_UID_MAX_PATHS)
+		return wd_err_set(err, -E2BIG,
+				  "filesystem.write: more than %d paths",
+				  WD_UID_MAX_PATHS);
+	for (int i = 0; i < n; i++) {
+		struct wd_uid_path *wp = &l->p[l->n_paths];
+		/* O_NONBLOCK: a write path may be a FIFO */
+		int fd = open(paths[i], O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+		struct stat st;
+		if (fd < 0 || fstat(fd, &st) < 0) {
+			r = -errno;
+			if (fd >= 0)
+				close(fd);
+			return wd_err_set(err, r, "filesystem.write '%s': %s",
+					  paths[i], strerror(-r));
+		}
+		*wp = (struct wd_uid_path){
+		    .fd = fd,
+		    .owner = principal ? principal : st.st_uid,
+		    .group = principal ? pgid : st.st_gid,
+		    .is_dir = S_ISDIR(st.st_mode)};
+		l->n_paths++;
+		/* recorded before the grant: a crash in between leaves a
+		 * revoke with nothing to do, never an entry nobody knows */
+		char *rec = wd_asprintf(
+		    "path %llx %llx %u %u %s\n", (unsigned long long)st.st_dev,
+		    (unsigned long long)st.st_ino, (unsigned)wp->owner,
+		    (unsigned)wp->group, paths[i]);
+		r = strchr(paths[i], '\n') ? -EINVAL
+					   : rec_append(l->lockfd, rec);
+		free(rec);
+		if (r < 0)
+			return wd_err_set(
+			    err, r, "identity: record write path '%s': %s",
+			    paths[i], strerror(-r));
+		mode_t any = wp->is_dir ? 0003 : 0002;
+		if (tier3 && (st.st_mode & any) != any)
+			return wd_err_set(
+			    err, -EACCES,
+			    "filesystem.write '%s': tier 3 cannot give the "
+			    "call's uid %u access (gVisor judges the mode "
+			    "bits, not the host's POSIX ACLs): make it "
+			    "writable by others (e.g. mode 1777) or use tier "
+			    "1 or 2",
+			    paths[i], (unsigned)l->uid);
+		if (tier3)
+			continue; /* recorded: its files are settled */
+		r = wd_acl_grant(fd, l->uid, wp->is_dir, &rg);
+		if (r == -EOPNOTSUPP && (st.st_mode & any) == any)
+			continue; /* no ACLs here, but anyone may write */
+		if (r < 0)
+			return wd_err_set(
+			    err, r,
+			    "filesystem.write '%s': cannot give the call's "
+			    "uid %u access: POSIX ACL: %s",
+			    paths[i], (unsigned)l->uid, strerror(-r));
+		wp->acl = true;
+	}
+	return 0;
+}
+
+void wd_uid_release(struct wd_uid_lease *l, bool procs_gone)
+{
+	if (!l)
+		return;
+	struct wd_uid_range rg;
+	int rc = 0;
+	if (wd_uid_range_get(&rg, NULL) < 0)
+		rc = -EINVAL;
+	if (!procs_gone && wd_uid_kill_procs(l->uid, 2000) > 0)
+		rc = -EBUSY;
+	for (int i = 0; i < l->n_paths; i++) {
+		struct wd_uid_path *wp = &l->p[i];
+		int r;
+		/* the entry first: no new file of the uid from here on,
+		 * whoever might still hold a descriptor */
+		if (rc == 0 && wp->acl &&
+		    (r = wd_acl_revoke(wp->fd, l->uid, &rg)) < 0) {
+			wd_warn("uid %u: revoke ACL entry: %s",
+				(unsigned)l->uid, strerror(-r));
+			rc = r;
+		}
+		if (rc == 0 && (r = settle_path(wp->fd, l->uid, l->gid,
+						wp->owner, wp->group)) < 0) {
+			wd_warn("uid %u: settle files: %s", (unsigned)l->uid,
+				strerror(-r));
+			rc = r;
+		}
+		close(wp->fd);
+	}
+	if (rc == 0 && wd_uid_count_sockets(l->uid) > 0)
+		rc = -EBUSY; /* a socket passed to a process of another uid */
+	/* clean: empty the record; else it stays for the next acquire of
+	 * this uid, which finishes the job before taking it */
+	if (rc == 0)
+		rec_write(l->lockfd, "", 0);
+	close(l->lockfd); /* the flock goes with the last descriptor */
+	free(l);
+}
+
+struct release {
+	struct wd_uid_lease *l;
+	bool procs_gone;
+};
+
+static void release_run(void *arg)
+{
+	struct release *rl = arg;
+	wd_uid_release(rl->l, rl->procs_gone);
+	free(rl);
+}
+
+void wd_uid_release_async(struct wd_uid_lease *l, bool procs_gone)
+{
+	if (!l)
+		return;
+	struct release *rl = wd_calloc(1, sizeof(*rl));
+	rl->l = l;
+	rl->procs_gone = procs_gone;
+	wd_reaper_submit(release_run, rl);
+}

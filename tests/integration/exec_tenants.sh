@@ -1,0 +1,206 @@
+#!/usr/bin/env bash
+# Isolation between tenants (DESIGN §2 "identity"): every call runs as a
+# uid of its own, in tier 1 in an IPC namespace of its own. The attacks run
+# INSIDE the sandbox (tests/helpers/tenant.c); the verdict comes from
+# outside: the victim's nice value, limits, I/O and CPU class and liveness
+# in /proc, ipcs on the host, the owners of files on the host, the uid
+# records in the runtime directory.
+. tests/lib.sh
+set -u
+T=$(mktemp -d /run/warden-tenants.XXXXXX); chmod 755 "$T"
+export WARDEN_RUNTIME_DIR=$T/rt
+mkdir -m 711 "$T/rt"
+cp "$HELPERS/tenant" "$T/tenant"; chmod 755 "$T/tenant"
+P=$T/tenant
+PIDS=()
+SHM_IDS=()
+cleanup() {
+	for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
+	for i in "${SHM_IDS[@]}"; do ipcrm -m "$i" 2>/dev/null; done
+	# what an unisolated call would leave on the host (the old build)
+	ipcrm -M 0x5744 2>/dev/null; ipcrm -Q 0x5744 2>/dev/null
+	rm -rf "$T"
+}
+trap cleanup EXIT
+
+# The default range (sandbox/uidpool.h); a test of a narrower one says so.
+FIRST=2000000000 LAST=2000004095
+in_range() { [ -n "$1" ] && [ "$1" -ge "$FIRST" ] && [ "$1" -le "$LAST" ]; }
+
+manifest() { # name tier write-dir
+	cat > "$T/$1.yaml" <<Y
+name: $1
+tier: $2
+exec: ["$P"]
+timeout_ms: 20000
+memory_mb: 64
+pids: 16
+network: {allow: []}
+filesystem: {read: ["$P"], write: ["$3"], exec: ["$P"]}
+output: {max_bytes: 4096}
+Y
+	echo "$T/$1.yaml"
+}
+jf() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(d.get(sys.argv[1], ""))' "$1"; }
+wait_file() { for _ in $(seq 100); do [ -s "$1" ] && return 0; sleep 0.05; done; return 1; }
+nice_of() { awk '{print $19}' "/proc/$1/stat" 2>/dev/null; }
+nofile_of() { awk '/Max open files/ {print $4}' "/proc/$1/limits" 2>/dev/null; }
+policy_of() { awk '{print $41}' "/proc/$1/stat" 2>/dev/null; }
+ioclass_of() { ionice -p "$1" 2>/dev/null | cut -d: -f1; }
+
+# Tier 1 shares the host's pid namespace: the attacks below reach other
+# calls' processes and host daemons unless identity stops them. (Tier 2's
+# own pid and IPC namespaces hide them anyway; its uids are checked below.)
+for tier in 1; do
+	# world-writable (sticky, as /tmp): an old build's shared uid could
+	# write here too, so what fails there is the isolation itself
+	W=$T/w$tier; mkdir -m 1777 "$W"
+	M=$(manifest t$tier $tier "$W")
+
+	# -- two concurrent calls: two uids; neither touches the other ----
+	"$WARDEN" exec --policy "$M" --json -- "$P" hold "$W/victim" 8 >"$T/a$tier.json" 2>/dev/null &
+	A=$!; PIDS+=("$A")
+	if ! wait_file "$W/victim"; then
+		fail "t$tier/victim-started" "the victim call never wrote its pid"
+		continue
+	fi
+	read -r VPID VUID <"$W/victim"
+	N0=$(nice_of "$VPID") L0=$(nofile_of "$VPID") S0=$(policy_of "$VPID") I0=$(ioclass_of "$VPID")
+	out=$("$WARDEN" exec --policy "$M" --json -- "$P" renice "$VPID" 2>/dev/null)
+	BUID=$(printf '%s' "$out" | jf run_as_uid)
+	"$WARDEN" exec --policy "$M" -- "$P" prlimit "$VPID" >/dev/null 2>&1
+	"$WARDEN" exec --policy "$M" -- "$P" ioprio "$VPID" >/dev/null 2>&1
+	"$WARDEN" exec --policy "$M" -- "$P" sched "$VPID" >/dev/null 2>&1
+	"$WARDEN" exec --policy "$M" -- "$P" kill "$VPID" >/dev/null 2>&1
+	if in_range "$VUID" && in_range "$BUID" && [ "$VUID" != "$BUID" ]; then
+		pass "t$tier/concurrent-calls-own-uids"
+	else
+		fail "t$tier/concurrent-calls-own-uids" "victim uid '$VUID', attacker uid '$BUID' (range $FIRST-$LAST)"
+	fi
+	expect_eq "t$tier/other-call-nice-untouched" "$(nice_of "$VPID")" "$N0"
+	expect_eq "t$tier/other-call-prlimit-untouched" "$(nofile_of "$VPID")" "$L0"
+	expect_eq "t$tier/other-call-sched-untouched" "$(policy_of "$VPID")" "$S0"
+	expect_eq "t$tier/other-call-ioprio-untouched" "$(ioclass_of "$VPID")" "$I0"
+	[ -d "/proc/$VPID" ] && pass "t$tier/other-call-not-killed" || fail "t$tier/other-call-not-killed" "victim $VPID is gone"
+	wait "$A"
+	expect_eq "t$tier/victim-json-run-as-uid" "$(jf run_as_uid <"$T/a$tier.json")" "$VUID"
+
+	# -- a host process of another uid (a host nobody daemon) ---------
+	setpriv --reuid=65534 --regid=65534 --clear-groups sleep 60 & H=$!; PIDS+=("$H")
+	sleep 0.1
+	N0=$(nice_of "$H") L0=$(nofile_of "$H") I0=$(ioclass_of "$H")
+	for a in renice prlimit ioprio sched kill; do
+		"$WARDEN" exec --policy "$M" -- "$P" "$a" "$H" >/dev/null 2>&1
+	done
+	expect_eq "t$tier/host-nobody-nice-untouched" "$(nice_of "$H")" "$N0"
+	expect_eq "t$tier/host-nobody-prlimit-untouched" "$(nofile_of "$H")" "$L0"
+	expect_eq "t$tier/host-nobody-sched-untouched" "$(policy_of "$H")" 0
+	expect_eq "t$tier/host-nobody-ioprio-untouched" "$(ioclass_of "$H")" "$I0"
+	[ -d "/proc/$H" ] && pass "t$tier/host-nobody-not-killed" || fail "t$tier/host-nobody-not-killed" "gone"
+	{ kill -9 "$H"; wait "$H"; } 2>/dev/null
+
+	# -- SysV objects die with the call; the next call sees none ------
+	out=$("$WARDEN" exec --policy "$M" -- "$P" shmleave 0x5744 2>&1)
+	expect_match "t$tier/shm-created-inside" "$out" 'shmleave: done'
+	expect_eq "t$tier/shm-gone-after-call" "$(ipcs -m | grep -ci '0x00005744')" 0
+	expect_eq "t$tier/msg-gone-after-call" "$(ipcs -q | grep -ci '0x00005744')" 0
+	out=$("$WARDEN" exec --policy "$M" -- "$P" shmread 0x5744 2>&1)
+	expect_match "t$tier/shm-not-read-by-next-call" "$out" 'shmread: refused'
+	ipcrm -M 0x5744 2>/dev/null; ipcrm -Q 0x5744 2>/dev/null
+
+	# -- a root process's 0644 segment on the host: out of reach ------
+	id=$(ipcmk -M 4096 -p 0644 2>/dev/null | grep -o '[0-9]*$')
+	if [ -n "$id" ]; then
+		SHM_IDS+=("$id")
+		out=$("$WARDEN" exec --policy "$M" -- "$P" shmid "$id" 2>&1)
+		expect_match "t$tier/host-root-shm-unreadable" "$out" 'shmat: refused'
+		ipcrm -m "$id"
+	else
+		fail "t$tier/host-root-shm-unreadable" "ipcmk could not make the host segment"
+	fi
+done
+
+# -- tier 2: two concurrent calls, two uids, files settled ----------------
+# (0755 and another user's: the call's uid writes by its ACL entry only)
+W=$T/w2; mkdir -m 755 "$W"; chown 4242:4243 "$W"
+M=$(manifest t2 2 "$W")
+"$WARDEN" exec --policy "$M" --json -- "$P" hold "$W/a" 3 >"$T/t2a.json" 2>/dev/null &
+A=$!; PIDS+=("$A")
+wait_file "$W/a"
+"$WARDEN" exec --policy "$M" --json -- "$P" hold "$W/b" 0 >"$T/t2b.json" 2>/dev/null
+wait "$A"
+U1=$(jf run_as_uid <"$T/t2a.json") U2=$(jf run_as_uid <"$T/t2b.json")
+if in_range "$U1" && in_range "$U2" && [ "$U1" != "$U2" ] && [ "$(cut -d' ' -f2 "$W/a")" = "$U1" ]; then
+	pass "t2/concurrent-calls-own-uids"
+else
+	fail "t2/concurrent-calls-own-uids" "uids '$U1' '$U2' (range $FIRST-$LAST), tool saw '$(cut -d' ' -f2 "$W/a")'"
+fi
+expect_eq "t2/files-settled" "$(stat -c %u:%g "$W/a" "$W/b" | sort -u)" "4242:4243"
+
+# -- tier 3: OCI process.user is the call's uid; its files are settled -----
+if command -v runsc >/dev/null 2>&1 || [ -n "${WARDEN_RUNSC:-}" ]; then
+	W=$T/w3; mkdir -m 1777 "$W"; chown 4242:4243 "$W"
+	sed "s|  write: \[\]|  write: [\"$W\"]|; s/input: stdin:code/input: stdin/" policy/tools/run_python.yaml >"$T/t3.yaml"
+	printf 'import os\nopen("%s/f", "w").write(str(os.getuid()))\n' "$W" >"$T/t3.py"
+	out=$(timeout 120 "$WARDEN" exec --policy "$T/t3.yaml" --json --stdin "$T/t3.py" 2>/dev/null)
+	U3=$(printf '%s' "$out" | jf run_as_uid)
+	if in_range "$U3" && [ "$(cat "$W/f" 2>/dev/null)" = "$U3" ]; then pass t3/process-user-is-call-uid; else fail t3/process-user-is-call-uid "run_as_uid '$U3', the tool saw '$(cat "$W/f" 2>/dev/null)'"; fi
+	expect_eq t3/files-settled "$(stat -c %u:%g "$W/f" 2>/dev/null)" "4242:4243"
+	chmod 755 "$W"
+	out=$(timeout 120 "$WARDEN" exec --policy "$T/t3.yaml" --stdin "$T/t3.py" 2>&1); rc=$?
+	expect_eq t3/unwritable-path-refused "$rc" 125
+	expect_match t3/unwritable-path-says-why "$out" "tier 3 cannot give the call's uid"
+else
+	skip t3/process-user-is-call-uid "runsc (gVisor) not installed"
+fi
+
+# -- files a call leaves are settled; the recycled uid owns none of them --
+# One uid in the range: the second call gets the first one's uid.
+ONE=2000004000
+# (0777: as above, only the ownership can stop the recycled uid's chmod)
+W=$T/ws; mkdir -m 777 "$W"; chown 4242:4243 "$W"
+M=$(manifest settle 1 "$W")
+out=$(WARDEN_UID_RANGE=$ONE-$ONE "$WARDEN" exec --policy "$M" --json -- "$P" write "$W/left" 2>/dev/null)
+expect_eq "settle/json-run-as-uid" "$(printf '%s' "$out" | jf run_as_uid)" "$ONE"
+expect_eq "settle/file-owner-is-dir-owner" "$(stat -c %u:%g "$W/left" 2>/dev/null)" "4242:4243"
+expect_eq "settle/dir-acl-gone" "$(python3 -c 'import os,sys; print(len(os.listxattr(sys.argv[1])))' "$W")" 0
+expect_eq "settle/dir-mode-restored" "$(stat -c %a "$W")" 777
+out=$(WARDEN_UID_RANGE=$ONE-$ONE "$WARDEN" exec --policy "$M" --json -- "$P" chmod "$W/left" 2>/dev/null)
+expect_eq "settle/recycled-uid" "$(printf '%s' "$out" | jf run_as_uid)" "$ONE"
+expect_eq "settle/recycled-uid-cannot-chmod" "$(stat -c %a "$W/left")" 644
+# a non-root caller's files go to the caller
+chown 4242:4243 "$W"; rm -f "$W/left2"
+"$WARDEN" exec --policy "$M" --uid 4244 --gid 4245 -- "$P" write "$W/left2" >/dev/null 2>&1
+expect_eq "settle/file-owner-is-caller" "$(stat -c %u:%g "$W/left2" 2>/dev/null)" "4244:4245"
+
+# -- range exhausted: refused, never shared --------------------------------
+WARDEN_UID_RANGE=$ONE-$ONE "$WARDEN" exec --policy "$M" -- "$P" hold "$W/h2" 4 >/dev/null 2>&1 &
+B=$!; PIDS+=("$B")
+wait_file "$W/h2"
+out=$(WARDEN_UID_RANGE=$ONE-$ONE "$WARDEN" exec --policy "$M" -- "$P" write "$W/never" 2>&1); rc=$?
+expect_eq "exhausted/refused-125" "$rc" 125
+expect_match "exhausted/says-why" "$out" "no free uid in $ONE-$ONE"
+[ -e "$W/never" ] && fail "exhausted/nothing-ran" "the call ran" || pass "exhausted/nothing-ran"
+wait "$B"
+
+# -- a dead owner's uid: reused only once nothing of it remains ------------
+# The first call's `warden exec` dies (-9) with a daemonised grandchild of
+# the tool still running as the uid and a file of it in the write path.
+rm -f "$W/gc"
+WARDEN_UID_RANGE=$ONE-$ONE "$WARDEN" exec --policy "$M" -- "$P" spawnhold "$W/gc" 60 >/dev/null 2>&1 &
+X=$!
+if wait_file "$W/gc"; then
+	read -r GC GCUID <"$W/gc"; PIDS+=("$GC")
+	kill -9 "$X"; wait "$X" 2>/dev/null
+	sleep 0.2
+	expect_eq "crash/leftover-runs-as-uid" "$(stat -c %u "/proc/$GC" 2>/dev/null)/$(stat -c %u "$W/gc")" "$ONE/$ONE"
+	out=$(WARDEN_UID_RANGE=$ONE-$ONE "$WARDEN" exec --policy "$M" --json -- "$P" write "$W/after" 2>/dev/null)
+	expect_eq "crash/uid-reused" "$(printf '%s' "$out" | jf run_as_uid)" "$ONE"
+	[ -d "/proc/$GC" ] && fail "crash/leftover-killed-before-reuse" "pid $GC still runs" || pass "crash/leftover-killed-before-reuse"
+	expect_eq "crash/leftover-file-settled" "$(stat -c %u "$W/gc")" 4242
+else
+	fail "crash/leftover" "the grandchild never started"
+	kill -9 "$X" 2>/dev/null
+fi
+expect_eq "records/clean-after-calls" "$(stat -c %s "$T/rt/uids/$ONE" 2>/dev/null)" 0
+finish
