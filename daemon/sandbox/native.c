@@ -540,6 +540,21 @@ static const char *runtime_dir(void)
 	return d && *d ? d : "/run/warden";
 }
 
+/* The runtime dir is on the path of every call's uid (tier 1 runs in a
+ * scratch below it): one that an older build left 0700 (its wd_mkdir_p
+ * gave a tier-3 runsc root's mode to every parent) is opened to o+x,
+ * once a process. Only a directory of root's, never made writable. */
+static void runtime_dir_traversable(const char *d)
+{
+	static int done;
+	struct stat st;
+	if (__atomic_exchange_n(&done, 1, __ATOMIC_RELAXED))
+		return;
+	if (lstat(d, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == 0 &&
+	    (st.st_mode & 0111) != 0111 && chmod(d, (st.st_mode & 0755) | 0111))
+		wd_log_errno(WD_LOG_WARN, -errno, "runtime dir '%s'", d);
+}
+
 static int native_run(const struct wd_call *call, struct wd_result *res,
 		      struct wd_err *err)
 {
@@ -613,6 +628,7 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 		goto out;
 
 	/* Call directory: tier 1 scratch (TMPDIR/HOME) or tier 2 root. */
+	runtime_dir_traversable(runtime_dir());
 	snprintf(l.calldir, sizeof(l.calldir), "%s/calls/%s", runtime_dir(),
 		 l.id);
 	if ((r = wd_mkdir_p(l.calldir, 0711)) < 0) {
