@@ -89,6 +89,15 @@ $(BUILD)/wardend: $(D_OBJS) $(LIBWARDEN)
 
 BINS := $(BUILD)/warden $(if $(D_SRCS),$(BUILD)/wardend)
 
+# tier 2's pid 1 (daemon/init/warden-init.c): exec'd by G1 so that nothing
+# of a call runs on the supervisor's memory; static, found next to the
+# binaries or in $(PREFIX)/libexec/warden (sandbox/native_init.c)
+INIT := $(BUILD)/warden-init
+$(INIT): daemon/init/warden-init.c
+	@mkdir -p $(@D)
+	$(if $(Q),@echo "  STATIC  $@")
+	$(Q)$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -static -o $@ $<
+
 # ---- tests ---------------------------------------------------------------------
 UNIT_SRCS := $(wildcard tests/unit/*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(UNIT_SRCS))
@@ -134,7 +143,7 @@ $(BUILD)/tests/bench/%: tests/bench/%.c $(LIBWARDEN) | $(BPF_SKELS)
 # ---- targets -------------------------------------------------------------------
 .PHONY: all deps demo test unit-tests check-format format bench fuzz vmtest install clean
 
-all: $(BINS)
+all: $(BINS) $(INIT)
 
 tests-build: all $(UNIT_BINS) $(HELPER_BINS)
 
@@ -179,6 +188,8 @@ install: all
 		$(DESTDIR)$(SYSCONFDIR)/warden/policy \
 		$(DESTDIR)$(PREFIX)/share/doc/warden $(DESTDIR)$(PREFIX)/lib/systemd/system
 	install -m 0755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
+	install -d $(DESTDIR)$(PREFIX)/libexec/warden
+	install -m 0755 $(INIT) $(DESTDIR)$(PREFIX)/libexec/warden/
 	cp -r policy/. $(DESTDIR)$(PREFIX)/share/warden/policy/
 	cd policy && find . -type d | while read -r d; do \
 		install -d "$(DESTDIR)$(SYSCONFDIR)/warden/policy/$$d" || exit 1; done

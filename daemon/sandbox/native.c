@@ -629,6 +629,16 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 
 	/* Call directory: tier 1 scratch (TMPDIR/HOME) or tier 2 root. */
 	runtime_dir_traversable(runtime_dir());
+	wd_native_protect_self();
+	if (l.tier == 2) {
+		int ifd = wd_native_init(&l.init_path, err);
+		if (ifd < 0) {
+			r = ifd;
+			goto out;
+		}
+		snprintf(l.init_exec, sizeof(l.init_exec), "/proc/self/fd/%d",
+			 ifd);
+	}
 	snprintf(l.calldir, sizeof(l.calldir), "%s/calls/%s", runtime_dir(),
 		 l.id);
 	if ((r = wd_mkdir_p(l.calldir, 0711)) < 0) {
@@ -838,6 +848,15 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 		r = wd_err_set(err, -errno, "pipes: %s", strerror(errno));
 		goto out;
 	}
+	if (l.tier == 2) {
+		l.init_argv = wd_calloc(argc + 5, sizeof(char *));
+		l.init_argv[0] = wd_strdup("warden-init");
+		l.init_argv[1] = wd_asprintf("%d", l.errp[1]);
+		l.init_argv[2] = l.init_oomfd; /* G1 writes it */
+		l.init_argv[3] = l.exec_path;
+		for (int i = 0; i < argc; i++)
+			l.init_argv[4 + i] = l.argv[i];
+	}
 	l.ppid = getpid(); /* T and C die with us (die_with_parent) */
 	l.cpidfd = -1;
 	if (l.tier == 1) {
@@ -876,8 +895,6 @@ out:
 				"cgroup.kill",
 				l.id);
 	}
-	/* G1 is dead, or killed: no return to user space on that stack */
-	wd_native_vm_stack_free(&l);
 	for (size_t i = 0; i < WD_ARRAY_SIZE(fds); i++)
 		closep2(fds[i]);
 	struct teardown *td = wd_calloc(1, sizeof(*td));
@@ -896,6 +913,11 @@ out:
 	wd_plan_put(l.mplan_ref); /* G1, its reader, is gone */
 	wd_landlock_free(l.ll);
 	wd_landlock_audit_close(l.lla);
+	if (l.init_argv) { /* [2..] are borrowed */
+		free(l.init_argv[0]);
+		free(l.init_argv[1]);
+		free(l.init_argv);
+	}
 	wd_sb_free_strv(l.argv);
 	wd_sb_free_strv(l.envp);
 	free(l.exec_path);
