@@ -658,6 +658,9 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 	snprintf(l.root, sizeof(l.root), "%s/t2root", runtime_dir());
 	struct stat rst;
 	if (l.tier == 1) {
+		snprintf(l.scratch_opts, sizeof(l.scratch_opts),
+			 "mode=0700,uid=%u,gid=%u,size=%um", l.uid, l.gid,
+			 m->memory_mb ? m->memory_mb : WD_DEFAULT_MEMORY_MB);
 		if (mkdir(l.scratch, 0700) < 0 ||
 		    chown(l.scratch, l.uid, l.gid) < 0) {
 			r = wd_err_set(err, -errno, "scratch '%s': %s",
@@ -786,17 +789,7 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 		wd_result_enf(res, "namespaces", "mnt pid ipc uts%s",
 			      l.netns ? " net" : "");
 
-	if (l.lsm && l.tier == 1) {
-		cleanup_close int sfd =
-		    open(l.scratch, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (sfd < 0 ||
-		    (r = wd_lsm_allow_fd(l.lsm, l.cgid, sfd,
-					 WD_LSM_READ | WD_LSM_WRITE)) < 0) {
-			r = wd_err_set(err, sfd < 0 ? -errno : r,
-				       "bpf_lsm: grant scratch");
-			goto out;
-		}
-	}
+	/* tier 1's scratch: granted by T on its tmpfs (native_child.c) */
 	l.cg = &cg;
 	/* Landlock reports through audit (ABI 7); we listen when audit is
 	 * already on, or when WARDEN_LANDLOCK_AUDIT=enable asks us to turn it

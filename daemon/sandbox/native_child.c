@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -157,8 +158,8 @@ int wd_native_build_landlock(struct launch *l, struct wd_err *err)
 	/* The ELF interpreter is opened for execution by the kernel too. */
 	for (int i = 0; i < wd_loader_paths_n; i++)
 		GRANT(wd_loader_paths[i], WD_LL_EXEC);
-	if (l->tier == 1)
-		GRANT(l->scratch, WD_LL_WRITE);
+	/* tier 1's scratch: granted by T on the tmpfs it mounts there (a
+	 * rule on the directory below would not cover the mount on it) */
 	if (l->tier == 2) /* G1 execs it, already restricted */
 		GRANT(l->init_path, WD_LL_EXEC);
 	static const char *const devs[] = {"/dev/null", "/dev/zero",
@@ -327,6 +328,36 @@ static int oom_adj_reset(pid_t pid)
 	return r;
 }
 
+/* Tier 1's scratch: a tmpfs of the call's own, capped at its memory_mb
+ * (its pages are charged to the writer's memory cgroup, the call's: a
+ * fill ends at the cap or in the call's OOM, never on the host's disk),
+ * mounted in a mount namespace of T's own so that the host never sees it:
+ * it goes when the call's last process does (or when the daemon drops
+ * its hold, sandbox/native.c), and a killed daemon leaves no mount behind.
+ * The namespace is otherwise the host's: the same paths, the same files.
+ * Our copy of the host's mounts becomes a slave first: a mount made here
+ * must not propagate back to the host through a shared /run. */
+static void scratch_tmpfs(struct launch *l)
+{
+	if (syscall(SYS_unshare, CLONE_NEWNS) < 0)
+		child_fail(l, errno, "scratch: mount namespace");
+	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
+		child_fail(l, errno, "scratch: mount propagation");
+	if (mount("warden-scratch", l->scratch, "tmpfs",
+		  MS_NOSUID | MS_NODEV | MS_NOEXEC, l->scratch_opts) < 0)
+		child_fail(l, errno, "scratch: tmpfs");
+	struct wd_err e = {0};
+	if (wd_landlock_allow(l->ll, l->scratch, WD_LL_WRITE, &e) < 0)
+		child_fail(l, 0, "%s", e.msg);
+	if (l->lsm) {
+		int fd = open(l->scratch, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0 || wd_lsm_allow_fd(l->lsm, l->cgid, fd,
+					      WD_LSM_READ | WD_LSM_WRITE) < 0)
+			child_fail(l, errno, "bpf_lsm: grant scratch");
+		close(fd);
+	}
+}
+
 /* Tier 1's T, cloned by the daemon itself straight into the v2 leaf. The
  * daemon may have other threads, so from here to exec nothing allocates or
  * takes a libc lock: the ruleset and the empty capability set were made
@@ -358,6 +389,7 @@ void wd_native_tier1_main(struct launch *l, bool self_v2)
 	 * daemon's, the daemon resets it once we have exec'd */
 	if (!l->vm_child)
 		oom_adj_reset(0);
+	scratch_tmpfs(l);
 	restrict_self(l);
 	exec_tool(l);
 }
@@ -658,6 +690,24 @@ static void vm_begin(struct launch *l)
 }
 #endif
 
+/* <linux/pidfd.h> (6.11); Debian 12's headers lack it */
+#define WD_PIDFD_GET_MNT_NAMESPACE _IO(0xFF, 3)
+
+/* G1's mount namespace, for the caller to hold (see struct launch): by
+ * its pidfd, else through /proc; -1 if neither works (G1 then tears it
+ * down as it exits, as before). */
+static int hold_mntns(int pidfd, pid_t g1)
+{
+	int fd = ioctl(pidfd, WD_PIDFD_GET_MNT_NAMESPACE, 0);
+	if (fd >= 0) {
+		fcntl(fd, F_SETFD, FD_CLOEXEC);
+		return fd;
+	}
+	char p[64];
+	snprintf(p, sizeof(p), "/proc/%d/ns/mnt", (int)g1);
+	return open(p, O_RDONLY | O_CLOEXEC);
+}
+
 pid_t wd_native_spawn_tier1(struct launch *l)
 {
 	bool self_v2;
@@ -683,6 +733,10 @@ pid_t wd_native_spawn_tier1(struct launch *l)
 				/* l is read by T until it execs: no write
 				 * to it (or to anything T reads) until then */
 				vm_wait_exec(l, (pid_t)p, pidfd);
+				/* the scratch's namespace: its teardown
+				 * (an RCU wait) on the reaper, not in the
+				 * tool's exit */
+				l->mntns = hold_mntns(pidfd, (pid_t)p);
 				close(pidfd);
 				munmap(stk, VM_STACK);
 				/* T is on its own memory now: the daemon's
@@ -704,24 +758,6 @@ pid_t wd_native_spawn_tier1(struct launch *l)
 	if (t == 0)
 		wd_native_tier1_main(l, self_v2);
 	return t;
-}
-
-/* <linux/pidfd.h> (6.11); Debian 12's headers lack it */
-#define WD_PIDFD_GET_MNT_NAMESPACE _IO(0xFF, 3)
-
-/* G1's mount namespace, for the caller to hold (see struct launch): by
- * its pidfd, else through /proc; -1 if neither works (G1 then tears it
- * down as it exits, as before). */
-static int hold_mntns(int pidfd, pid_t g1)
-{
-	int fd = ioctl(pidfd, WD_PIDFD_GET_MNT_NAMESPACE, 0);
-	if (fd >= 0) {
-		fcntl(fd, F_SETFD, FD_CLOEXEC);
-		return fd;
-	}
-	char p[64];
-	snprintf(p, sizeof(p), "/proc/%d/ns/mnt", (int)g1);
-	return open(p, O_RDONLY | O_CLOEXEC);
 }
 
 pid_t wd_native_spawn_tier2(struct launch *l)

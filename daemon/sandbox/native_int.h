@@ -60,7 +60,10 @@ struct launch {
 	char calldir[256]; /* host dir for this call (scratch, root) */
 	int ownerfd;	   /* calldir/.owner, flock'ed while the call lives */
 	char scratch[300]; /* tier 1 TMPDIR/HOME */
-	char root[300];	   /* tier 2 new root mountpoint */
+	/* tier 1: the options of the tmpfs T mounts on scratch in a mount
+	 * namespace of its own (size: memory_mb; owner: the call's uid) */
+	char scratch_opts[96];
+	char root[300]; /* tier 2 new root mountpoint */
 	bool netns;
 	char **argv;
 	char *exec_path; /* argv[0] with symlinks resolved: tier 2 binds
