@@ -160,61 +160,38 @@ int wd_write_str(const char *path, const char *s)
 	return 0;
 }
 
+/* One component: made with exactly `mode` (not the umask's cut of it). A
+ * directory that exists keeps its mode: it is not ours to change. */
+static int mkdir_one(const char *p, int mode)
+{
+	if (mkdir(p, mode) < 0)
+		return errno == EEXIST ? 0 : -errno;
+	return chmod(p, mode) < 0 ? -errno : 0;
+}
+
+/* Parents are made 0755, whatever the leaf's mode: they are on the path
+ * of other callers (a tier-3 call's private 0700 runsc root must not make
+ * /run/warden untraversable for every tier-1 call after it; the test
+ * exec_pristine.sh). */
 int wd_mkdir_p(const char *path, int mode)
 {
 	char buf[4096];
+	int r;
 	if (wd_strlcpy(buf, path, sizeof(buf)) < 0)
 		return -ENAMETOOLONG;
+	size_t n = strlen(buf);
+	while (n > 1 && buf[n - 1] == '/')
+		buf[--n] = 0;
 	for (char *p = buf + 1; *p; p++) {
 		if (*p != '/')
 			continue;
 		*p = 0;
-		if (mkdir(buf, mode) < 0 && errno != EEXIST)
-			return -errno;
+		r = mkdir_one(buf, 0755);
 		*p = '/';
+		if (r < 0)
+			return r;
 	}
-	if (mkdir(buf, mode) < 0 && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
-static int rm_rf_at(int dfd, const char *name)
-{
-	struct stat st;
-	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return errno == ENOENT ? 0 : -errno;
-	if (!S_ISDIR(st.st_mode))
-		return unlinkat(dfd, name, 0) < 0 && errno != ENOENT ? -errno
-								     : 0;
-	int fd =
-	    openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	DIR *d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return -errno;
-	}
-	struct dirent *e;
-	int ret = 0;
-	while ((e = readdir(d))) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		int r = rm_rf_at(dirfd(d), e->d_name);
-		if (r < 0 && !ret)
-			ret = r;
-	}
-	closedir(d);
-	if (unlinkat(dfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT && !ret)
-		ret = -errno;
-	return ret;
-}
-
-/* Never crosses into symlinks (AT_SYMLINK_NOFOLLOW/O_NOFOLLOW): a sandboxed
- * program may leave a symlink to / in its scratch directory. */
-int wd_rm_rf(const char *path)
-{
-	return rm_rf_at(AT_FDCWD, path);
+	return mkdir_one(buf, mode);
 }
 
 uint64_t wd_now_ns(void)

@@ -540,6 +540,21 @@ static const char *runtime_dir(void)
 	return d && *d ? d : "/run/warden";
 }
 
+/* The runtime dir is on the path of every call's uid (tier 1 runs in a
+ * scratch below it): one that an older build left 0700 (its wd_mkdir_p
+ * gave a tier-3 runsc root's mode to every parent) is opened to o+x,
+ * once a process. Only a directory of root's, never made writable. */
+static void runtime_dir_traversable(const char *d)
+{
+	static int done;
+	struct stat st;
+	if (__atomic_exchange_n(&done, 1, __ATOMIC_RELAXED))
+		return;
+	if (lstat(d, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == 0 &&
+	    (st.st_mode & 0111) != 0111 && chmod(d, (st.st_mode & 0755) | 0111))
+		wd_log_errno(WD_LOG_WARN, -errno, "runtime dir '%s'", d);
+}
+
 static int native_run(const struct wd_call *call, struct wd_result *res,
 		      struct wd_err *err)
 {
@@ -619,6 +634,17 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 		goto out;
 
 	/* Call directory: tier 1 scratch (TMPDIR/HOME) or tier 2 root. */
+	runtime_dir_traversable(runtime_dir());
+	wd_native_protect_self();
+	if (l.tier == 2) {
+		int ifd = wd_native_init(&l.init_path, err);
+		if (ifd < 0) {
+			r = ifd;
+			goto out;
+		}
+		snprintf(l.init_exec, sizeof(l.init_exec), "/proc/self/fd/%d",
+			 ifd);
+	}
 	snprintf(l.calldir, sizeof(l.calldir), "%s/calls/%s", runtime_dir(),
 		 l.id);
 	if ((r = wd_mkdir_p(l.calldir, 0711)) < 0) {
@@ -638,6 +664,9 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 	snprintf(l.root, sizeof(l.root), "%s/t2root", runtime_dir());
 	struct stat rst;
 	if (l.tier == 1) {
+		snprintf(l.scratch_opts, sizeof(l.scratch_opts),
+			 "mode=0700,uid=%u,gid=%u,size=%um", l.uid, l.gid,
+			 m->memory_mb ? m->memory_mb : WD_DEFAULT_MEMORY_MB);
 		if (mkdir(l.scratch, 0700) < 0 ||
 		    chown(l.scratch, l.uid, l.gid) < 0) {
 			r = wd_err_set(err, -errno, "scratch '%s': %s",
@@ -768,17 +797,7 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 	else
 		wd_result_enf(res, "namespaces", "ipc");
 
-	if (l.lsm && l.tier == 1) {
-		cleanup_close int sfd =
-		    open(l.scratch, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (sfd < 0 ||
-		    (r = wd_lsm_allow_fd(l.lsm, l.cgid, sfd,
-					 WD_LSM_READ | WD_LSM_WRITE)) < 0) {
-			r = wd_err_set(err, sfd < 0 ? -errno : r,
-				       "bpf_lsm: grant scratch");
-			goto out;
-		}
-	}
+	/* tier 1's scratch: granted by T on its tmpfs (native_child.c) */
 	l.cg = &cg;
 	/* Landlock reports through audit (ABI 7); we listen when audit is
 	 * already on, or when WARDEN_LANDLOCK_AUDIT=enable asks us to turn it
@@ -830,6 +849,15 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 		r = wd_err_set(err, -errno, "pipes: %s", strerror(errno));
 		goto out;
 	}
+	if (l.tier == 2) {
+		l.init_argv = wd_calloc(argc + 5, sizeof(char *));
+		l.init_argv[0] = wd_strdup("warden-init");
+		l.init_argv[1] = wd_asprintf("%d", l.errp[1]);
+		l.init_argv[2] = l.init_oomfd; /* G1 writes it */
+		l.init_argv[3] = l.exec_path;
+		for (int i = 0; i < argc; i++)
+			l.init_argv[4 + i] = l.argv[i];
+	}
 	l.ppid = getpid(); /* T and C die with us (die_with_parent) */
 	l.cpidfd = -1;
 	if (l.tier == 1) {
@@ -871,8 +899,6 @@ out:
 				l.id);
 		}
 	}
-	/* G1 is dead, or killed: no return to user space on that stack */
-	wd_native_vm_stack_free(&l);
 	for (size_t i = 0; i < WD_ARRAY_SIZE(fds); i++)
 		closep2(fds[i]);
 	struct teardown *td = wd_calloc(1, sizeof(*td));
@@ -891,6 +917,11 @@ out:
 	wd_plan_put(l.mplan_ref); /* G1, its reader, is gone */
 	wd_landlock_free(l.ll);
 	wd_landlock_audit_close(l.lla);
+	if (l.init_argv) { /* [2..] are borrowed */
+		free(l.init_argv[0]);
+		free(l.init_argv[1]);
+		free(l.init_argv);
+	}
 	wd_sb_free_strv(l.argv);
 	wd_sb_free_strv(l.envp);
 	free(l.exec_path);

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -157,8 +158,10 @@ int wd_native_build_landlock(struct launch *l, struct wd_err *err)
 	/* The ELF interpreter is opened for execution by the kernel too. */
 	for (int i = 0; i < wd_loader_paths_n; i++)
 		GRANT(wd_loader_paths[i], WD_LL_EXEC);
-	if (l->tier == 1)
-		GRANT(l->scratch, WD_LL_WRITE);
+	/* tier 1's scratch: granted by T on the tmpfs it mounts there (a
+	 * rule on the directory below would not cover the mount on it) */
+	if (l->tier == 2) /* G1 execs it, already restricted */
+		GRANT(l->init_path, WD_LL_EXEC);
 	static const char *const devs[] = {"/dev/null", "/dev/zero",
 					   "/dev/full", "/dev/random",
 					   "/dev/urandom"};
@@ -309,6 +312,55 @@ static void vm_child_signals(struct launch *l)
 		child_fail(l, errno, "signals: mask");
 }
 
+/* Reset the daemon's OOM protection (WD_SUPERVISOR_OOM_ADJ), inherited
+ * at clone, for a process that does not share its memory (a write to a
+ * process sharing it would change the daemon's too). Best effort: 0 or
+ * -errno. pid 0: ourselves. */
+static int oom_adj_reset(pid_t pid)
+{
+	char p[48];
+	if (pid)
+		snprintf(p, sizeof(p), "/proc/%d/oom_score_adj", (int)pid);
+	else
+		wd_strlcpy(p, "/proc/self/oom_score_adj", sizeof(p));
+	int fd = open(p, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int r = write(fd, "0", 1) == 1 ? 0 : -errno;
+	close(fd);
+	return r;
+}
+
+/* Tier 1's scratch: a tmpfs of the call's own, capped at its memory_mb
+ * (its pages are charged to the writer's memory cgroup, the call's: a
+ * fill ends at the cap or in the call's OOM, never on the host's disk),
+ * mounted in a mount namespace of T's own so that the host never sees it:
+ * it goes when the call's last process does (or when the daemon drops
+ * its hold, sandbox/native.c), and a killed daemon leaves no mount behind.
+ * The namespace is otherwise the host's: the same paths, the same files.
+ * Our copy of the host's mounts becomes a slave first: a mount made here
+ * must not propagate back to the host through a shared /run. */
+static void scratch_tmpfs(struct launch *l)
+{
+	if (syscall(SYS_unshare, CLONE_NEWNS) < 0)
+		child_fail(l, errno, "scratch: mount namespace");
+	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
+		child_fail(l, errno, "scratch: mount propagation");
+	if (mount("warden-scratch", l->scratch, "tmpfs",
+		  MS_NOSUID | MS_NODEV | MS_NOEXEC, l->scratch_opts) < 0)
+		child_fail(l, errno, "scratch: tmpfs");
+	struct wd_err e = {0};
+	if (wd_landlock_allow(l->ll, l->scratch, WD_LL_WRITE, &e) < 0)
+		child_fail(l, 0, "%s", e.msg);
+	if (l->lsm) {
+		int fd = open(l->scratch, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0 || wd_lsm_allow_fd(l->lsm, l->cgid, fd,
+					      WD_LSM_READ | WD_LSM_WRITE) < 0)
+			child_fail(l, errno, "bpf_lsm: grant scratch");
+		close(fd);
+	}
+}
+
 /* Tier 1's T, cloned by the daemon itself straight into the v2 leaf. The
  * daemon may have other threads, so from here to exec nothing allocates or
  * takes a libc lock: the ruleset and the empty capability set were made
@@ -339,37 +391,37 @@ void wd_native_tier1_main(struct launch *l, bool self_v2)
 	/* a plain fork (kernels before clone3) got no IPC namespace */
 	if (self_v2 && syscall(SYS_unshare, CLONE_NEWIPC) < 0)
 		child_fail(l, errno, "namespaces: unshare ipc");
+	/* on our own memory (a copy): the daemon's protection goes; on the
+	 * daemon's, the daemon resets it once we have exec'd */
+	if (!l->vm_child)
+		oom_adj_reset(0);
+	scratch_tmpfs(l);
 	restrict_self(l);
 	exec_tool(l);
 }
 
-/* Raw system calls that leave errno alone: G1 on the daemon's memory
- * runs them while the daemon thread (whose TLS errno G1 would otherwise
- * write) is back at work. x86_64 only, as is the memory-sharing G1. */
-#if defined(__x86_64__)
-static long raw_sys4(long n, long a, long b, long c, long d)
+static void fmt_uint(char *buf, size_t len, unsigned v)
 {
-	long ret;
-	register long r10 __asm__("r10") = d;
-	__asm__ volatile("syscall"
-			 : "=a"(ret)
-			 : "0"(n), "D"(a), "S"(b), "d"(c), "r"(r10)
-			 : "rcx", "r11", "memory");
-	return ret;
+	char t[16];
+	size_t n = 0;
+	do
+		t[n++] = (char)('0' + v % 10);
+	while ((v /= 10) && n < sizeof(t));
+	size_t i = 0;
+	for (; i < n && i + 1 < len; i++)
+		buf[i] = t[n - 1 - i];
+	buf[i] = 0;
 }
-#else
-static long raw_sys4(long n, long a, long b, long c, long d)
-{
-	long r = syscall(n, a, b, c, d);
-	return r < 0 ? -errno : r;
-}
-#endif
 
 /* G1 = T: pid 1 of the call's pid namespace, in the v2 leaf from birth;
  * joins the v1 leaves before anything else. Created by C (a fork of the
  * daemon: l->vm_child false), or by the daemon itself on the daemon's
  * memory (wd_native_spawn_tier2): then nothing here allocates or takes a
- * lock, and once G2 has exec'd only raw_sys4 runs. */
+ * lock. G1 ends by exec'ing warden-init, which starts the tool and reaps:
+ * while G1 shares the daemon's memory it is in the call's memory cgroup
+ * only for its setup, and the OOM killer, which kills every process
+ * sharing its victim's memory, never finds the daemon's memory in the
+ * call's cgroup while the tool runs (exec_oom.sh). */
 static void __attribute__((noreturn)) g1_main(struct launch *l, bool self_v2)
 {
 	if (l->vm_child) {
@@ -423,38 +475,29 @@ static void __attribute__((noreturn)) g1_main(struct launch *l, bool self_v2)
 			child_fail(l, -ar, "bpf_lsm: arm");
 	}
 	grant_own_mounts(l);
+	/* while root, before Landlock: the init sets it back to 0 once it
+	 * runs on its own memory (here it would change the daemon's) */
+	int oomfd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+	if (oomfd < 0)
+		child_fail(l, errno, "oom_score_adj");
 	restrict_self(l);
-	/* G2 borrows our memory until it execs (vfork): no copy of it to make
-	 * and to tear down again at exec. We only wait meanwhile; G2 already
-	 * runs under the tool's identity, Landlock and seccomp, and the
-	 * daemon, not we, supervises and times it (a stopped G2 holds only
-	 * us). A manifest denying vfork: the copying fork. */
-	pid_t g2 = vfork();
-	if (g2 < 0) /* a copying fork, without glibc's fork handlers */
-		g2 = (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
-	if (g2 < 0)
-		child_fail(l, errno, "fork");
-	if (g2 == 0)
-		exec_tool(l);
-	/* G2 has exec'd (or died). G1 runs as the tool's uid from here:
-	 * hold none of the caller's fds either (non-dumpable already keeps
-	 * /proc/1/fd shut); closing the exec watch pipe with them lets the
-	 * daemon go on, so from here on: raw_sys4 only, locals only. */
-	raw_sys4(SYS_close_range, 3, ~0U, 0, 0);
-	/* Reap everything; leave when the tool does. Our exit tears the pid
-	 * namespace down, killing whatever the tool left behind. */
-	for (;;) {
-		int st;
-		long p = raw_sys4(SYS_wait4, -1, (long)&st, 0, 0);
-		if (p == g2) {
-			int code = WIFEXITED(st)     ? WEXITSTATUS(st)
-				   : WIFSIGNALED(st) ? 128 + WTERMSIG(st)
-						     : 128;
-			raw_sys4(SYS_exit_group, code, 0, 0, 0);
-		}
-		if (p == -ECHILD)
-			raw_sys4(SYS_exit_group, 125, 0, 0, 0);
-	}
+	/* The init's fds: the error pipe and oomfd survive the exec, stdio
+	 * is the tool's already, every other fd closes (restrict_self). */
+	fmt_uint(l->init_oomfd, sizeof(l->init_oomfd), (unsigned)oomfd);
+	if (fcntl(oomfd, F_SETFD, 0) < 0 || fcntl(l->errp[1], F_SETFD, 0) < 0)
+		child_fail(l, errno, "init: fds");
+	if (dup2(l->in[0], 0) < 0 || dup2(l->out[1], 1) < 0 ||
+	    dup2(l->err[1], 2) < 0)
+		child_fail(l, errno, "stdio");
+	if (chdir("/tmp") < 0)
+		child_fail(l, errno, "chdir");
+	/* By our own procfs's magic link: an exec by path, judged like the
+	 * tool's (Landlock allows this one file, wd_native_build_landlock);
+	 * execveat of a bare fd is refused to tools on some kernels. This
+	 * exec ends our use of the daemon's memory: the exec watch pipe
+	 * closes with it and the daemon goes on. */
+	execve(l->init_exec, l->init_argv, l->envp);
+	child_fail(l, errno, "exec warden-init");
 }
 
 /* C: a fork of the daemon (where G1 cannot share its memory), in the host
@@ -508,11 +551,11 @@ void wd_native_tier2_main(struct launch *l)
  * the copying clone then. */
 static bool vm_spawn_safe(const struct wd_manifest *m)
 {
-	/* tier 2's G1 adds vfork, clone (its fallback) and wait4 */
+	/* tier 2's G1 adds fcntl (the init's fds) */
 	static const char *const after[] = {
-	    "sendmsg", "close", "dup2",	 "dup3",       "chdir",
-	    "execve",  "write", "exit",	 "exit_group", "rt_sigprocmask",
-	    "vfork",   "clone", "wait4", "close_range"};
+	    "sendmsg",	  "close",	    "dup2",  "dup3",
+	    "chdir",	  "execve",	    "write", "exit",
+	    "exit_group", "rt_sigprocmask", "fcntl"};
 	for (int i = 0; i < m->n_syscalls_deny; i++)
 		for (size_t k = 0; k < WD_ARRAY_SIZE(after); k++)
 			if (!strcmp(m->syscalls_deny[i], after[k]))
@@ -653,6 +696,24 @@ static void vm_begin(struct launch *l)
 }
 #endif
 
+/* <linux/pidfd.h> (6.11); Debian 12's headers lack it */
+#define WD_PIDFD_GET_MNT_NAMESPACE _IO(0xFF, 3)
+
+/* G1's mount namespace, for the caller to hold (see struct launch): by
+ * its pidfd, else through /proc; -1 if neither works (G1 then tears it
+ * down as it exits, as before). */
+static int hold_mntns(int pidfd, pid_t g1)
+{
+	int fd = ioctl(pidfd, WD_PIDFD_GET_MNT_NAMESPACE, 0);
+	if (fd >= 0) {
+		fcntl(fd, F_SETFD, FD_CLOEXEC);
+		return fd;
+	}
+	char p[64];
+	snprintf(p, sizeof(p), "/proc/%d/ns/mnt", (int)g1);
+	return open(p, O_RDONLY | O_CLOEXEC);
+}
+
 pid_t wd_native_spawn_tier1(struct launch *l)
 {
 	bool self_v2;
@@ -685,8 +746,16 @@ pid_t wd_native_spawn_tier1(struct launch *l)
 				/* l is read by T until it execs: no write
 				 * to it (or to anything T reads) until then */
 				vm_wait_exec(l, (pid_t)p, pidfd);
+				/* the scratch's namespace: its teardown
+				 * (an RCU wait) on the reaper, not in the
+				 * tool's exit */
+				l->mntns = hold_mntns(pidfd, (pid_t)p);
 				close(pidfd);
 				munmap(stk, VM_STACK);
+				/* T is on its own memory now: the daemon's
+				 * protection is not the tool's (a process
+				 * the tool forked before this keeps it) */
+				oom_adj_reset((pid_t)p);
 				return (pid_t)p;
 			}
 			l->vm_child = false;
@@ -702,24 +771,6 @@ pid_t wd_native_spawn_tier1(struct launch *l)
 	if (t == 0)
 		wd_native_tier1_main(l, self_v2);
 	return t;
-}
-
-/* <linux/pidfd.h> (6.11); Debian 12's headers lack it */
-#define WD_PIDFD_GET_MNT_NAMESPACE _IO(0xFF, 3)
-
-/* G1's mount namespace, for the caller to hold (see struct launch): by
- * its pidfd, else through /proc; -1 if neither works (G1 then tears it
- * down as it exits, as before). */
-static int hold_mntns(int pidfd, pid_t g1)
-{
-	int fd = ioctl(pidfd, WD_PIDFD_GET_MNT_NAMESPACE, 0);
-	if (fd >= 0) {
-		fcntl(fd, F_SETFD, FD_CLOEXEC);
-		return fd;
-	}
-	char p[64];
-	snprintf(p, sizeof(p), "/proc/%d/ns/mnt", (int)g1);
-	return open(p, O_RDONLY | O_CLOEXEC);
 }
 
 pid_t wd_native_spawn_tier2(struct launch *l)
@@ -754,14 +805,13 @@ pid_t wd_native_spawn_tier2(struct launch *l)
 			close(self);
 			if (p > 0) {
 				int ns = hold_mntns(pidfd, (pid_t)p);
-				/* l is read by G1 until G2 has exec'd (its
-				 * cpidfd too): no write to it before; G1
-				 * runs on stk until it dies: the caller
-				 * unmaps it once G1 is reaped */
+				/* l is read by G1 until it has exec'd the
+				 * init (its cpidfd too): no write to it
+				 * before; then stk is no one's */
 				vm_wait_exec(l, (pid_t)p, pidfd);
 				l->cpidfd = -1;
 				close(pidfd);
-				l->vm_stack = stk;
+				munmap(stk, VM_STACK);
 				l->mntns = ns;
 				return (pid_t)p;
 			}
@@ -784,12 +834,4 @@ pid_t wd_native_spawn_tier2(struct launch *l)
 	if (c == 0)
 		wd_native_tier2_main(l);
 	return c;
-}
-
-void wd_native_vm_stack_free(struct launch *l)
-{
-	if (l->vm_stack) {
-		munmap(l->vm_stack, VM_STACK);
-		l->vm_stack = NULL;
-	}
 }

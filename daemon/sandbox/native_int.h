@@ -60,7 +60,10 @@ struct launch {
 	char calldir[256]; /* host dir for this call (scratch, root) */
 	int ownerfd;	   /* calldir/.owner, flock'ed while the call lives */
 	char scratch[300]; /* tier 1 TMPDIR/HOME */
-	char root[300];	   /* tier 2 new root mountpoint */
+	/* tier 1: the options of the tmpfs T mounts on scratch in a mount
+	 * namespace of its own (size: memory_mb; owner: the call's uid) */
+	char scratch_opts[96];
+	char root[300]; /* tier 2 new root mountpoint */
 	bool netns;
 	char **argv;
 	char *exec_path; /* argv[0] with symlinks resolved: tier 2 binds
@@ -86,9 +89,14 @@ struct launch {
 	 * namespace). */
 	pid_t ppid;
 	int cpidfd;
-	/* tier 2, G1 on the daemon's memory: its stack, unmapped by
-	 * wd_native_vm_stack_free once G1 is dead */
-	void *vm_stack;
+	/* tier 2: G1 execs warden-init (native_init.c) by this path
+	 * ("/proc/self/fd/N" of the init's fd, in G1's own procfs) with
+	 * init_argv = {"warden-init", ERRFD, init_oomfd, exec_path, argv...};
+	 * init_oomfd's digits are G1's to write. init_path: for Landlock. */
+	const char *init_path;
+	char init_exec[32];
+	char **init_argv;
+	char init_oomfd[16];
 	/* tier 2: the new root's mounts, planned by the parent (shared with
 	 * other calls of the manifest: read-only; see sandbox/plancache.h) */
 	struct wd_mount_plan *mplan;
@@ -122,7 +130,12 @@ void wd_native_tier2_main(struct launch *l) __attribute__((noreturn));
  * C, a fork, unshares and clones G1. Like wd_native_spawn_tier1, returns
  * once G2 has exec'd or G1 died: G1's pid (or C's), or -1 with errno. */
 pid_t wd_native_spawn_tier2(struct launch *l);
-/* After the child is reaped (or killed): G1's stack. */
-void wd_native_vm_stack_free(struct launch *l);
+/* native_init.c. The init's fd, opened once a process (and *path, its
+ * resolved name), or -ENOENT with a message saying where it was looked
+ * for. */
+int wd_native_init(const char **path, struct wd_err *err);
+/* The supervising process's OOM protection, set once (root only). */
+#define WD_SUPERVISOR_OOM_ADJ "-900"
+void wd_native_protect_self(void);
 
 #endif

@@ -246,7 +246,9 @@ int wd_oci_bundle_write(const char *dir, const struct wd_manifest *m,
 	cleanup_free char *root = wd_asprintf("%s/rootfs", dir);
 	cleanup_free char *cfg = wd_asprintf("%s/config.json", dir);
 	int r = 0;
-	if (mkdir(root, 0755) < 0) {
+	/* 0755 exactly, whatever the daemon's umask: gVisor's sandbox
+	 * reads the root (and finds /tmp in it) as an unprivileged user */
+	if (mkdir(root, 0755) < 0 || chmod(root, 0755) < 0) {
 		r = wd_err_set(err, -errno, "bundle '%s': %s", root,
 			       strerror(errno));
 		goto out;

@@ -20,6 +20,9 @@ for b in warden wardend; do
 	[ -x "$D/usr/bin/$b" ] && cmp -s "$D/usr/bin/$b" "$BUILD/$b" &&
 		pass "bin-$b" || fail "bin-$b" "$D/usr/bin/$b missing or not the built one"
 done
+# tier 2's pid 1, where the installed binaries look for it (../libexec/warden)
+[ -x "$D/usr/libexec/warden/warden-init" ] && cmp -s "$D/usr/libexec/warden/warden-init" "$BUILD/warden-init" &&
+	pass libexec-warden-init || fail libexec-warden-init "$D/usr/libexec/warden/warden-init missing or not the built one"
 out=$("$D/usr/bin/warden" --help 2>&1); rc=$?
 expect_eq installed-warden-runs "$rc" 0
 
