@@ -17,6 +17,7 @@ struct mctx {
 	yaml_node_t *approval_threshold_node;
 	yaml_node_t *exec_node;
 	yaml_node_t *input_node;
+	yaml_node_t *listen_node; /* network.listen */
 };
 
 /* The top-level manifest keys and their handlers (obj: struct mctx *). */
