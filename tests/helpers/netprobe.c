@@ -18,12 +18,14 @@
 #include <poll.h>
 #include <stddef.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -239,8 +241,9 @@ static int ping(int fam, int raw)
 	return recv_for(s, 1000) > 0 ? 0 : 3;
 }
 
-/* Copy this program to dst, make it executable and run it there. */
-static int write_exec(const char *dst)
+/* Copy this program to dst, make it executable and run it there with
+ * args (NULL-terminated). */
+static int write_exec(const char *dst, char **args)
 {
 	int in = open("/proc/self/exe", O_RDONLY);
 	if (step(in, "open /proc/self/exe") < 0)
@@ -258,8 +261,7 @@ static int write_exec(const char *dst)
 	close(in);
 	fchmod(out, 0755);
 	close(out);
-	char *av[] = {(char *)dst, "say", "exec-ran", NULL};
-	execv(dst, av);
+	execv(dst, args - 1); /* argv[0] = dst */
 	return step(-1, "exec"), 1;
 }
 
@@ -284,18 +286,28 @@ int main(int argc, char **argv)
 		return ping(fam, 0);
 	if (!strcmp(a, "raw") && argc > 2)
 		return ping(fam, 1);
-	if (!strcmp(a, "write-exec") && argc > 2)
-		return write_exec(argv[2]);
+	if (!strcmp(a, "write-exec") && argc > 3)
+		return write_exec(argv[2], argv + 3);
 	if (!strcmp(a, "exec") && argc > 2) {
-		char *av[] = {argv[2], "say", "exec-ran", NULL};
-		execv(argv[2], av);
+		execv(argv[2], argv + 2);
 		return step(-1, "exec"), 1;
 	}
+	if (!strcmp(a, "mark") && argc > 2) /* evidence of having run */
+		return step(open(argv[2], O_WRONLY | O_CREAT, 0644), "mark") < 0
+			   ? 1
+			   : 0;
 	if (!strcmp(a, "unshare-user"))
 		return step(unshare(CLONE_NEWUSER), "unshare(CLONE_NEWUSER)") <
 			       0
 			   ? 1
 			   : 0;
+	if (!strcmp(a, "clone-newuser")) {
+		long p =
+		    syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, 0, 0, 0, 0);
+		if (p == 0)
+			_exit(0);
+		return step((int)p, "clone(CLONE_NEWUSER)") < 0 ? 1 : 0;
+	}
 	if (!strcmp(a, "say") && argc > 2) {
 		printf("%s\n", argv[2]);
 		return 0;
@@ -303,7 +315,8 @@ int main(int argc, char **argv)
 	fprintf(stderr,
 		"usage: netprobe tcp-listen 4|6 PORT MS | udp-recv 4|6 PORT MS "
 		"| abstract-listen|abstract-dgram|abstract-pair NAME MS | "
-		"reuseport PORT MS | ping|raw 4|6 | write-exec PATH | exec "
-		"PATH | unshare-user | say TEXT\n");
+		"reuseport PORT MS | ping|raw 4|6 | write-exec PATH ARGS... | "
+		"exec PATH ARGS... | mark FILE | unshare-user | clone-newuser "
+		"| say TEXT\n");
 	return 2;
 }
