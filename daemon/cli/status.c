@@ -604,8 +604,8 @@ static void build_watch(struct report *r)
 	if (!f->cgroup_sockaddr_err && !f->ringbuf_err && f->cg.v2_root[0])
 		add_watch(r, "network.allow", true,
 			  "BPF cgroup/connect*,sendmsg*: record to the ring "
-			  "buffer and allow (tiers 1-2: in audit mode tier 2 "
-			  "keeps the host network instead of an empty "
+			  "buffer and allow (tiers 1-2: in audit mode tiers "
+			  "1-2 keep the host network instead of an empty "
 			  "namespace; tier 3's --network=none cannot be "
 			  "audited)");
 	else
@@ -615,6 +615,22 @@ static void build_watch(struct report *r)
 			  f->cgroup_sockaddr_err ? ET(f->cgroup_sockaddr_err)
 						 : "ok",
 			  f->ringbuf_err ? ET(f->ringbuf_err) : "ok");
+	if (!f->cgroup_sockaddr_err && !f->ringbuf_err && f->cg.v2_root[0] &&
+	    f->seccomp_notify_continue)
+		add_watch(r, "network.listen", true,
+			  "BPF cgroup/bind4,bind6 record and allow; seccomp "
+			  "listen/SO_REUSEPORT/unix datagram refusals answered "
+			  "with FLAG_CONTINUE (tiers 1-2, host network)");
+	else
+		add_watch(r, "network.listen", false,
+			  "BPF bind programs or seccomp FLAG_CONTINUE "
+			  "unavailable: connect4 %s, ring buffer %s, continue "
+			  "%s",
+			  f->cgroup_sockaddr_err ? ET(f->cgroup_sockaddr_err)
+						 : "ok",
+			  f->ringbuf_err ? ET(f->ringbuf_err) : "ok",
+			  f->seccomp_continue_err ? ET(f->seccomp_continue_err)
+						  : "ok");
 	/* The sandbox applies Landlock in audit mode too (it has no
 	 * permissive mode), so a BPF LSM hook in audit mode would only record
 	 * what Landlock then denies anyway. */
