@@ -258,11 +258,11 @@ static void row_families(struct report *r, const char *t2m, const char *t3m)
 	w->t[1] = t2m	 ? no("%s", t2m)
 		  : c.ok ? yes(c.note, "%s", c.text)
 			 : no("%s", c.text);
-	w->t[2] = t3m ? no("%s", t3m)
-		      : yes("network.families is not applied in tier 3: "
-			    "every family is the sentry's own",
-			    "gVisor: sockets are the sentry's, "
-			    "--network=none has no host network");
+	w->t[2] =
+	    t3m ? no("%s", t3m)
+		: yes(NULL, "the same socket() rules as OCI linux.seccomp in "
+			    "the sentry (runsc --oci-seccomp); sockets are the "
+			    "sentry's, --network=none has no host network");
 }
 
 /* Inbound: binds of a port, listen(), SO_REUSEPORT (network.listen). */

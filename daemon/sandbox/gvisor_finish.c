@@ -106,7 +106,8 @@ static void parse_boot_log(struct wd_t3 *s, const struct wd_manifest *m,
 		}
 		e.err = EPERM;
 		wd_strlcpy(e.target,
-			   "baseline + syscalls.deny (OCI seccomp in gVisor)",
+			   "OCI seccomp in gVisor (baseline, syscalls.deny, "
+			   "network.families)",
 			   sizeof(e.target));
 		emit(res, call, &e);
 	}

@@ -6,7 +6,9 @@
 #include <limits.h>
 #include <sched.h>
 #include <seccomp.h>
+#include <netinet/in.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include "enforce/seccomp.h"
@@ -195,12 +197,62 @@ static void add_names(json_t *names, const char *name)
 	json_array_append_new(names, json_string(name));
 }
 
+static json_t *arg(int index, const char *op, json_int_t v, json_int_t v2)
+{
+	return json_pack("{s:i, s:I, s:I, s:s}", "index", index, "value", v,
+			 "valueTwo", v2, "op", op);
+}
+
+static void deny_socket(json_t *rules, json_t *args)
+{
+	json_array_append_new(rules,
+			      json_pack("{s:[s], s:s, s:i, s:o}", "names",
+					"socket", "action", "SCMP_ACT_ERRNO",
+					"errnoRet", EPERM, "args", args));
+}
+
+/* network.families as in tiers 1-2 (enforce/seccomp.c): socket() of a
+ * domain outside unix, inet, inet6 and the manifest's list; ping sockets
+ * unless icmp is listed; inet raw sockets always. */
+static void socket_rules(json_t *rules, const struct wd_manifest *m)
+{
+	bool ok[AF_MAX] = {false};
+	ok[AF_UNIX] = ok[AF_INET] = ok[AF_INET6] = true;
+	for (int i = 0; i < m->n_socket_families; i++)
+		if (m->socket_family_nums && m->socket_family_nums[i] > 0 &&
+		    m->socket_family_nums[i] < AF_MAX)
+			ok[m->socket_family_nums[i]] = true;
+	for (int af = 0; af < AF_MAX; af++)
+		if (!ok[af])
+			deny_socket(
+			    rules,
+			    json_pack("[o]", arg(0, "SCMP_CMP_EQ", af, 0)));
+	deny_socket(rules, json_pack("[o]", arg(0, "SCMP_CMP_GE", AF_MAX, 0)));
+	static const int ping[][2] = {{AF_INET, IPPROTO_ICMP},
+				      {AF_INET6, IPPROTO_ICMPV6}};
+	for (size_t i = 0; i < WD_ARRAY_SIZE(ping); i++) {
+		if (!m->net_icmp)
+			deny_socket(
+			    rules,
+			    json_pack(
+				"[o, o, o]",
+				arg(0, "SCMP_CMP_EQ", ping[i][0], 0),
+				arg(1, "SCMP_CMP_MASKED_EQ", 0xf, SOCK_DGRAM),
+				arg(2, "SCMP_CMP_EQ", ping[i][1], 0)));
+		deny_socket(
+		    rules,
+		    json_pack("[o, o]", arg(0, "SCMP_CMP_EQ", ping[i][0], 0),
+			      arg(1, "SCMP_CMP_MASKED_EQ", 0xf, SOCK_RAW)));
+	}
+}
+
 /* The OCI seccomp profile gVisor's sentry applies inside the sandbox
  * (runsc --oci-seccomp): the baseline deny list of tiers 1 and 2
  * (wd_seccomp_baseline) plus syscalls.deny, answered EPERM; clone with a
  * namespace flag EPERM; clone3 ENOSYS (its flags are behind a pointer, so
- * libc falls back to clone, which is judged). The same lines as tier 1's
- * filter, held by the sentry instead of the host kernel. */
+ * libc falls back to clone, which is judged); socket() as
+ * network.families says. The same lines as tier 1's filter, held by the
+ * sentry instead of the host kernel. */
 static json_t *seccomp_json(const struct wd_manifest *m)
 {
 	json_t *names = json_array();
@@ -224,6 +276,7 @@ static json_t *seccomp_json(const struct wd_manifest *m)
 	json_array_append_new(
 	    rules, json_pack("{s:[s], s:s, s:i}", "names", "clone3", "action",
 			     "SCMP_ACT_ERRNO", "errnoRet", ENOSYS));
+	socket_rules(rules, m);
 	return json_pack("{s:s, s:[s], s:o}", "defaultAction", "SCMP_ACT_ALLOW",
 			 "architectures", "SCMP_ARCH_X86_64", "syscalls",
 			 rules);
