@@ -116,6 +116,60 @@ int wd_sendmsg6(struct bpf_sock_addr *ctx)
 	return judge6(ctx, WD_KEV_SENDMSG);
 }
 
+/* ---- inbound: cgroup/bind4, bind6 -----------------------------------------
+ * Without network.listen a call may not bind a port: a socket bound to one
+ * receives from (UDP) or, listening, accepts (TCP, refused by seccomp as
+ * well) whoever reaches that port, and a bound SO_REUSEPORT socket joins a
+ * host service's group and takes a share of its peers. Port 0 (the kernel
+ * picks an ephemeral port, as a connect or send does by itself) is client
+ * behaviour and allowed: what reaches such a socket is judged by what
+ * else holds (seccomp's listen refusal; an empty namespace without
+ * egress). These run in bind(2) (and SCTP's bindx) before the port is
+ * taken, on the address as the caller passed it. */
+static __always_inline int judge_bind(struct bpf_sock_addr *ctx,
+				      const __u32 a[4])
+{
+	__u64 cgid = bpf_get_current_cgroup_id();
+	__u16 port_be = (__u16)ctx->user_port;
+	bool audit = false;
+	struct wd_call_policy *pol = bpf_map_lookup_elem(&wd_policy, &cgid);
+	if (!pol) {
+		wd_count(WD_LOSS_POLICY_MISS);
+		goto deny;
+	}
+	audit = pol->flags & WD_POL_AUDIT;
+	if (!port_be || (pol->flags & WD_POL_LISTEN))
+		return 1;
+deny:;
+	struct wd_kevent *e = wd_event_reserve_short(
+	    WD_KEV_BIND, audit ? WD_KEV_AUDITED : WD_KEV_DENIED,
+	    audit ? 0 : 1 /*EPERM*/);
+	if (e) {
+		e->family = ctx->user_family;
+		e->protocol = ctx->protocol;
+		e->arg2 = ctx->type;
+		e->port = bpf_ntohs(port_be);
+		__builtin_memcpy(e->addr, a, 16);
+		wd_event_submit(e);
+	}
+	return audit ? 1 : 0;
+}
+
+SEC("cgroup/bind4")
+int wd_bind4(struct bpf_sock_addr *ctx)
+{
+	__u32 a[4] = {0, 0, bpf_htonl(0xffff), ctx->user_ip4};
+	return judge_bind(ctx, a);
+}
+
+SEC("cgroup/bind6")
+int wd_bind6(struct bpf_sock_addr *ctx)
+{
+	__u32 a[4] = {ctx->user_ip6[0], ctx->user_ip6[1], ctx->user_ip6[2],
+		      ctx->user_ip6[3]};
+	return judge_bind(ctx, a);
+}
+
 /* Neutral programs (always allow), attached once per process to the
  * directory above the call leaves (daemon/enforce/egress.c:
  * wd_egress_keep_warm). Attaching the first cgroup program of a type
@@ -145,6 +199,18 @@ int wd_keep_sendmsg4(struct bpf_sock_addr *ctx)
 
 SEC("cgroup/sendmsg6")
 int wd_keep_sendmsg6(struct bpf_sock_addr *ctx)
+{
+	return 1;
+}
+
+SEC("cgroup/bind4")
+int wd_keep_bind4(struct bpf_sock_addr *ctx)
+{
+	return 1;
+}
+
+SEC("cgroup/bind6")
+int wd_keep_bind6(struct bpf_sock_addr *ctx)
 {
 	return 1;
 }

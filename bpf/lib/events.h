@@ -34,6 +34,9 @@ enum wd_kev_kind {
 	/* cgroup/connect_unix, sendmsg_unix (egress.bpf.c): path in path */
 	WD_KEV_CONNECT_UNIX = 13,
 	WD_KEV_SENDMSG_UNIX = 14,
+	/* cgroup/bind4, bind6 (egress.bpf.c): a port bound without
+	 * network.listen; addr and port are the requested local address */
+	WD_KEV_BIND = 15,
 	WD_KEV_KIND_MAX, /* first invalid value */
 };
 

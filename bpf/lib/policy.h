@@ -25,6 +25,7 @@
 #define WD_POL_AUDIT	(1u << 0) /* allow, but emit an event (audited) */
 #define WD_POL_EGRESS	(1u << 1) /* egress allow-list in wd_egress_rules */
 #define WD_POL_FAMILIES (1u << 2) /* socket families held to families_mask */
+#define WD_POL_LISTEN	(1u << 3) /* network.listen: bind4/6 allow any port */
 
 /* Value of wd_policy (key: __u64 cgroup id). A missing entry for a cgroup a
  * program is attached to means deny (fail closed). */

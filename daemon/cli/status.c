@@ -14,6 +14,7 @@
 #include "enforce/egress.h"
 #include "enforce/lsm.h"
 #include "enforce/probe.h"
+#include "policy/families.h"
 #include "sandbox/oci.h"
 
 #include <getopt.h>
@@ -68,6 +69,8 @@ static struct cell no(const char *fmt, ...)
 	va_end(ap);
 	return c;
 }
+
+static void add_note(struct cell *c, const char *s);
 
 static struct row *add_row(struct report *r, const char *name)
 {
@@ -227,17 +230,82 @@ static void row_families(struct report *r, const char *t2m, const char *t3m)
 		       ET(f->seccomp_filter_err));
 	else
 		c = yes(lsm ? note : NULL,
-			"seccomp-bpf on socket() domain (an integer: safe to "
-			"judge in seccomp): unix, inet, inet6 + the "
-			"manifest's families%s",
+			"seccomp-bpf on socket() domain, type and protocol "
+			"(integers: safe to judge in seccomp): unix, inet, "
+			"inet6 + those the manifest lists of: %s; ping "
+			"sockets only with icmp (no cgroup hook judges their "
+			"destination), inet raw sockets never%s",
+			wd_family_names(),
 			lsm ? "" : " + BPF LSM socket_create");
+	if (c.ok) {
+		char pg[160];
+		if (f->ping_err)
+			snprintf(pg, sizeof(pg),
+				 "net.ipv4.ping_group_range unknown: %s",
+				 ET(f->ping_err));
+		else
+			snprintf(pg, sizeof(pg),
+				 "net.ipv4.ping_group_range = %ld %ld here "
+				 "(%s)",
+				 f->ping_gid_lo, f->ping_gid_hi,
+				 f->ping_gid_lo > f->ping_gid_hi
+				     ? "ping sockets admit no gid"
+				     : "ping sockets admit gids: seccomp "
+				       "alone holds icmp");
+		add_note(&c, pg);
+	}
 	w->t[0] = c;
 	w->t[1] = t2m	 ? no("%s", t2m)
 		  : c.ok ? yes(c.note, "%s", c.text)
 			 : no("%s", c.text);
+	w->t[2] =
+	    t3m ? no("%s", t3m)
+		: yes(NULL, "the same socket() rules as OCI linux.seccomp in "
+			    "the sentry (runsc --oci-seccomp); sockets are the "
+			    "sentry's, --network=none has no host network");
+}
+
+/* Inbound: binds of a port, listen(), SO_REUSEPORT (network.listen). */
+static void row_inbound(struct report *r, const char *t2m, const char *t3m)
+{
+	const struct wd_features *f = r->f;
+	struct row *w = add_row(r, "network.listen");
+	struct cell c;
+	if (f->cgroup_sockaddr_err || !f->cg.v2_root[0])
+		c = no("BPF cgroup/bind4,bind6 cannot be attached: %s",
+		       f->cgroup_sockaddr_err ? ET(f->cgroup_sockaddr_err)
+					      : "no cgroup v2 hierarchy");
+	else if (!f->seccomp_filter)
+		c = no("seccomp filters unavailable: %s",
+		       ET(f->seccomp_filter_err));
+	else
+		c = yes("an unconnected UDP socket's ephemeral port (port 0, "
+			"or a send's autobind) in the host's network "
+			"namespace still receives from any sender that finds "
+			"it: only an empty namespace (network.allow: []) "
+			"holds that",
+			"without listen: true, BPF cgroup/bind4,bind6 refuse "
+			"any port but 0 (recorded), seccomp refuses listen() "
+			"and setsockopt SO_REUSEPORT; in the host's network "
+			"namespace unix datagram sockets too (an abstract "
+			"name has no other hook); network.allow: [] without "
+			"listen: the shared empty network namespace, "
+			"loopback down (Landlock's abstract-unix scope keeps "
+			"calls apart)");
+	w->t[0] = c;
+	if (t2m)
+		w->t[1] = no("%s", t2m);
+	else if (!c.ok)
+		w->t[1] = no("%s", c.text);
+	else
+		w->t[1] = yes(c.note,
+			      "as tier 1; network.allow: [] without listen: a "
+			      "new, empty network namespace of the call's "
+			      "own");
 	w->t[2] = t3m ? no("%s", t3m)
-		      : yes(NULL, "gVisor: sockets are the sentry's, "
-				  "--network=none has no host network");
+		      : yes("listen: true is refused by policy check",
+			    "runsc --network=none: a listener is in the "
+			    "sentry's own netstack, unreachable from outside");
 }
 
 static void row_fs(struct report *r, const char *t2m, const char *t3m,
@@ -299,11 +367,14 @@ static void row_syscalls(struct report *r, const char *t2m, const char *t3m)
 		w->t[2] = no("%s", t3m);
 	else if (f->runsc_oci_seccomp)
 		w->t[2] = yes(NULL, "gVisor sentry (its own host seccomp "
-				    "filters) + syscalls.deny as OCI "
-				    "linux.seccomp (runsc --oci-seccomp)");
+				    "filters) + the baseline deny list and "
+				    "syscalls.deny as OCI linux.seccomp "
+				    "(runsc --oci-seccomp; clone with a "
+				    "namespace flag refused too)");
 	else
-		w->t[2] = no("this runsc has no --oci-seccomp: syscalls.deny "
-			     "cannot be applied inside gVisor");
+		w->t[2] = no("this runsc has no --oci-seccomp: the baseline "
+			     "deny list and syscalls.deny cannot be applied "
+			     "inside gVisor");
 }
 
 static void row_limit(struct report *r, const char *t2m, const char *t3m,
@@ -425,6 +496,7 @@ static void build_rows(struct report *r)
 	row_network(r, t2m, t3m);
 	note_unix(&r->rows[r->n_rows - 1]);
 	row_families(r, t2m, t3m);
+	row_inbound(r, t2m, t3m);
 	row_fs(r, t2m, t3m, "filesystem.read", "read_file, read_dir",
 	       WD_LSM_H_FILE_OPEN,
 	       "mount namespace: only listed paths bound read-only",
@@ -444,7 +516,9 @@ static void build_rows(struct report *r)
 	       "(/tmp, /dev/shm) and `write` binds noexec (no execve, no "
 	       "mmap PROT_EXEC of what the tool writes); vm.memfd_noexec=2 "
 	       "in the call's pid namespace",
-	       "OCI mounts + gVisor's own exec of the bound files");
+	       "OCI mounts: /tmp, `read` and `write` binds noexec (no "
+	       "execve, no mmap PROT_EXEC in gVisor); only `exec` paths, "
+	       "the program and its start closure executable");
 	{
 		/* what Landlock does not hold: mmap(PROT_EXEC) is not a
 		 * Landlock right, and BPF LSM has no mmap_file hook here */
@@ -530,8 +604,8 @@ static void build_watch(struct report *r)
 	if (!f->cgroup_sockaddr_err && !f->ringbuf_err && f->cg.v2_root[0])
 		add_watch(r, "network.allow", true,
 			  "BPF cgroup/connect*,sendmsg*: record to the ring "
-			  "buffer and allow (tiers 1-2: in audit mode tier 2 "
-			  "keeps the host network instead of an empty "
+			  "buffer and allow (tiers 1-2: in audit mode tiers "
+			  "1-2 keep the host network instead of an empty "
 			  "namespace; tier 3's --network=none cannot be "
 			  "audited)");
 	else
@@ -541,6 +615,22 @@ static void build_watch(struct report *r)
 			  f->cgroup_sockaddr_err ? ET(f->cgroup_sockaddr_err)
 						 : "ok",
 			  f->ringbuf_err ? ET(f->ringbuf_err) : "ok");
+	if (!f->cgroup_sockaddr_err && !f->ringbuf_err && f->cg.v2_root[0] &&
+	    f->seccomp_notify_continue)
+		add_watch(r, "network.listen", true,
+			  "BPF cgroup/bind4,bind6 record and allow; seccomp "
+			  "listen/SO_REUSEPORT/unix datagram refusals answered "
+			  "with FLAG_CONTINUE (tiers 1-2, host network)");
+	else
+		add_watch(r, "network.listen", false,
+			  "BPF bind programs or seccomp FLAG_CONTINUE "
+			  "unavailable: connect4 %s, ring buffer %s, continue "
+			  "%s",
+			  f->cgroup_sockaddr_err ? ET(f->cgroup_sockaddr_err)
+						 : "ok",
+			  f->ringbuf_err ? ET(f->ringbuf_err) : "ok",
+			  f->seccomp_continue_err ? ET(f->seccomp_continue_err)
+						  : "ok");
 	/* The sandbox applies Landlock in audit mode too (it has no
 	 * permissive mode), so a BPF LSM hook in audit mode would only record
 	 * what Landlock then denies anyway. */

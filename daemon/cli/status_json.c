@@ -106,6 +106,17 @@ json_t *wd_status_json_report(const struct report *r)
 					  ? json_integer(f->io_uring_disabled)
 					  : json_null(),
 				      "error", jerr(f->io_uring_err)));
+	char pgr[48] = "";
+	if (!f->ping_err)
+		snprintf(pgr, sizeof(pgr), "%ld %ld", f->ping_gid_lo,
+			 f->ping_gid_hi);
+	json_object_set_new(
+	    ft, "ping_group_range",
+	    json_pack("{s:o,s:b,s:o}", "value",
+		      f->ping_err ? json_null() : json_string(pgr),
+		      "admits_gids",
+		      !f->ping_err && f->ping_gid_lo <= f->ping_gid_hi, "error",
+		      jerr(f->ping_err)));
 	json_object_set_new(
 	    ft, "audit",
 	    json_pack("{s:b,s:o,s:o}", "readable", f->audit, "enabled",

@@ -145,6 +145,16 @@ void wd_status_text_report(const struct report *r)
 						 : "disabled");
 	else
 		line("io_uring", "unknown: %s", ET(f->io_uring_err));
+	if (f->ping_err)
+		line("ping_group_range", "unknown: %s", ET(f->ping_err));
+	else
+		line("ping_group_range",
+		     "net.ipv4.ping_group_range=%ld %ld (%s; seccomp refuses "
+		     "ping sockets unless network.families lists icmp)",
+		     f->ping_gid_lo, f->ping_gid_hi,
+		     f->ping_gid_lo > f->ping_gid_hi
+			 ? "no gid may open ping sockets"
+			 : "these gids may open ping sockets");
 	if (f->audit)
 		line("audit", "readable; enabled=%d", f->audit_enabled);
 	else

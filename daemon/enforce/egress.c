@@ -24,8 +24,10 @@
 #define WD_ATTACH_UNIX_CONNECT ((enum bpf_attach_type)49)
 #define WD_ATTACH_UNIX_SENDMSG ((enum bpf_attach_type)50)
 
-/* The call's programs: the four inet ones, then the two unix ones. */
-#define WD_EG_NPROG 6
+/* The call's programs: the four inet ones, the two unix ones, then
+ * bind4 and bind6. */
+#define WD_EG_NPROG 8
+#define WD_EG_NKEEP 6 /* keep-warm programs: inet connect/sendmsg, bind */
 
 struct wd_egress_call {
 	uint64_t cgid;
@@ -49,7 +51,7 @@ struct wd_egress {
 	struct ring_buffer *rb;
 	pthread_mutex_t lock; /* calls, keep */
 	struct wd_egress_call *calls;
-	struct bpf_link *keep[4]; /* wd_egress_keep_warm's links */
+	struct bpf_link *keep[WD_EG_NKEEP]; /* wd_egress_keep_warm's links */
 	bool keep_tried;
 	bool unix_ok; /* connect_unix/sendmsg_unix loaded (6.7+) */
 	/* one consumer at a time: libbpf's ring reader and the fields below
@@ -145,6 +147,7 @@ static const struct kind_info kinds[WD_KEV_KIND_MAX] = {
     [WD_KEV_CONNECT_UNIX] = {"connect_unix", WD_SRC_BPF, __NR_connect,
 			     "connect"},
     [WD_KEV_SENDMSG_UNIX] = {"sendmsg_unix", WD_SRC_BPF, -1, ""},
+    [WD_KEV_BIND] = {"bind", WD_SRC_BPF, __NR_bind, "bind"},
 };
 
 int wd_kevent_to_event(const void *data, size_t size, int64_t boot_to_wall_ns,
@@ -182,6 +185,7 @@ int wd_kevent_to_event(const void *data, size_t size, int64_t boot_to_wall_ns,
 	case WD_KEV_CONNECT:
 	case WD_KEV_SENDMSG:
 	case WD_KEV_SOCKET_CONNECT:
+	case WD_KEV_BIND:
 		if (k->family == AF_INET || k->family == AF_INET6)
 			fmt_addr(out->target, sizeof(out->target), k->addr,
 				 k->port);
@@ -429,6 +433,8 @@ static void progs_of(struct wd_egress *e, struct bpf_program *p[WD_EG_NPROG])
 	p[3] = e->skel->progs.wd_sendmsg6;
 	p[4] = e->unix_ok ? e->skel->progs.wd_connect_unix : NULL;
 	p[5] = e->unix_ok ? e->skel->progs.wd_sendmsg_unix : NULL;
+	p[6] = e->skel->progs.wd_bind4;
+	p[7] = e->skel->progs.wd_bind6;
 }
 
 static void call_free_maps(struct wd_egress *e, struct wd_egress_call *c)
@@ -545,11 +551,12 @@ void wd_egress_keep_warm(struct wd_egress *e, const char *dir)
 		return;
 	}
 	e->keep_tried = true;
-	struct bpf_program *progs[4] = {
+	struct bpf_program *progs[WD_EG_NKEEP] = {
 	    e->skel->progs.wd_keep_connect4, e->skel->progs.wd_keep_connect6,
-	    e->skel->progs.wd_keep_sendmsg4, e->skel->progs.wd_keep_sendmsg6};
+	    e->skel->progs.wd_keep_sendmsg4, e->skel->progs.wd_keep_sendmsg6,
+	    e->skel->progs.wd_keep_bind4,    e->skel->progs.wd_keep_bind6};
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	for (int i = 0; fd >= 0 && i < 4; i++) {
+	for (int i = 0; fd >= 0 && i < WD_EG_NKEEP; i++) {
 		e->keep[i] = bpf_program__attach_cgroup(progs[i], fd);
 		if (!e->keep[i])
 			/* only slower: each call flips the keys itself */
@@ -582,6 +589,30 @@ int wd_egress_detach(struct wd_egress *e, uint64_t cgid)
 	}
 	call_free_maps(e, c);
 	free(c);
+	return 0;
+}
+
+int wd_egress_allow_listen(struct wd_egress *e, uint64_t cgid,
+			   struct wd_err *err)
+{
+	if (!e)
+		return -EINVAL;
+	int fd = bpf_map__fd(e->skel->maps.wd_policy);
+	struct wd_call_policy pol;
+	pthread_mutex_lock(&e->lock);
+	int rc = 0;
+	if (bpf_map_lookup_elem(fd, &cgid, &pol) < 0) {
+		rc = -errno;
+	} else {
+		pol.flags |= WD_POL_LISTEN;
+		if (bpf_map_update_elem(fd, &cgid, &pol, BPF_EXIST) < 0)
+			rc = -errno;
+	}
+	pthread_mutex_unlock(&e->lock);
+	if (rc)
+		return wd_err_set(err, rc,
+				  "map 'wd_policy': cgroup %llu: listen: %s",
+				  (unsigned long long)cgid, strerror(-rc));
 	return 0;
 }
 
@@ -767,7 +798,7 @@ void wd_egress_close(struct wd_egress *e)
 		call_free_maps(e, c);
 		free(c);
 	}
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < WD_EG_NKEEP; i++)
 		bpf_link__destroy(e->keep[i]);
 	if (e->poll_ep >= 0)
 		close(e->poll_ep);

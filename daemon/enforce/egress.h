@@ -1,5 +1,6 @@
 /* Egress enforcement: the owner of the egress BPF object
- * (bpf/egress.bpf.c: cgroup/connect4, connect6, sendmsg4, sendmsg6) and of
+ * (bpf/egress.bpf.c: cgroup/connect4, connect6, sendmsg4, sendmsg6, and
+ * inbound's bind4, bind6) and of
  * the maps every warden BPF object shares (bpf/lib/maps.h): the per-call
  * policy, the egress allow-list, the event ring buffer and the per-CPU loss
  * counters.
@@ -72,6 +73,13 @@ void wd_egress_keep_warm(struct wd_egress *e, const char *dir);
  * Call after wd_egress_attach, before the tool starts. 0 or -errno. */
 int wd_egress_allow_unix(struct wd_egress *e, uint64_t cgid, char *const *paths,
 			 int n, struct wd_err *err);
+/* Inbound (bpf/egress.bpf.c: cgroup/bind4, bind6, attached by
+ * wd_egress_attach): a call may bind port 0 only (the kernel picks an
+ * ephemeral one), and every other bind fails with EPERM and is recorded
+ * (kind "bind"), until this lets it bind any port (network.listen: true).
+ * Call after wd_egress_attach, before the tool starts. 0 or -errno. */
+int wd_egress_allow_listen(struct wd_egress *e, uint64_t cgid,
+			   struct wd_err *err);
 /* The unix programs loaded (false on kernels before 6.7). */
 bool wd_egress_unix_ok(struct wd_egress *e);
 /* Detach the call's programs and delete its map entries. Safe to call for a

@@ -325,6 +325,7 @@ static void do_probe(void)
 	wd_probe_seccomp(f);
 	wd_probe_namespaces(f);
 	wd_probe_io_uring(f);
+	wd_probe_ping(f);
 	wd_probe_audit(f);
 	f->cg_err = wd_cgroup_layout_detect(&f->cg);
 	wd_probe_runsc(f);

@@ -59,6 +59,10 @@ struct wd_features {
 	int ns_err[WD_NS_N];   /* unshare() of each tier-2 namespace */
 	int io_uring_disabled; /* kernel.io_uring_disabled, -1 unknown */
 	int io_uring_err;
+	/* net.ipv4.ping_group_range of the host's network namespace: the
+	 * gids that may open ping sockets ("1 0": none); -1 -1 unknown */
+	long ping_gid_lo, ping_gid_hi;
+	int ping_err;
 	bool audit; /* audit netlink readable */
 	int audit_err;
 	int audit_enabled; /* AUDIT_GET: 0 off, 1 on, 2 locked; -1 unknown */

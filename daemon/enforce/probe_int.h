@@ -26,6 +26,7 @@ bool wd_probe_list_has(const char *list, const char *word);
 void wd_probe_seccomp(struct wd_features *f);
 void wd_probe_namespaces(struct wd_features *f);
 void wd_probe_io_uring(struct wd_features *f);
+void wd_probe_ping(struct wd_features *f);
 void wd_probe_audit(struct wd_features *f);
 
 /* probe_runsc.c */

@@ -244,6 +244,22 @@ void wd_probe_io_uring(struct wd_features *f)
 		f->io_uring_err = -EINVAL;
 }
 
+/* Ping sockets need no privilege for a gid in this range: the seccomp
+ * filter refuses them unless network.families lists icmp
+ * (policy/families.h), whatever the node says; status reports it. */
+void wd_probe_ping(struct wd_features *f)
+{
+	cleanup_free char *s = NULL;
+	f->ping_gid_lo = f->ping_gid_hi = -1;
+	f->ping_err =
+	    wd_read_file("/proc/sys/net/ipv4/ping_group_range", &s, NULL);
+	if (!f->ping_err &&
+	    sscanf(s, "%ld %ld", &f->ping_gid_lo, &f->ping_gid_hi) != 2) {
+		f->ping_gid_lo = f->ping_gid_hi = -1;
+		f->ping_err = -EINVAL;
+	}
+}
+
 void wd_probe_audit(struct wd_features *f)
 {
 	f->audit_enabled = -1;

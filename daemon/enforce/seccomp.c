@@ -12,6 +12,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <netinet/in.h>
 
 /* Syscalls no tool needs and every escape wants: namespaces and mounts,
  * tracing other processes, loading code into the kernel, kernel keyrings,
@@ -101,26 +102,10 @@ bool wd_memfd_noexec_sysctl(void)
 	(CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER |           \
 	 CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWCGROUP)
 
-static const struct {
-	const char *name;
-	int af;
-} families[] = {
-    {"netlink", AF_NETLINK}, {"packet", AF_PACKET}, {"vsock", AF_VSOCK},
-    {"alg", AF_ALG},	     {"xdp", AF_XDP},	    {"bluetooth", AF_BLUETOOTH},
-    {"can", AF_CAN},	     {"tipc", AF_TIPC},
-};
-
-static int family_num(const char *n)
-{
-	for (size_t i = 0; i < WD_ARRAY_SIZE(families); i++)
-		if (!strcmp(families[i].name, n))
-			return families[i].af;
-	return -1;
-}
-
-/* Exported programs by what they are built from (syscalls.deny and
- * network.families, in order): libseccomp's build and export cost ~0.35 ms
- * a call; the same manifest gets the same program. */
+/* Exported programs by what they are built from (syscalls.deny,
+ * network.families, network.listen, tier, host network): libseccomp's
+ * build and export cost ~0.35 ms a call; the same manifest gets the same
+ * program. */
 #define PROG_CACHE 32
 static struct {
 	char *key; /* NUL-terminated names, "|" between the two lists */
@@ -131,7 +116,7 @@ static struct {
 static int cache_next;
 static pthread_mutex_t cache_mu = PTHREAD_MUTEX_INITIALIZER;
 
-static char *prog_key(const struct wd_manifest *m, size_t *len)
+static char *prog_key(const struct wd_manifest *m, bool host_net, size_t *len)
 {
 	struct wd_buf b = {0};
 	for (int i = 0; m && i < m->n_syscalls_deny; i++) {
@@ -144,18 +129,21 @@ static char *prog_key(const struct wd_manifest *m, size_t *len)
 			      strlen(m->socket_families[i]) + 1);
 	/* tier 1 has rules of its own (anonymous executables) */
 	wd_buf_append(&b, m && m->tier == 1 ? "|1" : "|2", 3);
+	char k[4] = {m && m->net_icmp ? 'i' : '-',
+		     m && m->net_listen ? 'l' : '-', host_net ? 'h' : '-', 0};
+	wd_buf_append(&b, k, sizeof(k));
 	*len = b.len;
 	return b.data;
 }
 
-static int build_uncached(const struct wd_manifest *m,
+static int build_uncached(const struct wd_manifest *m, bool host_net,
 			  struct wd_seccomp_prog *out, struct wd_err *err);
 
-int wd_seccomp_build(const struct wd_manifest *m, struct wd_seccomp_prog *out,
-		     struct wd_err *err)
+int wd_seccomp_build(const struct wd_manifest *m, bool host_net,
+		     struct wd_seccomp_prog *out, struct wd_err *err)
 {
 	size_t key_len, sz;
-	cleanup_free char *key = prog_key(m, &key_len);
+	cleanup_free char *key = prog_key(m, host_net, &key_len);
 	memset(out, 0, sizeof(*out));
 	pthread_mutex_lock(&cache_mu);
 	for (int i = 0; i < PROG_CACHE; i++)
@@ -169,7 +157,7 @@ int wd_seccomp_build(const struct wd_manifest *m, struct wd_seccomp_prog *out,
 			return 0;
 		}
 	pthread_mutex_unlock(&cache_mu);
-	int r = build_uncached(m, out, err);
+	int r = build_uncached(m, host_net, out, err);
 	if (r < 0)
 		return r;
 	sz = out->prog.len * sizeof(struct sock_filter);
@@ -187,7 +175,74 @@ int wd_seccomp_build(const struct wd_manifest *m, struct wd_seccomp_prog *out,
 	return 0;
 }
 
-static int build_uncached(const struct wd_manifest *m,
+/* The int arguments below (level, optname, protocol, socketpair's domain)
+ * are compared on their low 32 bits only, as the kernel reads them: a
+ * value with stray upper bits is the same int to the kernel and must be
+ * the same to the filter. socket()'s type carries SOCK_NONBLOCK and
+ * SOCK_CLOEXEC above its low four bits (SOCK_TYPE_MASK). */
+#define A32(i, v)	SCMP_CMP(i, SCMP_CMP_MASKED_EQ, 0xffffffffULL, (v))
+#define ATYPE(i, v)	SCMP_CMP(i, SCMP_CMP_MASKED_EQ, 0xfULL, (v))
+#define WD_SO_REUSEPORT 15 /* asm-generic/socket.h */
+
+/* Inbound and ICMP (DESIGN.md §2; the address side is bpf/egress.bpf.c's
+ * bind4/bind6). Without network.listen:
+ *   - listen() is refused: no stream or seqpacket socket of any family
+ *     (a TCP port, an abstract or pathname unix name) accepts a peer;
+ *   - setsockopt(SOL_SOCKET, SO_REUSEPORT) is refused: a socket joining
+ *     the port of a host service would take a share of its connections
+ *     (the bind to that port is refused in the kernel as well);
+ *   - with the host's network namespace (host_net), unix datagram
+ *     sockets (socket and socketpair) are refused: one bound to an
+ *     abstract name receives from any sender in the namespace, and no
+ *     hook judges an abstract bind (Landlock scopes only the tool's own
+ *     sends). In an empty namespace of its own the names are the call's.
+ * ICMP sockets (ping: SOCK_DGRAM + IPPROTO_ICMP/ICMPV6) reach any address
+ * (no cgroup hook runs for them) and are refused unless network.families
+ * lists icmp; inet raw sockets always (they also need CAP_NET_RAW, which
+ * no tool holds). 0 or a libseccomp -errno. */
+static int inbound_rules(scmp_filter_ctx ctx, const struct wd_manifest *m,
+			 bool host_net)
+{
+	const uint32_t deny = SCMP_ACT_NOTIFY;
+	int r;
+	if (!m || !m->net_listen) {
+		if ((r = seccomp_rule_add(ctx, deny, SCMP_SYS(listen), 0)) < 0)
+			return r;
+		if ((r = seccomp_rule_add(ctx, deny, SCMP_SYS(setsockopt), 2,
+					  A32(1, SOL_SOCKET),
+					  A32(2, WD_SO_REUSEPORT))) < 0)
+			return r;
+		if (host_net) {
+			if ((r = seccomp_rule_add(ctx, deny, SCMP_SYS(socket),
+						  2,
+						  SCMP_A0(SCMP_CMP_EQ, AF_UNIX),
+						  ATYPE(1, SOCK_DGRAM))) < 0)
+				return r;
+			if ((r = seccomp_rule_add(
+				 ctx, deny, SCMP_SYS(socketpair), 2,
+				 A32(0, AF_UNIX), ATYPE(1, SOCK_DGRAM))) < 0)
+				return r;
+		}
+	}
+	static const struct {
+		int af, proto;
+	} ping[] = {{AF_INET, IPPROTO_ICMP}, {AF_INET6, IPPROTO_ICMPV6}};
+	for (size_t i = 0; i < WD_ARRAY_SIZE(ping); i++) {
+		if ((!m || !m->net_icmp) &&
+		    (r = seccomp_rule_add(ctx, deny, SCMP_SYS(socket), 3,
+					  SCMP_A0(SCMP_CMP_EQ, ping[i].af),
+					  ATYPE(1, SOCK_DGRAM),
+					  A32(2, ping[i].proto))) < 0)
+			return r;
+		if ((r = seccomp_rule_add(ctx, deny, SCMP_SYS(socket), 2,
+					  SCMP_A0(SCMP_CMP_EQ, ping[i].af),
+					  ATYPE(1, SOCK_RAW))) < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int build_uncached(const struct wd_manifest *m, bool host_net,
 			  struct wd_seccomp_prog *out, struct wd_err *err)
 {
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
@@ -249,15 +304,17 @@ static int build_uncached(const struct wd_manifest *m,
 				  0)) < 0)
 		goto fail;
 
-	/* socket(): unix, inet, inet6, plus what the manifest names. The
+	/* socket(): unix, inet, inet6, plus what the manifest names
+	 * (policy/families.h; the parser let only those through). The
 	 * domain is an integer: safe to judge here. */
 	fam_ok[AF_UNIX] = fam_ok[AF_INET] = fam_ok[AF_INET6] = true;
 	for (int i = 0; m && i < m->n_socket_families; i++) {
-		int af = family_num(m->socket_families[i]);
-		if (af < 0 || af >= AF_MAX) {
+		int af = m->socket_family_nums ? m->socket_family_nums[i] : -1;
+		if (af <= 0 || af >= AF_MAX) {
 			seccomp_release(ctx);
 			return wd_err_set(err, -EINVAL,
-					  "network.families: unknown '%s'",
+					  "network.families: '%s' cannot be "
+					  "held by seccomp",
 					  m->socket_families[i]);
 		}
 		fam_ok[af] = true;
@@ -269,10 +326,15 @@ static int build_uncached(const struct wd_manifest *m,
 					  SCMP_A0(SCMP_CMP_EQ, af))) < 0)
 			goto fail;
 	}
+	/* 64-bit compare: a domain with any of the upper 32 bits set (which
+	 * the kernel drops, the argument being an int) is refused here */
 	if ((r = seccomp_rule_add(ctx, deny, SCMP_SYS(socket), 1,
 				  SCMP_A0(SCMP_CMP_GE, AF_MAX))) < 0)
 		goto fail;
-	/* socketpair of the same families is harmless; no rule. */
+	/* socketpair of the same families is harmless; no rule (but see
+	 * the unix datagram rule below). */
+	if ((r = inbound_rules(ctx, m, host_net)) < 0)
+		goto fail;
 
 	/* Tier 1 (no mount or pid namespace of its own, so no noexec scratch
 	 * and no vm.memfd_noexec: sandbox/mounts.c does that in tier 2), and
@@ -375,9 +437,17 @@ int wd_seccomp_answer(int fd, bool audit, struct wd_event *ev)
 	ev->err = audit ? 0 : EPERM;
 	ev->verdict = audit ? WD_VERDICT_AUDITED : WD_VERDICT_DENIED;
 	/* Integer arguments only: they are copies taken by the kernel. */
-	if (req.data.nr == SCMP_SYS(socket))
-		snprintf(ev->target, sizeof(ev->target), "family=%llu",
-			 (unsigned long long)req.data.args[0]);
+	if (req.data.nr == SCMP_SYS(socket) ||
+	    req.data.nr == SCMP_SYS(socketpair))
+		snprintf(ev->target, sizeof(ev->target),
+			 "family=%llu type=%llu protocol=%llu",
+			 (unsigned long long)req.data.args[0],
+			 (unsigned long long)(req.data.args[1] & 0xf),
+			 (unsigned long long)(uint32_t)req.data.args[2]);
+	else if (req.data.nr == SCMP_SYS(setsockopt))
+		snprintf(ev->target, sizeof(ev->target), "level=%u optname=%u",
+			 (unsigned)req.data.args[1],
+			 (unsigned)req.data.args[2]);
 	else if (req.data.nr == SCMP_SYS(clone))
 		snprintf(ev->target, sizeof(ev->target), "flags=0x%llx",
 			 (unsigned long long)req.data.args[0]);

@@ -26,9 +26,12 @@ struct wd_seccomp_prog {
 };
 
 /* Build the filter for a manifest: baseline deny list + syscalls.deny +
- * socket families. */
-int wd_seccomp_build(const struct wd_manifest *m, struct wd_seccomp_prog *out,
-		     struct wd_err *err);
+ * socket families + inbound (listen, SO_REUSEPORT) and ICMP rules.
+ * host_net: the call shares the host's network namespace (then unix
+ * datagram sockets are refused too unless network.listen: see
+ * seccomp.c, inbound_rules). */
+int wd_seccomp_build(const struct wd_manifest *m, bool host_net,
+		     struct wd_seccomp_prog *out, struct wd_err *err);
 void wd_seccomp_prog_free(struct wd_seccomp_prog *p);
 /* Child side: install with a new listener; returns the notify fd or -errno.
  * no_new_privs must be set. No allocation. */

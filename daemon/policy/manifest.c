@@ -90,6 +90,14 @@ static void cross_field(struct wd_ywalk *w, struct mctx *c)
 			    m->exec[0], ce ? ce : "?");
 		free(ce);
 	}
+	/* Tier 3 runs with --network=none (sandbox/gvisor.c): a listener
+	 * there is in gVisor's own empty netstack, which nothing outside
+	 * can reach, so `listen: true` could not be given as written. */
+	if (m->net_listen && m->tier == WD_TIER_3)
+		wd_y_err(w, c->listen_node,
+			 "'network.listen': tier 3 runs with --network=none: "
+			 "nothing outside the sandbox can reach a listener "
+			 "(use tier 1 or 2)");
 }
 
 struct load_state {

@@ -92,9 +92,14 @@ struct wd_manifest {
 	struct wd_path_list fs_read, fs_write, fs_exec;
 	char **syscalls_deny; /* names, validated against libseccomp */
 	int n_syscalls_deny;
-	char **socket_families; /* extra families allowed, e.g. "netlink" */
+	char **socket_families; /* extra AFs allowed, e.g. "netlink" (never
+				 * unix/inet/inet6/icmp: see below) */
 	int n_socket_families;
 	int *socket_family_nums; /* AF_* numbers of socket_families */
+	bool net_icmp;		 /* network.families lists icmp: ping
+				  * sockets (policy/families.h) */
+	bool net_listen;	 /* network.listen: inbound allowed (bind to
+				  * a port, listen, SO_REUSEPORT) */
 	enum wd_auth_mode auth_mode;
 	char **auth_scopes;
 	int n_auth_scopes;
@@ -165,8 +170,9 @@ struct json_t *wd_manifest_to_json(const struct wd_manifest *m);
  * (relative, empty) / -ENAMETOOLONG with a message in err. */
 int wd_path_canonical(const char *path, char **out, struct wd_err *err);
 
-/* AF_* number of a socket family name ("netlink", "packet", "unix", ...),
- * or -1 if unknown. */
+/* AF_* number of a socket family name ("netlink", "packet", "unix", ...)
+ * from policy/families.h, or -1 if it is not there (or is "icmp", which
+ * is no AF). */
 int wd_socket_family_parse(const char *name);
 
 /* One element of an `argv` template, split into pieces: literal text

@@ -1,5 +1,6 @@
 /* One handler per top-level manifest key (the table at the end), each
  * validating its value to the space the enforcer expects. */
+#include "policy/families.h"
 #include "policy/manifest.h"
 #include "policy/manifest_int.h"
 #include "policy/ywalk.h"
@@ -217,9 +218,12 @@ static int net_allow(struct wd_ywalk *w, yaml_node_t *v, void *o)
 static int family_check(struct wd_ywalk *w, yaml_node_t *item, const char *s,
 			void *arg)
 {
-	if (wd_socket_family_parse(s) < 0) {
+	if (!wd_family_find(s)) {
 		wd_y_err(w, item,
-			 "network.families: unknown socket family '%s'", s);
+			 "network.families: '%s' is not a socket family a "
+			 "tool can be allowed (unix, inet and inet6 always "
+			 "are; a manifest may add: %s)",
+			 s, wd_family_names());
 		return -EINVAL;
 	}
 	return 0;
@@ -239,12 +243,16 @@ static int net_families(struct wd_ywalk *w, yaml_node_t *v, void *o)
 	m->socket_families = wd_calloc((size_t)n + 1, sizeof(char *));
 	m->socket_family_nums = wd_calloc((size_t)n + 1, sizeof(int));
 	m->n_socket_families = 0;
+	m->net_icmp = false;
 	for (int i = 0; i < n; i++) {
-		int af = wd_socket_family_parse(v_[i]);
+		const struct wd_family *f = wd_family_find(v_[i]);
+		int af = f->af;
 		bool dup = false;
 		for (int j = 0; j < m->n_socket_families; j++)
 			dup = dup || m->socket_family_nums[j] == af;
-		if (af == AF_UNIX || af == AF_INET || af == AF_INET6 || dup) {
+		if (f->kind == WD_FAM_ICMP)
+			m->net_icmp = true;
+		if (f->kind != WD_FAM_AF || dup) {
 			free(v_[i]);
 			continue;
 		}
@@ -255,11 +263,18 @@ static int net_families(struct wd_ywalk *w, yaml_node_t *v, void *o)
 	return 0;
 }
 
+static int net_listen(struct wd_ywalk *w, yaml_node_t *v, void *o)
+{
+	((struct mctx *)o)->listen_node = v;
+	return wd_y_bool(w, v, "'network.listen'", &M(o)->net_listen);
+}
+
 static int f_network(struct wd_ywalk *w, yaml_node_t *v, void *o)
 {
 	static const struct wd_y_key keys[] = {
 	    {"allow", net_allow, false},
 	    {"families", net_families, false},
+	    {"listen", net_listen, false},
 	};
 	return wd_y_map(w, v, "'network'", keys, WD_ARRAY_SIZE(keys), o);
 }

@@ -19,6 +19,7 @@ struct mctx {
 	yaml_node_t *input_node;
 	yaml_node_t *schema_node; /* args_schema */
 	yaml_node_t *argv_node;	  /* argv template */
+	yaml_node_t *listen_node; /* network.listen */
 };
 
 /* The top-level manifest keys and their handlers (obj: struct mctx *). */

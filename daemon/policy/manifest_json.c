@@ -60,10 +60,13 @@ json_t *wd_manifest_to_json(const struct wd_manifest *m)
 	json_t *allow = json_array();
 	for (int i = 0; i < m->n_net_allow; i++)
 		json_array_append_new(allow, net_rule(&m->net_allow[i]));
-	json_object_set_new(
-	    o, "network",
-	    json_pack("{s:o, s:o}", "allow", allow, "families",
-		      strv(m->socket_families, m->n_socket_families)));
+	json_t *fams = strv(m->socket_families, m->n_socket_families);
+	if (m->net_icmp)
+		json_array_append_new(fams, json_string("icmp"));
+	json_object_set_new(o, "network",
+			    json_pack("{s:o, s:o, s:b}", "allow", allow,
+				      "families", fams, "listen",
+				      m->net_listen));
 	if (m->filesystem_ephemeral)
 		json_object_set_new(o, "filesystem", json_string("ephemeral"));
 	else

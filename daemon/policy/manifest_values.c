@@ -2,6 +2,7 @@
  * canonical paths, network rules, socket family names and enforcement
  * mechanism names. */
 #include "policy/manifest.h"
+#include "policy/families.h"
 
 #include <arpa/inet.h>
 #include <limits.h>
@@ -288,52 +289,12 @@ int wd_net_rule_parse(const char *text, struct wd_net_rule *r,
 /* ---- socket families / mechanisms
  * -------------------------------------------- */
 
-static const struct {
-	const char *name;
-	int af;
-} families[] = {
-    {"unix", AF_UNIX},
-    {"inet", AF_INET},
-    {"inet6", AF_INET6},
-    {"netlink", AF_NETLINK},
-    {"packet", AF_PACKET},
-    {"key", AF_KEY},
-    {"alg", AF_ALG},
-    {"vsock", AF_VSOCK},
-    {"bluetooth", AF_BLUETOOTH},
-    {"can", AF_CAN},
-    {"xdp", AF_XDP},
-    {"tipc", AF_TIPC},
-    {"rds", AF_RDS},
-    {"llc", AF_LLC},
-    {"ax25", AF_AX25},
-    {"x25", AF_X25},
-    {"appletalk", AF_APPLETALK},
-    {"ipx", AF_IPX},
-    {"netrom", AF_NETROM},
-    {"rose", AF_ROSE},
-    {"decnet", AF_DECnet},
-    {"atmpvc", AF_ATMPVC},
-    {"atmsvc", AF_ATMSVC},
-    {"irda", AF_IRDA},
-    {"pppox", AF_PPPOX},
-    {"isdn", AF_ISDN},
-    {"phonet", AF_PHONET},
-    {"ieee802154", AF_IEEE802154},
-    {"caif", AF_CAIF},
-    {"nfc", AF_NFC},
-    {"rxrpc", AF_RXRPC},
-    {"qipcrtr", AF_QIPCRTR},
-    {"smc", AF_SMC},
-    {"mctp", 45},
-};
-
+/* The names and numbers live in policy/families.c, the one table the
+ * seccomp builder and `warden status` read too. */
 int wd_socket_family_parse(const char *name)
 {
-	for (size_t i = 0; i < WD_ARRAY_SIZE(families); i++)
-		if (!strcmp(name, families[i].name))
-			return families[i].af;
-	return -1;
+	const struct wd_family *f = wd_family_find(name);
+	return f ? f->af : -1;
 }
 
 static const char *const mechanisms[] = {"bpf_lsm", "landlock", "seccomp",

@@ -33,11 +33,12 @@
  *     written at info level without --debug: syscalls gVisor does not
  *     implement; the program got ENOSYS (or a documented stand-in). These
  *     become WD_SRC_GVISOR events, kind "syscall", err ENOSYS.
- *   - With a non-empty syscalls.deny: the deny list is loaded as OCI
- *     seccomp inside the sentry (--oci-seccomp, answers EPERM) and the
- *     sentry logs "Syscall N: denied by seccomp" — at debug level only,
- *     so such manifests run with --debug (boot log only; costs ~0.1 s
- *     per call); those become events kind "syscall", err EPERM.
+ *   - The baseline deny list (tiers 1-2's, enforce/seccomp.c) plus
+ *     syscalls.deny is loaded as OCI seccomp inside the sentry
+ *     (--oci-seccomp, answers EPERM; clone with a namespace flag too)
+ *     and the sentry logs "Syscall N: denied by seccomp" — at debug
+ *     level only, so every call runs with --debug (boot log only);
+ *     those become events kind "syscall", err EPERM.
  *   - Host pids limit reached (pids.events "max") and OOM kills become
  *     WD_SRC_SANDBOX events.
  *   What it cannot report: file opens outside the root (the path simply
@@ -383,12 +384,12 @@ int wd_t3_spawn(const struct wd_manifest *m, char *const *argv, uid_t uid,
 	rargv[k++] = wd_strdup("--log-format=json");
 	rargv[k++] = wd_asprintf("--debug-log=%s/%%COMMAND%%.log", s->dir);
 	rargv[k++] = wd_strdup("--debug-command=boot");
-	if (m->n_syscalls_deny > 0) {
-		rargv[k++] = wd_strdup("--oci-seccomp");
-		/* gVisor logs "Syscall N: denied by seccomp" at debug level
-		 * only; --debug-command=boot keeps it to the sentry's log. */
-		rargv[k++] = wd_strdup("--debug");
-	}
+	/* The baseline deny list + syscalls.deny (oci.c: seccomp_json),
+	 * applied by the sentry. gVisor logs "Syscall N: denied by seccomp"
+	 * at debug level only; --debug-command=boot keeps it to the
+	 * sentry's log, which gvisor_finish.c turns into denials. */
+	rargv[k++] = wd_strdup("--oci-seccomp");
+	rargv[k++] = wd_strdup("--debug");
 	rargv[k++] = wd_strdup("run");
 	rargv[k++] = wd_asprintf("--bundle=%s", s->dir);
 	rargv[k++] = wd_strdup(s->id);
@@ -483,8 +484,8 @@ static void enforcement(const struct wd_manifest *m, struct wd_t3 *s,
 		      f->runsc_version[0] ? f->runsc_version : "?", plat);
 	wd_result_enf(res, "network", "none (--network=none, loopback only)");
 	wd_result_enf(res, "filesystem",
-		      "OCI: read-only empty root + %d read, %d write, %d exec "
-		      "binds + loader/libs (ro); tmpfs /tmp",
+		      "OCI: read-only empty root + %d read, %d write (noexec), "
+		      "%d exec binds + loader/libs (ro); tmpfs /tmp (noexec)",
 		      m->fs_read.n, m->fs_write.n, m->fs_exec.n);
 	unsigned pids = m->pids ? m->pids : WD_DEFAULT_PIDS;
 	wd_result_enf(res, "cgroup",
@@ -501,12 +502,10 @@ static void enforcement(const struct wd_manifest *m, struct wd_t3 *s,
 	wd_result_enf(res, "identity",
 		      "uid %u gid %u, no capabilities, noNewPrivileges", s->uid,
 		      s->gid);
-	if (m->n_syscalls_deny)
-		wd_result_enf(res, "syscalls",
-			      "gVisor sentry + OCI seccomp deny %d (EPERM)",
-			      m->n_syscalls_deny);
-	else
-		wd_result_enf(res, "syscalls", "gVisor sentry");
+	wd_result_enf(res, "syscalls",
+		      "gVisor sentry + OCI seccomp: baseline + %d denied "
+		      "(EPERM)",
+		      m->n_syscalls_deny);
 	if (m->mode == WD_MODE_AUDIT)
 		wd_result_enf(res, "mode",
 			      "audit not available in tier 3: enforced");

@@ -86,7 +86,7 @@ static void parse_boot_log(struct wd_t3 *s, const struct wd_manifest *m,
 			continue;
 		}
 		/* "[ tid: tid] Syscall NR: denied by seccomp" (debug level,
-		 * on when the manifest has a deny list) */
+		 * always on: the OCI profile is never empty) */
 		const char *d = strstr(line, "Syscall ");
 		if (!d || !strstr(line, ": denied by seccomp"))
 			continue;
@@ -105,7 +105,9 @@ static void parse_boot_log(struct wd_t3 *s, const struct wd_manifest *m,
 			free(name);
 		}
 		e.err = EPERM;
-		wd_strlcpy(e.target, "syscalls.deny (OCI seccomp in gVisor)",
+		wd_strlcpy(e.target,
+			   "OCI seccomp in gVisor (baseline, syscalls.deny, "
+			   "network.families)",
 			   sizeof(e.target));
 		emit(res, call, &e);
 	}

@@ -19,6 +19,7 @@
  * weaker than its manifest.
  */
 #include "sandbox/native_int.h"
+#include "sandbox/netns.h"
 #include "sandbox/common.h"
 #include "sandbox/sandbox.h"
 #include "common/log.h"
@@ -560,8 +561,12 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 {
 	const struct wd_manifest *m = call->manifest;
 	const struct wd_features *f = wd_probe();
-	struct launch l = {
-	    .call = call, .m = m, .tier = m->tier, .ownerfd = -1, .mntns = -1};
+	struct launch l = {.call = call,
+			   .m = m,
+			   .tier = m->tier,
+			   .ownerfd = -1,
+			   .mntns = -1,
+			   .netfd = -1};
 	struct wd_cgroup cg = {.v2_fd = -1};
 	struct wd_egress *eg = NULL;
 	bool attached = false, routed = false;
@@ -629,7 +634,19 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 		goto out;
 	}
 
-	r = wd_seccomp_build(m, &l.sc, err);
+	/* Network namespace. Without egress and without network.listen
+	 * the call gets an empty one: nothing outside can reach a port or
+	 * an abstract unix name of it (tier 2: its own; tier 1: the shared
+	 * one, sandbox/netns.h). Audit mode records and allows: the egress
+	 * programs watch the host's network instead. */
+	bool no_net =
+	    m->n_net_allow == 0 && !m->net_listen && m->mode != WD_MODE_AUDIT;
+	l.netns = no_net && (l.tier == 2 || f->landlock_abi < 6);
+	if (no_net && !l.netns && (l.netfd = wd_netns_empty_fd(err)) < 0) {
+		r = l.netfd;
+		goto out;
+	}
+	r = wd_seccomp_build(m, !no_net, &l.sc, err);
 	if (r < 0)
 		goto out;
 
@@ -689,10 +706,6 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 		   0) {
 		goto out;
 	}
-	/* audit mode records and allows: the egress programs watch the
-	 * host's network instead of an empty namespace denying everything */
-	l.netns =
-	    l.tier == 2 && m->n_net_allow == 0 && m->mode != WD_MODE_AUDIT;
 	build_env(&l);
 
 	/* cgroup */
@@ -731,6 +744,10 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 	if (r < 0)
 		goto out;
 	attached = true;
+	/* inbound: a port of any number only when the manifest asks */
+	if (m->net_listen &&
+	    (r = wd_egress_allow_listen(eg, cg.v2_id, err)) < 0)
+		goto out;
 	/* unix sockets: only under the manifest's write paths */
 	r = wd_egress_allow_unix(eg, cg.v2_id, m->fs_write.v, m->fs_write.n,
 				 err);
@@ -779,7 +796,9 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 		      "(%d rule%s)%s",
 		      m->mode == WD_MODE_AUDIT ? "audit" : "enforced",
 		      m->n_net_allow, m->n_net_allow == 1 ? "" : "s",
-		      l.netns ? " + empty netns" : "");
+		      l.netns	     ? " + empty netns"
+		      : l.netfd >= 0 ? " + the shared empty netns"
+				     : "");
 	wd_result_enf(res, "landlock", "enforced (ABI %d)%s", f->landlock_abi,
 		      m->mode == WD_MODE_AUDIT ? "; audit mode cannot watch "
 						 "the filesystem"

@@ -388,6 +388,12 @@ void wd_native_tier1_main(struct launch *l, bool self_v2)
 	int cr = wd_cgroup_enter_self(l->cg, self_v2);
 	if (cr < 0)
 		child_fail(l, -cr, "cgroup: cannot enter");
+	/* No network: the empty namespace (sandbox/netns.h), while still
+	 * privileged. The fd closes at exec with the rest (restrict_self). */
+	if (l->netfd >= 0 && setns(l->netfd, CLONE_NEWNET) < 0)
+		child_fail(l, errno, "network: join the empty namespace");
+	if (l->netns && unshare(CLONE_NEWNET) < 0)
+		child_fail(l, errno, "network: unshare");
 	/* a plain fork (kernels before clone3) got no IPC namespace */
 	if (self_v2 && syscall(SYS_unshare, CLONE_NEWIPC) < 0)
 		child_fail(l, errno, "namespaces: unshare ipc");

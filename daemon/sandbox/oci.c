@@ -4,8 +4,14 @@
 
 #include <dirent.h>
 #include <limits.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <netinet/in.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+
+#include "enforce/seccomp.h"
 
 #include "sandbox/elfdeps.h"
 
@@ -13,6 +19,8 @@ struct bind {
 	char *src; /* host path */
 	char *dst; /* path in the sandbox */
 	bool write;
+	bool exec; /* mounted without noexec: filesystem.exec, the program
+		    * and its start closure */
 };
 
 static int cmp_bind(const void *a, const void *b)
@@ -41,14 +49,15 @@ static json_t *mount_json(const char *dst, const char *type, const char *src,
 	return o;
 }
 
-static void add_bind(struct bind *b, int *k, const char *p, bool write)
+static void add_bind(struct bind *b, int *k, const char *p, bool write,
+		     bool exec)
 {
 	struct stat st;
 	/* A path the host lacks is not an error (a manifest may list /lib64
 	 * on a system without it); it simply is not there. */
 	if (!p || lstat(p, &st) < 0)
 		return;
-	b[(*k)++] = (struct bind){wd_strdup(p), wd_strdup(p), write};
+	b[(*k)++] = (struct bind){wd_strdup(p), wd_strdup(p), write, exec};
 }
 
 /* A file of the program's start closure, named `p` by the kernel or the
@@ -73,7 +82,7 @@ static void add_file_bind(struct bind *b, int *k, const char *p)
 		    wd_strdup(src),
 		    wd_asprintf("%s/%s", strcmp(cdir, "/") ? cdir : "",
 				slash + 1),
-		    false};
+		    false, true};
 	free(cdir);
 }
 
@@ -82,10 +91,16 @@ static void add_file_bind(struct bind *b, int *k, const char *p)
  * dynamic loader, its libraries and /etc/ld.so.cache, or a script's
  * interpreter and its closure: elfdeps.h) as read-only binds of single
  * files, and nothing else of the host; parents before children; a path already
- * under a bind of a parent with the same or wider access is not bound twice (a
- * read-only child under a writable parent is kept: it narrows). NULL +
- * errno with a message when the closure cannot be computed (the program
- * could not start in the sandbox either). */
+ * under a bind of a parent with the same access is not bound twice (a
+ * read-only child under a writable parent is kept: it narrows; an exec
+ * child under a noexec parent too: it widens exactly that path).
+ * filesystem.exec is held here by noexec, tier 3 having no Landlock:
+ * /tmp, the `write` binds and the `read` binds carry it, so neither a file
+ * the tool writes nor a readable binary outside `exec` can be executed
+ * (gVisor refuses execve and mmap(PROT_EXEC) of a file on a noexec mount,
+ * as Linux does). Only `exec` paths, the program and its closure are
+ * mounted executable. NULL + errno with a message when the closure cannot
+ * be computed (the program could not start in the sandbox either). */
 static json_t *mounts_json(const struct wd_manifest *m, const char *argv0,
 			   struct wd_err *err)
 {
@@ -108,8 +123,8 @@ static json_t *mounts_json(const struct wd_manifest *m, const char *argv0,
 					       NULL};
 	static const char *const devopts[] = {"nosuid", "noexec", "mode=755",
 					      NULL};
-	static const char *const tmpopts[] = {"nosuid", "nodev", "mode=1777",
-					      NULL};
+	static const char *const tmpopts[] = {"nosuid", "nodev", "noexec",
+					      "mode=1777", NULL};
 	json_array_append_new(a, mount_json("/proc", "proc", "proc", procopts));
 	json_array_append_new(a, mount_json("/dev", "tmpfs", "tmpfs", devopts));
 	json_array_append_new(a, mount_json("/tmp", "tmpfs", "tmpfs", tmpopts));
@@ -118,22 +133,26 @@ static json_t *mounts_json(const struct wd_manifest *m, const char *argv0,
 	struct bind *b = wd_calloc(n, sizeof(*b));
 	int k = 0;
 	for (int i = 0; i < m->fs_read.n; i++)
-		add_bind(b, &k, m->fs_read.v[i], false);
+		add_bind(b, &k, m->fs_read.v[i], false, false);
 	for (int i = 0; i < m->fs_exec.n; i++)
-		add_bind(b, &k, m->fs_exec.v[i], false);
+		add_bind(b, &k, m->fs_exec.v[i], false, true);
 	for (int i = 0; i < m->fs_write.n; i++)
-		add_bind(b, &k, m->fs_write.v[i], true);
+		add_bind(b, &k, m->fs_write.v[i], true, false);
 	for (int i = 0; i < nc; i++)
 		add_file_bind(b, &k, closure[i]);
 	wd_sb_free_strv(closure);
 	char rp[PATH_MAX];
 	if (argv0 && realpath(argv0, rp))
-		add_bind(b, &k, rp, false);
+		add_bind(b, &k, rp, false, true);
 	qsort(b, k, sizeof(*b), cmp_bind);
-	static const char *const ro[] = {"rbind", "ro", "nosuid", "nodev",
-					 NULL};
-	static const char *const rw[] = {"rbind", "rw", "nosuid", "nodev",
-					 NULL};
+	static const char *const ro[] = {"rbind", "ro",	    "nosuid",
+					 "nodev", "noexec", NULL};
+	static const char *const rw[] = {"rbind", "rw",	    "nosuid",
+					 "nodev", "noexec", NULL};
+	static const char *const rox[] = {"rbind", "ro", "nosuid", "nodev",
+					  NULL};
+	static const char *const rwx[] = {"rbind", "rw", "nosuid", "nodev",
+					  NULL};
 	for (int i = 0; i < k; i++) {
 		bool covered = false;
 		for (int j = 0; j < i && !covered; j++) {
@@ -141,12 +160,15 @@ static json_t *mounts_json(const struct wd_manifest *m, const char *argv0,
 			covered = !strncmp(b[i].dst, b[j].dst, pl) &&
 				  (b[i].dst[pl] == '/' || b[i].dst[pl] == 0 ||
 				   !strcmp(b[j].dst, "/")) &&
-				  b[j].write == b[i].write;
+				  b[j].write == b[i].write &&
+				  b[j].exec == b[i].exec;
 		}
 		if (!covered)
 			json_array_append_new(
 			    a, mount_json(b[i].dst, "bind", b[i].src,
-					  b[i].write ? rw : ro));
+					  b[i].write  ? (b[i].exec ? rwx : rw)
+					  : b[i].exec ? rox
+						      : ro));
 	}
 	for (int i = 0; i < k; i++) {
 		free(b[i].src);
@@ -156,15 +178,108 @@ static json_t *mounts_json(const struct wd_manifest *m, const char *argv0,
 	return a;
 }
 
+/* Namespace-creating clone flags, as tier 1's filter refuses them
+ * (enforce/seccomp.c) */
+static const unsigned long ns_flags[] = {
+    CLONE_NEWNS,  CLONE_NEWUTS, CLONE_NEWIPC,	CLONE_NEWUSER,
+    CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWCGROUP};
+
+static void add_names(json_t *names, const char *name)
+{
+	/* names this arch lacks (vm86, _sysctl on x86_64) are left out, as
+	 * the tier-1 builder does; gVisor would refuse the profile */
+	if (seccomp_syscall_resolve_name(name) < 0)
+		return;
+	size_t i;
+	json_t *v;
+	json_array_foreach(names, i,
+			   v) if (!strcmp(json_string_value(v), name)) return;
+	json_array_append_new(names, json_string(name));
+}
+
+static json_t *arg(int index, const char *op, json_int_t v, json_int_t v2)
+{
+	return json_pack("{s:i, s:I, s:I, s:s}", "index", index, "value", v,
+			 "valueTwo", v2, "op", op);
+}
+
+static void deny_socket(json_t *rules, json_t *args)
+{
+	json_array_append_new(rules,
+			      json_pack("{s:[s], s:s, s:i, s:o}", "names",
+					"socket", "action", "SCMP_ACT_ERRNO",
+					"errnoRet", EPERM, "args", args));
+}
+
+/* network.families as in tiers 1-2 (enforce/seccomp.c): socket() of a
+ * domain outside unix, inet, inet6 and the manifest's list; ping sockets
+ * unless icmp is listed; inet raw sockets always. */
+static void socket_rules(json_t *rules, const struct wd_manifest *m)
+{
+	bool ok[AF_MAX] = {false};
+	ok[AF_UNIX] = ok[AF_INET] = ok[AF_INET6] = true;
+	for (int i = 0; i < m->n_socket_families; i++)
+		if (m->socket_family_nums && m->socket_family_nums[i] > 0 &&
+		    m->socket_family_nums[i] < AF_MAX)
+			ok[m->socket_family_nums[i]] = true;
+	for (int af = 0; af < AF_MAX; af++)
+		if (!ok[af])
+			deny_socket(
+			    rules,
+			    json_pack("[o]", arg(0, "SCMP_CMP_EQ", af, 0)));
+	deny_socket(rules, json_pack("[o]", arg(0, "SCMP_CMP_GE", AF_MAX, 0)));
+	static const int ping[][2] = {{AF_INET, IPPROTO_ICMP},
+				      {AF_INET6, IPPROTO_ICMPV6}};
+	for (size_t i = 0; i < WD_ARRAY_SIZE(ping); i++) {
+		if (!m->net_icmp)
+			deny_socket(
+			    rules,
+			    json_pack(
+				"[o, o, o]",
+				arg(0, "SCMP_CMP_EQ", ping[i][0], 0),
+				arg(1, "SCMP_CMP_MASKED_EQ", 0xf, SOCK_DGRAM),
+				arg(2, "SCMP_CMP_EQ", ping[i][1], 0)));
+		deny_socket(
+		    rules,
+		    json_pack("[o, o]", arg(0, "SCMP_CMP_EQ", ping[i][0], 0),
+			      arg(1, "SCMP_CMP_MASKED_EQ", 0xf, SOCK_RAW)));
+	}
+}
+
+/* The OCI seccomp profile gVisor's sentry applies inside the sandbox
+ * (runsc --oci-seccomp): the baseline deny list of tiers 1 and 2
+ * (wd_seccomp_baseline) plus syscalls.deny, answered EPERM; clone with a
+ * namespace flag EPERM; clone3 ENOSYS (its flags are behind a pointer, so
+ * libc falls back to clone, which is judged); socket() as
+ * network.families says. The same lines as tier 1's filter, held by the
+ * sentry instead of the host kernel. */
 static json_t *seccomp_json(const struct wd_manifest *m)
 {
 	json_t *names = json_array();
+	for (const char *const *s = wd_seccomp_baseline; *s; s++)
+		add_names(names, *s);
 	for (int i = 0; i < m->n_syscalls_deny; i++)
-		json_array_append_new(names, json_string(m->syscalls_deny[i]));
-	return json_pack("{s:s, s:[s], s:[{s:o, s:s, s:i}]}", "defaultAction",
-			 "SCMP_ACT_ALLOW", "architectures", "SCMP_ARCH_X86_64",
-			 "syscalls", "names", names, "action", "SCMP_ACT_ERRNO",
-			 "errnoRet", EPERM);
+		add_names(names, m->syscalls_deny[i]);
+	json_t *rules = json_array();
+	json_array_append_new(
+	    rules, json_pack("{s:o, s:s, s:i}", "names", names, "action",
+			     "SCMP_ACT_ERRNO", "errnoRet", EPERM));
+	for (size_t i = 0; i < WD_ARRAY_SIZE(ns_flags); i++)
+		json_array_append_new(
+		    rules,
+		    json_pack("{s:[s], s:s, s:i, s:[{s:i, s:I, s:I, s:s}]}",
+			      "names", "clone", "action", "SCMP_ACT_ERRNO",
+			      "errnoRet", EPERM, "args", "index", 0, "value",
+			      (json_int_t)ns_flags[i], "valueTwo",
+			      (json_int_t)ns_flags[i], "op",
+			      "SCMP_CMP_MASKED_EQ"));
+	json_array_append_new(
+	    rules, json_pack("{s:[s], s:s, s:i}", "names", "clone3", "action",
+			     "SCMP_ACT_ERRNO", "errnoRet", ENOSYS));
+	socket_rules(rules, m);
+	return json_pack("{s:s, s:[s], s:o}", "defaultAction", "SCMP_ACT_ALLOW",
+			 "architectures", "SCMP_ARCH_X86_64", "syscalls",
+			 rules);
 }
 
 json_t *wd_oci_config(const struct wd_manifest *m, const struct wd_oci_opts *o,
@@ -215,8 +330,7 @@ json_t *wd_oci_config(const struct wd_manifest *m, const struct wd_oci_opts *o,
 	json_t *linux_ =
 	    json_pack("{s:o, s:o, s:s}", "namespaces", ns, "resources", res,
 		      "cgroupsPath", o->cgroups_path);
-	if (m->n_syscalls_deny > 0)
-		json_object_set_new(linux_, "seccomp", seccomp_json(m));
+	json_object_set_new(linux_, "seccomp", seccomp_json(m));
 	json_t *mounts = mounts_json(m, o->argv[0], err);
 	if (!mounts) {
 		int e = errno;

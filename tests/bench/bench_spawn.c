@@ -139,14 +139,24 @@ int main(int argc, char **argv)
 			 t, t, port, mb, mb);
 		m[t] = load(yaml);
 	}
+	/* tier 1 without network: joins the shared empty netns
+	 * (sandbox/netns.h) */
+	snprintf(yaml, sizeof(yaml),
+		 "name: bench0\ntier: 1\ntimeout_ms: 60000\n"
+		 "network: {allow: []}\n"
+		 "filesystem: {read: [\"/usr\", \"%s\"], exec: "
+		 "[\"/usr/bin/true\", \"%s\"]}\n",
+		 mb, mb);
+	m[0] = load(yaml);
 
 	char *true_argv[] = {"/bin/true", NULL};
 	char *bwrap_argv[] = {"/usr/bin/bwrap", "--ro-bind", "/", "/",
 			      "--unshare-all",	"/bin/true", NULL};
 	double *v = wd_calloc(n, sizeof(double));
-	double plain, bwrap, t1, t2;
+	double plain, bwrap, t1, t1n, t2;
 
 	/* warm up: probe, BPF objects, page cache */
+	spawn_sandbox(m[0], true_argv, NULL);
 	spawn_sandbox(m[1], true_argv, NULL);
 	spawn_sandbox(m[2], true_argv, NULL);
 	for (int i = 0; i < n; i++)
@@ -159,6 +169,9 @@ int main(int argc, char **argv)
 		v[i] = spawn_sandbox(m[1], true_argv, NULL);
 	t1 = bench_median(v, n);
 	for (int i = 0; i < n; i++)
+		v[i] = spawn_sandbox(m[0], true_argv, NULL);
+	t1n = bench_median(v, n);
+	for (int i = 0; i < n; i++)
 		v[i] = spawn_sandbox(m[2], true_argv, NULL);
 	t2 = bench_median(v, n);
 
@@ -166,6 +179,9 @@ int main(int argc, char **argv)
 	       "warden", "peer", "ratio", "goal");
 	printf("%-44s %9.3f ms %9.3f ms %7.2fx %8s\n", "tier 1 vs fork+exec",
 	       t1, plain, t1 / plain, "<=1.5x");
+	printf("%-44s %9.3f ms %9.3f ms %7.2fx %8s\n",
+	       "tier 1, allow: [] (empty netns) vs fork+exec", t1n, plain,
+	       t1n / plain, "<=1.5x");
 	printf("%-44s %9.3f ms %9.3f ms %7.2fx %8s\n",
 	       "tier 2 vs bwrap --unshare-all", t2, bwrap, t2 / bwrap,
 	       "<=0.6x");

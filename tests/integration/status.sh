@@ -36,7 +36,7 @@ for sec in 'Kernel' 'BPF' 'cgroups' 'runsc \(tier 3\)' \
 	'mode: audit cannot watch'; do
 	expect_match "status_text_section_$(echo "$sec" | tr -dc 'A-Za-z0-9' | tr 'A-Z' 'a-z')" "$text" "^$sec"
 done
-for c in network.allow network.families filesystem.read filesystem.write \
+for c in network.allow network.families network.listen filesystem.read filesystem.write \
 	filesystem.exec syscalls.deny memory_mb pids cpus timeout_ms \
 	output.max_bytes identity tier; do
 	expect_match "status_text_row_$c" "$text" "^  $c\$"
@@ -165,7 +165,7 @@ else:
     ok("status_json_runsc_absent", rs["present"] is False)
 
 # constraint table: every manifest constraint, every tier, truthful shape
-want = ["network.allow", "network.families", "filesystem.read", "filesystem.write",
+want = ["network.allow", "network.families", "network.listen", "filesystem.read", "filesystem.write",
         "filesystem.exec", "syscalls.deny", "memory_mb", "pids", "cpus", "timeout_ms",
         "output.max_bytes", "identity", "tier"]
 rows = {r["constraint"]: r for r in j["constraints"]}

@@ -290,7 +290,10 @@ static const struct bad_case bad[] = {
       "13:7: network.allow: '300.1.2.3:80': '300.1.2.3' is not an IPv4 "
       "address or host name",
       "14:7: network.allow: '443': missing ':port' (use :* for any port)",
-      "15:23: network.families: unknown socket family 'carrier_pigeon'"}},
+      "15:23: network.families: 'carrier_pigeon' is not a socket family a "
+      "tool can be allowed (unix, inet and inet6 always are; a manifest "
+      "may add: netlink, packet, vsock, alg, xdp, bluetooth, can, tipc, "
+      "icmp)"}},
     {"bad-paths.yaml",
      {"3:8: 'exec[0]' must be an absolute path, not 'bin/sh'",
       "5:18: 'filesystem.read': path 'usr/lib' must be absolute",

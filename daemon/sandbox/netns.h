@@ -1,0 +1,27 @@
+/* The empty network namespace tier-1 calls without network share.
+ *
+ * Abstract unix names and ports belong to a network namespace: a tool in
+ * the host's can bind one that a host client then drives. Tier 2 unshares
+ * a namespace per call; tier 1 (host namespaces otherwise) joins this
+ * one, made once per process, because making and destroying a namespace
+ * costs each call ~2.5 ms on the development machines (tests/bench
+ * bench_spawn: tier-1 spawn must stay within 1.5x fork+exec). Sharing it
+ * is safe only with what else holds between its calls: loopback stays
+ * down (no route to any address, 127.0.0.1 included), the egress
+ * programs refuse every connect and send of a call with an empty
+ * allow-list, bind4/6 refuse every port, listen() is refused, and
+ * Landlock's abstract-unix scope (ABI 6) keeps each call from connecting
+ * or sending to another call's abstract names. Without that scope the
+ * sandbox gives the call a namespace of its own instead.
+ */
+#ifndef WD_SANDBOX_NETNS_H
+#define WD_SANDBOX_NETNS_H
+
+#include "common/util.h"
+
+/* An fd of the namespace (owned by the process: never close it), made on
+ * first use; thread-safe. -errno with a message when it cannot be made
+ * (later calls retry). */
+int wd_netns_empty_fd(struct wd_err *err);
+
+#endif
