@@ -499,6 +499,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *con,
 	if (st->too_big)
 		return send_err(con, 413, "request body too large");
 
+	wd_gate_request_begin(con);
 	struct wd_api_req q;
 	struct wd_err err = {0};
 	int rc = wd_api_parse(method, url, query_get, con, st->body.data,
