@@ -6,6 +6,7 @@ tests/integration/daemon_conn.sh and tests/bench/bench_conn.sh.
   conn_client.py slowloris SOCK N HOLD_S  N connections, a request byte a second
   conn_client.py burst SOCK N             N connects at once, each GET /healthz
   conn_client.py p99 SOCK N               N sequential GET /healthz: latency
+  conn_client.py create SOCK N C AGENT    N POST /v1/runs, C at a time: runs/s
 
 idle/slowloris write "ready" to stdout once every connect was tried, hold
 the sockets HOLD_S seconds (reading whatever the daemon sends), then print
@@ -177,6 +178,47 @@ def p99(path, n):
                       "p99_ms": round(lat[min(n - 1, int(n * 0.99))], 3)}))
 
 
+def create(path, n, conc, agent):
+    body = json.dumps({"agent": agent, "task": "bench"}).encode()
+    req = (b"POST /v1/runs HTTP/1.1\r\nHost: w\r\nContent-Type: application/json\r\n"
+           b"Connection: close\r\nContent-Length: " + str(len(body)).encode() +
+           b"\r\n\r\n" + body)
+    lock = threading.Lock()
+    left = [n]
+    codes = {}
+
+    def worker():
+        while True:
+            with lock:
+                if left[0] <= 0:
+                    return
+                left[0] -= 1
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.connect(path)
+            s.sendall(req)
+            data = b""
+            while True:
+                d = s.recv(4096)
+                if not d:
+                    break
+                data += d
+            s.close()
+            code = data[9:12].decode(errors="replace")
+            with lock:
+                codes[code] = codes.get(code, 0) + 1
+
+    ts = [threading.Thread(target=worker) for _ in range(conc)]
+    t0 = time.perf_counter()
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    dt = time.perf_counter() - t0
+    print(json.dumps({"n": n, "seconds": round(dt, 3),
+                      "created_per_s": round(codes.get("201", 0) / dt, 1),
+                      "status": codes}))
+
+
 def main():
     a = sys.argv[1:]
     if len(a) >= 2 and a[0] == "--uid":
@@ -192,6 +234,8 @@ def main():
         burst(path, int(a[2]))
     elif mode == "p99":
         p99(path, int(a[2]))
+    elif mode == "create":
+        create(path, int(a[2]), int(a[3]), a[4])
     else:
         sys.exit("unknown mode " + mode)
 

@@ -23,7 +23,7 @@
 
 enum phase {
 	P_WAIT, /* waiting for (the rest of) a request */
-	P_RESP, /* answered: sending the response, maybe a long stream */
+	P_RESP, /* the request is in: being handled, answered, or a stream */
 };
 
 struct conn {
@@ -197,7 +197,9 @@ static void set_phase(struct MHD_Connection *con, enum phase p)
 
 void wd_gate_request_begin(struct MHD_Connection *con)
 {
-	(void)con; /* the deadline runs from connect / the last response */
+	/* a handler that takes long (a reload, a cost query over a big
+	 * store) must not be cut off by the deadline meant for the client */
+	set_phase(con, P_RESP);
 }
 
 void wd_gate_request_answered(struct MHD_Connection *con)

@@ -56,8 +56,8 @@ void wd_gate_notify(void *cls, struct MHD_Connection *con,
 		    enum MHD_ConnectionNotificationCode t);
 /* Start accepting into d. */
 int wd_gate_start(struct wd_gate *g, struct MHD_Daemon *d, struct wd_err *err);
-/* A request's headers are in (the access handler's first call): nothing
- * to do for the gate but count it as in progress. */
+/* A request is in whole (headers and body): the request deadline no
+ * longer applies while it is handled. */
 void wd_gate_request_begin(struct MHD_Connection *con);
 /* Its response is queued: the request deadline no longer applies. */
 void wd_gate_request_answered(struct MHD_Connection *con);

@@ -16,8 +16,10 @@
 #include "wardend/conn.h"
 
 #define BODY_LIMIT (1u << 20)
-/* A parked stream is looked at this often (the latency a follower sees
- * for a new step or event), and written to at least every HEARTBEAT_NS
+/* A parked run stream is looked at this often (the latency a follower
+ * sees for a new step: the runtime offers no wake-up to wait on from
+ * outside; events wake the pump at once, see events_waiter), and every
+ * parked stream is written to at least every HEARTBEAT_NS
  * (keep-alive: a follower of a quiet run is not an idle connection, and a
  * vanished one is found by the failing write). */
 #define PUMP_TICK_MS 20
@@ -35,9 +37,10 @@ struct wd_server {
 	/* parked streams (suspended connections waiting for data) */
 	pthread_mutex_t pmu;
 	pthread_cond_t pcond;
-	pthread_t pump;
-	bool pump_running, pump_stop;
+	pthread_t pump, waiter;
+	bool pump_running, waiter_running, pump_stop;
 	struct stream_cb *parked;
+	unsigned parked_events; /* parked streams of /v1/events */
 };
 
 /* Per-request state across MHD's access-handler calls. */
@@ -157,6 +160,8 @@ static void park_unlink_locked(struct wd_server *srv, struct stream_cb *s)
 		s->pnext->pprev = s->pprev;
 	s->pprev = s->pnext = NULL;
 	s->parked = false;
+	if (s->ev)
+		srv->parked_events--;
 }
 
 /* From the reader, on MHD's worker: suspend (the only place MHD allows
@@ -178,8 +183,41 @@ static bool stream_park(struct stream_cb *s)
 	if (srv->parked)
 		srv->parked->pprev = s;
 	srv->parked = s;
+	if (s->ev)
+		srv->parked_events++;
+	pthread_cond_signal(&srv->pcond); /* the pump may sleep untimed */
 	pthread_mutex_unlock(&srv->pmu);
 	return true;
+}
+
+/* Wakes the pump as soon as an event is published, so a parked events
+ * follower sees it without waiting for a tick (denial -> `warden events
+ * --follow` latency, tests/bench/bench_events_follow.sh). Its cursor only
+ * waits: it is set to the newest event after every wake-up, so it is never
+ * overrun and never adds to the stream's overrun count. */
+static void *events_waiter(void *arg)
+{
+	struct wd_server *srv = arg;
+	struct wd_stream *ev = wd_rt_events(srv->rt);
+	struct wd_stream_cursor c;
+	struct wd_stream_stats st;
+	struct wd_stream_entry e;
+	wd_stream_stats(ev, &st);
+	wd_stream_cursor_init(&c, st.published);
+	while (!srv_stopping(srv)) {
+		int n = wd_stream_read(ev, &c, &e, 1, 200);
+		if (n < 0)
+			break; /* the stream is shut down */
+		if (n == 0)
+			continue;
+		pthread_mutex_lock(&srv->pmu);
+		if (srv->parked_events)
+			pthread_cond_signal(&srv->pcond);
+		pthread_mutex_unlock(&srv->pmu);
+		wd_stream_stats(ev, &st);
+		wd_stream_cursor_init(&c, st.published);
+	}
+	return NULL;
 }
 
 static void *pump_main(void *arg)
@@ -197,6 +235,10 @@ static void *pump_main(void *arg)
 				park_unlink_locked(srv, s);
 				MHD_resume_connection(s->con);
 			}
+		}
+		if (!srv->parked) { /* woken by stream_park or the stop */
+			pthread_cond_wait(&srv->pcond, &srv->pmu);
+			continue;
 		}
 		struct timespec ts;
 		clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -457,6 +499,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *con,
 	if (st->too_big)
 		return send_err(con, 413, "request body too large");
 
+	wd_gate_request_begin(con);
 	struct wd_api_req q;
 	struct wd_err err = {0};
 	int rc = wd_api_parse(method, url, query_get, con, st->body.data,
@@ -602,6 +645,16 @@ int wd_server_start(struct wd_rt *rt, const char *socket_path,
 		return wd_err_set(err, -rc, "stream thread: %s", strerror(rc));
 	}
 	s->pump_running = true;
+	if (wd_rt_events(rt)) {
+		rc = pthread_create(&s->waiter, NULL, events_waiter, s);
+		if (rc) {
+			wd_server_free(s);
+			unlink(socket_path);
+			return wd_err_set(err, -rc, "events thread: %s",
+					  strerror(rc));
+		}
+		s->waiter_running = true;
+	}
 	rc = wd_gate_start(s->gate, s->d, err);
 	if (rc) {
 		wd_server_free(s);
@@ -657,6 +710,8 @@ static void wd_server_free(struct wd_server *s)
 		pthread_mutex_unlock(&s->pmu);
 		pthread_join(s->pump, NULL); /* resumes every parked stream */
 	}
+	if (s->waiter_running)
+		pthread_join(s->waiter, NULL); /* sees stopping within 200 ms */
 	if (s->metrics)
 		MHD_stop_daemon(s->metrics);
 	if (s->d)

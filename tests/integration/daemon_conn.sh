@@ -47,14 +47,15 @@ other_run() { as_user $OTHER "$WARDEN" run --detach one "x"; }
 other_approvals() { as_user $OTHER "$WARDEN" approvals ls; }
 hostile() { python3 "$CC" --uid $HOSTILE "$1" "$SOCK" "$2" "$3" >"$4" 2>&1; } # MODE N HOLD_S OUT
 # NAME CMD...: CMD's median over 5 runs is within 100 ms. The criterion is
-# the hostile client's effect: on a machine so loaded that CMD alone
-# (measured before the hostile client starts, into base_NAME) takes longer,
-# the bound is twice that plus 50 ms, and the output says so.
+# the hostile client's effect: on a loaded machine, where CMD alone
+# (measured before the hostile client starts, into base_NAME) is slow
+# already, the bound is twice that plus 50 ms if that is more, and the
+# output says so.
 fast() {
 	local n=$1 m b bound=100; shift
 	m=$(median_ms "$@")
 	b=$(cat "$T/base_$n" 2>/dev/null || echo 0)
-	[ "$b" != FAIL ] && [ "$b" -gt 100 ] && bound=$((2 * b + 50))
+	[ "$b" != FAIL ] && [ $((2 * b + 50)) -gt 100 ] && bound=$((2 * b + 50))
 	if [ "$m" != FAIL ] && [ "$m" -le $bound ]; then
 		pass "$n"
 		[ $bound -gt 100 ] && echo "  ($n: machine loaded, ${b} ms without the hostile client; bound $bound ms)"
@@ -74,7 +75,7 @@ jfield() { tail -1 "$1" | jq_py "d.get('$2')"; }
 
 # ---- phase 1: default per-uid cap, short deadlines ----------------------------
 cat >"$POL/daemon.yaml" <<'Y'
-api: {request_timeout_s: 3, idle_timeout_s: 5, max_connections_per_uid: 64, max_connections: 1024}
+api: {request_timeout_s: 8, idle_timeout_s: 30, max_connections_per_uid: 64, max_connections: 1024}
 Y
 start_daemon || { fail daemon-conn-start "see log"; finish; }
 warmup
@@ -84,27 +85,31 @@ baseline other-uid-approvals-fast other_approvals
 sleep 1
 idle_fds=$(fdcount)
 
-hostile idle 2000 12 "$T/idle.out" &
+hostile idle 2000 18 "$T/idle.out" &
 p_idle=$!
-hostile slowloris 200 12 "$T/slow.out" &
+hostile slowloris 200 18 "$T/slow.out" &
 p_slow=$!
 if wait_ready "$T/idle.out" "$T/slow.out"; then
-	fast other-uid-status-fast other_status
-	fast other-uid-run-fast other_run
-	fast other-uid-approvals-fast other_approvals
-	sleep 1.5 # refused sockets are drained for a second at most
-	held=$(fdcount)
+	t_ready=$(ms_now)
+	# the hostile uid holds its 64 for 8 s (request_timeout_s) from here
 	out=$(as_user $HOSTILE "$WARDEN" approvals ls 2>&1)
 	expect_match cli-refused-names-uid "$out" "refused: too many connections from uid $HOSTILE"
 	if printf '%s' "$out" | grep -q "not running"; then fail cli-refused-not-not-running "$out"; else pass cli-refused-not-not-running; fi
+	fast other-uid-status-fast other_status
+	fast other-uid-run-fast other_run
+	fast other-uid-approvals-fast other_approvals
+	[ $(($(ms_now) - t_ready)) -lt 7000 ] || echo "  (the measurements took longer than the hostile uid's 8 s deadline)"
+	sleep 1.5 # refused sockets are drained for a second at most
+	held=$(fdcount)
 	[ "$held" -le $((idle_fds + 64 + 10)) ] && pass fds-bounded-by-cap ||
 		fail fds-bounded-by-cap "daemon holds $held fds with one uid at its cap of 64 (idle $idle_fds)"
-	# the deadline (3 s) ends what the hostile uid holds while it still
-	# holds it; the refused ones are closed within a second
-	sleep 6
+	# the deadline (8 s) ends what the hostile uid holds while it still
+	# holds it (until 18 s); the refused ones are closed within a second
+	left=$((10000 - ($(ms_now) - t_ready)))
+	[ $left -gt 0 ] && sleep "$(awk -v l=$left 'BEGIN{print l/1000}')"
 	now=$(fdcount)
 	[ "$now" -le $((idle_fds + 2)) ] && pass fds-back-to-idle ||
-		fail fds-back-to-idle "$now fds 6 s later, idle $idle_fds"
+		fail fds-back-to-idle "$now fds 10 s after the hostile client connected, idle $idle_fds"
 else
 	fail hostile-ready "$(tail -3 "$T/idle.out" "$T/slow.out")"
 fi
