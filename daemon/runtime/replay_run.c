@@ -175,12 +175,6 @@ static int check_run(struct wd_rt *rt, const struct wd_caller *c,
 				  "(0..%d)",
 				  rp->from, rp->of_run_id, n, n == 1 ? "" : "s",
 				  n - 1);
-	if (a->n_subagents)
-		return wd_err_set(err, -EINVAL,
-				  "agent '%s' delegates to sub-agents: "
-				  "replaying sub-agent trees is not available "
-				  "in this build",
-				  a->name);
 	const char *k;
 	json_t *v;
 	json_object_foreach(rp->gate.mocks, k, v)
