@@ -254,13 +254,18 @@ static void compare(struct wd_run *r, json_t *orig, json_t *rj)
 		desc_one(x, &a);
 		desc_one(y, &b);
 		if (!x || !y) {
-			diverge(r, step, x ? "missing" : "extra",
-				no && nn ? "tool" : (x ? "tool" : "tool"),
-				x ? a.data
-				  : (no	  ? a.data
-				     : ot ? "text"
-					  : "text"),
-				b.data);
+			/* a call only one side made; the other side's text
+			 * when it made no call at all */
+			if (!no) {
+				a.len = 0;
+				desc_calls(oc, ot, &a);
+			}
+			if (!nn) {
+				b.len = 0;
+				desc_calls(nc, nt, &b);
+			}
+			diverge(r, step, x ? "missing" : "extra", "tool",
+				a.data, b.data);
 			goto out;
 		}
 		if (strcmp(json_string_value(json_object_get(x, "name")),
