@@ -4,6 +4,7 @@
  * against the recorded prompt hashes, then the new run queued like any
  * other. */
 #include <string.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "gateway/gateway.h"
@@ -349,6 +350,17 @@ int wd_rt_replay_create(struct wd_rt *rt, const struct wd_caller *c,
 	snprintf(rp->of_run_id, sizeof(rp->of_run_id), "%s", of);
 	if ((rc = parse_opts(opts, rp, err)))
 		goto fail;
+	/* a patched manifest is policy — it says what the sandbox allows
+	 * (exec, egress, writes) — so only who may change the policy may
+	 * replay with one */
+	if (json_object_size(json_object_get(opts, "tool")) && c->uid != 0 &&
+	    c->uid != geteuid()) {
+		rc = wd_err_set(err, -EPERM,
+				"--tool: a patched manifest is a policy change "
+				"(what the sandbox allows); only root may "
+				"replay with one");
+		goto fail;
+	}
 	if (!wd_pset_may_run(base, c->uid, NULL, why, sizeof(why))) {
 		rc = wd_err_set(err, -EACCES, "%s", why);
 		goto fail;

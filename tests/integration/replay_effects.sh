@@ -94,8 +94,18 @@ combos=(
 i=0
 for c in "${combos[@]}"; do
 	i=$((i + 1))
-	# shellcheck disable=SC2086
-	as_alice replay "$id" $c >"$T/combo.$i" 2>&1
+	# a --tool patch is policy: root replays with it (alice is refused)
+	case $c in
+	*"--tool "*)
+		# shellcheck disable=SC2086
+		as_alice replay "$id" $c >"$T/combo.$i.alice" 2>&1
+		expect_match "tool-patch-root-only-$i" "$(cat "$T/combo.$i.alice")" 'only root may replay with one'
+		# shellcheck disable=SC2086
+		"$WARDEN" replay "$id" $c >"$T/combo.$i" 2>&1 ;;
+	*)
+		# shellcheck disable=SC2086
+		as_alice replay "$id" $c >"$T/combo.$i" 2>&1 ;;
+	esac
 	expect_eq "never-sent-$i" "$(sent)" 1
 done
 expect_match relabel-refused "$(cat "$T/combo.3")" 'replay_refused .*side_effects=external'
