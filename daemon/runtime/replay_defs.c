@@ -15,8 +15,8 @@
 static json_t *blob_ref(struct wd_run *r, const char *text)
 {
 	char ref[WD_TRACE_REF_LEN];
-	if (!text ||
-	    wd_trace_put_blob(r->rt->trace, NULL, text, strlen(text), ref, NULL))
+	if (!text || wd_trace_put_blob(r->rt->trace, NULL, text, strlen(text),
+				       ref, NULL))
 		return json_null();
 	return json_string(ref);
 }
