@@ -290,6 +290,16 @@ out:
 void rt_replay_after_model(struct wd_run *r, json_t *rj)
 {
 	struct rt_replay *rp = r->replay;
+	/* pinned: the seed is checked against what the provider says
+	 * served it; another backend configuration means another output */
+	const char *fp =
+	    json_string_value(json_object_get(rj, "system_fingerprint"));
+	const char *ofp = json_string_value(
+	    json_object_get(orig_call(rp, r->step), "system_fingerprint"));
+	if (rp->det == RP_PINNED && rp->fp_changed_at < 0 && fp && ofp &&
+	    strcmp(fp, ofp))
+		rp->fp_changed_at = r->step;
+	json_object_del(rj, "system_fingerprint");
 	if (!rp->diverged && rp->det != RP_RECORDED_MODEL) {
 		struct wd_err err = {0};
 		json_t *orig =
@@ -419,6 +429,14 @@ json_t *rt_replay_summary(struct wd_run *r, const char *status,
 	if (rp->diverged)
 		json_object_set_new(s, "diverged_at",
 				    json_integer(rp->diverged_at));
+	if (rp->det == RP_PINNED)
+		json_object_set_new(
+		    s, "seed",
+		    json_pack("{s:I,s:o}", "value", (json_int_t)rp->seed,
+			      "fingerprint_changed_at",
+			      rp->fp_changed_at >= 0
+				  ? json_integer(rp->fp_changed_at)
+				  : json_null()));
 	return s;
 }
 
@@ -471,6 +489,7 @@ struct rt_replay *rt_replay_child(struct wd_run *parent, json_t *pc)
 		wd_trace_ref_of(lt, strlen(lt), rp->head);
 	free(lt);
 	rp->from = 0;
+	rp->fp_changed_at = -1;
 	rp->det = pr->det;
 	rp->seed = pr->seed;
 	rp->patches = json_object();

@@ -348,6 +348,7 @@ int wd_rt_replay_create(struct wd_rt *rt, const struct wd_caller *c,
 	int n = 0, rc;
 	char why[256];
 	snprintf(rp->of_run_id, sizeof(rp->of_run_id), "%s", of);
+	rp->fp_changed_at = -1;
 	if ((rc = parse_opts(opts, rp, err)))
 		goto fail;
 	/* a patched manifest is policy — it says what the sandbox allows
