@@ -317,6 +317,8 @@ static int prefix(struct wd_run *r, json_t **prompts, json_t **resps,
 		json_object_set(rec, "of_seq", json_object_get(mc, "seq"));
 		json_object_set(rec, "prompt_hash",
 				json_object_get(mc, "prompt_hash"));
+		json_object_set(rec, "prompt_ref",
+				json_object_get(mc, "prompt_ref"));
 		json_object_set(rec, "response_ref",
 				json_object_get(mc, "response_ref"));
 		json_object_set(

@@ -69,6 +69,22 @@ int rp_load_original(struct wd_rt *rt, const char *id, struct rp_orig *o,
 			    !json_object_get(x, "error"))
 				json_array_append(o->calls, x);
 			break;
+		case WD_REC_REPLAY_STEP:
+			/* a replay's steps taken from its record are steps
+			 * of its own record too (a replay of a replay) */
+			if (step == (int)json_array_size(o->calls))
+				json_array_append_new(
+				    o->calls,
+				    json_pack(
+					"{s:i,s:O,s:O?,s:O?,s:O?}", "step",
+					step, "seq", json_object_get(x, "seq"),
+					"prompt_hash",
+					json_object_get(x, "prompt_hash"),
+					"prompt_ref",
+					json_object_get(x, "prompt_ref"),
+					"response_ref",
+					json_object_get(x, "response_ref")));
+			break;
 		case WD_REC_TOOL_ATTEMPT:
 			json_object_set(attempts, ck, x);
 			break;
