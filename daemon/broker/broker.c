@@ -306,9 +306,8 @@ int wd_broker_execute(const struct wd_broker_run *run,
 {
 	*result_for_model = NULL;
 	if (run->replay) {
-		int rrc = wd_broker_replay_execute(run, call, m,
-						   result_for_model,
-						   status_out, err);
+		int rrc = wd_broker_replay_execute(
+		    run, call, m, result_for_model, status_out, err);
 		if (rrc != 1)
 			return rrc;
 	}

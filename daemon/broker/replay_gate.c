@@ -22,18 +22,18 @@
 char *wd_broker_replay_key(int step, const char *tool, const json_t *args)
 {
 	char *a = args ? json_dumps(args, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
-	char *k = wd_asprintf("%d\x1f%s\x1f%s", step, tool ? tool : "",
-			      a ? a : "{}");
+	char *k =
+	    wd_asprintf("%d\x1f%s\x1f%s", step, tool ? tool : "", a ? a : "{}");
 	free(a);
 	return k;
 }
 
 static enum wd_side_effects se_parse(const char *s)
 {
-	return !s			  ? WD_SE_EXTERNAL
-	       : !strcmp(s, "none")	  ? WD_SE_NONE
+	return !s			? WD_SE_EXTERNAL
+	       : !strcmp(s, "none")	? WD_SE_NONE
 	       : !strcmp(s, "internal") ? WD_SE_INTERNAL
-					  : WD_SE_EXTERNAL;
+					: WD_SE_EXTERNAL;
 }
 
 static const char *se_str(enum wd_side_effects s)
@@ -43,10 +43,11 @@ static const char *se_str(enum wd_side_effects s)
 				     : "external";
 }
 
-enum wd_replay_disp wd_broker_replay_disposition(
-    const struct wd_broker_run *run, const struct wd_broker_call *call,
-    const struct wd_manifest *m, enum wd_side_effects *se_out,
-    const char **what)
+enum wd_replay_disp
+wd_broker_replay_disposition(const struct wd_broker_run *run,
+			     const struct wd_broker_call *call,
+			     const struct wd_manifest *m,
+			     enum wd_side_effects *se_out, const char **what)
 {
 	const struct wd_broker_replay *rp = run->replay;
 	/* the stricter of today's (possibly patched) manifest and the one
@@ -96,8 +97,9 @@ static json_t *rec_new(const struct wd_broker_run *run,
 static int rec_put(const struct wd_broker_run *run, json_t *rec)
 {
 	struct wd_err e = {0};
-	int rc = run->record ? run->record(run->record_arg, rec, false, &e)
-			     : wd_trace_append(run->trace, rec, false, NULL, &e);
+	int rc = run->record
+		     ? run->record(run->record_arg, rec, false, &e)
+		     : wd_trace_append(run->trace, rec, false, NULL, &e);
 	json_decref(rec);
 	return rc;
 }
@@ -130,14 +132,15 @@ int wd_broker_replay_execute(const struct wd_broker_run *run,
 			json_decref(out);
 			out = NULL;
 			d = WD_RP_REFUSED;
-			what = se == WD_SE_EXTERNAL ? REFUSED_EXTERNAL
+			what = se == WD_SE_EXTERNAL   ? REFUSED_EXTERNAL
 			       : se == WD_SE_INTERNAL ? REFUSED_INTERNAL
 						      : REFUSED_NONE;
 		}
 	}
 	if (d == WD_RP_RECORDED) {
 		json_t *r = rec_new(run, call, WD_REC_TOOL_RESULT);
-		const char *st = json_string_value(json_object_get(out, "status"));
+		const char *st =
+		    json_string_value(json_object_get(out, "status"));
 		snprintf(status_out, 24, "%s", st ? st : "error");
 		json_object_set_new(r, "status", json_string(status_out));
 		json_object_set_new(r, "replay", json_string("recorded"));

@@ -293,8 +293,13 @@ static int model_step(struct wd_run *r, struct wd_err *err)
 
 	/* a replay compares the response with the original's and applies
 	 * its --args patches (the record above keeps what the model said) */
-	if (r->replay)
+	if (r->replay) {
+		if (resp.system_fingerprint)
+			json_object_set_new(
+			    rj, "system_fingerprint",
+			    json_string(resp.system_fingerprint));
 		rt_replay_after_model(r, rj);
+	}
 	/* the assistant turn joins the conversation as the model sent it */
 	json_t *am = json_pack("{s:s,s:s,s:O}", "role", "assistant", "text",
 			       resp.text ? resp.text : "", "tool_calls",

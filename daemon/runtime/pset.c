@@ -146,9 +146,9 @@ int wd_pset_load(const char *dir, struct wd_pset **out, struct wd_err *err)
 			p->tools =
 			    wd_realloc(p->tools, (size_t)(p->n_tools + 1) *
 						     sizeof(*p->tools));
-			p->tool_texts = wd_realloc(
-			    p->tool_texts,
-			    (size_t)(p->n_tools + 2) * sizeof(char *));
+			p->tool_texts =
+			    wd_realloc(p->tool_texts, (size_t)(p->n_tools + 2) *
+							  sizeof(char *));
 			p->tool_texts[p->n_tools] =
 			    wd_strdup(mtext ? mtext : "");
 			p->tool_texts[p->n_tools + 1] = NULL;

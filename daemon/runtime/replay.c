@@ -233,9 +233,17 @@ static void compare(struct wd_run *r, json_t *orig, json_t *rj)
 	}
 	size_t no = json_array_size(oc), nn = json_array_size(nc);
 	if (!no && !nn) {
-		if (strcmp(ot ? ot : "", nt ? nt : "")) {
-			desc_calls(oc, ot, &a);
-			desc_calls(nc, nt, &b);
+		const char *x = ot ? ot : "", *y = nt ? nt : "";
+		if (strcmp(x, y)) {
+			/* a window around the first difference */
+			size_t i = 0;
+			while (x[i] && x[i] == y[i])
+				i++;
+			size_t from = i > 40 ? i - 40 : 0;
+			wd_buf_printf(&a, "text \"%s%.120s\"", from ? "…" : "",
+				      x + from);
+			wd_buf_printf(&b, "text \"%s%.120s\"", from ? "…" : "",
+				      y + from);
 			diverge(r, step, "different", "text", a.data, b.data);
 		}
 		goto out;
@@ -246,13 +254,18 @@ static void compare(struct wd_run *r, json_t *orig, json_t *rj)
 		desc_one(x, &a);
 		desc_one(y, &b);
 		if (!x || !y) {
-			diverge(r, step, x ? "missing" : "extra",
-				no && nn ? "tool" : (x ? "tool" : "tool"),
-				x ? a.data
-				  : (no	  ? a.data
-				     : ot ? "text"
-					  : "text"),
-				b.data);
+			/* a call only one side made; the other side's text
+			 * when it made no call at all */
+			if (!no) {
+				a.len = 0;
+				desc_calls(oc, ot, &a);
+			}
+			if (!nn) {
+				b.len = 0;
+				desc_calls(nc, nt, &b);
+			}
+			diverge(r, step, x ? "missing" : "extra", "tool",
+				a.data, b.data);
 			goto out;
 		}
 		if (strcmp(json_string_value(json_object_get(x, "name")),
@@ -277,6 +290,16 @@ out:
 void rt_replay_after_model(struct wd_run *r, json_t *rj)
 {
 	struct rt_replay *rp = r->replay;
+	/* pinned: the seed is checked against what the provider says
+	 * served it; another backend configuration means another output */
+	const char *fp =
+	    json_string_value(json_object_get(rj, "system_fingerprint"));
+	const char *ofp = json_string_value(
+	    json_object_get(orig_call(rp, r->step), "system_fingerprint"));
+	if (rp->det == RP_PINNED && rp->fp_changed_at < 0 && fp && ofp &&
+	    strcmp(fp, ofp))
+		rp->fp_changed_at = r->step;
+	json_object_del(rj, "system_fingerprint");
 	if (!rp->diverged && rp->det != RP_RECORDED_MODEL) {
 		struct wd_err err = {0};
 		json_t *orig =
@@ -406,5 +429,92 @@ json_t *rt_replay_summary(struct wd_run *r, const char *status,
 	if (rp->diverged)
 		json_object_set_new(s, "diverged_at",
 				    json_integer(rp->diverged_at));
+	if (rp->det == RP_PINNED)
+		json_object_set_new(
+		    s, "seed",
+		    json_pack("{s:I,s:o}", "value", (json_int_t)rp->seed,
+			      "fingerprint_changed_at",
+			      rp->fp_changed_at >= 0
+				  ? json_integer(rp->fp_changed_at)
+				  : json_null()));
 	return s;
+}
+
+/* A sub-agent's run started by a replaying parent is replayed by the same
+ * rules: the original's child run for the same call (same step, same
+ * sub-agent, same arguments) is its record — its recorded results answer
+ * its internal and external tools, its responses its recorded-model steps,
+ * divergence is measured against it. A call the original never made has
+ * no record: everything with side effects is then refused (or mocked). */
+struct rt_replay *rt_replay_child(struct wd_run *parent, json_t *pc)
+{
+	struct rt_replay *pr = parent->replay;
+	struct rt_replay *rp = wd_calloc(1, sizeof(*rp));
+	const char *tool = json_string_value(json_object_get(pc, "name"));
+	json_t *args = json_object_get(pc, "arguments");
+	const char *orig = NULL;
+	const char *k;
+	json_t *at;
+	json_object_foreach(pr->o.attempts, k, at)
+	{
+		const char *cid =
+		    json_string_value(json_object_get(at, "child_run_id"));
+		if (cid &&
+		    json_integer_value(json_object_get(at, "step")) ==
+			parent->step &&
+		    !strcmp(json_string_value(
+				json_object_get(at, "gen_ai.tool.name"))
+				?: "",
+			    tool ? tool : "") &&
+		    json_equal(json_object_get(at, "args"), args)) {
+			orig = cid;
+			break;
+		}
+	}
+	struct wd_err err = {0};
+	if (!orig || rp_load_original(parent->rt, orig, &rp->o, &err)) {
+		rp_orig_free(&rp->o);
+		rp->o.records = json_array();
+		rp->o.calls = json_array();
+		rp->o.recorded = json_object();
+		rp->o.attempts = json_object();
+	}
+	snprintf(rp->of_run_id, sizeof(rp->of_run_id), "%s", orig ? orig : "");
+	snprintf(rp->gate.of_run_id, sizeof(rp->gate.of_run_id), "%s",
+		 rp->of_run_id);
+	json_t *last =
+	    json_array_get(rp->o.records, json_array_size(rp->o.records) - 1);
+	char *lt = last ? json_dumps(last, JSON_COMPACT) : NULL;
+	if (lt)
+		wd_trace_ref_of(lt, strlen(lt), rp->head);
+	free(lt);
+	rp->from = 0;
+	rp->fp_changed_at = -1;
+	rp->det = pr->det;
+	rp->seed = pr->seed;
+	rp->patches = json_object();
+	rp->args = json_object();
+	rp->gate.recorded = rp->o.recorded;
+	rp->gate.mocks = json_incref(pr->gate.mocks);
+	rp->gate.tools_recorded = pr->gate.tools_recorded;
+	/* the stricter side effects of every manifest either run recorded */
+	rp->gate.orig_side_effects = json_deep_copy(pr->gate.orig_side_effects);
+	json_t *v;
+	json_object_foreach(
+	    json_object_get(json_object_get(rp->o.start, "definitions"),
+			    "tools"),
+	    k, v)
+	{
+		const char *se =
+		    json_string_value(json_object_get(v, "side_effects"));
+		const char *old = json_string_value(
+		    json_object_get(rp->gate.orig_side_effects, k));
+		/* "none" < "internal" < "external": keep the stricter */
+		if (se && (!old ||
+			   (strcmp(old, "external") &&
+			    (!strcmp(se, "external") || !strcmp(old, "none")))))
+			json_object_set_new(rp->gate.orig_side_effects, k,
+					    json_string(se));
+	}
+	return rp;
 }

@@ -15,8 +15,8 @@
 static json_t *blob_ref(struct wd_run *r, const char *text)
 {
 	char ref[WD_TRACE_REF_LEN];
-	if (!text ||
-	    wd_trace_put_blob(r->rt->trace, NULL, text, strlen(text), ref, NULL))
+	if (!text || wd_trace_put_blob(r->rt->trace, NULL, text, strlen(text),
+				       ref, NULL))
 		return json_null();
 	return json_string(ref);
 }
@@ -43,11 +43,22 @@ json_t *rt_definitions_json(struct wd_run *r)
 			continue; /* refused at the grant check */
 		static const char *const se[] = {"none", "internal",
 						 "external"};
+		/* a replay records the side effects its gate judged by (the
+		 * stricter of its manifest's and its original's): a replay
+		 * of a replay cannot inherit a relabelled tool */
+		int sev = (int)m->side_effects;
+		const struct wd_broker_replay *g = rt_replay_gate(r);
+		const char *os = g ? json_string_value(json_object_get(
+					 g->orig_side_effects, a->tools[i]))
+				   : NULL;
+		for (int k = 0; os && k < 3; k++)
+			if (!strcmp(os, se[k]) && k > sev)
+				sev = k;
 		json_object_set_new(
 		    tools, a->tools[i],
 		    json_pack("{s:o,s:s}", "ref",
 			      blob_ref(r, tool_text(r->ps, a->tools[i])),
-			      "side_effects", se[m->side_effects]));
+			      "side_effects", se[sev]));
 	}
 	json_object_set_new(d, "tools", tools);
 	/* the user's scopes entry as the broker will check it */

@@ -29,6 +29,9 @@ struct rt_replay {
 	json_t *args;	 /* "STEP.CALL" -> arguments */
 	struct wd_broker_replay gate;
 	uint64_t prefix_ns; /* rebuilding steps 0..from-1 from the record */
+	/* pinned: the first step whose system_fingerprint differs from the
+	 * original's (the seed then pins nothing), -1 none */
+	int fp_changed_at;
 	bool diverged;
 	int diverged_at;
 	char *message; /* "converged" or "diverged at step K: ..." */

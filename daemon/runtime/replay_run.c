@@ -4,6 +4,7 @@
  * against the recorded prompt hashes, then the new run queued like any
  * other. */
 #include <string.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "gateway/gateway.h"
@@ -175,12 +176,6 @@ static int check_run(struct wd_rt *rt, const struct wd_caller *c,
 				  "(0..%d)",
 				  rp->from, rp->of_run_id, n, n == 1 ? "" : "s",
 				  n - 1);
-	if (a->n_subagents)
-		return wd_err_set(err, -EINVAL,
-				  "agent '%s' delegates to sub-agents: "
-				  "replaying sub-agent trees is not available "
-				  "in this build",
-				  a->name);
 	const char *k;
 	json_t *v;
 	json_object_foreach(rp->gate.mocks, k, v)
@@ -322,6 +317,8 @@ static int prefix(struct wd_run *r, json_t **prompts, json_t **resps,
 		json_object_set(rec, "of_seq", json_object_get(mc, "seq"));
 		json_object_set(rec, "prompt_hash",
 				json_object_get(mc, "prompt_hash"));
+		json_object_set(rec, "prompt_ref",
+				json_object_get(mc, "prompt_ref"));
 		json_object_set(rec, "response_ref",
 				json_object_get(mc, "response_ref"));
 		json_object_set(
@@ -353,8 +350,20 @@ int wd_rt_replay_create(struct wd_rt *rt, const struct wd_caller *c,
 	int n = 0, rc;
 	char why[256];
 	snprintf(rp->of_run_id, sizeof(rp->of_run_id), "%s", of);
+	rp->fp_changed_at = -1;
 	if ((rc = parse_opts(opts, rp, err)))
 		goto fail;
+	/* a patched manifest is policy — it says what the sandbox allows
+	 * (exec, egress, writes) — so only who may change the policy may
+	 * replay with one */
+	if (json_object_size(json_object_get(opts, "tool")) && c->uid != 0 &&
+	    c->uid != geteuid()) {
+		rc = wd_err_set(err, -EPERM,
+				"--tool: a patched manifest is a policy change "
+				"(what the sandbox allows); only root may "
+				"replay with one");
+		goto fail;
+	}
 	if (!wd_pset_may_run(base, c->uid, NULL, why, sizeof(why))) {
 		rc = wd_err_set(err, -EACCES, "%s", why);
 		goto fail;

@@ -69,13 +69,29 @@ int rp_load_original(struct wd_rt *rt, const char *id, struct rp_orig *o,
 			    !json_object_get(x, "error"))
 				json_array_append(o->calls, x);
 			break;
+		case WD_REC_REPLAY_STEP:
+			/* a replay's steps taken from its record are steps
+			 * of its own record too (a replay of a replay) */
+			if (step == (int)json_array_size(o->calls))
+				json_array_append_new(
+				    o->calls,
+				    json_pack(
+					"{s:i,s:O,s:O?,s:O?,s:O?}", "step",
+					step, "seq", json_object_get(x, "seq"),
+					"prompt_hash",
+					json_object_get(x, "prompt_hash"),
+					"prompt_ref",
+					json_object_get(x, "prompt_ref"),
+					"response_ref",
+					json_object_get(x, "response_ref")));
+			break;
 		case WD_REC_TOOL_ATTEMPT:
 			json_object_set(attempts, ck, x);
 			break;
 		case WD_REC_TOOL_RESULT: {
 			json_t *at = json_object_get(attempts, ck);
-			const char *ref = json_string_value(
-			    json_object_get(x, "result_ref"));
+			const char *ref =
+			    json_string_value(json_object_get(x, "result_ref"));
 			if (!at || !ref)
 				break;
 			json_t *args = json_object_get(at, "args");
@@ -231,21 +247,114 @@ static const char *base_text(const struct wd_pset *b, const char *name)
 	return NULL;
 }
 
+/* The first child run of agent `name` among a run's records (its
+ * tool_attempt names it), or NULL. */
+static const char *child_of(json_t *records, const char *name)
+{
+	size_t i;
+	json_t *x;
+	json_array_foreach(records, i, x)
+	{
+		const char *sub =
+		    json_string_value(json_object_get(x, "subagent"));
+		const char *cid =
+		    json_string_value(json_object_get(x, "child_run_id"));
+		if (wd_rec_type_json(x) == WD_REC_TOOL_ATTEMPT && sub && cid &&
+		    !strcmp(sub, name))
+			return cid;
+	}
+	return NULL;
+}
+
+/* A sub-agent's definition and its tools for the replay's set: as its run
+ * in the original recorded them (replayed by the same rules), else
+ * today's (it never ran in the original). Depth-bounded like
+ * wd_agents_check_subagents. */
+static int add_subagent(struct wd_rt *rt, struct wd_pset *p,
+			struct wd_pset *base, json_t *records, const char *name,
+			int depth, struct wd_err *err)
+{
+	if (wd_pset_agent(p, name) || depth > WD_SUBAGENT_MAX_DEPTH)
+		return 0;
+	const char *cid = child_of(records, name);
+	json_t *crecs = NULL;
+	if (cid)
+		wd_trace_run_records(rt->trace, cid, &crecs, NULL);
+	json_t *defs = json_object_get(json_array_get(crecs, 0), "definitions");
+	const char *aref = json_string_value(
+	    json_object_get(json_object_get(defs, "agent"), "ref"));
+	struct wd_agent_def d = {0};
+	int rc;
+	if (aref) {
+		char *text = NULL;
+		size_t len = 0;
+		rc = rp_blob(rt, "sub-agent definition", 0, aref, &text, &len,
+			     err);
+		if (!rc)
+			rc = parse_agent(text, name, &d, err);
+		free(text);
+	} else {
+		const struct wd_agent_def *bd = wd_pset_agent(base, name);
+		rc = bd && bd->def_text
+			 ? parse_agent(bd->def_text, name, &d, err)
+			 : wd_err_set(err, -ENOENT,
+				      "sub-agent '%s': no "
+				      "recorded or current "
+				      "definition",
+				      name);
+	}
+	if (rc) {
+		json_decref(crecs);
+		return rc;
+	}
+	p->agents = wd_realloc(p->agents,
+			       (size_t)(p->n_agents + 1) * sizeof(*p->agents));
+	p->agents[p->n_agents++] = d;
+	json_t *rtools = json_object_get(defs, "tools");
+	for (int i = 0; i < d.n_tools; i++) {
+		const char *tn = d.tools[i];
+		if (wd_pset_tool(p, tn))
+			continue;
+		const char *ref = json_string_value(
+		    json_object_get(json_object_get(rtools, tn), "ref"));
+		char *text = NULL;
+		size_t len = 0;
+		struct wd_manifest *m = NULL;
+		if (ref &&
+		    !rp_blob(rt, "tool manifest", 0, ref, &text, &len, err))
+			m = parse_manifest(text, tn, "recorded manifest", err);
+		else if (!ref && base_text(base, tn))
+			m = parse_manifest(base_text(base, tn), tn, "manifest",
+					   err);
+		if (m)
+			pset_add_tool(p, m, text ? text : base_text(base, tn));
+		free(text);
+	}
+	char **subs = p->agents[p->n_agents - 1].subagents;
+	int nsubs = p->agents[p->n_agents - 1].n_subagents;
+	for (int i = 0; i < nsubs && !rc; i++)
+		rc = add_subagent(rt, p, base, crecs ? crecs : records, subs[i],
+				  depth + 1, err);
+	json_decref(crecs);
+	return rc;
+}
+
 int rp_build_pset(struct wd_rt *rt, struct wd_pset *base,
 		  const struct rp_orig *o, const json_t *opts,
 		  struct wd_pset **out, struct wd_err *err)
 {
 	json_t *defs = json_object_get(o->start, "definitions");
-	const char *aname = json_string_value(json_object_get(o->start, "agent"));
+	const char *aname =
+	    json_string_value(json_object_get(o->start, "agent"));
 	const char *aref = json_string_value(
 	    json_object_get(json_object_get(defs, "agent"), "ref"));
 	if (!json_is_object(defs) || !aref)
-		return wd_err_set(err, -EINVAL,
-				  "run '%s' was recorded without its "
-				  "definitions (run_start.definitions): it "
-				  "cannot be replayed",
-				  json_string_value(
-				      json_object_get(o->start, "run_id")));
+		return wd_err_set(
+		    err, -EINVAL,
+		    "run '%s' was recorded without its "
+		    "definitions (run_start.definitions): it "
+		    "cannot be replayed",
+		    json_string_value(json_object_get(o->start, "run_id")));
 	struct wd_pset *p = wd_calloc(1, sizeof(*p));
 	p->refs = 1;
 	p->dir = wd_strdup(base->dir);
@@ -302,9 +411,9 @@ int rp_build_pset(struct wd_rt *rt, struct wd_pset *base,
 		if (ref) {
 			rc = rp_blob(rt, "tool manifest", 0, ref, &rtext, &len,
 				     err);
-			if (!rc && !(rec = parse_manifest(rtext, name,
-							  "recorded manifest",
-							  err)))
+			if (!rc &&
+			    !(rec = parse_manifest(rtext, name,
+						   "recorded manifest", err)))
 				rc = -EINVAL;
 			if (rc) {
 				free(rtext);
@@ -312,7 +421,8 @@ int rp_build_pset(struct wd_rt *rt, struct wd_pset *base,
 				return rc;
 			}
 		}
-		const char *pt = json_string_value(json_object_get(ptools, name));
+		const char *pt =
+		    json_string_value(json_object_get(ptools, name));
 		if (pt) {
 			struct wd_manifest *pm =
 			    parse_manifest(pt, name, "--tool manifest", err);
@@ -338,6 +448,12 @@ int rp_build_pset(struct wd_rt *rt, struct wd_pset *base,
 		}
 		free(rtext);
 	}
+	for (int i = 0; i < p->agents[0].n_subagents; i++)
+		if ((rc = add_subagent(rt, p, base, o->records,
+				       p->agents[0].subagents[i], 1, err))) {
+			wd_pset_unref(p);
+			return rc;
+		}
 	/* a --tool patch for a tool the replay does not grant would be
 	 * accepted and ignored */
 	const char *k;

@@ -257,6 +257,9 @@ int rt_replay_model(struct wd_run *r, struct wd_complete_req *req,
 /* After a model response at r->step (rj: {stop_reason, text, tool_calls}):
  * divergence from the original, then --args patches into rj. */
 void rt_replay_after_model(struct wd_run *r, json_t *rj);
+/* The replay state of a sub-agent's run started by a replaying parent
+ * for the pending call pc (replay.c). */
+struct rt_replay *rt_replay_child(struct wd_run *parent, json_t *pc);
 /* The broker's replay gate of the run (NULL: not a replay). */
 const struct wd_broker_replay *rt_replay_gate(struct wd_run *r);
 /* run_end.replay: the summary (and a replay_divergence for calls the

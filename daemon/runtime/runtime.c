@@ -259,7 +259,8 @@ void rt_finish(struct wd_run *r, const char *status, const char *reason,
 				    json_integer(r->parent_step));
 	}
 	if (r->replay)
-		json_object_set_new(rec, "replay", rt_replay_summary(r, status, text));
+		json_object_set_new(rec, "replay",
+				    rt_replay_summary(r, status, text));
 	/* In the segment file before the run is reported finished (a daemon
 	 * crash keeps it); on disk with the next group commit, within a
 	 * second: an fdatasync here cost each run ~1 ms of its worker. What

@@ -208,6 +208,9 @@ static struct wd_run *child_start(struct wd_run *r, json_t *pc,
 	k->lim = *lim;
 	k->inherited = inh;
 	k->started_wall = wd_wall_ns();
+	/* a replaying parent's children replay by the same rules (replay.c) */
+	if (r->replay)
+		k->replay = rt_replay_child(r, pc);
 	k->msgs = json_array();
 	if (d->system_prompt && *d->system_prompt)
 		json_array_append_new(k->msgs,

@@ -3,6 +3,7 @@
  * key), so the daemon's live indexing and a CLI's catch-up may overlap.
  * synchronous=OFF: losing index pages in a power cut is repaired by the
  * catch-up at the next open, the segments being the truth. */
+#include "trace/records.h"
 #include "trace/trace_int.h"
 #include "common/log.h"
 
@@ -695,10 +696,11 @@ int wd_idx_add(struct wd_idx *x, uint64_t seq, uint64_t seg, uint64_t off,
 	/* a `gc` record of a run the index no longer knows (metadata
 	 * retention dropped its records, or the store's own "trace-gc"
 	 * records): the record row only, no runs row to make up */
-	if (!strcmp(type, "gc") && !json_object_get(x->aggmap, run) &&
+	enum wd_rec_type rt = wd_rec_type_of(type);
+	if (rt == WD_REC_GC && !json_object_get(x->aggmap, run) &&
 	    !run_known(x, run))
 		return 0;
-	bool mc = !strcmp(type, "model_call");
+	bool mc = rt == WD_REC_MODEL_CALL;
 	struct agg *ag = agg_get(x, run, ts);
 	if (!ag->records)
 		ag->first_ts = ag->first_ts ? ag->first_ts : ts;
@@ -714,14 +716,13 @@ int wd_idx_add(struct wd_idx *x, uint64_t seq, uint64_t seg, uint64_t off,
 		if (m && !ag->model)
 			ag->model = wd_strdup(m);
 	}
-	bool run_level = !strcmp(type, "run_start") ||
-			 !strcmp(type, "run_end") || !strcmp(type, "flag") ||
-			 !strcmp(type, "gc");
+	bool run_level = rt == WD_REC_RUN_START || rt == WD_REC_RUN_END ||
+			 rt == WD_REC_FLAG || rt == WD_REC_GC;
 	/* the UPDATEs below need the row and its sums in place */
 	if (run_level && agg_flush_one(x, ag) < 0)
 		return -EIO;
 
-	if (!strcmp(type, "run_start")) {
+	if (rt == WD_REC_RUN_START) {
 		const char *pl = f->s[WD_IDXREC_PAYLOADS];
 		st = x->st[S_RUN_START];
 		bind_str(st, 1, run);
@@ -735,7 +736,7 @@ int wd_idx_add(struct wd_idx *x, uint64_t seq, uint64_t seg, uint64_t off,
 			sqlite3_bind_int64(st, 8, f->rd);
 		else
 			sqlite3_bind_null(st, 8);
-	} else if (!strcmp(type, "run_end")) {
+	} else if (rt == WD_REC_RUN_END) {
 		const char *s = f->s[WD_IDXREC_STATUS];
 		st = x->st[S_RUN_END];
 		bind_str(st, 1, run);
@@ -746,10 +747,10 @@ int wd_idx_add(struct wd_idx *x, uint64_t seq, uint64_t seg, uint64_t off,
 			sqlite3_bind_int64(st, 5, f->cost_nusd);
 		else
 			sqlite3_bind_null(st, 5);
-	} else if (!strcmp(type, "flag")) {
+	} else if (rt == WD_REC_FLAG) {
 		st = x->st[S_RUN_FLAG];
 		bind_str(st, 1, run);
-	} else if (!strcmp(type, "gc")) {
+	} else if (rt == WD_REC_GC) {
 		st = x->st[S_RUN_GC];
 		bind_str(st, 1, run);
 	} else {
@@ -757,7 +758,7 @@ int wd_idx_add(struct wd_idx *x, uint64_t seq, uint64_t seg, uint64_t off,
 	}
 	if (st && run_step(st) < 0)
 		return -EIO;
-	if (!strcmp(type, "gc"))
+	if (rt == WD_REC_GC)
 		return 0; /* its refs name dropped blobs, not references */
 	int64_t id = (int64_t)seq * WD_IDXREC_MAXREFS;
 	for (unsigned i = 0; i < f->nrefs; i++) {

@@ -1,4 +1,5 @@
 #include "trace/otlp.h"
+#include "trace/records.h"
 #include "trace/trace_int.h"
 #include "common/log.h"
 
@@ -71,14 +72,19 @@ json_t *wd_otlp_span(json_t *rec)
 	if (!type || !run)
 		return NULL;
 	const char *op;
-	if (!strcmp(type, "model_call"))
+	switch (wd_rec_type_of(type)) {
+	case WD_REC_MODEL_CALL:
 		op = "chat";
-	else if (!strcmp(type, "tool_result"))
+		break;
+	case WD_REC_TOOL_RESULT:
 		op = "execute_tool";
-	else if (!strcmp(type, "denial"))
+		break;
+	case WD_REC_DENIAL:
 		op = "denial";
-	else
+		break;
+	default:
 		return NULL;
+	}
 	json_t *a = json_array();
 	char name[256], tid[33], sid[17];
 	const char *model =
@@ -280,9 +286,10 @@ int wd_otlp_start(const struct wd_otlp_opts *opt, struct wd_otlp **out,
 void wd_otlp_feed(struct wd_otlp *o, json_t *rec)
 {
 	const char *type = json_string_value(json_object_get(rec, "type"));
+	enum wd_rec_type rt = wd_rec_type_of(type);
 	if (!o || !type ||
-	    (strcmp(type, "model_call") && strcmp(type, "tool_result") &&
-	     strcmp(type, "denial")))
+	    (rt != WD_REC_MODEL_CALL && rt != WD_REC_TOOL_RESULT &&
+	     rt != WD_REC_DENIAL))
 		return;
 	json_t *c = json_deep_copy(rec);
 	pthread_mutex_lock(&o->mu);

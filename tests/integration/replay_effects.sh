@@ -94,11 +94,27 @@ combos=(
 i=0
 for c in "${combos[@]}"; do
 	i=$((i + 1))
-	# shellcheck disable=SC2086
-	as_alice replay "$id" $c >"$T/combo.$i" 2>&1
+	# a --tool patch is policy: root replays with it (alice is refused)
+	case $c in
+	*"--tool "*)
+		# shellcheck disable=SC2086
+		as_alice replay "$id" $c >"$T/combo.$i.alice" 2>&1
+		expect_match "tool-patch-root-only-$i" "$(cat "$T/combo.$i.alice")" 'only root may replay with one'
+		# shellcheck disable=SC2086
+		"$WARDEN" replay "$id" $c >"$T/combo.$i" 2>&1 ;;
+	*)
+		# shellcheck disable=SC2086
+		as_alice replay "$id" $c >"$T/combo.$i" 2>&1 ;;
+	esac
 	expect_eq "never-sent-$i" "$(sent)" 1
 done
 expect_match relabel-refused "$(cat "$T/combo.3")" 'replay_refused .*side_effects=external'
+# a replay of the relabelled replay: its record keeps the stricter label
+r3=$(sed -n 's/^run \(run_[0-9a-f]*\) (replay of.*/\1/p' "$T/combo.3")
+expect_eq relabel-recorded-strict "$(rec_of "$r3" run_start | jq_py 'd["definitions"]["tools"]["mail"]["side_effects"]')" external
+"$WARDEN" replay "$r3" --from 1 --args '1.0={"to":"chain@example.com"}' >"$T/chain" 2>&1
+expect_eq never-sent-chain "$(sent)" 1
+expect_match chain-refused "$(cat "$T/chain")" 'replay_refused .*side_effects=external'
 expect_match live-internal-refused "$(cat "$T/combo.9")" 'live-internal: not available'
 expect_match pinned-refused-on-script "$(cat "$T/combo.10")" "pinned: model 'rp' routes to provider 'script'"
 expect_match args-diverged "$(cat "$T/combo.2")" 'diverged at step 1|refused'

@@ -49,6 +49,7 @@ expect_eq pin-seed-sent "$seeds" "[null,null,$rseed,$rseed]"
 expect_eq pin-determinism-recorded "$(rec_of "$rid" run_start | jq_py 'd["replay_of"]["determinism"]')" pinned
 expect_eq pin-fingerprint "$(rec_of "$rid" model_call | jq_py 'd.get("system_fingerprint")')" fp_fake
 expect_match pin-converged "$out" 'converged'
+expect_eq pin-seed-checked "$(rec_of "$rid" run_end | jq_py 'd["replay"]["seed"]')" "{\"value\":$rseed,\"fingerprint_changed_at\":null}"
 fake_ctl "{\"lane\": \"b\", \"reset\": true, \"queue\": [$call, $fin]}"
 id2=$(as_alice run --detach anth go)
 wait_until 20 run_done "$id2"
