@@ -203,8 +203,7 @@ static int split_path(const char *path, char seg[5][WD_API_ID_MAX + 1], int *n)
 /* The trace filters: names, statuses and hashes, bounded and printable
  * (they end up in SQL parameters, never in SQL text). */
 static int trace_filters(const char *(*query)(void *arg, const char *key),
-			 void *qarg, struct wd_api_req *req,
-			 struct wd_err *err)
+			 void *qarg, struct wd_api_req *req, struct wd_err *err)
 {
 	static const char *const keys[WD_TQ__COUNT] = {
 	    [WD_TQ_AGENT] = "agent",
@@ -297,8 +296,9 @@ int wd_api_parse(const char *method, const char *path,
 			memcpy(req->id, seg[2], sizeof(req->id));
 			req->replay = json_incref(o);
 			rc = 0;
-		} else if (get && n >= 4 && (!strcmp(seg[3], "trace") ||
-					       !strcmp(seg[3], "payload"))) {
+		} else if (get && n >= 4 &&
+			   (!strcmp(seg[3], "trace") ||
+			    !strcmp(seg[3], "payload"))) {
 			rc = parse_trace_run(seg, n, query, qarg, req, err);
 		} else if (n >= 3 && n <= 4 && get) {
 			if (!wd_api_id_ok(seg[2])) {

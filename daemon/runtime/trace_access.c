@@ -27,10 +27,10 @@ static bool may_read(struct wd_pset *ps, const struct wd_caller *c, json_t *st,
 		     const char **why)
 {
 	json_t *u = json_object_get(st, "uid");
-	return wd_users_may_read_run(
-	    ps->users, c->uid, c->user,
-	    json_is_integer(u) ? json_integer_value(u) : -1, jstr(st, "user"),
-	    jstr(st, "team"), why);
+	return wd_users_may_read_run(ps->users, c->uid, c->user,
+				     json_is_integer(u) ? json_integer_value(u)
+							: -1,
+				     jstr(st, "user"), jstr(st, "team"), why);
 }
 
 static struct wd_pset *cur_pset(struct wd_rt *rt)
@@ -92,8 +92,8 @@ int wd_rt_trace_payload(struct wd_rt *rt, const struct wd_caller *c,
 	if (rc)
 		return rc;
 	json_t *tr = json_object_get(json_array_get(recs, 0), "trace");
-	bool hash_only = jstr(tr, "payloads") &&
-			 !strcmp(jstr(tr, "payloads"), "hash_only");
+	bool hash_only =
+	    jstr(tr, "payloads") && !strcmp(jstr(tr, "payloads"), "hash_only");
 	json_decref(recs);
 	json_t *a = NULL;
 	rc = wd_trace_step_payloads(rt->trace, run_id, step, type, &a, err);
@@ -119,12 +119,12 @@ int wd_rt_trace_payload(struct wd_rt *rt, const struct wd_caller *c,
 					    json_object_get(p, "ref")));
 	}
 	if (json_array_size(read)) {
-		json_t *rec = json_pack(
-		    "{s:s,s:I,s:s,s:s,s:i,s:s,s:s?,s:o}", "run_id", run_id,
-		    "step", (json_int_t)step, "type",
-		    wd_rec_type_name(WD_REC_PAYLOAD_READ), "reader", c->user,
-		    "uid", (int)c->uid, "access", why, "payload_type", type,
-		    "read", read);
+		json_t *rec =
+		    json_pack("{s:s,s:I,s:s,s:s,s:i,s:s,s:s?,s:o}", "run_id",
+			      run_id, "step", (json_int_t)step, "type",
+			      wd_rec_type_name(WD_REC_PAYLOAD_READ), "reader",
+			      c->user, "uid", (int)c->uid, "access", why,
+			      "payload_type", type, "read", read);
 		uint64_t seq = 0;
 		rc = wd_trace_append(rt->trace, rec, false, &seq, err);
 		if (!rc && (rc = wd_trace_wait_written(rt->trace, seq)))

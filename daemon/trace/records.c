@@ -4,11 +4,12 @@
 
 static const struct wd_rec_desc table[WD_REC__COUNT] = {
     [WD_REC_UNKNOWN] = {WD_REC_UNKNOWN, "?", "", "kept as is by every reader"},
-    [WD_REC_RUN_START] = {WD_REC_RUN_START, "run_start",
-			  "agent, team, user, uid, gen_ai.request.model, "
-			  "trace{}, bounds{}, tools[], task, definitions{agent, "
-			  "tools{}, scopes, route}, replay_of{}",
-			  "index, otlp, trace show, warden run, replay"},
+    [WD_REC_RUN_START] =
+	{WD_REC_RUN_START, "run_start",
+	 "agent, team, user, uid, gen_ai.request.model, "
+	 "trace{}, bounds{}, tools[], task, definitions{agent, "
+	 "tools{}, scopes, route}, replay_of{}",
+	 "index, otlp, trace show, warden run, replay"},
     [WD_REC_MODEL_CALL] = {WD_REC_MODEL_CALL, "model_call",
 			   "gen_ai.request.model, gen_ai.response.model, "
 			   "prompt_hash, prompt_ref, response_ref, response, "
@@ -24,15 +25,15 @@ static const struct wd_rec_desc table[WD_REC__COUNT] = {
 			    "result_hash, result_ref, exit_code, latency_ms, "
 			    "replay",
 			    "index, trace show, warden run, replay"},
-    [WD_REC_DENIAL] = {WD_REC_DENIAL, "denial", "gen_ai.tool.name, call_id, "
-						"event{}",
+    [WD_REC_DENIAL] = {WD_REC_DENIAL, "denial",
+		       "gen_ai.tool.name, call_id, "
+		       "event{}",
 		       "index, trace show, warden run"},
     [WD_REC_APPROVAL_REQUEST] = {WD_REC_APPROVAL_REQUEST, "approval_request",
 				 "approval_id, gen_ai.tool.name, reason, "
 				 "expires_ns, args",
 				 "trace show, warden run, recover"},
-    [WD_REC_APPROVAL_DECISION] = {WD_REC_APPROVAL_DECISION,
-				  "approval_decision",
+    [WD_REC_APPROVAL_DECISION] = {WD_REC_APPROVAL_DECISION, "approval_decision",
 				  "approval_id, decision, by, reason",
 				  "trace show, warden run, recover"},
     [WD_REC_BUDGET_STOP] = {WD_REC_BUDGET_STOP, "budget_stop",
@@ -57,8 +58,7 @@ static const struct wd_rec_desc table[WD_REC__COUNT] = {
 			       "gen_ai.tool.name, gen_ai.tool.call.id, "
 			       "side_effects, reason",
 			       "trace show, warden replay"},
-    [WD_REC_REPLAY_DIVERGENCE] = {WD_REC_REPLAY_DIVERGENCE,
-				  "replay_divergence",
+    [WD_REC_REPLAY_DIVERGENCE] = {WD_REC_REPLAY_DIVERGENCE, "replay_divergence",
 				  "kind (different|missing|extra), what "
 				  "(tool|arguments|text|prompt), recorded, "
 				  "replay, message",
