@@ -10,6 +10,7 @@ PKGS=(
   clang-format libclang-rt-14-dev
   runsc bubblewrap iproute2 curl python3 gcc jq strace
   busybox-static qemu-system-x86 cpio
+  chromium fonts-dejavu-core   # tests/integration/trace_html.sh renders the run viewer
 )
 [ "${WARDEN_DEPS_EXTRA:-}" ] && PKGS+=(${WARDEN_DEPS_EXTRA})
 

@@ -178,8 +178,8 @@ static int parse_u64(const char *s, uint64_t *out)
 	return 0;
 }
 
-/* Split "/v1/runs/ID/stream" into at most 4 segments, each bounded. */
-static int split_path(const char *path, char seg[4][WD_API_ID_MAX + 1], int *n)
+/* Split "/v1/runs/ID/stream" into at most 5 segments, each bounded. */
+static int split_path(const char *path, char seg[5][WD_API_ID_MAX + 1], int *n)
 {
 	*n = 0;
 	if (path[0] != '/')
@@ -188,7 +188,7 @@ static int split_path(const char *path, char seg[4][WD_API_ID_MAX + 1], int *n)
 	while (*p) {
 		const char *e = strchr(p, '/');
 		size_t l = e ? (size_t)(e - p) : strlen(p);
-		if (*n >= 4 || l > WD_API_ID_MAX || l == 0)
+		if (*n >= 5 || l > WD_API_ID_MAX || l == 0)
 			return -EINVAL;
 		memcpy(seg[*n], p, l);
 		seg[*n][l] = 0;
@@ -200,12 +200,66 @@ static int split_path(const char *path, char seg[4][WD_API_ID_MAX + 1], int *n)
 	return 0;
 }
 
+/* The trace filters: names, statuses and hashes, bounded and printable
+ * (they end up in SQL parameters, never in SQL text). */
+static int trace_filters(const char *(*query)(void *arg, const char *key),
+			 void *qarg, struct wd_api_req *req, struct wd_err *err)
+{
+	static const char *const keys[WD_TQ__COUNT] = {
+	    [WD_TQ_AGENT] = "agent",
+	    [WD_TQ_TEAM] = "team",
+	    [WD_TQ_USER] = "user",
+	    [WD_TQ_TOOL] = "tool",
+	    [WD_TQ_STATUS] = "status",
+	    [WD_TQ_PROMPT_HASH] = "prompt_hash",
+	    [WD_TQ_RESULT_HASH] = "result_hash",
+	    [WD_TQ_TYPE] = "type",
+	};
+	for (int i = 0; i < WD_TQ__COUNT; i++) {
+		const char *v = query(qarg, keys[i]);
+		if (!v)
+			continue;
+		size_t l = strlen(v);
+		if (!l || l > 128)
+			return wd_err_set(err, 400, "bad %s", keys[i]);
+		for (size_t k = 0; k < l; k++)
+			if (!isgraph((unsigned char)v[k]))
+				return wd_err_set(err, 400, "bad %s", keys[i]);
+		req->tq[i] = wd_strndup(v, l);
+	}
+	const char *since = query(qarg, "since");
+	if (since && wd_api_parse_since(since, wd_wall_ns(), &req->since_ns))
+		return wd_err_set(err, 400, "bad since (YYYY-MM-DD, 24h, 7d)");
+	return 0;
+}
+
+/* GET /v1/runs/ID/trace, /v1/runs/ID/payload/STEP[?type=T] */
+static int parse_trace_run(char seg[5][WD_API_ID_MAX + 1], int n,
+			   const char *(*query)(void *arg, const char *key),
+			   void *qarg, struct wd_api_req *req,
+			   struct wd_err *err)
+{
+	if (!wd_api_id_ok(seg[2]))
+		return wd_err_set(err, 400, "bad run id");
+	memcpy(req->id, seg[2], sizeof(req->id));
+	if (!strcmp(seg[3], "trace")) {
+		req->ep = WD_EP_RUN_TRACE;
+		return n == 4 ? 0 : wd_err_set(err, 404, "no such endpoint");
+	}
+	req->ep = WD_EP_RUN_PAYLOAD;
+	uint64_t step;
+	if (n != 5 || parse_u64(seg[4], &step) || step > INT32_MAX)
+		return wd_err_set(err, 400, "payload wants /payload/STEP");
+	req->step = (int64_t)step;
+	return trace_filters(query, qarg, req, err);
+}
+
 int wd_api_parse(const char *method, const char *path,
 		 const char *(*query)(void *arg, const char *key), void *qarg,
 		 const char *body, size_t body_len, struct wd_api_req *req,
 		 struct wd_err *err)
 {
-	char seg[4][WD_API_ID_MAX + 1];
+	char seg[5][WD_API_ID_MAX + 1];
 	int n, rc;
 	bool get = !strcmp(method, "GET"), post = !strcmp(method, "POST");
 	memset(req, 0, sizeof(*req));
@@ -242,6 +296,10 @@ int wd_api_parse(const char *method, const char *path,
 			memcpy(req->id, seg[2], sizeof(req->id));
 			req->replay = json_incref(o);
 			rc = 0;
+		} else if (get && n >= 4 &&
+			   (!strcmp(seg[3], "trace") ||
+			    !strcmp(seg[3], "payload"))) {
+			rc = parse_trace_run(seg, n, query, qarg, req, err);
 		} else if (n >= 3 && n <= 4 && get) {
 			if (!wd_api_id_ok(seg[2])) {
 				rc = wd_err_set(err, 400, "bad run id");
@@ -261,6 +319,12 @@ int wd_api_parse(const char *method, const char *path,
 		} else if (n <= 4) {
 			rc = wd_err_set(err, 405, "method not allowed");
 		}
+	} else if (!strcmp(res, "trace") && n == 3 &&
+		   (!strcmp(seg[2], "runs") || !strcmp(seg[2], "records"))) {
+		req->ep = !strcmp(seg[2], "runs") ? WD_EP_TRACE_RUNS
+						  : WD_EP_TRACE_RECORDS;
+		rc = get ? trace_filters(query, qarg, req, err)
+			 : wd_err_set(err, 405, "use GET");
 	} else if (!strcmp(res, "approvals")) {
 		if (n == 2 && get) {
 			req->ep = WD_EP_APPROVAL_LIST;
@@ -322,6 +386,10 @@ void wd_api_req_free(struct wd_api_req *req)
 	free(req->task);
 	free(req->reason);
 	req->agent = req->task = req->reason = NULL;
+	for (int i = 0; i < WD_TQ__COUNT; i++) {
+		free(req->tq[i]);
+		req->tq[i] = NULL;
+	}
 	json_decref(req->replay);
 	req->replay = NULL;
 }

@@ -28,6 +28,27 @@ enum wd_api_ep {
 	WD_EP_METRICS,	       /* GET  /metrics */
 	WD_EP_RUN_REPLAY,      /* POST /v1/runs/ID/replay {from, ...}
 				* (runtime.h wd_rt_replay_create) */
+	/* trace reads, authorised per run (runtime.h wd_rt_trace_*) */
+	WD_EP_RUN_TRACE,     /* GET  /v1/runs/ID/trace */
+	WD_EP_RUN_PAYLOAD,   /* GET  /v1/runs/ID/payload/STEP[?type=T] */
+	WD_EP_TRACE_RUNS,    /* GET  /v1/trace/runs?agent,team,user,tool,
+			      * status,since */
+	WD_EP_TRACE_RECORDS, /* GET  /v1/trace/records?tool,status,
+			      * prompt_hash,result_hash,agent,team,user,
+			      * since */
+};
+
+/* The filters of the trace endpoints (query string; NULL = absent). */
+enum {
+	WD_TQ_AGENT,
+	WD_TQ_TEAM,
+	WD_TQ_USER,
+	WD_TQ_TOOL,
+	WD_TQ_STATUS,
+	WD_TQ_PROMPT_HASH,
+	WD_TQ_RESULT_HASH,
+	WD_TQ_TYPE,
+	WD_TQ__COUNT,
 };
 
 #define WD_API_ID_MAX 64
@@ -45,6 +66,9 @@ struct wd_api_req {
 	uint64_t since_ns;
 	/* replay: the body's options, checked by the runtime */
 	json_t *replay;
+	/* trace reads */
+	char *tq[WD_TQ__COUNT];
+	int64_t step; /* payload */
 	/* events / stream */
 	bool follow;
 	uint64_t since_seq;

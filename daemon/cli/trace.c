@@ -1,6 +1,10 @@
-/* `warden trace ls|show|payload|verify|grep|reindex|gc|export`: works on a
- * store directly (--state DIR), no daemon needed. */
+/* `warden trace ls|show|payload|verify|grep|reindex|gc|export|html|diff|
+ * failures`. With --state DIR (or $WARDEN_STATE) it reads the store
+ * directly, no daemon needed (root on the node); without, the reading
+ * subcommands go through wardend, which answers only the runs the caller
+ * may read and records every payload read (trace_src.c). */
 #include "cli/cli.h"
+#include "cli/trace_int.h"
 #include "common/log.h"
 #include "trace/otlp.h"
 #include "trace/records.h"
@@ -10,21 +14,10 @@
 #include <string.h>
 #include <time.h>
 
-struct opts {
-	const char *state, *agent, *team, *user, *tool, *status;
-	const char *prompt_hash, *result_hash, *otlp, *type;
-	uint64_t since_ns, now_ns;
-	unsigned metadata_days;
-	bool json;
-	bool policy; /* payload --policy: the run's recorded definitions */
-	int argc;    /* positional args after options */
-	char **argv;
-};
-
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: warden trace SUBCOMMAND [OPTIONS] --state DIR\n"
+		"usage: warden trace SUBCOMMAND [OPTIONS] [--state DIR]\n"
 		"  ls [--agent A] [--team T] [--user U] [--tool T] [--status "
 		"S] [--since TIME] [--json]\n"
 		"  show RUN [--json]        timeline: steps, model calls, "
@@ -51,13 +44,26 @@ static void usage(FILE *f)
 		"(default 395, all runs)\n"
 		"  export --otlp URL [RUN...]  send spans to an OTLP/HTTP "
 		"collector\n"
+		"  html RUN [-o FILE]       the run as one self-contained HTML "
+		"page (timeline,\n"
+		"                           payloads, denials at their step, "
+		"budget chart)\n"
+
 		"TIME: 2024-05-01[T12:00:00], @EPOCH, or an age like 7d, 12h, "
 		"30m\n"
-		"--state DIR defaults to $WARDEN_STATE or /var/lib/warden\n");
+		"--state DIR (or $WARDEN_STATE): read the store directly; "
+		"without it ls, show,\n"
+		"payload, grep, html, diff and failures ask wardend "
+		"(--socket PATH or\n"
+		"$WARDEN_SOCKET), which shows a run to its user, its team's "
+		"group and the\n"
+		"auditors group and records each payload read; verify, "
+		"reindex, gc and export\n"
+		"use /var/lib/warden\n");
 }
 
 /* 0 on failure */
-static uint64_t parse_time(const char *s)
+uint64_t ts_parse_time(const char *s)
 {
 	char *end;
 	if (s[0] == '@') {
@@ -110,20 +116,23 @@ static const struct option lo[] = {
     {"now", required_argument, 0, 'n'},
     {"prompt-hash", required_argument, 0, 'p'},
     {"result-hash", required_argument, 0, 'r'},
-    {"otlp", required_argument, 0, 'o'},
+    {"otlp", required_argument, 0, 'X'},
     {"type", required_argument, 0, 'y'},
     {"metadata-days", required_argument, 0, 'M'},
     {"json", no_argument, 0, 'j'},
     {"policy", no_argument, 0, 'P'},
+    {"html", no_argument, 0, 'H'},
+    {"output", required_argument, 0, 'O'},
+    {"socket", required_argument, 0, 'k'},
     {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0},
 };
 
-static int parse(int argc, char **argv, struct opts *o)
+static int parse(int argc, char **argv, struct trace_opts *o)
 {
 	int c;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "ho:", lo, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			o->state = optarg;
@@ -149,7 +158,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		case 'r':
 			o->result_hash = optarg;
 			break;
-		case 'o':
+		case 'X':
 			o->otlp = optarg;
 			break;
 		case 'y':
@@ -160,6 +169,16 @@ static int parse(int argc, char **argv, struct opts *o)
 			break;
 		case 'P':
 			o->policy = true;
+			break;
+		case 'H':
+			o->html = true;
+			break;
+		case 'O':
+		case 'o':
+			o->out = optarg;
+			break;
+		case 'k':
+			o->socket = optarg;
 			break;
 		case 'M': {
 			char *end;
@@ -176,8 +195,8 @@ static int parse(int argc, char **argv, struct opts *o)
 		}
 		case 'i':
 		case 'n':
-			if (!(c == 'i' ? (o->since_ns = parse_time(optarg))
-				       : (o->now_ns = parse_time(optarg)))) {
+			if (!(c == 'i' ? (o->since_ns = ts_parse_time(optarg))
+				       : (o->now_ns = ts_parse_time(optarg)))) {
 				fprintf(stderr, "warden trace: bad time '%s'\n",
 					optarg);
 				return WD_EXIT_USAGE;
@@ -191,8 +210,11 @@ static int parse(int argc, char **argv, struct opts *o)
 	if (!o->state) {
 		o->state = getenv("WARDEN_STATE");
 		if (!o->state || !*o->state)
-			o->state = "/var/lib/warden";
+			o->state = NULL;
 	}
+	o->state_given = o->state != NULL;
+	if (!o->state)
+		o->state = "/var/lib/warden";
 	o->argc = argc - optind;
 	o->argv = argv + optind;
 	return 0;
@@ -201,31 +223,6 @@ static int parse(int argc, char **argv, struct opts *o)
 static void print_json(json_t *v)
 {
 	wd_cli_print_json(v, JSON_INDENT(2) | JSON_PRESERVE_ORDER, "null");
-}
-
-static const char *js(json_t *o, const char *k)
-{
-	const char *s = json_string_value(json_object_get(o, k));
-	return s ? s : "";
-}
-
-static const char *js2(json_t *o, const char *a, const char *b)
-{
-	const char *s = json_string_value(json_object_get(o, a));
-	return s ? s : js(o, b);
-}
-
-static double jnum(json_t *o, const char *k)
-{
-	json_t *v = json_object_get(o, k);
-	if (json_is_string(v))
-		return strtod(json_string_value(v), NULL);
-	return json_is_number(v) ? json_number_value(v) : 0;
-}
-
-static double jnum2(json_t *o, const char *a, const char *b)
-{
-	return json_object_get(o, a) ? jnum(o, a) : jnum(o, b);
 }
 
 static const char *short_ref(const char *ref, char *buf, size_t n)
@@ -237,7 +234,7 @@ static const char *short_ref(const char *ref, char *buf, size_t n)
 	return buf;
 }
 
-static int cmd_ls(struct wd_trace *t, struct opts *o)
+static int cmd_ls(struct tsrc *s, struct trace_opts *o)
 {
 	struct wd_trace_query q = {.agent = o->agent,
 				   .team = o->team,
@@ -247,7 +244,7 @@ static int cmd_ls(struct wd_trace *t, struct opts *o)
 				   .since_ns = o->since_ns};
 	json_t *a;
 	struct wd_err err = {0};
-	if (wd_trace_query_runs(t, &q, &a, &err) < 0) {
+	if (ts_runs(s, &q, &a, &err) < 0) {
 		wd_error("trace ls: %s", err.msg);
 		return WD_EXIT_FAIL;
 	}
@@ -263,13 +260,14 @@ static int cmd_ls(struct wd_trace *t, struct opts *o)
 		{
 			printf("%-24s %-16s %-10s %-10s %-10s %5lld %10lld "
 			       "%9.4f  %s%s\n",
-			       js(r, "run_id"), js(r, "agent"), js(r, "team"),
-			       js(r, "user"), js(r, "status"),
-			       (long long)jnum(r, "steps"),
-			       (long long)(jnum(r, "input_tokens") +
-					   jnum(r, "output_tokens")),
-			       jnum(r, "cost_usd"), js(r, "started"),
-			       jnum(r, "flagged") ? " flagged" : "");
+			       ts_js(r, "run_id"), ts_js(r, "agent"),
+			       ts_js(r, "team"), ts_js(r, "user"),
+			       ts_js(r, "status"),
+			       (long long)ts_num(r, "steps"),
+			       (long long)(ts_num(r, "input_tokens") +
+					   ts_num(r, "output_tokens")),
+			       ts_num(r, "cost_usd"), ts_js(r, "started"),
+			       ts_num(r, "flagged") ? " flagged" : "");
 		}
 	}
 	json_decref(a);
@@ -278,9 +276,9 @@ static int cmd_ls(struct wd_trace *t, struct opts *o)
 
 static void show_line(json_t *r)
 {
-	const char *type = js(r, "type");
+	const char *type = ts_js(r, "type");
 	char rb[64];
-	const char *ts = js(r, "ts");
+	const char *ts = ts_js(r, "ts");
 	printf("%6lld %4lld  %-15.15s %-17s ",
 	       (long long)json_integer_value(json_object_get(r, "seq")),
 	       (long long)json_integer_value(json_object_get(r, "step")),
@@ -290,112 +288,114 @@ static void show_line(json_t *r)
 		json_t *tr = json_object_get(r, "trace");
 		printf("agent=%s team=%s user=%s model=%s payloads=%s "
 		       "retention=%lldd",
-		       js(r, "agent"), js(r, "team"), js(r, "user"),
-		       js2(r, "gen_ai.request.model", "model"),
-		       *js(tr, "payloads") ? js(tr, "payloads") : "full",
-		       (long long)jnum(tr, "retention_days"));
-		if (*js(r, "parent_run_id"))
-			printf(" parent=%s@step%lld", js(r, "parent_run_id"),
-			       (long long)jnum(r, "parent_step"));
+		       ts_js(r, "agent"), ts_js(r, "team"), ts_js(r, "user"),
+		       ts_js2(r, "gen_ai.request.model", "model"),
+		       *ts_js(tr, "payloads") ? ts_js(tr, "payloads") : "full",
+		       (long long)ts_num(tr, "retention_days"));
+		if (*ts_js(r, "parent_run_id"))
+			printf(" parent=%s@step%lld", ts_js(r, "parent_run_id"),
+			       (long long)ts_num(r, "parent_step"));
 	} else if (rt == WD_REC_MODEL_CALL) {
 		printf("%s in=%lld out=%lld cost=$%.4f %lldms",
-		       js2(r, "gen_ai.request.model", "model"),
-		       (long long)jnum2(r, "gen_ai.usage.input_tokens",
-					"input_tokens"),
-		       (long long)jnum2(r, "gen_ai.usage.output_tokens",
-					"output_tokens"),
-		       jnum(r, "cost_usd"), (long long)jnum(r, "latency_ms"));
-		const char *p = js2(r, "prompt_hash", "prompt_ref");
+		       ts_js2(r, "gen_ai.request.model", "model"),
+		       (long long)ts_num2(r, "gen_ai.usage.input_tokens",
+					  "input_tokens"),
+		       (long long)ts_num2(r, "gen_ai.usage.output_tokens",
+					  "output_tokens"),
+		       ts_num(r, "cost_usd"),
+		       (long long)ts_num(r, "latency_ms"));
+		const char *p = ts_js2(r, "prompt_hash", "prompt_ref");
 		if (*p)
 			printf(" prompt=%s", short_ref(p, rb, sizeof(rb)));
 	} else if (rt == WD_REC_TOOL_ATTEMPT) {
 		printf("%s call=%s side_effects=%s",
-		       js2(r, "gen_ai.tool.name", "tool"),
-		       js2(r, "gen_ai.tool.call.id", "call_id"),
-		       *js(r, "side_effects") ? js(r, "side_effects") : "?");
-		if (*js(r, "child_run_id"))
-			printf(" child=%s", js(r, "child_run_id"));
+		       ts_js2(r, "gen_ai.tool.name", "tool"),
+		       ts_js2(r, "gen_ai.tool.call.id", "call_id"),
+		       *ts_js(r, "side_effects") ? ts_js(r, "side_effects")
+						 : "?");
+		if (*ts_js(r, "child_run_id"))
+			printf(" child=%s", ts_js(r, "child_run_id"));
 	} else if (rt == WD_REC_TOOL_RESULT) {
-		printf("%s %s", js2(r, "gen_ai.tool.name", "tool"),
-		       js(r, "status"));
+		printf("%s %s", ts_js2(r, "gen_ai.tool.name", "tool"),
+		       ts_js(r, "status"));
 		if (json_object_get(r, "exit_code"))
-			printf(" exit=%lld", (long long)jnum(r, "exit_code"));
-		printf(" %lldms", (long long)jnum(r, "latency_ms"));
-		const char *p = js2(r, "result_hash", "result_ref");
+			printf(" exit=%lld", (long long)ts_num(r, "exit_code"));
+		printf(" %lldms", (long long)ts_num(r, "latency_ms"));
+		const char *p = ts_js2(r, "result_hash", "result_ref");
 		if (*p)
 			printf(" result=%s", short_ref(p, rb, sizeof(rb)));
-		if (*js(r, "replay"))
-			printf(" replay=%s", js(r, "replay"));
-		if (*js(r, "child_run_id"))
-			printf(" child=%s%s%s", js(r, "child_run_id"),
-			       *js(r, "reason") ? " reason=" : "",
-			       js(r, "reason"));
+		if (*ts_js(r, "replay"))
+			printf(" replay=%s", ts_js(r, "replay"));
+		if (*ts_js(r, "child_run_id"))
+			printf(" child=%s%s%s", ts_js(r, "child_run_id"),
+			       *ts_js(r, "reason") ? " reason=" : "",
+			       ts_js(r, "reason"));
 	} else if (rt == WD_REC_DENIAL) {
 		json_t *e = json_object_get(r, "event");
-		printf("DENIED %s %s %s %s", js2(r, "gen_ai.tool.name", "tool"),
-		       js(e, "kind"), *js(e, "syscall") ? js(e, "syscall") : "",
-		       js(e, "target"));
-		if (*js(e, "source"))
-			printf(" (%s)", js(e, "source"));
+		printf("DENIED %s %s %s %s",
+		       ts_js2(r, "gen_ai.tool.name", "tool"), ts_js(e, "kind"),
+		       *ts_js(e, "syscall") ? ts_js(e, "syscall") : "",
+		       ts_js(e, "target"));
+		if (*ts_js(e, "source"))
+			printf(" (%s)", ts_js(e, "source"));
 	} else if (rt == WD_REC_BUDGET_STOP) {
-		printf("bound=%s %s", js(r, "bound"), js(r, "reason"));
+		printf("bound=%s %s", ts_js(r, "bound"), ts_js(r, "reason"));
 	} else if (rt == WD_REC_RUN_END) {
-		printf("status=%s", js(r, "status"));
+		printf("status=%s", ts_js(r, "status"));
 		if (json_object_get(r, "cost_usd"))
-			printf(" cost=$%.4f", jnum(r, "cost_usd"));
-		if (*js(r, "reason"))
-			printf(" reason=%s", js(r, "reason"));
+			printf(" cost=$%.4f", ts_num(r, "cost_usd"));
+		if (*ts_js(r, "reason"))
+			printf(" reason=%s", ts_js(r, "reason"));
 		json_t *tot = json_object_get(r, "total");
 		if (json_array_size(json_object_get(r, "subagent_runs")))
 			printf(" total: steps=%lld tokens=%lld cost=$%.4f "
 			       "(with %zu sub-agent runs)",
-			       (long long)jnum(tot, "steps"),
-			       (long long)(jnum(tot, "input_tokens") +
-					   jnum(tot, "output_tokens")),
-			       jnum(tot, "cost_usd"),
+			       (long long)ts_num(tot, "steps"),
+			       (long long)(ts_num(tot, "input_tokens") +
+					   ts_num(tot, "output_tokens")),
+			       ts_num(tot, "cost_usd"),
 			       json_array_size(
 				   json_object_get(r, "subagent_runs")));
 	} else if (rt == WD_REC_REPLAY_STEP) {
 		printf("from the record of %s seq %lld (prompt %s)",
-		       js(r, "of_run_id"), (long long)jnum(r, "of_seq"),
-		       short_ref(js(r, "prompt_hash"), rb, sizeof(rb)));
+		       ts_js(r, "of_run_id"), (long long)ts_num(r, "of_seq"),
+		       short_ref(ts_js(r, "prompt_hash"), rb, sizeof(rb)));
 	} else if (rt == WD_REC_REPLAY_REFUSED) {
 		printf("%s side_effects=%s: %s",
-		       js2(r, "gen_ai.tool.name", "tool"),
-		       js(r, "side_effects"), js(r, "reason"));
+		       ts_js2(r, "gen_ai.tool.name", "tool"),
+		       ts_js(r, "side_effects"), ts_js(r, "reason"));
 	} else if (rt == WD_REC_REPLAY_DIVERGENCE) {
-		printf("%s", js(r, "message"));
+		printf("%s", ts_js(r, "message"));
 	} else if (rt == WD_REC_APPROVAL_REQUEST ||
 		   rt == WD_REC_APPROVAL_DECISION) {
-		printf("%s %s", js2(r, "gen_ai.tool.name", "tool"),
-		       js(r, "decision"));
+		printf("%s %s", ts_js2(r, "gen_ai.tool.name", "tool"),
+		       ts_js(r, "decision"));
 	} else if (rt == WD_REC_GC) {
 		printf("%zu payload blobs dropped (%s)",
 		       json_array_size(json_object_get(r, "refs")),
-		       js(r, "reason"));
+		       ts_js(r, "reason"));
 	}
 	printf("\n");
 }
 
 /* The sub-agent runs a run started (tool_attempt.child_run_id), each
  * with its own timeline, indented by depth. */
-static void show_children(struct wd_trace *t, json_t *recs, int depth)
+static void show_children(struct tsrc *s, json_t *recs, int depth)
 {
 	size_t i;
 	json_t *r;
 	json_array_foreach(recs, i, r)
 	{
-		const char *child = js(r, "child_run_id");
-		if (strcmp(js(r, "type"), "tool_attempt") || !*child ||
+		const char *child = ts_js(r, "child_run_id");
+		if (strcmp(ts_js(r, "type"), "tool_attempt") || !*child ||
 		    depth > 8)
 			continue;
 		json_t *c = NULL;
 		struct wd_err err = {0};
 		printf("\n%*ssub-agent run %s (agent %s, parent step %lld)\n",
-		       2 * (depth - 1), "", child, js(r, "subagent"),
-		       (long long)jnum(r, "step"));
-		if (wd_trace_run_records(t, child, &c, &err) < 0 ||
-		    !json_array_size(c)) {
+		       2 * (depth - 1), "", child, ts_js(r, "subagent"),
+		       (long long)ts_num(r, "step"));
+		if (ts_records(s, child, &c, &err) < 0 || !json_array_size(c)) {
 			printf("%*s(no records)\n", 2 * (depth - 1), "");
 			json_decref(c);
 			continue;
@@ -407,7 +407,7 @@ static void show_children(struct wd_trace *t, json_t *recs, int depth)
 			printf("%*s", 2 * (depth - 1), "");
 			show_line(x);
 		}
-		show_children(t, c, depth + 1);
+		show_children(s, c, depth + 1);
 		json_decref(c);
 	}
 }
@@ -415,45 +415,46 @@ static void show_children(struct wd_trace *t, json_t *recs, int depth)
 /* Replays link both ways: a replay names its original in run_start
  * (replay_of); the original is never written to again, so its replays are
  * found by reading the run_start of the runs started after it. */
-static void show_replay_links(struct wd_trace *t, json_t *recs, json_t *runs,
+static void show_replay_links(struct tsrc *s, json_t *recs, json_t *runs,
 			      const char *id)
 {
 	json_t *ro = json_object_get(json_array_get(recs, 0), "replay_of");
 	if (ro)
 		printf("replay of %s from step %lld (determinism %s, tools "
 		       "%s)\n",
-		       js(ro, "run_id"), (long long)jnum(ro, "from_step"),
-		       js(ro, "determinism"), js(ro, "tools"));
+		       ts_js(ro, "run_id"), (long long)ts_num(ro, "from_step"),
+		       ts_js(ro, "determinism"), ts_js(ro, "tools"));
 	const char *started = NULL;
 	size_t i;
 	json_t *r;
-	json_array_foreach(runs, i, r) if (!strcmp(js(r, "run_id"), id))
-	    started = js(r, "started");
+	json_array_foreach(runs, i, r) if (!strcmp(ts_js(r, "run_id"), id))
+	    started = ts_js(r, "started");
 	json_array_foreach(runs, i, r)
 	{
-		if (!started || strcmp(js(r, "started"), started) < 0 ||
-		    !strcmp(js(r, "run_id"), id))
+		if (!started || strcmp(ts_js(r, "started"), started) < 0 ||
+		    !strcmp(ts_js(r, "run_id"), id))
 			continue;
 		json_t *c = NULL;
-		if (wd_trace_run_records(t, js(r, "run_id"), &c, NULL) < 0) {
+		if (ts_records(s, ts_js(r, "run_id"), &c, NULL) < 0) {
 			json_decref(c);
 			continue;
 		}
 		json_t *st = json_array_get(c, 0);
 		json_t *x = json_object_get(st, "replay_of");
 		if (wd_rec_type_json(st) == WD_REC_RUN_START && x &&
-		    !strcmp(js(x, "run_id"), id)) {
+		    !strcmp(ts_js(x, "run_id"), id)) {
 			json_t *e = json_array_get(c, json_array_size(c) - 1);
 			json_t *sum = json_object_get(e, "replay");
 			printf("replayed by %s from step %lld: %s\n",
-			       js(r, "run_id"), (long long)jnum(x, "from_step"),
-			       sum ? js(sum, "summary") : "(running)");
+			       ts_js(r, "run_id"),
+			       (long long)ts_num(x, "from_step"),
+			       sum ? ts_js(sum, "summary") : "(running)");
 		}
 		json_decref(c);
 	}
 }
 
-static int cmd_show(struct wd_trace *t, struct opts *o)
+static int cmd_show(struct tsrc *s, struct trace_opts *o)
 {
 	if (o->argc != 1) {
 		usage(stderr);
@@ -461,7 +462,7 @@ static int cmd_show(struct wd_trace *t, struct opts *o)
 	}
 	struct wd_err err = {0};
 	json_t *a;
-	if (wd_trace_run_records(t, o->argv[0], &a, &err) < 0) {
+	if (ts_records(s, o->argv[0], &a, &err) < 0) {
 		wd_error("trace show: %s", err.msg);
 		return WD_EXIT_FAIL;
 	}
@@ -477,23 +478,24 @@ static int cmd_show(struct wd_trace *t, struct opts *o)
 	}
 	struct wd_trace_query q = {0};
 	json_t *runs;
-	if (wd_trace_query_runs(t, &q, &runs, &err) == 0) {
+	if (ts_runs(s, &q, &runs, &err) == 0) {
 		size_t i;
 		json_t *r;
-		json_array_foreach(runs, i,
-				   r) if (!strcmp(js(r, "run_id"), o->argv[0]))
+		json_array_foreach(
+		    runs, i, r) if (!strcmp(ts_js(r, "run_id"), o->argv[0]))
 		{
 			printf("run %s  agent=%s team=%s user=%s status=%s "
 			       "steps=%lld tokens=%lld/%lld cost=$%.4f%s\n",
-			       js(r, "run_id"), js(r, "agent"), js(r, "team"),
-			       js(r, "user"), js(r, "status"),
-			       (long long)jnum(r, "steps"),
-			       (long long)jnum(r, "input_tokens"),
-			       (long long)jnum(r, "output_tokens"),
-			       jnum(r, "cost_usd"),
-			       jnum(r, "flagged") ? " flagged" : "");
+			       ts_js(r, "run_id"), ts_js(r, "agent"),
+			       ts_js(r, "team"), ts_js(r, "user"),
+			       ts_js(r, "status"),
+			       (long long)ts_num(r, "steps"),
+			       (long long)ts_num(r, "input_tokens"),
+			       (long long)ts_num(r, "output_tokens"),
+			       ts_num(r, "cost_usd"),
+			       ts_num(r, "flagged") ? " flagged" : "");
 		}
-		show_replay_links(t, a, runs, o->argv[0]);
+		show_replay_links(s, a, runs, o->argv[0]);
 		json_decref(runs);
 	}
 	printf("%6s %4s  %-15s %-17s %s\n", "SEQ", "STEP", "TIME", "EVENT",
@@ -501,12 +503,12 @@ static int cmd_show(struct wd_trace *t, struct opts *o)
 	size_t i;
 	json_t *r;
 	json_array_foreach(a, i, r) show_line(r);
-	show_children(t, a, 1);
+	show_children(s, a, 1);
 	json_decref(a);
 	return WD_EXIT_OK;
 }
 
-static int cmd_grep(struct wd_trace *t, struct opts *o)
+static int cmd_grep(struct tsrc *s, struct trace_opts *o)
 {
 	if (!o->prompt_hash && !o->result_hash && !o->tool) {
 		usage(stderr);
@@ -522,7 +524,7 @@ static int cmd_grep(struct wd_trace *t, struct opts *o)
 				   .since_ns = o->since_ns};
 	json_t *a;
 	struct wd_err err = {0};
-	if (wd_trace_query_records(t, &q, &a, &err) < 0) {
+	if (ts_grep(s, &q, &a, &err) < 0) {
 		wd_error("trace grep: %s", err.msg);
 		return WD_EXIT_FAIL;
 	}
@@ -532,16 +534,16 @@ static int cmd_grep(struct wd_trace *t, struct opts *o)
 		size_t i;
 		json_t *r;
 		json_array_foreach(a, i, r) printf(
-		    "%-24s seq=%lld step=%lld %s %s %s\n", js(r, "run_id"),
-		    (long long)jnum(r, "seq"), (long long)jnum(r, "step"),
-		    js(r, "type"), js(r, "tool"), js(r, "status"));
+		    "%-24s seq=%lld step=%lld %s %s %s\n", ts_js(r, "run_id"),
+		    (long long)ts_num(r, "seq"), (long long)ts_num(r, "step"),
+		    ts_js(r, "type"), ts_js(r, "tool"), ts_js(r, "status"));
 	}
 	int rc = json_array_size(a) ? WD_EXIT_OK : WD_EXIT_FAIL;
 	json_decref(a);
 	return rc;
 }
 
-static int cmd_verify(struct wd_trace *t, struct opts *o)
+static int cmd_verify(struct wd_trace *t, struct trace_opts *o)
 {
 	json_t *p = NULL;
 	struct wd_err err = {0};
@@ -562,16 +564,17 @@ static int cmd_verify(struct wd_trace *t, struct opts *o)
 		json_t *x;
 		json_array_foreach(p, i, x)
 		{
-			printf("%s: %s", js(x, "kind"), js(x, "file"));
+			printf("%s: %s", ts_js(x, "kind"), ts_js(x, "file"));
 			if (json_object_get(x, "offset"))
 				printf(" offset %lld",
-				       (long long)jnum(x, "offset"));
+				       (long long)ts_num(x, "offset"));
 			if (json_object_get(x, "line"))
 				printf(" line %lld",
-				       (long long)jnum(x, "line"));
+				       (long long)ts_num(x, "line"));
 			if (json_object_get(x, "seq"))
-				printf(" seq %lld", (long long)jnum(x, "seq"));
-			printf(": %s\n", js(x, "message"));
+				printf(" seq %lld",
+				       (long long)ts_num(x, "seq"));
+			printf(": %s\n", ts_js(x, "message"));
 		}
 		printf("trace verify: %zu problem(s)\n", json_array_size(p));
 	}
@@ -606,12 +609,17 @@ static int show_def(struct wd_trace *t, json_t *out, const char *what,
 	return rc ? WD_EXIT_FAIL : WD_EXIT_OK;
 }
 
-static int cmd_payload_policy(struct wd_trace *t, struct opts *o)
+static int cmd_payload_policy(struct tsrc *s, struct trace_opts *o)
 {
+	if (!s->t) {
+		wd_error("trace payload --policy: reads the store: give "
+			 "--state DIR (wardend does not serve recorded "
+			 "definitions)");
+		return WD_EXIT_FAIL;
+	}
 	json_t *a = NULL;
 	struct wd_err err = {0};
-	if (wd_trace_run_records(t, o->argv[0], &a, &err) < 0 ||
-	    !json_array_size(a)) {
+	if (ts_records(s, o->argv[0], &a, &err) < 0 || !json_array_size(a)) {
 		wd_error("trace payload: no run '%s'", o->argv[0]);
 		json_decref(a);
 		return WD_EXIT_FAIL;
@@ -627,25 +635,25 @@ static int cmd_payload_policy(struct wd_trace *t, struct opts *o)
 	int rc = WD_EXIT_OK;
 	char what[200];
 	json_t *x = json_object_get(d, "agent");
-	snprintf(what, sizeof(what), "agent %s", js(x, "name"));
-	rc |= show_def(t, out, what,
+	snprintf(what, sizeof(what), "agent %s", ts_js(x, "name"));
+	rc |= show_def(s->t, out, what,
 		       json_string_value(json_object_get(x, "ref")), o->json);
 	const char *k;
 	json_object_foreach(json_object_get(d, "tools"), k, x)
 	{
 		snprintf(what, sizeof(what), "tool %s (side_effects %s)", k,
-			 js(x, "side_effects"));
-		rc |= show_def(t, out, what,
+			 ts_js(x, "side_effects"));
+		rc |= show_def(s->t, out, what,
 			       json_string_value(json_object_get(x, "ref")),
 			       o->json);
 	}
 	x = json_object_get(d, "scopes");
-	snprintf(what, sizeof(what), "scopes of %s", js(x, "user"));
-	rc |= show_def(t, out, what,
+	snprintf(what, sizeof(what), "scopes of %s", ts_js(x, "user"));
+	rc |= show_def(s->t, out, what,
 		       json_string_value(json_object_get(x, "ref")), o->json);
 	x = json_object_get(d, "route");
-	snprintf(what, sizeof(what), "route of model %s", js(x, "model"));
-	rc |= show_def(t, out, what,
+	snprintf(what, sizeof(what), "route of model %s", ts_js(x, "model"));
+	rc |= show_def(s->t, out, what,
 		       json_string_value(json_object_get(x, "ref")), o->json);
 	if (o->json)
 		print_json(out);
@@ -654,10 +662,10 @@ static int cmd_payload_policy(struct wd_trace *t, struct opts *o)
 	return rc;
 }
 
-static int cmd_payload(struct wd_trace *t, struct opts *o)
+static int cmd_payload(struct tsrc *s, struct trace_opts *o)
 {
 	if (o->policy && o->argc == 1)
-		return cmd_payload_policy(t, o);
+		return cmd_payload_policy(s, o);
 	char *end = NULL;
 	long long step = o->argc == 2 ? strtoll(o->argv[1], &end, 10) : -1;
 	if (o->argc != 2 || !*o->argv[1] || *end || step < 0) {
@@ -666,8 +674,7 @@ static int cmd_payload(struct wd_trace *t, struct opts *o)
 	}
 	struct wd_err err = {0};
 	json_t *a;
-	if (wd_trace_step_payloads(t, o->argv[0], step, o->type, &a, &err) <
-	    0) {
+	if (ts_payloads(s, o->argv[0], step, o->type, &a, &err) < 0) {
 		wd_error("trace payload: %s", err.msg);
 		return WD_EXIT_FAIL;
 	}
@@ -682,7 +689,7 @@ static int cmd_payload(struct wd_trace *t, struct opts *o)
 			continue;
 		printf("== seq %lld %s %s %s\n",
 		       (long long)json_integer_value(json_object_get(p, "seq")),
-		       js(p, "type"), js(p, "field"), js(p, "ref"));
+		       ts_js(p, "type"), ts_js(p, "field"), ts_js(p, "ref"));
 		const char *text =
 		    json_string_value(json_object_get(p, "payload"));
 		if (text) {
@@ -690,7 +697,7 @@ static int cmd_payload(struct wd_trace *t, struct opts *o)
 			if (*text && text[strlen(text) - 1] != '\n')
 				putchar('\n');
 		} else {
-			printf("(not available: %s)\n", js(p, "error"));
+			printf("(not available: %s)\n", ts_js(p, "error"));
 		}
 	}
 	if (o->json)
@@ -702,7 +709,7 @@ static int cmd_payload(struct wd_trace *t, struct opts *o)
 	return rc;
 }
 
-static int cmd_export(struct wd_trace *t, struct opts *o)
+static int cmd_export(struct wd_trace *t, struct trace_opts *o)
 {
 	if (!o->otlp) {
 		usage(stderr);
@@ -735,7 +742,8 @@ static int cmd_export(struct wd_trace *t, struct opts *o)
 	json_array_foreach(runs, i, r)
 	{
 		json_t *recs;
-		if (wd_trace_run_records(t, js(r, "run_id"), &recs, &err) < 0) {
+		if (wd_trace_run_records(t, ts_js(r, "run_id"), &recs, &err) <
+		    0) {
 			wd_error("trace export: %s", err.msg);
 			rc = WD_EXIT_FAIL;
 			break;
@@ -762,6 +770,19 @@ static int cmd_export(struct wd_trace *t, struct opts *o)
 	return s.failed || s.dropped ? WD_EXIT_FAIL : rc;
 }
 
+static int trace_reads(struct tsrc *s, const char *sub, struct trace_opts *o)
+{
+	if (!strcmp(sub, "ls"))
+		return cmd_ls(s, o);
+	if (!strcmp(sub, "show"))
+		return cmd_show(s, o);
+	if (!strcmp(sub, "grep"))
+		return cmd_grep(s, o);
+	if (!strcmp(sub, "payload"))
+		return cmd_payload(s, o);
+	return trace_html_cmd(s, o);
+}
+
 static int verb_trace(int argc, char **argv)
 {
 	wd_cli_sub_first(argc, argv, lo);
@@ -774,21 +795,29 @@ static int verb_trace(int argc, char **argv)
 		usage(stdout);
 		return WD_EXIT_OK;
 	}
-	static const char *const subs[] = {"ls",   "show",   "payload",
-					   "grep", "verify", "reindex",
-					   "gc",   "export"};
-	bool known = false;
-	for (size_t i = 0; i < WD_ARRAY_SIZE(subs); i++)
-		known |= !strcmp(sub, subs[i]);
+	/* the reading subcommands, which wardend serves (authorised) */
+	static const char *const reads[] = {"ls", "show", "payload", "grep",
+					    "html"};
+	static const char *const store[] = {"verify", "reindex", "gc",
+					    "export"};
+	bool known = false, via_daemon = false;
+	for (size_t i = 0; i < WD_ARRAY_SIZE(reads); i++)
+		via_daemon |= !strcmp(sub, reads[i]);
+	for (size_t i = 0; i < WD_ARRAY_SIZE(store); i++)
+		known |= !strcmp(sub, store[i]);
+	known |= via_daemon;
 	if (!known) {
 		fprintf(stderr, "warden trace: unknown subcommand '%s'\n", sub);
 		usage(stderr);
 		return WD_EXIT_USAGE;
 	}
-	struct opts o = {0};
+	struct trace_opts o = {0};
 	int rc = parse(argc - 1, argv + 1, &o);
 	if (rc)
 		return rc;
+	struct tsrc src = {.sock = wd_cli_socket(o.socket)};
+	if (via_daemon && !o.state_given)
+		return trace_reads(&src, sub, &o);
 	bool writes = !strcmp(sub, "reindex") || !strcmp(sub, "gc");
 	struct wd_trace_opts to = {.read_only = !writes};
 	struct wd_trace *t;
@@ -797,18 +826,13 @@ static int verb_trace(int argc, char **argv)
 		wd_error("trace: %s", err.msg);
 		return WD_EXIT_FAIL;
 	}
-	if (!strcmp(sub, "ls"))
-		rc = cmd_ls(t, &o);
-	else if (!strcmp(sub, "show"))
-		rc = cmd_show(t, &o);
-	else if (!strcmp(sub, "grep"))
-		rc = cmd_grep(t, &o);
+	src.t = t;
+	if (via_daemon)
+		rc = trace_reads(&src, sub, &o);
 	else if (!strcmp(sub, "verify"))
 		rc = cmd_verify(t, &o);
 	else if (!strcmp(sub, "export"))
 		rc = cmd_export(t, &o);
-	else if (!strcmp(sub, "payload"))
-		rc = cmd_payload(t, &o);
 	else if (!strcmp(sub, "reindex")) {
 		rc = wd_trace_reindex(t, &err) < 0 ? WD_EXIT_FAIL : WD_EXIT_OK;
 		if (rc)

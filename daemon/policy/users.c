@@ -419,3 +419,41 @@ bool wd_users_is_approver(const struct wd_users *u, uid_t uid)
 				return true;
 	return false;
 }
+
+/* Trace access (DESIGN §4 "warden trace ... without --state"): traces hold
+ * whole prompts and customer data, so a run is readable by its own user,
+ * by members of its team (a users.yaml group named like the agent's team)
+ * and by the auditors group; root reads the store directly anyway. Deny by
+ * default: a uid not in users.yaml reads only runs it started itself. */
+bool wd_users_may_read_run(const struct wd_users *u, uid_t caller,
+			   const char *caller_name, int64_t run_uid,
+			   const char *run_user, const char *run_team,
+			   const char **why)
+{
+	const char *dummy;
+	if (!why)
+		why = &dummy;
+	if (caller == 0) {
+		*why = "root";
+		return true;
+	}
+	if ((run_uid >= 0 && (uid_t)run_uid == caller) ||
+	    (run_uid < 0 && run_user && caller_name &&
+	     !strcmp(run_user, caller_name))) {
+		*why = "own run";
+		return true;
+	}
+	const struct wd_user *x = wd_users_by_uid(u, caller);
+	for (int g = 0; x && g < x->n_groups; g++) {
+		if (!strcmp(x->groups[g], WD_AUDITORS_GROUP)) {
+			*why = "auditor";
+			return true;
+		}
+		if (run_team && *run_team && !strcmp(x->groups[g], run_team)) {
+			*why = "team";
+			return true;
+		}
+	}
+	*why = "not the run's user, not in its team's group, not an auditor";
+	return false;
+}

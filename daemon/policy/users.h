@@ -74,6 +74,15 @@ int wd_users_scopes_for_uid(const struct wd_users *u, uid_t uid,
 /* Does the uid hold `scope` (through a grant, wildcards included)? */
 bool wd_users_has_scope(const struct wd_users *u, uid_t uid, const char *scope);
 bool wd_users_is_approver(const struct wd_users *u, uid_t uid);
+/* May `caller` read a run's trace (records and payloads)? Yes for root,
+ * the run's own user (run_uid, or when run_uid < 0 its user name), a
+ * member of the group named like the run's team, and WD_AUDITORS_GROUP.
+ * *why (may be NULL) gets the reason either way (static text). */
+#define WD_AUDITORS_GROUP "auditors"
+bool wd_users_may_read_run(const struct wd_users *u, uid_t caller,
+			   const char *caller_name, int64_t run_uid,
+			   const char *run_user, const char *run_team,
+			   const char **why);
 /* Does a grant ("*", "docs:*", "docs:read") cover a scope? */
 bool wd_scope_match(const char *grant, const char *scope);
 

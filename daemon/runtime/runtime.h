@@ -120,6 +120,25 @@ int wd_rt_health(struct wd_rt *rt, char *why, size_t len);
 /* Prometheus text exposition (free()). */
 char *wd_rt_metrics(struct wd_rt *rt);
 
+/* Trace reads for `warden trace` through the daemon (trace_access.c): the
+ * caller must be root, the run's user, in its team's group or in the
+ * auditors group (policy/users.h wd_users_may_read_run), else -EACCES;
+ * -ENOENT no such run. _payload records a payload_read before returning
+ * (-EAGAIN when it cannot) and never returns a hash_only run's payloads.
+ * _runs and _grep return only the rows of runs the caller may read. */
+struct wd_trace_query;
+int wd_rt_trace_records(struct wd_rt *rt, const struct wd_caller *c,
+			const char *run_id, json_t **out, struct wd_err *err);
+int wd_rt_trace_payload(struct wd_rt *rt, const struct wd_caller *c,
+			const char *run_id, int64_t step, const char *type,
+			json_t **out, struct wd_err *err);
+int wd_rt_trace_runs(struct wd_rt *rt, const struct wd_caller *c,
+		     const struct wd_trace_query *q, json_t **out,
+		     struct wd_err *err);
+int wd_rt_trace_grep(struct wd_rt *rt, const struct wd_caller *c,
+		     const struct wd_trace_query *q, json_t **out,
+		     struct wd_err *err);
+
 /* The trace store (for the daemon's events endpoint and tests). */
 struct wd_trace *wd_rt_trace(struct wd_rt *rt);
 /* The node-wide event stream (GET /v1/events). */

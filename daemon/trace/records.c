@@ -63,6 +63,10 @@ static const struct wd_rec_desc table[WD_REC__COUNT] = {
 				  "(tool|arguments|text|prompt), recorded, "
 				  "replay, message",
 				  "trace show, warden replay"},
+    [WD_REC_PAYLOAD_READ] = {WD_REC_PAYLOAD_READ, "payload_read",
+			     "reader, uid, access, payload_type, "
+			     "read[{seq, field, hash}]",
+			     "trace show, trace html"},
 };
 
 const struct wd_rec_desc *wd_rec_desc_of(const char *name)

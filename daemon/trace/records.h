@@ -25,6 +25,7 @@ enum wd_rec_type {
 	WD_REC_REPLAY_STEP,	  /* a step taken from the original's record */
 	WD_REC_REPLAY_REFUSED,	  /* a call the broker would not run */
 	WD_REC_REPLAY_DIVERGENCE, /* first difference from the original */
+	WD_REC_PAYLOAD_READ,	  /* who read which payloads through wardend */
 	WD_REC__COUNT,
 };
 

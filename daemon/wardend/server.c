@@ -14,6 +14,7 @@
 #include "events/stream.h"
 #include "trace/trace.h"
 #include "wardend/conn.h"
+#include "wardend/trace_api.h"
 
 #define BODY_LIMIT (1u << 20)
 /* A parked run stream is looked at this often (the latency a follower
@@ -467,6 +468,12 @@ static enum MHD_Result dispatch(struct wd_server *srv,
 					   "replay_of", q->id, "prefix_us",
 					   (json_int_t)pus));
 	}
+	case WD_EP_RUN_TRACE:
+	case WD_EP_RUN_PAYLOAD:
+	case WD_EP_TRACE_RUNS:
+	case WD_EP_TRACE_RECORDS:
+		rc = wd_trace_api(srv->rt, who, q, &o);
+		return send_json(con, rc, o);
 	}
 	return send_err(con, 404, "no such endpoint");
 }

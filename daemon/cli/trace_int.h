@@ -1,0 +1,64 @@
+/* Shared by the `warden trace` files (trace.c: the verb, ls/show/payload/
+ * grep/verify/...; trace_html.c, trace_diff.c, trace_failures.c): the
+ * options, JSON accessors, and where the records come from. */
+#ifndef WD_CLI_TRACE_INT_H
+#define WD_CLI_TRACE_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "common/util.h"
+#include "trace/trace.h"
+
+struct trace_opts {
+	const char *state, *agent, *team, *user, *tool, *status;
+	const char *prompt_hash, *result_hash, *otlp, *type;
+	const char *out;    /* html/diff -o FILE */
+	const char *socket; /* --socket */
+	uint64_t since_ns, now_ns;
+	unsigned metadata_days;
+	bool json;
+	bool html;	  /* diff --html */
+	bool policy;	  /* payload --policy: the run's recorded definitions */
+	bool state_given; /* --state or $WARDEN_STATE: read the store */
+	int argc;	  /* positional args after options */
+	char **argv;
+};
+
+/* Where `warden trace` reads: the store itself (--state, root on the
+ * node) or wardend, which authorises the caller per run and records every
+ * payload read (DESIGN §4). Same shapes either way (trace.h). */
+struct tsrc {
+	struct wd_trace *t; /* direct, or NULL: through wardend at sock */
+	const char *sock;
+};
+int ts_runs(struct tsrc *s, const struct wd_trace_query *q, json_t **out,
+	    struct wd_err *err);
+int ts_records(struct tsrc *s, const char *run, json_t **out,
+	       struct wd_err *err);
+int ts_payloads(struct tsrc *s, const char *run, int64_t step, const char *type,
+		json_t **out, struct wd_err *err);
+int ts_grep(struct tsrc *s, const struct wd_trace_query *q, json_t **out,
+	    struct wd_err *err);
+
+const char *ts_js(json_t *o, const char *k);		     /* "" if absent */
+const char *ts_js2(json_t *o, const char *a, const char *b); /* a, else b */
+double ts_num(json_t *o, const char *k); /* number or numeric string */
+double ts_num2(json_t *o, const char *a, const char *b);
+/* "2024-05-01[T12:00:00]", "@EPOCH", "7d"/"12h"/"30m"; 0 when bad. */
+uint64_t ts_parse_time(const char *s);
+
+/* The subcommands in their own files. */
+int trace_html_cmd(struct tsrc *s, struct trace_opts *o);
+int trace_diff_cmd(struct tsrc *s, struct trace_opts *o);
+int trace_failures_cmd(struct tsrc *s, struct trace_opts *o);
+/* The HTML page of one run (its records) on f: 0 or -EIO. */
+int trace_html_page(struct tsrc *s, const char *run_id, json_t *recs, FILE *f);
+
+/* Open -o FILE (or stdout when NULL); NULL + message on failure. */
+FILE *ts_open_out(const char *verb, const char *path);
+
+#endif

@@ -1,0 +1,166 @@
+/* `warden trace` reads either the store (--state) or wardend's trace
+ * endpoints (GET /v1/runs/ID/trace, /v1/runs/ID/payload/STEP,
+ * /v1/trace/runs, /v1/trace/records), which answer only what the caller's
+ * uid may read (runtime/trace_access.c). */
+#include "api/client.h"
+#include "cli/trace_int.h"
+
+#include <string.h>
+
+const char *ts_js(json_t *o, const char *k)
+{
+	const char *s = json_string_value(json_object_get(o, k));
+	return s ? s : "";
+}
+
+const char *ts_js2(json_t *o, const char *a, const char *b)
+{
+	const char *s = json_string_value(json_object_get(o, a));
+	return s ? s : ts_js(o, b);
+}
+
+double ts_num(json_t *o, const char *k)
+{
+	json_t *v = json_object_get(o, k);
+	if (json_is_string(v))
+		return strtod(json_string_value(v), NULL);
+	return json_is_number(v) ? json_number_value(v) : 0;
+}
+
+double ts_num2(json_t *o, const char *a, const char *b)
+{
+	return json_object_get(o, a) ? ts_num(o, a) : ts_num(o, b);
+}
+
+FILE *ts_open_out(const char *verb, const char *path)
+{
+	if (!path || !strcmp(path, "-"))
+		return stdout;
+	FILE *f = fopen(path, "we");
+	if (!f)
+		fprintf(stderr, "warden trace %s: %s: %s\n", verb, path,
+			strerror(errno));
+	return f;
+}
+
+static void add_q(struct wd_buf *b, const char *k, const char *v)
+{
+	if (!v)
+		return;
+	wd_buf_printf(b, "%c%s=", strchr(b->data, '?') ? '&' : '?', k);
+	for (const unsigned char *p = (const unsigned char *)v; *p; p++) {
+		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		    (*p >= '0' && *p <= '9') || strchr("-_.~", *p))
+			wd_buf_append(b, (const char *)p, 1);
+		else
+			wd_buf_printf(b, "%%%02X", *p);
+	}
+}
+
+/* GET path from wardend: 0 with the JSON body, or -errno with the
+ * daemon's message (403: who may read the run). */
+static int get(struct tsrc *s, const char *path, json_t **out,
+	       struct wd_err *err)
+{
+	long st = 0;
+	json_t *resp = NULL;
+	int rc = wd_api_call(s->sock, "GET", path, NULL, &st, &resp, err);
+	if (rc)
+		return rc;
+	if (st != 200) {
+		int code = st == 403 ? -EACCES : st == 404 ? -ENOENT : -EPROTO;
+		wd_err_set(err, code, "%s", wd_api_error_text(resp, st));
+		json_decref(resp);
+		return code;
+	}
+	if (!json_is_array(resp)) {
+		json_decref(resp);
+		return wd_err_set(err, -EPROTO,
+				  "wardend answered %s with "
+				  "something not a list",
+				  path);
+	}
+	*out = resp;
+	return 0;
+}
+
+static void query_of(struct wd_buf *b, const struct wd_trace_query *q)
+{
+	add_q(b, "agent", q->agent);
+	add_q(b, "team", q->team);
+	add_q(b, "user", q->user);
+	add_q(b, "tool", q->tool);
+	add_q(b, "status", q->status);
+	add_q(b, "prompt_hash", q->prompt_hash);
+	add_q(b, "result_hash", q->result_hash);
+	if (q->since_ns) {
+		char v[32];
+		snprintf(v, sizeof(v), "%llu",
+			 (unsigned long long)(q->since_ns / 1000000000ull));
+		add_q(b, "since", v);
+	}
+}
+
+int ts_runs(struct tsrc *s, const struct wd_trace_query *q, json_t **out,
+	    struct wd_err *err)
+{
+	if (s->t)
+		return wd_trace_query_runs(s->t, q, out, err);
+	struct wd_buf b = {0};
+	wd_buf_printf(&b, "/v1/trace/runs");
+	query_of(&b, q);
+	int rc = get(s, b.data, out, err);
+	wd_buf_free(&b);
+	return rc;
+}
+
+int ts_grep(struct tsrc *s, const struct wd_trace_query *q, json_t **out,
+	    struct wd_err *err)
+{
+	if (s->t)
+		return wd_trace_query_records(s->t, q, out, err);
+	struct wd_buf b = {0};
+	wd_buf_printf(&b, "/v1/trace/records");
+	query_of(&b, q);
+	int rc = get(s, b.data, out, err);
+	wd_buf_free(&b);
+	return rc;
+}
+
+/* run ids go into the path: the API's alphabet only */
+static bool id_ok(const char *run)
+{
+	return *run && strlen(run) <= 64 &&
+	       strspn(run,
+		      "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+		      "0123456789_-") == strlen(run);
+}
+
+int ts_records(struct tsrc *s, const char *run, json_t **out,
+	       struct wd_err *err)
+{
+	if (s->t)
+		return wd_trace_run_records(s->t, run, out, err);
+	if (!id_ok(run))
+		return wd_err_set(err, -ENOENT, "no run '%s'", run);
+	struct wd_buf b = {0};
+	wd_buf_printf(&b, "/v1/runs/%s/trace", run);
+	int rc = get(s, b.data, out, err);
+	wd_buf_free(&b);
+	return rc;
+}
+
+int ts_payloads(struct tsrc *s, const char *run, int64_t step, const char *type,
+		json_t **out, struct wd_err *err)
+{
+	if (s->t)
+		return wd_trace_step_payloads(s->t, run, step, type, out, err);
+	if (!id_ok(run))
+		return wd_err_set(err, -ENOENT, "no run '%s'", run);
+	struct wd_buf b = {0};
+	wd_buf_printf(&b, "/v1/runs/%s/payload/%lld", run, (long long)step);
+	add_q(&b, "type", type);
+	int rc = get(s, b.data, out, err);
+	wd_buf_free(&b);
+	return rc;
+}

@@ -1,0 +1,210 @@
+/* Trace reads through wardend (DESIGN §4: `warden trace ...` without --state
+ * goes through the daemon, which authorises the caller). A trace holds whole
+ * prompts and customer data, so reading one is a data-governance decision
+ * made here, from the caller's SO_PEERCRED uid and policy/users.yaml
+ * (wd_users_may_read_run): the run's user, its team's group, auditors.
+ *
+ * Every payload handed out is first recorded in the run's own trace as a
+ * `payload_read` record (who, why allowed, which records and hashes): the
+ * record is written before the payload leaves, so a read that cannot be
+ * recorded does not happen (fail closed, like the broker's tool_attempt).
+ * A hash_only run's payloads are never handed out, even when a blob with
+ * the same hash exists because another (full) run stored the same text. */
+#include "policy/users.h"
+#include "runtime/rt_int.h"
+#include "trace/trace.h"
+#include "trace/records.h"
+
+#include <string.h>
+
+static const char *jstr(json_t *o, const char *k)
+{
+	return json_string_value(json_object_get(o, k));
+}
+
+/* The decision for one run, from its run_start (or index row: no uid). */
+static bool may_read(struct wd_pset *ps, const struct wd_caller *c, json_t *st,
+		     const char **why)
+{
+	json_t *u = json_object_get(st, "uid");
+	return wd_users_may_read_run(ps->users, c->uid, c->user,
+				     json_is_integer(u) ? json_integer_value(u)
+							: -1,
+				     jstr(st, "user"), jstr(st, "team"), why);
+}
+
+static struct wd_pset *cur_pset(struct wd_rt *rt)
+{
+	pthread_mutex_lock(&rt->mu);
+	struct wd_pset *ps = wd_pset_ref(rt->ps);
+	pthread_mutex_unlock(&rt->mu);
+	return ps;
+}
+
+/* The run's records if the caller may read them: -ENOENT no such run,
+ * -EACCES not allowed (err says who may). */
+static int authorised_records(struct wd_rt *rt, const struct wd_caller *c,
+			      const char *run_id, json_t **out,
+			      const char **why, struct wd_err *err)
+{
+	json_t *a = NULL;
+	int rc = wd_trace_run_records(rt->trace, run_id, &a, err);
+	if (rc)
+		return rc;
+	json_t *st = json_array_get(a, 0);
+	if (wd_rec_type_json(st) != WD_REC_RUN_START) {
+		json_decref(a);
+		return wd_err_set(err, -ENOENT, "no run '%s'", run_id);
+	}
+	struct wd_pset *ps = cur_pset(rt);
+	bool ok = may_read(ps, c, st, why);
+	wd_pset_unref(ps);
+	if (!ok) {
+		json_decref(a);
+		/* the same answer whether or not the run exists would hide
+		 * run ids; they are not secret (the event stream names
+		 * them), the payloads are */
+		return wd_err_set(err, -EACCES,
+				  "%s may not read run %s (team %s): only its "
+				  "user, members of group '%s' and group '%s' "
+				  "may",
+				  c->user, run_id, jstr(st, "team"),
+				  jstr(st, "team"), WD_AUDITORS_GROUP);
+	}
+	*out = a;
+	return 0;
+}
+
+int wd_rt_trace_records(struct wd_rt *rt, const struct wd_caller *c,
+			const char *run_id, json_t **out, struct wd_err *err)
+{
+	const char *why;
+	return authorised_records(rt, c, run_id, out, &why, err);
+}
+
+int wd_rt_trace_payload(struct wd_rt *rt, const struct wd_caller *c,
+			const char *run_id, int64_t step, const char *type,
+			json_t **out, struct wd_err *err)
+{
+	const char *why = "";
+	json_t *recs = NULL;
+	int rc = authorised_records(rt, c, run_id, &recs, &why, err);
+	if (rc)
+		return rc;
+	json_t *tr = json_object_get(json_array_get(recs, 0), "trace");
+	bool hash_only =
+	    jstr(tr, "payloads") && !strcmp(jstr(tr, "payloads"), "hash_only");
+	json_decref(recs);
+	json_t *a = NULL;
+	rc = wd_trace_step_payloads(rt->trace, run_id, step, type, &a, err);
+	if (rc)
+		return rc;
+	json_t *read = json_array();
+	size_t i;
+	json_t *p;
+	json_array_foreach(a, i, p)
+	{
+		if (hash_only && json_object_get(p, "payload")) {
+			json_object_del(p, "payload");
+			json_object_set_new(
+			    p, "error",
+			    json_string("hash_only run: payloads are not "
+					"shown, only their hashes"));
+		}
+		if (json_object_get(p, "payload"))
+			json_array_append_new(
+			    read, json_pack("{s:O,s:O,s:O}", "seq",
+					    json_object_get(p, "seq"), "field",
+					    json_object_get(p, "field"), "hash",
+					    json_object_get(p, "ref")));
+	}
+	if (json_array_size(read)) {
+		json_t *rec =
+		    json_pack("{s:s,s:I,s:s,s:s,s:i,s:s,s:s?,s:o}", "run_id",
+			      run_id, "step", (json_int_t)step, "type",
+			      wd_rec_type_name(WD_REC_PAYLOAD_READ), "reader",
+			      c->user, "uid", (int)c->uid, "access", why,
+			      "payload_type", type, "read", read);
+		uint64_t seq = 0;
+		rc = wd_trace_append(rt->trace, rec, false, &seq, err);
+		if (!rc && (rc = wd_trace_wait_written(rt->trace, seq)))
+			wd_err_set(err, rc, "%s", strerror(-rc));
+		json_decref(rec);
+		if (rc) {
+			json_decref(a);
+			return wd_err_set(err, -EAGAIN,
+					  "the read could not be recorded "
+					  "(%s): no payload is handed out",
+					  err->msg);
+		}
+	} else {
+		json_decref(read);
+	}
+	*out = a;
+	return 0;
+}
+
+/* Index rows carry user and team (no uid): a run another uid of the same
+ * name started is still that user's (names are the passwd names the
+ * daemon recorded). */
+static json_t *filter_rows(struct wd_rt *rt, const struct wd_caller *c,
+			   json_t *rows, json_t *allowed_runs)
+{
+	struct wd_pset *ps = cur_pset(rt);
+	json_t *out = json_array();
+	size_t i;
+	json_t *r;
+	json_array_foreach(rows, i, r)
+	{
+		const char *id = jstr(r, "run_id");
+		bool ok;
+		if (allowed_runs)
+			ok = id && json_object_get(allowed_runs, id);
+		else
+			ok = may_read(ps, c, r, NULL);
+		if (ok)
+			json_array_append(out, r);
+	}
+	wd_pset_unref(ps);
+	return out;
+}
+
+int wd_rt_trace_runs(struct wd_rt *rt, const struct wd_caller *c,
+		     const struct wd_trace_query *q, json_t **out,
+		     struct wd_err *err)
+{
+	json_t *a = NULL;
+	int rc = wd_trace_query_runs(rt->trace, q, &a, err);
+	if (rc)
+		return rc;
+	*out = filter_rows(rt, c, a, NULL);
+	json_decref(a);
+	return 0;
+}
+
+int wd_rt_trace_grep(struct wd_rt *rt, const struct wd_caller *c,
+		     const struct wd_trace_query *q, json_t **out,
+		     struct wd_err *err)
+{
+	json_t *runs = NULL, *a = NULL;
+	struct wd_trace_query all = {0};
+	int rc = wd_trace_query_runs(rt->trace, &all, &runs, err);
+	if (!rc)
+		rc = wd_trace_query_records(rt->trace, q, &a, err);
+	if (rc) {
+		json_decref(runs);
+		return rc;
+	}
+	json_t *ok = filter_rows(rt, c, runs, NULL);
+	json_t *set = json_object();
+	size_t i;
+	json_t *r;
+	json_array_foreach(ok, i, r)
+	    json_object_set_new(set, jstr(r, "run_id"), json_true());
+	*out = filter_rows(rt, c, a, set);
+	json_decref(set);
+	json_decref(ok);
+	json_decref(runs);
+	json_decref(a);
+	return 0;
+}

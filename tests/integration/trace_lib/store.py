@@ -1,0 +1,171 @@
+"""A trace store written from the documented format (daemon/trace/trace.h:
+crc32c framing, sha256 chain, zlib blobs), independently of warden's own
+writer, for the viewer tests (trace_html.sh, trace_diff.sh,
+trace_failures.sh). Usage: python3 store.py STATE SCENARIO [ARGS...]."""
+import datetime, hashlib, json, os, random, sys, zlib
+
+_T = []
+for i in range(256):
+    c = i
+    for _ in range(8):
+        c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+    _T.append(c)
+
+
+def crc32c(b):
+    c = 0xFFFFFFFF
+    for x in b:
+        c = (c >> 8) ^ _T[(c ^ x) & 0xFF]
+    return c ^ 0xFFFFFFFF
+
+
+class Store:
+    def __init__(self, state):
+        self.root = os.path.join(state, "trace")
+        os.makedirs(self.root + "/segments", exist_ok=True)
+        os.makedirs(self.root + "/blobs", exist_ok=True)
+        self.prev = "0" * 64
+        self.seq = 0
+        self.seg = open(self.root + "/segments/%016d.jsonl" % 1, "wb")
+        self.t = datetime.datetime.utcnow() - datetime.timedelta(hours=1)
+        self.blob_bytes = 0  # compressed payload bytes written
+
+    def blob(self, data):
+        if isinstance(data, str):
+            data = data.encode()
+        h = hashlib.sha256(data).hexdigest()
+        d = os.path.join(self.root, "blobs", h[:2])
+        os.makedirs(d, exist_ok=True)
+        p = os.path.join(d, h[2:])
+        if not os.path.exists(p):
+            z = zlib.compress(data)
+            self.blob_bytes += len(z)
+            open(p, "wb").write(z)
+        return "sha256:" + h
+
+    def rec(self, run, step, typ, dt=0.2, **kw):
+        self.seq += 1
+        self.t += datetime.timedelta(seconds=dt)
+        body = {"seq": self.seq, "ts": self.t.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+                "prev": "sha256:" + self.prev, "run_id": run, "step": step, "type": typ}
+        for k, v in kw.items():
+            body[k.replace("__", ".")] = v
+        s = json.dumps(body, separators=(",", ":"))[:-1]
+        line = (s + ',"crc":"%08x"}' % crc32c(s.encode())).encode()
+        self.seg.write(line + b"\n")
+        self.prev = hashlib.sha256(line).hexdigest()
+
+    def close(self):
+        self.seg.close()
+
+
+def start(st, run, agent="support", team="cs", user="alice", uid=1000, **kw):
+    st.rec(run, 0, "run_start", agent=agent, team=team, user=user, uid=uid,
+           gen_ai__request__model="m-large",
+           trace={"payloads": kw.pop("payloads", "full"), "retention_days": 30},
+           bounds={"max_steps": 40, "token_budget": 200000, "wall_clock_s": 60,
+                   "cost_cap_usd": 1.0}, **kw)
+
+
+def model(st, run, step, prompt, response, tin=1000, tout=100, cost=0.01):
+    p = st.blob(prompt)
+    r = st.blob(response)
+    st.rec(run, step, "model_call", gen_ai__request__model="m-large",
+           gen_ai__usage__input_tokens=tin, gen_ai__usage__output_tokens=tout,
+           cost_usd=cost, latency_ms=800, prompt_hash=p, prompt_ref=p, response_ref=r)
+
+
+def tool(st, run, step, name, args, result, status="ok", call=None):
+    call = call or "c-%s-%d" % (run, step)
+    st.rec(run, step, "tool_attempt", gen_ai__tool__name=name, gen_ai__tool__call__id=call,
+           side_effects="none", args=args)
+    r = st.blob(result)
+    st.rec(run, step, "tool_result", gen_ai__tool__name=name, gen_ai__tool__call__id=call,
+           status=status, exit_code=0 if status == "ok" else 1, latency_ms=30,
+           result_hash=r, result_ref=r)
+    return call
+
+
+def end(st, run, steps, status="ok", reason=None, **kw):
+    extra = {"reason": reason} if reason else {}
+    st.rec(run, steps, "run_end", status=status, steps=steps, cost_usd=0.01 * steps, **extra, **kw)
+
+
+INJECT = ('</script><script>fetch("http://127.0.0.1:%s/script")</script>'
+          '<img src="http://127.0.0.1:%s/img"> & "quotes" \'single\'')
+
+
+def viewer(st, port):
+    """run-v: 5 steps; a kernel denial at step 2; an approval at step 3
+    decided by bob; a sub-agent at step 4; a prompt with an injection."""
+    run = "run-v"
+    start(st, run, subagents=["helper"])
+    model(st, run, 0, "PROMPT-0 summarise ticket 42 " + INJECT % (port, port),
+          "RESPONSE-0 I will fetch the ticket")
+    tool(st, run, 0, "fetch_ticket", {"id": 42}, "ticket 42: printer on fire")
+    model(st, run, 1, "PROMPT-1 look up the customer", "RESPONSE-1 calling crm")
+    tool(st, run, 1, "crm_lookup", {"customer": "acme"}, "acme: gold tier")
+    model(st, run, 2, "PROMPT-2 check the status page", "RESPONSE-2 curl status")
+    call = "c-run-v-2"
+    st.rec(run, 2, "tool_attempt", gen_ai__tool__name="http_get", gen_ai__tool__call__id=call,
+           side_effects="none", args={"url": "http://10.9.9.9/status"})
+    st.rec(run, 2, "denial", gen_ai__tool__name="http_get", call_id=call,
+           event={"kind": "connect", "target": "10.9.9.9:80", "source": "bpf"})
+    r = st.blob("curl: (7) Couldn't connect to server")
+    st.rec(run, 2, "tool_result", gen_ai__tool__name="http_get", gen_ai__tool__call__id=call,
+           status="error", exit_code=7, latency_ms=12, result_hash=r, result_ref=r)
+    model(st, run, 3, "PROMPT-3 send the reply", "RESPONSE-3 send_mail")
+    call = "c-run-v-3"
+    st.rec(run, 3, "approval_request", approval_id="ap-1", gen_ai__tool__name="send_mail",
+           gen_ai__tool__call__id=call, reason="approval: always")
+    st.rec(run, 3, "approval_decision", approval_id="ap-1", gen_ai__tool__call__id=call,
+           decision="approved", by="bob", reason="looks right")
+    tool(st, run, 3, "send_mail", {"to": "acme"}, "sent", call=call)
+    model(st, run, 4, "PROMPT-4 ask the helper", "RESPONSE-4 delegate")
+    st.rec(run, 4, "tool_attempt", gen_ai__tool__name="delegate", gen_ai__tool__call__id="c-sub",
+           side_effects="none", subagent="helper", child_run_id="run-v-child")
+    start(st, "run-v-child", agent="helper", parent_run_id=run, parent_step=4)
+    model(st, "run-v-child", 0, "CHILD-PROMPT", "CHILD-RESPONSE")
+    end(st, "run-v-child", 1)
+    r = st.blob("helper says hi")
+    st.rec(run, 4, "tool_result", gen_ai__tool__name="delegate", gen_ai__tool__call__id="c-sub",
+           status="ok", latency_ms=900, child_run_id="run-v-child", result_hash=r, result_ref=r)
+    end(st, run, 5, output="done")
+
+
+def words(rng, n):
+    ws = ("ticket customer printer invoice refund shipping delay account "
+          "password reset order status warehouse label carrier tracking "
+          "escalate priority agent reply summary policy").split()
+    out = []
+    size = 0
+    while size < n:
+        w = rng.choice(ws) + str(rng.randint(0, 999))
+        out.append(w)
+        size += len(w) + 1
+    return " ".join(out)[:n]
+
+
+def big(st, steps=30, size=100 * 1024):
+    """run-big: `steps` steps, each with a `size`-byte prompt of varied
+    text (it compresses like prose, not like a repeated byte)."""
+    rng = random.Random(7)
+    run = "run-big"
+    start(st, run)
+    for s in range(steps):
+        model(st, run, s, "STEP-%d " % s + words(rng, size), "answer %d " % s + words(rng, 400))
+        tool(st, run, s, "search", {"q": "x%d" % s}, words(rng, 2000))
+    end(st, run, steps)
+
+
+if __name__ == "__main__":
+    st = Store(sys.argv[1])
+    scen = sys.argv[2]
+    if scen == "viewer":
+        viewer(st, sys.argv[3])
+    elif scen == "big":
+        big(st)
+    else:
+        sys.exit("unknown scenario " + scen)
+    st.close()
+    print(st.blob_bytes)
