@@ -3,6 +3,8 @@
 #   make            build everything into $(BUILD)
 #   make demo       install deps, build, run the main job on embedded defaults
 #   make test       install deps, build, run every test (ends "N passed, N failed")
+#   make sanitize   the unit/integration tests under ASan+UBSan, concurrency
+#                   tests under TSan (build-asan/, build-tsan/); make test too
 #   make bench      benchmarks, each figure next to its peer tool
 #   make fuzz       longer fuzz runs
 #   make vmtest     BPF LSM + sandbox tests inside a guest kernel under qemu
@@ -118,10 +120,31 @@ $(BUILD)/tests/unit/%: tests/unit/%.c $(LIBWARDEN)
 	$(Q)$(CC) $(CPPFLAGS) -Itests $(ALL_CFLAGS) -o $@ $< -Wl,--whole-archive $(LIBWARDEN) -Wl,--no-whole-archive $(LDLIBS)
 
 # helpers run inside sandboxes whose filesystem may hold nothing but them
+# (static: never instrumented, in a sanitizer build too)
 $(BUILD)/tests/helpers/%: tests/helpers/%.c
 	@mkdir -p $(@D)
 	$(if $(Q),@echo "  STATIC  $@")
-	$(Q)$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -static -o $@ $< -lpthread
+	$(Q)$(CC) $(CPPFLAGS) $(filter-out $(SAN_FLAGS_ALL),$(ALL_CFLAGS)) -static -o $@ $< -lpthread
+
+# ---- sanitizer builds (make sanitize; make test runs them) --------------------
+# The same sources with clang, in their own build dirs: ASan+UBSan for the
+# unit and integration tests, TSan for the concurrency tests (tests/sanitize.sh
+# lists them). A report fails the run: halt_on_error, and tests/run.sh turns
+# any report file into a FAIL line. native_child.c is not instrumented: its
+# CLONE_VM children run on the daemon's memory and thread state with raw
+# system calls only (docs/HACKING.md), where a sanitizer's runtime must not
+# run (it would act on the parent thread's state and on a stack it does not
+# know).
+ASAN_BUILD ?= $(BUILD)-asan
+TSAN_BUILD ?= $(BUILD)-tsan
+ASAN_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+TSAN_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=thread
+SAN_FLAGS_ALL = -fsanitize=% -fno-sanitize-recover=%
+$(BUILD)/daemon/sandbox/native_child.o: override CFLAGS := $(filter-out $(SAN_FLAGS_ALL),$(CFLAGS))
+SAN_MAKE = $(MAKE) --no-print-directory CC=$(CLANG) WARN=-w
+sanitize-build:
+	$(Q)$(SAN_MAKE) BUILD=$(ASAN_BUILD) CFLAGS="$(ASAN_CFLAGS)" tests-build
+	$(Q)$(SAN_MAKE) BUILD=$(TSAN_BUILD) CFLAGS="$(TSAN_CFLAGS)" tests-build
 
 # libFuzzer targets (clang), built with ASan/UBSan against one instrumented
 # copy of the library (compiled once, shared by every target)
@@ -145,7 +168,7 @@ $(BUILD)/tests/bench/%: tests/bench/%.c $(LIBWARDEN) | $(BPF_SKELS)
 	$(Q)$(CC) $(CPPFLAGS) -Itests $(ALL_CFLAGS) -o $@ $< -Wl,--whole-archive $(LIBWARDEN) -Wl,--no-whole-archive $(LDLIBS)
 
 # ---- targets -------------------------------------------------------------------
-.PHONY: all deps demo test unit-tests check-format format bench fuzz vmtest install clean
+.PHONY: all deps demo test unit-tests check-format format bench fuzz vmtest install clean sanitize sanitize-build
 
 all: $(BINS) $(INIT)
 
@@ -159,8 +182,13 @@ demo: deps
 	$(Q)BUILD=$(BUILD) scripts/demo.sh
 
 test: deps
-	$(Q)$(MAKE) --no-print-directory tests-build $(FUZZ_BINS)
-	$(Q)BUILD=$(BUILD) tests/run.sh
+	$(Q)$(MAKE) --no-print-directory tests-build $(FUZZ_BINS) sanitize-build
+	$(Q)BUILD=$(BUILD) ASAN_BUILD=$(ASAN_BUILD) TSAN_BUILD=$(TSAN_BUILD) tests/run.sh
+
+# the sanitizer part of make test alone
+sanitize: deps
+	$(Q)$(MAKE) --no-print-directory tests-build sanitize-build
+	$(Q)BUILD=$(BUILD) ASAN_BUILD=$(ASAN_BUILD) TSAN_BUILD=$(TSAN_BUILD) ONLY_SANITIZE=1 tests/run.sh
 
 bench: deps
 	$(Q)$(MAKE) --no-print-directory tests-build $(BENCH_BINS)

@@ -28,6 +28,7 @@ run_one() { # name cmd...
 	[ "$f" -eq 0 ] || failures+=("$name ($out)")
 }
 
+if [ -z "${ONLY_SANITIZE:-}" ]; then
 # format
 if out=$(make --no-print-directory check-format 2>&1); then
 	echo "PASS clang-format" >"$log/format.out"
@@ -58,6 +59,42 @@ for t in "$BUILD"/tests/fuzz/*; do
 done
 if [ -x scripts/vmtest.sh ] && [ -z "${SKIP_VMTEST:-}" ]; then
 	run_one vmtest scripts/vmtest.sh
+fi
+fi # ONLY_SANITIZE
+
+# Sanitizers (make sanitize; Makefile sanitize-build): every unit test and
+# the integration tests of the daemon and the sandbox under ASan+UBSan, the
+# concurrency tests under TSan. Not every integration test: under ASan the
+# whole set takes ~2x the plain run; these cover the daemon's paths (API,
+# restart, approvals, broker, bounds, sub-agents, trace, disk full) and the
+# sandbox's (confinement, escapes, limits, fail-closed).
+SAN_IT_ASAN="daemon_api daemon_restart daemon_diskfull agent_approvals agent_broker
+	agent_bounds agent_subagent trace_cli trace_failclosed exec_confine exec_escape
+	exec_limits exec_failclosed"
+SAN_UNIT_TSAN="test_trace test_trace_crash test_events_stream test_event_wakeup
+	test_sandbox_threads test_gvisor_pool test_alert"
+SAN_IT_TSAN="agent_approval_storm daemon_api"
+ASAN_BUILD=${ASAN_BUILD:-$BUILD-asan}
+TSAN_BUILD=${TSAN_BUILD:-$BUILD-tsan}
+if [ -n "${SKIP_SANITIZE:-}" ]; then
+	:
+elif [ ! -x "$ASAN_BUILD/wardend" ] || [ ! -x "$TSAN_BUILD/wardend" ]; then
+	echo "SKIP sanitize: $ASAN_BUILD / $TSAN_BUILD not built (make sanitize-build)" >"$log/san.out"
+	run_one sanitize cat "$log/san.out"
+else
+	for t in "$ASAN_BUILD"/tests/unit/*; do
+		[ -x "$t" ] || continue
+		run_one "asan/unit/$(basename "$t")" tests/san-one.sh asan "$t"
+	done
+	for n in $SAN_IT_ASAN; do
+		run_one "asan/integration/$n" env BUILD="$ASAN_BUILD" tests/san-one.sh asan bash "tests/integration/$n.sh"
+	done
+	for n in $SAN_UNIT_TSAN; do
+		run_one "tsan/unit/$n" tests/san-one.sh tsan "$TSAN_BUILD/tests/unit/$n"
+	done
+	for n in $SAN_IT_TSAN; do
+		run_one "tsan/integration/$n" env BUILD="$TSAN_BUILD" tests/san-one.sh tsan bash "tests/integration/$n.sh"
+	done
 fi
 
 # The tests leave no call behind; drop the (then empty) parents warden

@@ -194,7 +194,8 @@ static int nl_send(int fd, int type, const void *data, size_t len)
 	m.h.nlmsg_type = type;
 	m.h.nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
 	m.h.nlmsg_seq = 1;
-	memcpy(NLMSG_DATA(&m.h), data, len);
+	if (len) /* memcpy from NULL is undefined, even of 0 bytes */
+		memcpy(NLMSG_DATA(&m.h), data, len);
 	struct sockaddr_nl k = {.nl_family = AF_NETLINK};
 	if (sendto(fd, &m, m.h.nlmsg_len, 0, (void *)&k, sizeof(k)) < 0)
 		return -errno;

@@ -63,7 +63,8 @@ int wd_trace_list_segments(struct wd_trace *t, uint64_t **out, size_t *n)
 		v[cnt++] = strtoull(e->d_name, NULL, 10);
 	}
 	closedir(d);
-	qsort(v, cnt, sizeof(*v), cmp_u64);
+	if (cnt) /* qsort(NULL, 0) is undefined */
+		qsort(v, cnt, sizeof(*v), cmp_u64);
 	*out = v;
 	*n = cnt;
 	return 0;
