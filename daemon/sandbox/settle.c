@@ -25,6 +25,11 @@
 #include "common/log.h"
 
 #include <dirent.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -482,31 +487,69 @@ int wd_uid_kill_procs(uid_t uid, int wait_ms)
 	return left;
 }
 
-int wd_uid_count_sockets(uid_t uid)
+/* One sock_diag dump (family x protocol) of the host's network
+ * namespace: how many sockets uid owns, or -errno. Binary netlink rather
+ * than /proc/net/tcp: a node with 14,000 sockets formats them as text in
+ * ~70 ms; the dump costs a fraction of that. TIME_WAIT entries are left
+ * out: they belong to no uid and cannot be joined. */
+static int diag_count(int nl, uint8_t family, uint8_t proto, uid_t uid)
 {
-	static const char *const files[] = {
-	    "/proc/net/tcp",	 "/proc/net/tcp6",    "/proc/net/udp",
-	    "/proc/net/udp6",	 "/proc/net/raw",     "/proc/net/raw6",
-	    "/proc/net/udplite", "/proc/net/udplite6"};
+	struct {
+		struct nlmsghdr nh;
+		struct inet_diag_req_v2 r;
+	} req = {
+	    .nh = {.nlmsg_len = sizeof(req),
+		   .nlmsg_type = SOCK_DIAG_BY_FAMILY,
+		   .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP},
+	    .r = {.sdiag_family = family,
+		  .sdiag_protocol = proto,
+		  .idiag_states = ~(1u << 6 /* TCP_TIME_WAIT */)},
+	};
+	if (proto == IPPROTO_RAW) /* raw_diag: every protocol number */
+		req.r.id.idiag_dport = 0;
+	if (send(nl, &req, sizeof(req), 0) < 0)
+		return -errno;
+	static __thread char buf[32768];
 	int n = 0;
-	for (size_t i = 0; i < WD_ARRAY_SIZE(files); i++) {
-		FILE *f = fopen(files[i], "re");
-		if (!f)
-			continue;
-		char line[512];
-		if (!fgets(line, sizeof(line), f)) { /* header */
-			fclose(f);
-			continue;
-		}
-		while (fgets(line, sizeof(line), f)) {
-			/* sl local rem st tx:rx tr:when retrnsmt uid ... */
-			unsigned long u;
-			if (sscanf(line, "%*s %*s %*s %*s %*s %*s %*s %lu",
-				   &u) == 1 &&
-			    u == uid)
+	for (;;) {
+		ssize_t len = recv(nl, buf, sizeof(buf), 0);
+		if (len < 0)
+			return errno == EINTR ? n : -errno;
+		for (struct nlmsghdr *h = (struct nlmsghdr *)buf;
+		     NLMSG_OK(h, (size_t)len); h = NLMSG_NEXT(h, len)) {
+			if (h->nlmsg_type == NLMSG_DONE)
+				return n;
+			if (h->nlmsg_type == NLMSG_ERROR) {
+				struct nlmsgerr *e = NLMSG_DATA(h);
+				/* a protocol without diag support (no
+				 * module): it has no sockets to count */
+				return e->error == -ENOENT ? n : e->error;
+			}
+			const struct inet_diag_msg *m = NLMSG_DATA(h);
+			if (h->nlmsg_len >= NLMSG_LENGTH(sizeof(*m)) &&
+			    m->idiag_uid == uid)
 				n++;
 		}
-		fclose(f);
 	}
+}
+
+int wd_uid_count_sockets(uid_t uid)
+{
+	static const uint8_t fams[] = {AF_INET, AF_INET6};
+	static const uint8_t protos[] = {IPPROTO_TCP, IPPROTO_UDP,
+					 IPPROTO_UDPLITE, IPPROTO_RAW};
+	int n = 0;
+	for (size_t f = 0; f < WD_ARRAY_SIZE(fams); f++)
+		for (size_t p = 0; p < WD_ARRAY_SIZE(protos); p++) {
+			int nl = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC,
+					NETLINK_SOCK_DIAG);
+			if (nl < 0)
+				return 1; /* cannot tell: not clean */
+			int c = diag_count(nl, fams[f], protos[p], uid);
+			close(nl);
+			if (c < 0)
+				return 1;
+			n += c;
+		}
 	return n;
 }

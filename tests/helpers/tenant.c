@@ -12,6 +12,8 @@
  *   tenant shmid ID            read segment ID: exit 0 and print if it can
  *   tenant write FILE          create FILE
  *   tenant chmod FILE          chmod FILE 0777: exit 0 done, 1 refused
+ *   tenant reuseport PORT SECS join 127.0.0.1:PORT with SO_REUSEPORT,
+ *                              listen, hold SECS
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,7 +22,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/msg.h>
+#include <sys/socket.h>
 #include <sys/resource.h>
 #include <sys/shm.h>
 #include <sys/stat.h>
@@ -78,6 +83,22 @@ int main(int argc, char **argv)
 	if (!strcmp(c, "write") && argc == 3) {
 		int fd = open(argv[2], O_WRONLY | O_CREAT | O_EXCL, 0644);
 		return fd < 0 ? verdict("write", -1) : verdict("write", 0);
+	}
+	if (!strcmp(c, "reuseport") && argc == 4) {
+		int s = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+		struct sockaddr_in a = {.sin_family = AF_INET,
+					.sin_port = htons(atoi(argv[2])),
+					.sin_addr.s_addr =
+					    htonl(INADDR_LOOPBACK)};
+		if (s < 0 ||
+		    setsockopt(s, SOL_SOCKET, SO_REUSEPORT, &one,
+			       sizeof(one)) ||
+		    bind(s, (struct sockaddr *)&a, sizeof(a)) || listen(s, 8))
+			return verdict("reuseport", -1);
+		printf("reuseport: joined\n");
+		fflush(stdout);
+		sleep(atoi(argv[3]));
+		return 0;
 	}
 	if (!strcmp(c, "chmod") && argc == 3)
 		return verdict("chmod", chmod(argv[2], 0777));

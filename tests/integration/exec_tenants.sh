@@ -99,6 +99,33 @@ for tier in 1; do
 	[ -d "/proc/$H" ] && pass "t$tier/host-nobody-not-killed" || fail "t$tier/host-nobody-not-killed" "gone"
 	{ kill -9 "$H"; wait "$H"; } 2>/dev/null
 
+	# -- a host file of nobody's: its attributes are not the tool's ----
+	# (Landlock has no attribute rights: only ownership holds chmod)
+	echo x >"$T/nobodys"; chown 65534:65534 "$T/nobodys"; chmod 644 "$T/nobodys"
+	"$WARDEN" exec --policy "$M" -- "$P" chmod "$T/nobodys" >/dev/null 2>&1
+	expect_eq "t$tier/host-nobody-file-chmod-refused" "$(stat -c %a "$T/nobodys")" 644
+
+	# -- a host service's SO_REUSEPORT group (nobody's): not joined ---
+	# (a reuseport group belongs to the uid that made its sockets)
+	setpriv --reuid=65534 --regid=65534 --clear-groups /usr/bin/python3 - "$W/rp" <<'PY' &
+import os, socket, sys, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+s.bind(("127.0.0.1", 0)); s.listen(8)
+open(sys.argv[1] + ".tmp", "w").write(str(s.getsockname()[1])); os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+time.sleep(30)
+PY
+	RP=$!; PIDS+=("$RP")
+	wait_file "$W/rp"; RPORT=$(cat "$W/rp")
+	"$WARDEN" exec --policy "$M" -- "$P" reuseport "$RPORT" 2 >"$T/rp.out" 2>&1 &
+	R=$!
+	sleep 1
+	if [ -n "$RPORT" ]; then
+		expect_eq "t$tier/host-reuseport-not-joined" "$(ss -Hltn "sport = :$RPORT" | wc -l)" 1
+	else
+		fail "t$tier/host-reuseport-not-joined" "the host service never started"
+	fi
+	wait "$R"; { kill "$RP"; wait "$RP"; } 2>/dev/null
+
 	# -- SysV objects die with the call; the next call sees none ------
 	out=$("$WARDEN" exec --policy "$M" -- "$P" shmleave 0x5744 2>&1)
 	expect_match "t$tier/shm-created-inside" "$out" 'shmleave: done'

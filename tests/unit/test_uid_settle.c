@@ -1,0 +1,137 @@
+/* Per-call uids (sandbox/uidpool.h): the range parser, the ACL entry's
+ * grant and revoke (mode and mask as they were), the settling walk (deep
+ * trees, symbolic links never followed, set-uid cleared, ACLs dropped),
+ * and two leases never sharing a uid. Needs root (chown, ACLs). */
+#include "sandbox/uidpool.h"
+#include "t.h"
+
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#define X 2000004090u /* the "call's" uid in these tests */
+
+static int owner_of(int dfd, const char *p)
+{
+	struct stat st;
+	return fstatat(dfd, p, &st, AT_SYMLINK_NOFOLLOW) < 0 ? -1
+							     : (int)st.st_uid;
+}
+
+int main(void)
+{
+	struct wd_uid_range r;
+	struct wd_err e = {0};
+	T_OK(wd_uid_range_parse("2000000000-2000004095", &r, &e) == 0 &&
+		 r.first == 2000000000u && r.count == 4096,
+	     "range-parse", "%s", e.msg);
+	T_OK(wd_uid_range_parse("65000-66000", &r, &e) == -EINVAL,
+	     "range-refuses-nobody", "accepted");
+	T_OK(wd_uid_range_parse("0-10", &r, &e) == -EINVAL, "range-refuses-0",
+	     "accepted");
+	T_OK(wd_uid_range_parse("5-", &r, &e) == -EINVAL, "range-refuses-form",
+	     "accepted");
+	if (geteuid() != 0) {
+		T_SKIP("settle", "needs root (chown, ACLs)");
+		return T_DONE();
+	}
+	char tmpl[] = "/tmp/wd-settle.XXXXXX";
+	char *dir = mkdtemp(tmpl);
+	char rt[64];
+	snprintf(rt, sizeof(rt), "%s/rt", dir);
+	mkdir(rt, 0711);
+	setenv("WARDEN_RUNTIME_DIR", rt, 1);
+	char rtu[80];
+	snprintf(rtu, sizeof(rtu), "%s/uids", rt);
+	mkdir(rtu, 0700);
+	r = (struct wd_uid_range){2000004000u, 96};
+	wd_uid_range_set(&r);
+
+	/* ACL: granted, then the path exactly as it was */
+	char w[64];
+	snprintf(w, sizeof(w), "%s/w", dir);
+	mkdir(w, 0750);
+	chmod(w, 0750);
+	int wfd = open(w, O_RDONLY | O_DIRECTORY);
+	T_OK(wd_acl_grant(wfd, X, true, &r) == 0, "acl-grant", "failed");
+	struct stat st;
+	fstat(wfd, &st);
+	T_OK((st.st_mode & 07777) == 0770 &&
+		 fgetxattr(wfd, "system.posix_acl_access", NULL, 0) > 0,
+	     "acl-grant-mask", "mode %o", st.st_mode & 07777);
+	T_OK(wd_acl_grant(wfd, X + 1, true, &r) == 0, "acl-grant-second",
+	     "failed");
+	T_OK(wd_acl_revoke(wfd, X, &r) == 0, "acl-revoke-first", "failed");
+	fstat(wfd, &st);
+	T_OK((st.st_mode & 07777) == 0770, "acl-other-entry-keeps-mask",
+	     "mode %o", st.st_mode & 07777);
+	T_OK(wd_acl_revoke(wfd, X + 1, &r) == 0, "acl-revoke-last", "failed");
+	fstat(wfd, &st);
+	errno = 0;
+	T_OK((st.st_mode & 07777) == 0750 &&
+		 fgetxattr(wfd, "system.posix_acl_access", NULL, 0) < 0 &&
+		 errno == ENODATA,
+	     "acl-path-as-before", "mode %o, xattr errno %d",
+	     st.st_mode & 07777, errno);
+
+	/* settle: a 3,000-deep tree of X's, a symlink of X's pointing at a
+	 * file of X's outside the write path, a set-uid file */
+	char out[80];
+	snprintf(out, sizeof(out), "%s/outside", dir);
+	close(open(out, O_CREAT | O_WRONLY, 0644));
+	chown(out, X, X);
+	int cur = dup(wfd);
+	for (int i = 0; i < 3000; i++) {
+		mkdirat(cur, "d", 0755);
+		fchownat(cur, "d", X, X, 0);
+		int n = openat(cur, "d", O_RDONLY | O_DIRECTORY);
+		close(cur);
+		cur = n;
+	}
+	close(openat(cur, "leaf", O_CREAT | O_WRONLY, 04755));
+	fchownat(cur, "leaf", X, X, 0);
+	fchmodat(cur, "leaf", 04755, 0);
+	symlinkat(out, cur, "link");
+	fchownat(cur, "link", X, X, AT_SYMLINK_NOFOLLOW);
+	close(openat(wfd, "mine", O_CREAT | O_WRONLY, 0644)); /* root's */
+	long n = wd_settle_tree(wfd, X, X, 4242, 4243);
+	T_OK(n == 3002, "settle-counts", "%ld entries changed", n);
+	fstatat(cur, "leaf", &st, 0);
+	T_OK(st.st_uid == 4242 && st.st_gid == 4243 && !(st.st_mode & 04000),
+	     "settle-deep-leaf-setuid-cleared", "uid %u mode %o", st.st_uid,
+	     st.st_mode);
+	T_OK(owner_of(cur, "link") == 4242, "settle-symlink-itself", "owner %d",
+	     owner_of(cur, "link"));
+	T_OK(owner_of(AT_FDCWD, out) == (int)X, "settle-never-follows-link",
+	     "the link's target was re-owned");
+	T_OK(owner_of(wfd, "mine") == 0, "settle-others-untouched", "owner %d",
+	     owner_of(wfd, "mine"));
+	T_OK(wd_settle_tree(wfd, X, X, 4242, 4243) == 0, "settle-idempotent",
+	     "second pass changed something");
+	close(cur);
+
+	/* leases: two at once never share a uid; a range of one refuses */
+	struct wd_uid_lease *a = NULL, *b = NULL, *c = NULL;
+	struct wd_uid_range one = {2000004050u, 2};
+	wd_uid_range_set(&one);
+	int ra = wd_uid_acquire(&a, "a", &e), rb = wd_uid_acquire(&b, "b", &e);
+	int rc = wd_uid_acquire(&c, "c", &e);
+	T_OK(ra == 0 && rb == 0 && a->uid != b->uid, "lease-distinct",
+	     "ra %d rb %d", ra, rb);
+	T_OK(rc == -EAGAIN && strstr(e.msg, "no free uid"), "lease-exhausted",
+	     "rc %d: %s", rc, e.msg);
+	uid_t au = a ? a->uid : 0;
+	wd_uid_release(a, true);
+	rc = wd_uid_acquire(&c, "c", &e);
+	T_OK(rc == 0 && c->uid == au, "lease-reused-after-release", "rc %d: %s",
+	     rc, e.msg);
+	wd_uid_release(b, true);
+	wd_uid_release(c, true);
+	close(wfd);
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	T_OK(system(cmd) == 0, "cleanup", "rm failed");
+	return T_DONE();
+}
