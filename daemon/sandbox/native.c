@@ -5,7 +5,11 @@
  * Process tree:
  *   tier 1: warden ── T (restricts itself, execs the tool)
  *   tier 2: warden ── C (host pid ns; unshares; waits) ── G1 = T (pid 1:
- *           mounts, restricts itself, reaps) ── G2 (execs the tool)
+ *           mounts, restricts itself, execs warden-init, which forks G2
+ *           and reaps) ── G2 (execs the tool)
+ * T (and, where it can, tier 2's G1: no C then) is a clone of the daemon
+ * on the daemon's own memory until it execs (native_child.c); tier 1's T
+ * also mounts its scratch tmpfs in a mount namespace of its own.
  * T is created inside the call's v2 cgroup (clone3 CLONE_INTO_CGROUP; by
  * the daemon in tier 1, by C in tier 2, C running nothing of the tool's
  * and relaying T's status) and joins the v1 leaves before it does anything
@@ -906,8 +910,8 @@ out:
 		route_del(&route);
 	if (l.lsm)
 		wd_lsm_end(l.lsm, l.cgid);
-	/* Every process of the call is dead before we return (and before
-	 * G1's stack goes): the rest can be removed behind our back. */
+	/* Every process of the call is dead before we return: the rest can
+	 * be removed behind our back. */
 	if (cg.v2[0]) {
 		wd_cgroup_kill(&cg);
 		if (wd_cgroup_wait_empty(&cg, 2000) < 0) {

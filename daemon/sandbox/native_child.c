@@ -1,4 +1,4 @@
-/* Tiers 1 and 2, the child side: what T (and, in tier 2, C and G2) do
+/* Tiers 1 and 2, the child side: what T (and, in tier 2, C) do
  * between clone and exec, as a flat list of steps in privilege order. See
  * native.c for the process tree. Code here runs in a child of a possibly
  * threaded daemon: no allocation, no locks, errors via child_fail(). */
@@ -433,7 +433,7 @@ static void __attribute__((noreturn)) g1_main(struct launch *l, bool self_v2)
 	if (l->vm_child) {
 		vm_child_signals(l);
 		/* as in tier 1: the daemon waits until this pipe's write
-		 * ends are gone, ours closed once G2 has exec'd */
+		 * ends are gone: ours closes when we exec the init */
 		int pp[2];
 		if (pipe2(pp, O_CLOEXEC) < 0)
 			child_fail(l, errno, "exec watch pipe");

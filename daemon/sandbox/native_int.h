@@ -119,7 +119,7 @@ int wd_native_build_landlock(struct launch *l, struct wd_err *err);
 pid_t wd_native_clone_into_leaf(struct launch *l, bool *self_v2);
 /* Tier 1's T: like wd_native_clone_into_leaf + wd_native_tier1_main, but
  * where it can, T shares the daemon's memory until it execs (clone3
- * CLONE_VM | CLONE_VFORK on a stack of its own, as posix_spawn does): no
+ * CLONE_VM on a stack of its own, as posix_spawn does): no
  * copy of the daemon's page tables to make and tear down again at exec.
  * The calling thread is suspended until T has exec'd or died. Returns T's
  * pid or -1 with errno. */
@@ -131,7 +131,8 @@ void wd_native_tier2_main(struct launch *l) __attribute__((noreturn));
 /* Tier 2's G1: created by the daemon on its own memory (clone3 CLONE_VM
  * with the call's new namespaces, into the v2 leaf) where it can; else
  * C, a fork, unshares and clones G1. Like wd_native_spawn_tier1, returns
- * once G2 has exec'd or G1 died: G1's pid (or C's), or -1 with errno. */
+ * once G1 has exec'd warden-init or died: G1's pid (or C's), or -1 with
+ * errno. */
 pid_t wd_native_spawn_tier2(struct launch *l);
 /* native_init.c. The init's fd, opened once a process (and *path, its
  * resolved name), or -ENOENT with a message saying where it was looked
