@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Every command line in README.md's ```sh blocks, run as written: each
-# block is one bash script (set -e; lines in order, so a variable a line
-# sets is there for the next), from a scratch directory where `build` is
-# this build and `policy` the repo's policy/. Then the CLI's GNU option
+# Every command line in README.md's ```sh blocks, run as written: the
+# blocks in order as one bash session (set -e; a variable or a daemon one
+# line starts is there for the next, as for a reader typing them), from a
+# scratch directory where `build` is this build and `policy` the repo's
+# policy/. Then the CLI's GNU option
 # order (options after positionals, `--`), for the verbs the README does
 # not show that way.
 #
@@ -26,10 +27,16 @@ ln -s "$ROOT_DIR/$BUILD" "$W/build"
 ln -s "$ROOT_DIR/policy" "$W/policy"
 export WARDEN_STATE=$T/state WARDEN_SOCKET=$T/wardend.sock
 
-python3 - "$ROOT_DIR/README.md" "$T" <<'PY'
+# One session, top to bottom: a later block uses what an earlier one set
+# (the daemon it started, $RUN). Each block ends with a marker line.
+python3 - "$ROOT_DIR/README.md" "$T/session.sh" >"$T/nblocks" <<'PY'
 import re, sys
 text = open(sys.argv[1]).read()
 blocks = re.findall(r"^```sh\n(.*?)^```", text, re.S | re.M)
+out = ["set -e -o pipefail",
+       "trap 'echo \"README line failed ($?): $BASH_COMMAND\" >&2' ERR",
+       # background jobs the session starts (wardend, a follower) end with it
+       "trap 'rc=$?; set +e; j=$(jobs -p); [ -z \"$j\" ] || kill $j 2>/dev/null; wait; exit $rc' EXIT"]
 n = 0
 for b in blocks:
     lines = [l for l in b.splitlines()
@@ -37,25 +44,24 @@ for b in blocks:
     if not lines:
         continue
     n += 1
-    with open(f"{sys.argv[2]}/block{n}.sh", "w") as f:
-        # background jobs a block starts (wardend) end with it, by pid
-        f.write("set -e -o pipefail\n"
-                "trap 'echo \"README line failed ($?): $BASH_COMMAND\" >&2' ERR\n"
-                "trap 'rc=$?; set +e; j=$(jobs -p); [ -z \"$j\" ] || kill $j 2>/dev/null; wait; exit $rc' EXIT\n")
-        f.write("\n".join(lines) + "\n")
+    out += lines + [f"echo '@@ block {n} ran'"]
+open(sys.argv[2], "w").write("\n".join(out) + "\n")
+print(n)
 PY
-nblocks=$(ls "$T"/block*.sh 2>/dev/null | wc -l)
-[ "$nblocks" -ge 2 ] && pass readme-blocks-found || fail readme-blocks-found "$nblocks sh blocks"
-for b in "$T"/block*.sh; do
-	name=readme-$(basename "$b" .sh)
-	if (cd "$W" && timeout 600 bash "$b") >"$b.out" 2>&1; then
-		pass "$name"
+nblocks=$(cat "$T/nblocks")
+[ "$nblocks" -ge 3 ] && pass readme-blocks-found || fail readme-blocks-found "$nblocks sh blocks"
+(cd "$W" && timeout 900 bash "$T/session.sh") >"$T/session.out" 2>&1
+for i in $(seq "$nblocks"); do
+	if grep -q "^@@ block $i ran" "$T/session.out"; then
+		pass "readme-block$i"
+	elif ! grep -q "^@@ block $((i - 1)) ran" "$T/session.out" && [ "$i" -gt 1 ]; then
+		fail "readme-block$i" "not reached"
 	else
-		fail "$name" "$(grep -m1 'README line failed' "$b.out" || tail -3 "$b.out")"
+		fail "readme-block$i" "$(grep -m1 'README line failed' "$T/session.out" || tail -3 "$T/session.out")"
 	fi
 done
-run=$(grep -ho 'run_[0-9a-f]\{16\}' "$T"/block*.sh.out | head -1)
-expect_match readme-run-ended-ok "$(cat "$T"/block*.sh.out)" 'run_end +status=ok'
+run=$(grep -ho 'run_[0-9a-f]\{16\}' "$T/session.out" | head -1)
+expect_match readme-run-ended-ok "$(cat "$T/session.out")" 'run_end +status=ok'
 
 # ---- GNU option order, verbs and subcommands the README shows otherwise ----
 P=$ROOT_DIR/policy/tools/shell.yaml
