@@ -48,6 +48,9 @@ static void usage(FILE *f)
 		"page (timeline,\n"
 		"                           payloads, denials at their step, "
 		"budget chart)\n"
+		"  diff A B [--html] [--json] [-o FILE]  two runs aligned step "
+		"by step, first\n"
+		"                           divergence marked\n"
 
 		"TIME: 2024-05-01[T12:00:00], @EPOCH, or an age like 7d, 12h, "
 		"30m\n"
@@ -780,7 +783,9 @@ static int trace_reads(struct tsrc *s, const char *sub, struct trace_opts *o)
 		return cmd_grep(s, o);
 	if (!strcmp(sub, "payload"))
 		return cmd_payload(s, o);
-	return trace_html_cmd(s, o);
+	if (!strcmp(sub, "html"))
+		return trace_html_cmd(s, o);
+	return trace_diff_cmd(s, o);
 }
 
 static int verb_trace(int argc, char **argv)
@@ -796,8 +801,8 @@ static int verb_trace(int argc, char **argv)
 		return WD_EXIT_OK;
 	}
 	/* the reading subcommands, which wardend serves (authorised) */
-	static const char *const reads[] = {"ls", "show", "payload", "grep",
-					    "html"};
+	static const char *const reads[] = {"ls",   "show", "payload",
+					    "grep", "html", "diff"};
 	static const char *const store[] = {"verify", "reindex", "gc",
 					    "export"};
 	bool known = false, via_daemon = false;
