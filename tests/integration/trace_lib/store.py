@@ -209,11 +209,34 @@ def diff(st):
     end(st, "run-c", 5)
 
 
+def failures(st, n=400):
+    """n runs of agent deployer whose deploy tool fails with the same
+    bytes (and so end failed with the same reason), 3 failing with
+    another result, 5 ok runs, and 7 runs of another agent failing the
+    same way (left out by --agent deployer)."""
+    same = "psql: connection to server at db:5432 failed: Connection refused"
+    k = 0
+    for i, (agent, result, ok) in enumerate(
+            [("deployer", same, False)] * n + [("deployer", "disk full", False)] * 3 +
+            [("deployer", "", True)] * 5 + [("other", same, False)] * 7):
+        run = "run-f%04d" % i
+        start(st, run, agent=agent)
+        model(st, run, 0, "deploy please", "calling deploy")
+        if ok:
+            tool(st, run, 0, "deploy", {"env": "prod"}, "deployed")
+            end(st, run, 1)
+        else:
+            tool(st, run, 0, "deploy", {"env": "prod"}, result, status="error")
+            end(st, run, 1, status="failed", reason="tool deploy failed: " + result[:20])
+
+
 if __name__ == "__main__":
     st = Store(sys.argv[1])
     scen = sys.argv[2]
     if scen == "viewer":
         viewer(st, sys.argv[3])
+    elif scen == "failures":
+        failures(st)
     elif scen == "diff":
         diff(st)
     elif scen == "big":
