@@ -377,6 +377,11 @@ static void show_line(json_t *r)
 		   rt == WD_REC_APPROVAL_DECISION) {
 		printf("%s %s", ts_js2(r, "gen_ai.tool.name", "tool"),
 		       ts_js(r, "decision"));
+	} else if (rt == WD_REC_PAYLOAD_READ) {
+		printf("by %s (uid %lld, %s): %zu payload(s)",
+		       ts_js(r, "reader"), (long long)ts_num(r, "uid"),
+		       ts_js(r, "access"),
+		       json_array_size(json_object_get(r, "read")));
 	} else if (rt == WD_REC_GC) {
 		printf("%zu payload blobs dropped (%s)",
 		       json_array_size(json_object_get(r, "refs")),

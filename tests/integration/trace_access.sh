@@ -97,4 +97,12 @@ as_user 1001 "$WARDEN" trace html "$id" -o - >"$T/page.html" 2>"$T/page.err"
 expect_match trace-access-html-team "$(cat "$T/page.html")" "$SECRET"
 after=$(reads bob)
 if [ "$after" -gt "$before" ]; then pass trace-access-html-recorded; else fail trace-access-html-recorded "$before -> $after"; fi
+# the page lists who read, and the reads (appended after the run's end) do
+# not open new steps in its timeline
+"$WARDEN" trace html --state "$T/state" "$id" -o "$T/after.html" >/dev/null
+r=$(python3 tests/integration/trace_lib/dom.py "$T/after.html" steps "$id" 1) && pass trace-access-html-steps ||
+	fail trace-access-html-steps "$r"
+expect_match trace-access-html-readers "$(tr -d '\n' <"$T/after.html")" 'Payload reads.*read by</b> alice.*read by</b> bob.*read by</b> dave'
+expect_match trace-access-show-reads "$("$WARDEN" trace show --state "$T/state" "$id")" 'payload_read +by dave \(uid 1003, auditor\)'
+
 finish
