@@ -295,8 +295,17 @@ static void render_record(struct page *pg, json_t *r)
 		kv(f, "output", ts_js(r, "output"));
 		break;
 	case WD_REC_REPLAY_STEP:
-		kv(f, "from the record of", ts_js(r, "of_run_id"));
+		/* the original's page, when it sits next to this one */
+		fprintf(f, " <span class=\"kv\"><b>from the record of</b> "
+			   "<a href=\"");
+		html_esc(f, ts_js(r, "of_run_id"));
+		fprintf(f, ".html#");
+		html_esc(f, ts_js(r, "of_run_id"));
+		fprintf(f, "-step-%.0f\">", ts_num(r, "step"));
+		html_esc(f, ts_js(r, "of_run_id"));
+		fprintf(f, "</a></span>");
 		kvf(f, "seq", "%.0f", ts_num(r, "of_seq"));
+		payload_block(pg, r, "response_ref", "response (recorded)");
 		break;
 	case WD_REC_REPLAY_REFUSED:
 		kv(f, "tool", rec_tool(r));
