@@ -145,6 +145,15 @@ h "warden exec: a denied call (egress to an address the manifest does not allow)
 	--max-time 3 http://127.0.0.1:9/
 echo "exit $?"
 
+HTML="$STATE/$RUN.html"
+h "the run as one self-contained page: warden trace html --state $STATE $RUN -o $HTML"
+if "$W" trace html --state "$STATE" "$RUN" -o "$HTML" >/dev/null; then
+	echo "run viewer: $HTML"
+	echo "  (open it in any browser, offline: timeline, payloads, the denial at its step, budget chart)"
+else
+	echo "demo: trace html failed" >&2
+fi
+
 h "use a real model"
 cat <<'TXT'
 The demo used the scripted model (policy/gateway.yaml alias "default" ->

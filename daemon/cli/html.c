@@ -50,7 +50,7 @@ static const char style[] =
     "header{background:#263238;color:#fff;padding:12px 20px}"
     "header h1{font-size:20px;margin:0 0 6px}header a{color:#9cf}"
     "main{padding:8px 20px 40px}h2{font-size:17px;margin:18px 0 8px}"
-    ".kv{margin-right:12px;white-space:nowrap}.kv b{font-weight:600;"
+    ".kv{margin-right:12px}.kv b{font-weight:600;white-space:nowrap;"
     "color:#555}header .kv b{color:#b0bec5}"
     "section.step{background:#fff;border:1px solid #ddd;border-radius:6px;"
     "margin:10px 0;padding:6px 12px}"

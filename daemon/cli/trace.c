@@ -16,50 +16,57 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: warden trace SUBCOMMAND [OPTIONS] [--state DIR]\n"
-		"  ls [--agent A] [--team T] [--user U] [--tool T] [--status "
-		"S] [--since TIME] [--json]\n"
-		"  show RUN [--json]        timeline: steps, model calls, "
-		"tools, denials, costs\n"
-		"  payload RUN STEP [--type T] [--json]  the step's recorded "
-		"payloads (prompts,\n"
-		"                           model responses, tool args and "
-		"results), hash checked\n"
-		"  payload RUN --policy [--json]  the definitions the run "
-		"recorded (agent,\n"
-		"                           manifests, scopes, route) by "
-		"sha256, hash checked\n"
-		"  grep --prompt-hash H | --result-hash H | --tool T [--status "
-		"S] [--json]\n"
-		"  verify [RUN] [--json]    chain, framing, blobs; exit 1 on "
-		"damage\n"
-		"  reindex                  rebuild the index from the "
-		"segments\n"
-		"  gc [--now TIME] [--metadata-days N]  drop payloads past "
-		"their run's retention\n"
-		"                           (not of failed/flagged runs) and "
-		"whole segments of\n"
-		"                           metadata older than N days "
-		"(default 395, all runs)\n"
-		"  export --otlp URL [RUN...]  send spans to an OTLP/HTTP "
-		"collector\n"
-		"  html RUN [-o FILE]       the run as one self-contained HTML "
-		"page (timeline,\n"
-		"                           payloads, denials at their step, "
-		"budget chart)\n"
+	fprintf(
+	    f, "usage: warden trace SUBCOMMAND [OPTIONS] [--state DIR]\n"
+	       "  ls [--agent A] [--team T] [--user U] [--tool T] [--status "
+	       "S] [--since TIME] [--json]\n"
+	       "  show RUN [--json]        timeline: steps, model calls, "
+	       "tools, denials, costs\n"
+	       "  payload RUN STEP [--type T] [--json]  the step's recorded "
+	       "payloads (prompts,\n"
+	       "                           model responses, tool args and "
+	       "results), hash checked\n"
+	       "  payload RUN --policy [--json]  the definitions the run "
+	       "recorded (agent,\n"
+	       "                           manifests, scopes, route) by "
+	       "sha256, hash checked\n"
+	       "  grep --prompt-hash H | --result-hash H | --tool T [--status "
+	       "S] [--json]\n"
+	       "  verify [RUN] [--json]    chain, framing, blobs; exit 1 on "
+	       "damage\n"
+	       "  reindex                  rebuild the index from the "
+	       "segments\n"
+	       "  gc [--now TIME] [--metadata-days N]  drop payloads past "
+	       "their run's retention\n"
+	       "                           (not of failed/flagged runs) and "
+	       "whole segments of\n"
+	       "                           metadata older than N days "
+	       "(default 395, all runs)\n"
+	       "  export --otlp URL [RUN...]  send spans to an OTLP/HTTP "
+	       "collector\n"
+	       "  html RUN [-o FILE]       the run as one self-contained HTML "
+	       "page (timeline,\n"
+	       "                           payloads, denials at their step, "
+	       "budget chart)\n"
+	       "  diff A B [--html] [--json] [-o FILE]  two runs aligned step "
+	       "by step, first\n"
+	       "                           divergence marked\n"
+	       "  failures [--since TIME] [--agent A] [--json]  failed or "
+	       "denied tool results\n"
+	       "                           by (tool, result hash), failed runs "
+	       "by last error\n"
 
-		"TIME: 2024-05-01[T12:00:00], @EPOCH, or an age like 7d, 12h, "
-		"30m\n"
-		"--state DIR (or $WARDEN_STATE): read the store directly; "
-		"without it ls, show,\n"
-		"payload, grep, html, diff and failures ask wardend "
-		"(--socket PATH or\n"
-		"$WARDEN_SOCKET), which shows a run to its user, its team's "
-		"group and the\n"
-		"auditors group and records each payload read; verify, "
-		"reindex, gc and export\n"
-		"use /var/lib/warden\n");
+	       "TIME: 2024-05-01[T12:00:00], @EPOCH, or an age like 7d, 12h, "
+	       "30m\n"
+	       "--state DIR (or $WARDEN_STATE): read the store directly; "
+	       "without it ls, show,\n"
+	       "payload, grep, html, diff and failures ask wardend "
+	       "(--socket PATH or\n"
+	       "$WARDEN_SOCKET), which shows a run to its user, its team's "
+	       "group and the\n"
+	       "auditors group and records each payload read; verify, "
+	       "reindex, gc and export\n"
+	       "use /var/lib/warden\n");
 }
 
 /* 0 on failure */
@@ -370,6 +377,11 @@ static void show_line(json_t *r)
 		   rt == WD_REC_APPROVAL_DECISION) {
 		printf("%s %s", ts_js2(r, "gen_ai.tool.name", "tool"),
 		       ts_js(r, "decision"));
+	} else if (rt == WD_REC_PAYLOAD_READ) {
+		printf("by %s (uid %lld, %s): %zu payload(s)",
+		       ts_js(r, "reader"), (long long)ts_num(r, "uid"),
+		       ts_js(r, "access"),
+		       json_array_size(json_object_get(r, "read")));
 	} else if (rt == WD_REC_GC) {
 		printf("%zu payload blobs dropped (%s)",
 		       json_array_size(json_object_get(r, "refs")),
@@ -780,7 +792,11 @@ static int trace_reads(struct tsrc *s, const char *sub, struct trace_opts *o)
 		return cmd_grep(s, o);
 	if (!strcmp(sub, "payload"))
 		return cmd_payload(s, o);
-	return trace_html_cmd(s, o);
+	if (!strcmp(sub, "html"))
+		return trace_html_cmd(s, o);
+	if (!strcmp(sub, "diff"))
+		return trace_diff_cmd(s, o);
+	return trace_failures_cmd(s, o);
 }
 
 static int verb_trace(int argc, char **argv)
@@ -796,8 +812,8 @@ static int verb_trace(int argc, char **argv)
 		return WD_EXIT_OK;
 	}
 	/* the reading subcommands, which wardend serves (authorised) */
-	static const char *const reads[] = {"ls", "show", "payload", "grep",
-					    "html"};
+	static const char *const reads[] = {"ls",   "show", "payload", "grep",
+					    "html", "diff", "failures"};
 	static const char *const store[] = {"verify", "reindex", "gc",
 					    "export"};
 	bool known = false, via_daemon = false;

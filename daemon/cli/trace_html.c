@@ -65,6 +65,14 @@ static double ts_sec(const char *ts)
 	return (double)timegm(&tm) + frac;
 }
 
+/* Reads of the run's payloads are recorded in its trace when they happen,
+ * after the step they read (or the run's end): they go in their own
+ * section, not into the timeline or the budget. */
+static bool in_timeline(json_t *r)
+{
+	return wd_rec_type_json(r) != WD_REC_PAYLOAD_READ;
+}
+
 static const char *rec_tool(json_t *r)
 {
 	return ts_js2(r, "gen_ai.tool.name", "tool");
@@ -287,8 +295,17 @@ static void render_record(struct page *pg, json_t *r)
 		kv(f, "output", ts_js(r, "output"));
 		break;
 	case WD_REC_REPLAY_STEP:
-		kv(f, "from the record of", ts_js(r, "of_run_id"));
+		/* the original's page, when it sits next to this one */
+		fprintf(f, " <span class=\"kv\"><b>from the record of</b> "
+			   "<a href=\"");
+		html_esc(f, ts_js(r, "of_run_id"));
+		fprintf(f, ".html#");
+		html_esc(f, ts_js(r, "of_run_id"));
+		fprintf(f, "-step-%.0f\">", ts_num(r, "step"));
+		html_esc(f, ts_js(r, "of_run_id"));
+		fprintf(f, "</a></span>");
 		kvf(f, "seq", "%.0f", ts_num(r, "of_seq"));
+		payload_block(pg, r, "response_ref", "response (recorded)");
 		break;
 	case WD_REC_REPLAY_REFUSED:
 		kv(f, "tool", rec_tool(r));
@@ -299,12 +316,6 @@ static void render_record(struct page *pg, json_t *r)
 		kv(f, "kind", ts_js(r, "kind"));
 		kv(f, "what", ts_js(r, "what"));
 		kv(f, "", ts_js(r, "message"));
-		break;
-	case WD_REC_PAYLOAD_READ:
-		kv(f, "read by", ts_js(r, "reader"));
-		kv(f, "allowed as", ts_js(r, "access"));
-		kvf(f, "payloads", "%.0f",
-		    (double)json_array_size(json_object_get(r, "read")));
 		break;
 	default: {
 		char *a = json_dumps(r, JSON_COMPACT);
@@ -332,7 +343,8 @@ static void budget_chart(FILE *f, json_t *recs)
 	int nsteps = 0;
 	size_t i;
 	json_t *r;
-	json_array_foreach(recs, i, r) if (ts_num(r, "step") + 1 > nsteps)
+	json_array_foreach(recs, i, r) if (in_timeline(r) &&
+					   ts_num(r, "step") + 1 > nsteps)
 	    nsteps = (int)ts_num(r, "step") + 1;
 	if (nsteps < 1)
 		nsteps = 1;
@@ -342,6 +354,8 @@ static void budget_chart(FILE *f, json_t *recs)
 	int cur = 0;
 	json_array_foreach(recs, i, r)
 	{
+		if (!in_timeline(r))
+			continue;
 		int s = (int)ts_num(r, "step");
 		for (; cur < s && cur < nsteps; cur++) {
 			use[cur][0] = cur + 1;
@@ -487,6 +501,8 @@ static void timeline(struct page *pg, json_t *recs, int depth)
 	fprintf(f, "\">\n");
 	json_array_foreach(recs, i, r)
 	{
+		if (!in_timeline(r))
+			continue;
 		long long step = (long long)ts_num(r, "step");
 		if (step != cur) {
 			if (cur >= 0)
@@ -497,6 +513,8 @@ static void timeline(struct page *pg, json_t *recs, int depth)
 			bool den = false, div = false, ref = false;
 			for (size_t k = i; k < json_array_size(recs); k++) {
 				json_t *x = json_array_get(recs, k);
+				if (!in_timeline(x))
+					continue;
 				if ((long long)ts_num(x, "step") != step)
 					break;
 				enum wd_rec_type t = wd_rec_type_json(x);
@@ -583,6 +601,38 @@ static void replay_links(struct page *pg, json_t *recs)
 	json_decref(runs);
 }
 
+/* Who read the run's payloads through wardend (payload_read records). */
+static void reads_log(FILE *f, json_t *recs)
+{
+	bool any = false;
+	size_t i;
+	json_t *r;
+	json_array_foreach(recs, i, r)
+	{
+		if (in_timeline(r))
+			continue;
+		if (!any)
+			fprintf(f, "<section id=\"reads\"><h2>Payload "
+				   "reads</h2>\n");
+		any = true;
+		fprintf(f,
+			"<div class=\"ev payload_read\" data-step=\"%.0f\">"
+			"<span class=\"type\">",
+			ts_num(r, "step"));
+		html_esc(f, ts_js(r, "ts"));
+		fprintf(f, "</span>");
+		kv(f, "read by", ts_js(r, "reader"));
+		kvf(f, "uid", "%.0f", ts_num(r, "uid"));
+		kv(f, "allowed as", ts_js(r, "access"));
+		kvf(f, "step", "%.0f", ts_num(r, "step"));
+		kvf(f, "payloads", "%.0f",
+		    (double)json_array_size(json_object_get(r, "read")));
+		fprintf(f, "</div>\n");
+	}
+	if (any)
+		fprintf(f, "</section>\n");
+}
+
 int trace_html_page(struct tsrc *s, const char *run_id, json_t *recs, FILE *f)
 {
 	struct page pg = {.f = f, .s = s, .run_id = run_id};
@@ -615,7 +665,9 @@ int trace_html_page(struct tsrc *s, const char *run_id, json_t *recs, FILE *f)
 	load_payloads(&pg, recs);
 	timeline(&pg, recs, 1);
 	json_decref(pg.payloads);
-	fprintf(f, "</section></main>\n");
+	fprintf(f, "</section>\n");
+	reads_log(f, recs);
+	fprintf(f, "</main>\n");
 	html_foot(f);
 	return ferror(f) ? -EIO : 0;
 }

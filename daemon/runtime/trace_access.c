@@ -22,12 +22,20 @@ static const char *jstr(json_t *o, const char *k)
 	return json_string_value(json_object_get(o, k));
 }
 
+/* The caller as runs name their user: users.yaml's name for the uid when
+ * listed (runtime.c rt_run_new), else the passwd name. */
+static const char *caller_name(struct wd_pset *ps, const struct wd_caller *c)
+{
+	const char *n = wd_pset_user_name(ps, c->uid);
+	return n ? n : c->user;
+}
+
 /* The decision for one run, from its run_start (or index row: no uid). */
 static bool may_read(struct wd_pset *ps, const struct wd_caller *c, json_t *st,
 		     const char **why)
 {
 	json_t *u = json_object_get(st, "uid");
-	return wd_users_may_read_run(ps->users, c->uid, c->user,
+	return wd_users_may_read_run(ps->users, c->uid, caller_name(ps, c),
 				     json_is_integer(u) ? json_integer_value(u)
 							: -1,
 				     jstr(st, "user"), jstr(st, "team"), why);
@@ -45,7 +53,8 @@ static struct wd_pset *cur_pset(struct wd_rt *rt)
  * -EACCES not allowed (err says who may). */
 static int authorised_records(struct wd_rt *rt, const struct wd_caller *c,
 			      const char *run_id, json_t **out,
-			      const char **why, struct wd_err *err)
+			      const char **why, char reader[64],
+			      struct wd_err *err)
 {
 	json_t *a = NULL;
 	int rc = wd_trace_run_records(rt->trace, run_id, &a, err);
@@ -58,6 +67,8 @@ static int authorised_records(struct wd_rt *rt, const struct wd_caller *c,
 	}
 	struct wd_pset *ps = cur_pset(rt);
 	bool ok = may_read(ps, c, st, why);
+	if (reader)
+		wd_strlcpy(reader, caller_name(ps, c), 64);
 	wd_pset_unref(ps);
 	if (!ok) {
 		json_decref(a);
@@ -68,8 +79,9 @@ static int authorised_records(struct wd_rt *rt, const struct wd_caller *c,
 				  "%s may not read run %s (team %s): only its "
 				  "user, members of group '%s' and group '%s' "
 				  "may",
-				  c->user, run_id, jstr(st, "team"),
-				  jstr(st, "team"), WD_AUDITORS_GROUP);
+				  reader ? reader : c->user, run_id,
+				  jstr(st, "team"), jstr(st, "team"),
+				  WD_AUDITORS_GROUP);
 	}
 	*out = a;
 	return 0;
@@ -79,7 +91,7 @@ int wd_rt_trace_records(struct wd_rt *rt, const struct wd_caller *c,
 			const char *run_id, json_t **out, struct wd_err *err)
 {
 	const char *why;
-	return authorised_records(rt, c, run_id, out, &why, err);
+	return authorised_records(rt, c, run_id, out, &why, NULL, err);
 }
 
 int wd_rt_trace_payload(struct wd_rt *rt, const struct wd_caller *c,
@@ -87,8 +99,9 @@ int wd_rt_trace_payload(struct wd_rt *rt, const struct wd_caller *c,
 			json_t **out, struct wd_err *err)
 {
 	const char *why = "";
+	char reader[64];
 	json_t *recs = NULL;
-	int rc = authorised_records(rt, c, run_id, &recs, &why, err);
+	int rc = authorised_records(rt, c, run_id, &recs, &why, reader, err);
 	if (rc)
 		return rc;
 	json_t *tr = json_object_get(json_array_get(recs, 0), "trace");
@@ -123,7 +136,7 @@ int wd_rt_trace_payload(struct wd_rt *rt, const struct wd_caller *c,
 		    json_pack("{s:s,s:I,s:s,s:s,s:i,s:s,s:s?,s:o}", "run_id",
 			      run_id, "step", (json_int_t)step, "type",
 			      wd_rec_type_name(WD_REC_PAYLOAD_READ), "reader",
-			      c->user, "uid", (int)c->uid, "access", why,
+			      reader, "uid", (int)c->uid, "access", why,
 			      "payload_type", type, "read", read);
 		uint64_t seq = 0;
 		rc = wd_trace_append(rt->trace, rec, false, &seq, err);

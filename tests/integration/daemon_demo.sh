@@ -20,5 +20,12 @@ expect_match demo-trace-verify "$out" 'trace verify: ok'
 expect_match demo-exec-allowed "$out" $'62.5\nexit 0'
 expect_match demo-exec-denied "$out" '"target": "127.0.0.1:9"'
 expect_match demo-real-model-help "$out" 'ANTHROPIC_API_KEY'
+html=$(printf '%s\n' "$out" | sed -n 's/^run viewer: //p')
+expect_match demo-html-path "$html" "^$S/run_[0-9a-f]+\.html\$"
+if [ -s "$html" ] && grep -q 'class="step has-denial" data-step="1"' "$html"; then
+	pass demo-html-denial-at-step
+else
+	fail demo-html-denial-at-step "no page with the denial at step 1: '$html'"
+fi
 expect_eq demo-daemon-stopped "$(pgrep -f "wardend --state $S" | wc -l)" 0
 finish

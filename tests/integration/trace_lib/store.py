@@ -158,11 +158,87 @@ def big(st, steps=30, size=100 * 1024):
     end(st, run, steps)
 
 
+def diff(st):
+    """run-a: 5 steps; run-b: its replay from step 3 (steps 0-2 from the
+    record, then a different answer with different send_mail arguments,
+    refused, and no step 4); run-c: like run-a but another tool at step 1
+    and another result at step 2."""
+    def steps(run, variant):
+        for s in range(5):
+            if variant == "b" and s == 4:
+                break
+            answer = "answer %d" % s
+            if variant == "b" and s < 3:
+                # as runtime/replay_run.c records a step taken from the
+                # original: one replay_step, no model call, no tool run
+                st.rec(run, s, "replay_step", of_run_id="run-a", of_seq=2 + 3 * s,
+                       prompt_hash=st.blob("prompt %d" % s), response_ref=st.blob(answer),
+                       tool_results=1)
+                continue
+            if variant == "b" and s == 3:
+                answer = "answer 3, in the new voice"
+            model(st, run, s, "prompt %d" % s, answer)
+            name, args, result = "search", {"q": "s%d" % s}, "result %d" % s
+            if s == 3:
+                name, args = "send_mail", {"to": "acme", "body": "hello"}
+            if variant == "b" and s == 3:
+                args = {"to": "acme", "body": "hello from the data team"}
+                call = "c-b-3"
+                st.rec(run, s, "tool_attempt", gen_ai__tool__name=name,
+                       gen_ai__tool__call__id=call, side_effects="external", args=args)
+                st.rec(run, s, "replay_refused", gen_ai__tool__name=name,
+                       gen_ai__tool__call__id=call, side_effects="external",
+                       reason="external side effect, no recording or mock")
+                st.rec(run, s, "replay_divergence", kind="different", what="arguments",
+                       message="diverged at step 3")
+                continue
+            if variant == "c" and s == 1:
+                name = "http_get"
+            if variant == "c" and s == 2:
+                result = "result 2, but another"
+            tool(st, run, s, name, args, result)
+    start(st, "run-a")
+    steps("run-a", "a")
+    end(st, "run-a", 5)
+    start(st, "run-b", replay_of={"run_id": "run-a", "from_step": 3, "determinism": "divergent",
+                                  "tools": "live", "head": "sha256:" + "0" * 64, "patches": {}})
+    steps("run-b", "b")
+    end(st, "run-b", 4, replay={"summary": "diverged at step 3"})
+    start(st, "run-c")
+    steps("run-c", "c")
+    end(st, "run-c", 5)
+
+
+def failures(st, n=400):
+    """n runs of agent deployer whose deploy tool fails with the same
+    bytes (and so end failed with the same reason), 3 failing with
+    another result, 5 ok runs, and 7 runs of another agent failing the
+    same way (left out by --agent deployer)."""
+    same = "psql: connection to server at db:5432 failed: Connection refused"
+    k = 0
+    for i, (agent, result, ok) in enumerate(
+            [("deployer", same, False)] * n + [("deployer", "disk full", False)] * 3 +
+            [("deployer", "", True)] * 5 + [("other", same, False)] * 7):
+        run = "run-f%04d" % i
+        start(st, run, agent=agent)
+        model(st, run, 0, "deploy please", "calling deploy")
+        if ok:
+            tool(st, run, 0, "deploy", {"env": "prod"}, "deployed")
+            end(st, run, 1)
+        else:
+            tool(st, run, 0, "deploy", {"env": "prod"}, result, status="error")
+            end(st, run, 1, status="failed", reason="tool deploy failed: " + result[:20])
+
+
 if __name__ == "__main__":
     st = Store(sys.argv[1])
     scen = sys.argv[2]
     if scen == "viewer":
         viewer(st, sys.argv[3])
+    elif scen == "failures":
+        failures(st)
+    elif scen == "diff":
+        diff(st)
     elif scen == "big":
         big(st)
     else:

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# `warden trace diff A B`: on a store written from the documented format
+# (trace_lib/store.py): an original and its replay from step 3 (steps 0-2
+# from the record, then another answer, other send_mail arguments, the call
+# refused, no step 4) show the first difference at step 3, naming the
+# changed output, the differing argument and the missing step; another run
+# with a different tool at step 1 and a different result at step 2 is told
+# apart; a run against itself has no divergence; --json and --html agree.
+cd "$(dirname "$0")/../.." || exit 1
+. tests/lib.sh
+
+S=$(mktemp -d /tmp/wd-trace-diff.XXXXXX)
+trap 'rm -rf "$S"' EXIT
+python3 tests/integration/trace_lib/store.py "$S" diff >/dev/null || { fail trace-diff-store "store writer failed"; finish; }
+D() { "$WARDEN" trace diff --state "$S" "$@"; }
+
+out=$(D run-a run-b 2>&1)
+expect_match trace-diff-relation "$out" 'run-b is a replay of run-a from step 3'
+expect_match trace-diff-first-step3 "$out" 'first divergence: step 3: changed model output; different arguments; different result'
+expect_match trace-diff-steps-same "$(printf '%s\n' "$out" | grep -E '^ [012] ' | grep -c same)" '^3$'
+expect_match trace-diff-marker "$out" '>3 +changed model output'
+expect_match trace-diff-arg-named "$out" 'arguments differ: send_mail: body'
+expect_match trace-diff-refused "$out" 'send_mail refused'
+expect_match trace-diff-missing "$out" ' 4 +missing in B'
+
+out=$(D run-a run-c 2>&1)
+expect_match trace-diff-tool "$out" 'first divergence: step 1: different tool'
+expect_match trace-diff-result "$out" ' 2 +different result'
+expect_match trace-diff-after "$out" ' 3 +same'
+
+expect_match trace-diff-self "$(D run-a run-a 2>&1)" 'no divergence: every step is the same'
+expect_match trace-diff-extra "$(D run-b run-a 2>&1)" ' 4 +extra in B'
+
+j=$(D run-a run-b --json)
+expect_eq trace-diff-json "$(printf '%s' "$j" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["first_divergence"], [s["verdict"] for s in d["steps"]][3])')" \
+	"3 changed model output; different arguments; different result"
+
+expect_eq trace-diff-html-writes "$(D run-a run-b --html -o "$S/d.html")" "$S/d.html"
+first=$(python3 - "$S/d.html" <<'PY'
+import html.parser, sys
+class P(html.parser.HTMLParser):
+    def __init__(s):
+        super().__init__(); s.rows = []
+    def handle_starttag(s, t, a):
+        a = dict(a)
+        if t == "tr" and "data-step" in a:
+            s.rows.append((a["data-step"], a.get("class", ""), a.get("id", "")))
+p = P(); p.feed(open(sys.argv[1]).read())
+print(" ".join("%s:%s%s" % (st, "first" if "first" in c.split() else ("differs" if "differs" in c else "same"),
+               "#" if i == "first-divergence" else "") for st, c, i in p.rows))
+PY
+)
+expect_eq trace-diff-html-rows "$first" "0:same 1:same 2:same 3:first# 4:differs"
+expect_eq trace-diff-usage "$(D run-a >/dev/null 2>&1; echo $?)" 2
+finish
