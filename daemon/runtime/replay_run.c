@@ -392,11 +392,11 @@ int wd_rt_replay_create(struct wd_rt *rt, const struct wd_caller *c,
 	    json_object_get(json_array_get(rp->o.calls, (size_t)rp->from),
 			    "params"),
 	    "seed");
-	rp->seed = json_is_integer(os)
-		       ? json_integer_value(os)
-		       : (int64_t)strtoull(
-			     of + (strncmp(of, "run_", 4) ? 0 : 4), NULL, 16) %
-			     2147483647;
+	/* (unsigned before the cut: a seed is a non-negative 31-bit value) */
+	uint64_t idh =
+	    strtoull(of + (strncmp(of, "run_", 4) ? 0 : 4), NULL, 16);
+	rp->seed = json_is_integer(os) ? json_integer_value(os)
+				       : (int64_t)(idh % 2147483647u);
 	json_t *last =
 	    json_array_get(rp->o.records, json_array_size(rp->o.records) - 1);
 	char *lt = json_dumps(last, JSON_COMPACT);
