@@ -531,9 +531,10 @@ static void build_rows(struct report *r)
 		if (w->t[0].ok) {
 			add_note(&w->t[0], ld);
 			add_note(&w->t[0],
-				 "so does a binary the tool writes to scratch "
-				 "or a `write` path (tier 1 mounts nothing: "
-				 "no noexec); seccomp refuses memfd_create "
+				 "so does a binary the tool writes to a "
+				 "`write` path (tier 1 binds nothing: no "
+				 "noexec there; its scratch tmpfs is "
+				 "noexec); seccomp refuses memfd_create "
 				 "without MFD_NOEXEC_SEAL and execveat of a "
 				 "bare fd (AT_EMPTY_PATH)");
 		}
@@ -566,7 +567,8 @@ static void build_rows(struct report *r)
 	w = add_row(r, "tier");
 	w->t[0] = f->cg.v2_root[0]
 		      ? yes(NULL, "light process: host namespaces, a cgroup "
-				  "and scratch directory per call")
+				  "and a scratch tmpfs (memory_mb, in a mount "
+				  "namespace of the call's) per call")
 		      : no("no cgroup v2 hierarchy for the call's cgroup");
 	char nsl[64] = "mnt, pid, ipc, uts";
 	if (!f->ns_err[WD_NS_NET])

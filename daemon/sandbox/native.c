@@ -477,7 +477,12 @@ static int supervise(struct launch *l, pid_t child, struct wd_cgroup *cg,
 		res->status = WD_ST_TIMEOUT;
 		res->exit_code = 124;
 	} else if (wd_cgroup_oom_kills(cg) > 0) {
+		/* The kernel's OOM killer (memory.events / v1
+		 * memory.oom_control oom_kill), not any other SIGKILL: the
+		 * call reached memory_mb. One exit code for it (README),
+		 * whichever of its processes was the victim. */
 		res->status = WD_ST_OOM;
+		res->exit_code = 128 + SIGKILL;
 	} else {
 		res->status = res->exit_code == 0 ? WD_ST_OK : WD_ST_ERROR;
 	}

@@ -41,6 +41,7 @@ EOF
 cat >"$T/inner.sh" <<EOF
 set -u
 mount -t tmpfs -o mode=0755 pristine /run || exit 3
+unset WARDEN_RUNTIME_DIR # the default one, /run/warden, made fresh
 umask 077   # a strict umask must not leak into the dirs warden makes
 if command -v runsc >/dev/null; then
 	"$WARDEN" exec --policy "$T/t3.yaml" --json -- /usr/bin/dash -c 'echo t3ok' >"$T/r3" 2>"$T/e3"
