@@ -128,7 +128,8 @@ void wd_cli_print_step(const json_t *r)
 		printf(" from the record of %s (prompt %.23s, no model call, "
 		       "no tool run)",
 		       json_string_value(json_object_get(r, "of_run_id")),
-		       json_string_value(json_object_get(r, "prompt_hash")) ?: "");
+		       json_string_value(json_object_get(r, "prompt_hash"))
+			   ?: "");
 	} else if (rt == WD_REC_REPLAY_REFUSED) {
 		printf(" %s side_effects=%s: %s", tool,
 		       json_string_value(json_object_get(r, "side_effects")),
@@ -152,11 +153,12 @@ void wd_cli_print_step(const json_t *r)
 			printf("\n\n%s", out);
 		json_t *rs = json_object_get(r, "replay");
 		if (rs)
-			printf("\n\nreplay of %s from step %lld: %s",
-			       json_string_value(json_object_get(rs, "of_run_id")),
-			       json_integer_value(
-				   json_object_get(rs, "from_step")),
-			       json_string_value(json_object_get(rs, "summary")));
+			printf(
+			    "\n\nreplay of %s from step %lld: %s",
+			    json_string_value(json_object_get(rs, "of_run_id")),
+			    json_integer_value(
+				json_object_get(rs, "from_step")),
+			    json_string_value(json_object_get(rs, "summary")));
 	}
 	printf("\n");
 	fflush(stdout);
