@@ -16,7 +16,9 @@
 
 /* Syscalls no tool needs and every escape wants: namespaces and mounts,
  * tracing other processes, loading code into the kernel, kernel keyrings,
- * io_uring (its operations bypass seccomp), clocks, and host admin. */
+ * io_uring (its operations bypass seccomp), clocks, and host admin;
+ * inotify watches (Landlock has no right for them: a tier-1 tool could
+ * otherwise watch any host directory its uid may read). */
 const char *const wd_seccomp_baseline[] = {"mount",
 					   "umount2",
 					   "pivot_root",
@@ -72,6 +74,7 @@ const char *const wd_seccomp_baseline[] = {"mount",
 					   "ustat",
 					   "sysfs",
 					   "fanotify_init",
+					   "inotify_add_watch",
 					   "memfd_secret",
 					   "personality",
 					   "modify_ldt",

@@ -140,6 +140,7 @@ static const struct deny_probe {
     {"ustat", SYS_ustat, {0, 0}},
     {"sysfs", SYS_sysfs, {-1L /* no such option */, 0, 0}},
     {"fanotify_init", SYS_fanotify_init, {~0L, 0}},
+    {"inotify_add_watch", SYS_inotify_add_watch, {-1, 0, 0}},
     {"memfd_secret", SYS_memfd_secret, {~0L}},
     {"personality", SYS_personality, {0xffffffffL}}, /* query only */
     {"modify_ldt", SYS_modify_ldt, {-1L /* no such func */, 0, 0}},
