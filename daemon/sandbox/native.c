@@ -550,21 +550,6 @@ static const char *runtime_dir(void)
 	return d && *d ? d : "/run/warden";
 }
 
-/* The runtime dir is on the path of every call's uid (tier 1 runs in a
- * scratch below it): one that an older build left 0700 (its wd_mkdir_p
- * gave a tier-3 runsc root's mode to every parent) is opened to o+x,
- * once a process. Only a directory of root's, never made writable. */
-static void runtime_dir_traversable(const char *d)
-{
-	static int done;
-	struct stat st;
-	if (__atomic_exchange_n(&done, 1, __ATOMIC_RELAXED))
-		return;
-	if (lstat(d, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == 0 &&
-	    (st.st_mode & 0111) != 0111 && chmod(d, (st.st_mode & 0755) | 0111))
-		wd_log_errno(WD_LOG_WARN, -errno, "runtime dir '%s'", d);
-}
-
 static int native_run(const struct wd_call *call, struct wd_result *res,
 		      struct wd_err *err)
 {
@@ -660,7 +645,7 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 		goto out;
 
 	/* Call directory: tier 1 scratch (TMPDIR/HOME) or tier 2 root. */
-	runtime_dir_traversable(runtime_dir());
+	wd_native_runtime_dir_open(runtime_dir());
 	wd_native_protect_self();
 	if (l.tier == 2) {
 		int ifd = wd_native_init(&l.init_path, err);
@@ -877,15 +862,8 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 		r = wd_err_set(err, -errno, "pipes: %s", strerror(errno));
 		goto out;
 	}
-	if (l.tier == 2) {
-		l.init_argv = wd_calloc(argc + 5, sizeof(char *));
-		l.init_argv[0] = wd_strdup("warden-init");
-		l.init_argv[1] = wd_asprintf("%d", l.errp[1]);
-		l.init_argv[2] = l.init_oomfd; /* G1 writes it */
-		l.init_argv[3] = l.exec_path;
-		for (int i = 0; i < argc; i++)
-			l.init_argv[4 + i] = l.argv[i];
-	}
+	if (l.tier == 2)
+		wd_native_init_argv(&l, argc);
 	l.ppid = getpid(); /* T and C die with us (die_with_parent) */
 	l.cpidfd = -1;
 	if (l.tier == 1) {
@@ -945,11 +923,7 @@ out:
 	wd_plan_put(l.mplan_ref); /* G1, its reader, is gone */
 	wd_landlock_free(l.ll);
 	wd_landlock_audit_close(l.lla);
-	if (l.init_argv) { /* [2..] are borrowed */
-		free(l.init_argv[0]);
-		free(l.init_argv[1]);
-		free(l.init_argv);
-	}
+	wd_native_init_argv_free(&l);
 	wd_sb_free_strv(l.argv);
 	wd_sb_free_strv(l.envp);
 	free(l.exec_path);

@@ -1,5 +1,6 @@
-/* Tier 2's init (daemon/init/warden-init.c) and the supervisor's own
- * OOM protection. See native_int.h. */
+/* What a supervising process sets up once for tiers 1-2: tier 2's init
+ * (daemon/init/warden-init.c), its own OOM protection, a traversable
+ * runtime dir. See native_int.h. */
 #include "sandbox/native_int.h"
 #include "common/log.h"
 
@@ -94,4 +95,40 @@ void wd_native_protect_self(void)
 		wd_debug("oom_score_adj: %s", strerror(errno));
 	if (fd >= 0)
 		close(fd);
+}
+
+void wd_native_init_argv(struct launch *l, int argc)
+{
+	l->init_argv = wd_calloc(argc + 5, sizeof(char *));
+	l->init_argv[0] = wd_strdup("warden-init");
+	l->init_argv[1] = wd_asprintf("%d", l->errp[1]);
+	l->init_argv[2] = l->init_oomfd; /* G1 writes it */
+	l->init_argv[3] = l->exec_path;
+	for (int i = 0; i < argc; i++)
+		l->init_argv[4 + i] = l->argv[i];
+}
+
+void wd_native_init_argv_free(struct launch *l)
+{
+	if (l->init_argv) { /* [2..] are borrowed */
+		free(l->init_argv[0]);
+		free(l->init_argv[1]);
+		free(l->init_argv);
+		l->init_argv = NULL;
+	}
+}
+
+/* The runtime dir is on the path of every call's uid (tier 1 runs in a
+ * scratch below it): one that an older build left 0700 (its wd_mkdir_p
+ * gave a tier-3 runsc root's mode to every parent) is opened to o+x,
+ * once a process. Only a directory of root's, never made writable. */
+void wd_native_runtime_dir_open(const char *d)
+{
+	static int done;
+	struct stat st;
+	if (__atomic_exchange_n(&done, 1, __ATOMIC_RELAXED))
+		return;
+	if (lstat(d, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == 0 &&
+	    (st.st_mode & 0111) != 0111 && chmod(d, (st.st_mode & 0755) | 0111))
+		wd_log_errno(WD_LOG_WARN, -errno, "runtime dir '%s'", d);
 }

@@ -141,5 +141,11 @@ int wd_native_init(const char **path, struct wd_err *err);
 /* The supervising process's OOM protection, set once (root only). */
 #define WD_SUPERVISOR_OOM_ADJ "-900"
 void wd_native_protect_self(void);
+/* G1's argv for the init (struct launch init_argv), once errp, argv and
+ * exec_path are made; freed with wd_native_init_argv_free. */
+void wd_native_init_argv(struct launch *l, int argc);
+void wd_native_init_argv_free(struct launch *l);
+/* The runtime dir traversable by a call's uid (once a process). */
+void wd_native_runtime_dir_open(const char *dir);
 
 #endif
