@@ -12,12 +12,14 @@ BUILD=${BUILD:-build}
 [ "$(id -u)" -eq 0 ] || { echo "bench_daemon_mem: needs root"; exit 0; }
 FLOOD="/usr/bin/python3 $ROOT_DIR/tests/integration/daemon_lib/flood.py"
 N1=${MEM_N1:-1000} N2=${MEM_N2:-10000}
+SLOW_MARK=3599.$$1 # the held runs' tool outlasts the bench (kill_slow_tools ends it)
 
 base_policy
 tool slow '["/usr/bin/sleep", "'"$SLOW_MARK"'"]' "input: stdin" "args_schema: {type: object}" \
 	"auth: {mode: on_behalf_of_user, scopes: [\"test:slow\"]}" "side_effects: none"
 tool gated '["/usr/bin/cat"]' "input: stdin" "args_schema: {type: object}" \
 	"auth: {mode: on_behalf_of_user, scopes: [\"test:gated\"]}" "side_effects: none" "approval: always"
+sed -i 's/^timeout_ms: .*/timeout_ms: 3600000/' "$POL/tools/slow.yaml"
 script slowpoke <<'S'
 {"step": 0, "tool_calls": [{"name": "slow", "arguments": {}}]}
 {"text": "done"}
