@@ -8,10 +8,10 @@ kind=$1
 shift
 rep=$(mktemp -d /tmp/warden-san.XXXXXX)
 chmod 1777 "$rep" # the CLI also runs as the test's unprivileged users
-common="halt_on_error=1:log_path=$rep/report"
+common="halt_on_error=${SAN_HALT:-1}:log_path=$rep/report"
 export UBSAN_OPTIONS="$common:print_stacktrace=1"
 export ASAN_OPTIONS="$common:abort_on_error=0:detect_leaks=${SAN_LEAKS:-0}:detect_stack_use_after_return=0"
-export TSAN_OPTIONS="$common:second_deadlock_stack=1"
+export TSAN_OPTIONS="$common:second_deadlock_stack=1:suppressions=$(cd "$(dirname "$0")" && pwd)/tsan.supp"
 [ "$kind" = tsan ] && unset ASAN_OPTIONS
 "$@"
 rc=$?

@@ -268,9 +268,12 @@ static int model_step(struct wd_run *r, struct wd_err *err)
 		json_decref(rj);
 		return rc;
 	}
+	/* under rt->mu: the API's views read a run's usage while it runs */
+	pthread_mutex_lock(&r->rt->mu);
 	r->in_tokens += resp.usage.input_tokens;
 	r->out_tokens += resp.usage.output_tokens;
 	r->cost += resp.cost_usd;
+	pthread_mutex_unlock(&r->rt->mu);
 	if (rrc && !a->unrecorded_read_only) {
 		/* fail closed (issue 5): no tool runs after a step the
 		 * trace could not keep. A failure the store finds later, at

@@ -458,8 +458,10 @@ void rt_close_step(struct wd_run *r)
 			      json_object_get(pc, "content"), "is_error",
 			      json_object_get(pc, "is_error")));
 	}
+	pthread_mutex_lock(&r->rt->mu); /* views read step and pending */
 	json_decref(r->pending);
 	r->pending = NULL;
 	r->step++;
+	pthread_mutex_unlock(&r->rt->mu);
 	__atomic_add_fetch(&r->rt->m_steps, 1, __ATOMIC_RELAXED);
 }

@@ -4,6 +4,9 @@
   flood.py runs SOCK AGENT COUNT [CONCURRENCY]
       COUNT runs of AGENT, CONCURRENCY at a time (each thread creates a run
       and waits for it to end); prints "ok N failed N other N seconds S".
+  flood.py create SOCK AGENT COUNT [CONCURRENCY]
+      COUNT runs of AGENT created, not waited for; prints "created N
+      seconds S".
   flood.py hup PID LOG COUNT
       COUNT policy reloads by SIGHUP, each waited for in the daemon's log
       ("policy reloaded"); prints "reloads N seconds S".
@@ -81,6 +84,29 @@ def runs(sock, agent, count, conc):
           (tally["ok"], tally["failed"], tally["other"], time.time() - t0))
 
 
+def create(sock, agent, count, conc):
+    lock = threading.Lock()
+    left, made = [count], [0]
+
+    def worker():
+        while True:
+            with lock:
+                if left[0] == 0:
+                    return
+                left[0] -= 1
+            st, d = call(sock, "POST", "/v1/runs", {"agent": agent, "task": "go"})
+            if d and "run_id" in d:
+                with lock:
+                    made[0] += 1
+    t0 = time.time()
+    th = [threading.Thread(target=worker) for _ in range(conc)]
+    for t in th:
+        t.start()
+    for t in th:
+        t.join()
+    print("created %d seconds %.1f" % (made[0], time.time() - t0))
+
+
 def hup(pid, log, count):
     f = open(log, "rb")
     f.seek(0, os.SEEK_END)
@@ -108,5 +134,8 @@ if __name__ == "__main__":
     if sys.argv[1] == "runs":
         runs(sys.argv[2], sys.argv[3], int(sys.argv[4]),
              int(sys.argv[5]) if len(sys.argv) > 5 else 8)
+    elif sys.argv[1] == "create":
+        create(sys.argv[2], sys.argv[3], int(sys.argv[4]),
+               int(sys.argv[5]) if len(sys.argv) > 5 else 8)
     elif sys.argv[1] == "hup":
         hup(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]))
