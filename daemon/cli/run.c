@@ -128,7 +128,8 @@ void wd_cli_print_step(const json_t *r)
 		printf(" from the record of %s (prompt %.23s, no model call, "
 		       "no tool run)",
 		       json_string_value(json_object_get(r, "of_run_id")),
-		       json_string_value(json_object_get(r, "prompt_hash")) ?: "");
+		       json_string_value(json_object_get(r, "prompt_hash"))
+			   ?: "");
 	} else if (rt == WD_REC_REPLAY_REFUSED) {
 		printf(" %s side_effects=%s: %s", tool,
 		       json_string_value(json_object_get(r, "side_effects")),
@@ -152,11 +153,12 @@ void wd_cli_print_step(const json_t *r)
 			printf("\n\n%s", out);
 		json_t *rs = json_object_get(r, "replay");
 		if (rs)
-			printf("\n\nreplay of %s from step %lld: %s",
-			       json_string_value(json_object_get(rs, "of_run_id")),
-			       json_integer_value(
-				   json_object_get(rs, "from_step")),
-			       json_string_value(json_object_get(rs, "summary")));
+			printf(
+			    "\n\nreplay of %s from step %lld: %s",
+			    json_string_value(json_object_get(rs, "of_run_id")),
+			    json_integer_value(
+				json_object_get(rs, "from_step")),
+			    json_string_value(json_object_get(rs, "summary")));
 	}
 	printf("\n");
 	fflush(stdout);
@@ -266,7 +268,26 @@ static int verb_run(int argc, char **argv)
 		fprintf(stderr, "warden run: %s\n", err.msg);
 		return WD_EXIT_FAIL;
 	}
-	return !strcmp(f.final, "ok") ? WD_EXIT_OK : WD_EXIT_FAIL;
+	return wd_cli_run_exit(f.final);
+}
+
+/* The exit code says how the run ended (README "Exit codes"): an answer
+ * cut short or refused is not a success. */
+int wd_cli_run_exit(const char *status)
+{
+	static const struct {
+		const char *status;
+		int code;
+	} m[] = {
+	    {"ok", WD_EXIT_OK},
+	    {"truncated", WD_EXIT_TRUNCATED},
+	    {"refused", WD_EXIT_REFUSED},
+	    {"context_exceeded", WD_EXIT_CONTEXT},
+	};
+	for (size_t i = 0; i < WD_ARRAY_SIZE(m); i++)
+		if (!strcmp(status, m[i].status))
+			return m[i].code;
+	return WD_EXIT_FAIL;
 }
 
 WD_VERB(run, "run", "run an agent on a task in wardend, streaming its steps",

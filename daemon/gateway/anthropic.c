@@ -136,6 +136,22 @@ static json_t *anthropic_build(const struct wd_complete_req *req,
 		else
 			json_object_set_new(body, "system", st);
 	}
+	/* a conversation that ends with an assistant turn (a paused turn
+	 * sent back) is continued from it; the API rejects such a final
+	 * turn ending in whitespace */
+	json_t *lm = json_array_get(msgs, json_array_size(msgs) - 1);
+	if (lm && !strcmp(json_string_value(json_object_get(lm, "role")),
+			  "assistant")) {
+		json_t *lc = json_object_get(lm, "content");
+		json_t *lb = json_array_get(lc, json_array_size(lc) - 1);
+		const char *t = json_string_value(json_object_get(lb, "text"));
+		if (t) {
+			size_t n = strlen(t);
+			while (n && strchr(" \t\r\n\v\f", t[n - 1]))
+				n--;
+			json_object_set_new(lb, "text", json_stringn(t, n));
+		}
+	}
 	/* breakpoints 2 and 3: the end of the conversation (what the next
 	 * step repeats) and the end of the previous user turn, so a step
 	 * that adds more than the API's 20-block lookback still hits */

@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include "events/stream.h"
+#include "gateway/gateway.h"
 #include "sandbox/pool.h"
 #include "trace/otlp.h"
 #include "runtime/rt_int.h"
@@ -300,6 +301,11 @@ json_t *wd_rt_status(struct wd_rt *rt)
 	    "approvals_pending", (int)json_object_size(rt->approvals),
 	    "workers", rt->n_workers, "approval_ttl_s", (int)rt->approval_ttl_s,
 	    "trace_healthy", wd_trace_healthy(rt->trace, NULL));
+	/* the gateway's circuit breakers (a reload builds a new gateway:
+	 * its breakers start closed) */
+	if (rt->ps->gw)
+		json_object_set_new(o, "model_routes",
+				    wd_gateway_breakers_json(rt->ps->gw));
 	pthread_mutex_unlock(&rt->mu);
 	/* the pool is set at open and freed at close only: no lock needed */
 	json_t *pool = json_null();
@@ -310,6 +316,37 @@ json_t *wd_rt_status(struct wd_rt *rt)
 	}
 	json_object_set_new(o, "warm_pool", pool);
 	return o;
+}
+
+/* Each model route's circuit breaker: open (1) means later calls skip
+ * it and go straight to the next route. */
+static void route_metrics(json_t *routes, struct wd_buf *b)
+{
+	size_t i;
+	json_t *r;
+	wd_buf_printf(b, "# TYPE warden_model_route_open gauge\n"
+			 "# TYPE warden_model_route_failures gauge\n"
+			 "# TYPE warden_model_route_opened_total counter\n");
+	json_array_foreach(routes, i, r)
+	{
+		const char *p =
+		    json_string_value(json_object_get(r, "provider"));
+		const char *m = json_string_value(json_object_get(r, "model"));
+		const char *st = json_string_value(json_object_get(r, "state"));
+		long long f = (long long)json_integer_value(
+		    json_object_get(r, "failures"));
+		long long o =
+		    (long long)json_integer_value(json_object_get(r, "opened"));
+		wd_buf_printf(b,
+			      "warden_model_route_open{provider=\"%s\","
+			      "model=\"%s\"} %d\n"
+			      "warden_model_route_failures{provider=\"%s\","
+			      "model=\"%s\"} %lld\n"
+			      "warden_model_route_opened_total{provider=\"%s\","
+			      "model=\"%s\"} %lld\n",
+			      p, m, strcmp(st, "closed") != 0, p, m, f, p, m,
+			      o);
+	}
 }
 
 /* The tier-3 warm pool: a miss (pool empty, shape new, tenant over its
@@ -362,6 +399,8 @@ char *wd_rt_metrics(struct wd_rt *rt)
 		active += r->state == R_RUNNING || r->state == R_QUEUED;
 	}
 	size_t napp = json_object_size(rt->approvals);
+	json_t *routes =
+	    rt->ps->gw ? wd_gateway_breakers_json(rt->ps->gw) : json_array();
 	pthread_mutex_unlock(&rt->mu);
 	struct wd_stream_stats st;
 	wd_stream_stats(rt->events, &st);
@@ -397,6 +436,8 @@ char *wd_rt_metrics(struct wd_rt *rt)
 	    (unsigned long long)rt->m_denials, (unsigned long long)st.published,
 	    wd_trace_healthy(rt->trace, NULL) ? 1 : 0,
 	    (unsigned long long)rt->m_steps, (double)rt->m_overhead_ns / 1e9);
+	route_metrics(routes, &b);
+	json_decref(routes);
 	if (rt->alert)
 		wd_alert_metrics_render(rt->alert, &b);
 	if (rt->pool)
