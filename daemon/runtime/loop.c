@@ -320,6 +320,7 @@ static int model_step(struct wd_run *r, struct wd_err *err)
 		return rc;
 	}
 	r->in_tokens += resp.usage.input_tokens;
+	r->cached_tokens += resp.usage.cached_tokens;
 	r->out_tokens += resp.usage.output_tokens;
 	r->cost += resp.cost_usd;
 	if (rrc && !a->unrecorded_read_only) {

@@ -78,6 +78,7 @@ struct wd_run {
 	 * the current overflow; the budget it fitted to (0 = the agent's) */
 	bool ctx_refit;
 	long long ctx_cut;
+	uint64_t cached_tokens; /* part of in_tokens read from a prompt cache */
 	/* sub-agents (subagent.c): a child run is run by its parent's
 	 * thread, inside the parent's tool step */
 	char parent_id[40]; /* "" = top-level run */

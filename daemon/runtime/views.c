@@ -215,11 +215,12 @@ json_t *wd_rt_cost(struct wd_rt *rt, const char *by, uint64_t since_ns,
 			continue;
 		json_array_append_new(
 		    runs,
-		    json_pack("{s:s,s:s,s:s,s:s,s:f,s:I,s:I,s:b}", "run_id",
+		    json_pack("{s:s,s:s,s:s,s:s,s:f,s:I,s:I,s:I,s:b}", "run_id",
 			      r->id, "team", r->agent->team, "agent",
 			      r->agent->name, "user", r->caller.user,
 			      "cost_usd", r->cost, "input_tokens",
-			      (json_int_t)r->in_tokens, "output_tokens",
+			      (json_int_t)r->in_tokens, "cached_tokens",
+			      (json_int_t)r->cached_tokens, "output_tokens",
 			      (json_int_t)r->out_tokens, "_live", 1));
 	}
 	pthread_mutex_unlock(&rt->mu);
@@ -247,9 +248,10 @@ json_t *wd_rt_cost(struct wd_rt *rt, const char *by, uint64_t since_ns,
 			k = "(unknown)";
 		json_t *g = json_object_get(groups, k);
 		if (!g) {
-			g = json_pack("{s:s,s:f,s:i,s:I,s:I}", by, k,
+			g = json_pack("{s:s,s:f,s:i,s:I,s:I,s:I}", by, k,
 				      "cost_usd", 0.0, "runs", 0,
 				      "input_tokens", (json_int_t)0,
+				      "cached_tokens", (json_int_t)0,
 				      "output_tokens", (json_int_t)0);
 			json_object_set_new(groups, k, g);
 		}
@@ -263,8 +265,11 @@ json_t *wd_rt_cost(struct wd_rt *rt, const char *by, uint64_t since_ns,
 		    g, "runs",
 		    json_integer(
 			json_integer_value(json_object_get(g, "runs")) + 1));
-		const char *tk[] = {"input_tokens", "output_tokens"};
-		for (int t = 0; t < 2; t++)
+		/* cached_tokens: the part of input_tokens a prompt cache
+		 * served (billed at the cache-read price) */
+		const char *tk[] = {"input_tokens", "output_tokens",
+				    "cached_tokens"};
+		for (int t = 0; t < 3; t++)
 			json_object_set_new(
 			    g, tk[t],
 			    json_integer(

@@ -147,7 +147,10 @@ expect_eq cache-priced "$(printf '%s' "$END" | jq_py '"%.6f" % d["cost_usd"]')" 
 body=$(reqs b | jq_py 'd[0]["body"]')
 expect_eq cache-breakpoints "$(printf '%s' "$body" | jq_py '(d["system"][0]["cache_control"], d["tools"][-1]["cache_control"], d["messages"][-1]["content"][-1]["cache_control"])')" \
 	"({'type': 'ephemeral'}, {'type': 'ephemeral'}, {'type': 'ephemeral'})"
-#COSTCACHED
+cost=$("$WARDEN" cost --by agent 2>&1)
+expect_match cost-cached-columns "$cost" "INPUT_TOK +UNCACHED +CACHED"
+# ca: the cache run read 6000 of its 10000 input tokens from the cache
+expect_eq cost-cached-json "$("$WARDEN" cost --by agent --json | jq_py "[g[\"cached_tokens\"] for g in d[\"groups\"] if g[\"agent\"] == \"ca\"][0]")" 6000
 
 # ---- tool arguments as the model sent them -------------------------------------
 fake_ctl '{"lane": "a", "reset": true, "queue": [
