@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "common/log.h"
+#include "gateway/breaker.h"
 #include "gateway/gateway.h"
 #include "gateway/provider.h"
 #include "gateway/script.h"
@@ -25,19 +26,6 @@
 
 #define MAX_RESPONSE_BYTES (32u << 20)
 #define REDACTED	   "[REDACTED]"
-#define MAX_BREAKERS	   256
-
-/* A route's circuit breaker (one per provider + model, shared by every
- * alias naming it). Guarded by wd_gateway.brk_lock. */
-struct breaker {
-	int provider;
-	char model[128];
-	uint32_t fails;		/* calls in a row the route failed */
-	uint64_t open_until_ns; /* 0 = closed */
-	bool trial;		/* a half-open trial call is in flight */
-	uint64_t opened;	/* times it opened (metrics) */
-	char last_error[256];
-};
 
 struct wd_gateway {
 	int refs; /* atomic */
@@ -52,9 +40,7 @@ struct wd_gateway {
 	int n_pool, cap_pool;
 	wd_gateway_usage_fn usage_fn;
 	void *usage_ud;
-	pthread_mutex_t brk_lock;
-	struct breaker brk[MAX_BREAKERS];
-	int n_brk;
+	struct wd_breakers *brk;
 };
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
@@ -192,7 +178,7 @@ struct wd_gateway *wd_gateway_new(struct wd_gateway_config *cfg,
 #pragma GCC diagnostic pop
 	}
 	pthread_mutex_init(&gw->pool_lock, NULL);
-	pthread_mutex_init(&gw->brk_lock, NULL);
+	gw->brk = wd_breakers_new(cfg);
 	for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
 		pthread_mutex_init(&gw->share_locks[i], NULL);
 	gw->share = curl_share_init();
@@ -254,7 +240,7 @@ void wd_gateway_unref(struct wd_gateway *gw)
 	for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
 		pthread_mutex_destroy(&gw->share_locks[i]);
 	pthread_mutex_destroy(&gw->pool_lock);
-	pthread_mutex_destroy(&gw->brk_lock);
+	wd_breakers_free(gw->brk);
 	wd_gateway_config_free(gw->cfg);
 	free(gw);
 }
@@ -704,125 +690,9 @@ static void clear_reply(struct wd_complete_resp *resp)
 	memset(&resp->usage, 0, sizeof(resp->usage));
 }
 
-/* ---- circuit breaker -------------------------------------------------------
- */
-
-static struct breaker *brk_find(struct wd_gateway *gw,
-				const struct wd_route *route)
-{
-	for (int i = 0; i < gw->n_brk; i++)
-		if (gw->brk[i].provider == route->provider &&
-		    !strcmp(gw->brk[i].model, route->model))
-			return &gw->brk[i];
-	if (gw->n_brk == MAX_BREAKERS)
-		return NULL; /* only direct provider/model routes get here */
-	struct breaker *b = &gw->brk[gw->n_brk++];
-	memset(b, 0, sizeof(*b));
-	b->provider = route->provider;
-	wd_strlcpy(b->model, route->model, sizeof(b->model));
-	return b;
-}
-
-/* May this call try the route? false (with why) while its breaker is
- * open; after open_ms one call is let through (half-open). `last` asks
- * for the last route of a call that tried nothing yet: it is tried anyway
- * (trying is better than failing on old evidence). */
-static bool brk_allow(struct wd_gateway *gw, const struct wd_route *route,
-		      bool last, char *why, size_t n)
-{
-	const struct wd_retry_cfg *rc = &gw->cfg->retry;
-	bool ok = true;
-
-	if (!rc->breaker_failures)
-		return true;
-	pthread_mutex_lock(&gw->brk_lock);
-	struct breaker *b = brk_find(gw, route);
-	uint64_t now = wd_now_ns();
-	if (b && b->open_until_ns) {
-		if (now < b->open_until_ns || b->trial) {
-			ok = last;
-			snprintf(why, n,
-				 "circuit open after %u failed calls in a row "
-				 "(%.1f s left); last error: %s",
-				 b->fails,
-				 now < b->open_until_ns
-				     ? (double)(b->open_until_ns - now) / 1e9
-				     : 0.0,
-				 b->last_error);
-		} else {
-			b->trial = true; /* half-open: this call decides */
-		}
-	}
-	pthread_mutex_unlock(&gw->brk_lock);
-	return ok;
-}
-
-/* The route answered (ok) or failed this call with class ec. An invalid
- * request or a context overflow says nothing about the route's health;
- * a quota or an auth failure will not heal by itself, so it opens the
- * breaker at once. */
-static void brk_note(struct wd_gateway *gw, const struct wd_route *route,
-		     bool ok, enum wd_err_class ec, const char *error)
-{
-	const struct wd_retry_cfg *rc = &gw->cfg->retry;
-
-	if (!rc->breaker_failures)
-		return;
-	bool counts = ok || !(ec == WD_ERRC_INVALID || ec == WD_ERRC_CONTEXT ||
-			      ec == WD_ERRC_CIRCUIT_OPEN);
-	pthread_mutex_lock(&gw->brk_lock);
-	struct breaker *b = brk_find(gw, route);
-	if (b)
-		b->trial = false;
-	if (b && counts) {
-		if (ok) {
-			b->fails = 0;
-			b->open_until_ns = 0;
-		} else {
-			b->fails++;
-			wd_strlcpy(b->last_error, error, sizeof(b->last_error));
-			if (b->fails >= rc->breaker_failures ||
-			    ec == WD_ERRC_QUOTA || ec == WD_ERRC_AUTH) {
-				if (!b->open_until_ns)
-					b->opened++;
-				b->open_until_ns =
-				    wd_now_ns() +
-				    (uint64_t)rc->breaker_open_ms * 1000000ull;
-			}
-		}
-	}
-	pthread_mutex_unlock(&gw->brk_lock);
-}
-
 json_t *wd_gateway_breakers_json(struct wd_gateway *gw)
 {
-	json_t *a = json_array();
-	uint64_t now = wd_now_ns();
-
-	pthread_mutex_lock(&gw->brk_lock);
-	for (int i = 0; i < gw->n_brk; i++) {
-		const struct breaker *b = &gw->brk[i];
-		const char *st = !b->open_until_ns	  ? "closed"
-				 : now < b->open_until_ns ? "open"
-							  : "half_open";
-		json_t *o = json_pack(
-		    "{s:s,s:s,s:s,s:i,s:I,s:I}", "provider",
-		    gw->cfg->providers[b->provider].name, "model",
-		    gw->cfg->providers[b->provider].kind == WD_PROVIDER_SCRIPT
-			? basename_of(b->model)
-			: b->model,
-		    "state", st, "failures", (int)b->fails, "opened",
-		    (json_int_t)b->opened, "open_ms_left",
-		    (json_int_t)(now < b->open_until_ns
-				     ? (b->open_until_ns - now) / 1000000
-				     : 0));
-		if (b->last_error[0])
-			json_object_set_new(o, "last_error",
-					    wd_json_text(b->last_error));
-		json_array_append_new(a, o);
-	}
-	pthread_mutex_unlock(&gw->brk_lock);
-	return a;
+	return wd_breakers_json(gw->brk);
 }
 
 int wd_gateway_complete(struct wd_gateway *gw,
@@ -865,8 +735,9 @@ int wd_gateway_complete(struct wd_gateway *gw,
 		char bwhy[300];
 		enum wd_err_class rclass = WD_ERRC_NONE;
 
-		if (!brk_allow(gw, route, ri == n_routes - 1 && !tried, bwhy,
-			       sizeof(bwhy))) {
+		if (!wd_breaker_allow(gw->brk, route,
+				      ri == n_routes - 1 && !tried, bwhy,
+				      sizeof(bwhy))) {
 			/* skipped: the trace shows why this route was not
 			 * tried */
 			struct wd_attempt att = {0};
@@ -904,8 +775,8 @@ int wd_gateway_complete(struct wd_gateway *gw,
 				wd_buf_free(&why);
 				/* not the route's fault: no breaker note,
 				 * but a half-open trial ends here */
-				brk_note(gw, route, false, WD_ERRC_CIRCUIT_OPEN,
-					 "");
+				wd_breaker_note(gw->brk, route, false,
+						WD_ERRC_CIRCUIT_OPEN, "");
 				return wd_err_set(err, -ETIMEDOUT,
 						  "gateway: deadline reached "
 						  "after %d attempts; last: %s",
@@ -972,7 +843,8 @@ int wd_gateway_complete(struct wd_gateway *gw,
 				if (gw->usage_fn)
 					gw->usage_fn(gw->usage_ud, &req->attr,
 						     resp);
-				brk_note(gw, route, true, WD_ERRC_NONE, "");
+				wd_breaker_note(gw->brk, route, true,
+						WD_ERRC_NONE, "");
 				wd_buf_free(&why);
 				return 0;
 			}
@@ -992,7 +864,7 @@ int wd_gateway_complete(struct wd_gateway *gw,
 				wait = backoff_ms(rc, (int)an);
 			}
 		}
-		brk_note(gw, route, false, rclass, last_err);
+		wd_breaker_note(gw->brk, route, false, rclass, last_err);
 		last_class = rclass;
 		wd_buf_printf(&why, "%s%s", why.len ? "; " : "", last_err);
 	}
