@@ -26,6 +26,8 @@ Y
 write_gateway
 sed -i 's/^retries: .*/retries: {max_attempts: 2, backoff_base_ms: 10, backoff_max_ms: 50, retry_after_max_ms: 1000, breaker_failures: 2, breaker_open_ms: 60000}/' "$POL/gateway.yaml"
 
+sed -i 's/^  m1: .*/  m1: {input: 1.0, output: 2.0, cached_input: 0.25}/' "$POL/gateway.yaml"
+
 # ---- parameters checked at load ----------------------------------------------
 agent hot claude '[echo]'
 echo "temperature: 1.5" >>"$POL/agents/hot.yaml"
@@ -43,6 +45,8 @@ agent ca claude '[echo]'
 agent cg gpt '[echo]'
 agent short claude '[echo]' 1
 agent fo failover '[echo]'
+agent cgl gpt '[echo]'
+sed -i "s/^system_prompt: .*/system_prompt: \"$(python3 -c 'print("Follow the rules. " * 300)')\"/" "$POL/agents/cgl.yaml"
 start_daemon || { fail daemon-start "see log"; finish; }
 
 # run AGENT: sets OUT (the --json stream), RC, END (run_end line)
@@ -151,6 +155,17 @@ cost=$("$WARDEN" cost --by agent 2>&1)
 expect_match cost-cached-columns "$cost" "INPUT_TOK +UNCACHED +CACHED"
 # ca: the cache run read 6000 of its 10000 input tokens from the cache
 expect_eq cost-cached-json "$("$WARDEN" cost --by agent --json | jq_py "[g[\"cached_tokens\"] for g in d[\"groups\"] if g[\"agent\"] == \"ca\"][0]")" 6000
+
+# OpenAI's automatic caching read back (the fake caches a repeated prefix
+# of >= 1024 tokens, as OpenAI does) and priced at cached_input
+fake_ctl '{"lane": "a", "reset": true, "queue": [
+  {"reply": {"tool_calls": [{"name": "echo", "arguments": {"n": "x"}}]}},
+  {"reply": {"text": "ok"}}]}'
+run cgl
+mc2=$(printf '%s\n' "$OUT" | grep '"type":"model_call"' | tail -1)
+expect_match openai-cached-read-back "$RC:$(printf '%s' "$mc2" | jq_py 'd["cached_tokens"] >= 1024')" '^0:True$'
+expect_eq openai-cached-priced "$(printf '%s' "$mc2" | jq_py '"%.9f" % d["cost_usd"]')" \
+	"$(printf '%s' "$mc2" | jq_py '"%.9f" % (((d["gen_ai.usage.input_tokens"] - d["cached_tokens"]) * 1.0 + d["cached_tokens"] * 0.25 + d["gen_ai.usage.output_tokens"] * 2.0) / 1e6)')"
 
 # ---- tool arguments as the model sent them -------------------------------------
 fake_ctl '{"lane": "a", "reset": true, "queue": [
