@@ -140,6 +140,7 @@ expect_eq breaker-skipped "$(nreqs a)" 0
 expect_match breaker-attempt "$(printf '%s\n' "$OUT" | grep '"type":"model_call"')" '"provider":"fa","model":"m1","status":0[^}]*circuit open after 2 failed calls'
 expect_match breaker-metrics "$(curl -s --unix-socket "$SOCK" http://w/metrics)" 'warden_model_route_open\{provider="fa",model="m1"\} 1'
 expect_match breaker-status "$(api GET /v1/status)" '"provider":"fa","model":"m1","state":"open","failures":2'
+expect_match breaker-warden-status "$("$WARDEN" status 2>&1 | tr "\n" " " | tr -s " ")" 'fa/m1: open, 2 failed calls in a row, skipped for [0-9.]+ s more; last error: fa/m1: HTTP 429: insufficient_quota'
 
 # ---- cache pricing and breakpoints ---------------------------------------------
 # m2: 1 $/M input, 2 $/M output, no cached_input: Anthropic's multipliers
