@@ -32,7 +32,9 @@ A behaviour B (all fields optional):
              # OpenAI: "raw_arguments": "text" sends that argument string
              "stop": "end_turn|tool_use|max_tokens",
              "usage": {"input_tokens": 10, "output_tokens": 5,
-                       "cached_tokens": 2}}}
+                       "cached_tokens": 2,          # read from the cache
+                       "cache_write_tokens": 3,     # Anthropic: written, 5m
+                       "cache_write_1h_tokens": 1}}} # written, 1h
   "quota": true                           # with status 429 (OpenAI) or 402
                                           # (Anthropic billing_error): the
                                           # provider's quota/billing body
