@@ -11,7 +11,18 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-enum { WD_EXIT_OK = 0, WD_EXIT_FAIL = 1, WD_EXIT_USAGE = 2 };
+/* `warden run` also: 3 the answer was cut at max_tokens (run_end status
+ * truncated), 4 the model refused (refused), 5 the conversation did not
+ * fit the model's context window (context_exceeded). */
+enum {
+	WD_EXIT_OK = 0,
+	WD_EXIT_FAIL = 1,
+	WD_EXIT_USAGE = 2,
+	WD_EXIT_TRUNCATED = 3,
+	WD_EXIT_REFUSED = 4,
+	WD_EXIT_CONTEXT = 5,
+};
+int wd_cli_run_exit(const char *status); /* run_end status -> exit code */
 
 struct wd_verb {
 	const char *name;

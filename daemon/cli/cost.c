@@ -75,23 +75,30 @@ static int verb_cost(int argc, char **argv)
 	if (json) {
 		wd_cli_print_json(resp, JSON_INDENT(2), "{}");
 	} else {
-		printf("%-20s %6s %12s %12s %12s\n", by, "RUNS", "INPUT_TOK",
-		       "OUTPUT_TOK", "COST_USD");
+		/* INPUT_TOK = UNCACHED + CACHED (read from a prompt cache,
+		 * billed at the cache-read price) */
+		printf("%-20s %6s %12s %12s %12s %12s %12s\n", by, "RUNS",
+		       "INPUT_TOK", "UNCACHED", "CACHED", "OUTPUT_TOK",
+		       "COST_USD");
 		size_t i;
 		json_t *g;
 		json_array_foreach(json_object_get(resp, "groups"), i, g)
 		{
+			long long in = json_integer_value(
+				      json_object_get(g, "input_tokens")),
+				  ca = json_integer_value(
+				      json_object_get(g, "cached_tokens"));
 			printf(
-			    "%-20s %6lld %12lld %12lld %12.6f\n",
+			    "%-20s %6lld %12lld %12lld %12lld %12lld %12.6f\n",
 			    json_string_value(json_object_get(g, by)),
-			    json_integer_value(json_object_get(g, "runs")),
-			    json_integer_value(
-				json_object_get(g, "input_tokens")),
+			    json_integer_value(json_object_get(g, "runs")), in,
+			    in - ca, ca,
 			    json_integer_value(
 				json_object_get(g, "output_tokens")),
 			    json_number_value(json_object_get(g, "cost_usd")));
 		}
-		printf("%-20s %6s %12s %12s %12.6f\n", "total", "", "", "",
+		printf("%-20s %6s %12s %12s %12s %12s %12.6f\n", "total", "",
+		       "", "", "", "",
 		       json_number_value(json_object_get(resp, "total_usd")));
 	}
 	json_decref(resp);

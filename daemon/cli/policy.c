@@ -305,6 +305,14 @@ static void cross_check(struct ctx *c, const char *root)
 					    "alias or provider in "
 					    "%s/gateway.yaml",
 					    a->name, a->model, root);
+			char why[400];
+			if (ok && wd_route_check_params(t->gateway, a->model,
+							a->temperature, why,
+							sizeof(why)))
+				wd_diag_add(&c->diag, a->source,
+					    a->temperature_line,
+					    a->temperature_col,
+					    "agent '%s': %s", a->name, why);
 		}
 	}
 }

@@ -272,7 +272,26 @@ static int verb_run(int argc, char **argv)
 		fprintf(stderr, "warden run: %s\n", err.msg);
 		return WD_EXIT_FAIL;
 	}
-	return !strcmp(f.final, "ok") ? WD_EXIT_OK : WD_EXIT_FAIL;
+	return wd_cli_run_exit(f.final);
+}
+
+/* The exit code says how the run ended (README "Exit codes"): an answer
+ * cut short or refused is not a success. */
+int wd_cli_run_exit(const char *status)
+{
+	static const struct {
+		const char *status;
+		int code;
+	} m[] = {
+	    {"ok", WD_EXIT_OK},
+	    {"truncated", WD_EXIT_TRUNCATED},
+	    {"refused", WD_EXIT_REFUSED},
+	    {"context_exceeded", WD_EXIT_CONTEXT},
+	};
+	for (size_t i = 0; i < WD_ARRAY_SIZE(m); i++)
+		if (!strcmp(status, m[i].status))
+			return m[i].code;
+	return WD_EXIT_FAIL;
 }
 
 WD_VERB(run, "run", "run an agent on a task in wardend, streaming its steps",

@@ -766,6 +766,10 @@ static int verb_status(int argc, char **argv)
 	build_watch(&r);
 	if (json) {
 		json_t *o = wd_status_json_report(&r);
+		char why[300] = "";
+		json_t *mr = wd_status_model_routes(why, sizeof(why));
+		json_object_set_new(o, "model_routes",
+				    mr ? mr : json_pack("{s:s}", "error", why));
 		char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 		if (!s) {
 			json_decref(o);
@@ -778,6 +782,7 @@ static int verb_status(int argc, char **argv)
 		json_decref(o);
 	} else {
 		wd_status_text_report(&r);
+		wd_status_model_routes_text();
 	}
 	report_free(&r);
 	return WD_EXIT_OK;

@@ -59,5 +59,9 @@ int wd_status_build_mechs(const struct report *r, struct mech *m);
 json_t *wd_status_json_report(const struct report *r);
 /* Print the report as text on stdout. */
 void wd_status_text_report(const struct report *r);
+/* wardend's model routes (status_routes.c): a new reference to the
+ * model_routes array, or NULL with why (daemon not reachable, ...). */
+json_t *wd_status_model_routes(char *why, size_t n);
+void wd_status_model_routes_text(void);
 
 #endif

@@ -19,6 +19,24 @@ static void push_block(json_t *msgs, const char *role, json_t *block)
 	    msgs, json_pack("{s:s,s:[o]}", "role", role, "content", block));
 }
 
+/* {"type": "ephemeral"[, "ttl": "1h"]} for the provider's cache_ttl */
+static json_t *cache_mark(const struct wd_provider_cfg *prov)
+{
+	json_t *c = json_pack("{s:s}", "type", "ephemeral");
+	if (prov->cache_ttl == WD_CACHE_1H)
+		json_object_set_new(c, "ttl", json_string("1h"));
+	return c;
+}
+
+/* Mark the last content block of message `m` as a cache breakpoint. */
+static void mark_last_block(json_t *m, const struct wd_provider_cfg *prov)
+{
+	json_t *content = json_object_get(m, "content");
+	json_t *b = json_array_get(content, json_array_size(content) - 1);
+	if (b)
+		json_object_set_new(b, "cache_control", cache_mark(prov));
+}
+
 static json_t *anthropic_build(const struct wd_complete_req *req,
 			       const struct wd_provider_cfg *prov,
 			       const char *model, struct wd_err *err)
@@ -31,6 +49,18 @@ static json_t *anthropic_build(const struct wd_complete_req *req,
 			   "request cannot be honoured on this route");
 		return NULL;
 	}
+	const struct wd_provider_desc *d =
+	    wd_provider_desc_of(WD_PROVIDER_ANTHROPIC);
+	if (req->temperature >= 0 && (req->temperature < d->temperature_min ||
+				      req->temperature > d->temperature_max)) {
+		/* the policy loader refuses these (wd_route_check_params);
+		 * never send what the API answers with a 400 */
+		wd_err_set(
+		    err, -EINVAL, "anthropic: temperature %g is outside %g..%g",
+		    req->temperature, d->temperature_min, d->temperature_max);
+		return NULL;
+	}
+	bool cache = prov && prov->cache_ttl != WD_CACHE_OFF;
 	json_t *body = json_object(), *msgs = json_array();
 	struct wd_buf sys = {0};
 
@@ -52,16 +82,16 @@ static json_t *anthropic_build(const struct wd_complete_req *req,
 			}
 			break;
 		case WD_ROLE_USER:
-			/* the API rejects empty text blocks */
-			push_block(msgs, "user",
-				   json_pack("{s:s,s:o}", "type", "text",
-					     "text",
-					     wd_json_text(m->text && *m->text
-							      ? m->text
-							      : "(empty)")));
+			/* the API rejects empty and whitespace-only text */
+			push_block(
+			    msgs, "user",
+			    json_pack("{s:s,s:o}", "type", "text", "text",
+				      wd_json_text(!wd_text_blank(m->text)
+						       ? m->text
+						       : "(empty)")));
 			break;
 		case WD_ROLE_ASSISTANT:
-			if (m->text && *m->text)
+			if (!wd_text_blank(m->text))
 				push_block(msgs, "assistant",
 					   json_pack("{s:s,s:o}", "type",
 						     "text", "text",
@@ -69,7 +99,10 @@ static json_t *anthropic_build(const struct wd_complete_req *req,
 			for (int j = 0; j < m->n_tool_calls; j++) {
 				const struct wd_tool_call *c =
 				    &m->tool_calls[j];
-				json_t *in = c->arguments
+				/* input must be an object: arguments
+				 * another route's model sent unparsable
+				 * go as {} (their tool_result says so) */
+				json_t *in = json_is_object(c->arguments)
 						 ? json_deep_copy(c->arguments)
 						 : json_object();
 				push_block(
@@ -94,7 +127,46 @@ static json_t *anthropic_build(const struct wd_complete_req *req,
 	}
 	if (sys.len) {
 		wd_buf_append(&sys, "", 1);
-		json_object_set_new(body, "system", wd_json_text(sys.data));
+		json_t *st = wd_json_text(sys.data);
+		if (cache) /* breakpoint 1: tools + system prompt */
+			json_object_set_new(
+			    body, "system",
+			    json_pack("[{s:s,s:o,s:o}]", "type", "text", "text",
+				      st, "cache_control", cache_mark(prov)));
+		else
+			json_object_set_new(body, "system", st);
+	}
+	/* a conversation that ends with an assistant turn (a paused turn
+	 * sent back) is continued from it; the API rejects such a final
+	 * turn ending in whitespace */
+	json_t *lm = json_array_get(msgs, json_array_size(msgs) - 1);
+	if (lm && !strcmp(json_string_value(json_object_get(lm, "role")),
+			  "assistant")) {
+		json_t *lc = json_object_get(lm, "content");
+		json_t *lb = json_array_get(lc, json_array_size(lc) - 1);
+		const char *t = json_string_value(json_object_get(lb, "text"));
+		if (t) {
+			size_t n = strlen(t);
+			while (n && strchr(" \t\r\n\v\f", t[n - 1]))
+				n--;
+			json_object_set_new(lb, "text", json_stringn(t, n));
+		}
+	}
+	/* breakpoints 2 and 3: the end of the conversation (what the next
+	 * step repeats) and the end of the previous user turn, so a step
+	 * that adds more than the API's 20-block lookback still hits */
+	size_t nm = json_array_size(msgs);
+	if (cache && nm) {
+		mark_last_block(json_array_get(msgs, nm - 1), prov);
+		for (size_t k = nm - 1; k-- > 0;) {
+			json_t *mk = json_array_get(msgs, k);
+			if (!strcmp(
+				json_string_value(json_object_get(mk, "role")),
+				"user")) {
+				mark_last_block(mk, prov);
+				break;
+			}
+		}
 	}
 	wd_buf_free(&sys);
 	json_object_set_new(body, "messages", msgs);
@@ -117,6 +189,12 @@ static json_t *anthropic_build(const struct wd_complete_req *req,
 						 : ""),
 				"input_schema", p));
 		}
+		/* breakpoint 4: the tool schemas (before the system prompt in
+		 * the API's cache order) */
+		if (cache)
+			json_object_set_new(
+			    json_array_get(tools, json_array_size(tools) - 1),
+			    "cache_control", cache_mark(prov));
 		json_object_set_new(body, "tools", tools);
 	}
 	return body;
@@ -184,12 +262,11 @@ static int anthropic_parse(const char *body, size_t len,
 			c->name = wd_strdup(name);
 			if (json_is_object(in)) {
 				c->arguments = json_incref(in);
+			} else if (in) {
+				c->arguments = json_incref(in);
+				c->parse_error = true;
 			} else {
 				c->arguments = json_object();
-				c->parse_error = in != NULL;
-				if (in)
-					json_object_set(c->arguments, "_raw",
-							in);
 			}
 		}
 		/* thinking, redacted_thinking, server tool blocks: ignored */
@@ -199,10 +276,8 @@ static int anthropic_parse(const char *body, size_t len,
 	wd_buf_free(&text);
 
 	stop = json_string_value(json_object_get(root, "stop_reason"));
-	static const char *const end[] = {"end_turn", "stop_sequence", NULL},
-				 *tool[] = {"tool_use", NULL},
-				 *max[] = {"max_tokens", NULL};
-	wd_resp_set_stop(resp, stop, &(struct wd_stop_names){end, tool, max});
+	wd_resp_set_stop_desc(resp, stop,
+			      wd_provider_desc_of(WD_PROVIDER_ANTHROPIC));
 
 	u = json_object_get(root, "usage");
 	if (json_is_object(u)) {
@@ -213,6 +288,12 @@ static int anthropic_parse(const char *body, size_t len,
 		    json_object_get(u, "cache_creation_input_tokens"));
 		resp->usage.input_tokens = in + cr + cc;
 		resp->usage.cached_tokens = cr;
+		resp->usage.cache_write_tokens = cc;
+		/* usage.cache_creation splits the writes by TTL */
+		resp->usage.cache_write_1h_tokens =
+		    WD_MIN(cc, wd_json_count(json_object_get(
+				   json_object_get(u, "cache_creation"),
+				   "ephemeral_1h_input_tokens")));
 		resp->usage.output_tokens =
 		    wd_json_count(json_object_get(u, "output_tokens"));
 	}

@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "common/log.h"
+#include "gateway/breaker.h"
 #include "gateway/gateway.h"
 #include "gateway/provider.h"
 #include "gateway/script.h"
@@ -39,6 +40,7 @@ struct wd_gateway {
 	int n_pool, cap_pool;
 	wd_gateway_usage_fn usage_fn;
 	void *usage_ud;
+	struct wd_breakers *brk;
 };
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
@@ -165,17 +167,18 @@ struct wd_gateway *wd_gateway_new(struct wd_gateway_config *cfg,
 	gw->ua_hdrs = wd_calloc(cfg->n_providers + 1, sizeof(char *));
 	for (int i = 0; i < cfg->n_providers; i++) {
 		const struct wd_provider_cfg *p = &cfg->providers[i];
+		const struct wd_provider_desc *d = wd_provider_desc_of(p->kind);
 		read_key(p, &gw->keys[i], &gw->key_errs[i]);
-		if (!gw->keys[i])
+		if (!gw->keys[i] || !d->auth_fmt)
 			continue;
-		if (p->kind == WD_PROVIDER_ANTHROPIC)
-			gw->ua_hdrs[i] =
-			    wd_asprintf("x-api-key: %s", gw->keys[i]);
-		else if (p->kind == WD_PROVIDER_OPENAI)
-			gw->ua_hdrs[i] = wd_asprintf("Authorization: Bearer %s",
-						     gw->keys[i]);
+			/* auth_fmt is the table's own literal with one %s */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+		gw->ua_hdrs[i] = wd_asprintf(d->auth_fmt, gw->keys[i]);
+#pragma GCC diagnostic pop
 	}
 	pthread_mutex_init(&gw->pool_lock, NULL);
+	gw->brk = wd_breakers_new(cfg);
 	for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
 		pthread_mutex_init(&gw->share_locks[i], NULL);
 	gw->share = curl_share_init();
@@ -237,6 +240,7 @@ void wd_gateway_unref(struct wd_gateway *gw)
 	for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
 		pthread_mutex_destroy(&gw->share_locks[i]);
 	pthread_mutex_destroy(&gw->pool_lock);
+	wd_breakers_free(gw->brk);
 	wd_gateway_config_free(gw->cfg);
 	free(gw);
 }
@@ -284,6 +288,12 @@ static int resolve(const struct wd_gateway *gw, const char *model,
 	return 0;
 }
 
+const struct wd_gateway_config *
+wd_gateway_config_of(const struct wd_gateway *gw)
+{
+	return gw->cfg;
+}
+
 bool wd_gateway_has_model(const struct wd_gateway *gw, const char *model)
 {
 	const struct wd_route *routes;
@@ -308,7 +318,7 @@ json_t *wd_gateway_route_json(const struct wd_gateway *gw, const char *model)
 		    a, json_pack("{s:s,s:s,s:s,s:b}", "provider", p->name,
 				 "kind", wd_provider_kind_name(p->kind),
 				 "model", routes[i].model, "seed",
-				 p->kind == WD_PROVIDER_OPENAI));
+				 wd_provider_desc_of(p->kind)->seed));
 	}
 	return a;
 }
@@ -424,22 +434,17 @@ struct attempt_ctx {
 	char *raw_response;
 };
 
-static const struct wd_provider_ops *ops_for(enum wd_provider_kind k)
-{
-	return k == WD_PROVIDER_ANTHROPIC ? &wd_anthropic_ops
-	       : k == WD_PROVIDER_OPENAI  ? &wd_openai_ops
-					  : NULL;
-}
-
-static char *endpoint(const struct wd_provider_cfg *p)
+/* base_url + the table's path; a base_url that already ends in "/v1"
+ * (common for OpenAI-compatible servers) does not get it twice */
+static char *endpoint(const struct wd_provider_cfg *p,
+		      const struct wd_provider_desc *d)
 {
 	size_t n = strlen(p->base_url);
 
-	if (p->kind == WD_PROVIDER_ANTHROPIC)
-		return wd_asprintf("%s/v1/messages", p->base_url);
-	if (n >= 3 && !strcmp(p->base_url + n - 3, "/v1"))
-		return wd_asprintf("%s/chat/completions", p->base_url);
-	return wd_asprintf("%s/v1/chat/completions", p->base_url);
+	if (n >= 3 && !strcmp(p->base_url + n - 3, "/v1") &&
+	    !strncmp(d->path, "/v1/", 4))
+		return wd_asprintf("%s%s", p->base_url, d->path + 3);
+	return wd_asprintf("%s%s", p->base_url, d->path);
 }
 
 static enum outcome http_attempt(struct attempt_ctx *a,
@@ -447,7 +452,9 @@ static enum outcome http_attempt(struct attempt_ctx *a,
 {
 	struct wd_gateway *gw = a->gw;
 	int pi = a->route->provider;
-	const struct wd_provider_ops *ops = ops_for(a->prov->kind);
+	const struct wd_provider_desc *desc =
+	    wd_provider_desc_of(a->prov->kind);
+	const struct wd_provider_ops *ops = desc->ops;
 	struct wd_err e = {0};
 	struct http_out out = {.retry_after_ms = -1};
 	struct curl_slist *hdrs = NULL;
@@ -462,6 +469,7 @@ static enum outcome http_attempt(struct attempt_ctx *a,
 	body = ops->build(a->req, a->prov, a->route->model, &e);
 	if (!body) {
 		snprintf(a->att->error, sizeof(a->att->error), "%s", e.msg);
+		a->att->err_class = WD_ERRC_INVALID;
 		return OUT_NEXT;
 	}
 	a->raw_request = json_dumps(body, JSON_COMPACT);
@@ -475,6 +483,7 @@ static enum outcome http_attempt(struct attempt_ctx *a,
 		snprintf(a->att->error, sizeof(a->att->error), "%s",
 			 gw->key_errs[pi] ? gw->key_errs[pi]
 					  : "api key not configured");
+		a->att->err_class = WD_ERRC_AUTH;
 		return OUT_NEXT;
 	}
 	h = pool_get(gw);
@@ -483,12 +492,12 @@ static enum outcome http_attempt(struct attempt_ctx *a,
 			 "curl_easy_init failed");
 		return OUT_RETRY;
 	}
-	url = endpoint(a->prov);
+	url = endpoint(a->prov, desc);
 	hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
 	hdrs = curl_slist_append(hdrs, "Accept: application/json");
 	hdrs = curl_slist_append(hdrs, "Expect:"); /* no 100-continue RTT */
-	if (a->prov->kind == WD_PROVIDER_ANTHROPIC)
-		hdrs = curl_slist_append(hdrs, "anthropic-version: 2023-06-01");
+	if (desc->version_hdr)
+		hdrs = curl_slist_append(hdrs, desc->version_hdr);
 	hdrs = curl_slist_append(hdrs, gw->ua_hdrs[pi]);
 	curl_easy_setopt(h, CURLOPT_URL, url);
 	curl_easy_setopt(h, CURLOPT_SHARE, gw->share);
@@ -537,6 +546,7 @@ static enum outcome http_attempt(struct attempt_ctx *a,
 			snprintf(a->att->error, sizeof(a->att->error),
 				 "response larger than %u bytes",
 				 MAX_RESPONSE_BYTES);
+			a->att->err_class = WD_ERRC_BAD_RESPONSE;
 			oc = OUT_NEXT;
 		} else {
 			snprintf(a->att->error, sizeof(a->att->error), "%s%s%s",
@@ -545,6 +555,7 @@ static enum outcome http_attempt(struct attempt_ctx *a,
 				     : "connection: ",
 				 errbuf[0] ? errbuf : "",
 				 errbuf[0] ? "" : curl_easy_strerror(cc));
+			a->att->err_class = WD_ERRC_TIMEOUT;
 			oc = OUT_RETRY;
 		}
 	} else if (status >= 200 && status < 300) {
@@ -555,6 +566,7 @@ static enum outcome http_attempt(struct attempt_ctx *a,
 		} else {
 			snprintf(a->att->error, sizeof(a->att->error), "%s",
 				 e.msg);
+			a->att->err_class = WD_ERRC_BAD_RESPONSE;
 			oc = OUT_NEXT;
 		}
 	} else {
@@ -562,15 +574,20 @@ static enum outcome http_attempt(struct attempt_ctx *a,
 		if (out.body.data)
 			ops->error_message(out.body.data, out.body.len, pm,
 					   sizeof(pm));
-		snprintf(a->att->error, sizeof(a->att->error), "HTTP %ld%s%s",
-			 status, pm[0] ? ": " : "", pm);
-		/* 408/409/429/5xx (incl. Anthropic's 529 overloaded) are
-		 * transient; other 4xx are this provider refusing this
-		 * request: try the next route without retrying here */
-		oc = (status == 408 || status == 409 || status == 429 ||
-		      status >= 500)
-			 ? OUT_RETRY
-			 : OUT_NEXT;
+		/* the class goes after the message: a message cut
+		 * mid-character would leave invalid UTF-8 inside */
+		utf8_trim(pm);
+		enum wd_err_class ec =
+		    desc->classify(status, out.body.data, out.body.len);
+		snprintf(a->att->error, sizeof(a->att->error),
+			 "HTTP %ld%s%s (%s)", status, pm[0] ? ": " : "", pm,
+			 wd_err_class_name(ec));
+		a->att->err_class = ec;
+		/* only a rate limit, an overload, a server error or a
+		 * timeout may pass: a quota 429 (insufficient_quota), an
+		 * auth failure or an invalid request fails the same way
+		 * every time, so the next route is tried at once */
+		oc = wd_err_class_retryable(ec) ? OUT_RETRY : OUT_NEXT;
 	}
 	redact_buf(gw, a->att->error, sizeof(a->att->error));
 	wd_buf_free(&out.body);
@@ -610,9 +627,12 @@ static const char *basename_of(const char *p)
 	return s ? s + 1 : p;
 }
 
-static void price_it(const struct wd_gateway *gw, const char *provider,
+static void price_it(const struct wd_gateway *gw,
+		     const struct wd_provider_cfg *prov,
 		     const char *route_model, struct wd_complete_resp *resp)
 {
+	const char *provider = prov->name;
+	const struct wd_provider_desc *d = wd_provider_desc_of(prov->kind);
 	const struct wd_price *p;
 
 	p = wd_gateway_config_price(gw->cfg, provider, route_model);
@@ -627,14 +647,22 @@ static void price_it(const struct wd_gateway *gw, const char *provider,
 		resp->cost_usd = 0;
 		return;
 	}
-	uint64_t cached =
-	    WD_MIN(resp->usage.cached_tokens, resp->usage.input_tokens);
+	const struct wd_usage *u = &resp->usage;
+	uint64_t cached = WD_MIN(u->cached_tokens, u->input_tokens);
+	uint64_t wr = WD_MIN(u->cache_write_tokens, u->input_tokens - cached);
+	uint64_t wr1h = WD_MIN(u->cache_write_1h_tokens, wr);
+	double read_price =
+	    p->cached_input >= 0 ? p->cached_input : p->input * d->cache_read_x;
 	resp->priced = true;
-	resp->cost_usd =
-	    ((double)(resp->usage.input_tokens - cached) * p->input +
-	     (double)cached * p->cached_input +
-	     (double)resp->usage.output_tokens * p->output) /
-	    1e6;
+	/* Anthropic bills a cache write above the input price (1.25x for
+	 * 5 minutes, 2x for an hour) and a read at 0.1x; OpenAI only
+	 * discounts reads (the multipliers are in providers.c) */
+	resp->cost_usd = ((double)(u->input_tokens - cached - wr) * p->input +
+			  (double)cached * read_price +
+			  (double)(wr - wr1h) * p->input * d->cache_write_5m_x +
+			  (double)wr1h * p->input * d->cache_write_1h_x +
+			  (double)u->output_tokens * p->output) /
+			 1e6;
 }
 
 static void add_attempt(struct wd_complete_resp *resp,
@@ -662,10 +690,19 @@ static void clear_reply(struct wd_complete_resp *resp)
 	memset(&resp->usage, 0, sizeof(resp->usage));
 }
 
+json_t *wd_gateway_breakers_json(struct wd_gateway *gw)
+{
+	return wd_breakers_json(gw->brk);
+}
+
 int wd_gateway_complete(struct wd_gateway *gw,
 			const struct wd_complete_req *req,
 			struct wd_complete_resp *resp, struct wd_err *err)
 {
+	/* each route's last error, for the reason a failed call gives */
+	struct wd_buf why = {0};
+	enum wd_err_class last_class = WD_ERRC_NONE;
+	int tried = 0;
 	const struct wd_retry_cfg *rc = &gw->cfg->retry;
 	const struct wd_route *routes;
 	struct wd_route direct;
@@ -695,6 +732,31 @@ int wd_gateway_complete(struct wd_gateway *gw,
 		const struct wd_provider_cfg *prov =
 		    &gw->cfg->providers[route->provider];
 		uint64_t wait = 0;
+		char bwhy[300];
+		enum wd_err_class rclass = WD_ERRC_NONE;
+
+		if (!wd_breaker_allow(gw->brk, route,
+				      ri == n_routes - 1 && !tried, bwhy,
+				      sizeof(bwhy))) {
+			/* skipped: the trace shows why this route was not
+			 * tried */
+			struct wd_attempt att = {0};
+			wd_strlcpy(att.provider, prov->name,
+				   sizeof(att.provider));
+			wd_strlcpy(att.model,
+				   prov->kind == WD_PROVIDER_SCRIPT
+				       ? basename_of(route->model)
+				       : route->model,
+				   sizeof(att.model));
+			snprintf(att.error, sizeof(att.error), "%s", bwhy);
+			redact_buf(gw, att.error, sizeof(att.error));
+			att.err_class = WD_ERRC_CIRCUIT_OPEN;
+			add_attempt(resp, &att);
+			wd_buf_printf(&why, "%s%s/%s: %s", why.len ? "; " : "",
+				      att.provider, att.model, att.error);
+			continue;
+		}
+		tried++;
 
 		for (uint32_t an = 1; an <= rc->max_attempts; an++) {
 			struct wd_attempt att = {0};
@@ -710,6 +772,11 @@ int wd_gateway_complete(struct wd_gateway *gw,
 			if (req->deadline_ns &&
 			    now + wait * 1000000ull >= req->deadline_ns) {
 				resp->latency_us = (wd_now_ns() - t0) / 1000;
+				wd_buf_free(&why);
+				/* not the route's fault: no breaker note,
+				 * but a half-open trial ends here */
+				wd_breaker_note(gw->brk, route, false,
+						WD_ERRC_CIRCUIT_OPEN, "");
 				return wd_err_set(err, -ETIMEDOUT,
 						  "gateway: deadline reached "
 						  "after %d attempts; last: %s",
@@ -750,6 +817,7 @@ int wd_gateway_complete(struct wd_gateway *gw,
 						 "script: %s",
 						 se.msg[0] ? se.msg
 							   : "not loaded");
+					att.err_class = WD_ERRC_INVALID;
 					oc = OUT_NEXT;
 				}
 			} else {
@@ -770,17 +838,21 @@ int wd_gateway_complete(struct wd_gateway *gw,
 					resp->text = wd_strdup("");
 				if (!resp->stop_raw)
 					resp->stop_raw = wd_strdup("");
-				price_it(gw, prov->name, att.model, resp);
+				price_it(gw, prov, att.model, resp);
 				resp->latency_us = (wd_now_ns() - t0) / 1000;
 				if (gw->usage_fn)
 					gw->usage_fn(gw->usage_ud, &req->attr,
 						     resp);
+				wd_breaker_note(gw->brk, route, true,
+						WD_ERRC_NONE, "");
+				wd_buf_free(&why);
 				return 0;
 			}
 			clear_reply(resp);
 			snprintf(last_err, sizeof(last_err), "%s/%s: %s",
 				 att.provider, att.model, att.error);
 			utf8_trim(last_err);
+			rclass = att.err_class;
 			if (oc == OUT_NEXT)
 				break;
 			if (a.retry_after_ms >= 0) {
@@ -792,12 +864,21 @@ int wd_gateway_complete(struct wd_gateway *gw,
 				wait = backoff_ms(rc, (int)an);
 			}
 		}
+		wd_breaker_note(gw->brk, route, false, rclass, last_err);
+		last_class = rclass;
+		wd_buf_printf(&why, "%s%s", why.len ? "; " : "", last_err);
 	}
 	resp->latency_us = (wd_now_ns() - t0) / 1000;
-	r = wd_err_set(err, -EPROTO,
-		       "gateway: model '%s' failed after %d attempts; last: %s",
-		       req->model, resp->n_attempts, last_err);
-	if (err)
+	/* -E2BIG: the prompt is over the context window; the caller may fit
+	 * the conversation and call again (runtime/loop.c) */
+	r = wd_err_set(err, last_class == WD_ERRC_CONTEXT ? -E2BIG : -EPROTO,
+		       "gateway: model '%s' failed after %d attempts: %s",
+		       req->model, resp->n_attempts,
+		       why.data ? why.data : last_err);
+	wd_buf_free(&why);
+	if (err) {
 		redact_buf(gw, err->msg, sizeof(err->msg));
+		utf8_trim(err->msg);
+	}
 	return r;
 }

@@ -64,9 +64,10 @@ struct wd_tool_call {
 	char *id;	   /* provider's id ("toolu_...", "call_..."); the
 			    * script provider makes "call_<step>_<i>" */
 	char *name;	   /* tool name */
-	json_t *arguments; /* always a JSON object (owned reference); a
-			    * provider's unparsable argument string becomes
-			    * {"_raw": "<text>"} with parse_error set */
+	json_t *arguments; /* a JSON object (owned reference); with
+			    * parse_error, whatever the model sent instead
+			    * (OpenAI: its argument text, as a JSON string),
+			    * sent back to the model as it was */
 	bool parse_error;
 };
 
@@ -115,17 +116,46 @@ struct wd_complete_req {
 			       * attempt or backoff sleep goes past it. */
 };
 
+/* Neutral stop reasons; what the runtime does with each is in
+ * runtime/loop.c (README "Model gateway"). */
 enum wd_stop_reason {
 	WD_STOP_END_TURN,
 	WD_STOP_TOOL_USE,
-	WD_STOP_MAX_TOKENS,
-	WD_STOP_OTHER, /* refusal, content filter, unknown: see stop_raw */
+	WD_STOP_MAX_TOKENS, /* the answer was cut at max_tokens */
+	WD_STOP_OTHER,	    /* a word the provider table does not know */
+	WD_STOP_REFUSAL,    /* Anthropic refusal, OpenAI content_filter or
+			     * message.refusal: text is the provider's */
+	WD_STOP_PAUSE,	    /* Anthropic pause_turn: send the turn back */
+	WD_STOP_CONTEXT,    /* model_context_window_exceeded */
 };
+
+/* Why an attempt failed, from the provider's own error body. Only the
+ * first four are worth another attempt on the same route. */
+enum wd_err_class {
+	WD_ERRC_NONE,
+	WD_ERRC_RATE_LIMIT,   /* 429 rate_limit_error / rate_limit_exceeded */
+	WD_ERRC_OVERLOADED,   /* 529 overloaded_error */
+	WD_ERRC_SERVER,	      /* 5xx api_error / server_error */
+	WD_ERRC_TIMEOUT,      /* no answer in time, connection failed */
+	WD_ERRC_QUOTA,	      /* insufficient_quota, billing: not until a
+			       * human pays; retrying cannot help */
+	WD_ERRC_AUTH,	      /* 401/403, key missing */
+	WD_ERRC_INVALID,      /* 400 invalid_request_error & co */
+	WD_ERRC_CONTEXT,      /* prompt longer than the context window */
+	WD_ERRC_BAD_RESPONSE, /* 2xx we could not parse, too big */
+	WD_ERRC_CIRCUIT_OPEN, /* skipped: the route's breaker is open */
+};
+const char *wd_err_class_name(enum wd_err_class c);
 
 struct wd_usage {
 	uint64_t input_tokens; /* all prompt tokens, cached included */
 	uint64_t output_tokens;
 	uint64_t cached_tokens; /* part of input_tokens read from a cache */
+	uint64_t cache_write_tokens;	/* part of input_tokens written to a
+					 * cache (Anthropic
+					 * cache_creation_input_tokens) */
+	uint64_t cache_write_1h_tokens; /* the part of cache_write_tokens
+					 * kept an hour */
 };
 
 /* One HTTP (or script) attempt, in order. */
@@ -135,7 +165,8 @@ struct wd_attempt {
 	int http_status; /* 0 if no HTTP response (connect error, timeout) */
 	char error[256]; /* "" on success; redacted */
 	uint64_t latency_us;
-	uint64_t wait_ms; /* backoff slept BEFORE this attempt */
+	uint64_t wait_ms;	     /* backoff slept BEFORE this attempt */
+	enum wd_err_class err_class; /* WD_ERRC_NONE on success */
 };
 
 struct wd_complete_resp {
@@ -182,7 +213,9 @@ bool wd_gateway_has_model(const struct wd_gateway *gw, const char *model);
  *   -ENOENT       unknown model alias
  *   -EINVAL       bad request (e.g. a tool schema that is not JSON)
  *   -ETIMEDOUT    deadline reached
- *   -EPROTO       every entry failed; err says the last reason
+ *   -EPROTO       every entry failed; err gives each route's last error
+ *   -E2BIG        as -EPROTO, the last route saying the prompt is over
+ *                 its context window (fit and call again)
  *   -EBADMSG      (inside attempts) a response that could not be parsed */
 int wd_gateway_complete(struct wd_gateway *gw,
 			const struct wd_complete_req *req,
@@ -195,6 +228,15 @@ void wd_complete_resp_free(struct wd_complete_resp *resp);
  * resolve. */
 json_t *wd_gateway_route_json(const struct wd_gateway *gw, const char *model);
 
+/* The routes' circuit breakers: [{provider, model, state
+ * (closed|open|half_open), failures, opened, open_ms_left, last_error}]
+ * (/metrics, warden status). A new reference. */
+json_t *wd_gateway_breakers_json(struct wd_gateway *gw);
+
+/* The config the gateway was built from (policy load checks). */
+const struct wd_gateway_config *
+wd_gateway_config_of(const struct wd_gateway *gw);
+
 /* Called after every successful completion (from the calling thread) with
  * the request's attribution and the cost: the daemon's cost ledger hooks
  * in here. Set before the gateway is shared between threads. */
@@ -205,6 +247,8 @@ void wd_gateway_set_usage_cb(struct wd_gateway *gw, wd_gateway_usage_fn fn,
 
 const char *wd_role_name(enum wd_role r);
 const char *wd_stop_reason_name(enum wd_stop_reason s);
+/* Back from wd_stop_reason_name's word (records); WD_STOP_OTHER if none */
+enum wd_stop_reason wd_stop_reason_parse(const char *s);
 
 /* Deep-copy helpers for callers that keep tool calls across steps. */
 void wd_tool_call_copy(struct wd_tool_call *dst,

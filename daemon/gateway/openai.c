@@ -11,6 +11,15 @@ static json_t *openai_build(const struct wd_complete_req *req,
 			    const struct wd_provider_cfg *prov,
 			    const char *model, struct wd_err *err)
 {
+	const struct wd_provider_desc *d =
+	    wd_provider_desc_of(WD_PROVIDER_OPENAI);
+	if (req->temperature >= 0 && (req->temperature < d->temperature_min ||
+				      req->temperature > d->temperature_max)) {
+		wd_err_set(
+		    err, -EINVAL, "openai: temperature %g is outside %g..%g",
+		    req->temperature, d->temperature_min, d->temperature_max);
+		return NULL;
+	}
 	json_t *body = json_object(), *msgs = json_array();
 
 	json_object_set_new(body, "model", json_string(model));
@@ -42,16 +51,21 @@ static json_t *openai_build(const struct wd_complete_req *req,
 			/* null content is only valid next to tool_calls */
 			json_object_set_new(
 			    jm, "content",
-			    m->text && *m->text ? wd_json_text(m->text)
-			    : m->n_tool_calls	? json_null()
-						: json_string(""));
+			    !wd_text_blank(m->text) ? wd_json_text(m->text)
+			    : m->n_tool_calls	    ? json_null()
+						    : json_string(""));
 			if (m->n_tool_calls) {
 				json_t *tcs = json_array();
 				for (int j = 0; j < m->n_tool_calls; j++) {
 					const struct wd_tool_call *c =
 					    &m->tool_calls[j];
+					/* unparsable text goes back as the
+					 * model wrote it */
 					char *args =
-					    c->arguments
+					    json_is_string(c->arguments)
+						? wd_strdup(json_string_value(
+						      c->arguments))
+					    : c->arguments
 						? json_dumps(c->arguments,
 							     JSON_COMPACT)
 						: NULL;
@@ -190,17 +204,22 @@ static int openai_parse(const char *body, size_t len,
 		else if (!args || json_is_null(args))
 			c->arguments = json_object();
 		else {
-			c->arguments = json_object();
-			json_object_set(c->arguments, "_raw", args);
+			c->arguments = json_incref(args);
 			c->parse_error = true;
 		}
 	}
 	fin = json_string_value(json_object_get(choice, "finish_reason"));
-	static const char *const end[] = {"stop", "eos", NULL},
-				 *tool[] = {"tool_calls", "function_call",
-					    NULL},
-				 *max[] = {"length", NULL};
-	wd_resp_set_stop(resp, fin, &(struct wd_stop_names){end, tool, max});
+	wd_resp_set_stop_desc(resp, fin,
+			      wd_provider_desc_of(WD_PROVIDER_OPENAI));
+	/* a refusal comes as message.refusal (content null), whatever
+	 * finish_reason says: the run ends `refused` with that text */
+	v = json_object_get(msg, "refusal");
+	if (json_is_string(v) && json_string_length(v)) {
+		free(resp->text);
+		resp->text =
+		    wd_strndup(json_string_value(v), json_string_length(v));
+		resp->stop_reason = WD_STOP_REFUSAL;
+	}
 
 	u = json_object_get(root, "usage");
 	if (json_is_object(u)) {

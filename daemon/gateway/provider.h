@@ -32,23 +32,61 @@ struct wd_provider_ops {
 extern const struct wd_provider_ops wd_anthropic_ops;
 extern const struct wd_provider_ops wd_openai_ops;
 
+/* What a provider is, in one place (providers.c holds the table): the
+ * config loader takes kind names and parameter ranges from it, the gateway
+ * its endpoint, auth header, stop-reason map, error classes and cache
+ * pricing. Adding a provider = its wire-format file + one table row.
+ * Values are the providers' documented ones (Anthropic Messages API,
+ * OpenAI Chat Completions), not what a fake or a proxy happens to do. */
+struct wd_stop_map {
+	const char *raw; /* the provider's word */
+	enum wd_stop_reason stop;
+};
+
+struct wd_provider_desc {
+	enum wd_provider_kind kind;
+	const char *name;	 /* `kind:` word in gateway.yaml */
+	const char *path;	 /* appended to base_url; NULL: no HTTP */
+	const char *auth_fmt;	 /* header line, %s = the key */
+	const char *version_hdr; /* fixed header or NULL */
+	/* temperature the API takes (Anthropic 0..1, OpenAI 0..2) */
+	double temperature_min, temperature_max;
+	bool seed;			 /* honours a request `seed` */
+	const struct wd_stop_map *stops; /* {NULL} terminated */
+	/* one error response (status, body) -> class */
+	enum wd_err_class (*classify)(long status, const char *body,
+				      size_t len);
+	/* cache pricing as multiples of the model's input price: a cache
+	 * read, a write that lives 5 minutes, one that lives an hour (0 =
+	 * the provider bills no writes: OpenAI's caching is automatic) */
+	double cache_read_x, cache_write_5m_x, cache_write_1h_x;
+	bool cache_control; /* requests carry explicit cache breakpoints */
+	const struct wd_provider_ops *ops; /* NULL: script */
+};
+
+const struct wd_provider_desc *wd_provider_desc_of(enum wd_provider_kind k);
+const struct wd_provider_desc *wd_provider_desc_named(const char *name);
+/* "anthropic, openai or script" for messages */
+const char *wd_provider_kind_words(void);
+/* The stop reason for `raw` by the provider's map; a response with tool
+ * calls whose raw word means end of turn is tool use. */
+void wd_resp_set_stop_desc(struct wd_complete_resp *resp, const char *raw,
+			   const struct wd_provider_desc *d);
+/* Does the error class make another attempt on the same route useful? */
+bool wd_err_class_retryable(enum wd_err_class c);
+
 /* Shared helpers (provider_common.c). */
 /* Tool schema text -> JSON object; NULL + err if it is not an object. */
 json_t *wd_tool_parameters(const struct wd_tool_schema *t, struct wd_err *err);
 /* Parse a tool-call argument string (OpenAI sends JSON text): an object, or
- * {"_raw": text} with *parse_error = true. "" means {}. */
+ * the text itself as a JSON string with *parse_error = true. "" means {}. */
 json_t *wd_parse_arguments(const char *s, size_t len, bool *parse_error);
+/* NULL, "" or only whitespace: Anthropic rejects such text blocks, and no
+ * provider gains from one being sent back */
+bool wd_text_blank(const char *s);
 /* A JSON integer >= 0 as uint64, else 0. */
 uint64_t wd_json_count(json_t *v);
 
-/* The provider's stop reason `raw` (may be NULL) into resp: stop_raw, and
- * stop_reason by the NULL-terminated lists of names meaning end of turn,
- * tool use and the token limit; a response with tool calls is tool use. */
-struct wd_stop_names {
-	const char *const *end, *const *tool, *const *max;
-};
-void wd_resp_set_stop(struct wd_complete_resp *resp, const char *raw,
-		      const struct wd_stop_names *names);
 /* "model" and "id" of a response body into resp. */
 void wd_resp_set_model_id(struct wd_complete_resp *resp, json_t *root);
 /* An error body's {"error": {"type", "message"}} (or {"error": "text"},

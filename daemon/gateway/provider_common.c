@@ -29,8 +29,22 @@ const char *wd_stop_reason_name(enum wd_stop_reason s)
 		return "max_tokens";
 	case WD_STOP_OTHER:
 		return "other";
+	case WD_STOP_REFUSAL:
+		return "refusal";
+	case WD_STOP_PAUSE:
+		return "pause_turn";
+	case WD_STOP_CONTEXT:
+		return "context_exceeded";
 	}
 	return "?";
+}
+
+enum wd_stop_reason wd_stop_reason_parse(const char *s)
+{
+	for (int i = WD_STOP_END_TURN; s && i <= WD_STOP_CONTEXT; i++)
+		if (!strcmp(s, wd_stop_reason_name((enum wd_stop_reason)i)))
+			return (enum wd_stop_reason)i;
+	return WD_STOP_OTHER;
 }
 
 void wd_tool_call_copy(struct wd_tool_call *dst, const struct wd_tool_call *src)
@@ -102,12 +116,20 @@ json_t *wd_parse_arguments(const char *s, size_t len, bool *parse_error)
 	if (v && json_is_object(v))
 		return v;
 	json_decref(v);
+	/* kept as the model's own text: it goes back to the model verbatim
+	 * (OpenAI arguments are a string) and the broker refuses the call
+	 * (arguments are not an object) */
 	*parse_error = true;
-	v = json_object();
-	json_object_set_new(v, "_raw", json_stringn(s, len));
-	if (!json_object_get(v, "_raw")) /* invalid UTF-8 */
-		json_object_set_new(v, "_raw", json_string("(not UTF-8)"));
-	return v;
+	v = json_stringn(s, len);
+	return v ? v : wd_json_text(s); /* invalid UTF-8: bytes replaced */
+}
+
+bool wd_text_blank(const char *s)
+{
+	for (; s && *s; s++)
+		if (!strchr(" \t\r\n\v\f", *s))
+			return false;
+	return true;
 }
 
 uint64_t wd_json_count(json_t *v)
@@ -218,33 +240,6 @@ json_t *wd_json_text(const char *s)
 	v = json_stringn(b.data ? b.data : "", b.len);
 	wd_buf_free(&b);
 	return v ? v : json_string("");
-}
-
-static bool name_in(const char *s, const char *const *list)
-{
-	for (; list && *list; list++)
-		if (!strcmp(s, *list))
-			return true;
-	return false;
-}
-
-void wd_resp_set_stop(struct wd_complete_resp *resp, const char *raw,
-		      const struct wd_stop_names *names)
-{
-	resp->stop_raw = wd_strdup(raw ? raw : "");
-	if (!raw)
-		resp->stop_reason =
-		    resp->n_tool_calls ? WD_STOP_TOOL_USE : WD_STOP_END_TURN;
-	else if (name_in(raw, names->end))
-		resp->stop_reason = WD_STOP_END_TURN;
-	else if (name_in(raw, names->tool))
-		resp->stop_reason = WD_STOP_TOOL_USE;
-	else if (name_in(raw, names->max))
-		resp->stop_reason = WD_STOP_MAX_TOKENS;
-	else
-		resp->stop_reason = WD_STOP_OTHER;
-	if (resp->n_tool_calls && resp->stop_reason == WD_STOP_END_TURN)
-		resp->stop_reason = WD_STOP_TOOL_USE;
 }
 
 void wd_resp_set_model_id(struct wd_complete_resp *resp, json_t *root)

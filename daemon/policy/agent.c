@@ -199,6 +199,18 @@ static int c_strategy(struct wd_ywalk *w, yaml_node_t *v, void *o)
 	int i;
 	if (wd_y_enum(w, v, "'context.strategy'", words, 3, &i) < 0)
 		return -EINVAL;
+	if (i != WD_CTX_SLIDING_WINDOW) {
+		/* runtime/context.c fits every conversation one way (older
+		 * tool results to the trace, then the oldest turns dropped):
+		 * accepting another word would be a setting that does
+		 * nothing */
+		wd_y_err(w, v,
+			 "'context.strategy': %s is not built; use "
+			 "sliding_window (older tool results move to the "
+			 "run's trace, then the oldest turns are dropped)",
+			 words[i]);
+		return -EINVAL;
+	}
 	A(o)->context.strategy = (enum wd_context_strategy)i;
 	return 0;
 }
@@ -258,6 +270,8 @@ static int f_temperature(struct wd_ywalk *w, yaml_node_t *v, void *o)
 		return -EINVAL;
 	}
 	A(o)->temperature = d;
+	A(o)->temperature_line = (int)v->start_mark.line + 1;
+	A(o)->temperature_col = (int)v->start_mark.column + 1;
 	return 0;
 }
 

@@ -93,6 +93,7 @@ struct wd_agent {
 	 * checks: `warden policy check`) */
 	int *tool_line, *tool_col;
 	int model_line, model_col;
+	int temperature_line, temperature_col; /* 0 when absent */
 	char **subagents; /* agent names, NULL-terminated (never NULL) */
 	int n_subagents;
 	int *subagent_line, *subagent_col;

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <yaml.h>
 
+#include "gateway/provider.h"
 #include "gateway/script.h"
 #include "policy/gateway_config.h"
 #include "policy/ywalk.h"
@@ -206,7 +207,7 @@ static bool valid_name(const char *s)
 
 struct prov_parse {
 	struct wd_provider_cfg *p;
-	yaml_node_t *kind_node, *url_node;
+	yaml_node_t *kind_node, *url_node, *cache_node;
 	bool have_kind;
 };
 
@@ -221,19 +222,13 @@ static void provider_pair(struct gc_ctx *c, yaml_node_t *kn, const char *k,
 		pp->kind_node = vn;
 		if (!s)
 			return;
-		if (!strcmp(s, "anthropic"))
-			p->kind = WD_PROVIDER_ANTHROPIC;
-		else if (!strcmp(s, "openai"))
-			p->kind = WD_PROVIDER_OPENAI;
-		else if (!strcmp(s, "script"))
-			p->kind = WD_PROVIDER_SCRIPT;
-		else {
-			gc_err(c, vn,
-			       "'kind': expected anthropic, openai or script, "
-			       "got '%s'",
-			       s);
+		const struct wd_provider_desc *d = wd_provider_desc_named(s);
+		if (!d) {
+			gc_err(c, vn, "'kind': expected %s, got '%s'",
+			       wd_provider_kind_words(), s);
 			return;
 		}
+		p->kind = d->kind;
 		pp->have_kind = true;
 	} else if (!strcmp(k, "base_url")) {
 		pp->url_node = vn;
@@ -271,6 +266,21 @@ static void provider_pair(struct gc_ctx *c, yaml_node_t *kn, const char *k,
 	} else if (!strcmp(k, "connect_timeout_ms")) {
 		gc_uint(c, vn, "'connect_timeout_ms'", 1, 3600000,
 			&p->connect_timeout_ms);
+	} else if (!strcmp(k, "cache_ttl")) {
+		const char *s = gc_scalar(c, vn, "'cache_ttl'");
+		pp->cache_node = vn;
+		if (!s)
+			return;
+		if (!strcmp(s, "5m"))
+			p->cache_ttl = WD_CACHE_5M;
+		else if (!strcmp(s, "1h"))
+			p->cache_ttl = WD_CACHE_1H;
+		else if (!strcmp(s, "off"))
+			p->cache_ttl = WD_CACHE_OFF;
+		else
+			gc_err(c, vn,
+			       "'cache_ttl': expected 5m, 1h or off, got '%s'",
+			       s);
 	}
 }
 
@@ -284,6 +294,7 @@ static void providers_pair(struct gc_ctx *c, yaml_node_t *kn, const char *k,
 					   "timeout_ms",
 					   "connect_timeout_ms",
 					   "max_tokens_param",
+					   "cache_ttl",
 					   NULL};
 	struct wd_gateway_config *cfg = c->cfg;
 	struct wd_provider_cfg *p;
@@ -327,6 +338,14 @@ static void providers_pair(struct gc_ctx *c, yaml_node_t *kn, const char *k,
 		       what);
 	if (!p->connect_timeout_ms)
 		p->connect_timeout_ms = WD_MIN(p->timeout_ms, 10000u);
+	/* explicit breakpoints are an Anthropic API feature; OpenAI caches
+	 * by itself and a script has nothing to cache: accepting the key
+	 * there would be a setting that does nothing */
+	if (pp.cache_node && !wd_provider_desc_of(p->kind)->cache_control)
+		gc_err(c, pp.cache_node,
+		       "%s: cache_ttl is for anthropic providers (%s caching, "
+		       "if any, is automatic)",
+		       what, wd_provider_kind_name(p->kind));
 }
 
 /* ---- models (aliases) ---------------------------------------------------- */
@@ -447,6 +466,10 @@ static void retries_pair(struct gc_ctx *c, yaml_node_t *kn, const char *k,
 		gc_uint(c, vn, what, 0, 600000, &r->backoff_max_ms);
 	else if (!strcmp(k, "retry_after_max_ms"))
 		gc_uint(c, vn, what, 0, 3600000, &r->retry_after_max_ms);
+	else if (!strcmp(k, "breaker_failures"))
+		gc_uint(c, vn, what, 0, 1000, &r->breaker_failures);
+	else if (!strcmp(k, "breaker_open_ms"))
+		gc_uint(c, vn, what, 1, 86400000, &r->breaker_open_ms);
 }
 
 struct price_parse {
@@ -490,8 +513,8 @@ static void prices_pair(struct gc_ctx *c, yaml_node_t *kn, const char *k,
 		return;
 	if (!pp.in || !pp.out)
 		gc_err(c, vn, "%s: needs 'input' and 'output'", what);
-	if (pp.p->cached_input < 0)
-		pp.p->cached_input = pp.p->input;
+	/* cached_input < 0: the provider's read multiplier applies
+	 * (price_it, gateway.c) */
 }
 
 struct root_parse {
@@ -508,9 +531,13 @@ static void root_pair(struct gc_ctx *c, yaml_node_t *kn, const char *k,
 	else if (!strcmp(k, "models"))
 		rp->models = vn;
 	else if (!strcmp(k, "retries")) {
-		static const char *const keys[] = {
-		    "max_attempts", "backoff_base_ms", "backoff_max_ms",
-		    "retry_after_max_ms", NULL};
+		static const char *const keys[] = {"max_attempts",
+						   "backoff_base_ms",
+						   "backoff_max_ms",
+						   "retry_after_max_ms",
+						   "breaker_failures",
+						   "breaker_open_ms",
+						   NULL};
 		gc_map(c, vn, "'retries'", keys, retries_pair, NULL);
 	} else if (!strcmp(k, "prices"))
 		gc_map(c, vn, "'prices'", NULL, prices_pair, NULL);
@@ -536,7 +563,9 @@ int wd_gateway_config_load_str(const char *file, const char *base_dir,
 	c.cfg->retry = (struct wd_retry_cfg){.max_attempts = 3,
 					     .backoff_base_ms = 200,
 					     .backoff_max_ms = 5000,
-					     .retry_after_max_ms = 30000};
+					     .retry_after_max_ms = 30000,
+					     .breaker_failures = 3,
+					     .breaker_open_ms = 30000};
 	if (!yaml_parser_initialize(&parser)) {
 		wd_gateway_config_free(c.cfg);
 		return wd_err_set(err, -ENOMEM, "%s: yaml init failed", file);

@@ -4,7 +4,8 @@
  *
  *   providers:
  *     anthropic: {kind: anthropic, base_url: "https://api.anthropic.com",
- *                 api_key_env: ANTHROPIC_API_KEY, timeout_ms: 120000}
+ *                 api_key_env: ANTHROPIC_API_KEY, timeout_ms: 120000,
+ *                 cache_ttl: 5m}   # prompt-cache breakpoints: 5m|1h|off
  *     openai:    {kind: openai, base_url: "https://api.openai.com",
  *                 api_key_file: /etc/warden/openai.key,
  *                 max_tokens_param: max_completion_tokens}
@@ -14,7 +15,8 @@
  *     claude:  [{provider: anthropic, model: claude-sonnet-4-5},
  *               {provider: openai, model: gpt-4.1}]
  *   retries: {max_attempts: 3, backoff_base_ms: 200, backoff_max_ms: 5000,
- *             retry_after_max_ms: 30000}
+ *             retry_after_max_ms: 30000, breaker_failures: 3,
+ *             breaker_open_ms: 30000}
  *   prices:                      # USD per million tokens
  *     claude-sonnet-4-5: {input: 3.0, output: 15.0, cached_input: 0.30}
  *
@@ -39,6 +41,12 @@ enum wd_provider_kind {
 	WD_PROVIDER_SCRIPT,
 };
 
+enum wd_cache_ttl {
+	WD_CACHE_5M, /* default for providers with explicit breakpoints */
+	WD_CACHE_1H,
+	WD_CACHE_OFF,
+};
+
 struct wd_provider_cfg {
 	char *name;
 	enum wd_provider_kind kind;
@@ -50,6 +58,7 @@ struct wd_provider_cfg {
 	bool max_completion_tokens;  /* openai: `max_tokens_param:
 				      * max_completion_tokens` (reasoning
 				      * models); default max_tokens */
+	enum wd_cache_ttl cache_ttl; /* anthropic `cache_ttl: 5m|1h|off` */
 };
 
 struct wd_route {
@@ -66,7 +75,9 @@ struct wd_alias {
 
 struct wd_price {
 	char *model; /* provider-side model name, or "provider/model" */
-	double input, output, cached_input; /* USD per 1e6 tokens */
+	double input, output; /* USD per 1e6 tokens */
+	double cached_input;  /* a cache read; < 0 (absent) = input times the
+			       * provider's cache_read_x (provider.h) */
 };
 
 struct wd_retry_cfg {
@@ -75,6 +86,11 @@ struct wd_retry_cfg {
 	uint32_t backoff_max_ms;     /* default 5000 */
 	uint32_t retry_after_max_ms; /* a longer Retry-After moves on to the
 				      * next route instead; default 30000 */
+	/* circuit breaker: after this many calls in a row that a route
+	 * failed (0 = never), skip it for breaker_open_ms, then let one
+	 * call try it (half-open) */
+	uint32_t breaker_failures; /* default 3 */
+	uint32_t breaker_open_ms;  /* default 30000 */
 };
 
 struct wd_gateway_config {
@@ -109,5 +125,14 @@ int wd_gateway_config_provider(const struct wd_gateway_config *cfg,
 			       const char *name); /* index or -1 */
 
 const char *wd_provider_kind_name(enum wd_provider_kind k);
+
+/* Can every route of `model` (alias or provider/model) take these
+ * parameters (temperature < 0 = not set)? 0, or -EINVAL with why naming
+ * the route. The range comes from the provider table (gateway/provider.h);
+ * the policy loaders call this so a parameter a route cannot take is a
+ * load error, never a 400 at every step. */
+int wd_route_check_params(const struct wd_gateway_config *cfg,
+			  const char *model, double temperature, char *why,
+			  size_t n);
 
 #endif

@@ -96,6 +96,9 @@ static const char *role_of(json_t *m)
 void rt_fit_context(struct wd_run *r)
 {
 	long long budget = r->agent->context_budget_tokens;
+	/* a provider said the prompt is over its window (loop.c) */
+	if (r->ctx_cut > 0 && (budget <= 0 || r->ctx_cut < budget))
+		budget = r->ctx_cut;
 	if (budget <= 0 || conv_tokens(r) <= budget)
 		return;
 	/* what follows edits messages in place */

@@ -102,9 +102,60 @@ static void budget_stop(struct wd_run *r, const char *bound, double limit,
 
 /* ---- model call ---- */
 
+/* The answer as the user sees it: a reply cut at max_tokens or paused
+ * (pause_turn) and then continued is one answer over several assistant
+ * messages; join them. `last` is the text of the final one. */
+static char *joined_answer(struct wd_run *r, const char *last)
+{
+	size_t n = json_array_size(r->msgs), i = n ? n - 1 : 0;
+	struct wd_buf b = {0};
+	/* r->msgs[n-1] is the final assistant message (text `last`) */
+	while (i >= 1) {
+		json_t *p = json_array_get(r->msgs, i - 1);
+		const char *role =
+		    json_string_value(json_object_get(p, "role"));
+		if (!strcmp(role, "user") &&
+		    json_is_true(json_object_get(p, "continuation")) && i >= 2)
+			i -= 2;
+		else if (!strcmp(role, "assistant") &&
+			 json_is_true(json_object_get(p, "paused")))
+			i -= 1;
+		else
+			break;
+	}
+	for (size_t k = i; k + 1 < n; k++) {
+		json_t *m = json_array_get(r->msgs, k);
+		const char *t = json_string_value(json_object_get(m, "text"));
+		if (t && !strcmp(json_string_value(json_object_get(m, "role")),
+				 "assistant"))
+			wd_buf_append(&b, t, strlen(t));
+	}
+	wd_buf_append(&b, last ? last : "", strlen(last ? last : ""));
+	wd_buf_append(&b, "", 1);
+	return b.data;
+}
+
+/* Context overflow (the provider's stop reason or error): fit the
+ * conversation to half of what overflowed and call once more. false:
+ * that was done already for this overflow (the run ends
+ * context_exceeded). */
+static bool refit_once(struct wd_run *r)
+{
+	if (r->ctx_refit)
+		return false;
+	r->ctx_refit = true;
+	cleanup_free char *all = rt_conv_text(r);
+	long long est = (long long)(strlen(all) / 4);
+	r->ctx_cut = WD_MAX(est / 2, 256);
+	rt_fit_context(r);
+	return true;
+}
+
 /* 0: the model answered (r->pending holds its tool calls, or the run
- * finished with its text); 1: the run was finished here (its model_call
- * could not be recorded); -errno: the call failed (err). */
+ * finished with its text or its stop reason's outcome); 1: the run was
+ * finished here (its model_call could not be recorded); 2: call the model
+ * again (an answer cut at max_tokens, a paused turn, a refitted
+ * context); -errno: the call failed (err). */
 static int model_step(struct wd_run *r, struct wd_err *err)
 {
 	const struct wd_agent_def *a = r->agent;
@@ -271,6 +322,7 @@ static int model_step(struct wd_run *r, struct wd_err *err)
 	/* under rt->mu: the API's views read a run's usage while it runs */
 	pthread_mutex_lock(&r->rt->mu);
 	r->in_tokens += resp.usage.input_tokens;
+	r->cached_tokens += resp.usage.cached_tokens;
 	r->out_tokens += resp.usage.output_tokens;
 	r->cost += resp.cost_usd;
 	pthread_mutex_unlock(&r->rt->mu);
@@ -303,13 +355,82 @@ static int model_step(struct wd_run *r, struct wd_err *err)
 			    json_string(resp.system_fingerprint));
 		rt_replay_after_model(r, rj);
 	}
+	/* Every stop reason has its outcome (README "Model gateway"): a
+	 * response without tool calls is an answer only when the model
+	 * ended its turn. */
+	const char *text = resp.text ? resp.text : "";
+	enum wd_stop_reason sr = resp.stop_reason;
+	int out = 0;
+	if (sr == WD_STOP_CONTEXT) {
+		/* the context window filled up: the reply is cut off and
+		 * does not join the conversation */
+		if (refit_once(r))
+			out = 2;
+		else
+			rt_finish(r, "context_exceeded",
+				  "the conversation filled the model's context "
+				  "window (stop_reason "
+				  "model_context_window_exceeded), also after "
+				  "fitting it to half its size",
+				  NULL);
+		json_decref(rj);
+		wd_complete_resp_free(&resp);
+		return out;
+	}
+	r->ctx_refit = false;
 	/* the assistant turn joins the conversation as the model sent it */
-	json_t *am = json_pack("{s:s,s:s,s:O}", "role", "assistant", "text",
-			       resp.text ? resp.text : "", "tool_calls",
-			       json_object_get(rj, "tool_calls"));
+	json_t *am =
+	    json_pack("{s:s,s:s,s:O}", "role", "assistant", "text", text,
+		      "tool_calls", json_object_get(rj, "tool_calls"));
+	if (sr == WD_STOP_PAUSE && resp.n_tool_calls == 0)
+		json_object_set_new(am, "paused", json_true());
 	json_array_append_new(r->msgs, am);
-	if (resp.n_tool_calls == 0) {
-		rt_finish(r, "ok", NULL, resp.text ? resp.text : "");
+	if (sr == WD_STOP_REFUSAL) {
+		cleanup_free char *why =
+		    wd_asprintf("the model refused (%s stop reason '%s'): %s",
+				resp.provider ? resp.provider : "provider",
+				resp.stop_raw ? resp.stop_raw : "",
+				*text ? text : "(no text)");
+		rt_finish(r, "refused", why, text);
+	} else if (resp.n_tool_calls == 0 && sr == WD_STOP_PAUSE) {
+		/* pause_turn: the turn goes back as it is and the model
+		 * carries on from there */
+		rt_close_step(r);
+		out = 2;
+	} else if (resp.n_tool_calls == 0 && sr == WD_STOP_MAX_TOKENS) {
+		/* cut at max_tokens: ask the model to go on while the
+		 * run's bounds allow one more step; else the run ends
+		 * truncated (never "ok" with half an answer) */
+		const char *bound;
+		double limit, used;
+		rt_close_step(r);
+		if (bound_hit(r, &bound, &limit, &used)) {
+			cleanup_free char *all = joined_answer(r, text);
+			cleanup_free char *why = wd_asprintf(
+			    "the answer was cut at max_tokens and %s (limit "
+			    "%g, used %g) leaves no room to continue",
+			    bound, limit, used);
+			rt_finish(r, "truncated", why, all);
+		} else {
+			json_array_append_new(
+			    r->msgs,
+			    json_pack("{s:s,s:s,s:b}", "role", "user", "text",
+				      "Your previous answer was cut off at "
+				      "the output token limit. Continue "
+				      "exactly where it stopped.",
+				      "continuation", true));
+			out = 2;
+		}
+	} else if (resp.n_tool_calls == 0 && sr == WD_STOP_OTHER) {
+		cleanup_free char *why = wd_asprintf(
+		    "the model stopped for a reason warden does not know "
+		    "(%s stop reason '%s')",
+		    resp.provider ? resp.provider : "provider",
+		    resp.stop_raw ? resp.stop_raw : "");
+		rt_finish(r, "failed", why, text);
+	} else if (resp.n_tool_calls == 0) {
+		cleanup_free char *all = joined_answer(r, text);
+		rt_finish(r, "ok", NULL, all);
 	} else {
 		json_t *p = json_array();
 		size_t i;
@@ -325,7 +446,7 @@ static int model_step(struct wd_run *r, struct wd_err *err)
 	}
 	json_decref(rj);
 	wd_complete_resp_free(&resp);
-	return 0;
+	return out;
 }
 
 static void advance(struct wd_run *r);
@@ -411,8 +532,23 @@ static void advance(struct wd_run *r)
 		}
 		rt_fit_context(r);
 		int rc = model_step(r, &err);
+		if (rc == 2)
+			continue; /* continue the answer / the turn */
 		if (rc > 0)
 			return; /* finished: the step could not be recorded */
+		if (rc == -E2BIG) {
+			/* the provider said the prompt is over its context
+			 * window */
+			if (refit_once(r))
+				continue;
+			cleanup_free char *why = wd_asprintf(
+			    "the conversation is over the model's context "
+			    "window, also after fitting it to half its size: "
+			    "%s",
+			    err.msg);
+			rt_finish(r, "context_exceeded", why, NULL);
+			return;
+		}
 		if (rc == -ETIMEDOUT && r->lim.wall_clock_s > 0) {
 			budget_stop(r, "wall_clock_s", r->lim.wall_clock_s,
 				    (double)active_now(r) / 1e9);

@@ -6,6 +6,7 @@
 #include "common/log.h"
 #include "gateway/gateway.h"
 #include "policy/agent.h"
+#include "policy/gateway_config.h"
 #include "policy/users.h"
 
 static int cmp_str(const void *a, const void *b)
@@ -210,7 +211,6 @@ int wd_pset_load(const char *dir, struct wd_pset **out, struct wd_err *err)
 		wd_diag_free(&dg);
 		memset(&dg, 0, sizeof(dg));
 	}
-	wd_agent_free_all(all, n_all);
 
 	cleanup_free char *upath = wd_asprintf("%s/users.yaml", dir);
 	struct wd_users *u = NULL;
@@ -248,6 +248,19 @@ int wd_pset_load(const char *dir, struct wd_pset **out, struct wd_err *err)
 					"in %s; calls to it will be refused",
 					a->name, a->tools[t], tdir);
 	}
+	/* parameters a route cannot take: a load error naming the route,
+	 * not a 400 at every step that fails over to another provider */
+	for (int i = 0; p->gw && i < n_all; i++) {
+		char why[400];
+		if (wd_route_check_params(wd_gateway_config_of(p->gw),
+					  all[i]->model, all[i]->temperature,
+					  why, sizeof(why)))
+			wd_buf_printf(&msg, "%s:%d:%d: agent '%s': %s\n",
+				      all[i]->source, all[i]->temperature_line,
+				      all[i]->temperature_col, all[i]->name,
+				      why);
+	}
+	wd_agent_free_all(all, n_all);
 	if (msg.len) {
 		while (msg.len && msg.data[msg.len - 1] == '\n')
 			msg.data[--msg.len] = 0;

@@ -324,13 +324,10 @@ void rt_replay_after_model(struct wd_run *r, json_t *rj)
 	}
 }
 
+/* every stop reason a record may hold (gateway.h) */
 static enum wd_stop_reason stop_of(const char *s)
 {
-	return !s			  ? WD_STOP_OTHER
-	       : !strcmp(s, "end_turn")	  ? WD_STOP_END_TURN
-	       : !strcmp(s, "tool_use")	  ? WD_STOP_TOOL_USE
-	       : !strcmp(s, "max_tokens") ? WD_STOP_MAX_TOKENS
-					  : WD_STOP_OTHER;
+	return wd_stop_reason_parse(s);
 }
 
 int rt_replay_model(struct wd_run *r, struct wd_complete_req *req,

@@ -74,6 +74,11 @@ struct wd_run {
 	struct rt_limits lim;
 	unsigned inherited; /* RT_B_* */
 	int model_calls;    /* own model calls (a sub-agent is charged these) */
+	/* context overflow (loop.c refit_once): refitted once already for
+	 * the current overflow; the budget it fitted to (0 = the agent's) */
+	bool ctx_refit;
+	long long ctx_cut;
+	uint64_t cached_tokens; /* part of in_tokens read from a prompt cache */
 	/* sub-agents (subagent.c): a child run is run by its parent's
 	 * thread, inside the parent's tool step */
 	char parent_id[40]; /* "" = top-level run */

@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include "events/stream.h"
+#include "gateway/gateway.h"
 #include "sandbox/pool.h"
 #include "trace/otlp.h"
 #include "runtime/rt_int.h"
@@ -214,11 +215,12 @@ json_t *wd_rt_cost(struct wd_rt *rt, const char *by, uint64_t since_ns,
 			continue;
 		json_array_append_new(
 		    runs,
-		    json_pack("{s:s,s:s,s:s,s:s,s:f,s:I,s:I,s:b}", "run_id",
+		    json_pack("{s:s,s:s,s:s,s:s,s:f,s:I,s:I,s:I,s:b}", "run_id",
 			      r->id, "team", r->agent->team, "agent",
 			      r->agent->name, "user", r->caller.user,
 			      "cost_usd", r->cost, "input_tokens",
-			      (json_int_t)r->in_tokens, "output_tokens",
+			      (json_int_t)r->in_tokens, "cached_tokens",
+			      (json_int_t)r->cached_tokens, "output_tokens",
 			      (json_int_t)r->out_tokens, "_live", 1));
 	}
 	pthread_mutex_unlock(&rt->mu);
@@ -246,9 +248,10 @@ json_t *wd_rt_cost(struct wd_rt *rt, const char *by, uint64_t since_ns,
 			k = "(unknown)";
 		json_t *g = json_object_get(groups, k);
 		if (!g) {
-			g = json_pack("{s:s,s:f,s:i,s:I,s:I}", by, k,
+			g = json_pack("{s:s,s:f,s:i,s:I,s:I,s:I}", by, k,
 				      "cost_usd", 0.0, "runs", 0,
 				      "input_tokens", (json_int_t)0,
+				      "cached_tokens", (json_int_t)0,
 				      "output_tokens", (json_int_t)0);
 			json_object_set_new(groups, k, g);
 		}
@@ -262,8 +265,11 @@ json_t *wd_rt_cost(struct wd_rt *rt, const char *by, uint64_t since_ns,
 		    g, "runs",
 		    json_integer(
 			json_integer_value(json_object_get(g, "runs")) + 1));
-		const char *tk[] = {"input_tokens", "output_tokens"};
-		for (int t = 0; t < 2; t++)
+		/* cached_tokens: the part of input_tokens a prompt cache
+		 * served (billed at the cache-read price) */
+		const char *tk[] = {"input_tokens", "output_tokens",
+				    "cached_tokens"};
+		for (int t = 0; t < 3; t++)
 			json_object_set_new(
 			    g, tk[t],
 			    json_integer(
@@ -303,6 +309,11 @@ json_t *wd_rt_status(struct wd_rt *rt)
 	json_object_set_new(
 	    o, "runs_end_unrecorded",
 	    json_integer((json_int_t)json_object_size(rt->unended)));
+	/* the gateway's circuit breakers (a reload builds a new gateway:
+	 * its breakers start closed) */
+	if (rt->ps->gw)
+		json_object_set_new(o, "model_routes",
+				    wd_gateway_breakers_json(rt->ps->gw));
 	pthread_mutex_unlock(&rt->mu);
 	struct wd_trace_health h;
 	char why[256] = "";
@@ -322,6 +333,37 @@ json_t *wd_rt_status(struct wd_rt *rt)
 	}
 	json_object_set_new(o, "warm_pool", pool);
 	return o;
+}
+
+/* Each model route's circuit breaker: open (1) means later calls skip
+ * it and go straight to the next route. */
+static void route_metrics(json_t *routes, struct wd_buf *b)
+{
+	size_t i;
+	json_t *r;
+	wd_buf_printf(b, "# TYPE warden_model_route_open gauge\n"
+			 "# TYPE warden_model_route_failures gauge\n"
+			 "# TYPE warden_model_route_opened_total counter\n");
+	json_array_foreach(routes, i, r)
+	{
+		const char *p =
+		    json_string_value(json_object_get(r, "provider"));
+		const char *m = json_string_value(json_object_get(r, "model"));
+		const char *st = json_string_value(json_object_get(r, "state"));
+		long long f = (long long)json_integer_value(
+		    json_object_get(r, "failures"));
+		long long o =
+		    (long long)json_integer_value(json_object_get(r, "opened"));
+		wd_buf_printf(b,
+			      "warden_model_route_open{provider=\"%s\","
+			      "model=\"%s\"} %d\n"
+			      "warden_model_route_failures{provider=\"%s\","
+			      "model=\"%s\"} %lld\n"
+			      "warden_model_route_opened_total{provider=\"%s\","
+			      "model=\"%s\"} %lld\n",
+			      p, m, strcmp(st, "closed") != 0, p, m, f, p, m,
+			      o);
+	}
 }
 
 /* The tier-3 warm pool: a miss (pool empty, shape new, tenant over its
@@ -395,6 +437,8 @@ char *wd_rt_metrics(struct wd_rt *rt)
 	}
 	size_t napp = json_object_size(rt->approvals);
 	size_t nunended = json_object_size(rt->unended);
+	json_t *routes =
+	    rt->ps->gw ? wd_gateway_breakers_json(rt->ps->gw) : json_array();
 	pthread_mutex_unlock(&rt->mu);
 	struct wd_trace_health th;
 	wd_trace_health(rt->trace, &th);
@@ -453,6 +497,8 @@ char *wd_rt_metrics(struct wd_rt *rt)
 		      "# TYPE warden_ratelimit_bytes gauge\n"
 		      "warden_ratelimit_bytes %zu\n",
 		      rl_keys, rl_bytes);
+	route_metrics(routes, &b);
+	json_decref(routes);
 	if (rt->alert)
 		wd_alert_metrics_render(rt->alert, &b);
 	if (rt->pool)

@@ -33,18 +33,21 @@ static const char *const sqls[S_N] = {
 	      "result_hash, prompt_key, result_key) "
 	      "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
     /* one statement per run and transaction for the run's aggregates */
-    [S_RUN_NEW] = "INSERT INTO runs(run_id, status, started, last_ts, steps, "
-		  "records, input_tokens, output_tokens, cost_nusd, "
-		  "model_calls, model) VALUES(?1, 'running', ?2, ?3, ?4, ?5, "
-		  "?6, ?7, ?8, ?9, ?10) ON CONFLICT(run_id) DO UPDATE SET "
-		  "last_ts = max(last_ts, excluded.last_ts), steps = "
-		  "max(steps, excluded.steps), records = records + "
-		  "excluded.records, input_tokens = input_tokens + "
-		  "excluded.input_tokens, output_tokens = output_tokens + "
-		  "excluded.output_tokens, cost_nusd = cost_nusd + "
-		  "excluded.cost_nusd, model_calls = model_calls + "
-		  "excluded.model_calls, model = coalesce(model, "
-		  "excluded.model)",
+    [S_RUN_NEW] =
+	"INSERT INTO runs(run_id, status, started, last_ts, steps, "
+	"records, input_tokens, output_tokens, cost_nusd, "
+	"model_calls, model, cached_tokens) VALUES(?1, 'running', "
+	"?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) ON CONFLICT(run_id) "
+	"DO UPDATE SET cached_tokens = cached_tokens + "
+	"excluded.cached_tokens, "
+	"last_ts = max(last_ts, excluded.last_ts), steps = "
+	"max(steps, excluded.steps), records = records + "
+	"excluded.records, input_tokens = input_tokens + "
+	"excluded.input_tokens, output_tokens = output_tokens + "
+	"excluded.output_tokens, cost_nusd = cost_nusd + "
+	"excluded.cost_nusd, model_calls = model_calls + "
+	"excluded.model_calls, model = coalesce(model, "
+	"excluded.model)",
     [S_RUN_START] = "UPDATE runs SET agent = ?2, team = ?3, user = ?4, "
 		    "model = coalesce(?5, model), started = ?6, payloads = "
 		    "?7, retention_days = ?8 WHERE run_id = ?1",
@@ -63,8 +66,9 @@ static const char *const sqls[S_N] = {
 /* The index format: an index.db of another version (PRAGMA user_version) is
  * emptied at open and rebuilt from the segments by the catch-up.
  * 1 (user_version 0): hash columns indexed as text; refs keyed by ref.
- * 2: hashes looked up by an 8-byte key (wd_idx_key()); refs keyed by seq. */
-#define WD_IDX_VERSION 2
+ * 2: hashes looked up by an 8-byte key (wd_idx_key()); refs keyed by seq.
+ * 3: runs.cached_tokens (warden cost: cached vs uncached input). */
+#define WD_IDX_VERSION 3
 
 /* 16 KiB pages (new index files only; an existing file keeps its size). */
 static const char pragmas[] = "PRAGMA page_size=16384;"
@@ -100,7 +104,8 @@ static const char schema[] =
     "NULL DEFAULT 0, model_calls INTEGER NOT NULL DEFAULT 0, steps INTEGER "
     "NOT NULL DEFAULT 0, records INTEGER NOT NULL DEFAULT 0, flagged "
     "INTEGER NOT NULL DEFAULT 0, payloads TEXT, retention_days INTEGER, "
-    "payloads_dropped INTEGER NOT NULL DEFAULT 0);"
+    "payloads_dropped INTEGER NOT NULL DEFAULT 0, cached_tokens INTEGER NOT "
+    "NULL DEFAULT 0);"
     "CREATE INDEX IF NOT EXISTS runs_started ON runs(started);"
     "CREATE TABLE IF NOT EXISTS refs(id INTEGER PRIMARY KEY, seq INTEGER "
     "NOT NULL, ref TEXT NOT NULL, run_id TEXT NOT NULL);";
@@ -140,7 +145,7 @@ int64_t wd_idx_key(const char *s)
 struct agg {
 	char *run, *model;
 	uint64_t first_ts, last_ts;
-	int64_t steps, records, in, out, mc, nusd;
+	int64_t steps, records, in, out, mc, nusd, cached;
 };
 
 struct wd_idx {
@@ -169,10 +174,12 @@ static int agg_flush_one(struct wd_idx *x, struct agg *a)
 		sqlite3_bind_text(st, 10, a->model, -1, SQLITE_STATIC);
 	else
 		sqlite3_bind_null(st, 10);
+	sqlite3_bind_int64(st, 11, a->cached);
 	int rc = sqlite3_step(st);
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);
 	a->records = a->steps = a->in = a->out = a->mc = a->nusd = 0;
+	a->cached = 0;
 	a->last_ts = 0;
 	return rc == SQLITE_DONE ? 0 : -EIO;
 }
@@ -418,6 +425,7 @@ enum {
 	M_OUT_A,
 	M_OUT_B,
 	M_FLAGGED,
+	M_CACHED,
 	M_N
 };
 
@@ -455,6 +463,7 @@ static const struct {
     [M_OUT_A] = MN("gen_ai.usage.output_tokens"),
     [M_OUT_B] = MN("output_tokens"),
     [M_FLAGGED] = MN("flagged"),
+    [M_CACHED] = MN("cached_tokens"),
 };
 #undef MN
 
@@ -541,6 +550,7 @@ struct wd_idxrec *wd_idx_extract(json_t *rec)
 	    .step = json_integer_value(m[M_STEP]),
 	    .in_tokens = (int64_t)num(either(m, M_IN_A, M_IN_B)),
 	    .out_tokens = (int64_t)num(either(m, M_OUT_A, M_OUT_B)),
+	    .cached_tokens = (int64_t)num(m[M_CACHED]),
 	    .has_cost = cost != NULL,
 	    .cost_nusd = cost ? llround(num(cost) * 1e9) : 0,
 	    .has_rd = json_is_number(rd),
@@ -711,6 +721,7 @@ int wd_idx_add(struct wd_idx *x, uint64_t seq, uint64_t seg, uint64_t off,
 		ag->mc++;
 		ag->in += f->in_tokens;
 		ag->out += f->out_tokens;
+		ag->cached += f->cached_tokens;
 		ag->nusd += f->cost_nusd;
 		const char *m = f->s[WD_IDXREC_MODEL];
 		if (m && !ag->model)

@@ -86,7 +86,7 @@ int wd_trace_query_runs(struct wd_trace *t, const struct wd_trace_query *q,
 		      "input_tokens, "
 		      "output_tokens, model_calls, steps, records, "
 		      "flagged, payloads, retention_days, "
-		      "payloads_dropped FROM runs WHERE 1");
+		      "payloads_dropped, cached_tokens FROM runs WHERE 1");
 #define F(field, col)                                                          \
 	if (q->field) {                                                        \
 		wd_buf_printf(&sql, " AND " col " = ?");                       \

@@ -43,6 +43,7 @@ struct wd_idxrec {
 	size_t size; /* bytes of the whole block */
 	const char *s[WD_IDXREC_NSTR];
 	int64_t step, in_tokens, out_tokens, cost_nusd, rd;
+	int64_t cached_tokens; /* model_call: prompt tokens read from a cache */
 	bool has_cost, has_rd, flagged;
 	unsigned nrefs;
 	const char **refs; /* *_ref values that are well-formed refs */

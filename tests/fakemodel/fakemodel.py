@@ -29,9 +29,40 @@ A behaviour B (all fields optional):
    "body": "raw text",                    # send this body verbatim
    "echo_key": true,                      # error body quoting the API key
    "reply": {"text": "...", "tool_calls": [{"name": "t", "arguments": {}}],
+             # OpenAI: "raw_arguments": "text" sends that argument string
              "stop": "end_turn|tool_use|max_tokens",
              "usage": {"input_tokens": 10, "output_tokens": 5,
-                       "cached_tokens": 2}}}
+                       "cached_tokens": 2,          # read from the cache
+                       "cache_write_tokens": 3,     # Anthropic: written, 5m
+                       "cache_write_1h_tokens": 1}}} # written, 1h
+  "quota": true                           # with status 429 (OpenAI) or 402
+                                          # (Anthropic billing_error): the
+                                          # provider's quota/billing body
+  reply.stop may be any provider word: Anthropic end_turn, max_tokens,
+  stop_sequence, tool_use, pause_turn, refusal,
+  model_context_window_exceeded; OpenAI stop, length, tool_calls,
+  content_filter (end_turn/tool_use/max_tokens are translated for OpenAI).
+  reply.refusal (OpenAI): message.refusal text, content null.
+  "context_overflow": true                # 400 prompt too long (Anthropic
+                                          # invalid_request_error "prompt is
+                                          # too long", OpenAI code
+                                          # context_length_exceeded)
+Prompt caching, as the references describe it: an Anthropic request may
+mark up to 4 blocks (tools, system, message content) with cache_control
+{"type": "ephemeral", "ttl": "5m"|"1h"} (1h marks before 5m ones); a prefix
+ending at a mark is written to the lane's cache, and a later request whose
+prefix up to a mark — or up to a block at most 20 before it — matches a
+written one reads it: usage reports input_tokens (uncached part),
+cache_creation_input_tokens, cache_read_input_tokens and cache_creation
+{ephemeral_5m_input_tokens, ephemeral_1h_input_tokens}. Prefixes under
+--cache-min tokens (default 1024) are not cached. OpenAI caches message
+prefixes of >= 1024 tokens by itself, in steps of 128, and reports
+usage.prompt_tokens_details.cached_tokens. Tokens are estimated as JSON
+bytes / 4. (Explicit reply.usage overrides all of this.)
+Parameters are range checked as the APIs document: temperature 0..1 on the
+Messages API, 0..2 on Chat Completions. Anthropic text blocks must contain
+non-whitespace text, and a final assistant turn must not end in
+whitespace.
 A status >= 400 sends that provider's error body shape. --key makes every
 request without that key fail with 401 (authentication error), as the real
 APIs do. Requests are validated like the real APIs (required headers and
@@ -54,6 +85,7 @@ LOCK = threading.RLock()
 LANES = {}
 IDS = itertools.count(1)
 API_KEY = None
+CACHE_MIN = 1024
 
 
 def lane(name):
@@ -75,12 +107,45 @@ class BadRequest(Exception):
 
 # ---- request validation (what the real APIs reject) -------------------------
 
+def check_cache_control(where, cc, seen):
+    if not isinstance(cc, dict) or cc.get("type") != "ephemeral":
+        raise BadRequest(f"{where}.cache_control.type: Input should be 'ephemeral'")
+    ttl = cc.get("ttl", "5m")
+    if ttl not in ("5m", "1h"):
+        raise BadRequest(f"{where}.cache_control.ttl: Input should be '5m' or '1h'")
+    if ttl == "1h" and "5m" in seen:
+        raise BadRequest("a ttl='1h' cache_control block must not come after a ttl='5m' cache_control block")
+    seen.append(ttl)
+
+
 def check_anthropic(req):
     if not isinstance(req, dict):
         raise BadRequest("body must be a JSON object")
     for f in ("model", "max_tokens", "messages"):
         if f not in req:
             raise BadRequest(f"{f}: Field required")
+    t = req.get("temperature")
+    if t is not None and (not isinstance(t, (int, float)) or not 0 <= t <= 1):
+        raise BadRequest("temperature: Input should be less than or equal to 1")
+    # cache order: tools, then system, then messages
+    seen = []
+    for k, tl in enumerate(req.get("tools", [])):
+        if "cache_control" in tl:
+            check_cache_control(f"tools.{k}", tl["cache_control"], seen)
+    if isinstance(req.get("system"), list):
+        for k, b in enumerate(req["system"]):
+            if b.get("type") != "text" or not isinstance(b.get("text"), str):
+                raise BadRequest(f"system.{k}: text block required")
+            if not b["text"].strip():
+                raise BadRequest("system: text content blocks must contain non-whitespace text")
+            if "cache_control" in b:
+                check_cache_control(f"system.{k}", b["cache_control"], seen)
+    for i, m in enumerate(req.get("messages") or []):
+        for j, b in enumerate(m.get("content") if isinstance(m.get("content"), list) else []):
+            if isinstance(b, dict) and "cache_control" in b:
+                check_cache_control(f"messages.{i}.content.{j}", b["cache_control"], seen)
+    if len(seen) > 4:
+        raise BadRequest(f"A maximum of 4 blocks with cache_control may be provided. Found {len(seen)}.")
     if not isinstance(req["max_tokens"], int) or req["max_tokens"] < 1:
         raise BadRequest("max_tokens: must be a positive integer")
     msgs = req["messages"]
@@ -113,6 +178,8 @@ def check_anthropic(req):
                     raise BadRequest(f"messages.{i}.content.{j}.text: Field required")
                 if not b["text"]:
                     raise BadRequest("messages: text content blocks must be non-empty")
+                if not b["text"].strip():
+                    raise BadRequest(f"messages.{i}.content.{j}: text content blocks must contain non-whitespace text")
             elif t == "tool_use":
                 if role != "assistant":
                     raise BadRequest(f"messages.{i}.content.{j}: tool_use only in assistant turns")
@@ -136,6 +203,11 @@ def check_anthropic(req):
         if role == "user" and prev_tool_ids and answered != prev_tool_ids:
             raise BadRequest(f"messages.{i}: `tool_use` ids were found without `tool_result` blocks immediately after: {sorted(prev_tool_ids - answered)}")
         prev_role, prev_tool_ids = role, tool_ids
+    last = msgs[-1]
+    if last.get("role") == "assistant":
+        lc = last["content"] if isinstance(last["content"], list) else [{"type": "text", "text": last["content"]}]
+        if lc and lc[-1].get("type") == "text" and lc[-1]["text"] != lc[-1]["text"].rstrip():
+            raise BadRequest("messages: final assistant content cannot end with trailing whitespace")
     for k, t in enumerate(req.get("tools", [])):
         if not (isinstance(t.get("name"), str) and isinstance(t.get("input_schema"), dict)):
             raise BadRequest(f"tools.{k}: name and input_schema are required")
@@ -150,6 +222,9 @@ def check_openai(req):
     msgs = req["messages"]
     if not isinstance(msgs, list) or not msgs:
         raise BadRequest("Invalid 'messages': empty array.")
+    t = req.get("temperature")
+    if t is not None and (not isinstance(t, (int, float)) or not 0 <= t <= 2):
+        raise BadRequest(f"Invalid 'temperature': decimal above maximum value. Expected a value <= 2, but got {t} instead.")
     pending = set()
     for i, m in enumerate(msgs):
         role = m.get("role")
@@ -172,7 +247,8 @@ def check_openai(req):
                         or not isinstance(fn.get("name"), str) \
                         or not isinstance(fn.get("arguments"), str):
                     raise BadRequest(f"Invalid 'messages[{i}].tool_calls[{k}]'.")
-                json.loads(fn["arguments"])
+                # arguments are the model's own text, sent back as it
+                # came (it need not be valid JSON)
                 pending.add(tc["id"])
             if m.get("content") is None and not m.get("tool_calls"):
                 raise BadRequest(f"Invalid 'messages[{i}]': content or tool_calls required.")
@@ -196,7 +272,85 @@ def usage_of(req_bytes, reply):
     return inp, out, u.get("cached_tokens", 0)
 
 
-def anthropic_reply(req, reply, req_bytes):
+def toks(obj):
+    return len(json.dumps(obj, sort_keys=True)) // 4
+
+
+def anthropic_blocks(req):
+    """The request as the cache sees it: blocks in cache order (tools,
+    system, message content), each with its cache_control or None."""
+    out = []
+    for t in req.get("tools", []):
+        out.append((t, t.get("cache_control")))
+    sysv = req.get("system")
+    if isinstance(sysv, str):
+        out.append(({"type": "text", "text": sysv}, None))
+    elif isinstance(sysv, list):
+        for b in sysv:
+            out.append((b, b.get("cache_control")))
+    for m in req.get("messages", []):
+        c = m["content"] if isinstance(m["content"], list) else [{"type": "text", "text": m["content"]}]
+        for b in c:
+            out.append(({"role": m["role"], "b": b}, b.get("cache_control") if isinstance(b, dict) else None))
+    return out
+
+
+def strip_cc(o):
+    if isinstance(o, dict):
+        return {k: strip_cc(v) for k, v in o.items() if k != "cache_control"}
+    if isinstance(o, list):
+        return [strip_cc(v) for v in o]
+    return o
+
+
+def anthropic_cache(ln, req, total):
+    """(uncached input, written 5m, written 1h, read) for the request."""
+    blocks = anthropic_blocks(req)
+    keys, size, acc = [], [], 0
+    for b, _ in blocks:
+        acc += toks(strip_cc(b))
+        keys.append(hash(json.dumps(strip_cc([x for x, _ in blocks[:len(keys) + 1]]), sort_keys=True)))
+        size.append(acc)
+    cache = ln.setdefault("cache", {})
+    marks = [(i, cc.get("ttl", "5m")) for i, (_, cc) in enumerate(blocks) if cc]
+    read = 0
+    for i, _ in marks:
+        for j in range(i, max(-1, i - 21), -1):
+            if keys[j] in cache:
+                read = max(read, size[j])
+                break
+    w5 = w1 = 0
+    top = read
+    for i, ttl in marks:
+        if size[i] < CACHE_MIN or keys[i] in cache:
+            continue
+        cache[keys[i]] = ttl
+        if size[i] > top:
+            if ttl == "1h":
+                w1 += size[i] - top
+            else:
+                w5 += size[i] - top
+            top = size[i]
+    total = max(total, top)
+    return total - top, w5, w1, read
+
+
+def openai_cache(ln, req, total):
+    msgs = req.get("messages", [])
+    cache = ln.setdefault("ocache", set())
+    best, acc = 0, 0
+    for k in range(len(msgs)):
+        acc += toks(msgs[k])
+        key = hash(json.dumps(msgs[:k + 1], sort_keys=True))
+        if key in cache:
+            best = acc
+        if acc >= 1024:
+            cache.add(key)
+    best = min(best, total)
+    return (best // 128) * 128 if best >= 1024 else 0
+
+
+def anthropic_reply(req, reply, req_bytes, ln=None):
     content = []
     if reply.get("text"):
         content.append({"type": "text", "text": reply["text"]})
@@ -205,27 +359,38 @@ def anthropic_reply(req, reply, req_bytes):
                         "name": tc["name"], "input": tc.get("arguments", {})})
     stop = reply.get("stop") or ("tool_use" if reply.get("tool_calls") else "end_turn")
     inp, out, cached = usage_of(req_bytes, reply)
+    u = reply.get("usage") or {}
+    if "input_tokens" in u or ln is None:
+        w5, w1 = u.get("cache_write_tokens", 0), u.get("cache_write_1h_tokens", 0)
+        unc = inp - cached - w5 - w1
+    else:
+        unc, w5, w1, cached = anthropic_cache(ln, req, inp)
     return {"id": "msg_01" + rand_id(22), "type": "message", "role": "assistant",
             "model": req.get("model"), "content": content,
             "stop_reason": stop, "stop_sequence": None,
-            "usage": {"input_tokens": inp - cached,
-                      "cache_creation_input_tokens": 0,
+            "usage": {"input_tokens": unc,
+                      "cache_creation_input_tokens": w5 + w1,
                       "cache_read_input_tokens": cached,
+                      "cache_creation": {"ephemeral_5m_input_tokens": w5,
+                                         "ephemeral_1h_input_tokens": w1},
                       "output_tokens": out}}
 
 
-def openai_reply(req, reply, req_bytes):
+def openai_reply(req, reply, req_bytes, ln=None):
     msg = {"role": "assistant", "content": reply.get("text") or None,
-           "refusal": None}
+           "refusal": reply.get("refusal")}
     if reply.get("tool_calls"):
         msg["tool_calls"] = [{"id": "call_" + rand_id(24), "type": "function",
                               "function": {"name": tc["name"],
-                                           "arguments": json.dumps(tc.get("arguments", {}))}}
+                                           "arguments": tc["raw_arguments"] if "raw_arguments" in tc
+                                           else json.dumps(tc.get("arguments", {}))}}
                              for tc in reply["tool_calls"]]
     stop = reply.get("stop")
     fin = {"end_turn": "stop", "tool_use": "tool_calls", "max_tokens": "length",
            None: "tool_calls" if reply.get("tool_calls") else "stop"}.get(stop, stop)
     inp, out, cached = usage_of(req_bytes, reply)
+    if "input_tokens" not in (reply.get("usage") or {}) and ln is not None:
+        cached = openai_cache(ln, req, inp)
     return {"id": "chatcmpl-" + rand_id(29), "object": "chat.completion",
             "created": int(time.time()), "model": req.get("model"),
             "choices": [{"index": 0, "message": msg, "logprobs": None,
@@ -304,6 +469,8 @@ class Handler(BaseHTTPRequestHandler):
                 if c.get("reset"):
                     ln["queue"].clear()
                     ln["log"].clear()
+                    ln.pop("cache", None)
+                    ln.pop("ocache", None)
                 ln["queue"].extend(c.get("queue", []))
                 if "default" in c:
                     ln["default"] = c["default"]
@@ -343,9 +510,24 @@ class Handler(BaseHTTPRequestHandler):
             hdrs.append(("retry-after-ms", str(b["retry_after_ms"])))
         if "body" in b:
             return self.send(st, raw=b["body"], headers=hdrs)
+        if st >= 400 and b.get("quota"):
+            if kind == "openai":
+                body_q = {"error": {"message": "You exceeded your current quota, please check your plan and billing details.",
+                                    "type": "insufficient_quota", "param": None,
+                                    "code": "insufficient_quota"}}
+            else:
+                body_q = error_body(kind, st, "Your credit balance is too low to access the Anthropic API.",
+                                    "billing_error")
+            return self.send(st, body_q, headers=hdrs)
         if st >= 400:
             return self.send(st, error_body(kind, st, b.get("message", "fake error %d" % st),
                                             b.get("error_type")), headers=hdrs)
+        if b.get("context_overflow"):
+            if kind == "openai":
+                return self.send(400, {"error": {"message": "This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens.",
+                                                 "type": "invalid_request_error", "param": "messages",
+                                                 "code": "context_length_exceeded"}})
+            return self.send(400, error_body(kind, 400, "prompt is too long: 210000 tokens > 200000 maximum"))
         try:
             req = json.loads(body)
             (check_anthropic if kind == "anthropic" else check_openai)(req)
@@ -353,7 +535,9 @@ class Handler(BaseHTTPRequestHandler):
             return self.send(400, error_body(kind, 400, str(e)))
         reply = b.get("reply", {"text": "ok"})
         fn = anthropic_reply if kind == "anthropic" else openai_reply
-        self.send(200, fn(req, reply, len(body)), headers=hdrs)
+        with LOCK:
+            resp = fn(req, reply, len(body), ln)
+        self.send(200, resp, headers=hdrs)
 
 
 class Server(ThreadingHTTPServer):
@@ -373,9 +557,12 @@ def main():
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("--port-file")
     ap.add_argument("--key")
+    ap.add_argument("--cache-min", type=int, default=1024)
     ap.add_argument("--scenario", help="JSON file: {lane: [behaviours]}")
     a = ap.parse_args()
     API_KEY = a.key
+    global CACHE_MIN
+    CACHE_MIN = a.cache_min
     if a.scenario:
         with open(a.scenario) as f:
             for name, q in json.load(f).items():

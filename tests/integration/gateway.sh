@@ -74,4 +74,36 @@ st=$(post /v1/chat/completions k-123 '{"model": "m", "messages": [{"role": "user
 expect_eq fake-openai-rejects-missing-tool-msg "$st" 400
 st=$(post /v1/messages k-123 '{"model": "m", "messages": [{"role": "user", "content": "x"}]}')
 expect_eq fake-anthropic-requires-max-tokens "$st" 400
+
+# what the references say about parameters and text blocks
+M='"model": "m", "max_tokens": 10'
+st=$(post /v1/messages k-123 "{$M, \"temperature\": 1.5, \"messages\": [{\"role\": \"user\", \"content\": \"x\"}]}")
+expect_eq fake-anthropic-temperature-0-1 "$st" 400
+st=$(post /v1/chat/completions k-123 '{"model": "m", "temperature": 1.5, "messages": [{"role": "user", "content": "x"}]}')
+expect_eq fake-openai-temperature-0-2 "$st" 200
+st=$(post /v1/messages k-123 "{$M, \"messages\": [{\"role\": \"user\", \"content\": \"x\"}, {\"role\": \"assistant\", \"content\": [{\"type\": \"text\", \"text\": \" \\n\"}]}, {\"role\": \"user\", \"content\": \"y\"}]}")
+expect_match fake-anthropic-whitespace-text "$st:$(jq_py "d['error']['message']")" "^400:.*non-whitespace"
+st=$(post /v1/messages k-123 "{$M, \"messages\": [{\"role\": \"user\", \"content\": \"x\"}, {\"role\": \"assistant\", \"content\": \"partial \"}]}")
+expect_match fake-anthropic-final-assistant-whitespace "$st:$(jq_py "d['error']['message']")" "^400:.*trailing whitespace"
+ctl '{"lane": "", "reset": true, "queue": [{"status": 429, "quota": true}]}'
+st=$(post /v1/chat/completions k-123 '{"model": "m", "messages": [{"role": "user", "content": "x"}]}')
+expect_eq fake-openai-quota-body "$st:$(jq_py "d['error']['type'], d['error']['code']")" "429:insufficient_quota insufficient_quota"
+ctl '{"lane": "", "reset": true, "queue": [{"reply": {"text": "no", "stop": "refusal"}}, {"reply": {"refusal": "I cannot"}}]}'
+post /v1/messages k-123 "{$M, \"messages\": [{\"role\": \"user\", \"content\": \"x\"}]}" >/dev/null
+expect_eq fake-anthropic-refusal "$(jq_py "d['stop_reason']")" refusal
+post /v1/chat/completions k-123 '{"model": "m", "messages": [{"role": "user", "content": "x"}]}' >/dev/null
+expect_eq fake-openai-message-refusal "$(jq_py "d['choices'][0]['message']['refusal'], d['choices'][0]['message']['content']")" "I cannot None"
+# cache_control: at most 4 breakpoints; a prefix of >= 1024 tokens ending
+# at one is written, then read by the next request that repeats it
+ctl '{"lane": "", "reset": true}'
+big=$(python3 -c 'print("rule " * 1200)')
+CC='"cache_control": {"type": "ephemeral"}'
+st=$(post /v1/messages k-123 "{$M, \"system\": [{\"type\": \"text\", \"text\": \"a\", $CC}, {\"type\": \"text\", \"text\": \"b\", $CC}, {\"type\": \"text\", \"text\": \"c\", $CC}, {\"type\": \"text\", \"text\": \"d\", $CC}, {\"type\": \"text\", \"text\": \"e\", $CC}], \"messages\": [{\"role\": \"user\", \"content\": \"x\"}]}")
+expect_match fake-cache-max-4 "$st:$(jq_py "d['error']['message']")" "^400:A maximum of 4 blocks"
+REQ="{$M, \"system\": [{\"type\": \"text\", \"text\": \"$big\", $CC}], \"messages\": [{\"role\": \"user\", \"content\": \"x\"}]}"
+post /v1/messages k-123 "$REQ" >/dev/null
+w=$(jq_py "d['usage']['cache_creation_input_tokens'], d['usage']['cache_read_input_tokens'], d['usage']['cache_creation']['ephemeral_5m_input_tokens'] > 1000")
+post /v1/messages k-123 "$REQ" >/dev/null
+r=$(jq_py "d['usage']['cache_creation_input_tokens'], d['usage']['cache_read_input_tokens'] > 1000")
+expect_match fake-cache-write-then-read "$w|$r" "^[0-9]+ 0 True\|0 True$"
 finish

@@ -96,7 +96,7 @@ static void test_agent_fields(void)
 	    "bounds: {max_steps: 3, token_budget: 5000, "
 	    "wall_clock_s: 9, cost_cap_usd: 0.5, approval_ttl_s: "
 	    "60}\n"
-	    "context: {budget_tokens: 4096, strategy: externalize}\n"
+	    "context: {budget_tokens: 4096, strategy: sliding_window}\n"
 	    "trace: {payloads: hash_only, retention_days: 7}\n"
 	    "temperature: 0\n";
 	struct wd_agent *a = NULL;
@@ -111,7 +111,7 @@ static void test_agent_fields(void)
 			 a->bounds.cost_cap_usd == 0.5,
 		     "agent-field-bounds", "%u", a->bounds.approval_ttl_s);
 		T_OK(a->context.budget_tokens == 4096 &&
-			 a->context.strategy == WD_CTX_EXTERNALIZE,
+			 a->context.strategy == WD_CTX_SLIDING_WINDOW,
 		     "agent-field-context", "%d", a->context.strategy);
 		T_OK(a->trace.payloads == WD_TRACE_HASH_ONLY &&
 			 a->trace.retention_days == 7,
@@ -183,6 +183,27 @@ static void test_agent_errors(void)
 		  "system_prompt: p\ntools: []\nbounds: {max_steps: 1, "
 		  "token_budget: 1, wall_clock_s: 1, cost_cap_usd: 1}\n",
 		  w4);
+	/* a strategy that is not built is refused, not run as another */
+	static const char *const w6[] = {
+	    "7:42: 'context.strategy': summarize is not built; use "
+	    "sliding_window (older tool results move to the run's trace, "
+	    "then the oldest turns are dropped)",
+	    NULL};
+	static const char *const w7[] = {
+	    "7:42: 'context.strategy': externalize is not built; use "
+	    "sliding_window (older tool results move to the run's trace, "
+	    "then the oldest turns are dropped)",
+	    NULL};
+#define STRAT_DOC(s)                                                           \
+	"name: a\nteam: t\nmodel: m\nsystem_prompt: p\ntools: []\n"            \
+	"bounds: {max_steps: 1, token_budget: 1, wall_clock_s: 1, "            \
+	"cost_cap_usd: 1}\n"                                                   \
+	"context: {budget_tokens: 4096, strategy: " s "}\n"
+	agent_bad("agent-strategy-summarize-not-built", STRAT_DOC("summarize"),
+		  w6);
+	agent_bad("agent-strategy-externalize-not-built",
+		  STRAT_DOC("externalize"), w7);
+#undef STRAT_DOC
 	static const char *const w5[] = {
 	    "x.yaml:1:1: no agent definition in file", NULL};
 	struct wd_agent *a = NULL;

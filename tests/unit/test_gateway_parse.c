@@ -360,10 +360,137 @@ static void test_wire(void)
 	wd_complete_resp_free(&resp);
 }
 
+/* The provider table's words, as the Anthropic and OpenAI references
+ * give them. */
+static void test_table(void)
+{
+	const struct wd_provider_desc *an =
+	    wd_provider_desc_of(WD_PROVIDER_ANTHROPIC);
+	const struct wd_provider_desc *oa =
+	    wd_provider_desc_of(WD_PROVIDER_OPENAI);
+	const char *quota = "{\"error\":{\"message\":\"You exceeded your "
+			    "current quota\",\"type\":\"insufficient_quota\","
+			    "\"param\":null,\"code\":\"insufficient_quota\"}}";
+	const char *rl = "{\"error\":{\"message\":\"Rate limit reached\","
+			 "\"type\":\"requests\",\"code\":\"rate_limit_"
+			 "exceeded\"}}";
+	const char *ctx = "{\"error\":{\"message\":\"too long\",\"type\":"
+			  "\"invalid_request_error\",\"code\":\"context_"
+			  "length_exceeded\"}}";
+	const char *ov = "{\"type\":\"error\",\"error\":{\"type\":"
+			 "\"overloaded_error\",\"message\":\"Overloaded\"}}";
+	const char *big = "{\"type\":\"error\",\"error\":{\"type\":"
+			  "\"invalid_request_error\",\"message\":\"prompt is "
+			  "too long: 210000 tokens > 200000 maximum\"}}";
+	T_OK(oa->classify(429, quota, strlen(quota)) == WD_ERRC_QUOTA &&
+		 oa->classify(429, rl, strlen(rl)) == WD_ERRC_RATE_LIMIT &&
+		 oa->classify(400, ctx, strlen(ctx)) == WD_ERRC_CONTEXT &&
+		 an->classify(529, ov, strlen(ov)) == WD_ERRC_OVERLOADED &&
+		 an->classify(400, big, strlen(big)) == WD_ERRC_CONTEXT &&
+		 an->classify(500, "", 0) == WD_ERRC_SERVER,
+	     "table-error-classes", "%s", "a class differs");
+	T_OK(!wd_err_class_retryable(WD_ERRC_QUOTA) &&
+		 wd_err_class_retryable(WD_ERRC_RATE_LIMIT),
+	     "table-quota-not-retryable", "%s", "retryable set");
+	struct wd_complete_resp r = {0};
+	const char *words[][2] = {
+	    {"refusal", "refusal"},
+	    {"pause_turn", "pause_turn"},
+	    {"model_context_window_exceeded", "context_exceeded"},
+	    {"max_tokens", "max_tokens"},
+	};
+	bool ok = true;
+	for (int i = 0; i < 4; i++) {
+		wd_resp_set_stop_desc(&r, words[i][0], an);
+		ok &= !strcmp(wd_stop_reason_name(r.stop_reason), words[i][1]);
+	}
+	wd_resp_set_stop_desc(&r, "content_filter", oa);
+	ok &= r.stop_reason == WD_STOP_REFUSAL;
+	free(r.stop_raw);
+	T_OK(ok, "table-stop-reasons", "%s", "a word maps wrong");
+
+	struct wd_gateway_config *cfg;
+	struct wd_err err;
+	int rc = load("providers:\n  o: {kind: openai, base_url: "
+		      "\"http://x\", cache_ttl: 1h}\nmodels: {}\n",
+		      &cfg, &err);
+	T_OK(rc == -EINVAL && strstr(err.msg, "gw.yaml:2:54: provider 'o': "
+					      "cache_ttl is for anthropic"),
+	     "config-cache-ttl-openai-refused", "%s", err.msg);
+	rc = load("providers:\n  a: {kind: anthropic, base_url: \"http://x\", "
+		  "cache_ttl: 1h}\n  o: {kind: openai, base_url: "
+		  "\"http://y\"}\nmodels:\n  c: [{provider: a, model: m}]\n"
+		  "  g: [{provider: o, model: n}]\n",
+		  &cfg, &err);
+	T_OK(rc == 0 && cfg->providers[0].cache_ttl == WD_CACHE_1H,
+	     "config-cache-ttl-1h", "%s", err.msg);
+	if (rc)
+		return;
+	char why[300] = "";
+	T_OK(wd_route_check_params(cfg, "c", 1.5, why, sizeof(why)) ==
+		     -EINVAL &&
+		 strstr(why, "outside 0..1") && strstr(why, "a/m") &&
+		 wd_route_check_params(cfg, "g", 1.5, why, sizeof(why)) == 0 &&
+		 wd_route_check_params(cfg, "g", 2.5, why, sizeof(why)) ==
+		     -EINVAL &&
+		 wd_route_check_params(cfg, "a/m", 1.0, why, sizeof(why)) == 0,
+	     "route-temperature-ranges", "%s", why);
+
+	/* 1h breakpoints on tools, system, the turns; whitespace-only
+	 * assistant text left out */
+	struct wd_tool_call tc = {
+	    .id = "t1", .name = "f", .arguments = json_object()};
+	struct wd_msg msgs[] = {
+	    {.role = WD_ROLE_SYSTEM, .text = "sys"},
+	    {.role = WD_ROLE_USER, .text = "task"},
+	    {.role = WD_ROLE_ASSISTANT,
+	     .text = " \n\t",
+	     .tool_calls = &tc,
+	     .n_tool_calls = 1},
+	    {.role = WD_ROLE_TOOL, .text = "res", .tool_call_id = "t1"},
+	};
+	struct wd_tool_schema tools[] = {{.name = "f"}};
+	struct wd_complete_req req = {.model = "c",
+				      .msgs = msgs,
+				      .n_msgs = 4,
+				      .tools = tools,
+				      .n_tools = 1,
+				      .temperature = -1};
+	json_t *b = wd_anthropic_ops.build(&req, &cfg->providers[0], "m", &err);
+	char *t = b ? json_dumps(b, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+	int n1h = 0;
+	for (const char *p = t; p && (p = strstr(p, "\"ttl\":\"1h\"")); p++)
+		n1h++;
+	T_OK(t && n1h == 4 && !strstr(t, "\" \\n") &&
+		 strstr(t, "\"system\":[{\"cache_control\""),
+	     "anthropic-cache-breakpoints-1h", "%s", t ? t : err.msg);
+	free(t);
+	json_decref(b);
+	json_decref(tc.arguments);
+	wd_gateway_config_free(cfg);
+
+	/* unparsable OpenAI arguments: the model's own text */
+	const char *body = "{\"choices\":[{\"message\":{\"content\":null,"
+			   "\"tool_calls\":[{\"id\":\"c\",\"type\":"
+			   "\"function\",\"function\":{\"name\":\"f\","
+			   "\"arguments\":\"{\\\"a\\\": 1\"}}]},"
+			   "\"finish_reason\":\"tool_calls\"}]}";
+	struct wd_complete_resp resp = {0};
+	rc = wd_openai_ops.parse(body, strlen(body), &resp, &err);
+	T_OK(rc == 0 && resp.n_tool_calls == 1 &&
+		 resp.tool_calls[0].parse_error &&
+		 json_is_string(resp.tool_calls[0].arguments) &&
+		 !strcmp(json_string_value(resp.tool_calls[0].arguments),
+			 "{\"a\": 1"),
+	     "openai-raw-arguments-kept", "rc %d %s", rc, err.msg);
+	wd_complete_resp_free(&resp);
+}
+
 int main(void)
 {
 	test_config();
 	test_demo_script();
 	test_wire();
+	test_table();
 	return T_DONE();
 }
