@@ -28,6 +28,11 @@ Q := @
 endif
 
 .DEFAULT_GOAL := all
+# every core, unless the caller chose (-jN): `make test` on a 2-core CI node
+# builds three trees (plain, ASan, TSan) before its first test
+ifeq ($(filter -j%,$(MAKEFLAGS)),)
+MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 2)
+endif
 .DELETE_ON_ERROR:
 .SUFFIXES:
 
