@@ -496,6 +496,10 @@ int wd_rt_run_create(struct wd_rt *rt, const struct wd_caller *c,
 	if (rc) {
 		wd_err_set(err, rc, "cannot create the run's marker %s: %s",
 			   active, strerror(-rc));
+		/* refused before any record was written: the store would
+		 * not notice the full disk by itself, /healthz must */
+		wd_trace_note_write_error(rt->trace, rc,
+					  "run marker not written");
 		unlink(active);
 		pthread_mutex_lock(&rt->mu);
 		rt_run_unref_locked(r);

@@ -117,6 +117,9 @@ json_t *wd_rt_status(struct wd_rt *rt);
  * since when and when it is probed next (the store recovers by itself).
  * One mutex, no I/O: cheap enough for every liveness probe. */
 int wd_rt_health(struct wd_rt *rt, char *why, size_t len);
+struct wd_trace_health;
+/* wd_rt_health's reason for a reading already taken (h->error != 0). */
+void wd_rt_health_why(const struct wd_trace_health *h, char *why, size_t len);
 /* Prometheus text exposition (free()). */
 char *wd_rt_metrics(struct wd_rt *rt);
 

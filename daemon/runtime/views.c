@@ -298,14 +298,14 @@ json_t *wd_rt_status(struct wd_rt *rt)
 		susp += r->state == R_SUSPENDED;
 		done += r->state == R_DONE;
 	}
-	json_t *o = json_pack(
-	    "{s:s,s:s,s:i,s:i,s:{s:i,s:i,s:i,s:i},s:i,s:i,s:i,s:b}",
-	    "policy_dir", rt->policy_dir, "state_dir", rt->state_dir, "tools",
-	    rt->ps->n_tools, "agents", rt->ps->n_agents, "runs", "queued", q,
-	    "running", run, "awaiting_approval", susp, "done_in_memory", done,
-	    "approvals_pending", (int)json_object_size(rt->approvals),
-	    "workers", rt->n_workers, "approval_ttl_s", (int)rt->approval_ttl_s,
-	    "trace_healthy", wd_trace_healthy(rt->trace, NULL));
+	json_t *o =
+	    json_pack("{s:s,s:s,s:i,s:i,s:{s:i,s:i,s:i,s:i},s:i,s:i,s:i}",
+		      "policy_dir", rt->policy_dir, "state_dir", rt->state_dir,
+		      "tools", rt->ps->n_tools, "agents", rt->ps->n_agents,
+		      "runs", "queued", q, "running", run, "awaiting_approval",
+		      susp, "done_in_memory", done, "approvals_pending",
+		      (int)json_object_size(rt->approvals), "workers",
+		      rt->n_workers, "approval_ttl_s", (int)rt->approval_ttl_s);
 	json_object_set_new(
 	    o, "runs_end_unrecorded",
 	    json_integer((json_int_t)json_object_size(rt->unended)));
@@ -315,10 +315,14 @@ json_t *wd_rt_status(struct wd_rt *rt)
 		json_object_set_new(o, "model_routes",
 				    wd_gateway_breakers_json(rt->ps->gw));
 	pthread_mutex_unlock(&rt->mu);
+	/* one reading for both fields (and the same as /healthz and the
+	 * warden_trace_healthy gauge): wd_rt_health */
 	struct wd_trace_health h;
 	char why[256] = "";
-	wd_rt_health(rt, why, sizeof(why));
 	wd_trace_health(rt->trace, &h);
+	if (h.error)
+		wd_rt_health_why(&h, why, sizeof(why));
+	json_object_set_new(o, "trace_healthy", json_boolean(!h.error));
 	json_object_set_new(o, "trace",
 			    json_pack("{s:b,s:s,s:I,s:I}", "healthy", !h.error,
 				      "reason", why, "failures",
@@ -406,23 +410,27 @@ static void otlp_metrics(struct wd_otlp *o, struct wd_buf *b)
 			      c[i], c[i], (unsigned long long)cv[i]);
 }
 
+void wd_rt_health_why(const struct wd_trace_health *h, char *why, size_t len)
+{
+	uint64_t now = wd_now_ns();
+	snprintf(why, len,
+		 "trace store cannot write: %s (%s %.0f s ago; runs are "
+		 "refused; next probe in %.1f s%s%s)",
+		 strerror(-h->error), h->what,
+		 (double)(now - h->since_ns) / 1e9,
+		 h->next_probe_ns > now ? (double)(h->next_probe_ns - now) / 1e9
+					: 0.0,
+		 h->probe_error ? "; last probe: " : "",
+		 h->probe_error ? strerror(-h->probe_error) : "");
+}
+
 int wd_rt_health(struct wd_rt *rt, char *why, size_t len)
 {
 	struct wd_trace_health h;
-	if (!wd_trace_health(rt->trace, &h)) {
-		if (len)
-			why[0] = 0;
-		return 0;
-	}
-	uint64_t now = wd_now_ns();
-	snprintf(why, len,
-		 "trace store unhealthy for %.0f s: %s: %s (next probe in "
-		 "%.1f s%s%s)",
-		 (double)(now - h.since_ns) / 1e9, h.what, strerror(-h.error),
-		 h.next_probe_ns > now ? (double)(h.next_probe_ns - now) / 1e9
-				       : 0.0,
-		 h.probe_error ? "; last probe: " : "",
-		 h.probe_error ? strerror(-h.probe_error) : "");
+	if (len)
+		why[0] = 0;
+	if (wd_trace_health(rt->trace, &h))
+		wd_rt_health_why(&h, why, len);
 	return h.error;
 }
 
@@ -474,8 +482,8 @@ char *wd_rt_metrics(struct wd_rt *rt)
 	    (unsigned long long)rt->m_tool_calls,
 	    (unsigned long long)rt->m_refusals,
 	    (unsigned long long)rt->m_denials, (unsigned long long)st.published,
-	    wd_trace_healthy(rt->trace, NULL) ? 1 : 0,
-	    (unsigned long long)rt->m_steps, (double)rt->m_overhead_ns / 1e9);
+	    th.error ? 0 : 1, (unsigned long long)rt->m_steps,
+	    (double)rt->m_overhead_ns / 1e9);
 	wd_buf_printf(
 	    &b,
 	    "# TYPE warden_trace_write_failures_total counter\n"

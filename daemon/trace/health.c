@@ -12,6 +12,7 @@
  * next_seq and prev go back to it (written_seq, written_prev). Waiters
  * that started before the recovery see `epoch` move and return the error
  * their records got. */
+#include <errno.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -35,6 +36,22 @@ void wd_trace_latch_locked(struct wd_trace *t, int r, const char *what)
 	snprintf(t->error_what, sizeof(t->error_what), "%s", what);
 	pthread_cond_broadcast(&t->done);
 	pthread_cond_signal(&t->wake);
+}
+
+bool wd_trace_note_write_error(struct wd_trace *t, int err, const char *what)
+{
+	if (err != -ENOSPC && err != -EDQUOT && err != -EIO && err != -EROFS)
+		return false;
+	pthread_mutex_lock(&t->mu);
+	bool first = !t->error;
+	wd_trace_latch_locked(t, err, what);
+	pthread_mutex_unlock(&t->mu);
+	if (first)
+		wd_log_errno(WD_LOG_ERROR, err,
+			     "trace '%s': %s; store is unhealthy until a "
+			     "probe finds it writable",
+			     t->root, what);
+	return true;
 }
 
 void wd_trace_note_written(struct wd_trace *t, struct wd_batch *b, size_t i)

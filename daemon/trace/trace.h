@@ -142,6 +142,14 @@ struct wd_trace_health {
 };
 /* Fills h; returns h->error. */
 int wd_trace_health(struct wd_trace *t, struct wd_trace_health *h);
+/* A write into the store's directory made outside the store (the daemon's
+ * run markers, runs/ID.active) failed with err (-ENOSPC, -EIO, ...): the
+ * store is latched unhealthy as if its own write had failed, since it
+ * lives on the same file system and would fail next; its probe decides
+ * when it recovers. A run refused before it wrote any record is then
+ * still seen by /healthz. Errors that say nothing about the disk
+ * (-ENOMEM, -EEXIST, ...) are ignored: returns whether it latched. */
+bool wd_trace_note_write_error(struct wd_trace *t, int err, const char *what);
 /* Give back the memory caches hold (the index's page cache); for a daemon
  * at rest. */
 void wd_trace_release_memory(struct wd_trace *t);

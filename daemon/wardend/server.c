@@ -311,23 +311,18 @@ static enum MHD_Result send_stream(struct MHD_Connection *con,
 
 /* ---- health and metrics ---- */
 
-/* 503 while the trace store cannot write (the same latch /v1/status
- * reports as trace_healthy): every run is refused then, so a liveness or
- * readiness probe must see it. */
+/* 503 with the reason while the trace store cannot write (wd_rt_health:
+ * the same reading /v1/status and the warden_trace_healthy gauge give):
+ * every run is refused then, so a liveness or readiness probe must see
+ * it; 200 again once the store's probe found it writable. */
 static enum MHD_Result healthz(struct wd_server *srv,
 			       struct MHD_Connection *con)
 {
-	int code = 0;
-	struct wd_trace *t = wd_rt_trace(srv->rt);
-	if (t && !wd_trace_healthy(t, &code)) {
-		char why[200];
-		snprintf(why, sizeof(why),
-			 "trace store cannot write: %s (runs are refused)",
-			 strerror(code < 0 ? -code : code));
+	char why[256];
+	if (wd_rt_health(srv->rt, why, sizeof(why)))
 		return send_json(con, 503,
 				 json_pack("{s:s,s:s}", "status", "unhealthy",
 					   "reason", why));
-	}
 	return send_json(con, 200, json_pack("{s:s}", "status", "ok"));
 }
 
