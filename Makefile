@@ -100,14 +100,15 @@ BINS := $(BUILD)/warden $(if $(D_SRCS),$(BUILD)/wardend)
 # of a call runs on the supervisor's memory; static, found next to the
 # binaries or in $(PREFIX)/libexec/warden (sandbox/native_init.c); without
 # libc where the source has raw system calls for the arch (its exec is
-# ~0.35 ms cheaper than a static glibc one), else static glibc
+# ~0.35 ms cheaper than a static glibc one), else static glibc; never
+# instrumented (no sanitizer runtime links without libc)
 INIT := $(BUILD)/warden-init
 INIT_MACH := $(shell $(CC) -dumpmachine 2>/dev/null)
 INIT_FLAGS := $(if $(filter x86_64-% aarch64-%,$(INIT_MACH)),-nostdlib -ffreestanding -fno-stack-protector -fno-asynchronous-unwind-tables,-DWD_INIT_LIBC)
 $(INIT): daemon/init/warden-init.c
 	@mkdir -p $(@D)
 	$(if $(Q),@echo "  STATIC  $@")
-	$(Q)$(CC) $(CPPFLAGS) $(ALL_CFLAGS) $(INIT_FLAGS) -static -o $@ $<
+	$(Q)$(CC) $(CPPFLAGS) $(filter-out $(SAN_FLAGS_ALL),$(ALL_CFLAGS)) $(INIT_FLAGS) -static -o $@ $<
 
 # ---- tests ---------------------------------------------------------------------
 UNIT_SRCS := $(wildcard tests/unit/*.c)
