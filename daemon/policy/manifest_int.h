@@ -17,6 +17,10 @@ struct mctx {
 	yaml_node_t *approval_threshold_node;
 	yaml_node_t *exec_node;
 	yaml_node_t *input_node;
+	/* replay.environment, read into a scratch manifest (its net_allow,
+	 * fs_write, env) and judged against the rest once all is read */
+	yaml_node_t *replay_node, *replay_allow_node, *replay_write_node;
+	struct wd_manifest *replay_scratch;
 };
 
 /* The top-level manifest keys and their handlers (obj: struct mctx *). */
@@ -27,5 +31,12 @@ extern const size_t wd_manifest_n_keys;
  * problem reported through wd_y_err (what names the field). */
 int wd_manifest_thresholds(struct wd_ywalk *w, yaml_node_t *v, const char *what,
 			   struct wd_approval *a);
+
+/* replay.environment once the whole document is read (manifest_fields.c):
+ * checks it against the manifest (internal only, disjoint from production)
+ * and sets c->m->replay_env; frees the scratch. */
+void wd_manifest_replay_finish(struct wd_ywalk *w, struct mctx *c);
+/* A deep copy (manifest.c). */
+struct wd_manifest *wd_manifest_clone(const struct wd_manifest *m);
 
 #endif
