@@ -69,14 +69,13 @@ json_t *rt_first_of(struct wd_rt *rt, const char *run_id, const char *type)
 	return out;
 }
 
-static void mark_interrupted(struct wd_rt *rt, const char *id)
+static void mark_interrupted(struct wd_rt *rt, const char *id, const char *why)
 {
 	json_t *start = rt_first_of(rt, id, "run_start");
-	json_t *rec =
-	    json_pack("{s:s,s:i,s:s,s:s,s:s}", "run_id", id, "step", 0, "type",
-		      "run_end", "status", "interrupted", "reason",
-		      "wardend stopped while the run was in "
-		      "progress");
+	json_t *rec = json_pack(
+	    "{s:s,s:i,s:s,s:s,s:s}", "run_id", id, "step", 0, "type", "run_end",
+	    "status", "interrupted", "reason",
+	    why ? why : "wardend stopped while the run was in progress");
 	json_t *recs = NULL;
 	if (!wd_trace_run_records(rt->trace, id, &recs, NULL) &&
 	    json_array_size(recs)) {
@@ -243,9 +242,25 @@ void rt_recover(struct wd_rt *rt)
 		pthread_mutex_lock(&rt->mu);
 		int rc = s ? restore_run(rt, id, s) : -ENOENT;
 		pthread_mutex_unlock(&rt->mu);
+		/* a replay (waiting on an approval, or between steps) */
+		json_t *ro = json_object_get(s, "replay_of");
+		cleanup_free char *why =
+		    rc == -ENOTSUP && ro
+			? wd_asprintf(
+			      "wardend restarted: a replay is not resumed "
+			      "across a restart (its replay gate — the "
+			      "original's recordings, mocks and stricter "
+			      "side-effect labels — lives in memory only, "
+			      "and resuming it as an ordinary run could run "
+			      "its tools live); replay %s again from step %d",
+			      json_string_value(json_object_get(ro, "run_id"))
+				  ?: "the original",
+			      (int)json_integer_value(
+				  json_object_get(ro, "from_step")))
+			: NULL;
 		json_decref(s);
 		if (rc) {
-			mark_interrupted(rt, id);
+			mark_interrupted(rt, id, why);
 			unlink(snap);
 			unlink(active);
 		}
