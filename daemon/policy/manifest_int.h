@@ -36,6 +36,10 @@ int wd_manifest_thresholds(struct wd_ywalk *w, yaml_node_t *v, const char *what,
  * checks it against the manifest (internal only, disjoint from production)
  * and sets c->m->replay_env; frees the scratch. */
 void wd_manifest_replay_finish(struct wd_ywalk *w, struct mctx *c);
+/* Handlers shared with manifest_replay.c (obj: struct mctx *). */
+int wd_manifest_net_allow(struct wd_ywalk *w, yaml_node_t *v, void *o);
+int wd_manifest_fs_write(struct wd_ywalk *w, yaml_node_t *v, void *o);
+int wd_manifest_f_replay(struct wd_ywalk *w, yaml_node_t *v, void *o);
 /* A deep copy (manifest.c). */
 struct wd_manifest *wd_manifest_clone(const struct wd_manifest *m);
 
