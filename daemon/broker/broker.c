@@ -518,6 +518,8 @@ int wd_broker_execute(const struct wd_broker_run *run,
 	    .tenant = run->team,
 	    .on_event = publish_live,
 	    .on_event_arg = &live,
+	    /* a replay's manifests live only as long as the replay */
+	    .no_pool = run->replay != NULL,
 	};
 	struct wd_result res = {0};
 	struct wd_err serr = {0};

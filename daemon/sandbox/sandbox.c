@@ -72,7 +72,7 @@ int wd_sandbox_run(const struct wd_call *call, struct wd_result *res,
 	effective_identity(call, &c.caller_uid, &c.caller_gid);
 	uint64_t t0 = wd_now_ns();
 	int r;
-	if (m->tier == WD_TIER_3 && g_pool) {
+	if (m->tier == WD_TIER_3 && g_pool && !call->no_pool) {
 		/* Registration is idempotent; a shape that cannot run in tier
 		 * 3 fails here exactly as the cold path would. */
 		r = wd_pool_register(g_pool, m, call->argv, c.caller_uid,
