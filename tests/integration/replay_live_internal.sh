@@ -7,7 +7,9 @@
 # the sandbox (the environment REPLACES filesystem.write); without the
 # flag, or without the field, internal stays recorded / refused; an
 # external tool stays never-live even when a patched manifest relabels it
-# internal and gives it a replay environment. `policy check` names bad
+# internal and gives it a replay environment. The same for network: the
+# environment's allow list replaces production's (two loopback listeners
+# are the witnesses). `policy check` names bad
 # replay environments at file:line:col.
 . tests/lib.sh
 . tests/integration/daemon_lib/common.sh
@@ -20,12 +22,41 @@ mkdir -p "$T/prod" "$T/staging" "$T/witness" "$T/bin"
 chmod 777 "$T/prod" "$T/staging" "$T/witness"
 chmod 755 "$T/bin"
 PROD=$T/prod STAGE=$T/staging W=$T/witness/sent.log
+# two loopback listeners outside the sandbox, each logging its accepts:
+# production's service and the replay environment's staging one
+LPIDS=()
+listen() { # NAME
+	python3 - "$T/$1.port" "$T/$1.hits" <<'PY' &
+import os, socket, sys
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(16)
+open(sys.argv[1] + ".tmp", "w").write(str(s.getsockname()[1]))
+os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+while True:
+    c, a = s.accept()
+    with open(sys.argv[2], "a") as f:
+        f.write("hit\n")
+    c.close()
+PY
+	LPIDS+=($!)
+	for _ in $(seq 50); do [ -s "$T/$1.port" ] && break; sleep 0.1; done
+}
+trap 'for p in "${LPIDS[@]}"; do kill "$p" 2>/dev/null; done; cleanup_all' EXIT
+listen prodsvc
+listen stagesvc
+PPORT=$(cat "$T/prodsvc.port") SPORT=$(cat "$T/stagesvc.port")
+[ -n "$PPORT" ] && [ -n "$SPORT" ] || { fail listeners "did not start"; finish; }
 # ledger writes where LEDGER_DIR says (production by default)
 printf '#!/bin/sh\n{ cat; echo; } >>"${LEDGER_DIR:-%s}/ledger.log"\n' "$PROD" >"$T/bin/ledger.sh"
 # ledger2 ignores any environment: always production
 printf '#!/bin/sh\n{ cat; echo; } >>"%s/ledger2.log"\n' "$PROD" >"$T/bin/ledger2.sh"
 # mail's effect: a line in the witness (or where MAIL_OUT says)
 printf '#!/bin/sh\n{ cat; echo; } >>"${MAIL_OUT:-%s}"\n' "$W" >"$T/bin/mail.sh"
+# ping connects where PING_PORT says (production's service by default);
+# ping2 always to production's
+printf '#!/usr/bin/bash\ncat >/dev/null; exec 3<>/dev/tcp/127.0.0.1/${PING_PORT:-%s} && echo connected\n' "$PPORT" >"$T/bin/ping.sh"
+printf '#!/usr/bin/bash\ncat >/dev/null; exec 3<>/dev/tcp/127.0.0.1/%s && echo connected\n' "$PPORT" >"$T/bin/ping2.sh"
 chmod 755 "$T/bin/"*.sh
 shtool() { # NAME SCRIPT WRITE_DIR SIDE_EFFECTS [EXTRA_YAML...]
 	local name=$1 sc=$2 wr=$3 se=$4
@@ -51,14 +82,22 @@ shtool ledger2 ledger2.sh "$PROD" internal "$ENV_YAML" >"$POL/tools/ledger2.yaml
 shtool note ledger.sh "$PROD/note" internal >"$POL/tools/note.yaml"
 mkdir -p "$PROD/note" && chmod 777 "$PROD/note"
 shtool mail mail.sh "$T/witness" external >"$POL/tools/mail.yaml"
+NET_ENV="replay: {environment: {network: {allow: [\"127.0.0.1:$SPORT\"]}, env: {PING_PORT: \"$SPORT\"}}}"
+for p in ping ping2; do
+	shtool $p $p.sh "$T/witness" internal "$NET_ENV" |
+		sed -e "s|\"/usr/bin/sh\"|\"/usr/bin/bash\"|" \
+			-e "s|network: {allow: \[\]}|network: {allow: [\"127.0.0.1:$PPORT\"]}|" >"$POL/tools/$p.yaml"
+done
 script rp <<'S'
 {"step": 0, "tool_calls": [{"name": "ledger", "arguments": {"entry": "a"}}]}
 {"step": 1, "tool_calls": [{"name": "ledger2", "arguments": {"entry": "b"}}]}
 {"step": 2, "tool_calls": [{"name": "note", "arguments": {"k": "1"}}]}
 {"step": 3, "tool_calls": [{"name": "mail", "arguments": {"to": "x@example.com"}}]}
+{"step": 4, "tool_calls": [{"name": "ping", "arguments": {}}]}
+{"step": 5, "tool_calls": [{"name": "ping2", "arguments": {}}]}
 {"text": "done: {{result}}"}
 S
-agent rp rp '[ledger, ledger2, note, mail]'
+agent rp rp '[ledger, ledger2, note, mail, ping, ping2]'
 write_gateway
 
 # --- policy check: the field is validated with file:line:col
@@ -89,6 +128,7 @@ wait_until 20 run_done "$id"
 expect_eq original-ok "$(run_state "$id" status)" ok
 expect_eq original-prod "$(lines "$PROD/ledger.log")/$(lines "$PROD/ledger2.log")/$(lines "$W")" 1/1/1
 expect_eq original-no-staging "$(ls "$STAGE" | wc -l)" 0
+expect_eq original-net "$(lines "$T/prodsvc.hits")/$(lines "$T/stagesvc.hits")" 2/0
 
 # --- without --live-internal: recorded, nothing runs
 out=$(as_alice replay "$id" --from 0 2>&1)
@@ -111,6 +151,11 @@ expect_eq live-flag-recorded "$(rec_of "$rid" run_start | jq_py 'd["replay_of"][
 # note has no replay environment: its recorded result, as without the flag
 expect_match live-no-env-recorded "$(recs_of "$rid" tool_result | jq_py '[x["gen_ai.tool.name"]+":"+str(x.get("replay")) for x in d]')" 'note:recorded'
 expect_eq live-mail-not-sent "$(lines "$W")" 1
+# network: the environment's allow list replaces production's
+sleep 0.3 # the listeners log after accept
+expect_eq live-net-staging "$(lines "$T/stagesvc.hits")" 1
+expect_eq live-net-prod-untouched "$(lines "$T/prodsvc.hits")" 2
+expect_match live-net-ignoring-denied "$(recs_of "$rid" denial | jq_py '[x["gen_ai.tool.name"]+":"+x["event"].get("target","") for x in d]')" "ping2:127.0.0.1:$PPORT"
 
 # --- no environment and no recording of the call: refused, named
 out=$(as_alice replay "$id" --from 2 --live-internal --args '2.0={"k":"2"}' 2>&1)
