@@ -151,8 +151,10 @@ enum wd_broker_verdict wd_broker_check(const struct wd_broker_run *run,
 	/* a replayed call that will not run live (recorded, mocked or
 	 * refused by replay_gate.c) changes nothing: no rate, no approval;
 	 * one that runs live goes through both, never reusing a decision */
-	if (run->replay && wd_broker_replay_disposition(run, call, m, NULL,
-							NULL) != WD_RP_LIVE) {
+	enum wd_replay_disp rd =
+	    run->replay ? wd_broker_replay_disposition(run, call, m, NULL, NULL)
+			: WD_RP_LIVE;
+	if (rd != WD_RP_LIVE && rd != WD_RP_LIVE_ENV) {
 		check[0] = 0;
 		return WD_BRK_ALLOW;
 	}
@@ -305,11 +307,17 @@ int wd_broker_execute(const struct wd_broker_run *run,
 		      struct wd_err *err)
 {
 	*result_for_model = NULL;
+	/* in a replay environment: its manifest for everything below (the
+	 * sandbox's network and write paths, the record's side effects) */
+	bool replay_env = false;
 	if (run->replay) {
+		const struct wd_manifest *lm = m;
 		int rrc = wd_broker_replay_execute(
-		    run, call, m, result_for_model, status_out, err);
+		    run, call, m, &lm, result_for_model, status_out, err);
 		if (rrc != 1)
 			return rrc;
+		replay_env = lm != m;
+		m = lm;
 	}
 	bool service = m->auth_mode == WD_AUTH_SERVICE;
 	/* The calling user is the principal (authorised above, owner of
@@ -343,6 +351,8 @@ int wd_broker_execute(const struct wd_broker_run *run,
 	    att, "auth_mode",
 	    json_string(service ? "service" : "on_behalf_of_user"));
 	json_object_set_new(att, "user_uid", json_integer(run->uid));
+	if (replay_env)
+		json_object_set_new(att, "replay", json_string("environment"));
 	/* the model's call ids repeat across runs ("call_0_0"): the sandbox
 	 * (cgroup names, event attribution) gets one unique on this node */
 	char sb_id[24] = {0};
@@ -421,6 +431,8 @@ int wd_broker_execute(const struct wd_broker_run *run,
 	    .tenant = run->team,
 	    .on_event = publish_live,
 	    .on_event_arg = &live,
+	    /* a replay's manifests live only as long as the replay */
+	    .no_pool = run->replay != NULL,
 	};
 	struct wd_result res = {0};
 	struct wd_err serr = {0};
@@ -431,6 +443,8 @@ int wd_broker_execute(const struct wd_broker_run *run,
 	/* 8. the result and every denial */
 	json_t *out = json_object();
 	json_t *r = base_rec(run, call, "tool_result");
+	if (replay_env)
+		json_object_set_new(r, "replay", json_string("environment"));
 	const char *status;
 	if (src) {
 		status = "sandbox_error";

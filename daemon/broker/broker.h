@@ -124,8 +124,11 @@ int wd_broker_record_refusal(const struct wd_broker_run *run,
  * STRICTER of the manifest the replay runs with (which a --tool patch may
  * have replaced) and the manifest the original run recorded:
  *   none      live (or the recorded result with --tools recorded)
- *   internal  the recorded result of the same call (tool + canonical
- *             arguments at that step), else refused
+ *   internal  with --live-internal and a manifest that names a replay
+ *             environment (manifest.h replay_env): live, run with that
+ *             environment's manifest; else the recorded result of the
+ *             same call (tool + canonical arguments at that step), else
+ *             refused
  *   external  the recorded result, else a declared mock, else refused
  * A refusal is a `replay_refused` record and an error for the model. No
  * flag reaches past this: external never runs live in a replay. */
@@ -137,9 +140,11 @@ struct wd_broker_replay {
 	json_t *orig_side_effects; /* tool -> "none"|"internal"|"external" */
 	json_t *mocks;		   /* tool -> mock stdout text */
 	bool tools_recorded;	   /* --tools recorded */
+	bool live_internal;	   /* --live-internal */
 };
 enum wd_replay_disp {
 	WD_RP_LIVE,
+	WD_RP_LIVE_ENV, /* internal, live in its replay environment */
 	WD_RP_RECORDED,
 	WD_RP_MOCK,
 	WD_RP_REFUSED,
@@ -154,10 +159,13 @@ enum wd_replay_disp wd_broker_replay_disposition(
     const struct wd_manifest *m, enum wd_side_effects *se, const char **what);
 /* A replayed call that does not run live: answered here (recorded, mock
  * or refused, each recorded in the trace). Returns 1 when the call is to
- * run live (nothing done), else wd_broker_execute()'s contract. */
+ * run live (nothing done; *live_m = the manifest to run it with: m, or
+ * m->replay_env for WD_RP_LIVE_ENV), else wd_broker_execute()'s
+ * contract. */
 int wd_broker_replay_execute(const struct wd_broker_run *run,
 			     const struct wd_broker_call *call,
 			     const struct wd_manifest *m,
+			     const struct wd_manifest **live_m,
 			     json_t **result_for_model, char status_out[24],
 			     struct wd_err *err);
 

@@ -13,8 +13,12 @@
 	"mock"
 #define REFUSED_INTERNAL                                                       \
 	"not executed during replay: internal side effect, no recording of "   \
-	"this call (internal tools run live only in a replay environment, "    \
-	"which this build does not provide)"
+	"this call (an internal tool runs live in a replay only with "         \
+	"--live-internal, in the replay environment its manifest names)"
+#define REFUSED_INTERNAL_NOENV                                                 \
+	"not executed during replay: internal side effect, no recording of "   \
+	"this call, and its manifest names no replay environment "             \
+	"(replay.environment) for --live-internal to run it in"
 #define REFUSED_NONE                                                           \
 	"not executed during replay: --tools recorded and no recording of "    \
 	"this call"
@@ -43,6 +47,18 @@ static const char *se_str(enum wd_side_effects s)
 				     : "external";
 }
 
+static const char *refusal(const struct wd_broker_replay *rp,
+			   const struct wd_manifest *m, enum wd_side_effects se)
+{
+	if (se == WD_SE_EXTERNAL)
+		return REFUSED_EXTERNAL;
+	if (se == WD_SE_INTERNAL)
+		return rp->live_internal && !m->replay_env
+			   ? REFUSED_INTERNAL_NOENV
+			   : REFUSED_INTERNAL;
+	return REFUSED_NONE;
+}
+
 enum wd_replay_disp
 wd_broker_replay_disposition(const struct wd_broker_run *run,
 			     const struct wd_broker_call *call,
@@ -63,6 +79,16 @@ wd_broker_replay_disposition(const struct wd_broker_run *run,
 		*se_out = se;
 	if (se == WD_SE_NONE && !rp->tools_recorded)
 		return WD_RP_LIVE;
+	/* internal by both labels (an original that recorded it external
+	 * keeps it external: se), asked for, and a staging to run it in:
+	 * live there, with the environment's network and write paths, never
+	 * production's (manifest.h replay_env) */
+	if (se == WD_SE_INTERNAL && rp->live_internal && m->replay_env &&
+	    m->side_effects == WD_SE_INTERNAL) {
+		if (what)
+			*what = NULL;
+		return WD_RP_LIVE_ENV;
+	}
 	char *key = wd_broker_replay_key(run->step, call->name, call->args);
 	json_t *ref = json_object_get(rp->recorded, key);
 	free(key);
@@ -78,9 +104,7 @@ wd_broker_replay_disposition(const struct wd_broker_run *run,
 		return WD_RP_MOCK;
 	}
 	if (what)
-		*what = se == WD_SE_EXTERNAL   ? REFUSED_EXTERNAL
-			: se == WD_SE_INTERNAL ? REFUSED_INTERNAL
-					       : REFUSED_NONE;
+		*what = refusal(rp, m, se);
 	return WD_RP_REFUSED;
 }
 
@@ -107,6 +131,7 @@ static int rec_put(const struct wd_broker_run *run, json_t *rec)
 int wd_broker_replay_execute(const struct wd_broker_run *run,
 			     const struct wd_broker_call *call,
 			     const struct wd_manifest *m,
+			     const struct wd_manifest **live_m,
 			     json_t **result_for_model, char status_out[24],
 			     struct wd_err *err)
 {
@@ -114,7 +139,8 @@ int wd_broker_replay_execute(const struct wd_broker_run *run,
 	const char *what = NULL;
 	enum wd_replay_disp d =
 	    wd_broker_replay_disposition(run, call, m, &se, &what);
-	if (d == WD_RP_LIVE)
+	*live_m = d == WD_RP_LIVE_ENV ? m->replay_env : m;
+	if (d == WD_RP_LIVE || d == WD_RP_LIVE_ENV)
 		return 1;
 	json_t *out = NULL;
 	if (d == WD_RP_RECORDED) {
@@ -132,9 +158,7 @@ int wd_broker_replay_execute(const struct wd_broker_run *run,
 			json_decref(out);
 			out = NULL;
 			d = WD_RP_REFUSED;
-			what = se == WD_SE_EXTERNAL   ? REFUSED_EXTERNAL
-			       : se == WD_SE_INTERNAL ? REFUSED_INTERNAL
-						      : REFUSED_NONE;
+			what = refusal(run->replay, m, se);
 		}
 	}
 	if (d == WD_RP_RECORDED) {

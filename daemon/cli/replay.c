@@ -37,8 +37,10 @@ static void usage(FILE *f)
 	    "routes only)\n"
 	    "                recorded-model  every model response from the "
 	    "record\n"
-	    "  --live-internal is refused: no replay environment exists in "
-	    "this build.\n"
+	    "  --live-internal  internal tools whose manifest names a "
+	    "replay environment\n"
+	    "                   (replay.environment) run live in it, never "
+	    "in production\n"
 	    "  exit: 0 the replay ended ok, 1 it failed or was refused, 2 "
 	    "usage\n");
 }

@@ -131,6 +131,9 @@ static void load_doc(struct wd_ywalk *w, yaml_node_t *root, void *arg)
 
 	if (w->nerr == errs)
 		cross_field(w, &c);
+	if (w->nerr == errs)
+		wd_manifest_replay_finish(w, &c);
+	wd_manifest_free(c.replay_scratch);
 	if (c.m->name && w->nerr == errs) {
 		for (int i = 0; i < st->n; i++)
 			if (!strcmp(st->v[i]->name, c.m->name))
@@ -246,7 +249,70 @@ void wd_manifest_free(struct wd_manifest *m)
 	free(m->approval.above_keys);
 	free(m->approval.above_vals);
 	wd_y_strv_free(m->require, m->n_require);
+	wd_manifest_free(m->replay_env);
+	wd_y_strv_free(m->env, m->n_env);
 	free(m);
+}
+
+static char **strv_dup(char *const *v, int n)
+{
+	if (!v)
+		return NULL;
+	char **o = wd_calloc((size_t)n + 1, sizeof(char *));
+	for (int i = 0; i < n; i++)
+		o[i] = wd_strdup(v[i]);
+	return o;
+}
+
+static char *str_dup(const char *s)
+{
+	return s ? wd_strdup(s) : NULL;
+}
+
+/* Every pointer field copied, so the copy lives on its own (a replay
+ * environment outlives nothing of its parent but is freed with it). */
+struct wd_manifest *wd_manifest_clone(const struct wd_manifest *m)
+{
+	struct wd_manifest *c = wd_calloc(1, sizeof(*c));
+	*c = *m;
+	c->source = str_dup(m->source);
+	c->name = str_dup(m->name);
+	c->description = str_dup(m->description);
+	c->exec = strv_dup(m->exec, m->n_exec);
+	c->input_field = str_dup(m->input_field);
+	c->argv_tmpl = strv_dup(m->argv_tmpl, m->n_argv_tmpl);
+	c->args_schema = str_dup(m->args_schema);
+	c->net_allow =
+	    wd_calloc((size_t)m->n_net_allow + 1, sizeof(*c->net_allow));
+	if (m->n_net_allow)
+		memcpy(c->net_allow, m->net_allow,
+		       (size_t)m->n_net_allow * sizeof(*c->net_allow));
+	c->fs_read.v = strv_dup(m->fs_read.v, m->fs_read.n);
+	c->fs_write.v = strv_dup(m->fs_write.v, m->fs_write.n);
+	c->fs_exec.v = strv_dup(m->fs_exec.v, m->fs_exec.n);
+	c->syscalls_deny = strv_dup(m->syscalls_deny, m->n_syscalls_deny);
+	c->socket_families = strv_dup(m->socket_families, m->n_socket_families);
+	c->socket_family_nums =
+	    wd_calloc((size_t)m->n_socket_families + 1, sizeof(int));
+	if (m->socket_family_nums && m->n_socket_families)
+		memcpy(c->socket_family_nums, m->socket_family_nums,
+		       (size_t)m->n_socket_families * sizeof(int));
+	c->auth_scopes = strv_dup(m->auth_scopes, m->n_auth_scopes);
+	c->approval.above_keys = NULL;
+	c->approval.above_vals = NULL;
+	if (m->approval.n_above) {
+		c->approval.above_keys =
+		    strv_dup(m->approval.above_keys, m->approval.n_above);
+		c->approval.above_vals =
+		    wd_calloc((size_t)m->approval.n_above, sizeof(double));
+		memcpy(c->approval.above_vals, m->approval.above_vals,
+		       (size_t)m->approval.n_above * sizeof(double));
+	}
+	c->require = strv_dup(m->require, m->n_require);
+	c->replay_env = NULL;
+	c->env = strv_dup(m->env, m->n_env);
+	manifest_finish(c);
+	return c;
 }
 
 void wd_manifest_free_all(struct wd_manifest **v, int n)

@@ -111,6 +111,19 @@ struct wd_manifest {
 	char **require; /* mechanisms the call must have, e.g. "bpf_lsm" */
 	int n_require;
 	int line; /* 1-based line of the manifest's document in `source` */
+	/* `replay: {environment: {network: {allow}, filesystem: {write},
+	 * env}}` (side_effects: internal only): the manifest a live replay
+	 * (`warden replay --live-internal`) runs this tool with — this one
+	 * with network.allow and filesystem.write REPLACED by the
+	 * environment's (absent = nothing) and `env` set. Each of its write
+	 * paths and allow rules is disjoint from this manifest's: a live
+	 * replay never writes or connects where production does. NULL when
+	 * not declared (the tool then never runs live in a replay). Owned. */
+	struct wd_manifest *replay_env;
+	/* "NAME=value" added to the tool's environment: set only in a
+	 * replay_env manifest (from replay.environment.env) */
+	char **env;
+	int n_env;
 };
 
 /* Defaults for absent fields, beyond the numeric ones below:

@@ -666,6 +666,17 @@ static int f_require(struct wd_ywalk *w, yaml_node_t *v, void *o)
 			    mech_check, NULL);
 }
 
+/* replay.environment (manifest_replay.c) reads its lists with these */
+int wd_manifest_net_allow(struct wd_ywalk *w, yaml_node_t *v, void *o)
+{
+	return net_allow(w, v, o);
+}
+
+int wd_manifest_fs_write(struct wd_ywalk *w, yaml_node_t *v, void *o)
+{
+	return fs_write(w, v, o);
+}
+
 const struct wd_y_key wd_manifest_keys[] = {
     {"name", f_name, true},
     {"description", f_description, false},
@@ -689,5 +700,6 @@ const struct wd_y_key wd_manifest_keys[] = {
     {"output", f_output, false},
     {"mode", f_mode, false},
     {"require", f_require, false},
+    {"replay", wd_manifest_f_replay, false},
 };
 const size_t wd_manifest_n_keys = WD_ARRAY_SIZE(wd_manifest_keys);

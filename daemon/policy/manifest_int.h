@@ -20,6 +20,10 @@ struct mctx {
 	yaml_node_t *schema_node; /* args_schema */
 	yaml_node_t *argv_node;	  /* argv template */
 	yaml_node_t *listen_node; /* network.listen */
+	/* replay.environment, read into a scratch manifest (its net_allow,
+	 * fs_write, env) and judged against the rest once all is read */
+	yaml_node_t *replay_node, *replay_allow_node, *replay_write_node;
+	struct wd_manifest *replay_scratch;
 };
 
 /* The top-level manifest keys and their handlers (obj: struct mctx *). */
@@ -39,5 +43,16 @@ int wd_manifest_f_argv(struct wd_ywalk *w, yaml_node_t *v, void *obj);
  * at its node's file:line:col. */
 void wd_manifest_check_schema(struct wd_ywalk *w, struct mctx *c);
 void wd_manifest_check_argv(struct wd_ywalk *w, struct mctx *c);
+
+/* replay.environment once the whole document is read (manifest_fields.c):
+ * checks it against the manifest (internal only, disjoint from production)
+ * and sets c->m->replay_env; frees the scratch. */
+void wd_manifest_replay_finish(struct wd_ywalk *w, struct mctx *c);
+/* Handlers shared with manifest_replay.c (obj: struct mctx *). */
+int wd_manifest_net_allow(struct wd_ywalk *w, yaml_node_t *v, void *o);
+int wd_manifest_fs_write(struct wd_ywalk *w, yaml_node_t *v, void *o);
+int wd_manifest_f_replay(struct wd_ywalk *w, yaml_node_t *v, void *o);
+/* A deep copy (manifest.c). */
+struct wd_manifest *wd_manifest_clone(const struct wd_manifest *m);
 
 #endif

@@ -109,5 +109,14 @@ json_t *wd_manifest_to_json(const struct wd_manifest *m)
 	    o, "mode",
 	    json_string(m->mode == WD_MODE_AUDIT ? "audit" : "enforce"));
 	json_object_set_new(o, "require", strv(m->require, m->n_require));
+	if (m->n_env)
+		json_object_set_new(o, "env", strv(m->env, m->n_env));
+	if (m->replay_env) {
+		/* what a live replay runs it with (the whole manifest) */
+		json_object_set_new(
+		    o, "replay",
+		    json_pack("{s:o}", "environment",
+			      wd_manifest_to_json(m->replay_env)));
+	}
 	return o;
 }

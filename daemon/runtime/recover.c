@@ -164,7 +164,7 @@ void rt_unended_flush(struct wd_rt *rt)
 
 /* 0: recorded (or nothing to record), the marker may go; else the record
  * waits in rt->unended and the marker stays. */
-static int mark_interrupted(struct wd_rt *rt, const char *id)
+static int mark_interrupted(struct wd_rt *rt, const char *id, const char *why)
 {
 	json_t *start = rt_first_of(rt, id, "run_start");
 	if (!start) {
@@ -172,18 +172,17 @@ static int mark_interrupted(struct wd_rt *rt, const char *id)
 		wd_warn("run %s: marker without a run_start; removed", id);
 		return 0;
 	}
-	json_t *rec =
-	    json_pack("{s:s,s:i,s:s,s:s,s:s}", "run_id", id, "step", 0, "type",
-		      "run_end", "status", "interrupted", "reason",
-		      "wardend stopped while the run was in "
-		      "progress");
+	json_t *rec = json_pack(
+	    "{s:s,s:i,s:s,s:s,s:s}", "run_id", id, "step", 0, "type", "run_end",
+	    "status", "interrupted", "reason",
+	    why ? why : "wardend stopped while the run was in progress");
 	json_t *mk = marker_read(rt, id);
 	json_t *end = json_object_get(mk, "end");
 	if (json_is_object(end)) {
 		/* it had ended; its run_end could not be written */
 		const char *st =
 		    json_string_value(json_object_get(end, "status"));
-		const char *why =
+		const char *ewhy =
 		    json_string_value(json_object_get(end, "reason"));
 		const char *e =
 		    json_string_value(json_object_get(end, "error"));
@@ -191,7 +190,7 @@ static int mark_interrupted(struct wd_rt *rt, const char *id)
 		    "the run ended (%s%s%s) but its run_end could not be "
 		    "recorded (%s), and wardend stopped before the trace store "
 		    "recovered",
-		    st ? st : "?", why && *why ? ": " : "", why ? why : "",
+		    st ? st : "?", ewhy && *ewhy ? ": " : "", ewhy ? ewhy : "",
 		    e ? e : "trace store unhealthy");
 		json_object_set_new(rec, "reason", json_string(reason));
 		json_object_set(rec, "ended_as", end);
@@ -371,8 +370,24 @@ void rt_recover(struct wd_rt *rt)
 		pthread_mutex_lock(&rt->mu);
 		int rc = s ? restore_run(rt, id, s) : -ENOENT;
 		pthread_mutex_unlock(&rt->mu);
+		/* a replay (waiting on an approval, or between steps) */
+		json_t *ro = json_object_get(s, "replay_of");
+		cleanup_free char *why =
+		    rc == -ENOTSUP && ro
+			? wd_asprintf(
+			      "wardend restarted: a replay is not resumed "
+			      "across a restart (its replay gate — the "
+			      "original's recordings, mocks and stricter "
+			      "side-effect labels — lives in memory only, "
+			      "and resuming it as an ordinary run could run "
+			      "its tools live); replay %s again from step %d",
+			      json_string_value(json_object_get(ro, "run_id"))
+				  ?: "the original",
+			      (int)json_integer_value(
+				  json_object_get(ro, "from_step")))
+			: NULL;
 		json_decref(s);
-		if (rc && !mark_interrupted(rt, id)) {
+		if (rc && !mark_interrupted(rt, id, why)) {
 			unlink(snap);
 			unlink(active);
 		}

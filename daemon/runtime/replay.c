@@ -39,10 +39,12 @@ static const char *det_name(enum rp_det d)
 
 json_t *rt_replay_of_json(const struct rt_replay *rp)
 {
-	return json_pack("{s:s,s:s,s:i,s:O,s:s,s:s}", "run_id", rp->of_run_id,
-			 "head", rp->head, "from_step", rp->from, "patches",
-			 rp->patches, "determinism", det_name(rp->det), "tools",
-			 rp->gate.tools_recorded ? "recorded" : "live");
+	return json_pack("{s:s,s:s,s:i,s:O,s:s,s:s,s:b}", "run_id",
+			 rp->of_run_id, "head", rp->head, "from_step", rp->from,
+			 "patches", rp->patches, "determinism",
+			 det_name(rp->det), "tools",
+			 rp->gate.tools_recorded ? "recorded" : "live",
+			 "live_internal", rp->gate.live_internal);
 }
 
 const struct wd_broker_replay *rt_replay_gate(struct wd_run *r)
@@ -494,6 +496,7 @@ struct rt_replay *rt_replay_child(struct wd_run *parent, json_t *pc)
 	rp->gate.recorded = rp->o.recorded;
 	rp->gate.mocks = json_incref(pr->gate.mocks);
 	rp->gate.tools_recorded = pr->gate.tools_recorded;
+	rp->gate.live_internal = pr->gate.live_internal;
 	/* the stricter side effects of every manifest either run recorded */
 	rp->gate.orig_side_effects = json_deep_copy(pr->gate.orig_side_effects);
 	json_t *v;

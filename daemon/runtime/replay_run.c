@@ -69,12 +69,12 @@ static int parse_opts(const json_t *o, struct rt_replay *rp, struct wd_err *err)
 		return wd_err_set(err, -EINVAL, "--tools %s: only 'recorded'",
 				  t);
 	rp->gate.tools_recorded = t && !strcmp(t, "recorded");
-	if (json_is_true(json_object_get(o, "live_internal")))
-		return wd_err_set(
-		    err, -EINVAL,
-		    "--live-internal: not available: no manifest field names "
-		    "a replay environment in this build, so internal tools "
-		    "replay their recorded results only");
+	json_t *li = json_object_get(o, "live_internal");
+	if (li && !json_is_boolean(li))
+		return wd_err_set(err, -EINVAL, "live_internal: a boolean");
+	/* the broker runs an internal tool live only where its manifest
+	 * names a replay environment (replay_gate.c); others stay recorded */
+	rp->gate.live_internal = json_is_true(li);
 	for (const char *const *s =
 		 (const char *const[]){"agent", "system_prompt", "model", NULL};
 	     *s; s++) {

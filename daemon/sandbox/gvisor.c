@@ -336,12 +336,15 @@ int wd_t3_spawn(const struct wd_manifest *m, char *const *argv, uid_t uid,
 	}
 
 	/* A clean environment: nothing of the caller's reaches the tool. */
-	env = wd_calloc(8, sizeof(char *));
+	env = wd_calloc(8 + (size_t)m->n_env, sizeof(char *));
 	env[0] = wd_strdup("PATH=/usr/local/bin:/usr/bin:/bin");
 	env[1] = wd_strdup("HOME=/tmp");
 	env[2] = wd_strdup("TMPDIR=/tmp");
 	env[3] = wd_strdup("LANG=C.UTF-8");
 	env[4] = wd_asprintf("WARDEN_CALL_ID=%s", id);
+	/* a replay environment's own variables (manifest.h replay_env) */
+	for (int i = 0; i < m->n_env; i++)
+		env[5 + i] = wd_strdup(m->env[i]);
 
 	cgpath = wd_asprintf("/warden/%s", s->id);
 	struct wd_oci_opts o = {.argv = av,

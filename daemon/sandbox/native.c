@@ -98,12 +98,17 @@ static void build_env(struct launch *l)
 	const char *home = l->tier == 1 ? l->scratch : "/tmp";
 	/* A clean environment: nothing of the caller's (API keys, tokens,
 	 * sockets) reaches the tool. */
-	l->envp = wd_calloc(8, sizeof(char *));
+	const struct wd_manifest *m = l->m;
+	l->envp = wd_calloc(8 + (size_t)m->n_env, sizeof(char *));
 	l->envp[0] = wd_strdup("PATH=/usr/local/bin:/usr/bin:/bin");
 	l->envp[1] = wd_asprintf("HOME=%s", home);
 	l->envp[2] = wd_asprintf("TMPDIR=%s", home);
 	l->envp[3] = wd_strdup("LANG=C.UTF-8");
 	l->envp[4] = wd_asprintf("WARDEN_CALL_ID=%s", l->id);
+	/* a replay environment's own variables (manifest.h replay_env; the
+	 * names above are refused there at load) */
+	for (int i = 0; i < m->n_env; i++)
+		l->envp[5 + i] = wd_strdup(m->env[i]);
 }
 
 struct collect {

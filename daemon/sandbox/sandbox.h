@@ -52,6 +52,10 @@ struct wd_call {
 	 * thread); may be NULL. Denials are also collected in the result. */
 	void (*on_event)(const struct wd_event *e, void *arg);
 	void *on_event_arg;
+	/* never through the warm pool (a cold start): for a manifest that
+	 * does not outlive the pool (a replay's, parsed for it alone, and
+	 * its replay environment), which a pool key must */
+	bool no_pool;
 };
 
 /* Per-mechanism state reported in results and `warden status`. */

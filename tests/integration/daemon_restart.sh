@@ -85,8 +85,22 @@ S
 	id=$(as_user 1000 "$WARDEN" run --detach marker go)
 	has_approval() { [ "$(approvals_count)" -ge 1 ]; }
 	wait_until 10 has_approval || fail untraced-suspended "no approval request: $(tail -3 "$T/wardend.log")"
+	snap=$T/small/state/runs/$id.json
+	wait_until 10 test -s "$snap" || fail untraced-snapshot "no snapshot of the suspended run"
+	# The approval drops the run's snapshot (it holds the ~40 KiB args):
+	# freed, that space would take the attempt. A second link to every
+	# file of runs/ keeps its pages allocated whatever the daemon unlinks
+	# or renames over, so after the fill nothing the daemon does between
+	# the approval and the attempt can give space back.
+	mkdir -p "$T/small/hold"
+	for f in "$T/small/state/runs/"*; do ln "$f" "$T/small/hold/${f##*/}"; done
 	dd if=/dev/zero of="$T/small/fill" bs=64k 2>/dev/null
 	dd if=/dev/zero of="$T/small/fill2" bs=4k 2>/dev/null
+	dd if=/dev/zero of="$T/small/fill3" bs=512 2>/dev/null
+	# the store is full: not one more byte can be written
+	if printf x >"$T/small/probe" 2>/dev/null && [ -s "$T/small/probe" ]; then
+		fail untraced-store-full "a write still fits after the fill"
+	fi
 	as_user 1001 "$WARDEN" approvals approve "$(first_approval)" >/dev/null
 	wait_until 10 run_done "$id"
 	[ -n "${DEBUG_T:-}" ] && { df -h "$T/small"; "$WARDEN" trace show --state "$T/small/state" "$id"; tail -5 "$T/wardend.log"; }

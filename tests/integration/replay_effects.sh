@@ -115,7 +115,9 @@ expect_eq relabel-recorded-strict "$(rec_of "$r3" run_start | jq_py 'd["definiti
 "$WARDEN" replay "$r3" --from 1 --args '1.0={"to":"chain@example.com"}' >"$T/chain" 2>&1
 expect_eq never-sent-chain "$(sent)" 1
 expect_match chain-refused "$(cat "$T/chain")" 'replay_refused .*side_effects=external'
-expect_match live-internal-refused "$(cat "$T/combo.9")" 'live-internal: not available'
+# note names no replay environment: --live-internal leaves it recorded
+r9=$(sed -n 's/^run \(run_[0-9a-f]*\) (replay of.*/\1/p' "$T/combo.9")
+expect_match live-internal-no-env-recorded "$(recs_of "$r9" tool_result | jq_py '[x["gen_ai.tool.name"]+":"+str(x.get("replay")) for x in d]')" 'note:recorded'
 expect_match pinned-refused-on-script "$(cat "$T/combo.10")" "pinned: model 'rp' routes to provider 'script'"
 expect_match args-diverged "$(cat "$T/combo.2")" 'diverged at step 1|refused'
 

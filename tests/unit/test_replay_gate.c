@@ -8,6 +8,8 @@
 #include "t.h"
 #include "trace/records.h"
 
+static struct wd_manifest *g_env; /* the manifest's replay_env */
+
 static enum wd_replay_disp disp(struct wd_broker_replay *g, int step,
 				enum wd_side_effects se, const char *args,
 				const char **what)
@@ -16,6 +18,7 @@ static enum wd_replay_disp disp(struct wd_broker_replay *g, int step,
 	memset(&m, 0, sizeof(m));
 	m.name = "mail";
 	m.side_effects = se;
+	m.replay_env = g_env;
 	struct wd_broker_run run;
 	memset(&run, 0, sizeof(run));
 	run.step = step;
@@ -68,6 +71,37 @@ int main(void)
 		 strstr(what, "internal side effect"),
 	     "mock-not-internal",
 	     "internal: recorded or refused, never mocked");
+	/* --live-internal: live only where the manifest names a replay
+	 * environment, and only when the original did not record it
+	 * external */
+	g.live_internal = true;
+	T_OK(disp(&g, 3, WD_SE_INTERNAL, "{}", &what) == WD_RP_REFUSED &&
+		 strstr(what, "names no replay environment"),
+	     "live-internal-no-env", "--live-internal without an environment");
+	struct wd_manifest env;
+	memset(&env, 0, sizeof(env));
+	g_env = &env;
+	T_OK(disp(&g, 3, WD_SE_INTERNAL, "{}", NULL) == WD_RP_LIVE_ENV,
+	     "live-internal-env", "internal + environment + --live-internal");
+	T_OK(disp(&g, 2, WD_SE_INTERNAL, "{\"to\":\"x\",\"cc\":\"y\"}", NULL) ==
+		 WD_RP_LIVE_ENV,
+	     "live-internal-over-recording",
+	     "--live-internal re-runs a recorded internal call in staging");
+	json_object_set_new(g.orig_side_effects, "mail",
+			    json_string("external"));
+	json_object_del(g.mocks, "mail");
+	T_OK(disp(&g, 3, WD_SE_INTERNAL, "{}", &what) == WD_RP_REFUSED &&
+		 strstr(what, "external side effect"),
+	     "live-internal-not-external",
+	     "recorded external, relabelled internal with an environment: "
+	     "never live");
+	g.live_internal = false;
+	json_object_set_new(g.orig_side_effects, "mail",
+			    json_string("internal"));
+	T_OK(disp(&g, 3, WD_SE_INTERNAL, "{}", &what) == WD_RP_REFUSED &&
+		 strstr(what, "only with --live-internal"),
+	     "env-needs-flag", "an environment alone does not make it live");
+	g_env = NULL;
 	json_object_del(g.orig_side_effects, "mail");
 	g.tools_recorded = true;
 	T_OK(disp(&g, 3, WD_SE_NONE, "{}", NULL) == WD_RP_REFUSED,
