@@ -10,6 +10,7 @@
 
 #include "common/util.h"
 #include "policy/schema_regex.h"
+#include "policy/ywalk.h"
 
 #define MAX_DEPTH 64
 
@@ -56,26 +57,6 @@ bool wd_schema_type_known(const char *t)
 	return false;
 }
 
-/* Levenshtein distance (short words only), for "did you mean". */
-static int distance(const char *a, const char *b)
-{
-	size_t la = strlen(a), lb = strlen(b);
-	if (la > 31 || lb > 31)
-		return 99;
-	int d[32][32];
-	for (size_t i = 0; i <= la; i++)
-		d[i][0] = (int)i;
-	for (size_t j = 0; j <= lb; j++)
-		d[0][j] = (int)j;
-	for (size_t i = 1; i <= la; i++)
-		for (size_t j = 1; j <= lb; j++) {
-			int c = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
-			c = WD_MIN(c, d[i - 1][j] + 1);
-			d[i][j] = WD_MIN(c, d[i][j - 1] + 1);
-		}
-	return d[la][lb];
-}
-
 static const char *closest(const char *w, const char *const *words, size_t n,
 			   size_t stride)
 {
@@ -84,7 +65,7 @@ static const char *closest(const char *w, const char *const *words, size_t n,
 	for (size_t i = 0; i < n; i++) {
 		const char *c =
 		    *(const char *const *)((const char *)words + i * stride);
-		int d = strcasecmp(w, c) ? distance(w, c) : 0;
+		int d = strcasecmp(w, c) ? wd_y_edit_distance(w, c) : 0;
 		if (d < bd)
 			bd = d, best = c;
 	}

@@ -356,8 +356,7 @@ int wd_y_strlist(struct wd_ywalk *w, yaml_node_t *n, const char *what,
 	return 0;
 }
 
-/* Levenshtein distance, for "did you mean" on unknown keys. */
-static int edit_distance(const char *a, const char *b)
+int wd_y_edit_distance(const char *a, const char *b)
 {
 	size_t la = strlen(a), lb = strlen(b);
 	if (la > 40 || lb > 40)
@@ -408,7 +407,7 @@ int wd_y_map(struct wd_ywalk *w, yaml_node_t *n, const char *what,
 			const char *best = NULL;
 			int bd = 3;
 			for (size_t j = 0; j < nkeys; j++) {
-				int dd = edit_distance(ks, keys[j].name);
+				int dd = wd_y_edit_distance(ks, keys[j].name);
 				if (dd < bd)
 					bd = dd, best = keys[j].name;
 			}

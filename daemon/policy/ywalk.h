@@ -66,6 +66,10 @@ int wd_y_strlist(struct wd_ywalk *w, yaml_node_t *n, const char *what,
 		 char ***out, int *nout, wd_y_item_check check, void *arg);
 void wd_y_strv_free(char **v, int n);
 
+/* Levenshtein distance of two words (99 past 40 bytes), for "did you
+ * mean" hints on unknown keys and names. */
+int wd_y_edit_distance(const char *a, const char *b);
+
 /* A mapping with a fixed set of keys. Each key's handler gets the value
  * node and `obj`. Unknown keys, duplicate keys and missing required keys
  * are errors. Returns 0 or -EINVAL. */
