@@ -45,10 +45,13 @@ int rp_load_original(struct wd_rt *rt, const char *id, struct rp_orig *o,
 		     struct wd_err *err);
 void rp_orig_free(struct rp_orig *o);
 /* The replay's policy set: recorded (or patched) agent and manifests,
- * today's users and gateway. */
+ * today's users and gateway. With !may_change_policy (a caller who is not
+ * root), an --agent patch may change the prompt, model and context but
+ * not what the platform grants: -EPERM naming the field. */
 int rp_build_pset(struct wd_rt *rt, struct wd_pset *base,
 		  const struct rp_orig *o, const json_t *opts,
-		  struct wd_pset **out, struct wd_err *err);
+		  bool may_change_policy, struct wd_pset **out,
+		  struct wd_err *err);
 
 /* The original's prompt (conversation array) and response
  * ({stop_reason, text, tool_calls}) at a step, new references, from their

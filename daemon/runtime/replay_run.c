@@ -370,7 +370,8 @@ int wd_rt_replay_create(struct wd_rt *rt, const struct wd_caller *c,
 	}
 	if ((rc = rp_load_original(rt, of, &rp->o, err)))
 		goto fail;
-	if ((rc = rp_build_pset(rt, base, &rp->o, opts, &ps, err)))
+	if ((rc = rp_build_pset(rt, base, &rp->o, opts,
+				c->uid == 0 || c->uid == geteuid(), &ps, err)))
 		goto fail;
 	const struct wd_agent_def *a = &ps->agents[0];
 	/* the broker judges side effects by the recorded manifests too */

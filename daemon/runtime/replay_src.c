@@ -172,6 +172,63 @@ static int parse_agent(const char *text, const char *name,
 	return rc;
 }
 
+static bool strv_has(char *const *v, int n, const char *s)
+{
+	for (int i = 0; i < n; i++)
+		if (!strcmp(v[i], s))
+			return true;
+	return false;
+}
+
+/* An --agent patch from a caller who may not change the policy: the
+ * prompt, model, description and context are theirs to try, but what the
+ * platform grants the agent (its name and team, tools and sub-agents, the
+ * four bounds, what its trace keeps) is policy. A patch may narrow those,
+ * never widen them. 0, or -EPERM naming the first field widened. */
+static int patch_within(const struct wd_agent_def *p,
+			const struct wd_agent_def *r, struct wd_err *err)
+{
+	const char *f = NULL;
+	if (strcmp(p->name, r->name))
+		f = "name";
+	else if (strcmp(p->team, r->team))
+		f = "team";
+	for (int i = 0; !f && i < p->n_tools; i++)
+		if (!strv_has(r->tools, r->n_tools, p->tools[i]))
+			f = "tools";
+	for (int i = 0; !f && i < p->n_subagents; i++)
+		if (!strv_has(r->subagents, r->n_subagents, p->subagents[i]))
+			f = "subagents";
+	if (f)
+		goto out;
+	if (p->max_steps > r->max_steps)
+		f = "bounds.max_steps";
+	else if (p->token_budget > r->token_budget)
+		f = "bounds.token_budget";
+	else if (p->wall_clock_s > r->wall_clock_s)
+		f = "bounds.wall_clock_s";
+	else if (p->cost_cap_usd > r->cost_cap_usd)
+		f = "bounds.cost_cap_usd";
+	else if (r->hash_only && !p->hash_only)
+		f = "trace.payloads";
+	else if (p->unrecorded_read_only && !r->unrecorded_read_only)
+		f = "trace.unrecorded_read_only";
+	else if (p->retention_days != r->retention_days)
+		f = "trace.retention_days";
+	else if (p->approval_ttl_s > r->approval_ttl_s)
+		f = "bounds.approval_ttl_s";
+out:
+	if (!f)
+		return 0;
+	return wd_err_set(err, -EPERM,
+			  "--agent: the patch changes '%s' of agent '%s' "
+			  "beyond its recorded definition; a patch may change "
+			  "the prompt, model and context, and only narrow "
+			  "grants, bounds and trace settings (policy, which "
+			  "only root may widen)",
+			  f, r->name);
+}
+
 static struct wd_manifest *parse_manifest(const char *text, const char *name,
 					  const char *what, struct wd_err *err)
 {
@@ -341,7 +398,8 @@ static int add_subagent(struct wd_rt *rt, struct wd_pset *p,
 
 int rp_build_pset(struct wd_rt *rt, struct wd_pset *base,
 		  const struct rp_orig *o, const json_t *opts,
-		  struct wd_pset **out, struct wd_err *err)
+		  bool may_change_policy, struct wd_pset **out,
+		  struct wd_err *err)
 {
 	json_t *defs = json_object_get(o->start, "definitions");
 	const char *aname =
@@ -368,6 +426,20 @@ int rp_build_pset(struct wd_rt *rt, struct wd_pset *base,
 	const char *patched = json_string_value(json_object_get(opts, "agent"));
 	if (patched) {
 		rc = parse_agent(patched, NULL, &p->agents[0], err);
+		if (!rc && !may_change_policy) {
+			struct wd_agent_def rd = {0};
+			rc = rp_blob(rt, "agent definition", 0, aref, &text,
+				     &len, err);
+			if (!rc)
+				rc = parse_agent(text, aname, &rd, err);
+			free(text);
+			text = NULL;
+			if (!rc)
+				rc = patch_within(&p->agents[0], &rd, err);
+			wd_agent_def_free(&rd);
+			if (rc)
+				wd_agent_def_free(&p->agents[0]);
+		}
 	} else {
 		rc = rp_blob(rt, "agent definition", 0, aref, &text, &len, err);
 		if (!rc)

@@ -76,6 +76,22 @@ id3=$(as_alice run --detach rs go)
 wait_until 20 run_done "$id3"
 expect_eq new-run-uses-new-file "$(rec_of "$id3" tool_attempt | jq_py 'd["args"]["n"]')" changed
 
+# --- an --agent patch from a user changes the prompt, never the grants:
+# widening a bound or a tool list is policy (root only)
+sed 's/max_steps: 10/max_steps: 99/' "$POL/agents/rs.yaml" >"$T/rs-wide.yaml"
+sed 's/tools: \[echo\]/tools: [echo, shell]/' "$POL/agents/rs.yaml" >"$T/rs-tools.yaml"
+sed 's/You are CHANGED./You are patched./' "$POL/agents/rs.yaml" >"$T/rs-prompt.yaml"
+chmod 644 "$T"/rs-*.yaml
+out=$(as_alice replay "$id" --from 0 --agent "$T/rs-wide.yaml" 2>&1)
+expect_match agent-patch-bound-refused "$out" "changes 'bounds.max_steps' of agent 'rs'"
+expect_eq agent-patch-bound-no-run "$(rid_of "$out")" ""
+out=$(as_alice replay "$id" --from 0 --agent "$T/rs-tools.yaml" 2>&1)
+expect_match agent-patch-tools-refused "$out" "changes 'tools' of agent 'rs'"
+out=$(as_alice replay "$id" --from 0 --agent "$T/rs-prompt.yaml" 2>&1)
+expect_match agent-patch-prompt-ok "$out" "^run run_[0-9a-f]* \(replay of $id\)"
+out=$("$WARDEN" replay "$id" --from 0 --agent "$T/rs-wide.yaml" 2>&1)
+expect_match agent-patch-root-may-widen "$out" "^run run_[0-9a-f]* \(replay of $id\)"
+
 # --- links both ways
 show=$("$WARDEN" trace show "$id" --state "$T/state")
 expect_match original-links-replay "$show" "replayed by $rid from step 0: converged"
