@@ -147,10 +147,17 @@ static int f_timeout(struct wd_ywalk *w, yaml_node_t *v, void *o)
 	return 0;
 }
 
+/* At least 16 MB: a call's first process is set up in its memory cgroup
+ * while it still shares the supervisor's memory (until its exec; see
+ * sandbox/native_child.c), and an OOM kill there would take the daemon
+ * with it. Its set-up charges (page tables, a copy of the mount table, a
+ * tmpfs superblock) are far below this floor. */
+#define WD_MEMORY_MB_MIN 16
+
 static int f_memory(struct wd_ywalk *w, yaml_node_t *v, void *o)
 {
 	uint64_t x;
-	if (wd_y_uint(w, v, "'memory_mb'", 1, 1048576, &x) < 0)
+	if (wd_y_uint(w, v, "'memory_mb'", WD_MEMORY_MB_MIN, 1048576, &x) < 0)
 		return -EINVAL;
 	M(o)->memory_mb = (uint32_t)x;
 	return 0;

@@ -67,6 +67,12 @@ done
 run policy check --json "$tmp/empty.yaml"
 expect_match no-manifest-json "$out" "\"file\": ?\"$tmp/empty.yaml\", ?\"line\": ?1, ?\"col\": ?1, ?\"message\": ?\"no manifest in file\""
 
+# memory_mb below the floor: a call's first process is set up in its
+# memory cgroup while it still shares the supervisor's memory
+printf 'name: tiny\ntier: 2\nexec: ["/bin/true"]\nmemory_mb: 8\n' >"$tmp/tiny.yaml"
+run policy check "$tmp/tiny.yaml"
+expect_match memory-floor "$rc:$err" "^1:$tmp/tiny.yaml:4:12: 'memory_mb': 8 is out of range 16\.\.1048576"
+
 # a typo in a copy of a shipped manifest must fail, not be ignored
 sed 's/^  allow:/  alow:/' policy/tools/search_internal_docs.yaml >"$tmp/typo.yaml"
 run policy check "$tmp/typo.yaml"
