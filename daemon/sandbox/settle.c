@@ -15,11 +15,11 @@
  * their DAC: the tool writes them only where their mode lets others.
  *
  * The entry is added and removed under a per-inode lock (a file in the
- * runtime directory, flock'ed: several warden processes may share a write
- * path). The mask is raised to let the entry work; the mask the path had
- * before warden's first entry is kept in that lock file and put back when
- * the last entry of the range goes (a crashed call's entry stays until its
- * uid's next acquire revokes it: uidpool.c).
+ * uid records' directory, wd_uid_dir, flock'ed: several warden processes
+ * may share a write path). The mask is raised to let the entry work; the mask
+ * the path had before warden's first entry is kept in that lock file and put
+ * back when the last entry of the range goes (a crashed call's entry stays
+ * until its uid's next acquire revokes it: uidpool.c).
  */
 #include "sandbox/uidpool.h"
 #include "common/log.h"
@@ -153,20 +153,17 @@ static bool any_in_range(const struct acl *a, const struct wd_uid_range *r)
 	return false;
 }
 
-static const char *runtime_dir(void)
-{
-	const char *d = getenv("WARDEN_RUNTIME_DIR");
-	return d && *d ? d : "/run/warden";
-}
-
 /* The per-inode lock (and saved-mask) file of fd, flock'ed. */
 static int inode_lock(int fd)
 {
 	struct stat st;
 	if (fstat(fd, &st) < 0)
 		return -errno;
-	char p[512];
-	snprintf(p, sizeof(p), "%s/uids/acl-%llx-%llx", runtime_dir(),
+	char dir[400], p[512];
+	int r = wd_uid_dir(dir, sizeof(dir));
+	if (r < 0)
+		return r;
+	snprintf(p, sizeof(p), "%s/acl-%llx-%llx", dir,
 		 (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
 	int lfd = open(p, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (lfd < 0)

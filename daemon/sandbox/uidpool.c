@@ -70,24 +70,19 @@ int wd_uid_range_get(struct wd_uid_range *r, struct wd_err *err)
 	return 0;
 }
 
-static const char *runtime_dir(void)
+/* The uid records, root's only, on persistent storage
+ * ($WARDEN_UID_DIR, default /var/lib/warden/uids): a record says what a
+ * call of that uid may have left (its write paths). Kept across a reboot,
+ * so that a call killed mid-way before one still has its files settled by
+ * the next taker of its uid; under /run they would be forgotten, and that
+ * taker would own them. */
+int wd_uid_dir(char *out, size_t n)
 {
-	const char *d = getenv("WARDEN_RUNTIME_DIR");
-	return d && *d ? d : "/run/warden";
-}
-
-/* <runtime>/uids, root's only. The runtime directory itself is 0711
- * (tier 1 reaches its scratch through it); wd_mkdir_p would give every
- * parent the leaf's mode. */
-static int uids_dir(char *out, size_t n)
-{
-	snprintf(out, n, "%s/uids", runtime_dir());
+	const char *d = getenv("WARDEN_UID_DIR");
+	snprintf(out, n, "%s", d && *d ? d : "/var/lib/warden/uids");
 	if (mkdir(out, 0700) == 0 || errno == EEXIST)
 		return 0;
-	int r = wd_mkdir_p(runtime_dir(), 0711);
-	if (r < 0)
-		return r;
-	return mkdir(out, 0700) == 0 || errno == EEXIST ? 0 : -errno;
+	return wd_mkdir_p(out, 0700);
 }
 
 static int rec_write(int fd, const char *s, size_t n)
@@ -198,7 +193,7 @@ int wd_uid_acquire(struct wd_uid_lease **out, const char *call_id,
 	*out = NULL;
 	if ((r = wd_uid_range_get(&rg, err)) < 0)
 		return r;
-	if ((r = uids_dir(dir, sizeof(dir))) < 0)
+	if ((r = wd_uid_dir(dir, sizeof(dir))) < 0)
 		return wd_err_set(err, r, "identity: '%s': %s", dir,
 				  strerror(-r));
 	uint32_t start = __atomic_load_n(&next_hint, __ATOMIC_RELAXED);

@@ -12,7 +12,8 @@
  *   wd_uid_release(ls, procs_gone);              // settle, check, free
  *
  * Safe across processes (several `warden exec` and wardend on one node)
- * and across crashes: each uid has a lock file <runtime>/uids/<uid>, held
+ * and across crashes: each uid has a lock file $WARDEN_UID_DIR/<uid> (default
+ * /var/lib/warden/uids: persistent, see uidpool.c), held
  * with flock by the lease's owner for the lease's whole life, so a dead
  * owner frees it. The file records what the lease touched (its write
  * paths, by path and inode); it is emptied only once the release found
@@ -119,5 +120,10 @@ int wd_uid_kill_procs(uid_t uid, int wait_ms);
 /* inet sockets (tcp, udp, raw; v4 and v6) of the host's network
  * namespace owned by uid: how many. */
 int wd_uid_count_sockets(uid_t uid);
+
+/* The directory of the uid records (and the ACL mask records of
+ * sandbox/settle.c), made if missing: $WARDEN_UID_DIR or
+ * /var/lib/warden/uids. 0 or -errno. */
+int wd_uid_dir(char *out, size_t n);
 
 #endif

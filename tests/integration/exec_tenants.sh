@@ -8,7 +8,7 @@
 . tests/lib.sh
 set -u
 T=$(mktemp -d /run/warden-tenants.XXXXXX); chmod 755 "$T"
-export WARDEN_RUNTIME_DIR=$T/rt
+export WARDEN_RUNTIME_DIR=$T/rt WARDEN_UID_DIR=$T/uids
 mkdir -m 711 "$T/rt"
 cp "$HELPERS/tenant" "$T/tenant"; chmod 755 "$T/tenant"
 P=$T/tenant
@@ -229,5 +229,24 @@ else
 	fail "crash/leftover" "the grandchild never started"
 	kill -9 "$X" 2>/dev/null
 fi
-expect_eq "records/clean-after-calls" "$(stat -c %s "$T/rt/uids/$ONE" 2>/dev/null)" 0
+# -- a reboot after a crash: every process gone, /run emptied; the uid's
+# record (persistent, $WARDEN_UID_DIR) still has its next taker settle
+# what the killed call left
+rm -f "$W/gc2"
+WARDEN_UID_RANGE=$ONE-$ONE "$WARDEN" exec --policy "$M" -- "$P" spawnhold "$W/gc2" 60 >/dev/null 2>&1 &
+X=$!
+if wait_file "$W/gc2"; then
+	read -r GC2 _ <"$W/gc2"
+	kill -9 "$X" "$GC2"; wait "$X" 2>/dev/null
+	sleep 0.2
+	rm -rf "$T/rt" && mkdir -p -m 711 "$T/rt"
+	expect_eq "reboot/leftover-owned-by-uid" "$(stat -c %u "$W/gc2")" "$ONE"
+	out=$(WARDEN_UID_RANGE=$ONE-$ONE "$WARDEN" exec --policy "$M" --json -- "$P" write "$W/after2" 2>/dev/null)
+	expect_eq "reboot/uid-reused" "$(printf '%s' "$out" | jf run_as_uid)" "$ONE"
+	expect_eq "reboot/leftover-file-settled" "$(stat -c %u "$W/gc2")" 4242
+else
+	fail "reboot/leftover" "the grandchild never started"
+	kill -9 "$X" 2>/dev/null
+fi
+expect_eq "records/clean-after-calls" "$(stat -c %s "$T/uids/$ONE" 2>/dev/null)" 0
 finish
