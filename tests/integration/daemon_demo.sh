@@ -20,6 +20,13 @@ expect_match demo-trace-verify "$out" 'trace verify: ok'
 expect_match demo-exec-allowed "$out" $'62.5\nexit 0'
 expect_match demo-exec-denied "$out" '"target": "127.0.0.1:9"'
 expect_match demo-real-model-help "$out" 'ANTHROPIC_API_KEY'
+# it ends by replaying its run from the approval step with a changed
+# system prompt: the email is refused (never sent again), the divergence
+# is named, the original links to the replay
+expect_match demo-replay-refused "$out" 'replay_refused +send_customer_email side_effects=external: not executed during replay'
+expect_match demo-replay-diverged "$out" 'replay of run_[0-9a-f]+ from step 2: diverged at step 2'
+expect_match demo-replay-linked "$out" 'replayed by run_[0-9a-f]+ from step 2'
+expect_eq demo-email-attempts "$(printf '%s\n' "$out" | grep -c 'tool_attempt send_customer_email')" 1
 html=$(printf '%s\n' "$out" | sed -n 's/^run viewer: //p')
 expect_match demo-html-path "$html" "^$S/run_[0-9a-f]+\.html\$"
 if [ -s "$html" ] && grep -q 'class="step has-denial" data-step="1"' "$html"; then
