@@ -188,6 +188,20 @@ static int abstract_dgram(const char *name, int wait_ms, int pair)
 	return recv_for(s, wait_ms) > 0 ? 0 : 3;
 }
 
+/* Send one datagram to an abstract name (another call's, in the shared
+ * empty network namespace): 0 sent, 1 refused. */
+static int abstract_send(const char *name)
+{
+	struct sockaddr_un su;
+	socklen_t len = abstract_of(name, &su);
+	int s = socket(AF_UNIX, SOCK_DGRAM, 0);
+	if (step(s, "socket") < 0)
+		return 1;
+	return step((int)sendto(s, "cmd", 3, 0, (void *)&su, len), "sendto") < 0
+		   ? 1
+		   : 0;
+}
+
 /* Join a host listener's port on 127.0.0.1 with SO_REUSEPORT. */
 static int reuseport(int port, int wait_ms)
 {
@@ -280,6 +294,8 @@ int main(int argc, char **argv)
 		return abstract_dgram(argv[2], atoi(argv[3]), 0);
 	if (!strcmp(a, "abstract-pair") && argc > 3)
 		return abstract_dgram(argv[2], atoi(argv[3]), 1);
+	if (!strcmp(a, "abstract-send") && argc > 2)
+		return abstract_send(argv[2]);
 	if (!strcmp(a, "reuseport") && argc > 3)
 		return reuseport(atoi(argv[2]), atoi(argv[3]));
 	if (!strcmp(a, "ping") && argc > 2)
@@ -315,6 +331,7 @@ int main(int argc, char **argv)
 	fprintf(stderr,
 		"usage: netprobe tcp-listen 4|6 PORT MS | udp-recv 4|6 PORT MS "
 		"| abstract-listen|abstract-dgram|abstract-pair NAME MS | "
+		"abstract-send NAME | "
 		"reuseport PORT MS | ping|raw 4|6 | write-exec PATH ARGS... | "
 		"exec PATH ARGS... | mark FILE | unshare-user | clone-newuser "
 		"| say TEXT\n");

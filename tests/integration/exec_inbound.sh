@@ -138,6 +138,19 @@ for cfg in 1 2 1h 2h; do
 	done
 done
 
+# ---- two no-network tier-1 calls share one empty namespace: neither
+# reaches the other (Landlock's abstract-unix scope; netns.h) -------------
+M=$T/m1.yaml
+name=wd-inbound-x-$$
+"$WARDEN" exec --policy "$M" --json -- "$P" abstract-dgram "$name" 3000 >"$T/victim.json" 2>/dev/null &
+vp=$!
+sleep 0.5
+"$WARDEN" exec --policy "$M" --json -- "$P" abstract-send "$name" >"$T/out.json" 2>/dev/null
+wait "$vp"
+expect_match t1/cross-call-bound "$(jq -r .stdout "$T/victim.json")" "bind: succeeded"
+expect_eq t1/cross-call-not-received "$(jq -r .exit_code "$T/victim.json")" 3
+expect_match t1/cross-call-send-refused "$(field .stdout)" "sendto: refused: Operation not permitted"
+
 # ---- network.listen: true: a listener works ------------------------------
 W=5000 # the client stops at its first success: room for a slow start
 for tier in 1 2; do
