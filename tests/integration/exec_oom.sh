@@ -121,4 +121,62 @@ expect_match oom/bystander-output "$(cat "$T/by.out")" 'bystander-ok'
 as_user 1000 "$WARDEN" run --json byst again >"$T/by2.out" 2>&1
 expect_match oom/daemon-still-works "$(cat "$T/by2.out")" 'bystander-ok'
 stop_daemon
+
+# 3. under wardend: a tier-1 tool leaves a 10,000-deep tree (and a
+# symlink to /) in its write path; the end of the call walks it (its
+# files re-owned to the caller: sandbox/settle.c, iterative, never through
+# a link) while another team's run goes on. The daemon lives, the bystander
+# completes, and the deepest directory belongs to the caller (uid 1000).
+mkdir -p "$T/deepw" && chmod 755 "$T/deepw"
+cat >"$T/deep.py" <<'PY'
+import os, sys
+os.chdir(sys.argv[1]); os.symlink("/", "root-link")
+for i in range(10000):
+    os.mkdir("d"); os.chdir("d")
+print("depth", i + 1)
+PY
+chmod 644 "$T/deep.py"
+cat >"$POL/tools/deep.yaml" <<EOF
+name: deep
+description: leaves a deep tree in its write path
+tier: 1
+exec: ["/usr/bin/python3", "$T/deep.py", "$T/deepw"]
+input: stdin
+args_schema: {type: object}
+timeout_ms: 60000
+memory_mb: 64
+pids: 16
+network: {allow: []}
+filesystem: {read: ["/usr", "/lib", "/lib64", "/etc/ld.so.cache", "$T/deep.py"], write: ["$T/deepw"], exec: ["/usr/bin/python3"]}
+auth: {mode: on_behalf_of_user, scopes: ["test:fill"]}
+side_effects: none
+EOF
+script calldeep <<'S'
+{"tool_calls": [{"name": "deep", "arguments": {}}], "usage": {"input_tokens": 1, "output_tokens": 1}}
+S
+agent deeper calldeep '[deep]' 1
+write_gateway
+start_daemon || { fail deep/daemon-start "see log"; finish; }
+as_user 1000 "$WARDEN" run --json byst go >"$T/by3.out" 2>&1 &
+BY=$!
+as_user 1000 "$WARDEN" run --json deeper go >"$T/deep.out" 2>&1
+wait $BY
+deep_id=$(head -1 "$T/deep.out" | jq_py 'd["run_id"]' 2>/dev/null)
+if kill -0 "$WPID" 2>/dev/null && curl -s --unix-socket "$SOCK" http://w/healthz >/dev/null; then
+	pass deep/daemon-alive
+else
+	fail deep/daemon-alive "wardend died: $(tail -3 "$T/wardend.log")"
+fi
+expect_match deep/tool-ok "$(rec_of "$deep_id" tool_result)" '"status":"ok"'
+expect_match deep/bystander-output "$(cat "$T/by3.out")" 'bystander-ok'
+owner=$(python3 -c '
+import os, sys
+os.chdir(sys.argv[1]); n = 0
+while os.path.isdir("d") and not os.path.islink("d"):
+    os.chdir("d"); n += 1
+print(n, os.stat(".").st_uid)' "$T/deepw")
+expect_eq deep/tree-settled-to-caller "$owner" "10000 1000"
+expect_eq deep/link-not-followed "$(stat -c %u /)" 0
+stop_daemon
+rm -rf "$T/deepw"
 finish
