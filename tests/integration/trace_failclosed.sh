@@ -4,6 +4,9 @@
 # and then only tools with side_effects: none. A real wardend with its state
 # directory on a small tmpfs that the test fills; whether a tool ran is
 # judged outside the daemon, by the marker file the tool writes.
+# A sleeping read-only step 0 holds each run while the disk is filled.
+# An approval decided while the store cannot write is refused and stays
+# pending (the decision is recorded before it takes effect).
 # Also: a side-effecting tool_attempt is fdatasync'ed before the tool's
 # process is created (strace of the real daemon).
 . tests/lib.sh
@@ -26,19 +29,27 @@ mark_tool() {
 }
 # argv input: every argument's value is an operand of touch, so the pad is
 # a file name too (relative: created, if ever, in the tool's cwd, not $OUT)
-mark_tool romark none "approval: always"
+mark_tool romark none
 mark_tool semark external
 mark_tool roplain none
+mark_tool apmark none "approval: always"
+# sleeper: a read-only step 0 that holds the run while the test fills the
+# disk (the run must be past its start: run creation refuses a run whose
+# marker cannot be written)
+tool sleeper '["/usr/bin/sleep"]' "input: argv" \
+	"args_schema: {type: object, required: [s], additionalProperties: false, properties: {s: {type: string}}}" \
+	"auth: {mode: on_behalf_of_user, scopes: [\"test:mark\"]}" "side_effects: none"
 
 # trace.unrecorded_read_only: validated like every other field
-agent strict strict '[romark]'
+agent strict strict '[sleeper, romark]'
 sed -i 's/retention_days: 1}/retention_days: 1, unrecorded_read_only: sometimes}/' "$POL/agents/strict.yaml"
 out=$("$WARDEN" policy check "$POL" 2>&1)
 expect_match field-bad-value "$out" "strict.yaml:[0-9]+:[0-9]+: 'trace.unrecorded_read_only': 'sometimes' is not one of refuse\|allow"
 sed -i 's/unrecorded_read_only: sometimes/unrecorded_read_only: refuse/' "$POL/agents/strict.yaml"
-agent lenient lenient '[romark, semark]'
+agent lenient lenient '[sleeper, romark, semark]'
 sed -i 's/retention_days: 1}/retention_days: 1, unrecorded_read_only: allow}/' "$POL/agents/lenient.yaml"
 agent synced synced '[roplain, semark]'
+agent approver approver '[apmark]'
 
 # the attempt record is > 4 KiB (args inline up to 4096 bytes): on a full
 # tmpfs its write needs a new page whatever the segment's last page holds.
@@ -46,12 +57,18 @@ agent synced synced '[roplain, semark]'
 # because the disk is full or the pad's cwd is not writable.
 pad=$(head -c 2900 /dev/urandom | base64 -w0 | tr -d '/+=' | head -c 3800)
 script strict <<S
-{"step": 0, "tool_calls": [{"name": "romark", "arguments": {"m": "$OUT/a-ro.mark", "pad": "$pad"}}]}
+{"step": 0, "tool_calls": [{"name": "sleeper", "arguments": {"s": "6"}}]}
+{"step": 1, "tool_calls": [{"name": "romark", "arguments": {"m": "$OUT/a-ro.mark", "pad": "$pad"}}]}
 {"text": "ran"}
 S
 script lenient <<S
-{"step": 0, "tool_calls": [{"name": "romark", "arguments": {"m": "$OUT/b-ro.mark", "pad": "$pad"}}]}
-{"step": 1, "tool_calls": [{"name": "semark", "arguments": {"m": "$OUT/b-se.mark"}}]}
+{"step": 0, "tool_calls": [{"name": "sleeper", "arguments": {"s": "6"}}]}
+{"step": 1, "tool_calls": [{"name": "romark", "arguments": {"m": "$OUT/b-ro.mark", "pad": "$pad"}}]}
+{"step": 2, "tool_calls": [{"name": "semark", "arguments": {"m": "$OUT/b-se.mark"}}]}
+{"text": "ran"}
+S
+script approver <<S
+{"step": 0, "tool_calls": [{"name": "apmark", "arguments": {"m": "$OUT/d-ap.mark"}}]}
 {"text": "ran"}
 S
 script synced <<S
@@ -99,32 +116,51 @@ break_store() {
 has_approval() { [ "$(approvals_count)" -ge 1 ]; }
 store_unhealthy() { curl -s --unix-socket "$SOCK" http://w/metrics | grep -q '^warden_trace_healthy 0'; }
 segments_of() { cat "$SMALL"/state/trace/segments/*.jsonl 2>/dev/null; }
+# the sleeper's attempt is on disk: the run is past its start, the tool runs
+sleeping() { segments_of | grep -q '"type":"tool_attempt".*"gen_ai.tool.name":"sleeper"\|"gen_ai.tool.name":"sleeper".*"type":"tool_attempt"'; }
 
 if ! mount -t tmpfs -o size=4m warden-fc "$SMALL" 2>/dev/null; then
 	skip failclosed-default "cannot mount a tmpfs here"
 	skip failclosed-allow "cannot mount a tmpfs here"
 else
 	umount "$SMALL"
-	# (a) default agent, read-only tool, full disk: the tool does not run
+	# (a) default agent, read-only tool, full disk: the tool does not run.
+	# Also: an approval decided while the store cannot write is refused
+	# with the store's error and stays pending.
 	if daemon_on_small; then
+		apid=$(as_user 1000 "$WARDEN" run --detach approver go)
+		wait_until 10 has_approval || fail default-approval-asked "no approval request: $(tail -3 "$T/wardend.log")"
+		ap=$(first_approval)
 		id=$(as_user 1000 "$WARDEN" run --detach strict go)
-		if wait_until 10 has_approval; then
-			ap=$(first_approval)
+		if wait_until 10 sleeping; then
 			break_store default strict
-			as_user 1001 "$WARDEN" approvals approve "$ap" >/dev/null
+			out=$(as_user 1001 "$WARDEN" approvals approve "$ap" 2>&1) && rc=0 || rc=$?
+			if [ -n "$ap" ] && [ "$rc" -ne 0 ]; then pass approve-refused-when-full
+			else fail approve-refused-when-full "approve of '$ap' succeeded (rc $rc): $out"; fi
+			expect_match approve-refused-reason "$out" "trace store unhealthy: No space left on device"
+			expect_eq approve-still-pending "$(first_approval)" "$ap"
+			expect_eq approve-run-suspended "$(run_state "$apid" state)" awaiting_approval
+			if [ -e "$OUT/d-ap.mark" ]; then
+				fail approve-tool-not-run "the tool ran on a refused approval: $OUT/d-ap.mark exists"
+			else
+				pass approve-tool-not-run
+			fi
 			wait_until 20 run_done "$id"
 			[ -n "${DEBUG_T:-}" ] && { df -k "$SMALL"; ls -laR "$SMALL/state"; "$WARDEN" trace show --state "$SMALL/state" "$id"; tail -20 "$T/wardend.log"; }
 			expect_eq default-run-failed "$(run_state "$id" status)" failed
+			# whichever record meets the full disk first (the next
+			# model_call or romark's attempt), the run ends
+			# with the store's error and romark never starts
 			expect_match default-reason "$(run_state "$id" reason)" \
-				"tool 'romark' not run: its attempt could not be recorded .*No space left on device"
+				"^(model_call|tool 'romark' not run: its attempt) could not be recorded .*trace.unrecorded_read_only: refuse\): .*No space left on device"
 			if [ -e "$OUT/a-ro.mark" ]; then
 				fail default-tool-not-run "the read-only tool ran: $OUT/a-ro.mark exists"
 			else
 				pass default-tool-not-run
 			fi
-			expect_eq default-no-attempt-on-disk "$(segments_of | grep -c '"type":"tool_attempt"')" 0
+			expect_eq default-no-attempt-on-disk "$(segments_of | grep '"type":"tool_attempt"' | grep -c '"gen_ai.tool.name":"romark"')" 0
 		else
-			fail default-suspended "no approval request: $(tail -3 "$T/wardend.log")"
+			fail default-sleeping "the sleeper's attempt never reached the trace: $(run_state "$id" reason) $(tail -3 "$T/wardend.log")"
 		fi
 		stop_daemon
 	else
@@ -135,10 +171,8 @@ else
 	# unrecorded; the side-effecting one of the next step is refused
 	if daemon_on_small; then
 		id=$(as_user 1000 "$WARDEN" run --detach lenient go)
-		if wait_until 10 has_approval; then
-			ap=$(first_approval)
+		if wait_until 10 sleeping; then
 			break_store allow lenient
-			as_user 1001 "$WARDEN" approvals approve "$ap" >/dev/null
 			wait_until 20 run_done "$id"
 			if [ -e "$OUT/b-ro.mark" ]; then pass allow-read-only-ran
 			else fail allow-read-only-ran "no $OUT/b-ro.mark: $(run_state "$id" reason)"; fi
@@ -153,7 +187,7 @@ else
 				pass allow-side-effect-not-run
 			fi
 		else
-			fail allow-suspended "no approval request: $(tail -3 "$T/wardend.log")"
+			fail allow-sleeping "the sleeper's attempt never reached the trace: $(run_state "$id" reason) $(tail -3 "$T/wardend.log")"
 		fi
 		stop_daemon
 	else
