@@ -121,7 +121,11 @@ json_t *wd_parse_arguments(const char *s, size_t len, bool *parse_error)
 	 * (arguments are not an object) */
 	*parse_error = true;
 	v = json_stringn(s, len);
-	return v ? v : wd_json_text(s); /* invalid UTF-8: bytes replaced */
+	if (v)
+		return v;
+	/* invalid UTF-8 (or a NUL): bytes replaced; s is not NUL-terminated */
+	cleanup_free char *t = wd_strndup(s, len);
+	return wd_json_text(t);
 }
 
 bool wd_text_blank(const char *s)

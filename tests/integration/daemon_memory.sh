@@ -4,12 +4,12 @@
 # end) and after 1,000 policy reloads with the warm pool on (a replaced
 # policy set is freed once its last run ended). RSS is read from
 # /proc/PID/status once the daemon is idle (it trims glibc's arenas then).
-#   MEM_RUNS=N  runs of the growth check (default 5000; README "Limits" has
-#               the 20,000-run figure)
+#   MEM_RUNS=N  runs of the growth check (default 20000; README "Limits" has
+#               the figures)
 . tests/lib.sh
 . tests/integration/daemon_lib/common.sh
 [ "$(id -u)" -eq 0 ] || { skip daemon-memory "needs root"; finish; }
-RUNS=${MEM_RUNS:-5000}
+RUNS=${MEM_RUNS:-20000}
 FLOOD="/usr/bin/python3 $ROOT_DIR/tests/integration/daemon_lib/flood.py"
 
 base_policy
