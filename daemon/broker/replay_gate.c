@@ -25,7 +25,9 @@
 
 char *wd_broker_replay_key(int step, const char *tool, const json_t *args)
 {
-	char *a = args ? json_dumps(args, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+	char *a = args ? json_dumps(args, JSON_COMPACT | JSON_SORT_KEYS |
+					      JSON_ENCODE_ANY)
+		       : NULL;
 	char *k =
 	    wd_asprintf("%d\x1f%s\x1f%s", step, tool ? tool : "", a ? a : "{}");
 	free(a);

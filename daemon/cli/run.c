@@ -67,7 +67,7 @@ void wd_cli_print_step(const json_t *r)
 		json_array_foreach(json_object_get(resp, "tool_calls"), i, c)
 		{
 			char *a = json_dumps(json_object_get(c, "arguments"),
-					     JSON_COMPACT);
+					     JSON_COMPACT | JSON_ENCODE_ANY);
 			printf("\n           call %s(%.200s)",
 			       json_string_value(json_object_get(c, "name")),
 			       a ? a : "");

@@ -126,8 +126,9 @@ static void desc_calls(json_t *calls, const char *text, struct wd_buf *b)
 	}
 	json_array_foreach(calls, i, c)
 	{
-		char *a = json_dumps(json_object_get(c, "arguments"),
-				     JSON_COMPACT | JSON_SORT_KEYS);
+		char *a =
+		    json_dumps(json_object_get(c, "arguments"),
+			       JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
 		wd_buf_printf(b, "%s%s(%.200s)", i ? ", " : "",
 			      json_string_value(json_object_get(c, "name")),
 			      a ? a : "");
@@ -142,7 +143,7 @@ static void desc_one(json_t *c, struct wd_buf *b)
 		return;
 	}
 	char *a = json_dumps(json_object_get(c, "arguments"),
-			     JSON_COMPACT | JSON_SORT_KEYS);
+			     JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
 	wd_buf_printf(b, "%s(%.200s)",
 		      json_string_value(json_object_get(c, "name")),
 		      a ? a : "");

@@ -295,7 +295,8 @@ static int prefix(struct wd_run *r, json_t **prompts, json_t **resps,
 					continue;
 				char *a =
 				    json_dumps(json_object_get(c, "arguments"),
-					       JSON_COMPACT | JSON_SORT_KEYS);
+					       JSON_COMPACT | JSON_SORT_KEYS |
+						   JSON_ENCODE_ANY);
 				char *key =
 				    wd_asprintf("%s\x1f%s",
 						json_string_value(

@@ -56,8 +56,9 @@ static void call_of(json_t *pc, struct wd_broker_call *c)
 
 static char *dup_key(json_t *pc)
 {
-	cleanup_free char *a = json_dumps(json_object_get(pc, "arguments"),
-					  JSON_COMPACT | JSON_SORT_KEYS);
+	cleanup_free char *a =
+	    json_dumps(json_object_get(pc, "arguments"),
+		       JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
 	return wd_asprintf("%s\x1f%s",
 			   json_string_value(json_object_get(pc, "name")),
 			   a ? a : "");

@@ -71,8 +71,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	/* whatever parsed must be usable: re-serialise the tool calls */
 	for (int i = 0; i < resp.n_tool_calls; i++) {
-		char *d =
-		    json_dumps(resp.tool_calls[i].arguments, JSON_COMPACT);
+		/* an object, or the model's own text when it did not parse */
+		char *d = json_dumps(resp.tool_calls[i].arguments,
+				     JSON_COMPACT | JSON_ENCODE_ANY);
 		if (!d || !resp.tool_calls[i].id || !resp.tool_calls[i].name)
 			__builtin_trap();
 		free(d);
