@@ -119,7 +119,8 @@ for t in ${VMTEST_EXTRA_BINS:-}; do add_bin "$(command -v "$t")" || die "no $t";
 
 mkdir -p "$root/w/$BUILD" "$root/w/tests"
 cp -r tests/. "$root/w/tests/"
-for b in "$BUILD"/warden "$BUILD"/wardend; do
+# warden-init: tier 2's pid 1, found next to the binaries
+for b in "$BUILD"/warden "$BUILD"/wardend "$BUILD"/warden-init; do
 	[ -x "$b" ] && add_bin "$b" "/w/$b"
 done
 for d in tests/unit tests/helpers; do

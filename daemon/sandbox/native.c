@@ -565,7 +565,8 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 			   .tier = m->tier,
 			   .ownerfd = -1,
 			   .mntns = -1,
-			   .netfd = -1};
+			   .netfd = -1,
+			   .init_fd = -1};
 	struct wd_cgroup cg = {.v2_fd = -1};
 	struct wd_egress *eg = NULL;
 	bool attached = false, routed = false;
@@ -658,6 +659,7 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 			r = ifd;
 			goto out;
 		}
+		l.init_fd = ifd;
 		snprintf(l.init_exec, sizeof(l.init_exec), "/proc/self/fd/%d",
 			 ifd);
 	}
@@ -772,11 +774,10 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 		goto out;
 	}
 	if (lsm && wd_lsm_n_active(lsm) > 0) {
-		/* tier 2: G1 mounts inside the cgroup, so it arms the hooks
-		 * itself once its setup is done (wd_lsm_arm below) */
-		r = l.tier == 2
-			? wd_lsm_prepare(lsm, cg.v2_fd, cg.v2_id, m, err)
-			: wd_lsm_begin(lsm, cg.v2_fd, cg.v2_id, m, err);
+		/* both tiers mount inside the cgroup (tier 2's new root, tier
+		 * 1's scratch tmpfs), so the first process arms the hooks
+		 * itself once its setup is done (wd_lsm_arm, native_child.c) */
+		r = wd_lsm_prepare(lsm, cg.v2_fd, cg.v2_id, m, err);
 		if (r < 0)
 			goto out;
 		l.lsm = lsm;

@@ -402,6 +402,13 @@ void wd_native_tier1_main(struct launch *l, bool self_v2)
 	if (!l->vm_child)
 		oom_adj_reset(0);
 	scratch_tmpfs(l);
+	/* the scratch is mounted: from here the BPF LSM's mount hooks (and
+	 * the rest) hold this call (native.c prepared it unarmed) */
+	if (l->lsm) {
+		int ar = wd_lsm_arm(l->lsm, l->cgid);
+		if (ar < 0)
+			child_fail(l, -ar, "bpf_lsm: arm");
+	}
 	restrict_self(l);
 	exec_tool(l);
 }
@@ -457,6 +464,12 @@ static void __attribute__((noreturn)) g1_main(struct launch *l, bool self_v2)
 		child_fail(l, 0, "%s", e.msg);
 	if (sethostname("warden", 6) < 0)
 		child_fail(l, errno, "uts: sethostname");
+	/* while root, in the call's own /proc, before the LSM's file_open
+	 * hook and Landlock hold it: the init sets it back to 0 once it runs
+	 * on its own memory (here it would change the daemon's) */
+	int oomfd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+	if (oomfd < 0)
+		child_fail(l, errno, "oom_score_adj");
 	if (l->lsm) {
 		/* The call's own /tmp, /dev and /proc were made after the
 		 * parent armed the LSM; grant them by inode from here, while
@@ -476,16 +489,17 @@ static void __attribute__((noreturn)) g1_main(struct launch *l, bool self_v2)
 					   own[i].p);
 			close(fd);
 		}
+		/* warden-init, exec'd below: not in filesystem.exec, so
+		 * granted by inode like the mounts above */
+		if (l->init_fd >= 0 &&
+		    wd_lsm_allow_fd(l->lsm, l->cgid, l->init_fd,
+				    WD_LSM_READ | WD_LSM_EXECUTE) < 0)
+			child_fail(l, errno, "bpf_lsm: grant warden-init");
 		int ar = wd_lsm_arm(l->lsm, l->cgid);
 		if (ar < 0)
 			child_fail(l, -ar, "bpf_lsm: arm");
 	}
 	grant_own_mounts(l);
-	/* while root, before Landlock: the init sets it back to 0 once it
-	 * runs on its own memory (here it would change the daemon's) */
-	int oomfd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
-	if (oomfd < 0)
-		child_fail(l, errno, "oom_score_adj");
 	restrict_self(l);
 	/* The init's fds: the error pipe and oomfd survive the exec, stdio
 	 * is the tool's already, every other fd closes (restrict_self). */

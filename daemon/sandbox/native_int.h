@@ -97,6 +97,7 @@ struct launch {
 	 * init_argv = {"warden-init", ERRFD, init_oomfd, exec_path, argv...};
 	 * init_oomfd's digits are G1's to write. init_path: for Landlock. */
 	const char *init_path;
+	int init_fd; /* the init's fd (the daemon's, never closed); -1 */
 	char init_exec[32];
 	char **init_argv;
 	char init_oomfd[16];
