@@ -1124,8 +1124,7 @@ static void test_blob_order(void)
 			break;
 		json_t *rec = tt_rec("ord", i, "tool_result");
 		json_object_set_new(rec, "result_ref", json_string(rf));
-		tt_append(t, rec, false);
-		json_decref(rec);
+		tt_append(t, rec, false); /* takes rec */
 		/* once its record is visible, the blob is in place */
 		if (i % 50 == 49) {
 			wd_trace_visible(t);
