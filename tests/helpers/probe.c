@@ -342,6 +342,9 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(a, "memhog") && argc > 2) {
 		size_t mb = atol(argv[2]);
+		/* volatile: an optimiser may otherwise drop an allocation
+		 * nothing reads (clang -O1 did, in the sanitizer trees) */
+		static char *volatile keep;
 		for (size_t i = 0; i < mb; i++) {
 			char *p = malloc(1 << 20);
 			if (!p) {
@@ -349,6 +352,7 @@ int main(int argc, char **argv)
 				return 1;
 			}
 			memset(p, 1, 1 << 20);
+			keep = p;
 		}
 		printf("allocated %zu MB\n", mb);
 		return 0;
