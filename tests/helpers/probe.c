@@ -344,7 +344,7 @@ int main(int argc, char **argv)
 		size_t mb = atol(argv[2]);
 		/* volatile: an optimiser may otherwise drop an allocation
 		 * nothing reads (clang -O1 did, in the sanitizer trees) */
-		static char *volatile keep;
+		static char *volatile keep __attribute__((unused));
 		for (size_t i = 0; i < mb; i++) {
 			char *p = malloc(1 << 20);
 			if (!p) {
