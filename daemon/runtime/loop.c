@@ -200,7 +200,7 @@ static int model_step(struct wd_run *r, struct wd_err *err)
 	if (rc == 0) {
 		uint64_t t0 = wd_now_ns();
 		rc = wd_gateway_complete(r->ps->gw, &req, &resp, err);
-		r->ext_ns += wd_now_ns() - t0;
+		rt_slice_ext(wd_now_ns() - t0);
 		r->model_calls++;
 		__atomic_add_fetch(&r->rt->m_model_calls, 1, __ATOMIC_RELAXED);
 	} else if (rc == 1) {
@@ -451,16 +451,31 @@ static int model_step(struct wd_run *r, struct wd_err *err)
 
 static void advance(struct wd_run *r);
 
+/* The current slice's model and tool time on this thread. Not in the
+ * run: a slice that parks its run (suspended, waiting on an approval)
+ * hands it to whichever worker the decision wakes, which may start the
+ * next slice before this one has taken its figure (a race TSan saw in the
+ * approval storm). A sub-agent's slice nests inside its parent's tool
+ * step on the same thread: rt_advance keeps the outer figure aside. */
+static __thread uint64_t slice_ext_ns;
+
+void rt_slice_ext(uint64_t ns)
+{
+	slice_ext_ns += ns;
+}
+
 /* Platform overhead = the slice's time minus time in the model and in
  * tools (the bench's "per step excluding model and tool time"). */
 void rt_advance(struct wd_run *r)
 {
+	struct wd_rt *rt = r->rt;
+	uint64_t outer = slice_ext_ns;
+	slice_ext_ns = 0;
 	uint64_t t0 = wd_now_ns();
-	r->ext_ns = 0;
 	advance(r);
-	uint64_t all = wd_now_ns() - t0;
-	__atomic_add_fetch(&r->rt->m_overhead_ns,
-			   all > r->ext_ns ? all - r->ext_ns : 0,
+	uint64_t all = wd_now_ns() - t0, ext = slice_ext_ns;
+	slice_ext_ns = outer;
+	__atomic_add_fetch(&rt->m_overhead_ns, all > ext ? all - ext : 0,
 			   __ATOMIC_RELAXED);
 }
 

@@ -90,7 +90,6 @@ struct wd_run {
 	uint64_t sub_in_tokens, sub_out_tokens;
 	double sub_cost;
 	json_t *children; /* ids of the direct child runs */
-	uint64_t ext_ns;  /* time in the model and in tools (this slice) */
 	/* a replay's state (replay.c), NULL for an ordinary run */
 	struct rt_replay *replay;
 	/* step events for streams: JSON lines, guarded by rt->mu */
@@ -200,6 +199,10 @@ json_t *rt_totals_json(const struct wd_run *r, int own_steps);
 
 /* loop.c */
 void rt_advance(struct wd_run *r);
+/* time this slice spent in the model or in tools (the overhead figure
+ * leaves it out); per thread: once a slice parks its run, another worker
+ * may already advance it */
+void rt_slice_ext(uint64_t ns);
 
 /* context.c */
 /* The conversation as JSON text (json_dumps(msgs, JSON_COMPACT)), new. */

@@ -251,7 +251,7 @@ int rt_tool_step(struct wd_run *r, struct wd_err *err)
 			 * child is bounded by what the ones before it left */
 			uint64_t ts0 = wd_now_ns();
 			rt_subagent_call(r, pc);
-			r->ext_ns += wd_now_ns() - ts0;
+			rt_slice_ext(wd_now_ns() - ts0);
 			json_object_set_new(
 			    r->done, key,
 			    json_pack("{s:i,s:O}", "step", r->step, "content",
@@ -391,7 +391,7 @@ int rt_tool_step(struct wd_run *r, struct wd_err *err)
 		if (bad >= 0)
 			break;
 	}
-	r->ext_ns += wd_now_ns() - t0;
+	rt_slice_ext(wd_now_ns() - t0);
 	__atomic_add_fetch(&rt->m_tool_calls, (uint64_t)nj, __ATOMIC_RELAXED);
 
 	int ret = 1;
