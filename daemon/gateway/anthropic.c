@@ -51,13 +51,12 @@ static json_t *anthropic_build(const struct wd_complete_req *req,
 	}
 	const struct wd_provider_desc *d =
 	    wd_provider_desc_of(WD_PROVIDER_ANTHROPIC);
-	if (req->temperature >= 0 && (req->temperature < d->temperature_min ||
-				      req->temperature > d->temperature_max)) {
+	char why[256];
+	if (wd_model_temperature_check(d, model, req->temperature, why,
+				       sizeof(why)) < 0) {
 		/* the policy loader refuses these (wd_route_check_params);
 		 * never send what the API answers with a 400 */
-		wd_err_set(
-		    err, -EINVAL, "anthropic: temperature %g is outside %g..%g",
-		    req->temperature, d->temperature_min, d->temperature_max);
+		wd_err_set(err, -EINVAL, "anthropic: %s", why);
 		return NULL;
 	}
 	bool cache = prov && prov->cache_ttl != WD_CACHE_OFF;
@@ -278,6 +277,20 @@ static int anthropic_parse(const char *body, size_t len,
 	stop = json_string_value(json_object_get(root, "stop_reason"));
 	wd_resp_set_stop_desc(resp, stop,
 			      wd_provider_desc_of(WD_PROVIDER_ANTHROPIC));
+	/* a refusal's stop_details: {type: refusal, category, explanation}
+	 * (either may be null); the content is often empty */
+	json_t *sd = json_object_get(root, "stop_details");
+	const char *sdt = json_string_value(json_object_get(sd, "type"));
+	if (sdt && !strcmp(sdt, "refusal")) {
+		const char *cat =
+		    json_string_value(json_object_get(sd, "category"));
+		const char *ex =
+		    json_string_value(json_object_get(sd, "explanation"));
+		if (cat || ex)
+			resp->stop_detail =
+			    wd_asprintf("%s%s%s", cat ? cat : "",
+					cat && ex ? ": " : "", ex ? ex : "");
+	}
 
 	u = json_object_get(root, "usage");
 	if (json_is_object(u)) {

@@ -183,7 +183,10 @@ struct wd_complete_resp {
 	char *model;	/* provider-side model that answered */
 	char *response_id;
 	char *system_fingerprint; /* OpenAI's, when the response gives one */
-	uint64_t latency_us;	  /* whole call including retries and backoff */
+	/* why the model stopped, when the provider says more than its word:
+	 * Anthropic's stop_details of a refusal ("category: explanation") */
+	char *stop_detail;
+	uint64_t latency_us; /* whole call including retries and backoff */
 	struct wd_attempt *attempts;
 	int n_attempts;
 	char *raw_request;  /* body sent on the successful (or last) attempt;

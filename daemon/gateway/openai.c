@@ -13,11 +13,12 @@ static json_t *openai_build(const struct wd_complete_req *req,
 {
 	const struct wd_provider_desc *d =
 	    wd_provider_desc_of(WD_PROVIDER_OPENAI);
-	if (req->temperature >= 0 && (req->temperature < d->temperature_min ||
-				      req->temperature > d->temperature_max)) {
-		wd_err_set(
-		    err, -EINVAL, "openai: temperature %g is outside %g..%g",
-		    req->temperature, d->temperature_min, d->temperature_max);
+	char why[256];
+	if (wd_model_temperature_check(d, model, req->temperature, why,
+				       sizeof(why)) < 0) {
+		/* the policy loader refuses these (wd_route_check_params);
+		 * never send what the API answers with a 400 */
+		wd_err_set(err, -EINVAL, "openai: %s", why);
 		return NULL;
 	}
 	json_t *body = json_object(), *msgs = json_array();

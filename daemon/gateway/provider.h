@@ -65,6 +65,22 @@ struct wd_provider_desc {
 };
 
 const struct wd_provider_desc *wd_provider_desc_of(enum wd_provider_kind k);
+
+/* The temperature a model takes: its provider's range, narrowed by model
+ * family where the API documents a narrower one. fixed_why non-NULL: the
+ * model takes no temperature but its default (a value sent is a 400), and
+ * says why. */
+struct wd_temp_range {
+	double min, max;
+	const char *fixed_why;
+};
+struct wd_temp_range wd_model_temperature(const struct wd_provider_desc *d,
+					  const char *model);
+/* 0, or -EINVAL with a message in why: `temperature` (< 0 = not set) is
+ * one this model cannot take */
+int wd_model_temperature_check(const struct wd_provider_desc *d,
+			       const char *model, double temperature, char *why,
+			       size_t n);
 const struct wd_provider_desc *wd_provider_desc_named(const char *name);
 /* "anthropic, openai or script" for messages */
 const char *wd_provider_kind_words(void);

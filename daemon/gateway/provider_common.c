@@ -77,6 +77,7 @@ void wd_complete_resp_free(struct wd_complete_resp *resp)
 	free(resp->model);
 	free(resp->response_id);
 	free(resp->system_fingerprint);
+	free(resp->stop_detail);
 	free(resp->attempts);
 	free(resp->raw_request);
 	free(resp->raw_response);

@@ -2,6 +2,7 @@
  * its API documents. The config loader (policy/gateway_config.c) and the
  * gateway (gateway.c, the wire-format files) read it; nothing else knows
  * a provider's words, ranges or prices. */
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -42,19 +43,39 @@ static enum wd_err_class by_status(long status)
 	return WD_ERRC_INVALID;
 }
 
+/* error.details.error_code of an Anthropic error body, "" if none */
+static void anthropic_detail_code(const char *body, size_t len, char *code,
+				  size_t n)
+{
+	json_t *root = body ? json_loadb(body, len, 0, NULL) : NULL;
+	json_t *d = json_object_get(json_object_get(root, "error"), "details");
+	const char *c = json_string_value(json_object_get(d, "error_code"));
+	snprintf(code, n, "%s", c ? c : "");
+	json_decref(root);
+}
+
 /* Anthropic: error.type is one of invalid_request_error,
  * authentication_error, permission_error, not_found_error,
  * request_too_large, rate_limit_error, api_error, overloaded_error,
  * billing_error, timeout_error; a prompt over the context window is an
- * invalid_request_error "prompt is too long: N tokens > M maximum". */
+ * invalid_request_error "prompt is too long: N tokens > M maximum".
+ * Spend limits: the tier's monthly cap is a 429 rate_limit_error whose
+ * error.details.error_code is enforced_spend_limit_reached (no
+ * retry-after; retrying fails until the month turns), a limit the
+ * organisation or workspace set is a 400 invalid_request_error "You have
+ * reached your specified (workspace) API usage limits": both quota. */
 static enum wd_err_class anthropic_classify(long status, const char *body,
 					    size_t len)
 {
 	char t[96], c[96], m[256];
 
 	err_fields(body, len, t, c, m, sizeof(t));
-	if (!strcmp(t, "rate_limit_error"))
+	if (!strcmp(t, "rate_limit_error")) {
+		anthropic_detail_code(body, len, c, sizeof(c));
+		if (!strcmp(c, "enforced_spend_limit_reached"))
+			return WD_ERRC_QUOTA;
 		return WD_ERRC_RATE_LIMIT;
+	}
 	if (!strcmp(t, "overloaded_error"))
 		return WD_ERRC_OVERLOADED;
 	if (!strcmp(t, "api_error"))
@@ -70,7 +91,8 @@ static enum wd_err_class anthropic_classify(long status, const char *body,
 		if (strcasestr(m, "prompt is too long") ||
 		    strcasestr(m, "context window"))
 			return WD_ERRC_CONTEXT;
-		if (strcasestr(m, "credit balance"))
+		if (strcasestr(m, "credit balance") ||
+		    !strncmp(m, "You have reached your specified", 31))
 			return WD_ERRC_QUOTA;
 		return WD_ERRC_INVALID;
 	}
@@ -249,6 +271,86 @@ void wd_resp_set_stop_desc(struct wd_complete_resp *resp, const char *raw,
 		resp->stop_reason = WD_STOP_TOOL_USE;
 }
 
+/* ---- parameters by model family ----------------------------------------- */
+
+/* "claude-<family>-<major>[-<minor>]..." (the naming since Claude 4):
+ * true with the version; the older "claude-3-5-sonnet-..." is not this */
+static bool claude_version(const char *m, int *maj, int *min)
+{
+	static const char *const fam[] = {"opus-", "sonnet-", "haiku-"};
+	if (strncmp(m, "claude-", 7))
+		return false;
+	m += 7;
+	for (size_t i = 0; i < WD_ARRAY_SIZE(fam); i++) {
+		size_t l = strlen(fam[i]);
+		if (strncmp(m, fam[i], l) || m[l] < '0' || m[l] > '9')
+			continue;
+		char *e;
+		*maj = (int)strtol(m + l, &e, 10);
+		*min = 0;
+		/* a minor is short; a date suffix (-20250929) is not one */
+		if (*e == '-' && e[1] >= '0' && e[1] <= '9' &&
+		    strspn(e + 1, "0123456789") <= 2)
+			*min = (int)strtol(e + 1, NULL, 10);
+		return true;
+	}
+	return false;
+}
+
+/* OpenAI's reasoning families (o1, o3, o4-mini, gpt-5...) */
+static bool openai_reasoning(const char *m)
+{
+	if (m[0] == 'o' && m[1] >= '1' && m[1] <= '9' &&
+	    (m[2] == 0 || m[2] == '-'))
+		return true;
+	return !strncmp(m, "gpt-5", 5);
+}
+
+struct wd_temp_range wd_model_temperature(const struct wd_provider_desc *d,
+					  const char *model)
+{
+	struct wd_temp_range r = {d->temperature_min, d->temperature_max, NULL};
+	int maj, min;
+	if (!model)
+		return r;
+	/* Claude models after Opus 4.6 take no sampling parameters: a
+	 * temperature is answered "`temperature` is deprecated for this
+	 * model" (400) */
+	if (d->kind == WD_PROVIDER_ANTHROPIC &&
+	    claude_version(model, &maj, &min) &&
+	    (maj > 4 || (maj == 4 && min >= 7)))
+		r.fixed_why = "Claude models after Opus 4.6 take no "
+			      "temperature (the API answers 400: "
+			      "deprecated for this model)";
+	/* reasoning models: "Only the default (1) value is supported" */
+	if (d->kind == WD_PROVIDER_OPENAI && openai_reasoning(model)) {
+		r.min = r.max = 1;
+		r.fixed_why = "OpenAI's reasoning models take only the "
+			      "default temperature, 1";
+	}
+	return r;
+}
+
+int wd_model_temperature_check(const struct wd_provider_desc *d,
+			       const char *model, double temperature, char *why,
+			       size_t n)
+{
+	struct wd_temp_range r = wd_model_temperature(d, model);
+	if (temperature < 0)
+		return 0;
+	if (r.fixed_why && !(r.min == r.max && temperature == r.min)) {
+		snprintf(why, n, "'temperature' %g: %s", temperature,
+			 r.fixed_why);
+		return -EINVAL;
+	}
+	if (temperature < r.min || temperature > r.max) {
+		snprintf(why, n, "'temperature' %g is outside %g..%g",
+			 temperature, r.min, r.max);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 /* ---- parameters at policy load ------------------------------------------ */
 
 int wd_route_check_params(const struct wd_gateway_config *cfg,
@@ -276,20 +378,18 @@ int wd_route_check_params(const struct wd_gateway_config *cfg,
 		const struct wd_provider_cfg *p =
 		    &cfg->providers[routes[i].provider];
 		const struct wd_provider_desc *d = wd_provider_desc_of(p->kind);
-		if (temperature >= 0 && (temperature < d->temperature_min ||
-					 temperature > d->temperature_max)) {
+		char w[256];
+		bool script = d->kind == WD_PROVIDER_SCRIPT;
+		if (wd_model_temperature_check(d,
+					       script ? NULL : routes[i].model,
+					       temperature, w, sizeof(w)) < 0) {
 			/* every step would get a 400 and fail over: the run
 			 * would quietly use another provider's model */
-			snprintf(
-			    why, n,
-			    "'temperature' %g is outside %g..%g, what "
-			    "route %d of model '%s' (%s/%s, a %s provider) "
-			    "takes",
-			    temperature, d->temperature_min, d->temperature_max,
-			    i + 1, model, p->name,
-			    d->kind == WD_PROVIDER_SCRIPT ? "script"
-							  : routes[i].model,
-			    d->name);
+			snprintf(why, n,
+				 "%s, for route %d of model '%s' (%s/%s, a %s "
+				 "provider)",
+				 w, i + 1, model, p->name,
+				 script ? "script" : routes[i].model, d->name);
 			return -EINVAL;
 		}
 	}

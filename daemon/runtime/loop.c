@@ -385,12 +385,26 @@ static int model_step(struct wd_run *r, struct wd_err *err)
 	if (sr == WD_STOP_PAUSE && resp.n_tool_calls == 0)
 		json_object_set_new(am, "paused", json_true());
 	json_array_append_new(r->msgs, am);
-	if (sr == WD_STOP_REFUSAL) {
-		cleanup_free char *why =
-		    wd_asprintf("the model refused (%s stop reason '%s'): %s",
-				resp.provider ? resp.provider : "provider",
-				resp.stop_raw ? resp.stop_raw : "",
-				*text ? text : "(no text)");
+	if (resp.n_tool_calls && sr == WD_STOP_MAX_TOKENS) {
+		/* a tool call cut at max_tokens: its arguments may be
+		 * incomplete (Anthropic: retry with a higher max_tokens);
+		 * it is never run, and asking again with the same limit
+		 * would cut it again */
+		cleanup_free char *why = wd_asprintf(
+		    "the model's tool call was cut at max_tokens (%s stop "
+		    "reason '%s'): its arguments may be incomplete, so it was "
+		    "not run; raise the agent's max_tokens",
+		    resp.provider ? resp.provider : "provider",
+		    resp.stop_raw ? resp.stop_raw : "");
+		rt_finish(r, "truncated", why, text);
+	} else if (sr == WD_STOP_REFUSAL) {
+		cleanup_free char *why = wd_asprintf(
+		    "the model refused (%s stop reason '%s'%s%s): %s",
+		    resp.provider ? resp.provider : "provider",
+		    resp.stop_raw ? resp.stop_raw : "",
+		    resp.stop_detail ? ", " : "",
+		    resp.stop_detail ? resp.stop_detail : "",
+		    *text ? text : "(no text)");
 		rt_finish(r, "refused", why, text);
 	} else if (resp.n_tool_calls == 0 && sr == WD_STOP_PAUSE) {
 		/* pause_turn: the turn goes back as it is and the model

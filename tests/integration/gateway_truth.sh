@@ -32,7 +32,7 @@ sed -i 's/^  m1: .*/  m1: {input: 1.0, output: 2.0, cached_input: 0.25}/' "$POL/
 agent hot claude '[echo]'
 echo "temperature: 1.5" >>"$POL/agents/hot.yaml"
 out=$("$WARDEN" policy check "$POL" 2>&1)
-expect_match temp-load-error "$out" "hot.yaml:9:14: agent 'hot': 'temperature' 1.5 is outside 0..1, what route 1 of model 'claude' \(fb/m2, a anthropic provider\) takes"
+expect_match temp-load-error "$out" "hot.yaml:9:14: agent 'hot': 'temperature' 1.5 is outside 0..1, for route 1 of model 'claude' \(fb/m2, a anthropic provider\)"
 start_daemon >/dev/null 2>&1 && { fail temp-daemon-refuses "wardend started with the policy"; stop_daemon; } ||
 	expect_match temp-daemon-refuses "$(cat "$T/wardend.log")" "hot.yaml:9:14: agent 'hot': 'temperature' 1.5 is outside 0..1"
 # the same temperature on an OpenAI route (0..2) is fine
@@ -70,6 +70,15 @@ fake_ctl '{"lane": "b", "reset": true, "queue": [{"reply": {"text": "half an ans
 run short
 expect_match max-tokens-truncated "$RC:$END" '^3:.*"status":"truncated".*cut at max_tokens and max_steps'
 expect_match max-tokens-truncated-output "$END" '"output":"half an ans"'
+
+# a tool call cut at max_tokens (arguments possibly incomplete) is never run
+fake_ctl '{"lane": "b", "reset": true, "queue": [{"reply": {"text": "", "tool_calls": [{"name": "echo", "arguments": {"x": "cut"}}], "stop": "max_tokens"}}]}'
+run ca
+expect_match max-tokens-tool-call-truncated "$RC:$END" "^3:.*\"status\":\"truncated\".*tool call was cut at max_tokens"
+expect_eq max-tokens-tool-call-not-run "$(printf '%s\n' "$OUT" | grep -c '"type":"tool_attempt"')" 0
+fake_ctl '{"lane": "a", "reset": true, "queue": [{"reply": {"text": "", "tool_calls": [{"name": "echo", "arguments": {"x": "cut"}}], "stop": "max_tokens"}}]}'
+run cg
+expect_match length-tool-call-truncated "$RC:$END" "^3:.*\"status\":\"truncated\".*stop reason 'length'"
 
 fake_ctl '{"lane": "b", "reset": true, "queue": [{"reply": {"text": "I cannot help with that.", "stop": "refusal"}}]}'
 run ca

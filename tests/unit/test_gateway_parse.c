@@ -327,6 +327,23 @@ static void test_wire(void)
 	     "anthropic-parse", "r=%d %s", r, err.msg);
 	wd_complete_resp_free(&resp);
 
+	/* a classifier refusal: empty content, the why in stop_details */
+	const char *rf =
+	    "{\"id\":\"msg_2\",\"type\":\"message\",\"role\":\"assistant\","
+	    "\"model\":\"claude-x\",\"content\":[],\"stop_reason\":"
+	    "\"refusal\",\"stop_details\":{\"type\":\"refusal\","
+	    "\"category\":\"cyber\",\"explanation\":\"This request was "
+	    "declined.\"},\"usage\":{\"input_tokens\":10,"
+	    "\"output_tokens\":0}}";
+	memset(&resp, 0, sizeof(resp));
+	r = wd_anthropic_ops.parse(rf, strlen(rf), &resp, &err);
+	T_OK(r == 0 && resp.stop_reason == WD_STOP_REFUSAL &&
+		 resp.stop_detail &&
+		 !strcmp(resp.stop_detail, "cyber: This request was declined."),
+	     "anthropic-refusal-stop-details", "r=%d %s", r,
+	     resp.stop_detail ? resp.stop_detail : "(none)");
+	wd_complete_resp_free(&resp);
+
 	const char *orr =
 	    "{\"id\":\"chatcmpl-1\",\"object\":\"chat.completion\",\"model\":"
 	    "\"gpt-x\",\"choices\":[{\"index\":0,\"message\":{\"role\":"
@@ -389,6 +406,25 @@ static void test_table(void)
 		 an->classify(400, big, strlen(big)) == WD_ERRC_CONTEXT &&
 		 an->classify(500, "", 0) == WD_ERRC_SERVER,
 	     "table-error-classes", "%s", "a class differs");
+	/* Anthropic's spend limits: the tier cap is a 429 rate_limit_error
+	 * told apart by error.details.error_code; a limit the organisation
+	 * set is a 400 invalid_request_error */
+	const char *cap = "{\"type\":\"error\",\"error\":{\"type\":"
+			  "\"rate_limit_error\",\"message\":\"spend cap\","
+			  "\"details\":{\"error_code\":\"enforced_spend_"
+			  "limit_reached\"}}}";
+	const char *arl = "{\"type\":\"error\",\"error\":{\"type\":"
+			  "\"rate_limit_error\",\"message\":\"Number of "
+			  "request tokens has exceeded your per-minute rate "
+			  "limit\"}}";
+	const char *lim = "{\"type\":\"error\",\"error\":{\"type\":"
+			  "\"invalid_request_error\",\"message\":\"You have "
+			  "reached your specified workspace API usage limits. "
+			  "You will regain access on 2027-01-01\"}}";
+	T_OK(an->classify(429, cap, strlen(cap)) == WD_ERRC_QUOTA &&
+		 an->classify(429, arl, strlen(arl)) == WD_ERRC_RATE_LIMIT &&
+		 an->classify(400, lim, strlen(lim)) == WD_ERRC_QUOTA,
+	     "table-anthropic-spend-limits", "%s", "a class differs");
 	T_OK(!wd_err_class_retryable(WD_ERRC_QUOTA) &&
 		 wd_err_class_retryable(WD_ERRC_RATE_LIMIT),
 	     "table-quota-not-retryable", "%s", "retryable set");
@@ -398,14 +434,24 @@ static void test_table(void)
 	    {"pause_turn", "pause_turn"},
 	    {"model_context_window_exceeded", "context_exceeded"},
 	    {"max_tokens", "max_tokens"},
+	    {"stop_sequence", "end_turn"},
+	    {"end_turn", "end_turn"},
+	    {"tool_use", "tool_use"},
 	};
 	bool ok = true;
-	for (int i = 0; i < 4; i++) {
+	for (size_t i = 0; i < WD_ARRAY_SIZE(words); i++) {
 		wd_resp_set_stop_desc(&r, words[i][0], an);
 		ok &= !strcmp(wd_stop_reason_name(r.stop_reason), words[i][1]);
 	}
 	wd_resp_set_stop_desc(&r, "content_filter", oa);
 	ok &= r.stop_reason == WD_STOP_REFUSAL;
+	wd_resp_set_stop_desc(&r, "length", oa);
+	ok &= r.stop_reason == WD_STOP_MAX_TOKENS;
+	wd_resp_set_stop_desc(&r, "stop", oa);
+	ok &= r.stop_reason == WD_STOP_END_TURN;
+	/* a word the table does not know is not an answer */
+	wd_resp_set_stop_desc(&r, "compaction", an);
+	ok &= r.stop_reason == WD_STOP_OTHER;
 	free(r.stop_raw);
 	T_OK(ok, "table-stop-reasons", "%s", "a word maps wrong");
 
@@ -435,6 +481,39 @@ static void test_table(void)
 		     -EINVAL &&
 		 wd_route_check_params(cfg, "a/m", 1.0, why, sizeof(why)) == 0,
 	     "route-temperature-ranges", "%s", why);
+	/* by model family: Claude after Opus 4.6 takes none (a 400
+	 * "deprecated for this model"), OpenAI's reasoning models only 1 */
+	T_OK(wd_route_check_params(cfg, "a/claude-opus-4-7", 0.5, why,
+				   sizeof(why)) == -EINVAL &&
+		 strstr(why, "after Opus 4.6") &&
+		 wd_route_check_params(cfg, "a/claude-sonnet-5", 1.0, why,
+				       sizeof(why)) == -EINVAL &&
+		 wd_route_check_params(cfg, "a/claude-opus-4-7", -1, why,
+				       sizeof(why)) == 0 &&
+		 wd_route_check_params(cfg, "a/claude-opus-4-6", 0.5, why,
+				       sizeof(why)) == 0 &&
+		 wd_route_check_params(cfg, "a/claude-sonnet-4-5-20250929", 0.5,
+				       why, sizeof(why)) == 0 &&
+		 wd_route_check_params(cfg, "a/claude-3-5-sonnet-20241022", 0.5,
+				       why, sizeof(why)) == 0,
+	     "route-temperature-claude-family", "%s", why);
+	T_OK(wd_route_check_params(cfg, "o/gpt-5-mini", 0.2, why,
+				   sizeof(why)) == -EINVAL &&
+		 strstr(why, "only the default") &&
+		 wd_route_check_params(cfg, "o/o3", 0.0, why, sizeof(why)) ==
+		     -EINVAL &&
+		 wd_route_check_params(cfg, "o/o4-mini", 1.0, why,
+				       sizeof(why)) == 0 &&
+		 wd_route_check_params(cfg, "o/gpt-4o", 0.2, why,
+				       sizeof(why)) == 0,
+	     "route-temperature-openai-reasoning", "%s", why);
+	/* the builder refuses what the loader would (a --model patch) */
+	struct wd_complete_req tr = {.model = "x", .temperature = 0.3};
+	struct wd_err te = {0};
+	json_t *tb = wd_anthropic_ops.build(&tr, NULL, "claude-opus-4-7", &te);
+	T_OK(!tb && strstr(te.msg, "after Opus 4.6"),
+	     "build-temperature-claude-family", "%s", te.msg);
+	json_decref(tb);
 
 	/* 1h breakpoints on tools, system, the turns; whitespace-only
 	 * assistant text left out */
