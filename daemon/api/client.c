@@ -105,19 +105,34 @@ static int transport_err(CURL *c, CURLcode rc, const char *socket,
 }
 
 /* A full backlog (EAGAIN on a unix socket's connect) is a burst, not an
- * absent daemon: retry a few times, 25 ms doubling (about 1.5 s in all). */
-static CURLcode perform(CURL *c)
+ * absent daemon; so is the daemon's own refusal at a connection cap (503
+ * with Retry-After, answered at accept before any request is read, so a
+ * POST is safe to send again): retry a few times, 25 ms doubling (about
+ * 1.5 s in all), then report what the last try said. reset(arg) drops
+ * what a refused try wrote. */
+static CURLcode perform(CURL *c, void (*reset)(void *), void *arg)
 {
 	CURLcode rc = CURLE_OK;
 	for (int i = 0, ms = 25; i < 7; i++, ms *= 2) {
 		rc = curl_easy_perform(c);
-		long oserr = 0;
+		long oserr = 0, status = 0;
+		curl_off_t after = -1;
 		curl_easy_getinfo(c, CURLINFO_OS_ERRNO, &oserr);
-		if (rc != CURLE_COULDNT_CONNECT || oserr != EAGAIN)
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+		curl_easy_getinfo(c, CURLINFO_RETRY_AFTER, &after);
+		bool busy = rc == CURLE_COULDNT_CONNECT && oserr == EAGAIN;
+		bool capped = rc == CURLE_OK && status == 503 && after > 0;
+		if ((!busy && !capped) || i == 6)
 			break;
+		reset(arg);
 		usleep((useconds_t)ms * 1000);
 	}
 	return rc;
+}
+
+static void reset_buf(void *arg)
+{
+	((struct wd_buf *)arg)->len = 0;
 }
 
 int wd_api_call(const char *socket, const char *method, const char *path,
@@ -141,7 +156,7 @@ int wd_api_call(const char *socket, const char *method, const char *path,
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, &out);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT, answer_timeout_s());
-	CURLcode rc = perform(c);
+	CURLcode rc = perform(c, reset_buf, &out);
 	int ret = 0;
 	if (rc != CURLE_OK) {
 		ret = transport_err(c, rc, socket, err);
@@ -199,6 +214,14 @@ static size_t stream_write(char *p, size_t sz, size_t n, void *ud)
 	return len;
 }
 
+static void reset_stream(void *arg)
+{
+	struct stream_ctx *s = arg;
+	s->status = 0;
+	s->errbody.len = 0;
+	s->pending.len = 0;
+}
+
 int wd_api_stream(const char *socket, const char *path,
 		  int (*line)(void *arg, json_t *obj), void *arg,
 		  struct wd_err *err)
@@ -213,7 +236,7 @@ int wd_api_stream(const char *socket, const char *path,
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, &s);
 	curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
 	curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, answer_timeout_s());
-	CURLcode rc = perform(c);
+	CURLcode rc = perform(c, reset_stream, &s);
 	int ret = 0;
 	if (s.cb_rc) {
 		ret = s.cb_rc;

@@ -1,40 +1,35 @@
 /* `warden events [--follow] [--json] [--since SEQ] [--socket PATH]`:
  * the node-wide denial stream, read from wardend over its unix socket
  * (GET /v1/events, JSON lines; contract in daemon/events/stream.h). */
-#include <curl/curl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <string.h>
 
+#include "api/client.h"
 #include "cli/cli.h"
 #include "common/util.h"
 
 struct ev_client {
-	CURL *h;
 	bool json;
-	struct wd_buf errbody; /* body of a non-200 answer */
-	struct wd_buf line;    /* partial line between chunks */
 	int events;
 	bool bad;
 };
 
-static void print_line(struct ev_client *c, const char *s, size_t n)
+static int print_line(void *arg, json_t *o)
 {
-	if (!n)
-		return;
-	json_error_t je;
-	json_t *o = json_loadb(s, n, 0, &je);
-	if (!o || !json_is_object(o)) {
+	struct ev_client *c = arg;
+	if (!json_is_object(o)) {
 		/* never print what we could not parse as if it were data */
 		c->bad = true;
-		json_decref(o);
-		return;
+		return 0;
 	}
 	const char *type = json_string_value(json_object_get(o, "type"));
 	if (c->json) {
-		fwrite(s, 1, n, stdout);
-		fputc('\n', stdout);
+		char *s = json_dumps(o, JSON_COMPACT | JSON_ENCODE_ANY);
+		if (s)
+			puts(s);
+		free(s);
 	} else if (type && !strcmp(type, "loss")) {
 		json_int_t b =
 		    json_integer_value(json_object_get(o, "bpf_ringbuf"));
@@ -73,31 +68,8 @@ static void print_line(struct ev_client *c, const char *s, size_t n)
 	}
 	if (type && !strcmp(type, "event"))
 		c->events++;
-	json_decref(o);
 	fflush(stdout);
-}
-
-static size_t on_data(char *p, size_t sz, size_t nm, void *arg)
-{
-	struct ev_client *c = arg;
-	size_t n = sz * nm;
-	long status = 0;
-	curl_easy_getinfo(c->h, CURLINFO_RESPONSE_CODE, &status);
-	if (status != 200) {
-		if (c->errbody.len < 4096)
-			wd_buf_append(&c->errbody, p, n);
-		return n;
-	}
-	wd_buf_append(&c->line, p, n);
-	size_t start = 0;
-	for (size_t i = 0; i < c->line.len; i++)
-		if (c->line.data[i] == '\n') {
-			print_line(c, c->line.data + start, i - start);
-			start = i + 1;
-		}
-	memmove(c->line.data, c->line.data + start, c->line.len - start);
-	c->line.len -= start;
-	return n;
+	return 0;
 }
 
 static void usage(FILE *f)
@@ -166,59 +138,26 @@ static int events_main(int argc, char **argv)
 		return WD_EXIT_USAGE;
 	}
 	const char *sock = wd_cli_socket(sock_flag);
-	char url[128];
-	snprintf(url, sizeof(url), "http://localhost/v1/events?since=%llu%s",
-		 since, follow ? "&follow=1" : "");
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-	CURL *h = curl_easy_init();
-	if (!h) {
-		fprintf(stderr, "warden events: cannot initialise libcurl\n");
+	char path[96];
+	snprintf(path, sizeof(path), "/v1/events?since=%llu%s", since,
+		 follow ? "&follow=1" : "");
+	/* the shared client: "not running" told apart from a full backlog
+	 * (retried) and a silent daemon (no line, not even the 10 s loss
+	 * keep-alive, within $WARDEN_TIMEOUT) */
+	struct wd_err err = {0};
+	if (wd_api_stream(sock, path, print_line, &c, &err)) {
+		fprintf(stderr, "warden events: %s\n", err.msg);
 		return WD_EXIT_FAIL;
 	}
-	c.h = h;
-	char errbuf[CURL_ERROR_SIZE] = "";
-	curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, sock);
-	curl_easy_setopt(h, CURLOPT_URL, url);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, &c);
-	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 5L);
-	curl_easy_setopt(h, CURLOPT_FAILONERROR, 0L);
-	CURLcode rc = curl_easy_perform(h);
-	long status = 0;
-	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-	curl_easy_cleanup(h);
-	int ret = WD_EXIT_OK;
-	if (rc == CURLE_COULDNT_CONNECT) {
-		fprintf(stderr,
-			"warden events: needs wardend: nothing listens on %s "
-			"(%s); start wardend or pass --socket / "
-			"$WARDEN_SOCKET\n",
-			sock, errbuf[0] ? errbuf : curl_easy_strerror(rc));
-		ret = WD_EXIT_FAIL;
-	} else if (rc != CURLE_OK) {
-		fprintf(stderr, "warden events: %s: %s\n", sock,
-			errbuf[0] ? errbuf : curl_easy_strerror(rc));
-		ret = WD_EXIT_FAIL;
-	} else if (status != 200) {
-		fprintf(stderr,
-			"warden events: wardend answered HTTP %ld%s%.*s\n",
-			status, c.errbody.len ? ": " : "",
-			(int)WD_MIN(c.errbody.len, 300),
-			c.errbody.len ? c.errbody.data : "");
-		ret = WD_EXIT_FAIL;
-	} else if (c.bad) {
+	if (c.bad) {
 		fprintf(stderr,
 			"warden events: wardend sent lines that are not JSON "
 			"objects\n");
-		ret = WD_EXIT_FAIL;
+		return WD_EXIT_FAIL;
 	}
-	if (!c.json && ret == WD_EXIT_OK && !follow && !c.events)
+	if (!c.json && !follow && !c.events)
 		fprintf(stderr, "warden events: no events held by wardend\n");
-	wd_buf_free(&c.line);
-	wd_buf_free(&c.errbody);
-	curl_global_cleanup();
-	return ret;
+	return WD_EXIT_OK;
 }
 
 WD_VERB(events, "events", "print the node's denial event stream (wardend)",

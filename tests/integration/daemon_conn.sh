@@ -142,6 +142,25 @@ kill -STOP "$WPID"
 out=$(WARDEN_TIMEOUT=1 timeout 20 "$WARDEN" approvals ls 2>&1)
 kill -CONT "$WPID"
 expect_match cli-timed-out "$out" '^warden approvals: timed out: wardend at .* did not answer within 1 s'
+# warden events goes through the same client: the same three answers
+out=$(WARDEN_SOCKET=$T/nope.sock "$WARDEN" events 2>&1)
+expect_match cli-events-not-running "$out" '^warden events: wardend is not running: no socket at'
+kill -STOP "$WPID"
+out=$(WARDEN_TIMEOUT=1 timeout 20 "$WARDEN" events --follow 2>&1)
+rc=$?
+kill -CONT "$WPID"
+expect_match cli-events-timed-out "$rc:$out" '^1:warden events: timed out: wardend at .* did not answer within 1 s'
+# a uid at its cap for a moment: its next CLI call is refused (503,
+# Retry-After) and tried again until a slot is free (about 1.5 s at most)
+hostile idle 64 1 "$T/brief.out" &
+p_brief=$!
+if wait_ready "$T/brief.out"; then
+	out=$(as_user $HOSTILE "$WARDEN" approvals ls --json 2>&1)
+	expect_match cli-retries-cap-refusal "$out" '^\['
+else
+	fail cli-retries-cap-refusal "hostile client not ready: $(tail -2 "$T/brief.out")"
+fi
+wait "$p_brief"
 stop_daemon
 
 # ---- phase 2: caps high enough that MHD itself holds >1,000 sockets ----------
