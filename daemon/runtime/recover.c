@@ -172,6 +172,17 @@ static int mark_interrupted(struct wd_rt *rt, const char *id, const char *why)
 		wd_warn("run %s: marker without a run_start; removed", id);
 		return 0;
 	}
+	json_t *ended = rt_first_of(rt, id, "run_end");
+	if (ended) {
+		/* a late run_end reached the trace, then the daemon died
+		 * before the marker went: the run has ended once already */
+		wd_info("run %s: already ended (%s); marker removed", id,
+			json_string_value(json_object_get(ended, "status"))
+			    ?: "?");
+		json_decref(ended);
+		json_decref(start);
+		return 0;
+	}
 	json_t *rec = json_pack(
 	    "{s:s,s:i,s:s,s:s,s:s}", "run_id", id, "step", 0, "type", "run_end",
 	    "status", "interrupted", "reason",

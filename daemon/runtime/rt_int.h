@@ -39,8 +39,11 @@ struct wd_run {
 	int refs;	      /* under rt->mu */
 	struct wd_rt *rt;
 	char id[40];
+	/* the policy set and the agent inside it: NULL once the run is
+	 * done and shed (rt_run_shed_locked); views use the names below */
 	struct wd_pset *ps;
-	const struct wd_agent_def *agent; /* inside ps */
+	const struct wd_agent_def *agent;
+	char *agent_name, *team;
 	struct wd_caller caller;
 	char **scopes;
 	int n_scopes;
@@ -141,6 +144,7 @@ struct wd_rt {
 /* runtime.c */
 void rt_enqueue_locked(struct wd_rt *rt, struct wd_run *r);
 void rt_run_unref_locked(struct wd_run *r);
+struct wd_pset *rt_run_shed_locked(struct wd_run *r);
 /* Append a record to the trace and to the run's stream. */
 int rt_record(struct wd_run *r, json_t *rec, bool durable, struct wd_err *err);
 json_t *rt_rec_new(struct wd_run *r, const char *type);

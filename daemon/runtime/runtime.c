@@ -164,6 +164,8 @@ void rt_drop_snapshot(struct wd_run *r)
 static void run_free(struct wd_run *r)
 {
 	wd_pset_unref(r->ps);
+	free(r->agent_name);
+	free(r->team);
 	wd_pset_strv_free(r->scopes, r->n_scopes);
 	free(r->task);
 	json_decref(r->msgs);
@@ -209,6 +211,35 @@ void rt_enqueue_locked(struct wd_rt *rt, struct wd_run *r)
 	 * qcond, and a signal that woke it instead of a worker left the run
 	 * queued until the next enqueue (seen: 30 s). */
 	pthread_cond_broadcast(&rt->qcond);
+}
+
+/* A finished run stays in memory for its views and streams (ids, usage,
+ * status, its lines) until DONE_KEEP newer ones have finished; what only
+ * a live run needs goes as soon as it is done: the conversation, the
+ * pending calls, the repeated-call table, the replay state and its
+ * policy set (a replaced set is freed when its last run ends, not 256
+ * runs later). Returns the set's reference for the caller to drop outside
+ * the lock; NULL if the run is not done or was shed already. */
+struct wd_pset *rt_run_shed_locked(struct wd_run *r)
+{
+	if (r->state != R_DONE || !r->ps)
+		return NULL;
+	json_decref(r->msgs);
+	r->msgs = NULL;
+	wd_buf_free(&r->ptext);
+	free(r->ptok);
+	r->ptok = NULL;
+	r->pn = 0;
+	json_decref(r->pending);
+	r->pending = NULL;
+	json_decref(r->done);
+	r->done = NULL;
+	rt_replay_free(r->replay);
+	r->replay = NULL;
+	struct wd_pset *ps = r->ps;
+	r->ps = NULL;
+	r->agent = NULL;
+	return ps;
 }
 
 /* Drop old finished runs from memory (their streams read the trace). */
@@ -336,7 +367,15 @@ static void *worker(void *arg)
 		pthread_mutex_unlock(&rt->mu);
 		rt_advance(r);
 		pthread_mutex_lock(&rt->mu);
+		struct wd_pset *shed = rt_run_shed_locked(r);
 		rt_run_unref_locked(r);
+		if (shed) {
+			pthread_mutex_unlock(&rt->mu);
+			wd_pset_unref(shed);
+			/* a replaced set whose last run this was */
+			rt_reap_retired(rt);
+			pthread_mutex_lock(&rt->mu);
+		}
 	}
 	pthread_mutex_unlock(&rt->mu);
 	return NULL;
@@ -351,6 +390,8 @@ struct wd_run *rt_run_new(struct wd_rt *rt, struct wd_pset *ps,
 	r->refs = 1; /* rt->runs */
 	r->ps = wd_pset_ref(ps);
 	r->agent = a;
+	r->agent_name = wd_strdup(a->name);
+	r->team = wd_strdup(a->team ? a->team : "");
 	r->lim = (struct rt_limits){.max_steps = a->max_steps,
 				    .token_budget = a->token_budget,
 				    .wall_clock_s = a->wall_clock_s,

@@ -119,8 +119,8 @@ static json_t *run_view_locked(struct wd_run *r)
 {
 	json_t *o = json_pack(
 	    "{s:s,s:s,s:s,s:s,s:s,s:i,s:I,s:I,s:f}", "run_id", r->id, "agent",
-	    r->agent->name, "team", r->agent->team, "user", r->caller.user,
-	    "state", state_name(r->state), "steps", r->step, "input_tokens",
+	    r->agent_name, "team", r->team, "user", r->caller.user, "state",
+	    state_name(r->state), "steps", r->step, "input_tokens",
 	    (json_int_t)r->in_tokens, "output_tokens",
 	    (json_int_t)r->out_tokens, "cost_usd", r->cost);
 	/* with sub-agents: the usage of the whole tree, and the links */
@@ -216,12 +216,12 @@ json_t *wd_rt_cost(struct wd_rt *rt, const char *by, uint64_t since_ns,
 		json_array_append_new(
 		    runs,
 		    json_pack("{s:s,s:s,s:s,s:s,s:f,s:I,s:I,s:I,s:b}", "run_id",
-			      r->id, "team", r->agent->team, "agent",
-			      r->agent->name, "user", r->caller.user,
-			      "cost_usd", r->cost, "input_tokens",
-			      (json_int_t)r->in_tokens, "cached_tokens",
-			      (json_int_t)r->cached_tokens, "output_tokens",
-			      (json_int_t)r->out_tokens, "_live", 1));
+			      r->id, "team", r->team, "agent", r->agent_name,
+			      "user", r->caller.user, "cost_usd", r->cost,
+			      "input_tokens", (json_int_t)r->in_tokens,
+			      "cached_tokens", (json_int_t)r->cached_tokens,
+			      "output_tokens", (json_int_t)r->out_tokens,
+			      "_live", 1));
 	}
 	pthread_mutex_unlock(&rt->mu);
 	/* a live run also in the index counts once (the live figure) */

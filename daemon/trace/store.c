@@ -321,6 +321,15 @@ static void note_hash_only(struct wd_trace *t, const char *run_id, json_t *rec)
 	pthread_mutex_unlock(&t->runs_mu);
 }
 
+/* An ended run writes no more blobs: the set holds live runs only (it
+ * grew by one entry per hash_only run, for good). */
+static void forget_hash_only(struct wd_trace *t, const char *run_id)
+{
+	pthread_mutex_lock(&t->runs_mu);
+	json_object_del(t->hash_only, run_id);
+	pthread_mutex_unlock(&t->runs_mu);
+}
+
 /* "2026-01-10T12:00:01.123456Z": the per-second part is cached (called under
  * t->mu), only the microseconds are formatted per record. */
 static void fmt_ts(struct wd_trace *t, uint64_t wall, char out[40])
@@ -462,6 +471,8 @@ int wd_trace_append(struct wd_trace *t, json_t *rec, bool durable,
 		: NULL;
 	if (!strcmp(type, "run_start"))
 		note_hash_only(t, run_id, rec);
+	else if (!strcmp(type, "run_end"))
+		forget_hash_only(t, run_id);
 
 	pthread_mutex_lock(&t->mu);
 	while (!t->error && t->cur.buf.len > PENDING_LIMIT)

@@ -272,7 +272,7 @@ int wd_trace_load_hash_only(struct wd_trace *t)
 	sqlite3 *db = wd_idx_db(t->idx);
 	if (sqlite3_prepare_v2(db,
 			       "SELECT run_id FROM runs WHERE payloads = "
-			       "'hash_only'",
+			       "'hash_only' AND ended IS NULL",
 			       -1, &st, NULL) != SQLITE_OK)
 		return -EIO;
 	while (sqlite3_step(st) == SQLITE_ROW)

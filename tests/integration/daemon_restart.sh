@@ -60,6 +60,13 @@ expect_eq graceful-resumed-ok "$(run_state "$id" status)" ok
 expect_eq graceful-resumed-output "$(run_state "$id" output)" "six steps done"
 expect_eq graceful-no-interrupt "$(recs_of "$id" run_end | jq_py 'len(d)')" 1
 stop_daemon
+# a marker left beside a recorded run_end (a kill -9 between a late
+# run_end's append and the marker's removal) does not end the run twice
+echo '{}' >"$T/state/runs/$id.active"
+start_daemon || fail restart-stale-marker "see log"
+stop_daemon
+expect_eq stale-marker-one-end "$(recs_of "$id" run_end | jq_py '",".join(r["status"] for r in d)')" ok
+expect_eq stale-marker-removed "$([ -e "$T/state/runs/$id.active" ] && echo kept || echo gone)" gone
 
 # a side-effecting tool whose attempt cannot be written is not run: the
 # state directory is a small tmpfs, filled while the run waits for approval
