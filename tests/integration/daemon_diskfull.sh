@@ -54,6 +54,7 @@ wait_until 10 unhealthy
 expect_eq full-status-unhealthy "$(status_of 'd["trace"]["healthy"]')" False
 expect_match full-status-reason "$(status_of 'd["trace"]["reason"]')" 'No space left on device'
 expect_match full-metrics "$(curl -s --unix-socket "$SOCK" http://w/metrics)" 'warden_trace_healthy 0'
+expect_match full-healthz-503 "$(api GET /healthz)" '^503 .*No space left on device'
 wait "$FL"
 expect_match full-runs-failed "$(cat "$T/flood1.out")" 'failed [1-9]'
 if some_unended; then pass full-run-ends-kept
@@ -66,6 +67,7 @@ expect_match full-new-run-refused "$out" '^5[0-9][0-9] .*(unhealthy|space)'
 rm -f "$T/state/filler"
 if wait_until 15 healthy; then pass recovers-without-restart
 else fail recovers-without-restart "store still unhealthy 15 s after the space came back"; fi
+expect_match healthz-200-after-recovery "$(api GET /healthz)" '^200 '
 out=$(as_user 1000 $FLOOD runs "$SOCK" slowpoke 3 3)
 expect_match new-runs-after-recovery "$out" '^ok 3 failed 0 other 0'
 if wait_until 10 none_unended; then pass unended-recorded-after-recovery
