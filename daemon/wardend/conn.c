@@ -1,6 +1,8 @@
 /* wardend's accept loop and connection limits (see conn.h). */
 #include "wardend/conn.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -50,6 +52,7 @@ struct slot {
 struct wd_gate {
 	pthread_mutex_t mu;
 	struct wd_api_limits lim;
+	bool tcp; /* keyed by the client's IPv4 address, not a uid */
 	int lfd, ep, wake;
 	pthread_t thr;
 	bool running;
@@ -143,6 +146,18 @@ int wd_gate_new(int lfd, const struct wd_api_limits *l, struct wd_gate **out,
 	}
 	*out = g;
 	return 0;
+}
+
+int wd_gate_new_tcp(int lfd, const struct wd_api_limits *l, unsigned per_addr,
+		    unsigned max, struct wd_gate **out, struct wd_err *err)
+{
+	struct wd_api_limits tl = *l;
+	tl.max_connections_per_uid = per_addr;
+	tl.max_connections = max;
+	int rc = wd_gate_new(lfd, &tl, out, err);
+	if (!rc)
+		(*out)->tcp = true;
+	return rc;
 }
 
 void wd_gate_notify(void *cls, struct MHD_Connection *con,
@@ -268,24 +283,39 @@ static void drain(struct wd_gate *g, int fd)
 
 /* ---- accepting ----------------------------------------------------------- */
 
-static void accept_one(struct wd_gate *g, int fd, const struct sockaddr_un *sa,
-		       socklen_t salen)
+static void accept_one(struct wd_gate *g, int fd,
+		       const struct sockaddr_storage *sa, socklen_t salen)
 {
-	struct ucred cr;
+	struct ucred cr = {0};
 	socklen_t cl = sizeof(cr);
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0) {
-		close(fd);
-		return;
+	char who[64];
+	if (g->tcp) {
+		/* the client's address is the key (cr.uid below) */
+		const struct sockaddr_in *in = (const void *)sa;
+		char a[INET_ADDRSTRLEN] = "?";
+		if (sa->ss_family == AF_INET) {
+			cr.uid = ntohl(in->sin_addr.s_addr);
+			inet_ntop(AF_INET, &in->sin_addr, a, sizeof(a));
+		}
+		snprintf(who, sizeof(who), "%s", a);
+	} else {
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0) {
+			close(fd);
+			return;
+		}
+		snprintf(who, sizeof(who), "uid %u", (unsigned)cr.uid);
 	}
-	char why[160];
+	char why[200];
 	pthread_mutex_lock(&g->mu);
 	struct uid_count *u = uid_find(g, cr.uid, false);
 	if (g->open >= g->lim.max_connections) {
 		g->refused_total++;
 		snprintf(why, sizeof(why),
-			 "refused: wardend is at its limit of %u connections "
-			 "(api.max_connections)",
-			 g->lim.max_connections);
+			 "refused: wardend%s is at its limit of %u "
+			 "connections%s",
+			 g->tcp ? "'s metrics listener" : "",
+			 g->lim.max_connections,
+			 g->tcp ? "" : " (api.max_connections)");
 		refuse_locked(g, fd, why);
 		pthread_mutex_unlock(&g->mu);
 		return;
@@ -293,9 +323,10 @@ static void accept_one(struct wd_gate *g, int fd, const struct sockaddr_un *sa,
 	if (u && u->n >= g->lim.max_connections_per_uid) {
 		g->refused_uid++;
 		snprintf(why, sizeof(why),
-			 "refused: too many connections from uid %u (limit "
-			 "%u, api.max_connections_per_uid)",
-			 (unsigned)cr.uid, g->lim.max_connections_per_uid);
+			 "refused: too many connections from %s (limit %u%s)",
+			 who, g->lim.max_connections_per_uid,
+			 g->tcp ? " per address"
+				: ", api.max_connections_per_uid");
 		refuse_locked(g, fd, why);
 		pthread_mutex_unlock(&g->mu);
 		return;
@@ -334,7 +365,7 @@ static void accept_one(struct wd_gate *g, int fd, const struct sockaddr_un *sa,
 static void accept_burst(struct wd_gate *g)
 {
 	for (int i = 0; i < 256; i++) {
-		struct sockaddr_un sa;
+		struct sockaddr_storage sa;
 		socklen_t salen = sizeof(sa);
 		int fd = accept4(g->lfd, (struct sockaddr *)&sa, &salen,
 				 SOCK_NONBLOCK | SOCK_CLOEXEC);

@@ -49,6 +49,13 @@ struct wd_gate_stats {
  * daemon is attached with wd_gate_attach before the first accept. */
 int wd_gate_new(int lfd, const struct wd_api_limits *l, struct wd_gate **out,
 		struct wd_err *err);
+/* The TCP listener (`--metrics`: /metrics and /healthz only) through the
+ * same front door, keyed by the client's IPv4 address instead of a uid:
+ * per_addr connections per address, max in all, and the same request
+ * deadline, so idle or slowloris connections from one address cannot
+ * hold the probe port. */
+int wd_gate_new_tcp(int lfd, const struct wd_api_limits *l, unsigned per_addr,
+		    unsigned max, struct wd_gate **out, struct wd_err *err);
 /* Options for MHD_start_daemon: its connection callback (pass `g` as its
  * closure with MHD_OPTION_NOTIFY_CONNECTION). */
 void wd_gate_notify(void *cls, struct MHD_Connection *con,

@@ -32,6 +32,7 @@ struct wd_server {
 	struct wd_rt *rt;
 	bool stopping; /* ends open streams so MHD_stop_daemon can join */
 	struct MHD_Daemon *d, *metrics;
+	struct wd_gate *mgate; /* the TCP listener's front door */
 	struct wd_gate *gate;
 	struct wd_api_limits lim;
 	char path[108];
@@ -667,6 +668,10 @@ int wd_server_start(struct wd_rt *rt, const char *socket_path,
 	return 0;
 }
 
+/* the TCP listener's limits: a scraper and a probe or two per address */
+#define METRICS_PER_ADDR 16u
+#define METRICS_MAX_CONN 128u
+
 int wd_server_start_metrics(struct wd_server *s, const char *addr,
 			    struct wd_err *err)
 {
@@ -682,21 +687,44 @@ int wd_server_start_metrics(struct wd_server *s, const char *addr,
 	else if (inet_pton(AF_INET, host, &sin.sin_addr) != 1)
 		return wd_err_set(err, -EINVAL,
 				  "--metrics: bad IPv4 address %s", host);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return wd_err_set(err, -errno, "--metrics: socket: %s",
+				  strerror(errno));
+	int one = 1;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0) {
+		int e = errno;
+		close(fd);
+		return wd_err_set(err, -e, "cannot listen on %s: %s", addr,
+				  strerror(e));
+	}
+	/* the unix socket's front door, keyed by address: a client holding
+	 * idle or slowloris connections is cut at the request deadline and
+	 * at METRICS_PER_ADDR, so a probe from another address gets in */
+	int rc = wd_gate_new_tcp(fd, &s->lim, METRICS_PER_ADDR,
+				 METRICS_MAX_CONN, &s->mgate, err);
+	if (rc) {
+		close(fd);
+		return rc;
+	}
 	tcp_listener.srv = s;
 	tcp_listener.metrics_only = true;
 	/* epoll too: the daemon's descriptors pass FD_SETSIZE once the unix
 	 * socket holds a thousand connections */
 	s->metrics = MHD_start_daemon(
-	    MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
-	    handle, &tcp_listener, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-	    MHD_OPTION_SOCK_ADDR, &sin, MHD_OPTION_NOTIFY_COMPLETED, completed,
-	    NULL, MHD_OPTION_CONNECTION_LIMIT, 64u,
+	    MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_NO_LISTEN_SOCKET |
+		MHD_USE_ERROR_LOG,
+	    0, NULL, NULL, handle, &tcp_listener, MHD_OPTION_EXTERNAL_LOGGER,
+	    mhd_log, NULL, MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
+	    MHD_OPTION_NOTIFY_CONNECTION, wd_gate_notify, s->mgate,
+	    MHD_OPTION_CONNECTION_LIMIT, METRICS_MAX_CONN * 2 + 2,
 	    MHD_OPTION_CONNECTION_TIMEOUT, s->lim.idle_timeout_s,
 	    MHD_OPTION_END);
 	if (!s->metrics)
-		return wd_err_set(err, -EADDRINUSE, "cannot listen on %s",
+		return wd_err_set(err, -EIO, "MHD_start_daemon failed on %s",
 				  addr);
-	return 0;
+	return wd_gate_start(s->mgate, s->metrics, err);
 }
 
 static void wd_server_free(struct wd_server *s)
@@ -714,8 +742,10 @@ static void wd_server_free(struct wd_server *s)
 	}
 	if (s->waiter_running)
 		pthread_join(s->waiter, NULL); /* sees stopping within 200 ms */
+	wd_gate_stop(s->mgate);
 	if (s->metrics)
 		MHD_stop_daemon(s->metrics);
+	wd_gate_free(s->mgate);
 	if (s->d)
 		MHD_stop_daemon(s->d);
 	wd_gate_free(s->gate);

@@ -194,6 +194,66 @@ fi
 wait "$p_idle"
 stop_daemon
 
+# ---- phase 3: the TCP listener (--metrics: /healthz, /metrics) ---------------
+# one address (127.0.0.1) holds 100 idle and 50 slowloris connections; a
+# probe from another loopback source address (127.0.0.2) is answered at once, the
+# holder's surplus is refused with its address named, and the request
+# deadline closes what it holds
+cat >"$POL/daemon.yaml" <<'Y'
+api: {request_timeout_s: 3, idle_timeout_s: 30}
+Y
+MPORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+start_daemon --metrics "127.0.0.1:$MPORT" || { fail daemon-conn-start3 "see log"; finish; }
+cat >"$T/tcphold.py" <<'P'
+import socket, sys, time
+port, n, hold = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+socks, refused = [], ""
+for i in range(n):
+    s = socket.create_connection(("127.0.0.1", port))
+    s.settimeout(0.05)
+    socks.append(s)
+    if i % 3 == 0:
+        s.send(b"GET /healthz HTTP/1.1\r\n")  # slowloris: never ends
+print("ready", flush=True)
+t0, closed = time.monotonic(), set()
+while time.monotonic() - t0 < hold:
+    for k, s in enumerate(socks):
+        if k in closed:
+            continue
+        try:
+            d = s.recv(4096)
+            if not d:
+                closed.add(k)
+            elif b" 503 " in d and not refused:
+                refused = d.decode(errors="replace").split("\r\n\r\n", 1)[-1].strip()
+        except socket.timeout:
+            if k % 3 == 0:
+                try:
+                    s.send(b"X")
+                except OSError:
+                    closed.add(k)
+        except OSError:
+            closed.add(k)
+    time.sleep(0.2)
+print("closed %d of %d refused %s" % (len(closed), n, refused), flush=True)
+P
+python3 "$T/tcphold.py" "$MPORT" 150 6 >"$T/tcphold.out" 2>&1 &
+p_tcp=$!
+if wait_ready "$T/tcphold.out"; then
+	t0=$(ms_now)
+	out=$(curl -s -m 5 --interface 127.0.0.2 -w ' %{http_code}' "http://127.0.0.1:$MPORT/healthz")
+	dt=$(($(ms_now) - t0))
+	expect_match tcp-probe-answered "$out" ' 200$'
+	[ "$dt" -le 500 ] && pass tcp-probe-fast || fail tcp-probe-fast "/healthz from 127.0.0.2 took $dt ms"
+fi
+wait "$p_tcp"
+out=$(cat "$T/tcphold.out")
+expect_match tcp-surplus-refused "$out" 'refused .*too many connections from 127.0.0.1 \(limit 16 per address\)'
+expect_match tcp-held-closed-by-deadline "$out" '^closed 150 of 150'
+expect_match tcp-probe-after "$(curl -s -m 5 -w ' %{http_code}' "http://127.0.0.1:$MPORT/healthz")" ' 200$'
+stop_daemon
+rm -f "$POL/daemon.yaml"
+
 # ---- /healthz while the trace store cannot write -------------------------
 # state on a small tmpfs of the test's own (unmounted at the end)
 SMALL=$T/small
