@@ -75,7 +75,8 @@ expect_match max-tokens-truncated-output "$END" '"output":"half an ans"'
 fake_ctl '{"lane": "b", "reset": true, "queue": [{"reply": {"text": "", "tool_calls": [{"name": "echo", "arguments": {"x": "cut"}}], "stop": "max_tokens"}}]}'
 run ca
 expect_match max-tokens-tool-call-truncated "$RC:$END" "^3:.*\"status\":\"truncated\".*tool call was cut at max_tokens"
-expect_eq max-tokens-tool-call-not-run "$(printf '%s\n' "$OUT" | grep -c '"type":"tool_attempt"')" 0
+cut=$(printf '%s' "$END" | jq_py 'd["run_id"]')
+expect_eq max-tokens-tool-call-not-run "$(run_records "$cut" | jq_py 'sum(1 for r in d if r["type"] in ("tool_attempt", "tool_result"))')" 0
 fake_ctl '{"lane": "a", "reset": true, "queue": [{"reply": {"text": "", "tool_calls": [{"name": "echo", "arguments": {"x": "cut"}}], "stop": "max_tokens"}}]}'
 run cg
 expect_match length-tool-call-truncated "$RC:$END" "^3:.*\"status\":\"truncated\".*stop reason 'length'"
