@@ -61,6 +61,9 @@ struct wd_provider_desc {
 	 * the provider bills no writes: OpenAI's caching is automatic) */
 	double cache_read_x, cache_write_5m_x, cache_write_1h_x;
 	bool cache_control; /* requests carry explicit cache breakpoints */
+	/* takes `max_tokens_param: max_completion_tokens` (OpenAI's
+	 * reasoning models want it instead of max_tokens) */
+	bool max_completion_tokens;
 	const struct wd_provider_ops *ops; /* NULL: script */
 };
 

@@ -2,6 +2,7 @@
  * its API documents. The config loader (policy/gateway_config.c) and the
  * gateway (gateway.c, the wire-format files) read it; nothing else knows
  * a provider's words, ranges or prices. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -212,6 +213,7 @@ static const struct wd_provider_desc table[] = {
 	.cache_write_5m_x = 0,
 	.cache_write_1h_x = 0,
 	.cache_control = false,
+	.max_completion_tokens = true,
 	.ops = &wd_openai_ops,
     },
     {
@@ -245,9 +247,26 @@ const struct wd_provider_desc *wd_provider_desc_named(const char *name)
 	return NULL;
 }
 
+/* "anthropic, openai or script": the table's names */
+static char kind_words[128];
+
+static void build_kind_words(void)
+{
+	size_t n = WD_ARRAY_SIZE(table), o = 0;
+	for (size_t i = 0; i < n && o < sizeof(kind_words); i++)
+		o += (size_t)snprintf(kind_words + o, sizeof(kind_words) - o,
+				      "%s%s",
+				      i == 0	   ? ""
+				      : i == n - 1 ? " or "
+						   : ", ",
+				      table[i].name);
+}
+
 const char *wd_provider_kind_words(void)
 {
-	return "anthropic, openai or script";
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, build_kind_words);
+	return kind_words;
 }
 
 void wd_resp_set_stop_desc(struct wd_complete_resp *resp, const char *raw,

@@ -333,8 +333,11 @@ static void providers_pair(struct gc_ctx *c, yaml_node_t *kn, const char *k,
 	if (p->api_key_env && p->api_key_file)
 		gc_err(c, vn, "%s: give api_key_env or api_key_file, not both",
 		       what);
-	if (p->max_completion_tokens && p->kind != WD_PROVIDER_OPENAI)
-		gc_err(c, vn, "%s: max_tokens_param is for openai providers",
+	if (p->max_completion_tokens &&
+	    !wd_provider_desc_of(p->kind)->max_completion_tokens)
+		gc_err(c, vn,
+		       "%s: max_tokens_param is for providers that take "
+		       "max_completion_tokens (openai)",
 		       what);
 	if (!p->connect_timeout_ms)
 		p->connect_timeout_ms = WD_MIN(p->timeout_ms, 10000u);
@@ -717,13 +720,6 @@ int wd_gateway_config_provider(const struct wd_gateway_config *cfg,
 
 const char *wd_provider_kind_name(enum wd_provider_kind k)
 {
-	switch (k) {
-	case WD_PROVIDER_ANTHROPIC:
-		return "anthropic";
-	case WD_PROVIDER_OPENAI:
-		return "openai";
-	case WD_PROVIDER_SCRIPT:
-		return "script";
-	}
-	return "?";
+	const struct wd_provider_desc *d = wd_provider_desc_of(k);
+	return d ? d->name : "?";
 }

@@ -454,6 +454,10 @@ static void test_table(void)
 	ok &= r.stop_reason == WD_STOP_OTHER;
 	free(r.stop_raw);
 	T_OK(ok, "table-stop-reasons", "%s", "a word maps wrong");
+	/* names come from the table only */
+	T_OK(!strcmp(wd_provider_kind_words(), "anthropic, openai or script") &&
+		 !strcmp(wd_provider_kind_name(WD_PROVIDER_OPENAI), "openai"),
+	     "table-kind-names", "%s", wd_provider_kind_words());
 
 	struct wd_gateway_config *cfg;
 	struct wd_err err;
