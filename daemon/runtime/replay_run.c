@@ -238,6 +238,12 @@ static int check_hash(struct wd_run *r, int s, struct wd_err *err)
 	return 0;
 }
 
+static bool is_system(json_t *m)
+{
+	return !strcmp(json_string_value(json_object_get(m, "role")) ?: "",
+		       "system");
+}
+
 /* Steps 0..from-1 from the record: no gateway call, no sandbox, no cost;
  * one replay_step record each, referencing what it reused by hash. */
 static int prefix(struct wd_run *r, json_t **prompts, json_t **resps,
@@ -336,6 +342,27 @@ static int prefix(struct wd_run *r, json_t **prompts, json_t **resps,
 			return rc;
 		r->step++;
 	}
+}
+
+/* The conversation's system message becomes `text` from the live steps
+ * on (the agent's own prompt when given no --system-prompt: none when it
+ * has none, as a new run of that agent would have). */
+static void set_system_prompt(struct wd_run *r, const char *text,
+			      bool drop_empty)
+{
+	json_t *first = json_array_get(r->msgs, 0);
+	bool has = is_system(first);
+	if (drop_empty && (!text || !*text)) {
+		if (has)
+			json_array_remove(r->msgs, 0);
+	} else if (has) {
+		json_object_set_new(first, "text", json_string(text));
+	} else {
+		json_array_insert_new(
+		    r->msgs, 0,
+		    json_pack("{s:s,s:s}", "role", "system", "text", text));
+	}
+	r->msgs_gen++;
 }
 
 int wd_rt_replay_create(struct wd_rt *rt, const struct wd_caller *c,
@@ -452,21 +479,13 @@ int wd_rt_replay_create(struct wd_rt *rt, const struct wd_caller *c,
 		pthread_mutex_unlock(&rt->mu);
 		goto fail;
 	}
-	/* patched system prompt: the live steps see it (the prefix was
-	 * checked against the recorded one) */
+	/* a patched system prompt (--system-prompt, else the --agent
+	 * patch's own): the live steps see it; the prefix was checked
+	 * against the recorded one */
 	const char *sp =
 	    json_string_value(json_object_get(opts, "system_prompt"));
-	if (sp) {
-		json_t *first = json_array_get(r->msgs, 0);
-		if (!strcmp(json_string_value(json_object_get(first, "role")),
-			    "system"))
-			json_object_set_new(first, "text", json_string(sp));
-		else
-			json_array_insert_new(r->msgs, 0,
-					      json_pack("{s:s,s:s}", "role",
-							"system", "text", sp));
-		r->msgs_gen++;
-	}
+	if (sp || json_object_get(opts, "agent"))
+		set_system_prompt(r, sp ? sp : a->system_prompt, !sp);
 	pthread_mutex_lock(&rt->mu);
 	r->next = rt->runs;
 	rt->runs = r;

@@ -18,6 +18,7 @@ start_fake
 script rs <<'S'
 {"step": 0, "system": "CHANGED", "tool_calls": [{"name": "echo", "arguments": {"n": "changed"}}]}
 {"step": 0, "tool_calls": [{"name": "echo", "arguments": {"n": "a"}}]}
+{"step": 1, "system": "patched", "tool_calls": [{"name": "echo", "arguments": {"n": "patched"}}]}
 {"step": 1, "tool_calls": [{"name": "echo", "arguments": {"n": "b"}}]}
 {"text": "done: {{result}}"}
 S
@@ -89,6 +90,13 @@ out=$(as_alice replay "$id" --from 0 --agent "$T/rs-tools.yaml" 2>&1)
 expect_match agent-patch-tools-refused "$out" "changes 'tools' of agent 'rs'"
 out=$(as_alice replay "$id" --from 0 --agent "$T/rs-prompt.yaml" 2>&1)
 expect_match agent-patch-prompt-ok "$out" "^run run_[0-9a-f]* \(replay of $id\)"
+# the patched agent's system prompt reaches the model from step N on (the
+# script answers "patched" at step 1 only under that prompt)
+out=$(as_alice replay "$id" --from 1 --agent "$T/rs-prompt.yaml" 2>&1)
+prid=$(rid_of "$out")
+expect_match agent-patch-prompt-diverged "$out" 'diverged at step 1: recorded echo\(n: "b"\), replay echo\(n: "patched"\)'
+expect_eq agent-patch-prompt-prefix "$(recs_of "$prid" replay_step | jq_py 'len(d)')" 1
+expect_match agent-patch-prompt-sent "$("$WARDEN" trace payload "$prid" 1 --state "$T/state" 2>&1)" 'You are patched\.'
 out=$("$WARDEN" replay "$id" --from 0 --agent "$T/rs-wide.yaml" 2>&1)
 expect_match agent-patch-root-may-widen "$out" "^run run_[0-9a-f]* \(replay of $id\)"
 
