@@ -244,6 +244,23 @@ static bool is_system(json_t *m)
 		       "system");
 }
 
+/* The system message a step's recorded prompt had: the original may
+ * itself be a replay that changed it from its step N (--system-prompt,
+ * --agent), so it is not always step 0's. */
+static void sync_system(struct wd_run *r, json_t *prompt)
+{
+	json_t *want = json_array_get(prompt, 0),
+	       *have = json_array_get(r->msgs, 0);
+	bool w = is_system(want), h = is_system(have);
+	if ((!w && !h) || (w && h && json_equal(want, have)))
+		return;
+	if (h)
+		json_array_remove(r->msgs, 0);
+	if (w)
+		json_array_insert_new(r->msgs, 0, json_deep_copy(want));
+	r->msgs_gen++;
+}
+
 /* Steps 0..from-1 from the record: no gateway call, no sandbox, no cost;
  * one replay_step record each, referencing what it reused by hash. */
 static int prefix(struct wd_run *r, json_t **prompts, json_t **resps,
@@ -251,6 +268,7 @@ static int prefix(struct wd_run *r, json_t **prompts, json_t **resps,
 {
 	struct rt_replay *rp = r->replay;
 	for (int s = 0;; s++) {
+		sync_system(r, prompts[s]);
 		rt_fit_context(r);
 		int rc = check_hash(r, s, err);
 		if (rc || s == rp->from)

@@ -73,6 +73,12 @@ expect_match sp-model-told "$(end_of "$rid" | jq_py 'd["output"]')" 'not execute
 expect_eq sp-prefix-from-record "$(recs_of "$rid" replay_step | jq_py 'len(d)')" 2
 expect_eq sp-no-prefix-model-call "$(recs_of "$rid" model_call | jq_py 'min(x["step"] for x in d)')" 2
 expect_eq sp-not-sent "$(sent)" 1
+# a replay of it from after its change: the prefix has each step's
+# recorded system prompt (the changed one from step 2), so it reproduces
+r1=$rid
+out=$(as_alice replay "$r1" --from 3 2>&1)
+expect_match rr-sp-prefix "$out" "replay of $r1 from step 3: converged"
+expect_eq rr-sp-prefix-steps "$(recs_of "$(printf '%s\n' "$out" | sed -n 's/^run \(run_[0-9a-f]*\) (replay of.*/\1/p')" replay_step | jq_py 'len(d)')" 3
 
 # --- every way to ask for the email again: never sent
 cat >"$T/relabel.yaml" <<Y
