@@ -12,7 +12,8 @@ struct rp_orig {
 	json_t *end;	  /* run_end or NULL */
 	json_t *calls;	  /* model_call per step: calls[s] */
 	json_t *recorded; /* broker key -> result_ref */
-	json_t *attempts; /* "step\x1fcall id" -> tool_attempt */
+	json_t *attempts; /* "step\x1fcall id" -> tool_attempt (a replay:
+			   * or its gate's answer, replay_src.c) */
 };
 
 enum rp_det { RP_DIVERGENT, RP_PINNED, RP_RECORDED_MODEL };

@@ -48,7 +48,9 @@ int rp_load_original(struct wd_rt *rt, const char *id, struct rp_orig *o,
 	o->records = recs;
 	o->calls = json_array();
 	o->recorded = json_object();
-	json_t *attempts = json_object(); /* "step\x1fcall id" -> attempt */
+	/* "step\x1fcall id" -> tool_attempt, or in a replay the record of a
+	 * call its gate answered (recorded, mock, refused) */
+	json_t *attempts = json_object();
 	size_t i;
 	json_t *x;
 	json_array_foreach(recs, i, x)
@@ -88,10 +90,30 @@ int rp_load_original(struct wd_rt *rt, const char *id, struct rp_orig *o,
 		case WD_REC_TOOL_ATTEMPT:
 			json_object_set(attempts, ck, x);
 			break;
+		case WD_REC_REPLAY_REFUSED:
+			/* a replay's refused call was answered (repeats of it
+			 * too, tools.c): one its replay's prefix knows */
+			if (!json_object_get(attempts, ck))
+				json_object_set(attempts, ck, x);
+			break;
 		case WD_REC_TOOL_RESULT: {
 			json_t *at = json_object_get(attempts, ck);
 			const char *ref =
 			    json_string_value(json_object_get(x, "result_ref"));
+			/* a replay's result its broker gate answered from a
+			 * recording or a mock (replay_gate.c) has no attempt:
+			 * it carries the call's args itself. It is the result
+			 * that replay's call had, and a replay of the replay
+			 * reproduces it; what runs live is still decided by
+			 * the stricter side effects (replay_gate.c) */
+			const char *how =
+			    json_string_value(json_object_get(x, "replay"));
+			if (!at && ref && how &&
+			    (!strcmp(how, "recorded") ||
+			     !strcmp(how, "mock"))) {
+				at = x;
+				json_object_set(attempts, ck, x);
+			}
 			if (!at || !ref)
 				break;
 			json_t *args = json_object_get(at, "args");
