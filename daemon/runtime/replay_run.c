@@ -19,6 +19,15 @@ static json_t *sha_of(const char *text)
 	return json_string(h);
 }
 
+/* none < internal < external (anything else, as the gate reads it) */
+static int se_rank(const char *s)
+{
+	return !s			? -1
+	       : !strcmp(s, "none")	? 0
+	       : !strcmp(s, "internal") ? 1
+					: 2;
+}
+
 static bool all_strings(json_t *o)
 {
 	const char *k;
@@ -392,7 +401,7 @@ int wd_rt_replay_create(struct wd_rt *rt, const struct wd_caller *c,
 	pthread_mutex_unlock(&rt->mu);
 	struct rt_replay *rp = wd_calloc(1, sizeof(*rp));
 	struct wd_pset *ps = NULL;
-	json_t **prompts = NULL, **resps = NULL;
+	json_t **prompts = NULL, **resps = NULL, *floor = NULL;
 	int n = 0, rc;
 	char why[256];
 	snprintf(rp->of_run_id, sizeof(rp->of_run_id), "%s", of);
@@ -416,11 +425,14 @@ int wd_rt_replay_create(struct wd_rt *rt, const struct wd_caller *c,
 	}
 	if ((rc = rp_load_original(rt, of, &rp->o, err)))
 		goto fail;
+	floor = json_object();
 	if ((rc = rp_build_pset(rt, base, &rp->o, opts,
-				c->uid == 0 || c->uid == geteuid(), &ps, err)))
+				c->uid == 0 || c->uid == geteuid(), floor, &ps,
+				err)))
 		goto fail;
 	const struct wd_agent_def *a = &ps->agents[0];
-	/* the broker judges side effects by the recorded manifests too */
+	/* the broker judges side effects by the recorded manifests too, and
+	 * by those a --tool patch replaced (the stricter) */
 	rp->gate.orig_side_effects = json_object();
 	const char *k;
 	json_t *v;
@@ -429,6 +441,13 @@ int wd_rt_replay_create(struct wd_rt *rt, const struct wd_caller *c,
 			    "tools"),
 	    k, v) json_object_set(rp->gate.orig_side_effects, k,
 				  json_object_get(v, "side_effects"));
+	json_object_foreach(floor, k, v)
+	{
+		const char *old = json_string_value(
+		    json_object_get(rp->gate.orig_side_effects, k));
+		if (se_rank(json_string_value(v)) > se_rank(old))
+			json_object_set(rp->gate.orig_side_effects, k, v);
+	}
 	snprintf(rp->gate.of_run_id, sizeof(rp->gate.of_run_id), "%s", of);
 	rp->gate.recorded = rp->o.recorded;
 	if ((rc = check_run(rt, c, rp, a, ps, err)))
@@ -523,6 +542,7 @@ fail:
 	}
 	free(prompts);
 	free(resps);
+	json_decref(floor);
 	rt_replay_free(rp); /* NULL once the run owns it */
 	wd_pset_unref(ps);  /* the run holds its own reference */
 	wd_pset_unref(base);
