@@ -145,10 +145,40 @@ static int parse_opts(const json_t *o, struct rt_replay *rp, struct wd_err *err)
 	return 0;
 }
 
+/* --determinism pinned: every route of agent `d`'s model takes a seed,
+ * else -EINVAL naming the agent (when a sub-agent), model and provider. */
+static int pinned_route(const struct wd_pset *ps, const struct wd_agent_def *d,
+			bool sub, struct wd_err *err)
+{
+	json_t *route = wd_gateway_route_json(ps->gw, d->model);
+	size_t i;
+	json_t *e;
+	int rc = 0;
+	cleanup_free char *who =
+	    sub ? wd_asprintf("sub-agent '%s': ", d->name) : wd_strdup("");
+	json_array_foreach(route, i, e)
+	{
+		if (json_is_true(json_object_get(e, "seed")))
+			continue;
+		rc = wd_err_set(
+		    err, -EINVAL,
+		    "--determinism pinned: %smodel '%s' routes to provider "
+		    "'%s' (%s), which takes no seed; pinned needs a seed on "
+		    "every route of every agent in the run's tree (OpenAI "
+		    "Chat Completions)",
+		    who, d->model,
+		    json_string_value(json_object_get(e, "provider")),
+		    json_string_value(json_object_get(e, "kind")));
+		break;
+	}
+	json_decref(route);
+	return rc;
+}
+
 /* The checks that need the original and the replay's policy. */
 static int check_run(struct wd_rt *rt, const struct wd_caller *c,
-		     struct rt_replay *rp, const struct wd_agent_def *a,
-		     const struct wd_pset *ps, struct wd_err *err)
+		     struct rt_replay *rp, const struct wd_pset *ps,
+		     struct wd_err *err)
 {
 	json_t *st = rp->o.start;
 	uid_t ouid = (uid_t)json_integer_value(json_object_get(st, "uid"));
@@ -202,29 +232,12 @@ static int check_run(struct wd_rt *rt, const struct wd_caller *c,
 					  "only)",
 					  k);
 	}
-	if (rp->det == RP_PINNED) {
-		json_t *route = wd_gateway_route_json(ps->gw, a->model);
-		size_t i;
-		json_t *e;
-		json_array_foreach(route, i, e)
-		{
-			if (!json_is_true(json_object_get(e, "seed"))) {
-				int rc = wd_err_set(
-				    err, -EINVAL,
-				    "--determinism pinned: model '%s' routes "
-				    "to provider '%s' (%s), which takes no "
-				    "seed; pinned needs a seed on every route "
-				    "(OpenAI Chat Completions)",
-				    a->model,
-				    json_string_value(
-					json_object_get(e, "provider")),
-				    json_string_value(
-					json_object_get(e, "kind")));
-				json_decref(route);
-				return rc;
-			}
-		}
-		json_decref(route);
+	/* pinned: every agent of the tree (the sub-agents' child runs send
+	 * the seed too), before anything runs */
+	for (int x = 0; rp->det == RP_PINNED && x < ps->n_agents; x++) {
+		int rc = pinned_route(ps, &ps->agents[x], x > 0, err);
+		if (rc)
+			return rc;
 	}
 	(void)rt;
 	return 0;
@@ -450,7 +463,7 @@ int wd_rt_replay_create(struct wd_rt *rt, const struct wd_caller *c,
 	}
 	snprintf(rp->gate.of_run_id, sizeof(rp->gate.of_run_id), "%s", of);
 	rp->gate.recorded = rp->o.recorded;
-	if ((rc = check_run(rt, c, rp, a, ps, err)))
+	if ((rc = check_run(rt, c, rp, ps, err)))
 		goto fail;
 	/* pinned: the original's seed where it sent one, else one derived
 	 * from its id (so two pinned replays of a run send the same) */

@@ -24,6 +24,12 @@ script rs <<'S'
 S
 agent rs rs '[echo]'
 agent pin oa '[echo]'
+script pinsub <<'S'
+{"text": "sub done"}
+S
+agent pinboss oa '[]'
+echo "subagents: [pinsub]" >>"$POL/agents/pinboss.yaml"
+agent pinsub pinsub '[]'
 agent anth an '[echo]'
 echo "  oa: [{provider: fa, model: m1}]" >>"$POL/aliases.part"
 echo "  an: [{provider: fb, model: m2}]" >>"$POL/aliases.part"
@@ -57,6 +63,18 @@ wait_until 20 run_done "$id2"
 out=$(as_alice replay "$id2" --from 0 --determinism pinned 2>&1)
 expect_match pin-refused-anthropic "$out" "pinned: model 'an' routes to provider 'fb' \(anthropic\), which takes no seed"
 expect_eq pin-anthropic-no-call "$(curl -s "http://127.0.0.1:$FAKE_PORT/_requests?lane=b" | jq_py 'len(d)')" 2
+# every agent of the tree: a sub-agent on a route without a seed refuses
+# the replay before anything runs
+sub='{"reply": {"tool_calls": [{"name": "agent__pinsub", "arguments": {"task": "t"}}]}}'
+fake_ctl "{\"lane\": \"a\", \"reset\": true, \"queue\": [$sub, $fin, $sub, $fin]}"
+id2=$(as_alice run --detach pinboss go)
+wait_until 30 run_done "$id2"
+expect_eq pin-tree-original-ok "$(run_state "$id2" status)" ok
+expect_match pin-tree-original-child "$(rec_of "$id2" tool_attempt | jq_py 'd.get("child_run_id","")')" '^run_'
+out=$(as_alice replay "$id2" --from 0 --determinism pinned 2>&1)
+expect_match pin-tree-sub-refused "$out" "pinned: sub-agent 'pinsub': model 'pinsub' routes to provider 'script' \(script\), which takes no seed"
+expect_eq pin-tree-no-run "$(rid_of "$out")" ""
+expect_eq pin-tree-no-call "$(curl -s "http://127.0.0.1:$FAKE_PORT/_requests?lane=a" | jq_py 'len(d)')" 2
 
 # --- recorded definitions: the agent file changed on disk is not used
 id=$(as_alice run --detach rs go)
