@@ -175,20 +175,35 @@ static int pinned_route(const struct wd_pset *ps, const struct wd_agent_def *d,
 	return rc;
 }
 
-/* The checks that need the original and the replay's policy. */
-static int check_run(struct wd_rt *rt, const struct wd_caller *c,
-		     struct rt_replay *rp, const struct wd_pset *ps,
-		     struct wd_err *err)
+/* The original read back, if the caller may replay it (its user, or
+ * root): decided before anything else about the run or the request is
+ * looked at, so a stranger is told only that, whatever else is wrong —
+ * the checks after it (an --agent patch against the recorded definition,
+ * --from against its steps, a --mock against its tools) each say
+ * something about the run. */
+static int load_own(struct wd_rt *rt, const struct wd_caller *c,
+		    struct rt_replay *rp, struct wd_err *err)
 {
+	int rc = rp_load_original(rt, rp->of_run_id, &rp->o, err);
+	if (rc)
+		return rc;
 	json_t *st = rp->o.start;
 	uid_t ouid = (uid_t)json_integer_value(json_object_get(st, "uid"));
-	if (c->uid != 0 && c->uid != ouid)
+	if (c->uid != 0 && c->uid != geteuid() && c->uid != ouid)
 		return wd_err_set(
 		    err, -EACCES,
 		    "run %s is %s's: only they or root may "
 		    "replay it",
 		    rp->of_run_id,
 		    json_string_value(json_object_get(st, "user")));
+	return 0;
+}
+
+/* The checks that need the original and the replay's policy. */
+static int check_run(struct wd_rt *rt, struct rt_replay *rp,
+		     const struct wd_pset *ps, struct wd_err *err)
+{
+	json_t *st = rp->o.start;
 	if (json_object_get(st, "parent_run_id"))
 		return wd_err_set(err, -EINVAL,
 				  "run %s is a sub-agent's run: replay its "
@@ -419,7 +434,7 @@ int wd_rt_replay_create(struct wd_rt *rt, const struct wd_caller *c,
 	char why[256];
 	snprintf(rp->of_run_id, sizeof(rp->of_run_id), "%s", of);
 	rp->fp_changed_at = -1;
-	if ((rc = parse_opts(opts, rp, err)))
+	if ((rc = load_own(rt, c, rp, err)) || (rc = parse_opts(opts, rp, err)))
 		goto fail;
 	/* a patched manifest is policy — it says what the sandbox allows
 	 * (exec, egress, writes) — so only who may change the policy may
@@ -436,8 +451,6 @@ int wd_rt_replay_create(struct wd_rt *rt, const struct wd_caller *c,
 		rc = wd_err_set(err, -EACCES, "%s", why);
 		goto fail;
 	}
-	if ((rc = rp_load_original(rt, of, &rp->o, err)))
-		goto fail;
 	floor = json_object();
 	if ((rc = rp_build_pset(rt, base, &rp->o, opts,
 				c->uid == 0 || c->uid == geteuid(), floor, &ps,
@@ -463,7 +476,7 @@ int wd_rt_replay_create(struct wd_rt *rt, const struct wd_caller *c,
 	}
 	snprintf(rp->gate.of_run_id, sizeof(rp->gate.of_run_id), "%s", of);
 	rp->gate.recorded = rp->o.recorded;
-	if ((rc = check_run(rt, c, rp, ps, err)))
+	if ((rc = check_run(rt, rp, ps, err)))
 		goto fail;
 	/* pinned: the original's seed where it sent one, else one derived
 	 * from its id (so two pinned replays of a run send the same) */

@@ -118,6 +118,19 @@ expect_match agent-patch-prompt-sent "$("$WARDEN" trace payload "$prid" 1 --stat
 out=$("$WARDEN" replay "$id" --from 0 --agent "$T/rs-wide.yaml" 2>&1)
 expect_match agent-patch-root-may-widen "$out" "^run run_[0-9a-f]* \(replay of $id\)"
 
+# --- another user: refused before anything else about the run is looked
+# at, the same answer whatever else the request says (a patch checked
+# against the recorded definition would name its grants and bounds)
+plain=$(as_user 1001 "$WARDEN" replay "$id" --from 0 2>&1)
+expect_match stranger-refused "$plain" "only they or root may replay it"
+i=0
+for c in "--from 0 --agent $T/rs-wide.yaml" "--from 0 --agent $T/rs-tools.yaml" \
+	"--from 99" "--from 0 --mock echo=$T/rs-prompt.yaml" "--from 0 --tool echo=$T/rs-prompt.yaml"; do
+	i=$((i + 1))
+	# shellcheck disable=SC2086
+	expect_eq "stranger-same-answer-$i" "$(as_user 1001 "$WARDEN" replay "$id" $c 2>&1)" "$plain"
+done
+
 # --- links both ways
 show=$("$WARDEN" trace show "$id" --state "$T/state")
 expect_match original-links-replay "$show" "replayed by $rid from step 0: converged"
