@@ -11,8 +11,7 @@
 #include "sandbox/sandbox.h"
 #include "trace/trace.h"
 
-#define ARGS_INLINE_MAX 4096 /* larger args go to a blob */
-#define PREVIEW_MAX	512
+#define PREVIEW_MAX 512
 
 const char *wd_broker_verdict_name(enum wd_broker_verdict v)
 {
@@ -371,7 +370,7 @@ int wd_broker_execute(const struct wd_broker_run *run,
 	bool durable = m->side_effects != WD_SE_NONE;
 	bool may_skip = !durable && run->unrecorded_read_only;
 	int rc;
-	if (run->hash_only || strlen(args_text) > ARGS_INLINE_MAX) {
+	if (run->hash_only || strlen(args_text) > WD_BROKER_ARGS_INLINE_MAX) {
 		char ref[WD_TRACE_REF_LEN];
 		rc = wd_trace_put_blob(run->trace, run->run_id, args_text,
 				       strlen(args_text), ref, err);

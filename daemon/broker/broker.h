@@ -119,6 +119,10 @@ int wd_broker_record_refusal(const struct wd_broker_run *run,
 			     enum wd_broker_verdict v, const char *check,
 			     const char *reason, struct wd_err *err);
 
+/* A call's args above this many bytes are recorded by reference
+ * (args_ref), not inline. */
+#define WD_BROKER_ARGS_INLINE_MAX 4096
+
 /* ---- replay (broker/replay_gate.c) ----
  * In a replay, a call's side effects decide whether it runs, judged by the
  * STRICTER of the manifest the replay runs with (which a --tool patch may

@@ -120,6 +120,29 @@ static json_t *rec_new(const struct wd_broker_run *run,
 			 run->agent, "team", run->team, "user", run->user);
 }
 
+/* The call's arguments on a result the gate answered (recorded or mock),
+ * as a tool_attempt would carry them (inline, or args_ref when the run
+ * keeps only hashes or they are large): a replay of this replay finds the
+ * same call's result by them (replay_src.c). */
+static void rec_args(const struct wd_broker_run *run,
+		     const struct wd_broker_call *call, json_t *r)
+{
+	char *a =
+	    json_dumps(call->args ? call->args : json_object(), JSON_COMPACT);
+	if (!a)
+		return;
+	if (run->hash_only || strlen(a) > WD_BROKER_ARGS_INLINE_MAX) {
+		char ref[WD_TRACE_REF_LEN];
+		if (!wd_trace_put_blob(run->trace, run->run_id, a, strlen(a),
+				       ref, NULL))
+			json_object_set_new(r, "args_ref", json_string(ref));
+	} else {
+		json_object_set(r, "args",
+				call->args ? call->args : json_object());
+	}
+	free(a);
+}
+
 static int rec_put(const struct wd_broker_run *run, json_t *rec)
 {
 	struct wd_err e = {0};
@@ -174,6 +197,7 @@ int wd_broker_replay_execute(const struct wd_broker_run *run,
 		json_object_set_new(r, "result_ref", json_string(what));
 		json_object_set_new(r, "recorded_from",
 				    json_string(run->replay->of_run_id));
+		rec_args(run, call, r);
 		rec_put(run, r);
 	} else if (d == WD_RP_MOCK) {
 		out = json_pack("{s:s,s:i,s:s,s:s,s:b,s:[],s:b}", "status",
@@ -190,6 +214,7 @@ int wd_broker_replay_execute(const struct wd_broker_run *run,
 					    strlen(p), ref, NULL))
 			json_object_set_new(r, "result_ref", json_string(ref));
 		free(p);
+		rec_args(run, call, r);
 		rec_put(run, r);
 	} else {
 		out = json_pack("{s:s,s:s,s:s}", "status", "refused", "error",

@@ -12,7 +12,8 @@ struct rp_orig {
 	json_t *end;	  /* run_end or NULL */
 	json_t *calls;	  /* model_call per step: calls[s] */
 	json_t *recorded; /* broker key -> result_ref */
-	json_t *attempts; /* "step\x1fcall id" -> tool_attempt */
+	json_t *attempts; /* "step\x1fcall id" -> tool_attempt (a replay:
+			   * or its gate's answer, replay_src.c) */
 };
 
 enum rp_det { RP_DIVERGENT, RP_PINNED, RP_RECORDED_MODEL };
@@ -45,12 +46,16 @@ int rp_load_original(struct wd_rt *rt, const char *id, struct rp_orig *o,
 		     struct wd_err *err);
 void rp_orig_free(struct rp_orig *o);
 /* The replay's policy set: recorded (or patched) agent and manifests,
- * today's users and gateway. With !may_change_policy (a caller who is not
- * root), an --agent patch may change the prompt, model and context but
- * not what the platform grants: -EPERM naming the field. */
+ * today's users and gateway; the sub-agents' as their runs recorded
+ * them. With !may_change_policy (a caller who is not root), an --agent
+ * patch may change the prompt, model and context but not what the
+ * platform grants: -EPERM naming the field. A --tool patch (of any
+ * agent's tool in the tree) keeps the recorded auth; `floor` gets, per
+ * patched tool, the side effects of the manifest it replaced, for the
+ * broker's gate to judge by (the stricter). */
 int rp_build_pset(struct wd_rt *rt, struct wd_pset *base,
 		  const struct rp_orig *o, const json_t *opts,
-		  bool may_change_policy, struct wd_pset **out,
+		  bool may_change_policy, json_t *floor, struct wd_pset **out,
 		  struct wd_err *err);
 
 /* The original's prompt (conversation array) and response

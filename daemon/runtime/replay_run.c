@@ -19,6 +19,15 @@ static json_t *sha_of(const char *text)
 	return json_string(h);
 }
 
+/* none < internal < external (anything else, as the gate reads it) */
+static int se_rank(const char *s)
+{
+	return !s			? -1
+	       : !strcmp(s, "none")	? 0
+	       : !strcmp(s, "internal") ? 1
+					: 2;
+}
+
 static bool all_strings(json_t *o)
 {
 	const char *k;
@@ -136,20 +145,65 @@ static int parse_opts(const json_t *o, struct rt_replay *rp, struct wd_err *err)
 	return 0;
 }
 
-/* The checks that need the original and the replay's policy. */
-static int check_run(struct wd_rt *rt, const struct wd_caller *c,
-		     struct rt_replay *rp, const struct wd_agent_def *a,
-		     const struct wd_pset *ps, struct wd_err *err)
+/* --determinism pinned: every route of agent `d`'s model takes a seed,
+ * else -EINVAL naming the agent (when a sub-agent), model and provider. */
+static int pinned_route(const struct wd_pset *ps, const struct wd_agent_def *d,
+			bool sub, struct wd_err *err)
 {
+	json_t *route = wd_gateway_route_json(ps->gw, d->model);
+	size_t i;
+	json_t *e;
+	int rc = 0;
+	cleanup_free char *who =
+	    sub ? wd_asprintf("sub-agent '%s': ", d->name) : wd_strdup("");
+	json_array_foreach(route, i, e)
+	{
+		if (json_is_true(json_object_get(e, "seed")))
+			continue;
+		rc = wd_err_set(
+		    err, -EINVAL,
+		    "--determinism pinned: %smodel '%s' routes to provider "
+		    "'%s' (%s), which takes no seed; pinned needs a seed on "
+		    "every route of every agent in the run's tree (OpenAI "
+		    "Chat Completions)",
+		    who, d->model,
+		    json_string_value(json_object_get(e, "provider")),
+		    json_string_value(json_object_get(e, "kind")));
+		break;
+	}
+	json_decref(route);
+	return rc;
+}
+
+/* The original read back, if the caller may replay it (its user, or
+ * root): decided before anything else about the run or the request is
+ * looked at, so a stranger is told only that, whatever else is wrong —
+ * the checks after it (an --agent patch against the recorded definition,
+ * --from against its steps, a --mock against its tools) each say
+ * something about the run. */
+static int load_own(struct wd_rt *rt, const struct wd_caller *c,
+		    struct rt_replay *rp, struct wd_err *err)
+{
+	int rc = rp_load_original(rt, rp->of_run_id, &rp->o, err);
+	if (rc)
+		return rc;
 	json_t *st = rp->o.start;
 	uid_t ouid = (uid_t)json_integer_value(json_object_get(st, "uid"));
-	if (c->uid != 0 && c->uid != ouid)
+	if (c->uid != 0 && c->uid != geteuid() && c->uid != ouid)
 		return wd_err_set(
 		    err, -EACCES,
 		    "run %s is %s's: only they or root may "
 		    "replay it",
 		    rp->of_run_id,
 		    json_string_value(json_object_get(st, "user")));
+	return 0;
+}
+
+/* The checks that need the original and the replay's policy. */
+static int check_run(struct wd_rt *rt, struct rt_replay *rp,
+		     const struct wd_pset *ps, struct wd_err *err)
+{
+	json_t *st = rp->o.start;
 	if (json_object_get(st, "parent_run_id"))
 		return wd_err_set(err, -EINVAL,
 				  "run %s is a sub-agent's run: replay its "
@@ -193,29 +247,12 @@ static int check_run(struct wd_rt *rt, const struct wd_caller *c,
 					  "only)",
 					  k);
 	}
-	if (rp->det == RP_PINNED) {
-		json_t *route = wd_gateway_route_json(ps->gw, a->model);
-		size_t i;
-		json_t *e;
-		json_array_foreach(route, i, e)
-		{
-			if (!json_is_true(json_object_get(e, "seed"))) {
-				int rc = wd_err_set(
-				    err, -EINVAL,
-				    "--determinism pinned: model '%s' routes "
-				    "to provider '%s' (%s), which takes no "
-				    "seed; pinned needs a seed on every route "
-				    "(OpenAI Chat Completions)",
-				    a->model,
-				    json_string_value(
-					json_object_get(e, "provider")),
-				    json_string_value(
-					json_object_get(e, "kind")));
-				json_decref(route);
-				return rc;
-			}
-		}
-		json_decref(route);
+	/* pinned: every agent of the tree (the sub-agents' child runs send
+	 * the seed too), before anything runs */
+	for (int x = 0; rp->det == RP_PINNED && x < ps->n_agents; x++) {
+		int rc = pinned_route(ps, &ps->agents[x], x > 0, err);
+		if (rc)
+			return rc;
 	}
 	(void)rt;
 	return 0;
@@ -238,6 +275,29 @@ static int check_hash(struct wd_run *r, int s, struct wd_err *err)
 	return 0;
 }
 
+static bool is_system(json_t *m)
+{
+	return !strcmp(json_string_value(json_object_get(m, "role")) ?: "",
+		       "system");
+}
+
+/* The system message a step's recorded prompt had: the original may
+ * itself be a replay that changed it from its step N (--system-prompt,
+ * --agent), so it is not always step 0's. */
+static void sync_system(struct wd_run *r, json_t *prompt)
+{
+	json_t *want = json_array_get(prompt, 0),
+	       *have = json_array_get(r->msgs, 0);
+	bool w = is_system(want), h = is_system(have);
+	if ((!w && !h) || (w && h && json_equal(want, have)))
+		return;
+	if (h)
+		json_array_remove(r->msgs, 0);
+	if (w)
+		json_array_insert_new(r->msgs, 0, json_deep_copy(want));
+	r->msgs_gen++;
+}
+
 /* Steps 0..from-1 from the record: no gateway call, no sandbox, no cost;
  * one replay_step record each, referencing what it reused by hash. */
 static int prefix(struct wd_run *r, json_t **prompts, json_t **resps,
@@ -245,6 +305,7 @@ static int prefix(struct wd_run *r, json_t **prompts, json_t **resps,
 {
 	struct rt_replay *rp = r->replay;
 	for (int s = 0;; s++) {
+		sync_system(r, prompts[s]);
 		rt_fit_context(r);
 		int rc = check_hash(r, s, err);
 		if (rc || s == rp->from)
@@ -338,6 +399,27 @@ static int prefix(struct wd_run *r, json_t **prompts, json_t **resps,
 	}
 }
 
+/* The conversation's system message becomes `text` from the live steps
+ * on (the agent's own prompt when given no --system-prompt: none when it
+ * has none, as a new run of that agent would have). */
+static void set_system_prompt(struct wd_run *r, const char *text,
+			      bool drop_empty)
+{
+	json_t *first = json_array_get(r->msgs, 0);
+	bool has = is_system(first);
+	if (drop_empty && (!text || !*text)) {
+		if (has)
+			json_array_remove(r->msgs, 0);
+	} else if (has) {
+		json_object_set_new(first, "text", json_string(text));
+	} else {
+		json_array_insert_new(
+		    r->msgs, 0,
+		    json_pack("{s:s,s:s}", "role", "system", "text", text));
+	}
+	r->msgs_gen++;
+}
+
 int wd_rt_replay_create(struct wd_rt *rt, const struct wd_caller *c,
 			const char *of, const json_t *opts, char id[64],
 			uint64_t *prefix_us, struct wd_err *err)
@@ -347,12 +429,12 @@ int wd_rt_replay_create(struct wd_rt *rt, const struct wd_caller *c,
 	pthread_mutex_unlock(&rt->mu);
 	struct rt_replay *rp = wd_calloc(1, sizeof(*rp));
 	struct wd_pset *ps = NULL;
-	json_t **prompts = NULL, **resps = NULL;
+	json_t **prompts = NULL, **resps = NULL, *floor = NULL;
 	int n = 0, rc;
 	char why[256];
 	snprintf(rp->of_run_id, sizeof(rp->of_run_id), "%s", of);
 	rp->fp_changed_at = -1;
-	if ((rc = parse_opts(opts, rp, err)))
+	if ((rc = load_own(rt, c, rp, err)) || (rc = parse_opts(opts, rp, err)))
 		goto fail;
 	/* a patched manifest is policy — it says what the sandbox allows
 	 * (exec, egress, writes) — so only who may change the policy may
@@ -369,13 +451,14 @@ int wd_rt_replay_create(struct wd_rt *rt, const struct wd_caller *c,
 		rc = wd_err_set(err, -EACCES, "%s", why);
 		goto fail;
 	}
-	if ((rc = rp_load_original(rt, of, &rp->o, err)))
-		goto fail;
+	floor = json_object();
 	if ((rc = rp_build_pset(rt, base, &rp->o, opts,
-				c->uid == 0 || c->uid == geteuid(), &ps, err)))
+				c->uid == 0 || c->uid == geteuid(), floor, &ps,
+				err)))
 		goto fail;
 	const struct wd_agent_def *a = &ps->agents[0];
-	/* the broker judges side effects by the recorded manifests too */
+	/* the broker judges side effects by the recorded manifests too, and
+	 * by those a --tool patch replaced (the stricter) */
 	rp->gate.orig_side_effects = json_object();
 	const char *k;
 	json_t *v;
@@ -384,9 +467,16 @@ int wd_rt_replay_create(struct wd_rt *rt, const struct wd_caller *c,
 			    "tools"),
 	    k, v) json_object_set(rp->gate.orig_side_effects, k,
 				  json_object_get(v, "side_effects"));
+	json_object_foreach(floor, k, v)
+	{
+		const char *old = json_string_value(
+		    json_object_get(rp->gate.orig_side_effects, k));
+		if (se_rank(json_string_value(v)) > se_rank(old))
+			json_object_set(rp->gate.orig_side_effects, k, v);
+	}
 	snprintf(rp->gate.of_run_id, sizeof(rp->gate.of_run_id), "%s", of);
 	rp->gate.recorded = rp->o.recorded;
-	if ((rc = check_run(rt, c, rp, a, ps, err)))
+	if ((rc = check_run(rt, rp, ps, err)))
 		goto fail;
 	/* pinned: the original's seed where it sent one, else one derived
 	 * from its id (so two pinned replays of a run send the same) */
@@ -452,21 +542,13 @@ int wd_rt_replay_create(struct wd_rt *rt, const struct wd_caller *c,
 		pthread_mutex_unlock(&rt->mu);
 		goto fail;
 	}
-	/* patched system prompt: the live steps see it (the prefix was
-	 * checked against the recorded one) */
+	/* a patched system prompt (--system-prompt, else the --agent
+	 * patch's own): the live steps see it; the prefix was checked
+	 * against the recorded one */
 	const char *sp =
 	    json_string_value(json_object_get(opts, "system_prompt"));
-	if (sp) {
-		json_t *first = json_array_get(r->msgs, 0);
-		if (!strcmp(json_string_value(json_object_get(first, "role")),
-			    "system"))
-			json_object_set_new(first, "text", json_string(sp));
-		else
-			json_array_insert_new(r->msgs, 0,
-					      json_pack("{s:s,s:s}", "role",
-							"system", "text", sp));
-		r->msgs_gen++;
-	}
+	if (sp || json_object_get(opts, "agent"))
+		set_system_prompt(r, sp ? sp : a->system_prompt, !sp);
 	pthread_mutex_lock(&rt->mu);
 	r->next = rt->runs;
 	rt->runs = r;
@@ -486,6 +568,7 @@ fail:
 	}
 	free(prompts);
 	free(resps);
+	json_decref(floor);
 	rt_replay_free(rp); /* NULL once the run owns it */
 	wd_pset_unref(ps);  /* the run holds its own reference */
 	wd_pset_unref(base);

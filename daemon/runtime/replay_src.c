@@ -48,7 +48,9 @@ int rp_load_original(struct wd_rt *rt, const char *id, struct rp_orig *o,
 	o->records = recs;
 	o->calls = json_array();
 	o->recorded = json_object();
-	json_t *attempts = json_object(); /* "step\x1fcall id" -> attempt */
+	/* "step\x1fcall id" -> tool_attempt, or in a replay the record of a
+	 * call its gate answered (recorded, mock, refused) */
+	json_t *attempts = json_object();
 	size_t i;
 	json_t *x;
 	json_array_foreach(recs, i, x)
@@ -88,10 +90,30 @@ int rp_load_original(struct wd_rt *rt, const char *id, struct rp_orig *o,
 		case WD_REC_TOOL_ATTEMPT:
 			json_object_set(attempts, ck, x);
 			break;
+		case WD_REC_REPLAY_REFUSED:
+			/* a replay's refused call was answered (repeats of it
+			 * too, tools.c): one its replay's prefix knows */
+			if (!json_object_get(attempts, ck))
+				json_object_set(attempts, ck, x);
+			break;
 		case WD_REC_TOOL_RESULT: {
 			json_t *at = json_object_get(attempts, ck);
 			const char *ref =
 			    json_string_value(json_object_get(x, "result_ref"));
+			/* a replay's result its broker gate answered from a
+			 * recording or a mock (replay_gate.c) has no attempt:
+			 * it carries the call's args itself. It is the result
+			 * that replay's call had, and a replay of the replay
+			 * reproduces it; what runs live is still decided by
+			 * the stricter side effects (replay_gate.c) */
+			const char *how =
+			    json_string_value(json_object_get(x, "replay"));
+			if (!at && ref && how &&
+			    (!strcmp(how, "recorded") ||
+			     !strcmp(how, "mock"))) {
+				at = x;
+				json_object_set(attempts, ck, x);
+			}
 			if (!at || !ref)
 				break;
 			json_t *args = json_object_get(at, "args");
@@ -284,6 +306,26 @@ static int patch_ok(const struct wd_manifest *rec, const struct wd_manifest *p,
 	return 0;
 }
 
+/* The side effects of a manifest a --tool patch replaced, into `floor`
+ * (tool -> label, the stricter kept): the broker's gate judges by them
+ * too (replay_gate.c), so a patch cannot relabel a tool below what it
+ * replaced, recorded or today's. */
+static void floor_add(json_t *floor, const char *name,
+		      const struct wd_manifest *m)
+{
+	static const char *const se[] = {"none", "internal", "external"};
+	if (!floor || !m)
+		return;
+	const char *old = json_string_value(json_object_get(floor, name));
+	int o = !old			   ? -1
+		: !strcmp(old, "none")	   ? 0
+		: !strcmp(old, "internal") ? 1
+					   : 2;
+	if ((int)m->side_effects > o)
+		json_object_set_new(floor, name,
+				    json_string(se[m->side_effects]));
+}
+
 static void pset_add_tool(struct wd_pset *p, struct wd_manifest *m,
 			  const char *text)
 {
@@ -329,7 +371,8 @@ static const char *child_of(json_t *records, const char *name)
  * wd_agents_check_subagents. */
 static int add_subagent(struct wd_rt *rt, struct wd_pset *p,
 			struct wd_pset *base, json_t *records, const char *name,
-			int depth, struct wd_err *err)
+			const json_t *ptools, json_t *floor, int depth,
+			struct wd_err *err)
 {
 	if (wd_pset_agent(p, name) || depth > WD_SUBAGENT_MAX_DEPTH)
 		return 0;
@@ -383,22 +426,56 @@ static int add_subagent(struct wd_rt *rt, struct wd_pset *p,
 		else if (!ref && base_text(base, tn))
 			m = parse_manifest(base_text(base, tn), tn, "manifest",
 					   err);
-		if (m)
+		/* a --tool patch of a sub-agent's tool: by the same rules
+		 * as the top-level agent's (patch_ok, the stricter label) */
+		const char *pt = json_string_value(json_object_get(ptools, tn));
+		if (pt) {
+			struct wd_manifest *pm = NULL;
+			if (ref && !m) {
+				cleanup_free char *why = wd_strdup(err->msg);
+				rc = wd_err_set(err, -EINVAL,
+						"--tool %s: sub-agent '%s' "
+						"recorded a manifest for it "
+						"that cannot be read (%s), so "
+						"the patch cannot be checked "
+						"against it",
+						tn, name, why);
+			} else if (!(pm = parse_manifest(
+					 pt, tn, "--tool manifest", err)))
+				rc = -EINVAL;
+			else if (patch_ok(m, pm, err))
+				rc = -EPERM;
+			if (rc) {
+				if (pm)
+					wd_manifest_free(pm);
+				if (m)
+					wd_manifest_free(m);
+				free(text);
+				json_decref(crecs);
+				return rc;
+			}
+			floor_add(floor, tn, m);
+			if (m)
+				wd_manifest_free(m);
+			m = pm;
+			pset_add_tool(p, m, pt);
+		} else if (m) {
 			pset_add_tool(p, m, text ? text : base_text(base, tn));
+		}
 		free(text);
 	}
 	char **subs = p->agents[p->n_agents - 1].subagents;
 	int nsubs = p->agents[p->n_agents - 1].n_subagents;
 	for (int i = 0; i < nsubs && !rc; i++)
 		rc = add_subagent(rt, p, base, crecs ? crecs : records, subs[i],
-				  depth + 1, err);
+				  ptools, floor, depth + 1, err);
 	json_decref(crecs);
 	return rc;
 }
 
 int rp_build_pset(struct wd_rt *rt, struct wd_pset *base,
 		  const struct rp_orig *o, const json_t *opts,
-		  bool may_change_policy, struct wd_pset **out,
+		  bool may_change_policy, json_t *floor, struct wd_pset **out,
 		  struct wd_err *err)
 {
 	json_t *defs = json_object_get(o->start, "definitions");
@@ -506,6 +583,16 @@ int rp_build_pset(struct wd_rt *rt, struct wd_pset *base,
 				wd_pset_unref(p);
 				return -EINVAL;
 			}
+			/* what the patch replaces: the recorded manifest,
+			 * else today's (a tool granted by a patched agent) */
+			struct wd_manifest *bm =
+			    !rec && base_text(base, name)
+				? parse_manifest(base_text(base, name), name,
+						 "manifest", err)
+				: NULL;
+			floor_add(floor, name, rec ? rec : bm);
+			if (bm)
+				wd_manifest_free(bm);
 			wd_manifest_free(rec);
 			pset_add_tool(p, pm, pt);
 		} else if (rec) {
@@ -522,7 +609,8 @@ int rp_build_pset(struct wd_rt *rt, struct wd_pset *base,
 	}
 	for (int i = 0; i < p->agents[0].n_subagents; i++)
 		if ((rc = add_subagent(rt, p, base, o->records,
-				       p->agents[0].subagents[i], 1, err))) {
+				       p->agents[0].subagents[i], ptools, floor,
+				       1, err))) {
 			wd_pset_unref(p);
 			return rc;
 		}

@@ -62,6 +62,19 @@ expect_match rm-mail-recorded "$(recs_of "$rid" tool_result | jq_py '[x.get("rep
 expect_eq rm-linked "$(rec_of "$rid" run_start | jq_py 'd["replay_of"]["run_id"]')" "$id"
 expect_eq rm-not-sent "$(sent)" 1
 
+# --- a replay of that replay: the results its gate answered from the
+# record are its record too (same trajectory, the email recorded, never run)
+r1=$rid
+out=$(as_alice replay "$r1" --from 0 --determinism recorded-model 2>&1)
+r2=$(printf '%s\n' "$out" | sed -n 's/^run \(run_[0-9a-f]*\) (replay of.*/\1/p')
+expect_match rr-converged "$out" "replay of $r1 from step 0: converged"
+expect_match rr-gate-args-recorded "$(recs_of "$r1" tool_result | jq_py '" ".join(x["gen_ai.tool.name"]+":"+json.dumps(x.get("args")) for x in d if x.get("replay") == "recorded")')" 'mail:\{"to": "x@example.com"\} note:\{"k": "1"\}'
+expect_match rr-mail-recorded "$(recs_of "$r2" tool_result | jq_py '[x["gen_ai.tool.name"]+":"+str(x.get("replay")) for x in d]')" 'mail:recorded.*note:recorded'
+expect_eq rr-mail-no-attempt "$(recs_of "$r2" tool_attempt | jq_py '[x["gen_ai.tool.name"] for x in d]')" '["echo"]'
+expect_eq rr-no-refusal "$(recs_of "$r2" replay_refused | jq_py 'len(d)')" 0
+expect_eq rr-same-output "$(end_of "$r2" | jq_py 'd["output"]')" "$(end_of "$id" | jq_py 'd["output"]')"
+expect_eq rr-not-sent "$(sent)" 1
+
 # --- a changed system prompt from step 2 diverges there; the new email is refused
 echo "You are CHANGED." >"$T/sp.txt"
 out=$(as_alice replay "$id" --from 2 --system-prompt "$T/sp.txt" 2>&1)
@@ -73,6 +86,12 @@ expect_match sp-model-told "$(end_of "$rid" | jq_py 'd["output"]')" 'not execute
 expect_eq sp-prefix-from-record "$(recs_of "$rid" replay_step | jq_py 'len(d)')" 2
 expect_eq sp-no-prefix-model-call "$(recs_of "$rid" model_call | jq_py 'min(x["step"] for x in d)')" 2
 expect_eq sp-not-sent "$(sent)" 1
+# a replay of it from after its change: the prefix has each step's
+# recorded system prompt (the changed one from step 2), so it reproduces
+r1=$rid
+out=$(as_alice replay "$r1" --from 3 2>&1)
+expect_match rr-sp-prefix "$out" "replay of $r1 from step 3: converged"
+expect_eq rr-sp-prefix-steps "$(recs_of "$(printf '%s\n' "$out" | sed -n 's/^run \(run_[0-9a-f]*\) (replay of.*/\1/p')" replay_step | jq_py 'len(d)')" 3
 
 # --- every way to ask for the email again: never sent
 cat >"$T/relabel.yaml" <<Y
@@ -128,6 +147,13 @@ rid=$(printf '%s\n' "$out" | sed -n 's/^run \(run_[0-9a-f]*\) (replay of.*/\1/p'
 expect_match mock-used "$(end_of "$rid" | jq_py 'd["output"]')" 'MOCKED-SEND-OK'
 expect_match mock-recorded "$(recs_of "$rid" tool_result | jq_py '[x.get("replay") for x in d]')" '"mock"'
 expect_eq mock-not-sent "$(sent)" 1
+# a replay of the mocked replay: the mock's result is its record
+out=$(as_alice replay "$rid" --from 2 --system-prompt "$T/sp.txt" --determinism recorded-model 2>&1)
+r2=$(printf '%s\n' "$out" | sed -n 's/^run \(run_[0-9a-f]*\) (replay of.*/\1/p')
+expect_match rr-mock-converged "$out" "replay of $rid from step 2: converged"
+expect_match rr-mock-recorded "$(recs_of "$r2" tool_result | jq_py '[x["gen_ai.tool.name"]+":"+str(x.get("replay")) for x in d]')" 'mail:recorded'
+expect_match rr-mock-output "$(end_of "$r2" | jq_py 'd["output"]')" 'MOCKED-SEND-OK'
+expect_eq rr-mock-not-sent "$(sent)" 1
 out=$(as_alice replay "$id" --from 1 --mock echo="$T/mock.txt" 2>&1)
 expect_match mock-only-external "$out" 'mock echo: not an external tool'
 

@@ -18,11 +18,18 @@ start_fake
 script rs <<'S'
 {"step": 0, "system": "CHANGED", "tool_calls": [{"name": "echo", "arguments": {"n": "changed"}}]}
 {"step": 0, "tool_calls": [{"name": "echo", "arguments": {"n": "a"}}]}
+{"step": 1, "system": "patched", "tool_calls": [{"name": "echo", "arguments": {"n": "patched"}}]}
 {"step": 1, "tool_calls": [{"name": "echo", "arguments": {"n": "b"}}]}
 {"text": "done: {{result}}"}
 S
 agent rs rs '[echo]'
 agent pin oa '[echo]'
+script pinsub <<'S'
+{"text": "sub done"}
+S
+agent pinboss oa '[]'
+echo "subagents: [pinsub]" >>"$POL/agents/pinboss.yaml"
+agent pinsub pinsub '[]'
 agent anth an '[echo]'
 echo "  oa: [{provider: fa, model: m1}]" >>"$POL/aliases.part"
 echo "  an: [{provider: fb, model: m2}]" >>"$POL/aliases.part"
@@ -56,6 +63,18 @@ wait_until 20 run_done "$id2"
 out=$(as_alice replay "$id2" --from 0 --determinism pinned 2>&1)
 expect_match pin-refused-anthropic "$out" "pinned: model 'an' routes to provider 'fb' \(anthropic\), which takes no seed"
 expect_eq pin-anthropic-no-call "$(curl -s "http://127.0.0.1:$FAKE_PORT/_requests?lane=b" | jq_py 'len(d)')" 2
+# every agent of the tree: a sub-agent on a route without a seed refuses
+# the replay before anything runs
+sub='{"reply": {"tool_calls": [{"name": "agent__pinsub", "arguments": {"task": "t"}}]}}'
+fake_ctl "{\"lane\": \"a\", \"reset\": true, \"queue\": [$sub, $fin, $sub, $fin]}"
+id2=$(as_alice run --detach pinboss go)
+wait_until 30 run_done "$id2"
+expect_eq pin-tree-original-ok "$(run_state "$id2" status)" ok
+expect_match pin-tree-original-child "$(rec_of "$id2" tool_attempt | jq_py 'd.get("child_run_id","")')" '^run_'
+out=$(as_alice replay "$id2" --from 0 --determinism pinned 2>&1)
+expect_match pin-tree-sub-refused "$out" "pinned: sub-agent 'pinsub': model 'pinsub' routes to provider 'script' \(script\), which takes no seed"
+expect_eq pin-tree-no-run "$(rid_of "$out")" ""
+expect_eq pin-tree-no-call "$(curl -s "http://127.0.0.1:$FAKE_PORT/_requests?lane=a" | jq_py 'len(d)')" 2
 
 # --- recorded definitions: the agent file changed on disk is not used
 id=$(as_alice run --detach rs go)
@@ -89,8 +108,28 @@ out=$(as_alice replay "$id" --from 0 --agent "$T/rs-tools.yaml" 2>&1)
 expect_match agent-patch-tools-refused "$out" "changes 'tools' of agent 'rs'"
 out=$(as_alice replay "$id" --from 0 --agent "$T/rs-prompt.yaml" 2>&1)
 expect_match agent-patch-prompt-ok "$out" "^run run_[0-9a-f]* \(replay of $id\)"
+# the patched agent's system prompt reaches the model from step N on (the
+# script answers "patched" at step 1 only under that prompt)
+out=$(as_alice replay "$id" --from 1 --agent "$T/rs-prompt.yaml" 2>&1)
+prid=$(rid_of "$out")
+expect_match agent-patch-prompt-diverged "$out" 'diverged at step 1: recorded echo\(n: "b"\), replay echo\(n: "patched"\)'
+expect_eq agent-patch-prompt-prefix "$(recs_of "$prid" replay_step | jq_py 'len(d)')" 1
+expect_match agent-patch-prompt-sent "$("$WARDEN" trace payload "$prid" 1 --state "$T/state" 2>&1)" 'You are patched\.'
 out=$("$WARDEN" replay "$id" --from 0 --agent "$T/rs-wide.yaml" 2>&1)
 expect_match agent-patch-root-may-widen "$out" "^run run_[0-9a-f]* \(replay of $id\)"
+
+# --- another user: refused before anything else about the run is looked
+# at, the same answer whatever else the request says (a patch checked
+# against the recorded definition would name its grants and bounds)
+plain=$(as_user 1001 "$WARDEN" replay "$id" --from 0 2>&1)
+expect_match stranger-refused "$plain" "only they or root may replay it"
+i=0
+for c in "--from 0 --agent $T/rs-wide.yaml" "--from 0 --agent $T/rs-tools.yaml" \
+	"--from 99" "--from 0 --mock echo=$T/rs-prompt.yaml" "--from 0 --tool echo=$T/rs-prompt.yaml"; do
+	i=$((i + 1))
+	# shellcheck disable=SC2086
+	expect_eq "stranger-same-answer-$i" "$(as_user 1001 "$WARDEN" replay "$id" $c 2>&1)" "$plain"
+done
 
 # --- links both ways
 show=$("$WARDEN" trace show "$id" --state "$T/state")

@@ -66,6 +66,30 @@ rchild=$(child_of "$rid")
 expect_match new-child-mail-refused "$(rec_of "$rchild" replay_refused | jq_py 'd["reason"]')" 'external side effect, no recording or mock'
 expect_eq new-child-not-sent "$(sent)" 1
 
+# --- a --tool patch (root) of a tool only the sub-agent uses: applied in
+# the child run, checked like any patch, never a way to relabel
+sed 's|/usr/bin/cat|/usr/bin/rev|g' "$POL/tools/echo.yaml" >"$T/echo-rev.yaml"
+sed 's/side_effects: external/side_effects: none/' "$POL/tools/mail.yaml" >"$T/mail-none.yaml"
+sed 's/scopes: \["test:mail"\]/scopes: []/' "$POL/tools/mail.yaml" >"$T/mail-noscope.yaml"
+out=$("$WARDEN" replay "$id" --from 0 --tool echo="$T/echo-rev.yaml" 2>&1)
+rid=$(rid_of "$out")
+rchild=$(child_of "$rid")
+expect_eq sub-tool-patch-defs "$(rec_of "$rchild" run_start | jq_py 'd["definitions"]["tools"]["echo"]["ref"]')" \
+	"$(rec_of "$rid" run_start | jq_py 'd["replay_of"]["patches"]["tool"]["echo"]')"
+expect_eq sub-tool-patch-applied "$(recs_of "$rchild" tool_result | jq_py '[json.loads(x["preview"])["stdout"].startswith(chr(125)) for x in d if x["gen_ai.tool.name"] == "echo"]')" '[true]'
+expect_match sub-tool-patch-mail-recorded "$(recs_of "$rchild" tool_result | jq_py '[x["gen_ai.tool.name"]+":"+str(x.get("replay")) for x in d]')" 'mail:recorded'
+out=$("$WARDEN" replay "$id" --from 0 --tool mail="$T/mail-noscope.yaml" 2>&1)
+expect_match sub-tool-patch-checked "$out" "--tool mail: the patched manifest drops scope 'test:mail'"
+expect_eq sub-tool-patch-checked-no-run "$(rid_of "$out")" ""
+# (the witness writable by any call's uid: a live send would show)
+chmod 666 "$W"
+out=$("$WARDEN" replay "$id" --from 0 --system-prompt "$T/sp.txt" --tool mail="$T/mail-none.yaml" 2>&1)
+rid=$(rid_of "$out")
+rchild=$(child_of "$rid")
+expect_match sub-relabel-refused "$(rec_of "$rchild" replay_refused | jq_py 'd["reason"]+" "+d["side_effects"]')" 'external side effect, no recording or mock external'
+expect_eq sub-relabel-no-attempt "$(recs_of "$rchild" tool_attempt | jq_py '[x["gen_ai.tool.name"] for x in d]')" '["echo"]'
+expect_eq sub-relabel-not-sent "$(sent)" 1
+
 out=$(as_alice replay "$id" --from 0 --determinism recorded-model 2>&1)
 rid=$(rid_of "$out")
 rchild=$(child_of "$rid")
