@@ -517,8 +517,10 @@ static void build_rows(struct report *r)
 	       "mmap PROT_EXEC of what the tool writes); vm.memfd_noexec=2 "
 	       "in the call's pid namespace",
 	       "OCI mounts: /tmp, `read` and `write` binds noexec (no "
-	       "execve, no mmap PROT_EXEC in gVisor); only `exec` paths, "
-	       "the program and its start closure executable");
+	       "execve of what the tool reads or writes); only `exec` "
+	       "paths, the program and its start closure executable; the "
+	       "OCI seccomp profile refuses memfd_create without "
+	       "MFD_NOEXEC_SEAL and execveat of a bare fd (AT_EMPTY_PATH)");
 	{
 		/* what Landlock does not hold: mmap(PROT_EXEC) is not a
 		 * Landlock right, and BPF LSM has no mmap_file hook here */
@@ -540,6 +542,13 @@ static void build_rows(struct report *r)
 		}
 		if (w->t[1].ok)
 			add_note(&w->t[1], ld);
+		if (w->t[2].ok)
+			add_note(&w->t[2],
+				 "not held: gVisor applies no noexec to "
+				 "mmap(PROT_EXEC), and the loader is in the "
+				 "program's closure (executable), so `ld.so "
+				 "FILE` runs a readable file or one the tool "
+				 "wrote (so does the tool's own mmap)");
 	}
 	row_syscalls(r, t2m, t3m);
 	row_limit(r, t2m, t3m, "memory_mb", WD_CG_MEMORY, "memory.max",

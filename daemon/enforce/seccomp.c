@@ -96,10 +96,6 @@ bool wd_memfd_noexec_sysctl(void)
 	return h;
 }
 
-/* linux/memfd.h (6.3) and fcntl.h values, stable ABI */
-#define WD_MFD_NOEXEC_SEAL 0x0008U
-#define WD_AT_EMPTY_PATH   0x1000
-
 /* Namespace-creating clone flags (CLONE_NEWUSER needs no privilege). */
 #define NS_FLAGS                                                               \
 	(CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER |           \
