@@ -287,8 +287,10 @@ static void row_inbound(struct report *r, const char *t2m, const char *t3m)
 			"without listen: true, BPF cgroup/bind4,bind6 refuse "
 			"any port but 0 (recorded), seccomp refuses listen() "
 			"and setsockopt SO_REUSEPORT; in the host's network "
-			"namespace unix datagram sockets too (an abstract "
-			"name has no other hook); network.allow: [] without "
+			"namespace every unix socket type but stream and "
+			"seqpacket too (datagram, and raw, which the kernel "
+			"makes datagram: an abstract name has no other "
+			"hook); network.allow: [] without "
 			"listen: the shared empty network namespace, "
 			"loopback down (Landlock's abstract-unix scope keeps "
 			"calls apart)");

@@ -166,20 +166,20 @@ static int abstract_listen(const char *name, int wait_ms)
 }
 
 /* A unix datagram socket bound to an abstract name: from socket(), or
- * one end of a socketpair (pair != 0). */
-static int abstract_dgram(const char *name, int wait_ms, int pair)
+ * one end of a socketpair (pair != 0); type SOCK_DGRAM, or SOCK_RAW (the
+ * kernel makes that a datagram socket too). */
+static int abstract_dgram(const char *name, int wait_ms, int pair, int type)
 {
 	struct sockaddr_un su;
 	socklen_t len = abstract_of(name, &su);
 	int s;
 	if (pair) {
 		int sv[2];
-		if (step(socketpair(AF_UNIX, SOCK_DGRAM, 0, sv), "socketpair") <
-		    0)
+		if (step(socketpair(AF_UNIX, type, 0, sv), "socketpair") < 0)
 			return 1;
 		s = sv[0];
 	} else {
-		s = socket(AF_UNIX, SOCK_DGRAM, 0);
+		s = socket(AF_UNIX, type, 0);
 		if (step(s, "socket") < 0)
 			return 1;
 	}
@@ -324,9 +324,15 @@ int main(int argc, char **argv)
 	if (!strcmp(a, "abstract-listen") && argc > 3)
 		return abstract_listen(argv[2], atoi(argv[3]));
 	if (!strcmp(a, "abstract-dgram") && argc > 3)
-		return abstract_dgram(argv[2], atoi(argv[3]), 0);
+		return abstract_dgram(argv[2], atoi(argv[3]), 0, SOCK_DGRAM);
 	if (!strcmp(a, "abstract-pair") && argc > 3)
-		return abstract_dgram(argv[2], atoi(argv[3]), 1);
+		return abstract_dgram(argv[2], atoi(argv[3]), 1, SOCK_DGRAM);
+	if (!strcmp(a, "abstract-raw") && argc > 3)
+		return abstract_dgram(argv[2], atoi(argv[3]), 0,
+				      SOCK_RAW | SOCK_CLOEXEC);
+	if (!strcmp(a, "abstract-rawpair") && argc > 3)
+		return abstract_dgram(argv[2], atoi(argv[3]), 1,
+				      SOCK_RAW | SOCK_NONBLOCK);
 	if (!strcmp(a, "abstract-send") && argc > 2)
 		return abstract_send(argv[2]);
 	if (!strcmp(a, "reuseport") && argc > 3)
@@ -367,7 +373,8 @@ int main(int argc, char **argv)
 	}
 	fprintf(stderr,
 		"usage: netprobe tcp-listen 4|6 PORT MS | udp-recv 4|6 PORT MS "
-		"| abstract-listen|abstract-dgram|abstract-pair NAME MS | "
+		"| abstract-listen|abstract-dgram|abstract-pair|abstract-raw|"
+		"abstract-rawpair NAME MS | "
 		"abstract-send NAME | "
 		"reuseport PORT MS | ping|raw 4|6 | write-exec PATH ARGS... | "
 		"exec PATH ARGS... | memfd-exec|fd-exec ARGS... | mark FILE | "
