@@ -249,4 +249,23 @@ else
 	kill -9 "$X" 2>/dev/null
 fi
 expect_eq "records/clean-after-calls" "$(stat -c %s "$T/uids/$ONE" 2>/dev/null)" 0
+
+# -- a uid warden never used on this node, with a process of someone
+# else's: skipped, never killed, nothing runs as it (its record is made
+# "fresh"); taken once nothing of it runs. Outside the default range, so
+# no earlier call above has used it.
+FR=2000100000
+setpriv --reuid=$FR --regid=$FR --clear-groups sleep 30 & FP=$!; PIDS+=("$FP")
+sleep 0.2
+rm -f "$W/fresh"
+out=$(WARDEN_UID_RANGE=$FR-$FR "$WARDEN" exec --policy "$M" -- "$P" write "$W/fresh" 2>&1); rc=$?
+expect_eq "fresh/foreign-uid-refused-125" "$rc" 125
+expect_match "fresh/says-why" "$out" "no free uid in $FR-$FR .*1 with processes warden did not start"
+[ -e "$W/fresh" ] && fail "fresh/nothing-ran" "the call ran as uid $FR: $out" || pass "fresh/nothing-ran"
+[ -d "/proc/$FP" ] && pass "fresh/foreign-process-not-killed" || fail "fresh/foreign-process-not-killed" "pid $FP is gone"
+expect_eq "fresh/record-stays-fresh" "$(cat "$T/uids/$FR" 2>/dev/null)" fresh
+{ kill -9 "$FP"; wait "$FP"; } 2>/dev/null
+out=$(WARDEN_UID_RANGE=$FR-$FR "$WARDEN" exec --policy "$M" --json -- "$P" write "$W/fresh" 2>/dev/null)
+expect_eq "fresh/taken-once-nothing-runs" "$(printf '%s' "$out" | jf run_as_uid)" "$FR"
+expect_eq "fresh/record-clean-after" "$(stat -c %s "$T/uids/$FR" 2>/dev/null)" 0
 finish
