@@ -567,20 +567,31 @@ static void build_rows(struct report *r)
 	w->t[2] = t3m ? no("%s", t3m) : yes(NULL, "%s", w->t[0].text);
 
 	w = add_row(r, "identity");
-	w->t[0] = yes(NULL, "setresgid/setresuid to the calling user (a root "
-			    "caller's tools get an unprivileged uid), "
-			    "capabilities dropped (capset), no_new_privs");
-	w->t[1] = t2m ? no("%s", t2m) : yes(NULL, "%s", w->t[0].text);
+	w->t[0] = yes("the calling user stays the authorisation principal "
+		      "(the broker's check, the trace's user); the process "
+		      "owner is the call's uid (run_as_uid)",
+		      "setresgid/setresuid to a uid/gid of the call's own "
+		      "(from the configured uid range, never shared with a "
+		      "live call, reused once nothing of it remains), "
+		      "capabilities dropped (capset), no_new_privs");
+	w->t[1] = t2m ? no("%s", t2m) : yes(w->t[0].note, "%s", w->t[0].text);
 	w->t[2] = t3m ? no("%s", t3m)
-		      : yes(NULL, "OCI process.user (unprivileged uid), no "
-				  "capabilities, noNewPrivileges");
+		      : yes(w->t[0].note,
+			    "OCI process.user: a uid/gid of the call's own "
+			    "(the same range), no capabilities, "
+			    "noNewPrivileges");
 
 	w = add_row(r, "tier");
-	w->t[0] = f->cg.v2_root[0]
-		      ? yes(NULL, "light process: host namespaces, a cgroup "
-				  "and a scratch tmpfs (memory_mb, in a mount "
-				  "namespace of the call's) per call")
-		      : no("no cgroup v2 hierarchy for the call's cgroup");
+	w->t[0] =
+	    f->cg.v2_root[0]
+		? yes(NULL, "light process: the host's pid, uts and network "
+			    "namespaces (with allow: [] an empty network "
+			    "namespace); an IPC namespace of the "
+			    "call's own (its SysV objects and POSIX queues "
+			    "die with it) and a mount namespace of its own "
+			    "holding its scratch tmpfs (memory_mb); a cgroup "
+			    "per call")
+		: no("no cgroup v2 hierarchy for the call's cgroup");
 	char nsl[64] = "mnt, pid, ipc, uts";
 	if (!f->ns_err[WD_NS_NET])
 		wd_strlcpy(nsl, "mnt, pid, ipc, uts, net", sizeof(nsl));

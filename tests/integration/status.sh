@@ -256,6 +256,22 @@ else
 	skip status_tier3_exec_ldso_not_held "tier 3 unavailable: $c"
 fi
 
+# the tool runs as a uid of the call's own, not as the calling user; tier 1
+# has an IPC and a mount namespace of its own
+for t in tier1 tier2 tier3; do
+	c=$(cell identity $t)
+	[ "${c#refused: }" = "$c" ] || continue
+	expect_match "status_identity_${t}_call_uid" "$c" "uid/gid of the call's own"
+	expect_eq "status_identity_${t}_not_caller" "$(printf '%s' "$c" | grep -c 'to the calling user')" 0
+done
+c=$(cell tier tier1)
+if [ "${c#refused: }" = "$c" ]; then
+	expect_match status_tier1_ipc_namespace "$c" "an IPC namespace of the call's own"
+	expect_match status_tier1_mount_namespace "$c" "a mount namespace of its own"
+else
+	skip status_tier1_namespaces "tier 1 unavailable: $c"
+fi
+
 # ---- runsc cache keyed by the binary's mtime ---------------------------------
 if [ -n "$ind_runsc" ]; then
 	cp -p "$ind_runsc" "$tmp/runsc"
