@@ -287,8 +287,10 @@ static void row_inbound(struct report *r, const char *t2m, const char *t3m)
 			"without listen: true, BPF cgroup/bind4,bind6 refuse "
 			"any port but 0 (recorded), seccomp refuses listen() "
 			"and setsockopt SO_REUSEPORT; in the host's network "
-			"namespace unix datagram sockets too (an abstract "
-			"name has no other hook); network.allow: [] without "
+			"namespace every unix socket type but stream and "
+			"seqpacket too (datagram, and raw, which the kernel "
+			"makes datagram: an abstract name has no other "
+			"hook); network.allow: [] without "
 			"listen: the shared empty network namespace, "
 			"loopback down (Landlock's abstract-unix scope keeps "
 			"calls apart)");
@@ -517,8 +519,10 @@ static void build_rows(struct report *r)
 	       "mmap PROT_EXEC of what the tool writes); vm.memfd_noexec=2 "
 	       "in the call's pid namespace",
 	       "OCI mounts: /tmp, `read` and `write` binds noexec (no "
-	       "execve, no mmap PROT_EXEC in gVisor); only `exec` paths, "
-	       "the program and its start closure executable");
+	       "execve of what the tool reads or writes); only `exec` "
+	       "paths, the program and its start closure executable; the "
+	       "OCI seccomp profile refuses memfd_create without "
+	       "MFD_NOEXEC_SEAL and execveat of a bare fd (AT_EMPTY_PATH)");
 	{
 		/* what Landlock does not hold: mmap(PROT_EXEC) is not a
 		 * Landlock right, and BPF LSM has no mmap_file hook here */
@@ -540,6 +544,13 @@ static void build_rows(struct report *r)
 		}
 		if (w->t[1].ok)
 			add_note(&w->t[1], ld);
+		if (w->t[2].ok)
+			add_note(&w->t[2],
+				 "not held: gVisor applies no noexec to "
+				 "mmap(PROT_EXEC), and the loader is in the "
+				 "program's closure (executable), so `ld.so "
+				 "FILE` runs a readable file or one the tool "
+				 "wrote (so does the tool's own mmap)");
 	}
 	row_syscalls(r, t2m, t3m);
 	row_limit(r, t2m, t3m, "memory_mb", WD_CG_MEMORY, "memory.max",
@@ -556,20 +567,31 @@ static void build_rows(struct report *r)
 	w->t[2] = t3m ? no("%s", t3m) : yes(NULL, "%s", w->t[0].text);
 
 	w = add_row(r, "identity");
-	w->t[0] = yes(NULL, "setresgid/setresuid to the calling user (a root "
-			    "caller's tools get an unprivileged uid), "
-			    "capabilities dropped (capset), no_new_privs");
-	w->t[1] = t2m ? no("%s", t2m) : yes(NULL, "%s", w->t[0].text);
+	w->t[0] = yes("the calling user stays the authorisation principal "
+		      "(the broker's check, the trace's user); the process "
+		      "owner is the call's uid (run_as_uid)",
+		      "setresgid/setresuid to a uid/gid of the call's own "
+		      "(from the configured uid range, never shared with a "
+		      "live call, reused once nothing of it remains), "
+		      "capabilities dropped (capset), no_new_privs");
+	w->t[1] = t2m ? no("%s", t2m) : yes(w->t[0].note, "%s", w->t[0].text);
 	w->t[2] = t3m ? no("%s", t3m)
-		      : yes(NULL, "OCI process.user (unprivileged uid), no "
-				  "capabilities, noNewPrivileges");
+		      : yes(w->t[0].note,
+			    "OCI process.user: a uid/gid of the call's own "
+			    "(the same range), no capabilities, "
+			    "noNewPrivileges");
 
 	w = add_row(r, "tier");
-	w->t[0] = f->cg.v2_root[0]
-		      ? yes(NULL, "light process: host namespaces, a cgroup "
-				  "and a scratch tmpfs (memory_mb, in a mount "
-				  "namespace of the call's) per call")
-		      : no("no cgroup v2 hierarchy for the call's cgroup");
+	w->t[0] =
+	    f->cg.v2_root[0]
+		? yes(NULL, "light process: the host's pid, uts and network "
+			    "namespaces (with allow: [] an empty network "
+			    "namespace); an IPC namespace of the "
+			    "call's own (its SysV objects and POSIX queues "
+			    "die with it) and a mount namespace of its own "
+			    "holding its scratch tmpfs (memory_mb); a cgroup "
+			    "per call")
+		: no("no cgroup v2 hierarchy for the call's cgroup");
 	char nsl[64] = "mnt, pid, ipc, uts";
 	if (!f->ns_err[WD_NS_NET])
 		wd_strlcpy(nsl, "mnt, pid, ipc, uts, net", sizeof(nsl));

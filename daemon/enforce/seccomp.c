@@ -96,10 +96,6 @@ bool wd_memfd_noexec_sysctl(void)
 	return h;
 }
 
-/* linux/memfd.h (6.3) and fcntl.h values, stable ABI */
-#define WD_MFD_NOEXEC_SEAL 0x0008U
-#define WD_AT_EMPTY_PATH   0x1000
-
 /* Namespace-creating clone flags (CLONE_NEWUSER needs no privilege). */
 #define NS_FLAGS                                                               \
 	(CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER |           \
@@ -187,6 +183,34 @@ int wd_seccomp_build(const struct wd_manifest *m, bool host_net,
 #define ATYPE(i, v)	SCMP_CMP(i, SCMP_CMP_MASKED_EQ, 0xfULL, (v))
 #define WD_SO_REUSEPORT 15 /* asm-generic/socket.h */
 
+/* socket() and socketpair() of AF_UNIX: only SOCK_STREAM (1) and
+ * SOCK_SEQPACKET (5), whatever the flags (SOCK_NONBLOCK, SOCK_CLOEXEC)
+ * above the type's low four bits. Every other type is refused, not only
+ * SOCK_DGRAM: the kernel makes a unix SOCK_RAW a datagram socket
+ * (unix_create), and a type it does not know is refused anyway. With t =
+ * type & 0xf, the types 1 and 5 are the only t with bits 1 and 3 clear
+ * other than 0 and 4, so four masked compares hold it:
+ * t & 0x2, t & 0x8, t == 0, t == 4. */
+static int unix_stream_only(scmp_filter_ctx ctx, uint32_t deny)
+{
+	static const struct {
+		uint64_t mask, val;
+	} bad[] = {{0x2, 0x2}, {0x8, 0x8}, {0xf, 0}, {0xf, 4}};
+	int r;
+	for (size_t i = 0; i < WD_ARRAY_SIZE(bad); i++) {
+		struct scmp_arg_cmp t =
+		    SCMP_A1(SCMP_CMP_MASKED_EQ, bad[i].mask, bad[i].val);
+		if ((r = seccomp_rule_add(ctx, deny, SCMP_SYS(socket), 2,
+					  SCMP_A0(SCMP_CMP_EQ, AF_UNIX, 0),
+					  t)) < 0)
+			return r;
+		if ((r = seccomp_rule_add(ctx, deny, SCMP_SYS(socketpair), 2,
+					  A32(0, AF_UNIX), t)) < 0)
+			return r;
+	}
+	return 0;
+}
+
 /* Inbound and ICMP (DESIGN.md §2; the address side is bpf/egress.bpf.c's
  * bind4/bind6). Without network.listen:
  *   - listen() is refused: no stream or seqpacket socket of any family
@@ -194,11 +218,13 @@ int wd_seccomp_build(const struct wd_manifest *m, bool host_net,
  *   - setsockopt(SOL_SOCKET, SO_REUSEPORT) is refused: a socket joining
  *     the port of a host service would take a share of its connections
  *     (the bind to that port is refused in the kernel as well);
- *   - with the host's network namespace (host_net), unix datagram
- *     sockets (socket and socketpair) are refused: one bound to an
- *     abstract name receives from any sender in the namespace, and no
- *     hook judges an abstract bind (Landlock scopes only the tool's own
- *     sends). In an empty namespace of its own the names are the call's.
+ *   - with the host's network namespace (host_net), unix sockets
+ *     other than stream and seqpacket (socket and socketpair; datagram,
+ *     and raw, which the kernel turns into datagram) are refused: one
+ *     bound to an abstract name receives from any sender in the
+ *     namespace, and no hook judges an abstract bind (Landlock scopes
+ *     only the tool's own sends). In an empty namespace of its own the
+ *     names are the call's.
  * ICMP sockets (ping: SOCK_DGRAM + IPPROTO_ICMP/ICMPV6) reach any address
  * (no cgroup hook runs for them) and are refused unless network.families
  * lists icmp; inet raw sockets always (they also need CAP_NET_RAW, which
@@ -215,17 +241,8 @@ static int inbound_rules(scmp_filter_ctx ctx, const struct wd_manifest *m,
 					  A32(1, SOL_SOCKET),
 					  A32(2, WD_SO_REUSEPORT))) < 0)
 			return r;
-		if (host_net) {
-			if ((r = seccomp_rule_add(ctx, deny, SCMP_SYS(socket),
-						  2,
-						  SCMP_A0(SCMP_CMP_EQ, AF_UNIX),
-						  ATYPE(1, SOCK_DGRAM))) < 0)
-				return r;
-			if ((r = seccomp_rule_add(
-				 ctx, deny, SCMP_SYS(socketpair), 2,
-				 A32(0, AF_UNIX), ATYPE(1, SOCK_DGRAM))) < 0)
-				return r;
-		}
+		if (host_net && (r = unix_stream_only(ctx, deny)) < 0)
+			return r;
 	}
 	static const struct {
 		int af, proto;

@@ -48,4 +48,10 @@ extern const char *const wd_seccomp_baseline[];
  * seccomp filter refuses exec-capable memfds as in tier 1. */
 bool wd_memfd_noexec_sysctl(void);
 
+/* linux/memfd.h (6.3) and fcntl.h values, stable ABI: the anonymous
+ * executable rules (memfd_create without MFD_NOEXEC_SEAL, execveat of a
+ * bare fd) of tier 1's filter and tier 3's OCI profile. */
+#define WD_MFD_NOEXEC_SEAL 0x0008U
+#define WD_AT_EMPTY_PATH   0x1000
+
 #endif

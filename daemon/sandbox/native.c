@@ -406,8 +406,11 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 	if (l.tier == 2)
 		wd_result_enf(res, "namespaces", "mnt pid ipc uts%s",
 			      l.netns ? " net" : "");
-	else
-		wd_result_enf(res, "namespaces", "ipc");
+	else /* the mount namespace holds the scratch (native_child.c) */
+		wd_result_enf(res, "namespaces", "ipc mnt%s",
+			      l.netns	     ? " net"
+			      : l.netfd >= 0 ? " net (the shared empty one)"
+					     : "");
 
 	/* tier 1's scratch: granted by T on its tmpfs (native_child.c) */
 	l.cg = &cg;

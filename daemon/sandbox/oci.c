@@ -96,11 +96,16 @@ static void add_file_bind(struct bind *b, int *k, const char *p)
  * child under a noexec parent too: it widens exactly that path).
  * filesystem.exec is held here by noexec, tier 3 having no Landlock:
  * /tmp, the `write` binds and the `read` binds carry it, so neither a file
- * the tool writes nor a readable binary outside `exec` can be executed
- * (gVisor refuses execve and mmap(PROT_EXEC) of a file on a noexec mount,
- * as Linux does). Only `exec` paths, the program and its closure are
- * mounted executable. NULL + errno with a message when the closure cannot
- * be computed (the program could not start in the sandbox either). */
+ * the tool writes nor a readable binary outside `exec` can be execve'd.
+ * Only `exec` paths, the program and its closure are mounted executable.
+ * Not held: this gVisor (runsc 20221219) does not apply noexec to
+ * mmap(PROT_EXEC), so the dynamic loader, which is in the closure and
+ * must be executable to start the program (the sentry opens PT_INTERP as
+ * it opens a program: same mount and mode checks), maps any readable or
+ * written file executable when run as `ld.so FILE` (README, "not held").
+ * Memfds are the OCI seccomp profile's (exec_rules). NULL + errno with a
+ * message when the closure cannot be computed (the program could not start in
+ * the sandbox either). */
 static json_t *mounts_json(const struct wd_manifest *m, const char *argv0,
 			   struct wd_err *err)
 {
@@ -246,12 +251,36 @@ static void socket_rules(json_t *rules, const struct wd_manifest *m)
 	}
 }
 
+/* Anonymous executables, as tier 1's filter refuses them
+ * (enforce/seccomp.c): a memfd lives on the sentry's internal tmpfs, on
+ * no noexec mount, and gVisor has no vm.memfd_noexec, so a memfd holding a
+ * copy of any readable binary (or of bytes the tool wrote) would run
+ * through execve("/proc/self/fd/N"). memfd_create without MFD_NOEXEC_SEAL
+ * is refused (this gVisor knows no MFD_NOEXEC_SEAL and answers EINVAL to
+ * it: no memfd at all), and execveat of a bare fd (AT_EMPTY_PATH,
+ * fexecve) too. Both are integer flags. */
+static void exec_rules(json_t *rules)
+{
+	json_array_append_new(
+	    rules,
+	    json_pack("{s:[s], s:s, s:i, s:[o]}", "names", "memfd_create",
+		      "action", "SCMP_ACT_ERRNO", "errnoRet", EPERM, "args",
+		      arg(1, "SCMP_CMP_MASKED_EQ", WD_MFD_NOEXEC_SEAL, 0)));
+	json_array_append_new(
+	    rules,
+	    json_pack("{s:[s], s:s, s:i, s:[o]}", "names", "execveat", "action",
+		      "SCMP_ACT_ERRNO", "errnoRet", EPERM, "args",
+		      arg(4, "SCMP_CMP_MASKED_EQ", WD_AT_EMPTY_PATH,
+			  WD_AT_EMPTY_PATH)));
+}
+
 /* The OCI seccomp profile gVisor's sentry applies inside the sandbox
  * (runsc --oci-seccomp): the baseline deny list of tiers 1 and 2
  * (wd_seccomp_baseline) plus syscalls.deny, answered EPERM; clone with a
  * namespace flag EPERM; clone3 ENOSYS (its flags are behind a pointer, so
  * libc falls back to clone, which is judged); socket() as
- * network.families says. The same lines as tier 1's filter, held by the
+ * network.families says; memfd_create and execveat as exec_rules says.
+ * The same lines as tier 1's filter, held by the
  * sentry instead of the host kernel. */
 static json_t *seccomp_json(const struct wd_manifest *m)
 {
@@ -277,6 +306,7 @@ static json_t *seccomp_json(const struct wd_manifest *m)
 	    rules, json_pack("{s:[s], s:s, s:i}", "names", "clone3", "action",
 			     "SCMP_ACT_ERRNO", "errnoRet", ENOSYS));
 	socket_rules(rules, m);
+	exec_rules(rules);
 	return json_pack("{s:s, s:[s], s:o}", "defaultAction", "SCMP_ACT_ALLOW",
 			 "architectures", "SCMP_ARCH_X86_64", "syscalls",
 			 rules);

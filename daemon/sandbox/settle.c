@@ -484,6 +484,11 @@ int wd_uid_kill_procs(uid_t uid, int wait_ms)
 	return left;
 }
 
+int wd_uid_count_procs(uid_t uid)
+{
+	return scan_kill(uid, false);
+}
+
 /* One sock_diag dump (family x protocol) of the host's network
  * namespace: how many sockets uid owns, or -errno. Binary netlink rather
  * than /proc/net/tcp: a node with 14,000 sockets formats them as text in

@@ -4,15 +4,77 @@
 #include "sandbox/reaper.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <limits.h>
+#include <pthread.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 static struct wd_uid_range g_range;
 static bool g_range_set;
+
+/* A record's whole text while warden has never used its uid (rec_open) */
+#define REC_FRESH "fresh\n"
+
+/* An account or group of the node's user database (NSS: /etc/passwd,
+ * systemd's userdb, ...) with an id in [a, b]: -EINVAL naming it with
+ * err, else 0. Every call's processes run with uid = gid = an id of the
+ * range, so such an id would give the tool that account's files and
+ * processes (a crashed call's record even has the next taker of the uid
+ * SIGKILL every process of it), or that group's files. The databases
+ * are enumerated once; a small range is also looked up id by id (a
+ * source that does not enumerate still answers getpwuid/getgrgid). */
+static int range_conflict(uint32_t a, uint32_t b, const char *s,
+			  struct wd_err *err)
+{
+	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	char name[64] = "";
+	uint32_t id = 0;
+	bool user = true;
+	pthread_mutex_lock(&mu); /* getpwent/getgrent: one enumeration */
+	setpwent();
+	for (struct passwd *pw; !name[0] && (pw = getpwent());)
+		if (pw->pw_uid >= a && pw->pw_uid <= b) {
+			id = pw->pw_uid;
+			wd_strlcpy(name, pw->pw_name, sizeof(name));
+		}
+	endpwent();
+	setgrent();
+	for (struct group *gr; !name[0] && (gr = getgrent());)
+		if (gr->gr_gid >= a && gr->gr_gid <= b) {
+			id = gr->gr_gid;
+			user = false;
+			wd_strlcpy(name, gr->gr_name, sizeof(name));
+		}
+	endgrent();
+	pthread_mutex_unlock(&mu);
+	for (uint64_t u = a; !name[0] && b - a < 256 && u <= b; u++) {
+		char buf[4096];
+		struct passwd pw, *pp = NULL;
+		struct group gr, *gp = NULL;
+		if (!getpwuid_r((uid_t)u, &pw, buf, sizeof(buf), &pp) && pp) {
+			id = (uint32_t)u;
+			wd_strlcpy(name, pp->pw_name, sizeof(name));
+		} else if (!getgrgid_r((gid_t)u, &gr, buf, sizeof(buf), &gp) &&
+			   gp) {
+			id = (uint32_t)u;
+			user = false;
+			wd_strlcpy(name, gp->gr_name, sizeof(name));
+		}
+	}
+	if (!name[0])
+		return 0;
+	return wd_err_set(err, -EINVAL,
+			  "uid range '%s': %s %u is the %s '%s' (a tool would "
+			  "run as it): choose ids no account or group has",
+			  s, user ? "uid" : "gid", (unsigned)id,
+			  user ? "account" : "group", name);
+}
 
 int wd_uid_range_parse(const char *s, struct wd_uid_range *r,
 		       struct wd_err *err)
@@ -35,6 +97,21 @@ int wd_uid_range_parse(const char *s, struct wd_uid_range *r,
 		return wd_err_set(err, -EINVAL,
 				  "uid range '%s': above 2147483646 (ids "
 				  "read as negative by some programs)",
+				  s);
+	int c = range_conflict((uint32_t)a, (uint32_t)b, s, err);
+	if (c < 0)
+		return c;
+	if (a <= WD_UID_REGULAR_LAST)
+		return wd_err_set(err, -EINVAL,
+				  "uid range '%s': holds uids up to %u, where "
+				  "the system's and regular users' accounts "
+				  "are (a tool would run as one of them): "
+				  "start above %u",
+				  s, WD_UID_REGULAR_LAST, WD_UID_REGULAR_LAST);
+	if (a <= 65519 && b >= 61184)
+		return wd_err_set(err, -EINVAL,
+				  "uid range '%s': overlaps systemd's dynamic "
+				  "users (61184-65519, DynamicUser=)",
 				  s);
 	if (a <= 65535 && b >= 65534)
 		return wd_err_set(err, -EINVAL,
@@ -63,11 +140,30 @@ int wd_uid_range_get(struct wd_uid_range *r, struct wd_err *err)
 		*r = g_range;
 		return 0;
 	}
+	/* $WARDEN_UID_RANGE is judged once a process (the user database
+	 * is enumerated for it), the verdict kept */
+	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	static int env_rc = 1; /* 1: not parsed yet */
+	static struct wd_uid_range env_r;
+	static char env_msg[sizeof(((struct wd_err *)0)->msg)];
 	const char *e = getenv("WARDEN_UID_RANGE");
-	if (e && *e)
-		return wd_uid_range_parse(e, r, err);
-	*r = (struct wd_uid_range){WD_UID_RANGE_FIRST, WD_UID_RANGE_COUNT};
-	return 0;
+	if (!e || !*e) {
+		*r = (struct wd_uid_range){WD_UID_RANGE_FIRST,
+					   WD_UID_RANGE_COUNT};
+		return 0;
+	}
+	pthread_mutex_lock(&mu);
+	if (env_rc == 1) {
+		struct wd_err pe = {0};
+		env_rc = wd_uid_range_parse(e, &env_r, &pe);
+		wd_strlcpy(env_msg, pe.msg, sizeof(env_msg));
+	}
+	int rc = env_rc;
+	*r = env_r;
+	pthread_mutex_unlock(&mu);
+	if (rc < 0)
+		wd_err_set(err, rc, "%s", env_msg);
+	return rc;
 }
 
 /* The uid records, root's only, on persistent storage
@@ -134,6 +230,17 @@ static int recover(int lockfd, uid_t uid, const struct wd_uid_range *rg,
 	}
 	buf[n] = 0;
 	int rc = 0;
+	if (!strcmp(buf, REC_FRESH)) {
+		/* never used by warden here: not ours to clean, and taken
+		 * only if nothing of it runs (a uid of the range someone
+		 * else uses is skipped, never killed) */
+		rc = wd_uid_count_procs(uid) > 0 ? -EEXIST : 0;
+		if (rc < 0)
+			wd_warn("uid %u (%s): processes of it run outside "
+				"warden; not used",
+				(unsigned)uid, rec_path);
+		goto out;
+	}
 	/* its processes first: nothing may create files as we settle */
 	if (wd_uid_kill_procs(uid, 2000) > 0) {
 		wd_warn("uid %u (%s): processes outlive SIGKILL; not reused",
@@ -179,6 +286,37 @@ out:
 	return rc;
 }
 
+/* The record of uid, made if missing: a new one says REC_FRESH from its
+ * first byte (written aside, then linked into place), so that whoever
+ * locks it first, this acquire or another process's, knows warden never
+ * used the uid on this node. An fd, or -1 with errno. */
+static int rec_open(const char *dir, const char *p, uint32_t uid)
+{
+	int fd = open(p, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	if (fd >= 0 || errno != ENOENT)
+		return fd;
+	char tmp[512];
+	snprintf(tmp, sizeof(tmp), "%s/.new-%u-%ld", dir, uid,
+		 (long)syscall(SYS_gettid));
+	int t = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+		     0600);
+	if (t < 0)
+		return -1;
+	size_t n = strlen(REC_FRESH);
+	int e = 0;
+	if (write(t, REC_FRESH, n) != (ssize_t)n)
+		e = errno ? errno : EIO;
+	else if (link(tmp, p) < 0 && errno != EEXIST)
+		e = errno; /* EEXIST: another acquire made it first */
+	unlink(tmp);
+	close(t);
+	if (e) {
+		errno = e;
+		return -1;
+	}
+	return open(p, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+}
+
 /* Where the next search starts: not the uid just released, so a uid sits
  * free for a while before it comes back (cheap insurance on top of the
  * checks). Per process; the locks decide. */
@@ -202,13 +340,12 @@ int wd_uid_acquire(struct wd_uid_lease **out, const char *call_id,
 		wd_rand_hex(h, 8);
 		start = (uint32_t)strtoul(h, NULL, 16) | 1;
 	}
-	int busy = 0, unclean = 0;
+	int busy = 0, unclean = 0, foreign = 0;
 	for (uint32_t i = 0; i < rg.count; i++) {
 		uint32_t uid = rg.first + (start + i) % rg.count;
 		char p[512];
 		snprintf(p, sizeof(p), "%s/%u", dir, uid);
-		int fd =
-		    open(p, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+		int fd = rec_open(dir, p, uid);
 		if (fd < 0)
 			return wd_err_set(err, -errno, "identity: '%s': %s", p,
 					  strerror(errno));
@@ -217,9 +354,12 @@ int wd_uid_acquire(struct wd_uid_lease **out, const char *call_id,
 			busy++;
 			continue; /* a live call's */
 		}
-		if (recover(fd, uid, &rg, p) < 0) {
+		if ((r = recover(fd, uid, &rg, p)) < 0) {
 			close(fd);
-			unclean++;
+			if (r == -EEXIST)
+				foreign++;
+			else
+				unclean++;
 			continue;
 		}
 		char rec[80];
@@ -244,8 +384,10 @@ int wd_uid_acquire(struct wd_uid_lease **out, const char *call_id,
 	return wd_err_set(err, -EAGAIN,
 			  "identity: no free uid in %u-%u (%d held by live "
 			  "calls, %d waiting until nothing of theirs "
-			  "remains): call refused",
-			  rg.first, rg.first + rg.count - 1, busy, unclean);
+			  "remains, %d with processes warden did not "
+			  "start): call refused",
+			  rg.first, rg.first + rg.count - 1, busy, unclean,
+			  foreign);
 }
 
 int wd_uid_grant_paths(struct wd_uid_lease *l, uid_t principal, gid_t pgid,

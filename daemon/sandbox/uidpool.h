@@ -23,9 +23,13 @@
  * its sockets) and takes the uid only if that left nothing; else it moves
  * on. Every uid of the range busy or unclean: the call is refused.
  *
- * Limitation: the records live in the runtime directory (/run, tmpfs). A
- * node rebooted after a crash mid-call forgets which write paths a dead
- * call had; files it left there keep its uid until a manual chown.
+ * The records live on persistent storage, so a node rebooted after a
+ * crash mid-call still knows which write paths a dead call had. A record
+ * warden makes for a uid it never used on this node starts as "fresh":
+ * its first taker (and any later one while it stays fresh) skips the
+ * uid if any process of it is alive — the range is warden's by
+ * configuration, not by proof, and a process of a uid warden never ran
+ * is nobody's to kill.
  */
 #ifndef WD_UIDPOOL_H
 #define WD_UIDPOOL_H
@@ -48,8 +52,14 @@ struct wd_uid_range {
 	uint32_t first, count; /* [first, first + count) */
 };
 
-/* "FIRST-LAST" (inclusive) into r. 0 or -EINVAL with err. Refuses 0, a
- * range reaching 65534/65535 or above 2^31-2, and empty ranges. */
+/* systemd's UIDS-GIDS.md: 0-999 system users, 1000-60000 regular ones */
+#define WD_UID_REGULAR_LAST 60000u
+
+/* "FIRST-LAST" (inclusive) into r. 0 or -EINVAL with err. Refuses empty
+ * ranges and any range holding: 0, a uid up to WD_UID_REGULAR_LAST,
+ * systemd's dynamic users (61184-65519), 65534/65535, ids above 2^31-2,
+ * or the id of an account or group of the user database (err names
+ * it). */
 int wd_uid_range_parse(const char *s, struct wd_uid_range *r,
 		       struct wd_err *err);
 /* The range this process allocates from: set by wardend from daemon.yaml
@@ -117,6 +127,8 @@ long wd_settle_tree(int fd, uid_t uid, gid_t gid, uid_t owner, gid_t group);
 /* Processes with uid in any of their ids: killed (SIGKILL, by pidfd) and
  * waited for up to wait_ms. Returns how many remain (0 = none). */
 int wd_uid_kill_procs(uid_t uid, int wait_ms);
+/* Processes with uid in any of their ids: how many (none killed). */
+int wd_uid_count_procs(uid_t uid);
 /* inet sockets (tcp, udp, raw; v4 and v6) of the host's network
  * namespace owned by uid: how many. */
 int wd_uid_count_sockets(uid_t uid);

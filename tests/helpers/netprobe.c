@@ -166,20 +166,20 @@ static int abstract_listen(const char *name, int wait_ms)
 }
 
 /* A unix datagram socket bound to an abstract name: from socket(), or
- * one end of a socketpair (pair != 0). */
-static int abstract_dgram(const char *name, int wait_ms, int pair)
+ * one end of a socketpair (pair != 0); type SOCK_DGRAM, or SOCK_RAW (the
+ * kernel makes that a datagram socket too). */
+static int abstract_dgram(const char *name, int wait_ms, int pair, int type)
 {
 	struct sockaddr_un su;
 	socklen_t len = abstract_of(name, &su);
 	int s;
 	if (pair) {
 		int sv[2];
-		if (step(socketpair(AF_UNIX, SOCK_DGRAM, 0, sv), "socketpair") <
-		    0)
+		if (step(socketpair(AF_UNIX, type, 0, sv), "socketpair") < 0)
 			return 1;
 		s = sv[0];
 	} else {
-		s = socket(AF_UNIX, SOCK_DGRAM, 0);
+		s = socket(AF_UNIX, type, 0);
 		if (step(s, "socket") < 0)
 			return 1;
 	}
@@ -279,6 +279,39 @@ static int write_exec(const char *dst, char **args)
 	return step(-1, "exec"), 1;
 }
 
+/* Copy this program into a memfd and run that (args NULL-terminated,
+ * argv[0] included): an anonymous file on no noexec mount. */
+static int memfd_exec(char **args)
+{
+	int in = open("/proc/self/exe", O_RDONLY);
+	if (step(in, "open /proc/self/exe") < 0)
+		return 1;
+	int mfd = (int)syscall(SYS_memfd_create, "probe", 0);
+	if (step(mfd, "memfd_create") < 0)
+		return 1;
+	char buf[65536];
+	ssize_t n;
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		if (write(mfd, buf, n) != n)
+			return step(-1, "write"), 1;
+	close(in);
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", mfd);
+	execv(path, args);
+	return step(-1, "exec"), 1;
+}
+
+/* execveat(fd, "", AT_EMPTY_PATH) of this very program: fexecve. */
+static int fd_exec(char **args)
+{
+	int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	if (step(fd, "open /proc/self/exe") < 0)
+		return 1;
+	extern char **environ;
+	syscall(SYS_execveat, fd, "", args, environ, AT_EMPTY_PATH);
+	return step(-1, "execveat"), 1;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -291,9 +324,15 @@ int main(int argc, char **argv)
 	if (!strcmp(a, "abstract-listen") && argc > 3)
 		return abstract_listen(argv[2], atoi(argv[3]));
 	if (!strcmp(a, "abstract-dgram") && argc > 3)
-		return abstract_dgram(argv[2], atoi(argv[3]), 0);
+		return abstract_dgram(argv[2], atoi(argv[3]), 0, SOCK_DGRAM);
 	if (!strcmp(a, "abstract-pair") && argc > 3)
-		return abstract_dgram(argv[2], atoi(argv[3]), 1);
+		return abstract_dgram(argv[2], atoi(argv[3]), 1, SOCK_DGRAM);
+	if (!strcmp(a, "abstract-raw") && argc > 3)
+		return abstract_dgram(argv[2], atoi(argv[3]), 0,
+				      SOCK_RAW | SOCK_CLOEXEC);
+	if (!strcmp(a, "abstract-rawpair") && argc > 3)
+		return abstract_dgram(argv[2], atoi(argv[3]), 1,
+				      SOCK_RAW | SOCK_NONBLOCK);
 	if (!strcmp(a, "abstract-send") && argc > 2)
 		return abstract_send(argv[2]);
 	if (!strcmp(a, "reuseport") && argc > 3)
@@ -304,6 +343,10 @@ int main(int argc, char **argv)
 		return ping(fam, 1);
 	if (!strcmp(a, "write-exec") && argc > 3)
 		return write_exec(argv[2], argv + 3);
+	if (!strcmp(a, "memfd-exec") && argc > 2)
+		return memfd_exec(argv + 1); /* argv[0] = "memfd-exec" */
+	if (!strcmp(a, "fd-exec") && argc > 2)
+		return fd_exec(argv + 1);
 	if (!strcmp(a, "exec") && argc > 2) {
 		execv(argv[2], argv + 2);
 		return step(-1, "exec"), 1;
@@ -330,10 +373,12 @@ int main(int argc, char **argv)
 	}
 	fprintf(stderr,
 		"usage: netprobe tcp-listen 4|6 PORT MS | udp-recv 4|6 PORT MS "
-		"| abstract-listen|abstract-dgram|abstract-pair NAME MS | "
+		"| abstract-listen|abstract-dgram|abstract-pair|abstract-raw|"
+		"abstract-rawpair NAME MS | "
 		"abstract-send NAME | "
 		"reuseport PORT MS | ping|raw 4|6 | write-exec PATH ARGS... | "
-		"exec PATH ARGS... | mark FILE | unshare-user | clone-newuser "
+		"exec PATH ARGS... | memfd-exec|fd-exec ARGS... | mark FILE | "
+		"unshare-user | clone-newuser "
 		"| say TEXT\n");
 	return 2;
 }

@@ -50,6 +50,13 @@ printf 'trace: {otlp: {endpoint: "http://127.0.0.1:1", queue: 0}}\n' >"$T/bad/da
 refuses "$T/bad" bad-queue "$T/bad/daemon.yaml:1:55: 'trace.otlp.queue': 0 is out of range"
 "$WARDEN" policy check "$T/bad/daemon.yaml" >/dev/null 2>"$T/check.err"
 expect_match policy-check-bad "$(cat "$T/check.err")" "^$T/bad/daemon.yaml:1:55: 'trace.otlp.queue'"
+# a uid range holding the node's accounts (regular users' 1000-1999): a
+# tool would run as one of them; the conflict is named
+want="(uid [0-9]+ is the account '[^']+'|gid [0-9]+ is the group '[^']+'|holds uids up to 60000)"
+acct=$(getent passwd | awk -F: '$3 >= 1000 && $3 <= 1999 { print "uid " $3 " is the account \x27" $1 "\x27"; exit }')
+[ -n "$acct" ] && want=$acct
+printf 'uids:\n  range: 1000-1999\n' >"$T/bad/daemon.yaml"
+refuses "$T/bad" uid-range-accounts "$T/bad/daemon.yaml:2:10: 'uids.range': uid range '1000-1999': $want"
 
 # -- a loopback OTLP/HTTP collector ------------------------------------------
 cat >"$T/collector.py" <<'PY'

@@ -126,7 +126,9 @@ for cfg in 1 2 1h 2h; do
 	got=$(attack "$M" abstract-stream "$name" abstract-listen "$name" $W)
 	expect_eq "$n/abstract-stream-not-reached" "$got" 0
 	expect_match "$n/abstract-stream-listen-refused" "$(field .stdout)" "listen: refused: Operation not permitted"
-	for how in dgram pair; do
+	# raw, rawpair: AF_UNIX + SOCK_RAW, which the kernel makes a datagram
+	# socket (with SOCK_CLOEXEC / SOCK_NONBLOCK above the type's bits)
+	for how in dgram pair raw rawpair; do
 		got=$(attack "$M" abstract-dgram "$name-$how" abstract-$how "$name-$how" $W)
 		expect_eq "$n/abstract-$how-not-reached" "$got" 0
 		if [ "$cfg" != "$tier" ]; then

@@ -167,6 +167,30 @@ rm "$tmp/tree/daemon.yaml"
 run policy check "$tmp/tree"
 expect_eq tag-tree-restored "$rc" 0
 
+# uids.range in daemon.yaml: a range holding the node's accounts (here
+# regular users' 1000-1999) or systemd's dynamic users is an error naming
+# the conflict: a tool would run as that account
+want="(uid [0-9]+ is the account '[^']+'|gid [0-9]+ is the group '[^']+'|holds uids up to 60000)"
+acct=$(getent passwd | awk -F: '$3 >= 1000 && $3 <= 1999 { print "uid " $3 " is the account \x27" $1 "\x27"; exit }')
+[ -n "$acct" ] && want=$acct
+printf 'uids:\n  range: 1000-1999\n' >"$tmp/daemon.yaml"
+run policy check "$tmp/daemon.yaml"
+expect_eq uids-range-accounts-exit "$rc" 1
+expect_match uids-range-accounts-error "$err" "^$tmp/daemon.yaml:2:10: 'uids.range': uid range '1000-1999': $want"
+printf 'uids: {range: 61184-61300}\n' >"$tmp/daemon.yaml"
+run policy check "$tmp/daemon.yaml"
+expect_eq uids-range-dynamic-exit "$rc" 1
+expect_match uids-range-dynamic-error "$err" "^$tmp/daemon.yaml:1:15: 'uids.range': uid range '61184-61300': (overlaps systemd's dynamic users|uid [0-9]+ is the account|gid [0-9]+ is the group)"
+printf 'uids: {range: 1500000000-1500000099}\n' >"$tmp/daemon.yaml"
+run policy check "$tmp/daemon.yaml"
+expect_eq uids-range-clear-ok "$rc" 0
+# the same judge for $WARDEN_UID_RANGE: the call is refused, nothing runs
+printf 'name: u\ntier: 1\nexec: ["/usr/bin/true"]\nfilesystem: {read: ["/usr", "/lib", "/lib64", "/etc/ld.so.cache"], exec: ["/usr/bin/true"]}\n' >"$tmp/u.yaml"
+out=$(WARDEN_UID_DIR=$tmp/uids WARDEN_UID_RANGE=1000-1999 "$WARDEN" exec --policy "$tmp/u.yaml" -- /usr/bin/true 2>&1); rc=$?
+expect_eq uids-env-range-accounts-exit "$rc" 125
+expect_match uids-env-range-accounts-error "$out" "uid range '1000-1999': $want"
+rm -rf "$tmp/daemon.yaml" "$tmp/u.yaml" "$tmp/uids"
+
 # --json
 run policy check --json "$FIXP/bad-unknown-key.yaml" "$FIXP/bad-missing.yaml"
 expect_eq json-exit "$rc" 1

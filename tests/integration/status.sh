@@ -241,6 +241,37 @@ print("PASS status_no_runsc_tier3_refused" if ok else
       "FAIL status_no_runsc_tier3_refused: %s" % j["constraints"][0]["tier3"])
 EOF
 
+# ---- rows that tell what holds a line, and what does not --------------------
+cell() { # CONSTRAINT TIER: the mechanism, or "refused: reason"
+	jq -r --arg c "$1" --arg t "$2" '.constraints[] | select(.constraint == $c) | .[$t] |
+		if .enforced then .mechanism + " | note: " + (.note // "") else "refused: " + .reason end' "$tmp/j"
+}
+# tier 3 does not hold `ld.so FILE` (gVisor maps a noexec file executable)
+# and says so; its memfd rules are named
+c=$(cell filesystem.exec tier3)
+if [ "${c#refused: }" = "$c" ]; then
+	expect_match status_tier3_exec_ldso_not_held "$c" "not held: .*ld.so FILE"
+	expect_match status_tier3_exec_memfd_rules "$c" "refuses memfd_create without MFD_NOEXEC_SEAL and execveat"
+else
+	skip status_tier3_exec_ldso_not_held "tier 3 unavailable: $c"
+fi
+
+# the tool runs as a uid of the call's own, not as the calling user; tier 1
+# has an IPC and a mount namespace of its own
+for t in tier1 tier2 tier3; do
+	c=$(cell identity $t)
+	[ "${c#refused: }" = "$c" ] || continue
+	expect_match "status_identity_${t}_call_uid" "$c" "uid/gid of the call's own"
+	expect_eq "status_identity_${t}_not_caller" "$(printf '%s' "$c" | grep -c 'to the calling user')" 0
+done
+c=$(cell tier tier1)
+if [ "${c#refused: }" = "$c" ]; then
+	expect_match status_tier1_ipc_namespace "$c" "an IPC namespace of the call's own"
+	expect_match status_tier1_mount_namespace "$c" "a mount namespace of its own"
+else
+	skip status_tier1_namespaces "tier 1 unavailable: $c"
+fi
+
 # ---- runsc cache keyed by the binary's mtime ---------------------------------
 if [ -n "$ind_runsc" ]; then
 	cp -p "$ind_runsc" "$tmp/runsc"

@@ -54,6 +54,21 @@ for d in /tmp "$T/w"; do
 	expect_match "t3p/write-exec-$n-refused" "$(field .stdout)" "create: succeeded.*exec: refused: Permission denied|exec: refused: Permission denied"
 done
 
+# an anonymous executable: a copy of the program in a memfd (on no noexec
+# mount, and gVisor has no vm.memfd_noexec), run through /proc/self/fd/N;
+# and execveat of a bare fd (AT_EMPTY_PATH), refused as in tier 1 (here on
+# the allowed program itself: the rule, not the file, is what is judged)
+run memfd-exec mark "$T/w/memfd"
+[ ! -e "$T/w/memfd" ] && pass t3p/memfd-exec-not-run ||
+	fail t3p/memfd-exec-not-run "the marker exists: $(field .stdout)"
+expect_match t3p/memfd-create-refused "$(field .stdout)" "memfd_create: refused: Operation not permitted"
+expect_match t3p/memfd-denial-recorded \
+	"$(jq -r '.denials[]? | "\(.source) \(.syscall)"' "$T/out.json" | tr '\n' ';')" "gvisor memfd_create"
+run fd-exec mark "$T/w/fdexec"
+[ ! -e "$T/w/fdexec" ] && pass t3p/execveat-empty-path-not-run ||
+	fail t3p/execveat-empty-path-not-run "the marker exists: $(field .stdout)"
+expect_match t3p/execveat-empty-path-refused "$(field .stdout)" "execveat: refused: Operation not permitted"
+
 # the baseline deny list, with no syscalls.deny of the manifest's own
 for a in unshare-user clone-newuser; do
 	run "$a"

@@ -4,6 +4,9 @@
 #include "../t.h"
 #include "policy/daemon_config.h"
 
+#include <grp.h>
+#include <pwd.h>
+#include <regex.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -25,6 +28,44 @@ static void bad(const char *name, const char *text, const char *want)
 	     name, "rc %d, %d diags, first '%s', want '%s'", rc, d.n,
 	     d.n ? d.msgs[0] : "", want);
 	wd_diag_free(&d);
+}
+
+/* The same, the diagnostic matching the POSIX extended regex `re`. */
+static void bad_re(const char *name, const char *text, const char *re)
+{
+	struct wd_daemon_config *c = NULL;
+	struct wd_diag d;
+	regex_t rx;
+	int rc = load(text, &c, &d);
+	bool ok = regcomp(&rx, re, REG_EXTENDED | REG_NOSUB) == 0;
+	T_OK(ok && rc == -EINVAL && !c && d.n >= 1 &&
+		 regexec(&rx, d.msgs[0], 0, NULL, 0) == 0,
+	     name, "rc %d, %d diags, first '%s', want /%s/", rc, d.n,
+	     d.n ? d.msgs[0] : "", re);
+	if (ok)
+		regfree(&rx);
+	wd_diag_free(&d);
+}
+
+/* What the uid range check must name for [a, b]: the first account (or
+ * group) of the user database in it, as `getent` enumerates, else
+ * `fallback`. */
+static char *conflict_re(unsigned a, unsigned b, const char *fallback)
+{
+	char *re = NULL;
+	setpwent();
+	for (struct passwd *pw; !re && (pw = getpwent());)
+		if (pw->pw_uid >= a && pw->pw_uid <= b)
+			re = wd_asprintf("uid %u is the account '%s'",
+					 (unsigned)pw->pw_uid, pw->pw_name);
+	endpwent();
+	setgrent();
+	for (struct group *gr; !re && (gr = getgrent());)
+		if (gr->gr_gid >= a && gr->gr_gid <= b)
+			re = wd_asprintf("gid %u is the group '%s'",
+					 (unsigned)gr->gr_gid, gr->gr_name);
+	endgrent();
+	return re ? re : wd_strdup(fallback);
 }
 
 int main(void)
@@ -152,8 +193,39 @@ int main(void)
 	    "uids: {range: 3000000000-3000000009}\n",
 	    "d.yaml:1:15: 'uids.range': uid range '3000000000-3000000009': "
 	    "above 2147483646");
-	bad("uids-range-nobody", "uids:\n  range: 60000-70000\n",
-	    "d.yaml:2:10: 'uids.range': uid range '60000-70000': holds 65534");
+	/* ranges that hold the node's accounts or groups, regular users'
+	 * ids, systemd's dynamic users or nobody: a tool would run as them */
+	char *uwant = conflict_re(60000, 70000, "holds uids up to 60000");
+	char *ure = wd_asprintf(
+	    "^d.yaml:2:10: 'uids.range': uid range '60000-70000': %s", uwant);
+	bad_re("uids-range-nobody", "uids:\n  range: 60000-70000\n", ure);
+	free(uwant);
+	free(ure);
+	uwant = conflict_re(1000, 1999, "holds uids up to 60000");
+	ure = wd_asprintf(
+	    "^d.yaml:1:15: 'uids.range': uid range '1000-1999': %s", uwant);
+	bad_re("uids-range-regular-users", "uids: {range: 1000-1999}\n", ure);
+	free(uwant);
+	free(ure);
+	uwant = conflict_re(1, 60000, "holds uids up to 60000");
+	ure = wd_asprintf("^d.yaml:1:15: 'uids.range': uid range '1-60000': %s",
+			  uwant);
+	bad_re("uids-range-1-60000", "uids: {range: 1-60000}\n", ure);
+	free(uwant);
+	free(ure);
+	uwant = conflict_re(61184, 61300,
+			    "overlaps systemd's dynamic users \\(61184-65519");
+	ure = wd_asprintf(
+	    "^d.yaml:1:15: 'uids.range': uid range '61184-61300': %s", uwant);
+	bad_re("uids-range-dynamic-users", "uids: {range: 61184-61300}\n", ure);
+	free(uwant);
+	free(ure);
+	uwant = conflict_re(65534, 65534, "holds 65534 \\(nobody\\)");
+	ure = wd_asprintf(
+	    "^d.yaml:1:15: 'uids.range': uid range '65534-65534': %s", uwant);
+	bad_re("uids-range-nobody-alone", "uids: {range: 65534-65534}\n", ure);
+	free(uwant);
+	free(ure);
 	bad("uids-range-form", "uids: {range: \"12\"}\n",
 	    "d.yaml:1:15: 'uids.range': uid range '12': expected FIRST-LAST");
 	bad("uids-range-reversed", "uids: {range: 20-10}\n",
