@@ -135,14 +135,34 @@ json_t *wd_rt_approvals_list(struct wd_rt *rt, const struct wd_caller *c)
 {
 	json_t *out = json_array();
 	pthread_mutex_lock(&rt->mu);
+	bool approver = wd_pset_is_approver(rt->ps, c->uid);
 	const char *k;
 	json_t *ap;
 	json_object_foreach(rt->approvals, k, ap)
 	{
+		/* an approval shows the call's arguments: listed to those
+		 * who decide it and to those who may read its run; of a
+		 * hash_only run, only an approver sees the arguments (to
+		 * decide on them), its readers a hash */
+		struct wd_run *r = rt_find_run_locked(
+		    rt, json_string_value(json_object_get(ap, "run_id")));
+		bool reader = r && rt_may_read_run_locked(rt, c, r);
+		if (!approver && !reader)
+			continue;
 		json_t *o = json_deep_copy(ap);
-		json_object_set_new(
-		    o, "you_may_decide",
-		    json_boolean(wd_pset_is_approver(rt->ps, c->uid)));
+		if (!approver && r->hash_only) {
+			char *a = json_dumps(json_object_get(o, "args"),
+					     JSON_COMPACT | JSON_SORT_KEYS |
+						 JSON_ENCODE_ANY);
+			char ref[WD_TRACE_REF_LEN] = "";
+			if (a)
+				wd_trace_ref_of(a, strlen(a), ref);
+			free(a);
+			json_object_del(o, "args");
+			json_object_set_new(o, "args_hash", json_string(ref));
+		}
+		json_object_set_new(o, "you_may_decide",
+				    json_boolean(approver));
 		json_array_append_new(out, o);
 	}
 	pthread_mutex_unlock(&rt->mu);

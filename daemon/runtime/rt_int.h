@@ -44,6 +44,7 @@ struct wd_run {
 	struct wd_pset *ps;
 	const struct wd_agent_def *agent;
 	char *agent_name, *team;
+	bool hash_only; /* trace.payloads: hash_only (views show no output) */
 	struct wd_caller caller;
 	char **scopes;
 	int n_scopes;
@@ -145,6 +146,9 @@ struct wd_rt {
 void rt_enqueue_locked(struct wd_rt *rt, struct wd_run *r);
 void rt_run_unref_locked(struct wd_run *r);
 struct wd_pset *rt_run_shed_locked(struct wd_run *r);
+/* May c read r (its view, stream, output)? Under rt->mu. */
+bool rt_may_read_run_locked(struct wd_rt *rt, const struct wd_caller *c,
+			    const struct wd_run *r);
 /* Append a record to the trace and to the run's stream. */
 int rt_record(struct wd_run *r, json_t *rec, bool durable, struct wd_err *err);
 json_t *rt_rec_new(struct wd_run *r, const char *type);

@@ -392,6 +392,7 @@ struct wd_run *rt_run_new(struct wd_rt *rt, struct wd_pset *ps,
 	r->agent = a;
 	r->agent_name = wd_strdup(a->name);
 	r->team = wd_strdup(a->team ? a->team : "");
+	r->hash_only = a->hash_only;
 	r->lim = (struct rt_limits){.max_steps = a->max_steps,
 				    .token_budget = a->token_budget,
 				    .wall_clock_s = a->wall_clock_s,

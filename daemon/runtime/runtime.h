@@ -102,8 +102,16 @@ int wd_rt_stream_next(struct wd_rt_stream *s, int timeout_ms,
 void wd_rt_stream_close(struct wd_rt_stream *s);
 
 /* JSON views for the API (new references; NULL + errno when absent). */
-json_t *wd_rt_run_info(struct wd_rt *rt, const char *run_id);
-json_t *wd_rt_runs_list(struct wd_rt *rt);
+/* A run's view and the list of runs, for callers who may read them (the
+ * same rule as the trace: root, the run's user, its team's group,
+ * auditors; trace_access.c). _info: NULL with errno ENOENT (no run) or
+ * EACCES (err says who may). A hash_only run's view has no output. */
+json_t *wd_rt_run_info(struct wd_rt *rt, const struct wd_caller *c,
+		       const char *run_id, struct wd_err *err);
+json_t *wd_rt_runs_list(struct wd_rt *rt, const struct wd_caller *c);
+/* 0 if c may read run_id (its stream too); -ENOENT, -EACCES with err */
+int wd_rt_may_read_run(struct wd_rt *rt, const struct wd_caller *c,
+		       const char *run_id, struct wd_err *err);
 json_t *wd_rt_approvals_list(struct wd_rt *rt, const struct wd_caller *c);
 /* -ENOENT unknown/decided, -EPERM caller not an approver for it. */
 int wd_rt_approval_decide(struct wd_rt *rt, const struct wd_caller *c,

@@ -49,6 +49,53 @@ static struct wd_pset *cur_pset(struct wd_rt *rt)
 	return ps;
 }
 
+bool rt_may_read_run_locked(struct wd_rt *rt, const struct wd_caller *c,
+			    const struct wd_run *r)
+{
+	return wd_users_may_read_run(rt->ps->users, c->uid,
+				     caller_name(rt->ps, c), r->caller.uid,
+				     r->caller.user, r->team, NULL);
+}
+
+static int refuse(struct wd_pset *ps, const struct wd_caller *c,
+		  const char *run_id, const char *team, struct wd_err *err)
+{
+	/* the same answer whether or not the run exists would hide run
+	 * ids; they are not secret (the event stream names them), what
+	 * the runs hold is */
+	return wd_err_set(err, -EACCES,
+			  "%s may not read run %s (team %s): only its user, "
+			  "members of group '%s' and group '%s' may",
+			  caller_name(ps, c), run_id, team ? team : "?",
+			  team ? team : "?", WD_AUDITORS_GROUP);
+}
+
+int wd_rt_may_read_run(struct wd_rt *rt, const struct wd_caller *c,
+		       const char *run_id, struct wd_err *err)
+{
+	pthread_mutex_lock(&rt->mu);
+	struct wd_run *r = rt_find_run_locked(rt, run_id);
+	if (r) {
+		int rc = rt_may_read_run_locked(rt, c, r)
+			     ? 0
+			     : refuse(rt->ps, c, run_id, r->team, err);
+		pthread_mutex_unlock(&rt->mu);
+		return rc;
+	}
+	pthread_mutex_unlock(&rt->mu);
+	json_t *st = rt_first_of(rt, run_id, "run_start");
+	if (!st)
+		return wd_err_set(err, -ENOENT, "no run '%s'", run_id);
+	struct wd_pset *ps = cur_pset(rt);
+	const char *why;
+	int rc = may_read(ps, c, st, &why)
+		     ? 0
+		     : refuse(ps, c, run_id, jstr(st, "team"), err);
+	wd_pset_unref(ps);
+	json_decref(st);
+	return rc;
+}
+
 /* The run's records if the caller may read them: -ENOENT no such run,
  * -EACCES not allowed (err says who may). */
 static int authorised_records(struct wd_rt *rt, const struct wd_caller *c,

@@ -138,15 +138,23 @@ static json_t *run_view_locked(struct wd_run *r)
 		if (r->stop_reason[0])
 			json_object_set_new(o, "reason",
 					    json_string(r->stop_reason));
-		if (r->final_text)
+		/* a hash_only run keeps no payload anywhere a reader
+		 * sees it: its trace has no output either */
+		if (r->final_text && !r->hash_only)
 			json_object_set_new(o, "output",
 					    json_string(r->final_text));
 	}
 	return o;
 }
 
-json_t *wd_rt_run_info(struct wd_rt *rt, const char *run_id)
+json_t *wd_rt_run_info(struct wd_rt *rt, const struct wd_caller *c,
+		       const char *run_id, struct wd_err *err)
 {
+	int rc = wd_rt_may_read_run(rt, c, run_id, err);
+	if (rc) {
+		errno = -rc;
+		return NULL;
+	}
 	pthread_mutex_lock(&rt->mu);
 	struct wd_run *r = rt_find_run_locked(rt, run_id);
 	json_t *o = r ? run_view_locked(r) : NULL;
@@ -189,12 +197,13 @@ json_t *wd_rt_run_info(struct wd_rt *rt, const char *run_id)
 	return o;
 }
 
-json_t *wd_rt_runs_list(struct wd_rt *rt)
+json_t *wd_rt_runs_list(struct wd_rt *rt, const struct wd_caller *c)
 {
 	json_t *a = json_array();
 	pthread_mutex_lock(&rt->mu);
 	for (struct wd_run *r = rt->runs; r; r = r->next)
-		json_array_append_new(a, run_view_locked(r));
+		if (rt_may_read_run_locked(rt, c, r))
+			json_array_append_new(a, run_view_locked(r));
 	pthread_mutex_unlock(&rt->mu);
 	return a;
 }

@@ -397,13 +397,20 @@ static enum MHD_Result dispatch(struct wd_server *srv,
 				 json_pack("{s:s,s:s}", "run_id", id, "stream",
 					   "/v1/runs/ID/stream"));
 	case WD_EP_RUN_LIST:
-		return send_json(con, 200, wd_rt_runs_list(srv->rt));
+		return send_json(con, 200, wd_rt_runs_list(srv->rt, who));
 	case WD_EP_RUN_GET:
-		o = wd_rt_run_info(srv->rt, q->id);
+		o = wd_rt_run_info(srv->rt, who, q->id, &err);
 		if (!o)
-			return send_err(con, 404, "no such run");
+			return send_err(con, errno == EACCES ? 403 : 404,
+					errno == EACCES ? err.msg
+							: "no such run");
 		return send_json(con, 200, o);
 	case WD_EP_RUN_STREAM: {
+		/* a run's steps carry its task, arguments and answers: read
+		 * by those who may read its trace */
+		rc = wd_rt_may_read_run(srv->rt, who, q->id, &err);
+		if (rc)
+			return send_err(con, errno_status(rc), err.msg);
 		struct wd_rt_stream *rs =
 		    wd_rt_stream_open(srv->rt, q->id, q->since_seq, &err);
 		if (!rs)

@@ -33,8 +33,16 @@ script once <<'S'
 {"step": 0, "tool_calls": [{"name": "echo", "arguments": {"n": "{{task}}"}}]}
 {"text": "final: {{result.stdout}}"}
 S
+tool gated '["/usr/bin/cat"]' "input: stdin" "args_schema: {type: object}" \
+	"auth: {mode: on_behalf_of_user, scopes: [\"test:gated\"]}" "side_effects: external" \
+	"approval: always"
+script gate <<'S'
+{"step": 0, "tool_calls": [{"name": "gated", "arguments": {"n": "{{task}}"}}]}
+{"text": "done"}
+S
 agent one once '[echo]'
 agent secret once '[echo]'
+agent gate gate '[gated]'
 sed -i 's/payloads: full/payloads: hash_only/' "$POL/agents/secret.yaml"
 write_gateway
 start_daemon || { fail daemon-start "see log"; finish; }
@@ -82,6 +90,32 @@ expect_eq trace-access-other-team-raw-trace "$(printf '%s' "$raw" | tail -1)" 40
 if as_user 1002 "$WARDEN" trace ls 2>&1 | grep -q "$id"; then fail trace-access-other-team-ls "listed"; else pass trace-access-other-team-ls; fi
 if as_user 1002 "$WARDEN" trace grep --tool echo 2>&1 | grep -q "$id"; then fail trace-access-other-team-grep "listed"; else pass trace-access-other-team-grep; fi
 expect_eq trace-access-other-team-nothing-recorded "$(run_records "$id" | jq_py 'len(d)')" "$nrec"
+# the daemon's other views of a run (its stream, its view, the list, its
+# pending approval) hold the same data: the same rule
+raw=$(as_user 1002 curl -s -m 10 --unix-socket "$SOCK" -w '\n%{http_code}' "http://w/v1/runs/$id/stream")
+expect_eq trace-access-other-team-stream "$(printf '%s' "$raw" | tail -1)" 403
+if printf '%s' "$raw" | grep -q "$SECRET"; then fail trace-access-other-team-stream-no-payload "$raw"; else pass trace-access-other-team-stream-no-payload; fi
+raw=$(as_user 1000 curl -s -m 10 --unix-socket "$SOCK" "http://w/v1/runs/$id/stream")
+expect_match trace-access-own-stream "$raw" "$SECRET"
+raw=$(as_user 1002 curl -s --unix-socket "$SOCK" -w '\n%{http_code}' "http://w/v1/runs/$id")
+expect_eq trace-access-other-team-run-view "$(printf '%s' "$raw" | tail -1)" 403
+if printf '%s' "$raw" | grep -q "$SECRET"; then fail trace-access-other-team-run-view-no-output "$raw"; else pass trace-access-other-team-run-view-no-output; fi
+raw=$(as_user 1002 curl -s --unix-socket "$SOCK" "http://w/v1/runs")
+if printf '%s' "$raw" | grep -q "$id"; then fail trace-access-other-team-run-list "$raw"; else pass trace-access-other-team-run-list; fi
+expect_match trace-access-own-run-list "$(as_user 1000 curl -s --unix-socket "$SOCK" "http://w/v1/runs")" "$id"
+raw=$(as_user 1000 curl -s --unix-socket "$SOCK" "http://w/v1/runs/$hid")
+expect_match trace-access-hash-only-view "$raw" '"state":"done"'
+if printf '%s' "$raw" | grep -q "$SECRET-hashed"; then fail trace-access-hash-only-view-no-output "$raw"; else pass trace-access-hash-only-view-no-output; fi
+gid=$(as_user 1000 "$WARDEN" run --detach gate "$SECRET-gated")
+pending() { curl -s --unix-socket "$SOCK" http://w/v1/approvals | grep -q "$gid"; }
+wait_until 20 pending
+expect_match trace-access-approver-sees-args "$(as_user 1001 curl -s --unix-socket "$SOCK" "http://w/v1/approvals")" "$SECRET-gated"
+expect_match trace-access-owner-sees-approval "$(as_user 1000 curl -s --unix-socket "$SOCK" "http://w/v1/approvals")" "$gid"
+raw=$(as_user 1002 curl -s --unix-socket "$SOCK" "http://w/v1/approvals")
+if printf '%s' "$raw" | grep -q "$SECRET-gated\|$gid"; then fail trace-access-other-team-approvals "$raw"; else pass trace-access-other-team-approvals; fi
+as_user 1001 "$WARDEN" approvals deny "$(as_user 1001 "$WARDEN" approvals ls --json | jq_py 'd[0]["id"]')" --reason done >/dev/null 2>&1
+wait_until 20 run_done "$gid" || fail trace-access-gated-run "run $gid did not finish"
+
 # a uid not in users.yaml at all
 out=$(as_user 1009 "$WARDEN" trace payload "$id" 0 2>&1)
 expect_match trace-access-unlisted-403 "$out" "may not read"
