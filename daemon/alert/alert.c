@@ -329,6 +329,7 @@ static void process(struct wd_alert *a, const struct wd_stream_entry *en,
 static void check_loss(struct wd_alert *a, uint64_t now)
 {
 	struct wd_stream_stats st;
+	wd_stream_refresh_lost(a->s);
 	wd_stream_stats(a->s, &st);
 	uint64_t cur[LOST_KINDS] = {a->cur.lost, st.lost[WD_LOST_BPF_RINGBUF],
 				    st.lost[WD_LOST_SOURCE]};

@@ -82,6 +82,19 @@ void wd_stream_set_lost(struct wd_stream *s, enum wd_stream_lost_src src,
 			uint64_t total);
 void wd_stream_stats(struct wd_stream *s, struct wd_stream_stats *out);
 
+/* A source's own absolute loss count, read where the stream's losses are
+ * reported (the alerter's loop, the events endpoint, /metrics), so a
+ * source whose consumer is not the stream's pump (wardend's calls drain
+ * the shared BPF ring buffer themselves and route each record to its
+ * call) still has every loss counted: 0 and *total, or -errno (skipped).
+ * One probe per loss source; NULL removes it. */
+typedef int (*wd_stream_loss_fn)(void *arg, uint64_t *total);
+void wd_stream_set_loss_probe(struct wd_stream *s, enum wd_stream_lost_src src,
+			      wd_stream_loss_fn fn, void *arg);
+/* Read every probe (outside the stream's lock) and fold the counts in as
+ * wd_stream_set_lost does. */
+void wd_stream_refresh_lost(struct wd_stream *s);
+
 /* Start a cursor after `since` (0 = from the oldest event held). */
 void wd_stream_cursor_init(struct wd_stream_cursor *c, uint64_t since);
 /* Copy up to max events at the cursor into out and advance it. Blocks up
