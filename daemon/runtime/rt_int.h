@@ -210,6 +210,8 @@ void rt_m_observe(struct wd_run *r, enum wd_metric id, double seconds,
 const char *rt_m_tool_label(const struct wd_run *r, const char *name);
 /* "1", "2", "3" */
 const char *rt_m_tier(int tier);
+/* Series at 0 for every agent (and granted tool) of ps. */
+void rt_m_init_policy(struct wd_rt *rt, const struct wd_pset *ps);
 
 /* loop.c */
 void rt_advance(struct wd_run *r);

@@ -41,3 +41,33 @@ const char *rt_m_tier(int tier)
 	static const char *const t[] = {"unknown", "1", "2", "3"};
 	return tier >= 1 && tier <= 3 ? t[tier] : t[0];
 }
+
+/* Every agent x granted tool of a policy set gets its series at 0 when the
+ * set is loaded: Prometheus's rate() and increase() see nothing of a
+ * counter's first value, so a tool's first burst of denials would be
+ * invisible to the shipped spike rules (policy/monitoring) if its series
+ * only appeared with that burst. Bounded by the policy. */
+void rt_m_init_policy(struct wd_rt *rt, const struct wd_pset *ps)
+{
+	static const char *const bounds[] = {"max_steps", "token_budget",
+					     "wall_clock_s", "cost_cap_usd"};
+	for (int i = 0; i < ps->n_agents; i++) {
+		const struct wd_agent_def *a = &ps->agents[i];
+		const char *l[5] = {a->team, a->name, NULL, NULL, NULL};
+		wd_metrics_add(rt->metrics, WD_M_RUNS_STARTED, 0, l);
+		wd_metrics_add(rt->metrics, WD_M_STEPS, 0, l);
+		for (size_t b = 0; b < WD_ARRAY_SIZE(bounds); b++) {
+			l[2] = bounds[b];
+			wd_metrics_add(rt->metrics, WD_M_BUDGET_STOPS, 0, l);
+		}
+		for (int t = 0; t < a->n_tools; t++) {
+			const struct wd_manifest *m =
+			    wd_pset_tool(ps, a->tools[t]);
+			if (!m)
+				continue;
+			l[2] = m->name;
+			l[3] = rt_m_tier((int)m->tier);
+			wd_metrics_add(rt->metrics, WD_M_DENIALS, 0, l);
+		}
+	}
+}

@@ -574,6 +574,7 @@ int wd_rt_open(const struct wd_rt_opts *o, struct wd_rt **out,
 	}
 	if ((rc = wd_pset_load(rt->policy_dir, &rt->ps, err)))
 		goto fail;
+	rt_m_init_policy(rt, rt->ps);
 	struct wd_trace_opts to = {.redact_regexes = o->redact_regexes,
 				   .otlp = o->otlp};
 	if ((rc = wd_trace_open(rt->state_dir, &to, &rt->trace, err)))
@@ -695,6 +696,7 @@ int wd_rt_reload(struct wd_rt *rt, struct wd_err *err)
 	rc = wd_pset_load(rt->policy_dir, &ps, err);
 	if (rc)
 		return rc;
+	rt_m_init_policy(rt, ps);
 	pthread_mutex_lock(&rt->mu);
 	struct wd_pset *old = rt->ps;
 	rt->ps = ps;
