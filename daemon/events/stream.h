@@ -8,9 +8,11 @@
  *   than the ring is overrun: the events it missed are counted in its
  *   cursor (`lost`) and it continues at the oldest event still held —
  *   never a silent gap.
- * - Loss counts travel with the stream: BPF-side ring-buffer reserve
- *   failures (wd_stream_set_source_lost, absolute, from wd_egress_lost),
- *   losses other sources report, and each subscriber's overruns.
+ * - Loss counts travel with the stream: BPF-side ring-buffer losses
+ *   (absolute, from wd_egress_lost: set by the pump, or read through a
+ *   loss probe where the ring buffer's consumer is not the pump, as in
+ *   wardend), losses other sources report, and each subscriber's
+ *   overruns.
  * Thread-safe; readers may block with a timeout.
  *
  * HTTP endpoint (served by wardend; `warden events` is the client):

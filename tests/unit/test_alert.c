@@ -802,6 +802,54 @@ static void test_alertmanager(void)
 	wd_stream_free(st);
 }
 
+/* Loss read through the stream's probe (as wardend reads its own BPF
+ * consumer's count, runtime.c bpf_loss_probe): no pump call, no
+ * wd_stream_set_lost; the alerter's loop reads it, counts it in
+ * /metrics and raises events_lost. */
+static uint64_t probe_total;
+static int probe_calls;
+static int fake_probe(void *arg, uint64_t *total)
+{
+	__atomic_add_fetch(&probe_calls, 1, __ATOMIC_SEQ_CST);
+	*total = __atomic_load_n(&probe_total, __ATOMIC_SEQ_CST);
+	return 0;
+}
+
+static void test_loss_probe(void)
+{
+	struct wd_stream *st = wd_stream_new(64);
+	wd_stream_set_loss_probe(st, WD_LOST_BPF_RINGBUF, fake_probe, NULL);
+	struct wd_alert_config c = base_cfg(NULL);
+	struct wd_alert *a = NULL;
+	struct wd_err err = {0};
+	if (wd_alert_new(&c, st, &a, &err)) {
+		T_FAIL("loss_probe_new", "%s", err.msg);
+		wd_stream_free(st);
+		return;
+	}
+	__atomic_store_n(&probe_total, 7, __ATOMIC_SEQ_CST);
+	struct wd_alert_stats as = {0};
+	for (int i = 0; i < 300 && !as.alerts_lost; i++) {
+		usleep(10000);
+		wd_alert_stats(a, &as);
+	}
+	struct wd_buf m = {0};
+	wd_alert_metrics_render(a, &m);
+	T_OK(as.alerts_lost == 1 &&
+		 metric(m.data, "warden_denial_events_lost_total{reason="
+				"\"bpf_ringbuf\"}") == 7,
+	     "loss_probe_counted_and_alerted",
+	     "alerts_lost %llu, probe calls %d",
+	     (unsigned long long)as.alerts_lost, probe_calls);
+	struct wd_stream_stats ss;
+	wd_stream_stats(st, &ss);
+	T_OK(ss.lost[WD_LOST_BPF_RINGBUF] == 7, "loss_probe_in_stream", "%llu",
+	     (unsigned long long)ss.lost[WD_LOST_BPF_RINGBUF]);
+	wd_buf_free(&m);
+	wd_alert_free(a);
+	wd_stream_free(st);
+}
+
 int main(void)
 {
 	wd_log_set_level(WD_LOG_ERROR);
@@ -813,5 +861,6 @@ int main(void)
 	test_overrun();
 	test_key_cap();
 	test_alertmanager();
+	test_loss_probe();
 	return T_DONE();
 }
