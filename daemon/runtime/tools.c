@@ -401,8 +401,9 @@ int rt_tool_step(struct wd_run *r, struct wd_err *err)
 		const char *tier = rt_m_tier((int)j->m->tier);
 		rt_m_add(r, WD_M_TOOL_CALLS, 1, tool, tier,
 			 j->rc ? "not_run" : j->status);
-		rt_m_observe(r, WD_M_TOOL_SECONDS, (double)j->ns / 1e9, tool,
-			     tier);
+		if (!j->rc) /* a call never started has no duration */
+			rt_m_observe(r, WD_M_TOOL_SECONDS, (double)j->ns / 1e9,
+				     tool, tier);
 		size_t nd = j->rc ? 0
 				  : json_array_size(
 					json_object_get(j->result, "denials"));
