@@ -11,6 +11,7 @@ PKGS=(
   runsc bubblewrap iproute2 curl python3 gcc jq strace
   busybox-static qemu-system-x86 cpio
   chromium fonts-dejavu-core   # tests/integration/trace_html.sh renders the run viewer
+  prometheus prometheus-alertmanager   # tests/integration/monitoring.sh: real scrape, rules, routing
 )
 [ "${WARDEN_DEPS_EXTRA:-}" ] && PKGS+=(${WARDEN_DEPS_EXTRA})
 

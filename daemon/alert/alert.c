@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "alert/alertmanager.h"
 #include "alert/webhook.h"
 #include "alert/window.h"
 #include "common/log.h"
@@ -44,6 +45,7 @@ struct wd_alert {
 
 	struct wd_stream *s;
 	struct wd_webhook *wh; /* NULL without a URL */
+	struct wd_am *am;      /* NULL without an Alertmanager */
 
 	pthread_mutex_t mu; /* everything below */
 	pthread_cond_t cv;  /* done_seq advanced / reader ended */
@@ -55,7 +57,8 @@ struct wd_alert {
 	uint64_t alerts_spike, alerts_lost, suppressed;
 	uint64_t lost_seen[LOST_KINDS], lost_reported[LOST_KINDS];
 	bool loss_alerted;
-	uint64_t last_loss_alert_ns;
+	uint64_t last_loss_alert_ns, last_loss_grew_ns;
+	uint64_t tick_now; /* the reader loop's now, for am_still */
 	bool stop, reader_done;
 	pthread_t thr;
 };
@@ -213,6 +216,108 @@ static void emit(struct wd_alert *a, json_t *o)
 		free(body);
 }
 
+/* "run R step S tool T (team M, agent A): SOURCE KIND [SYSCALL] [TARGET]
+ * (errno E, denied)": an event, for an alert annotation */
+static char *sample_text(const struct wd_stream_entry *en)
+{
+	struct evstr s;
+	ev_strings(&en->ev, &s);
+	return wd_asprintf(
+	    "run %s step %d tool %s (team %s, agent %s): %s %s%s%s%s%s "
+	    "(errno %d, %s)",
+	    s.run_id[0] ? s.run_id : "-", (int)en->ev.step, s.tool, s.team,
+	    s.agent, s.source, s.kind, s.syscall[0] ? " " : "", s.syscall,
+	    s.target[0] ? " " : "", s.target, (int)en->ev.err,
+	    en->ev.verdict == WD_VERDICT_AUDITED ? "audited" : "denied");
+}
+
+/* The key as Alertmanager labels: what a route or silence matches on. */
+static void key_labels(json_t *l, int dim, const char *value)
+{
+	char a[136], b[136];
+	const char *sep = NULL;
+	json_object_set_new(l, "dim", json_string(dim_names[dim]));
+	switch (dim) {
+	case WD_DIM_TEAM:
+	case WD_DIM_TOOL:
+	case WD_DIM_SOURCE:
+		json_object_set_new(l, dim_names[dim], json_string(value));
+		break;
+	case WD_DIM_AGENT: /* "team/agent" */
+	case WD_DIM_KIND:  /* "source:kind" */
+		sep = strchr(value, dim == WD_DIM_AGENT ? '/' : ':');
+		if (!sep)
+			break;
+		snprintf(a, sizeof(a), "%.*s", (int)(sep - value), value);
+		snprintf(b, sizeof(b), "%s", sep + 1);
+		json_object_set_new(l, dim == WD_DIM_AGENT ? "team" : "source",
+				    json_string(a));
+		json_object_set_new(l, dim == WD_DIM_AGENT ? "agent" : "kind",
+				    json_string(b));
+		break;
+	default:
+		break;
+	}
+}
+
+static void am_fire_spike(struct wd_alert *a, struct wd_akey *k,
+			  const struct judged *j)
+{
+	json_t *l =
+	    json_pack("{s:s,s:s,s:s}", "alertname", "WardenDaemonDenialSpike",
+		      "severity", "warning", "node", a->node);
+	key_labels(l, k->dim, k->value);
+	cleanup_free char *first = sample_text(&k->first);
+	cleanup_free char *last = sample_text(&k->last);
+	cleanup_free char *summary = wd_asprintf(
+	    "Denial spike on %s %s: %llu denials in %llu s (baseline %.1f, "
+	    "threshold %.1f)",
+	    dim_names[k->dim], k->value, (unsigned long long)j->sc,
+	    (unsigned long long)(a->short_ns / NS), j->base, j->thr);
+	cleanup_free char *desc = wd_asprintf(
+	    "wardend on %s saw %llu kernel denials for %s '%s' in its last "
+	    "%llu s window, over %.0fx its baseline of %.1f per window. "
+	    "First: %s. Last: %s. The sandbox held; `warden events` and "
+	    "`warden trace show RUN` give every event.",
+	    a->node, (unsigned long long)j->sc, dim_names[k->dim], k->value,
+	    (unsigned long long)(a->short_ns / NS), a->factor, j->base, first,
+	    last);
+	char n[32], b[32], t[32];
+	snprintf(n, sizeof(n), "%llu", (unsigned long long)j->sc);
+	snprintf(b, sizeof(b), "%.2f", j->base);
+	snprintf(t, sizeof(t), "%.2f", j->thr);
+	json_t *an =
+	    json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "summary", summary,
+		      "description", desc, "first_event", first, "last_event",
+		      last, "short_count", n, "baseline", b, "threshold", t);
+	char id[160];
+	snprintf(id, sizeof(id), "%d\x1f%s", k->dim, k->value);
+	wd_am_fire(a->am, id, l, an, now_of(a), wd_wall_ns());
+}
+
+/* Still firing? (wd_am_tick's question, a->mu held.) A spike ends when
+ * its key's short window is no longer a spike; a loss alert once a short
+ * window passed with no new loss. */
+static bool am_still(void *arg, const char *id)
+{
+	struct wd_alert *a = arg;
+	uint64_t now = a->tick_now;
+	if (!strcmp(id, "lost"))
+		return now - a->last_loss_grew_ns < a->short_ns;
+	char *sep = strchr(id, '\x1f');
+	if (!sep)
+		return false;
+	int dim = atoi(id);
+	struct wd_akey *k = wd_akeys_find(&a->keys, dim, sep + 1);
+	if (!k)
+		return false; /* evicted: nothing left to judge */
+	struct judged j;
+	judge(a, k, now, &j);
+	if (!j.spike)
+		k->in_spike = false;
+	return j.spike;
+}
+
 static void raise_spike(struct wd_alert *a, struct wd_akey **ks,
 			struct judged *js, int n,
 			const struct wd_stream_entry *en)
@@ -243,6 +348,8 @@ static void raise_spike(struct wd_alert *a, struct wd_akey **ks,
 	json_object_set_new(o, "first", sample_json(&k->first));
 	json_object_set_new(o, "last", sample_json(&k->last));
 	a->alerts_spike++;
+	if (a->am)
+		am_fire_spike(a, k, &js[0]);
 	wd_warn("alert: denial spike on %s '%s': %llu events in %llu s "
 		"(baseline %.1f, threshold %.1f); last: run %s step %d tool "
 		"%s %s %s",
@@ -329,6 +436,7 @@ static void process(struct wd_alert *a, const struct wd_stream_entry *en,
 static void check_loss(struct wd_alert *a, uint64_t now)
 {
 	struct wd_stream_stats st;
+	wd_stream_refresh_lost(a->s);
 	wd_stream_stats(a->s, &st);
 	uint64_t cur[LOST_KINDS] = {a->cur.lost, st.lost[WD_LOST_BPF_RINGBUF],
 				    st.lost[WD_LOST_SOURCE]};
@@ -339,6 +447,8 @@ static void check_loss(struct wd_alert *a, uint64_t now)
 			grew = true;
 		}
 	}
+	if (grew)
+		a->last_loss_grew_ns = now;
 	bool pending =
 	    memcmp(a->lost_seen, a->lost_reported, sizeof(a->lost_seen)) != 0;
 	if (!grew && !pending)
@@ -362,6 +472,29 @@ static void check_loss(struct wd_alert *a, uint64_t now)
 	a->loss_alerted = true;
 	a->last_loss_alert_ns = now;
 	a->alerts_lost++;
+	if (a->am) {
+		cleanup_free char *sum = wd_asprintf(
+		    "wardend on %s lost denial events: %llu overrun, %llu BPF "
+		    "ring buffer, %llu at sources",
+		    a->node, (unsigned long long)a->lost_seen[0],
+		    (unsigned long long)a->lost_seen[1],
+		    (unsigned long long)a->lost_seen[2]);
+		cleanup_free char *d = wd_asprintf(
+		    "New since the last report: %llu overrun (the alerter fell "
+		    "behind the event ring), %llu BPF ring buffer (full, "
+		    "invalid records, or records no call owned), %llu at "
+		    "sources. Denials were still enforced; not all were "
+		    "recorded.",
+		    (unsigned long long)diff[0], (unsigned long long)diff[1],
+		    (unsigned long long)diff[2]);
+		wd_am_fire(
+		    a->am, "lost",
+		    json_pack("{s:s,s:s,s:s}", "alertname",
+			      "WardenDaemonEventsLost", "severity", "warning",
+			      "node", a->node),
+		    json_pack("{s:s,s:s}", "summary", sum, "description", d),
+		    now, wd_wall_ns());
+	}
 	emit(a, o);
 }
 
@@ -389,6 +522,10 @@ static void *reader(void *arg)
 		for (int i = 0; i < n; i++)
 			process(a, &buf[i], now);
 		check_loss(a, now);
+		if (a->am) {
+			a->tick_now = now;
+			wd_am_tick(a->am, now, wd_wall_ns(), am_still, a);
+		}
 		a->done_seq = a->cur.next - 1;
 		pthread_cond_broadcast(&a->cv);
 		pthread_mutex_unlock(&a->mu);
@@ -427,6 +564,13 @@ int wd_alert_new(const struct wd_alert_config *cfg, struct wd_stream *events,
 				  "alert: webhook URL must be http:// or "
 				  "https://: %s",
 				  cfg->webhook_url);
+	if (cfg->alertmanager_url && cfg->alertmanager_url[0] &&
+	    strncmp(cfg->alertmanager_url, "http://", 7) &&
+	    strncmp(cfg->alertmanager_url, "https://", 8))
+		return wd_err_set(err, -EINVAL,
+				  "alert: Alertmanager URL must be http:// or "
+				  "https://: %s",
+				  cfg->alertmanager_url);
 	if (cfg->dims & ~WD_DIM_ALL)
 		return wd_err_set(err, -EINVAL, "alert: unknown dimension");
 
@@ -476,17 +620,35 @@ int wd_alert_new(const struct wd_alert_config *cfg, struct wd_stream *events,
 			goto fail;
 		}
 	}
+	if (cfg->alertmanager_url && cfg->alertmanager_url[0]) {
+		uint32_t retries = cfg->max_retries == UINT32_MAX ? 0
+				   : cfg->max_retries ? cfg->max_retries
+						      : 3;
+		uint64_t resend = cfg->resend_s ? (uint64_t)cfg->resend_s * NS
+						: WD_MIN(60 * NS, a->short_ns);
+		a->am =
+		    wd_am_new(cfg->alertmanager_url, cfg->generator_url, resend,
+			      cfg->timeout_ms ? cfg->timeout_ms : 5000, retries,
+			      cfg->backoff_ms ? cfg->backoff_ms : 500);
+		if (!a->am) {
+			rc = wd_err_set(err, -errno,
+					"alert: Alertmanager sender");
+			goto fail;
+		}
+	}
 	if ((rc = -pthread_create(&a->thr, NULL, reader, a))) {
 		wd_err_set(err, rc, "alert: reader thread");
 		goto fail;
 	}
 	wd_info("alert: following denial events (short %llus, long %llus, "
-		"factor %.1f, min %u, webhook %s)",
+		"factor %.1f, min %u, webhook %s, alertmanager %s)",
 		(unsigned long long)sw, (unsigned long long)lw, a->factor,
-		a->min_count, a->wh ? "on" : "off");
+		a->min_count, a->wh ? "on" : "off",
+		a->am ? cfg->alertmanager_url : "off");
 	*out = a;
 	return 0;
 fail:
+	wd_am_free(a->am);
 	wd_webhook_free(a->wh);
 	wd_akeys_free(&a->keys);
 	wd_stab_free(&a->series);
@@ -505,6 +667,7 @@ void wd_alert_free(struct wd_alert *a)
 	pthread_mutex_unlock(&a->mu);
 	/* the reader wakes within its 100 ms read timeout */
 	pthread_join(a->thr, NULL);
+	wd_am_free(a->am);
 	wd_webhook_free(a->wh);
 	wd_akeys_free(&a->keys);
 	wd_stab_free(&a->series);
@@ -537,6 +700,17 @@ void wd_alert_stats(struct wd_alert *a, struct wd_alert_stats *out)
 		out->webhook_dropped = w.dropped;
 		out->queue_depth = w.depth;
 	}
+	if (a->am) {
+		struct wd_webhook_stats w;
+		wd_am_stats(a->am, &w);
+		out->am_sent = w.sent;
+		out->am_failures = w.failures;
+		out->am_retries = w.retries;
+		out->am_dropped = w.dropped;
+		pthread_mutex_lock(&a->mu);
+		out->am_active = (uint32_t)wd_am_active(a->am);
+		pthread_mutex_unlock(&a->mu);
+	}
 }
 
 int wd_alert_sync(struct wd_alert *a, uint64_t seq, int timeout_ms)
@@ -562,7 +736,9 @@ int wd_alert_sync(struct wd_alert *a, uint64_t seq, int timeout_ms)
 
 int wd_alert_flush(struct wd_alert *a, int timeout_ms)
 {
-	return a->wh ? wd_webhook_flush(a->wh, timeout_ms) : 0;
+	int rc = a->wh ? wd_webhook_flush(a->wh, timeout_ms) : 0;
+	int rc2 = a->am ? wd_am_flush(a->am, timeout_ms) : 0;
+	return rc ? rc : rc2;
 }
 
 int wd_alert_key(struct wd_alert *a, enum wd_alert_dim dim, const char *value,
@@ -697,6 +873,18 @@ void wd_alert_metrics_render(struct wd_alert *a, struct wd_buf *out)
 	     "Alert keys evicted by the key cap.", st.keys_evicted},
 	    {"warden_alert_events_processed_total", "counter",
 	     "Events the alerter has read.", st.processed},
+	    {"warden_alertmanager_sent_total", "counter",
+	     "Posts Alertmanager accepted (2xx).", st.am_sent},
+	    {"warden_alertmanager_failures_total", "counter",
+	     "Posts to Alertmanager given up on after all retries.",
+	     st.am_failures},
+	    {"warden_alertmanager_retries_total", "counter",
+	     "Posts to Alertmanager retried.", st.am_retries},
+	    {"warden_alertmanager_dropped_total", "counter",
+	     "Posts to Alertmanager dropped: queue full or shutting down.",
+	     st.am_dropped},
+	    {"warden_alertmanager_alerts_active", "gauge",
+	     "The daemon's own alerts firing at Alertmanager.", st.am_active},
 	};
 	for (size_t i = 0; i < WD_ARRAY_SIZE(m); i++) {
 		family(out, m[i].name, m[i].type, m[i].help);

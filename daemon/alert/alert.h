@@ -63,7 +63,21 @@
  * (backoff_ms, doubling, capped at 30 s); after the last try it counts as
  * a webhook failure. Without a webhook URL alerts are only logged/counted.
  *
- * Threads: one reader (the stream), one sender (webhook). The render and
+ * Alertmanager (alertmanager_url; alertmanager.h): each spike alert and
+ * each events_lost alert is also an Alertmanager alert, posted to its v2
+ * API when raised, repeated every resend_s while active and posted with
+ * endsAt when it ends: a spike ends when its key's short-window count is
+ * no longer a spike (checked every reader loop, ~100 ms, without waiting
+ * for the key's next event); a loss alert ends once a short window passed
+ * with no new loss. Labels: alertname WardenDaemonDenialSpike (severity
+ * warning, node, dim, and the key as its own labels: tool, team,
+ * team+agent, source, source+kind) or WardenDaemonEventsLost (severity
+ * warning, node); annotations: summary, description, first_event and
+ * last_event (run/step/tool/kind/target of the key's first event in the
+ * window and the one that crossed), short_count, baseline, threshold.
+ *
+ * Threads: one reader (the stream), one sender per target (webhook,
+ * Alertmanager). The render and
  * query functions may be called from any thread.
  */
 #ifndef WD_ALERT_H
@@ -91,8 +105,11 @@ enum wd_alert_dim {
 typedef uint64_t (*wd_alert_clock_fn)(void *arg);
 
 struct wd_alert_config {
-	const char *node;	 /* node name; NULL = gethostname() */
-	const char *webhook_url; /* NULL/"" = log and count only */
+	const char *node;	      /* node name; NULL = gethostname() */
+	const char *webhook_url;      /* NULL/"" = log and count only */
+	const char *alertmanager_url; /* NULL/"" = none; see above */
+	const char *generator_url;    /* Alertmanager back-link; NULL = none */
+	uint32_t resend_s;	 /* Alertmanager repeat; 0 = min(60, short) */
 	uint32_t short_window_s; /* 0 = 60 */
 	uint32_t long_window_s;	 /* 0 = 3600; must be >= 2 x short */
 	double factor;		 /* 0 = 5.0 */
@@ -141,7 +158,9 @@ struct wd_alert_stats {
 	uint64_t webhook_failures; /* gave up after retries */
 	uint64_t webhook_retries;  /* individual retried attempts */
 	uint64_t webhook_dropped;  /* queue full or shut down */
-	uint64_t keys;		   /* keys held now */
+	uint64_t am_sent, am_failures, am_retries, am_dropped;
+	uint32_t am_active;
+	uint64_t keys; /* keys held now */
 	uint64_t keys_evicted;
 	uint32_t queue_depth;
 };

@@ -3,12 +3,13 @@
  * Validates policy files with the daemon's own parsers: tool manifests,
  * agent definitions (files under an agents/ directory), users.yaml,
  * gateway.yaml and daemon.yaml. A directory is checked recursively (*.yaml,
- * *.yml, *.json). When a directory holds tools/ and agents/, references across
- * files are checked too: every tool an agent lists must exist, tool and agent
- * names must be unique, an agent's model must exist in gateway.yaml, and every
- * sub-agent an agent lists must exist without a delegation cycle.
- * Errors go to stderr as "file:line:col: message"; exit 0 ok, 1 errors,
- * 2 usage.
+ * *.yml, *.json; a directory named monitoring/ is skipped: Prometheus rules
+ * and dashboards, checked by promtool). When a directory holds tools/ and
+ * agents/, references across files are checked too: every tool an agent lists
+ * must exist, tool and agent names must be unique, an agent's model must exist
+ * in gateway.yaml, and every sub-agent an agent lists must exist without a
+ * delegation cycle. Errors go to stderr as "file:line:col: message"; exit 0 ok,
+ * 1 errors, 2 usage.
  *
  * warden policy show FILE: a tool manifest as loaded, as JSON.
  */
@@ -234,10 +235,14 @@ static void walk(struct ctx *c, const char *dir, int depth)
 		struct stat st;
 		/* stat, not lstat: a symlinked policy file is checked; a
 		 * symlink loop ends at the depth limit */
-		if (stat(p, &st) == 0 && S_ISDIR(st.st_mode))
-			walk(c, p, depth + 1);
-		else if (stat(p, &st) == 0 && S_ISREG(st.st_mode) &&
-			 has_ext(names[i]))
+		if (stat(p, &st) == 0 && S_ISDIR(st.st_mode)) {
+			/* Prometheus rules and Grafana dashboards shipped
+			 * next to the policy (policy/monitoring/): not warden
+			 * policy, checked by promtool and their own test */
+			if (strcmp(names[i], "monitoring"))
+				walk(c, p, depth + 1);
+		} else if (stat(p, &st) == 0 && S_ISREG(st.st_mode) &&
+			   has_ext(names[i]))
 			check_file(c, p);
 		free(p);
 		free(names[i]);

@@ -328,15 +328,24 @@ int wd_egress_open(struct wd_egress **out, struct wd_err *err)
 	return wd_egress_open_opts(out, NULL, err);
 }
 
+static pthread_mutex_t shared_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct wd_egress *shared;
+
 struct wd_egress *wd_egress_shared(struct wd_err *err)
 {
-	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-	static struct wd_egress *shared;
-	pthread_mutex_lock(&mu);
+	pthread_mutex_lock(&shared_mu);
 	if (!shared)
 		wd_egress_open(&shared, err);
 	struct wd_egress *e = shared;
-	pthread_mutex_unlock(&mu);
+	pthread_mutex_unlock(&shared_mu);
+	return e;
+}
+
+struct wd_egress *wd_egress_shared_peek(void)
+{
+	pthread_mutex_lock(&shared_mu);
+	struct wd_egress *e = shared;
+	pthread_mutex_unlock(&shared_mu);
 	return e;
 }
 

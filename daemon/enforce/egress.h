@@ -44,6 +44,9 @@ int wd_egress_open_opts(struct wd_egress **out, const struct wd_egress_opts *o,
 /* A process-wide instance, opened on first use (thread-safe). NULL with
  * the error in `err` if it cannot load; later calls retry. Never closed. */
 struct wd_egress *wd_egress_shared(struct wd_err *err);
+/* The process-wide instance if a call has opened it, else NULL (never
+ * opens it: a loss probe must not load BPF programs). */
+struct wd_egress *wd_egress_shared_peek(void);
 
 /* Put a call's policy in the maps, then attach the four programs to its
  * cgroup (bpf links on cgroup_fd, an fd of the call's cgroup v2 directory

@@ -22,6 +22,8 @@ struct wd_stream {
 	bool shut;
 	wd_stream_attrib_fn attrib;
 	void *attrib_arg;
+	wd_stream_loss_fn probe[WD_LOST_NR];
+	void *probe_arg[WD_LOST_NR];
 	/* the BPF pump's batch (wd_stream_pump_bpf*): one pump at a time */
 	pthread_mutex_t pump_mu;
 	struct wd_event *pump_batch;
@@ -119,6 +121,33 @@ void wd_stream_set_lost(struct wd_stream *s, enum wd_stream_lost_src src,
 		pthread_cond_broadcast(&s->cv);
 	}
 	pthread_mutex_unlock(&s->mu);
+}
+
+void wd_stream_set_loss_probe(struct wd_stream *s, enum wd_stream_lost_src src,
+			      wd_stream_loss_fn fn, void *arg)
+{
+	if ((unsigned)src >= WD_LOST_NR)
+		return;
+	pthread_mutex_lock(&s->mu);
+	s->probe[src] = fn;
+	s->probe_arg[src] = arg;
+	pthread_mutex_unlock(&s->mu);
+}
+
+void wd_stream_refresh_lost(struct wd_stream *s)
+{
+	wd_stream_loss_fn fn[WD_LOST_NR];
+	void *arg[WD_LOST_NR];
+	pthread_mutex_lock(&s->mu);
+	memcpy(fn, s->probe, sizeof(fn));
+	memcpy(arg, s->probe_arg, sizeof(arg));
+	pthread_mutex_unlock(&s->mu);
+	for (int i = 0; i < WD_LOST_NR; i++) {
+		uint64_t total = 0;
+		if (fn[i] && !fn[i](arg[i], &total))
+			wd_stream_set_lost(s, (enum wd_stream_lost_src)i,
+					   total);
+	}
 }
 
 static uint64_t oldest_locked(const struct wd_stream *s)
@@ -251,6 +280,7 @@ int wd_stream_render(struct wd_stream *s, struct wd_stream_cursor *c,
 			break;
 	}
 	struct wd_stream_stats st;
+	wd_stream_refresh_lost(s);
 	wd_stream_stats(s, &st);
 	uint64_t now[WD_LOST_NR + 1] = {st.lost[WD_LOST_BPF_RINGBUF],
 					st.lost[WD_LOST_SOURCE], c->lost};

@@ -8,9 +8,11 @@
  *   than the ring is overrun: the events it missed are counted in its
  *   cursor (`lost`) and it continues at the oldest event still held —
  *   never a silent gap.
- * - Loss counts travel with the stream: BPF-side ring-buffer reserve
- *   failures (wd_stream_set_source_lost, absolute, from wd_egress_lost),
- *   losses other sources report, and each subscriber's overruns.
+ * - Loss counts travel with the stream: BPF-side ring-buffer losses
+ *   (absolute, from wd_egress_lost: set by the pump, or read through a
+ *   loss probe where the ring buffer's consumer is not the pump, as in
+ *   wardend), losses other sources report, and each subscriber's
+ *   overruns.
  * Thread-safe; readers may block with a timeout.
  *
  * HTTP endpoint (served by wardend; `warden events` is the client):
@@ -81,6 +83,19 @@ uint64_t wd_stream_publish_batch(struct wd_stream *s, struct wd_event *evs,
 void wd_stream_set_lost(struct wd_stream *s, enum wd_stream_lost_src src,
 			uint64_t total);
 void wd_stream_stats(struct wd_stream *s, struct wd_stream_stats *out);
+
+/* A source's own absolute loss count, read where the stream's losses are
+ * reported (the alerter's loop, the events endpoint, /metrics), so a
+ * source whose consumer is not the stream's pump (wardend's calls drain
+ * the shared BPF ring buffer themselves and route each record to its
+ * call) still has every loss counted: 0 and *total, or -errno (skipped).
+ * One probe per loss source; NULL removes it. */
+typedef int (*wd_stream_loss_fn)(void *arg, uint64_t *total);
+void wd_stream_set_loss_probe(struct wd_stream *s, enum wd_stream_lost_src src,
+			      wd_stream_loss_fn fn, void *arg);
+/* Read every probe (outside the stream's lock) and fold the counts in as
+ * wd_stream_set_lost does. */
+void wd_stream_refresh_lost(struct wd_stream *s);
 
 /* Start a cursor after `since` (0 = from the oldest event held). */
 void wd_stream_cursor_init(struct wd_stream_cursor *c, uint64_t since);

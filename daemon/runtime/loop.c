@@ -199,10 +199,16 @@ static int model_step(struct wd_run *r, struct wd_err *err)
 	bool from_record = rc == 1;
 	if (rc == 0) {
 		uint64_t t0 = wd_now_ns();
+		if (!r->step_t0_ns)
+			r->step_t0_ns = t0;
 		rc = wd_gateway_complete(r->ps->gw, &req, &resp, err);
-		rt_slice_ext(wd_now_ns() - t0);
+		uint64_t dt = wd_now_ns() - t0;
+		rt_slice_ext(dt);
 		r->model_calls++;
-		__atomic_add_fetch(&r->rt->m_model_calls, 1, __ATOMIC_RELAXED);
+		const char *outcome = rc ? "error" : "ok";
+		rt_m_add(r, WD_M_MODEL_CALLS, 1, outcome, NULL, NULL);
+		rt_m_observe(r, WD_M_MODEL_SECONDS, (double)dt / 1e9, outcome,
+			     NULL);
 	} else if (rc == 1) {
 		rc = 0;
 	}

@@ -552,7 +552,7 @@ int wd_rt_replay_create(struct wd_rt *rt, const struct wd_caller *c,
 	pthread_mutex_lock(&rt->mu);
 	r->next = rt->runs;
 	rt->runs = r;
-	rt->m_runs_started++;
+	rt_m_add(r, WD_M_RUNS_STARTED, 1, NULL, NULL, NULL);
 	rt_enqueue_locked(rt, r);
 	pthread_mutex_unlock(&rt->mu);
 	snprintf(id, 64, "%s", r->id);

@@ -5,6 +5,7 @@
 
 #include <pthread.h>
 
+#include "alert/metrics.h"
 #include "broker/broker.h"
 #include "runtime/pset.h"
 #include "runtime/runtime.h"
@@ -96,6 +97,7 @@ struct wd_run {
 	json_t *children; /* ids of the direct child runs */
 	/* a replay's state (replay.c), NULL for an ordinary run */
 	struct rt_replay *replay;
+	uint64_t step_t0_ns; /* the current step's first model call, 0 */
 	/* step events for streams: JSON lines, guarded by rt->mu */
 	char **lines;
 	uint64_t *line_seq;
@@ -134,9 +136,8 @@ struct wd_rt {
 	 * unhealthy): recover.c records it when the store recovers */
 	json_t *unended;
 	/* metrics */
-	uint64_t m_runs_started, m_runs_ended, m_model_calls, m_tool_calls,
-	    m_denials, m_refusals, m_steps;
-	uint64_t m_overhead_ns; /* platform time per step, summed */
+	struct wd_metrics *metrics; /* labelled families (rt_metrics.c) */
+	uint64_t m_overhead_ns;	    /* platform time per step, summed */
 	/* something was freed since the last malloc_trim (under mu) */
 	bool trim_pending;
 	uint64_t trim_last_ns;
@@ -204,6 +205,21 @@ int rt_record_start(struct wd_run *r, struct wd_err *err);
  * {steps, input_tokens, output_tokens, cost_usd}); own_steps: the run's
  * steps as the caller counts them (completed steps, or model calls). */
 json_t *rt_totals_json(const struct wd_run *r, int own_steps);
+
+/* rt_metrics.c: the labelled families of alert/metrics.h with the run's
+ * team and agent as their first two labels, then l2.. in the family's
+ * order. Tool names pass through rt_m_tool_label. */
+void rt_m_add(struct wd_run *r, enum wd_metric id, uint64_t n, const char *l2,
+	      const char *l3, const char *l4);
+void rt_m_observe(struct wd_run *r, enum wd_metric id, double seconds,
+		  const char *l2, const char *l3);
+/* name if the run's agent is granted that tool, else WD_METRICS_UNGRANTED
+ * (a model-chosen name never becomes a label value). */
+const char *rt_m_tool_label(const struct wd_run *r, const char *name);
+/* "1", "2", "3" */
+const char *rt_m_tier(int tier);
+/* Series at 0 for every agent (and granted tool) of ps. */
+void rt_m_init_policy(struct wd_rt *rt, const struct wd_pset *ps);
 
 /* loop.c */
 void rt_advance(struct wd_run *r);

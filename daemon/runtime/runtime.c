@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "common/log.h"
+#include "enforce/egress.h"
 #include "events/stream.h"
 #include "gateway/gateway.h"
 #include "policy/daemon_config.h"
@@ -334,7 +335,9 @@ void rt_finish(struct wd_run *r, const char *status, const char *reason,
 	free(r->final_text);
 	r->final_text = text ? wd_strdup(text) : NULL;
 	r->state = R_DONE;
-	rt->m_runs_ended++;
+	rt_m_add(r, WD_M_RUNS_ENDED, 1, status, NULL, NULL);
+	if (r->stop_bound[0] && !strcmp(status, "stopped"))
+		rt_m_add(r, WD_M_BUDGET_STOPS, 1, r->stop_bound, NULL, NULL);
 	/* its "per run" rate-limit windows end with it */
 	wd_ratelimit_forget(rt->rl, r->id);
 	rt->trim_pending = true;
@@ -559,7 +562,7 @@ int wd_rt_run_create(struct wd_rt *rt, const struct wd_caller *c,
 	pthread_mutex_lock(&rt->mu);
 	r->next = rt->runs;
 	rt->runs = r;
-	rt->m_runs_started++;
+	rt_m_add(r, WD_M_RUNS_STARTED, 1, NULL, NULL, NULL);
 	rt_enqueue_locked(rt, r);
 	pthread_mutex_unlock(&rt->mu);
 	snprintf(id, 64, "%s", r->id);
@@ -571,6 +574,16 @@ out:
 }
 
 /* ---- open/close/reload ---- */
+
+/* The BPF side's losses, read from the consumer that drains the shared
+ * ring buffer in wardend (each call's supervisor, routing records to
+ * their call: sandbox/native_supervise.c): reserve failures in the
+ * kernel, records that failed validation, records no live call owned. */
+static int bpf_loss_probe(void *arg, uint64_t *total)
+{
+	struct wd_egress *e = wd_egress_shared_peek();
+	return e ? wd_egress_lost(e, total) : -ENOENT;
+}
 
 int wd_rt_open(const struct wd_rt_opts *o, struct wd_rt **out,
 	       struct wd_err *err)
@@ -590,6 +603,9 @@ int wd_rt_open(const struct wd_rt_opts *o, struct wd_rt **out,
 	rt->unended = json_object();
 	rt->rl = wd_ratelimit_new();
 	rt->events = wd_stream_new(65536);
+	rt->metrics = wd_metrics_new(0);
+	wd_stream_set_loss_probe(rt->events, WD_LOST_BPF_RINGBUF,
+				 bpf_loss_probe, NULL);
 	pthread_mutex_init(&rt->mu, NULL);
 	pthread_cond_init(&rt->qcond, NULL);
 	pthread_cond_init(&rt->ecood, NULL);
@@ -600,6 +616,7 @@ int wd_rt_open(const struct wd_rt_opts *o, struct wd_rt **out,
 	}
 	if ((rc = wd_pset_load(rt->policy_dir, &rt->ps, err)))
 		goto fail;
+	rt_m_init_policy(rt, rt->ps);
 	struct wd_trace_opts to = {.redact_regexes = o->redact_regexes,
 				   .otlp = o->otlp};
 	if ((rc = wd_trace_open(rt->state_dir, &to, &rt->trace, err)))
@@ -645,6 +662,7 @@ fail:
 	wd_pset_unref(rt->ps);
 	wd_ratelimit_free(rt->rl);
 	wd_stream_free(rt->events);
+	wd_metrics_free(rt->metrics);
 	json_decref(rt->approvals);
 	json_decref(rt->unended);
 	free(rt->state_dir);
@@ -695,6 +713,7 @@ void wd_rt_close(struct wd_rt *rt)
 	wd_pset_unref(rt->ps);
 	wd_ratelimit_free(rt->rl);
 	wd_stream_free(rt->events);
+	wd_metrics_free(rt->metrics);
 	json_decref(rt->approvals);
 	json_decref(rt->unended);
 	free(rt->workers);
@@ -719,6 +738,7 @@ int wd_rt_reload(struct wd_rt *rt, struct wd_err *err)
 	rc = wd_pset_load(rt->policy_dir, &ps, err);
 	if (rc)
 		return rc;
+	rt_m_init_policy(rt, ps);
 	pthread_mutex_lock(&rt->mu);
 	struct wd_pset *old = rt->ps;
 	rt->ps = ps;

@@ -116,7 +116,10 @@ static void refuse(struct wd_run *r, json_t *pc, const char *status,
 	if (rt_record(r, rec, false, &e))
 		wd_warn("run %s: refusal not recorded: %s", r->id, e.msg);
 	json_decref(rec);
-	__atomic_add_fetch(&r->rt->m_refusals, 1, __ATOMIC_RELAXED);
+	rt_m_add(
+	    r, WD_M_TOOL_REFUSALS, 1,
+	    rt_m_tool_label(r, json_string_value(json_object_get(pc, "name"))),
+	    check, NULL);
 	json_t *o = json_pack("{s:s,s:s,s:s}", "status", status, "check", check,
 			      "error", reason);
 	cleanup_free char *msg = json_dumps(o, JSON_COMPACT);
@@ -259,7 +262,7 @@ static struct wd_run *child_start(struct wd_run *r, json_t *pc,
 	rt->runs = k;
 	k->refs++; /* ours, until the result is taken */
 	k->state = R_RUNNING;
-	rt->m_runs_started++;
+	rt_m_add(k, WD_M_RUNS_STARTED, 1, NULL, NULL, NULL);
 	json_array_append_new(r->children, json_string(k->id));
 	pthread_mutex_unlock(&rt->mu);
 	wd_info("run %s: sub-agent %s as run %s (depth %d)", r->id, d->name,

@@ -111,6 +111,7 @@ struct exec_job {
 	char status[24];
 	int rc;
 	struct wd_err err;
+	uint64_t ns; /* how long wd_broker_execute took */
 };
 
 static void *exec_thread(void *arg)
@@ -118,9 +119,11 @@ static void *exec_thread(void *arg)
 	struct exec_job *j = arg;
 	struct wd_broker_call c;
 	call_of(j->pc, &c);
+	uint64_t t0 = wd_now_ns();
 	j->rc = wd_broker_execute(&j->b, &c, j->m,
 				  json_object_get(j->pc, "approval"),
 				  &j->result, j->status, &j->err);
+	j->ns = wd_now_ns() - t0;
 	return NULL;
 }
 
@@ -264,8 +267,8 @@ int rt_tool_step(struct wd_run *r, struct wd_err *err)
 		    wd_broker_check(&b, &c, rt->rl, approved, &m, check, reason,
 				    sizeof(reason));
 		if (v == WD_BRK_DENIED || v == WD_BRK_INVALID) {
-			__atomic_add_fetch(&rt->m_refusals, 1,
-					   __ATOMIC_RELAXED);
+			rt_m_add(r, WD_M_TOOL_REFUSALS, 1,
+				 rt_m_tool_label(r, c.name), check, NULL);
 			wd_broker_record_refusal(&b, &c, v, check, reason,
 						 NULL);
 			json_t *o = json_pack("{s:s,s:s,s:s}", "status",
@@ -285,8 +288,8 @@ int rt_tool_step(struct wd_run *r, struct wd_err *err)
 				 "approval, so tools that need one are refused "
 				 "here",
 				 reason);
-			__atomic_add_fetch(&rt->m_refusals, 1,
-					   __ATOMIC_RELAXED);
+			rt_m_add(r, WD_M_TOOL_REFUSALS, 1,
+				 rt_m_tool_label(r, c.name), "approval", NULL);
 			wd_broker_record_refusal(&b, &c, WD_BRK_DENIED,
 						 "approval", why, NULL);
 			json_t *o =
@@ -392,7 +395,21 @@ int rt_tool_step(struct wd_run *r, struct wd_err *err)
 			break;
 	}
 	rt_slice_ext(wd_now_ns() - t0);
-	__atomic_add_fetch(&rt->m_tool_calls, (uint64_t)nj, __ATOMIC_RELAXED);
+	for (int x = 0; x < nj; x++) {
+		struct exec_job *j = &jobs[x];
+		const char *tool = j->m->name; /* from policy */
+		const char *tier = rt_m_tier((int)j->m->tier);
+		rt_m_add(r, WD_M_TOOL_CALLS, 1, tool, tier,
+			 j->rc ? "not_run" : j->status);
+		if (!j->rc) /* a call never started has no duration */
+			rt_m_observe(r, WD_M_TOOL_SECONDS, (double)j->ns / 1e9,
+				     tool, tier);
+		size_t nd = j->rc ? 0
+				  : json_array_size(
+					json_object_get(j->result, "denials"));
+		if (nd)
+			rt_m_add(r, WD_M_DENIALS, nd, tool, tier, NULL);
+	}
 
 	int ret = 1;
 	pthread_mutex_lock(&rt->mu);
@@ -417,9 +434,6 @@ int rt_tool_step(struct wd_run *r, struct wd_err *err)
 			rt_set_done(j->pc, err->msg, true);
 			continue;
 		}
-		json_t *den = json_object_get(j->result, "denials");
-		__atomic_add_fetch(&rt->m_denials, json_array_size(den),
-				   __ATOMIC_RELAXED);
 		char *content = rt_content_for_model(r, j->result);
 		bool is_err = strcmp(j->status, "ok") != 0;
 		rt_set_done(j->pc, content, is_err);
@@ -464,5 +478,10 @@ void rt_close_step(struct wd_run *r)
 	r->pending = NULL;
 	r->step++;
 	pthread_mutex_unlock(&r->rt->mu);
-	__atomic_add_fetch(&r->rt->m_steps, 1, __ATOMIC_RELAXED);
+	rt_m_add(r, WD_M_STEPS, 1, NULL, NULL, NULL);
+	if (r->step_t0_ns)
+		rt_m_observe(r, WD_M_STEP_SECONDS,
+			     (double)(wd_now_ns() - r->step_t0_ns) / 1e9, NULL,
+			     NULL);
+	r->step_t0_ns = 0;
 }

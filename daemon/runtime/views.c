@@ -349,33 +349,44 @@ json_t *wd_rt_status(struct wd_rt *rt)
 }
 
 /* Each model route's circuit breaker: open (1) means later calls skip
- * it and go straight to the next route. */
+ * it and go straight to the next route. Providers and models come from
+ * gateway.yaml (bounded by policy). */
 static void route_metrics(json_t *routes, struct wd_buf *b)
 {
-	size_t i;
-	json_t *r;
-	wd_buf_printf(b, "# TYPE warden_model_route_open gauge\n"
-			 "# TYPE warden_model_route_failures gauge\n"
-			 "# TYPE warden_model_route_opened_total counter\n");
-	json_array_foreach(routes, i, r)
-	{
-		const char *p =
-		    json_string_value(json_object_get(r, "provider"));
-		const char *m = json_string_value(json_object_get(r, "model"));
-		const char *st = json_string_value(json_object_get(r, "state"));
-		long long f = (long long)json_integer_value(
-		    json_object_get(r, "failures"));
-		long long o =
-		    (long long)json_integer_value(json_object_get(r, "opened"));
-		wd_buf_printf(b,
-			      "warden_model_route_open{provider=\"%s\","
-			      "model=\"%s\"} %d\n"
-			      "warden_model_route_failures{provider=\"%s\","
-			      "model=\"%s\"} %lld\n"
-			      "warden_model_route_opened_total{provider=\"%s\","
-			      "model=\"%s\"} %lld\n",
-			      p, m, strcmp(st, "closed") != 0, p, m, f, p, m,
-			      o);
+	static const struct {
+		const char *name, *type, *help;
+	} f[] = {
+	    {"warden_model_route_open", "gauge",
+	     "1 while the route's circuit breaker is open."},
+	    {"warden_model_route_failures", "gauge",
+	     "Consecutive failures of the route."},
+	    {"warden_model_route_opened_total", "counter",
+	     "Times the route's circuit breaker opened."},
+	};
+	for (size_t k = 0; k < WD_ARRAY_SIZE(f); k++) {
+		wd_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", f[k].name,
+			      f[k].help, f[k].name, f[k].type);
+		size_t i;
+		json_t *r;
+		json_array_foreach(routes, i, r)
+		{
+			const char *p =
+			    json_string_value(json_object_get(r, "provider"));
+			const char *m =
+			    json_string_value(json_object_get(r, "model"));
+			const char *st =
+			    json_string_value(json_object_get(r, "state"));
+			long long v = k == 0 ? (st && strcmp(st, "closed") != 0)
+				      : k == 1
+					  ? (long long)json_integer_value(
+						json_object_get(r, "failures"))
+					  : (long long)json_integer_value(
+						json_object_get(r, "opened"));
+			wd_buf_printf(b, "%s{", f[k].name);
+			wd_metrics_label(b, "provider", p ? p : "", true);
+			wd_metrics_label(b, "model", m ? m : "", false);
+			wd_buf_printf(b, "} %lld\n", v);
+		}
 	}
 }
 
@@ -388,21 +399,37 @@ static void pool_metrics(struct wd_pool *p, struct wd_buf *b)
 	static const char *const c[] = {
 	    "hits",    "misses", "quota_misses", "spawned",    "spawn_failures",
 	    "expired", "used",	 "evicted_idle", "evicted_cap"};
+	static const char *const ch[] = {
+	    "Tier-3 calls served by a warm sandbox.",
+	    "Tier-3 calls that found no warm sandbox (cold starts).",
+	    "Cold starts because the tenant was over its pool quota.",
+	    "Warm sandboxes started.",
+	    "Warm sandboxes that failed to start.",
+	    "Ready sandboxes replaced after idle_s.",
+	    "Warm sandboxes handed to a call.",
+	    "Pool keys dropped after key_idle_s unused.",
+	    "Pool keys evicted by max_keys."};
 	const uint64_t cv[] = {s.hits,	  s.misses,	    s.quota_misses,
 			       s.spawned, s.spawn_failures, s.expired,
 			       s.used,	  s.evicted_idle,   s.evicted_cap};
 	for (size_t i = 0; i < WD_ARRAY_SIZE(c); i++)
 		wd_buf_printf(b,
+			      "# HELP warden_pool_%s_total %s\n"
 			      "# TYPE warden_pool_%s_total counter\n"
 			      "warden_pool_%s_total %llu\n",
-			      c[i], c[i], (unsigned long long)cv[i]);
+			      c[i], ch[i], c[i], c[i],
+			      (unsigned long long)cv[i]);
 	static const char *const g[] = {"ready", "spawning", "in_use", "keys"};
+	static const char *const gh[] = {
+	    "Warm sandboxes ready.", "Warm sandboxes starting.",
+	    "Warm sandboxes in use by a call.", "Call shapes the pool holds."};
 	const int gv[] = {s.ready, s.spawning, s.in_use, s.keys};
 	for (size_t i = 0; i < WD_ARRAY_SIZE(g); i++)
 		wd_buf_printf(b,
+			      "# HELP warden_pool_%s %s\n"
 			      "# TYPE warden_pool_%s gauge\n"
 			      "warden_pool_%s %d\n",
-			      g[i], g[i], gv[i]);
+			      g[i], gh[i], g[i], g[i], gv[i]);
 }
 
 /* The live OTLP export: best effort, so what it dropped is counted. */
@@ -411,12 +438,19 @@ static void otlp_metrics(struct wd_otlp *o, struct wd_buf *b)
 	struct wd_otlp_stats s;
 	wd_otlp_stats(o, &s);
 	static const char *const c[] = {"queued", "sent", "dropped", "failed"};
+	static const char *const ch[] = {
+	    "GenAI spans queued for OTLP export.",
+	    "GenAI spans the collector accepted.",
+	    "GenAI spans dropped (queue full).",
+	    "GenAI spans given up on after retries."};
 	const uint64_t cv[] = {s.queued, s.sent, s.dropped, s.failed};
 	for (size_t i = 0; i < WD_ARRAY_SIZE(c); i++)
 		wd_buf_printf(b,
+			      "# HELP warden_otlp_spans_%s_total %s\n"
 			      "# TYPE warden_otlp_spans_%s_total counter\n"
 			      "warden_otlp_spans_%s_total %llu\n",
-			      c[i], c[i], (unsigned long long)cv[i]);
+			      c[i], ch[i], c[i], c[i],
+			      (unsigned long long)cv[i]);
 }
 
 void wd_rt_health_why(const struct wd_trace_health *h, char *why, size_t len)
@@ -452,7 +486,20 @@ char *wd_rt_metrics(struct wd_rt *rt)
 		susp += r->state == R_SUSPENDED;
 		active += r->state == R_RUNNING || r->state == R_QUEUED;
 	}
-	size_t napp = json_object_size(rt->approvals);
+	size_t napp = json_object_size(rt->approvals), past_ttl = 0;
+	uint64_t now_wall = wd_wall_ns(), oldest_ns = 0;
+	const char *ak;
+	json_t *ap;
+	json_object_foreach(rt->approvals, ak, ap)
+	{
+		uint64_t exp = (uint64_t)json_integer_value(
+		    json_object_get(ap, "expires_ns"));
+		uint64_t made = (uint64_t)json_integer_value(
+		    json_object_get(ap, "created_ns"));
+		past_ttl += exp && now_wall >= exp;
+		if (made && (!oldest_ns || made < oldest_ns))
+			oldest_ns = made;
+	}
 	size_t nunended = json_object_size(rt->unended);
 	json_t *routes =
 	    rt->ps->gw ? wd_gateway_breakers_json(rt->ps->gw) : json_array();
@@ -460,47 +507,60 @@ char *wd_rt_metrics(struct wd_rt *rt)
 	struct wd_trace_health th;
 	wd_trace_health(rt->trace, &th);
 	struct wd_stream_stats st;
+	wd_stream_refresh_lost(rt->events);
 	wd_stream_stats(rt->events, &st);
+	wd_metrics_render(rt->metrics, &b);
 	wd_buf_printf(
 	    &b,
-	    "# TYPE warden_runs_started_total counter\n"
-	    "warden_runs_started_total %llu\n"
-	    "# TYPE warden_runs_ended_total counter\n"
-	    "warden_runs_ended_total %llu\n"
+	    "# HELP warden_runs_active Runs running or queued.\n"
 	    "# TYPE warden_runs_active gauge\nwarden_runs_active %d\n"
+	    "# HELP warden_runs_suspended Runs waiting on an approval.\n"
 	    "# TYPE warden_runs_suspended gauge\nwarden_runs_suspended %d\n"
+	    "# HELP warden_approvals_pending Approval requests waiting for "
+	    "a decision.\n"
 	    "# TYPE warden_approvals_pending gauge\n"
 	    "warden_approvals_pending %zu\n"
-	    "# TYPE warden_model_calls_total counter\n"
-	    "warden_model_calls_total %llu\n"
-	    "# TYPE warden_tool_calls_total counter\n"
-	    "warden_tool_calls_total %llu\n"
-	    "# TYPE warden_tool_refusals_total counter\n"
-	    "warden_tool_refusals_total %llu\n"
-	    "# TYPE warden_denials_total counter\n"
-	    "warden_denials_total %llu\n"
+	    "# HELP warden_approvals_pending_past_ttl Approval requests still "
+	    "pending after their expiry (the expiry could not be recorded).\n"
+	    "# TYPE warden_approvals_pending_past_ttl gauge\n"
+	    "warden_approvals_pending_past_ttl %zu\n"
+	    "# HELP warden_approval_oldest_pending_seconds Age of the oldest "
+	    "pending approval request (0 when none).\n"
+	    "# TYPE warden_approval_oldest_pending_seconds gauge\n"
+	    "warden_approval_oldest_pending_seconds %.3f\n"
+	    "# HELP warden_events_published_total Events published on the "
+	    "node's event stream.\n"
 	    "# TYPE warden_events_published_total counter\n"
 	    "warden_events_published_total %llu\n"
+	    "# HELP warden_trace_healthy 1 while the trace store can write, "
+	    "0 while runs are refused for it.\n"
 	    "# TYPE warden_trace_healthy gauge\nwarden_trace_healthy %d\n"
-	    "# TYPE warden_steps_total counter\nwarden_steps_total %llu\n"
+	    "# HELP warden_platform_overhead_seconds_total Time in steps "
+	    "outside the model and the tools.\n"
 	    "# TYPE warden_platform_overhead_seconds_total counter\n"
 	    "warden_platform_overhead_seconds_total %.9f\n",
-	    (unsigned long long)rt->m_runs_started,
-	    (unsigned long long)rt->m_runs_ended, active, susp, napp,
-	    (unsigned long long)rt->m_model_calls,
-	    (unsigned long long)rt->m_tool_calls,
-	    (unsigned long long)rt->m_refusals,
-	    (unsigned long long)rt->m_denials, (unsigned long long)st.published,
-	    th.error ? 0 : 1, (unsigned long long)rt->m_steps,
+	    active, susp, napp, past_ttl,
+	    oldest_ns && oldest_ns < now_wall
+		? (double)(now_wall - oldest_ns) / 1e9
+		: 0.0,
+	    (unsigned long long)st.published, th.error ? 0 : 1,
 	    (double)rt->m_overhead_ns / 1e9);
 	wd_buf_printf(
 	    &b,
+	    "# HELP warden_trace_write_failures_total Trace store writes that "
+	    "failed.\n"
 	    "# TYPE warden_trace_write_failures_total counter\n"
 	    "warden_trace_write_failures_total %llu\n"
+	    "# HELP warden_trace_recoveries_total Times the trace store became "
+	    "writable again.\n"
 	    "# TYPE warden_trace_recoveries_total counter\n"
 	    "warden_trace_recoveries_total %llu\n"
+	    "# HELP warden_trace_unhealthy_seconds How long the trace store "
+	    "has been unable to write (0 when healthy).\n"
 	    "# TYPE warden_trace_unhealthy_seconds gauge\n"
 	    "warden_trace_unhealthy_seconds %.3f\n"
+	    "# HELP warden_runs_end_unrecorded Runs whose run_end waits for "
+	    "the trace store.\n"
 	    "# TYPE warden_runs_end_unrecorded gauge\n"
 	    "warden_runs_end_unrecorded %zu\n",
 	    (unsigned long long)th.failures, (unsigned long long)th.recoveries,
@@ -509,8 +569,11 @@ char *wd_rt_metrics(struct wd_rt *rt)
 	size_t rl_bytes = 0;
 	size_t rl_keys = wd_ratelimit_keys(rt->rl, &rl_bytes);
 	wd_buf_printf(&b,
+		      "# HELP warden_ratelimit_keys Rate-limit windows held.\n"
 		      "# TYPE warden_ratelimit_keys gauge\n"
 		      "warden_ratelimit_keys %zu\n"
+		      "# HELP warden_ratelimit_bytes Memory of the rate-limit "
+		      "windows.\n"
 		      "# TYPE warden_ratelimit_bytes gauge\n"
 		      "warden_ratelimit_bytes %zu\n",
 		      rl_keys, rl_bytes);

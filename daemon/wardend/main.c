@@ -28,6 +28,17 @@ static void usage(FILE *f)
 		"               [--workers N] [--approval-ttl SECONDS] "
 		"[--webhook URL] [--warm-pool N] [--otlp URL] [--log-json] "
 		"[-v]\n"
+		"               [--alert-webhook URL] [--alertmanager URL] "
+		"[--alert-window SECONDS]\n"
+		"  --alert-webhook URL  POST a JSON document per denial spike "
+		"or event loss\n"
+		"  --alertmanager URL   send them to Alertmanager's v2 API "
+		"(URL/api/v2/alerts):\n"
+		"                  repeated while firing, endsAt when they "
+		"end\n"
+		"  --alert-window SECONDS  the spike detector's short window "
+		"(default 60; the\n"
+		"                  baseline window is 60 of them)\n"
 		"  --warm-pool N   keep N tier-3 sandboxes ready per tool call "
 		"shape (0: cold starts;\n"
 		"                  overrides warm_pool.size of daemon.yaml)\n"
@@ -103,6 +114,8 @@ int main(int argc, char **argv)
 	    {"approval-ttl", required_argument, 0, 't'},
 	    {"webhook", required_argument, 0, 'W'},
 	    {"alert-webhook", required_argument, 0, 'A'},
+	    {"alertmanager", required_argument, 0, 'M'},
+	    {"alert-window", required_argument, 0, 'a'},
 	    {"log-json", no_argument, 0, 'j'},
 	    {"warm-pool", required_argument, 0, 'P'},
 	    {"otlp", required_argument, 0, 'O'},
@@ -142,6 +155,21 @@ int main(int argc, char **argv)
 		case 'A':
 			ac.webhook_url = optarg;
 			break;
+		case 'M':
+			ac.alertmanager_url = optarg;
+			break;
+		case 'a': {
+			char *end = NULL;
+			unsigned long w = strtoul(optarg, &end, 10);
+			if (!end || *end || w < 1 || w > 3600) {
+				fprintf(stderr, "wardend: --alert-window wants "
+						"1..3600 seconds\n");
+				return 2;
+			}
+			ac.short_window_s = (uint32_t)w;
+			ac.long_window_s = (uint32_t)w * 60;
+			break;
+		}
 		case 'W':
 			ro.webhook_url = optarg;
 			break;
@@ -175,6 +203,10 @@ int main(int argc, char **argv)
 	}
 	if (!sock || !*sock)
 		sock = "/run/warden/wardend.sock";
+	/* the daemon's alerts link back to its metrics when it serves them */
+	cleanup_free char *gen_url =
+	    metrics ? wd_asprintf("http://%s/metrics", metrics) : NULL;
+	ac.generator_url = gen_url;
 	if (!state || !*state)
 		state = DEFAULT_STATE;
 	wd_log_route_libbpf();

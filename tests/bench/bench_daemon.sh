@@ -33,7 +33,8 @@ agent gate gate '[gated]'
 write_gateway
 MPORT=$((20000 + RANDOM % 20000))
 start_daemon --metrics "127.0.0.1:$MPORT" --workers 64 || exit 1
-metric() { curl -s "http://127.0.0.1:$MPORT/metrics" | awk -v k="$1" '$1==k{print $2}'; }
+# a family's sum over its label sets
+metric() { curl -s "http://127.0.0.1:$MPORT/metrics" | awk -v k="$1" '$1==k || index($1, k "{")==1 {s+=$2; n++} END{if (n) printf "%.9f\n", s}'; }
 rss_kb() { awk '/^VmRSS:/{print $2}' "/proc/$WPID/status"; }
 threads() { awk '/^Threads:/{print $2}' "/proc/$WPID/status"; }
 sleep 0.5

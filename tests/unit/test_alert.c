@@ -690,6 +690,166 @@ static void test_key_cap(void)
 	wd_stream_free(st);
 }
 
+/* Alertmanager's v2 API: the spike is posted as a one-alert array with
+ * startsAt and no endsAt, repeated every resend_s while the key is in its
+ * spike, and posted with endsAt once the short window no longer is one
+ * (without any further event of that key). */
+static json_t *am_body(struct srv *s, int i)
+{
+	pthread_mutex_lock(&s->mu);
+	json_t *j = i < s->nreq ? json_loads(s->bodies[i], 0, NULL) : NULL;
+	pthread_mutex_unlock(&s->mu);
+	return j;
+}
+
+static bool wait_posts(struct srv *s, int n)
+{
+	for (int i = 0; i < 500 && srv_count(s) < n; i++)
+		usleep(10000);
+	return srv_count(s) >= n;
+}
+
+static const char *am_label(json_t *arr, const char *name)
+{
+	return json_string_value(json_object_get(
+	    json_object_get(json_array_get(arr, 0), "labels"), name));
+}
+
+static void test_alertmanager(void)
+{
+	struct srv srv;
+	if (srv_start(&srv, 0, false)) {
+		T_FAIL("am_server", "cannot start loopback server");
+		return;
+	}
+	char url[64];
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/", srv.port);
+	struct wd_stream *st = wd_stream_new(4096);
+	struct wd_alert_config c = base_cfg(NULL);
+	c.alertmanager_url = url;
+	c.generator_url = "http://127.0.0.1:9464/metrics";
+	c.resend_s = 10;
+	struct wd_alert *a = NULL;
+	struct wd_err err = {0};
+	if (wd_alert_new(&c, st, &a, &err)) {
+		T_FAIL("am_new", "%s", err.msg);
+		srv_stop(&srv);
+		wd_stream_free(st);
+		return;
+	}
+	advance(200 * S); /* past the warm-up */
+	for (int i = 0; i < 30; i++) {
+		pub_sync(a, st, &burst, i);
+		advance(S / 10);
+	}
+	bool got = wait_posts(&srv, 1);
+	json_t *b0 = am_body(&srv, 0);
+	json_t *a0 = json_array_get(b0, 0);
+	T_OK(got && json_array_size(b0) == 1 &&
+		 !strcmp(srv.line[0], "POST /api/v2/alerts HTTP/1.1") &&
+		 !strcmp(srv.ctype[0], "application/json"),
+	     "am_post_v2_alerts", "%d posts, line '%s', type '%s'",
+	     srv_count(&srv), srv.line[0], srv.ctype[0]);
+	const char *last = json_string_value(
+	    json_object_get(json_object_get(a0, "annotations"), "last_event"));
+	T_OK(
+	    am_label(b0, "alertname") &&
+		!strcmp(am_label(b0, "alertname"), "WardenDaemonDenialSpike") &&
+		am_label(b0, "tool") &&
+		!strcmp(am_label(b0, "tool"), "burst") &&
+		!strcmp(am_label(b0, "dim"), "tool") &&
+		!strcmp(am_label(b0, "node"), "testnode") &&
+		json_string_value(json_object_get(a0, "startsAt")) &&
+		!json_object_get(a0, "endsAt") &&
+		!strcmp(json_string_value(json_object_get(a0, "generatorURL")),
+			"http://127.0.0.1:9464/metrics") &&
+		last && strstr(last, "run run-burst step 19 tool burst"),
+	    "am_alert_shape", "%s", srv_count(&srv) ? srv.bodies[0] : "-");
+	/* still in its spike 11 s later: repeated, still without endsAt */
+	advance(11 * S);
+	got = wait_posts(&srv, 2);
+	json_t *b1 = am_body(&srv, 1);
+	T_OK(got && am_label(b1, "tool") &&
+		 !strcmp(am_label(b1, "tool"), "burst") &&
+		 !json_object_get(json_array_get(b1, 0), "endsAt") &&
+		 json_equal(json_object_get(json_array_get(b1, 0), "startsAt"),
+			    json_object_get(a0, "startsAt")),
+	     "am_repeat_while_firing", "%s",
+	     srv_count(&srv) > 1 ? srv.bodies[1] : "-");
+	/* the short window passes with no more events: resolved */
+	advance(61 * S);
+	got = wait_posts(&srv, 3);
+	json_t *b2 = am_body(&srv, 2);
+	const char *ends =
+	    json_string_value(json_object_get(json_array_get(b2, 0), "endsAt"));
+	T_OK(got && am_label(b2, "tool") &&
+		 !strcmp(am_label(b2, "tool"), "burst") && ends &&
+		 strcmp(ends,
+			json_string_value(json_object_get(a0, "startsAt"))) > 0,
+	     "am_resolve_endsat", "%s",
+	     srv_count(&srv) > 2 ? srv.bodies[2] : "-");
+	struct wd_alert_stats as;
+	wd_alert_flush(a, 5000);
+	wd_alert_stats(a, &as);
+	T_OK(as.am_sent == 3 && as.am_active == 0, "am_stats",
+	     "sent %llu active %u", (unsigned long long)as.am_sent,
+	     as.am_active);
+	json_decref(b0);
+	json_decref(b1);
+	json_decref(b2);
+	wd_alert_free(a);
+	srv_stop(&srv);
+	wd_stream_free(st);
+}
+
+/* Loss read through the stream's probe (as wardend reads its own BPF
+ * consumer's count, runtime.c bpf_loss_probe): no pump call, no
+ * wd_stream_set_lost; the alerter's loop reads it, counts it in
+ * /metrics and raises events_lost. */
+static uint64_t probe_total;
+static int probe_calls;
+static int fake_probe(void *arg, uint64_t *total)
+{
+	__atomic_add_fetch(&probe_calls, 1, __ATOMIC_SEQ_CST);
+	*total = __atomic_load_n(&probe_total, __ATOMIC_SEQ_CST);
+	return 0;
+}
+
+static void test_loss_probe(void)
+{
+	struct wd_stream *st = wd_stream_new(64);
+	wd_stream_set_loss_probe(st, WD_LOST_BPF_RINGBUF, fake_probe, NULL);
+	struct wd_alert_config c = base_cfg(NULL);
+	struct wd_alert *a = NULL;
+	struct wd_err err = {0};
+	if (wd_alert_new(&c, st, &a, &err)) {
+		T_FAIL("loss_probe_new", "%s", err.msg);
+		wd_stream_free(st);
+		return;
+	}
+	__atomic_store_n(&probe_total, 7, __ATOMIC_SEQ_CST);
+	struct wd_alert_stats as = {0};
+	for (int i = 0; i < 300 && !as.alerts_lost; i++) {
+		usleep(10000);
+		wd_alert_stats(a, &as);
+	}
+	struct wd_buf m = {0};
+	wd_alert_metrics_render(a, &m);
+	T_OK(as.alerts_lost == 1 &&
+		 metric(m.data, "warden_denial_events_lost_total{reason="
+				"\"bpf_ringbuf\"}") == 7,
+	     "loss_probe_counted_and_alerted",
+	     "alerts_lost %llu, probe calls %d",
+	     (unsigned long long)as.alerts_lost, probe_calls);
+	struct wd_stream_stats ss;
+	wd_stream_stats(st, &ss);
+	T_OK(ss.lost[WD_LOST_BPF_RINGBUF] == 7, "loss_probe_in_stream", "%llu",
+	     (unsigned long long)ss.lost[WD_LOST_BPF_RINGBUF]);
+	wd_buf_free(&m);
+	wd_alert_free(a);
+	wd_stream_free(st);
+}
+
 int main(void)
 {
 	wd_log_set_level(WD_LOG_ERROR);
@@ -700,5 +860,7 @@ int main(void)
 	test_hung_webhook();
 	test_overrun();
 	test_key_cap();
+	test_alertmanager();
+	test_loss_probe();
 	return T_DONE();
 }

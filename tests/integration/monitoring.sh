@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# Monitoring with the servers monitoring teams run (Debian's prometheus and
+# prometheus-alertmanager, started here on loopback ports): Prometheus
+# scrapes wardend's /metrics and evaluates the shipped rules
+# (policy/monitoring/warden-rules.yaml); one tool, denied connecting to
+# 127.0.0.1 by its manifest (network.allow: []), makes a denial spike; the
+# rule fires with that tool's label (Prometheus HTTP API); wardend's own
+# spike alert goes to Alertmanager's v2 API (--alertmanager), which routes
+# it to a webhook receiver run here, and then its resolve; promtool checks
+# a real scrape and unit-tests the rules; the dashboard and the rules name
+# only exported metrics.
+. tests/lib.sh
+. tests/integration/daemon_lib/common.sh
+[ "$(id -u)" -eq 0 ] || { skip monitoring "needs root"; finish; }
+LIB=$ROOT_DIR/tests/integration/monitoring_lib
+MON=$ROOT_DIR/policy/monitoring
+for b in prometheus prometheus-alertmanager promtool; do
+	command -v "$b" >/dev/null || { fail monitoring-deps "$b missing (scripts/deps.sh installs prometheus, prometheus-alertmanager)"; finish; }
+done
+
+PROM_PID= AM_PID= RECV_PID=
+mon_cleanup() {
+	local p
+	for p in $PROM_PID $AM_PID $RECV_PID; do
+		kill "$p" 2>/dev/null && wait "$p" 2>/dev/null
+	done
+	cleanup_all
+}
+trap mon_cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+MPORT=$(free_port) PPORT=$(free_port) APORT=$(free_port)
+
+# the tool: 40 connects to 127.0.0.1:9, each denied by cgroup/connect4
+base_policy
+tool spiker '["/bin/bash", "-c", "for i in {1..40}; do : 3<>/dev/tcp/127.0.0.1/9; done 2>/dev/null; echo tried"]' \
+	"input: stdin" "args_schema: {type: object}" \
+	"auth: {mode: on_behalf_of_user, scopes: [\"test:spiker\"]}" "side_effects: none"
+script spike <<'S'
+{"step": 0, "tool_calls": [{"name": "spiker", "arguments": {}}]}
+{"text": "done"}
+S
+agent spiky spike '[spiker, echo]'
+write_gateway
+
+# the webhook receiver Alertmanager routes to
+python3 "$LIB/receiver.py" "$T/recv.port" "$T/recv.out" >"$T/recv.log" 2>&1 &
+RECV_PID=$!
+wait_until 10 test -s "$T/recv.port" || { fail receiver-start "$(cat "$T/recv.log")"; finish; }
+HPORT=$(cat "$T/recv.port")
+
+mkdir -p "$T/am" "$T/prom"
+cat >"$T/am/alertmanager.yml" <<Y
+route:
+  receiver: hook
+  group_by: [alertname, tool]
+  group_wait: 1s
+  group_interval: 1s
+  repeat_interval: 1h
+receivers:
+  - name: hook
+    webhook_configs:
+      - url: http://127.0.0.1:$HPORT/
+        send_resolved: true
+Y
+prometheus-alertmanager --config.file="$T/am/alertmanager.yml" --storage.path="$T/am/data" \
+	--web.listen-address="127.0.0.1:$APORT" --cluster.listen-address= >"$T/am.log" 2>&1 &
+AM_PID=$!
+cat >"$T/prom/prometheus.yml" <<Y
+global: {scrape_interval: 1s, evaluation_interval: 1s}
+rule_files: ["$MON/warden-rules.yaml"]
+scrape_configs:
+  - job_name: warden
+    static_configs: [{targets: ["127.0.0.1:$MPORT"]}]
+Y
+prometheus --config.file="$T/prom/prometheus.yml" --storage.tsdb.path="$T/prom/data" \
+	--web.listen-address="127.0.0.1:$PPORT" >"$T/prom.log" 2>&1 &
+PROM_PID=$!
+wait_until 30 curl -sf "http://127.0.0.1:$APORT/-/ready" || { fail alertmanager-start "$(tail -5 "$T/am.log")"; finish; }
+wait_until 30 curl -sf "http://127.0.0.1:$PPORT/-/ready" || { fail prometheus-start "$(tail -5 "$T/prom.log")"; finish; }
+pass servers-started
+
+start_daemon --metrics "127.0.0.1:$MPORT" --alertmanager "http://127.0.0.1:$APORT" --alert-window 5 ||
+	{ fail daemon-start "see log"; finish; }
+T0=$(date +%s)
+
+prom_q() { curl -s --get "http://127.0.0.1:$PPORT/api/v1/query" --data-urlencode "query=$1"; }
+# the tool's series is scraped at 0 before its first denial (rate() needs it)
+wait_until 30 sh -c "curl -s --get 'http://127.0.0.1:$PPORT/api/v1/query' --data-urlencode 'query=warden_denials_total{tool=\"spiker\"}' | grep -q '\"value\":\[[0-9.]*,\"0\"\]'" &&
+	pass prom-scrapes-zero-series || fail prom-scrapes-zero-series "$(prom_q 'warden_denials_total')"
+# past the daemon detector's warm-up (2 windows of 5 s)
+while [ $(($(date +%s) - T0)) -lt 12 ]; do sleep 0.5; done
+
+out=$(as_user 1000 "$WARDEN" run --json spiky go 2>&1)
+expect_match spike-run "$(printf '%s\n' "$out" | grep '"type":"run_end"')" '"status":"ok"'
+m=$(curl -s "http://127.0.0.1:$MPORT/metrics")
+n=$(printf '%s\n' "$m" | awk '/^warden_denials_total\{.*tool="spiker"/ {print $2}')
+[ "${n:-0}" -ge 20 ] && pass metrics-denials-labelled "$n denials of spiker" ||
+	fail metrics-denials-labelled "$(printf '%s\n' "$m" | grep '^warden_denials_total')"
+expect_match metrics-tool-calls "$m" 'warden_tool_calls_total\{team="team-spiky",agent="spiky",tool="spiker",tier="1",outcome="[a-z_]+"\} 1'
+expect_match metrics-tool-histogram "$m" 'warden_tool_call_duration_seconds_count\{team="team-spiky",agent="spiky",tool="spiker",tier="1"\} 1'
+expect_match metrics-step-histogram "$m" 'warden_step_duration_seconds_count\{team="team-spiky",agent="spiky"\} 1'
+expect_match metrics-model-histogram "$m" 'warden_model_call_duration_seconds_count\{team="team-spiky",agent="spiky",outcome="ok"\} 2'
+expect_match metrics-denial-events "$m" 'warden_denial_events_total\{source="bpf",kind="connect",team="team-spiky",tool="spiker",verdict="denied"\} [1-9]'
+
+# promtool on a real scrape
+printf '%s\n' "$m" >"$T/scrape.txt"
+pt=$(promtool check metrics <"$T/scrape.txt" 2>&1) && pass promtool-check-metrics || fail promtool-check-metrics "$pt"
+pt=$(promtool check rules "$MON/warden-rules.yaml" 2>&1) && pass promtool-check-rules || fail promtool-check-rules "$pt"
+pt=$(cd "$MON" && promtool test rules warden-rules.test.yaml 2>&1) && pass promtool-test-rules || fail promtool-test-rules "$pt"
+# the dashboard and the rules name only exported metrics (prints PASS/FAIL)
+python3 "$LIB/check_names.py" "$T/scrape.txt" "$MON/warden-dashboard.json" "$MON/warden-rules.yaml" || _fail=1
+
+# Prometheus: the shipped rule fires for that tool
+prom_alert() {
+	curl -s "http://127.0.0.1:$PPORT/api/v1/alerts" | python3 -c "import json,sys
+d=json.load(sys.stdin)
+a=[x for x in d['data']['alerts'] if x['labels'].get('alertname')=='$1' and x['labels'].get('$2')=='$3' and x['state']=='firing']
+sys.exit(0 if a else 1)"
+}
+wait_until 60 prom_alert WardenDenialSpikeTool tool spiker &&
+	pass prometheus-rule-fires-for-tool ||
+	fail prometheus-rule-fires-for-tool "$(curl -s "http://127.0.0.1:$PPORT/api/v1/alerts" | head -c 600)"
+wait_until 10 prom_alert WardenDenialSpikeAgent agent spiky &&
+	pass prometheus-rule-fires-for-agent || fail prometheus-rule-fires-for-agent "not firing"
+prom_alert WardenDenialSpikeTool tool echo && fail prometheus-rule-quiet-tool "echo fired" ||
+	pass prometheus-rule-quiet-tool
+
+# Alertmanager: wardend's own alert, routed to the receiver, then resolved
+recv_has() { # STATUS: a notification of that status for the spiker alert
+	python3 -c "import json,sys
+for line in open('$T/recv.out'):
+    d=json.loads(line)
+    for a in d.get('alerts', []):
+        l=a.get('labels', {})
+        if l.get('alertname')=='WardenDaemonDenialSpike' and l.get('tool')=='spiker' and a.get('status')=='$1':
+            print(json.dumps(a, separators=(',', ':'))); sys.exit(0)
+sys.exit(1)" 2>/dev/null
+}
+wait_until 30 recv_has firing && pass alertmanager-routes-daemon-alert ||
+	fail alertmanager-routes-daemon-alert "receiver got: $(head -c 600 "$T/recv.out" 2>/dev/null); wardend: $(grep -i alertmanager "$T/wardend.log" | tail -3)"
+a=$(recv_has firing)
+expect_match alert-annotations "$a" '"last_event":"run [a-z0-9_-]+ step 0 tool spiker \(team team-spiky, agent spiky\): bpf connect .*127\.0\.0\.1:9'
+expect_match alert-generator-url "$a" "\"generatorURL\":\"http://127.0.0.1:$MPORT/metrics\""
+wait_until 60 recv_has resolved && pass alertmanager-resolve-arrives ||
+	fail alertmanager-resolve-arrives "receiver got: $(tail -c 600 "$T/recv.out" 2>/dev/null)"
+expect_match metrics-alertmanager-sent "$(curl -s "http://127.0.0.1:$MPORT/metrics")" 'warden_alertmanager_sent_total [2-9]'
+
+stop_daemon
+finish
