@@ -79,6 +79,14 @@ int wd_native_init(const char **path, struct wd_err *err)
 	return init_fd;
 }
 
+static int protect_err; /* 0, or -errno of the write that failed */
+
+int wd_sandbox_protect_self(void)
+{
+	wd_native_protect_self();
+	return __atomic_load_n(&protect_err, __ATOMIC_ACQUIRE);
+}
+
 void wd_native_protect_self(void)
 {
 	static int done;
@@ -90,9 +98,13 @@ void wd_native_protect_self(void)
 	 * (helpers, providers) stays killable. Tier 2's init and tier 1's T
 	 * are set back to 0 (native_child.c). Root only; else unchanged. */
 	int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
-	if (fd < 0 ||
-	    write(fd, WD_SUPERVISOR_OOM_ADJ, strlen(WD_SUPERVISOR_OOM_ADJ)) < 0)
+	if (fd < 0 || write(fd, WD_SUPERVISOR_OOM_ADJ,
+			    strlen(WD_SUPERVISOR_OOM_ADJ)) < 0) {
+		/* lowering it takes CAP_SYS_RESOURCE, which a root in a
+		 * container may lack: wardend says so at start */
+		__atomic_store_n(&protect_err, -errno, __ATOMIC_RELEASE);
 		wd_debug("oom_score_adj: %s", strerror(errno));
+	}
 	if (fd >= 0)
 		close(fd);
 }

@@ -105,6 +105,10 @@ void wd_sandbox_identity_end(struct wd_uid_lease *ls,
  * manifests must outlive the pool. */
 struct wd_pool;
 void wd_sandbox_use_pool(struct wd_pool *p);
+/* The supervisor's own OOM protection (oom_score_adj -900, below every
+ * tool): set once per process; 0, or -errno when the kernel refused it
+ * (lowering it takes CAP_SYS_RESOURCE). */
+int wd_sandbox_protect_self(void);
 
 /* Remove what calls killed mid-flight (a daemon killed with -9) left
  * behind: call directories and warden cgroups with no process. Returns the

@@ -11,6 +11,7 @@
 
 #include "common/log.h"
 #include "policy/daemon_config.h"
+#include "sandbox/sandbox.h"
 #include "sandbox/uidpool.h"
 #include "sandbox/pool.h"
 #include "trace/otlp.h"
@@ -298,6 +299,13 @@ int main(int argc, char **argv)
 	if (metrics && wd_server_start_metrics(srv, metrics, &err))
 		wd_warn("metrics: %s", err.msg);
 	wd_info("listening on %s (state %s, policy %s)", sock, state, policy);
+	int oe = wd_sandbox_protect_self();
+	if (oe)
+		wd_warn(
+		    "oom_score_adj -900 refused (%s): the node's OOM killer "
+		    "may pick wardend before a tool (give it "
+		    "CAP_SYS_RESOURCE, or set OOMScoreAdjust= in its unit)",
+		    strerror(-oe));
 
 	for (;;) {
 		int sig;
