@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "alert/alertmanager.h"
+#include "alert/metrics.h"
 #include "alert/webhook.h"
 #include "alert/window.h"
 #include "common/log.h"
@@ -764,21 +765,6 @@ int wd_alert_key(struct wd_alert *a, enum wd_alert_dim dim, const char *value,
 
 /* ---- metrics ---- */
 
-/* Prometheus label value: escape backslash, double quote, newline. */
-static void label(struct wd_buf *b, const char *name, const char *v, bool first)
-{
-	wd_buf_printf(b, "%s%s=\"", first ? "" : ",", name);
-	for (; *v; v++) {
-		if (*v == '\\' || *v == '"')
-			wd_buf_printf(b, "\\%c", *v);
-		else if (*v == '\n')
-			wd_buf_append(b, "\\n", 2);
-		else
-			wd_buf_append(b, v, 1);
-	}
-	wd_buf_append(b, "\"", 1);
-}
-
 static void family(struct wd_buf *b, const char *name, const char *type,
 		   const char *help)
 {
@@ -806,11 +792,11 @@ void wd_alert_metrics_render(struct wd_alert *a, struct wd_buf *out)
 	       "Denial and audit events seen on the node's event stream.");
 	for (struct wd_series *s = a->series.first; s; s = s->next) {
 		wd_buf_printf(out, "warden_denial_events_total{");
-		label(out, "source", s->source, true);
-		label(out, "kind", s->kind, false);
-		label(out, "team", s->team, false);
-		label(out, "tool", s->tool, false);
-		label(out, "verdict", s->verdict, false);
+		wd_metrics_label(out, "source", s->source, true);
+		wd_metrics_label(out, "kind", s->kind, false);
+		wd_metrics_label(out, "team", s->team, false);
+		wd_metrics_label(out, "tool", s->tool, false);
+		wd_metrics_label(out, "verdict", s->verdict, false);
 		wd_buf_printf(out, "} %llu\n", (unsigned long long)s->count);
 	}
 	if (a->series.other)
@@ -836,9 +822,10 @@ void wd_alert_metrics_render(struct wd_alert *a, struct wd_buf *out)
 		double rb = j.base * NS / (double)a->short_ns;
 		for (int w = 0; w < 2; w++) {
 			wd_buf_printf(out, "warden_denial_rate_per_second{");
-			label(out, "dim", dim_names[k->dim], true);
-			label(out, "key", k->value, false);
-			label(out, "window", w ? "baseline" : "short", false);
+			wd_metrics_label(out, "dim", dim_names[k->dim], true);
+			wd_metrics_label(out, "key", k->value, false);
+			wd_metrics_label(out, "window",
+					 w ? "baseline" : "short", false);
 			wd_buf_printf(out, "} %.6g\n", w ? rb : rs);
 		}
 	}
