@@ -514,6 +514,17 @@ int wd_agents_check_subagents(struct wd_agent *const *v, int n,
 			else if (plen + strlen(s) > 64)
 				why = "the sub-agent's tool name would be "
 				      "longer than 64 characters";
+			else if (a->trace.payloads == WD_TRACE_HASH_ONLY &&
+				 v[agent_index(v, n, s)]->trace.payloads !=
+				     WD_TRACE_HASH_ONLY)
+				/* its task comes from this agent's
+				 * conversation, its answer goes back into it */
+				why =
+				    "this agent keeps hashes only "
+				    "(trace.payloads: hash_only) and the "
+				    "sub-agent keeps full payloads: its trace "
+				    "would hold what this agent's does not; "
+				    "give it hash_only too";
 			if (why) {
 				wd_diag_add(diag, a->source,
 					    a->subagent_line[k],

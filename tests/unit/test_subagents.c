@@ -134,6 +134,28 @@ static void test_graph(void)
 	     "rc %d problems %d", rc, problems);
 	wd_diag_free(&d);
 
+	/* a hash_only agent's sub-agent keeps hashes only too: its task
+	 * and answer are the parent's conversation */
+	cleanup_free char *ho = doc("a", "subagents: [b, c]\n"
+					 "trace: {payloads: hash_only}\n");
+	cleanup_free char *hb = doc("b", "trace: {payloads: hash_only}\n");
+	cleanup_free char *hc = doc("c", "");
+	cleanup_free char *hot = wd_asprintf("%s---\n%s---\n%s", ho, hb, hc);
+	memset(&d, 0, sizeof(d));
+	rc = load_check(hot, &d, &problems);
+	T_OK(rc == 0 && problems == 1 &&
+		 has_msg(&d,
+			 "p.yaml:6:16: agent 'a': sub-agent 'c': this "
+			 "agent keeps hashes only (trace.payloads: "
+			 "hash_only) and the sub-agent keeps full payloads: "
+			 "its trace would hold what this agent's does not; "
+			 "give it hash_only too"),
+	     "subagents-hash-only-parent-full-child", "rc %d problems %d", rc,
+	     problems);
+	if (problems != 1)
+		dump(&d);
+	wd_diag_free(&d);
+
 	/* unknown and self: at the entry */
 	cleanup_free char *u = doc("a", "subagents: [nosuch, a]\n");
 	memset(&d, 0, sizeof(d));
