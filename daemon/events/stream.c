@@ -274,7 +274,8 @@ int wd_stream_render(struct wd_stream *s, struct wd_stream_cursor *c,
 		if (rc <= 0)
 			break;
 		for (int i = 0; i < rc; i++)
-			append_entry(out, &buf[i]);
+			if (!c->keep || c->keep(&buf[i].ev, c->keep_arg))
+				append_entry(out, &buf[i]);
 		total += rc;
 		if (rc < want)
 			break;

@@ -67,6 +67,10 @@ struct wd_stream_cursor {
 	uint64_t shown[WD_LOST_NR + 1];
 	bool shown_once;
 	uint64_t last_line_ns;
+	/* wd_stream_render shows an event only if keep(ev, keep_arg) (NULL:
+	 * every event): a reader sees the events of the runs it may read */
+	bool (*keep)(const struct wd_event *ev, void *keep_arg);
+	void *keep_arg;
 };
 
 /* capacity: events held (>= 1). Never NULL (aborts on OOM). */

@@ -109,6 +109,12 @@ void wd_rt_stream_close(struct wd_rt_stream *s);
 json_t *wd_rt_run_info(struct wd_rt *rt, const struct wd_caller *c,
 		       const char *run_id, struct wd_err *err);
 json_t *wd_rt_runs_list(struct wd_rt *rt, const struct wd_caller *c);
+/* May c see a denial event: root and auditors every one, others those of
+ * the runs they may read (by the run in memory, else by its team's
+ * group); an event of no run only root and auditors. */
+struct wd_event;
+bool wd_rt_event_visible(struct wd_rt *rt, const struct wd_caller *c,
+			 const struct wd_event *ev);
 /* 0 if c may read run_id (its stream too); -ENOENT, -EACCES with err */
 int wd_rt_may_read_run(struct wd_rt *rt, const struct wd_caller *c,
 		       const char *run_id, struct wd_err *err);

@@ -14,6 +14,7 @@
 #include "runtime/rt_int.h"
 #include "trace/trace.h"
 #include "trace/records.h"
+#include "events/event.h"
 
 #include <string.h>
 
@@ -55,6 +56,22 @@ bool rt_may_read_run_locked(struct wd_rt *rt, const struct wd_caller *c,
 	return wd_users_may_read_run(rt->ps->users, c->uid,
 				     caller_name(rt->ps, c), r->caller.uid,
 				     r->caller.user, r->team, NULL);
+}
+
+bool wd_rt_event_visible(struct wd_rt *rt, const struct wd_caller *c,
+			 const struct wd_event *ev)
+{
+	if (c->uid == 0)
+		return true;
+	pthread_mutex_lock(&rt->mu);
+	struct wd_run *r =
+	    ev->run_id[0] ? rt_find_run_locked(rt, ev->run_id) : NULL;
+	bool ok = r ? rt_may_read_run_locked(rt, c, r)
+		    : wd_users_may_read_run(
+			  rt->ps->users, c->uid, caller_name(rt->ps, c), -1, "",
+			  ev->run_id[0] ? ev->team : "", NULL);
+	pthread_mutex_unlock(&rt->mu);
+	return ok;
 }
 
 static int refuse(struct wd_pset *ps, const struct wd_caller *c,

@@ -116,6 +116,7 @@ struct stream_cb {
 	struct wd_rt_stream *rs;
 	struct wd_stream *ev; /* events endpoint */
 	struct wd_stream_cursor cur;
+	struct wd_caller who; /* the events reader (its filter) */
 	bool follow;
 	struct wd_buf buf;
 	size_t off;
@@ -128,6 +129,12 @@ struct stream_cb {
 static bool srv_stopping(struct wd_server *srv)
 {
 	return __atomic_load_n(&srv->stopping, __ATOMIC_ACQUIRE);
+}
+
+static bool event_visible(const struct wd_event *ev, void *arg)
+{
+	struct stream_cb *s = arg;
+	return wd_rt_event_visible(s->srv->rt, &s->who, ev);
 }
 
 /* Append what is available now, without waiting. */
@@ -445,6 +452,13 @@ static enum MHD_Result dispatch(struct wd_server *srv,
 		s->srv = srv;
 		s->follow = q->follow;
 		wd_stream_cursor_init(&s->cur, q->since_seq);
+		/* a denial names its run, tool, team and target: shown to
+		 * those who may read that run (root and auditors: all) */
+		s->who = *who;
+		if (who->uid != 0) {
+			s->cur.keep = event_visible;
+			s->cur.keep_arg = s;
+		}
 		return send_stream(con, s);
 	}
 	case WD_EP_POLICY_RELOAD:

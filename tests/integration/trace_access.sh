@@ -40,9 +40,17 @@ script gate <<'S'
 {"step": 0, "tool_calls": [{"name": "gated", "arguments": {"n": "{{task}}"}}]}
 {"text": "done"}
 S
+tool knock '["/bin/bash", "-c", "for i in 1 2 3; do : 3<>/dev/tcp/127.0.0.1/9; done 2>/dev/null; echo tried"]' \
+	"input: stdin" "args_schema: {type: object}" \
+	"auth: {mode: on_behalf_of_user, scopes: [\"test:knock\"]}" "side_effects: none"
+script knocks <<'S'
+{"step": 0, "tool_calls": [{"name": "knock", "arguments": {}}]}
+{"text": "done"}
+S
 agent one once '[echo]'
 agent secret once '[echo]'
 agent gate gate '[gated]'
+agent knocker knocks '[knock]'
 sed -i 's/payloads: full/payloads: hash_only/' "$POL/agents/secret.yaml"
 write_gateway
 start_daemon || { fail daemon-start "see log"; finish; }
@@ -115,6 +123,18 @@ raw=$(as_user 1002 curl -s --unix-socket "$SOCK" "http://w/v1/approvals")
 if printf '%s' "$raw" | grep -q "$SECRET-gated\|$gid"; then fail trace-access-other-team-approvals "$raw"; else pass trace-access-other-team-approvals; fi
 as_user 1001 "$WARDEN" approvals deny "$(as_user 1001 "$WARDEN" approvals ls --json | jq_py 'd[0]["id"]')" --reason done >/dev/null 2>&1
 wait_until 20 run_done "$gid" || fail trace-access-gated-run "run $gid did not finish"
+
+# denial events name their run, tool and target: another team's user sees
+# none of them, the run's user and an auditor do
+kid=$(as_user 1000 "$WARDEN" run --detach knocker go)
+wait_until 20 run_done "$kid" || fail trace-access-knock-run "run $kid did not finish"
+wait_until 10 sh -c "curl -s --unix-socket '$SOCK' 'http://w/v1/events' | grep -q '$kid'"
+expect_match trace-access-events-root "$(curl -s --unix-socket "$SOCK" "http://w/v1/events")" "\"run_id\":\"$kid\""
+expect_match trace-access-events-own "$(as_user 1000 "$WARDEN" events --json 2>&1)" "\"run_id\":\"$kid\""
+expect_match trace-access-events-auditor "$(as_user 1003 "$WARDEN" events --json 2>&1)" "\"run_id\":\"$kid\""
+out=$(as_user 1002 "$WARDEN" events --json 2>&1)
+if printf '%s' "$out" | grep -q "$kid\|127.0.0.1:9"; then fail trace-access-events-other-team "$out"; else pass trace-access-events-other-team; fi
+expect_match trace-access-events-other-team-loss-line "$out" '"type":"loss"'
 
 # a uid not in users.yaml at all
 out=$(as_user 1009 "$WARDEN" trace payload "$id" 0 2>&1)
