@@ -151,11 +151,77 @@ static int authorised_records(struct wd_rt *rt, const struct wd_caller *c,
 	return 0;
 }
 
+/* Append a payload_read (who, why allowed, what) and wait until it is
+ * written: a read that cannot be recorded does not happen (-EAGAIN). */
+static int record_read(struct wd_rt *rt, const struct wd_caller *c,
+		       const char *run_id, int64_t step, const char *reader,
+		       const char *why, const char *what, json_t *read,
+		       struct wd_err *err)
+{
+	json_t *rec = json_pack("{s:s,s:I,s:s,s:s,s:i,s:s,s:s?,s:o}", "run_id",
+				run_id, "step", (json_int_t)step, "type",
+				wd_rec_type_name(WD_REC_PAYLOAD_READ), "reader",
+				reader, "uid", (int)c->uid, "access", why,
+				"payload_type", what, "read", read);
+	uint64_t seq = 0;
+	int rc = wd_trace_append(rt->trace, rec, false, &seq, err);
+	if (!rc && (rc = wd_trace_wait_written(rt->trace, seq)))
+		wd_err_set(err, rc, "%s", strerror(-rc));
+	json_decref(rec);
+	if (rc)
+		return wd_err_set(err, -EAGAIN,
+				  "the read could not be recorded (%s): no "
+				  "payload is handed out",
+				  err->msg);
+	return 0;
+}
+
+/* Payload a full run's records hold inline (the rest is by reference,
+ * read through wd_rt_trace_payload): the task, tool arguments, the model's
+ * response, a result's preview, the output. */
+static const char *const inline_fields[] = {"task", "args", "response",
+					    "preview", "output"};
+
 int wd_rt_trace_records(struct wd_rt *rt, const struct wd_caller *c,
 			const char *run_id, json_t **out, struct wd_err *err)
 {
-	const char *why;
-	return authorised_records(rt, c, run_id, out, &why, NULL, err);
+	const char *why = "";
+	char reader[64];
+	json_t *a = NULL;
+	int rc = authorised_records(rt, c, run_id, &a, &why, reader, err);
+	if (rc)
+		return rc;
+	/* what of it is payload is a read like any other: recorded first
+	 * (a hash_only run holds none: hashes, stop reasons, counts) */
+	json_t *tr = json_object_get(json_array_get(a, 0), "trace");
+	bool hash_only =
+	    jstr(tr, "payloads") && !strcmp(jstr(tr, "payloads"), "hash_only");
+	json_t *read = json_array();
+	size_t i;
+	json_t *x;
+	json_array_foreach(a, i, x)
+	{
+		if (hash_only || wd_rec_type_json(x) == WD_REC_PAYLOAD_READ)
+			continue;
+		for (size_t k = 0; k < WD_ARRAY_SIZE(inline_fields); k++)
+			if (json_object_get(x, inline_fields[k]))
+				json_array_append_new(
+				    read, json_pack("{s:O,s:s}", "seq",
+						    json_object_get(x, "seq"),
+						    "field", inline_fields[k]));
+	}
+	if (!json_array_size(read)) {
+		json_decref(read);
+	} else if ((rc = record_read(
+			rt, c, run_id,
+			json_integer_value(json_object_get(
+			    json_array_get(a, json_array_size(a) - 1), "step")),
+			reader, why, "records", read, err))) {
+		json_decref(a);
+		return rc;
+	}
+	*out = a;
+	return 0;
 }
 
 int wd_rt_trace_payload(struct wd_rt *rt, const struct wd_caller *c,
@@ -195,27 +261,12 @@ int wd_rt_trace_payload(struct wd_rt *rt, const struct wd_caller *c,
 					    json_object_get(p, "field"), "hash",
 					    json_object_get(p, "ref")));
 	}
-	if (json_array_size(read)) {
-		json_t *rec =
-		    json_pack("{s:s,s:I,s:s,s:s,s:i,s:s,s:s?,s:o}", "run_id",
-			      run_id, "step", (json_int_t)step, "type",
-			      wd_rec_type_name(WD_REC_PAYLOAD_READ), "reader",
-			      reader, "uid", (int)c->uid, "access", why,
-			      "payload_type", type, "read", read);
-		uint64_t seq = 0;
-		rc = wd_trace_append(rt->trace, rec, false, &seq, err);
-		if (!rc && (rc = wd_trace_wait_written(rt->trace, seq)))
-			wd_err_set(err, rc, "%s", strerror(-rc));
-		json_decref(rec);
-		if (rc) {
-			json_decref(a);
-			return wd_err_set(err, -EAGAIN,
-					  "the read could not be recorded "
-					  "(%s): no payload is handed out",
-					  err->msg);
-		}
-	} else {
+	if (!json_array_size(read)) {
 		json_decref(read);
+	} else if ((rc = record_read(rt, c, run_id, step, reader, why, type,
+				     read, err))) {
+		json_decref(a);
+		return rc;
 	}
 	*out = a;
 	return 0;

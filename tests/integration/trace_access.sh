@@ -79,6 +79,17 @@ r=$(run_records "$id" | jq_py "[r for r in d if r['type']=='payload_read'][-1]")
 expect_match trace-access-read-who "$r" '"reader":"dave"'
 expect_match trace-access-read-why "$r" '"access":"auditor"'
 expect_match trace-access-read-what "$r" '"read":\[\{"seq":[0-9]+,"field":"[a-z_]+_ref","hash":"sha256:'
+# the records carry payload inline (task, arguments, response, preview,
+# output): reading them is a recorded read too; a hash_only run's records
+# hold none, so reading them records nothing
+rreads() { run_records "$1" | jq_py "len([r for r in d if r['type']=='payload_read' and r.get('payload_type')=='records'])"; }
+before=$(rreads "$id")
+as_user 1001 "$WARDEN" trace show "$id" >/dev/null 2>&1
+expect_eq trace-access-records-read-recorded "$(rreads "$id")" "$((before + 1))"
+expect_match trace-access-records-read-what "$(run_records "$id" | jq_py "[r for r in d if r.get('payload_type')=='records'][-1]")" '"field":"task".*"field":"output"'
+before=$(rreads "$hid")
+as_user 1000 "$WARDEN" trace show "$hid" >/dev/null 2>&1
+expect_eq trace-access-hash-only-records-no-read "$(rreads "$hid")" "$before"
 
 # another team: 403, no payload, nothing listed, nothing recorded
 nrec=$(run_records "$id" | jq_py 'len(d)')

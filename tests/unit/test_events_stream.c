@@ -254,8 +254,8 @@ static void cli_tests(void)
 	char *nod[] = {(char *)bin, "events", "--socket",
 		       "/nonexistent/warden.sock", NULL};
 	int rc = run_cli(nod, out, sizeof(out));
-	T_OK(rc == 1 && strstr(out, "needs wardend"), "cli_without_daemon",
-	     "exit %d, output '%s'", rc, out);
+	T_OK(rc == 1 && strstr(out, "wardend is not running: no socket at"),
+	     "cli_without_daemon", "exit %d, output '%s'", rc, out);
 
 	char sock[108];
 	snprintf(sock, sizeof(sock), "/tmp/warden-evtest-%d.sock",
