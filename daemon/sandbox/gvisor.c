@@ -149,6 +149,15 @@ shim_main(int in, int out, int errfd, const char *path, char **argv,
 	if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(errfd, 2) < 0)
 		_exit(126);
 	syscall(SYS_close_range, 3U, ~0U, 0U);
+	/* runsc and everything it starts leave the supervisor's OOM
+	 * protection (-900, inherited by fork): the tool's memory is the
+	 * sentry's. Raising it needs no privilege. */
+	int oa = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+	if (oa >= 0) {
+		if (write(oa, "0", 1) < 0)
+			_exit(126);
+		close(oa);
+	}
 	sigset_t none;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);

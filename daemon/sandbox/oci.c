@@ -342,10 +342,13 @@ json_t *wd_oci_config(const struct wd_manifest *m, const struct wd_oci_opts *o,
 	    "type", "RLIMIT_CORE", "hard", (json_int_t)0, "soft", (json_int_t)0,
 	    "type", "RLIMIT_NPROC", "hard", nproc, "soft", nproc);
 	json_t *proc = json_pack(
-	    "{s:{s:I, s:I}, s:o, s:o, s:s, s:b, s:o, s:o}", "user", "uid",
+	    "{s:{s:I, s:I}, s:o, s:o, s:s, s:b, s:o, s:o, s:i}", "user", "uid",
 	    (json_int_t)o->uid, "gid", (json_int_t)o->gid, "args",
 	    strv_json(o->argv), "env", strv_json(o->envp), "cwd", "/tmp",
-	    "noNewPrivileges", 1, "capabilities", caps, "rlimits", rlimits);
+	    "noNewPrivileges", 1, "capabilities", caps, "rlimits", rlimits,
+	    /* the tool's sandbox and gofer: not the supervisor's -900
+	     * (runsc sets it on them only when the spec names one) */
+	    "oomScoreAdj", 0);
 	json_t *res = json_pack(
 	    "{s:{s:I}, s:{s:I}}", "memory", "limit", (json_int_t)mem, "pids",
 	    "limit", (json_int_t)(m->pids ? m->pids : WD_DEFAULT_PIDS));

@@ -188,11 +188,14 @@ static int rec_write(int fd, const char *s, size_t n)
 	return 0;
 }
 
+/* A write path recorded before its grant: on disk before the grant, so
+ * after a power loss the uid's next taker still settles it */
 static int rec_append(int fd, const char *s)
 {
 	struct stat st;
 	size_t n = strlen(s);
-	if (fstat(fd, &st) < 0 || pwrite(fd, s, n, st.st_size) != (ssize_t)n)
+	if (fstat(fd, &st) < 0 || pwrite(fd, s, n, st.st_size) != (ssize_t)n ||
+	    fdatasync(fd) < 0)
 		return -errno;
 	return 0;
 }
@@ -304,12 +307,19 @@ static int rec_open(const char *dir, const char *p, uint32_t uid)
 		return -1;
 	size_t n = strlen(REC_FRESH);
 	int e = 0;
-	if (write(t, REC_FRESH, n) != (ssize_t)n)
+	if (write(t, REC_FRESH, n) != (ssize_t)n || fdatasync(t) < 0)
 		e = errno ? errno : EIO;
 	else if (link(tmp, p) < 0 && errno != EEXIST)
 		e = errno; /* EEXIST: another acquire made it first */
 	unlink(tmp);
 	close(t);
+	/* the record's name is durable too (once per uid, ever) */
+	int dfd = e ? -1 : open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		if (fsync(dfd) < 0)
+			e = errno;
+		close(dfd);
+	}
 	if (e) {
 		errno = e;
 		return -1;

@@ -71,10 +71,13 @@ for tier in 1; do
 	N0=$(nice_of "$VPID") L0=$(nofile_of "$VPID") S0=$(policy_of "$VPID") I0=$(ioclass_of "$VPID")
 	out=$("$WARDEN" exec --policy "$M" --json -- "$P" renice "$VPID" 2>/dev/null)
 	BUID=$(printf '%s' "$out" | jf run_as_uid)
-	"$WARDEN" exec --policy "$M" -- "$P" prlimit "$VPID" >/dev/null 2>&1
-	"$WARDEN" exec --policy "$M" -- "$P" ioprio "$VPID" >/dev/null 2>&1
-	"$WARDEN" exec --policy "$M" -- "$P" sched "$VPID" >/dev/null 2>&1
-	"$WARDEN" exec --policy "$M" -- "$P" kill "$VPID" >/dev/null 2>&1
+	# each attack ran and was refused by the kernel (not a tool that
+	# never started: the victim untouched alone would not tell)
+	expect_match "t$tier/other-call-renice-refused" "$(printf '%s' "$out" | jf stdout)" '^setpriority: refused: |: refused: '
+	for a in prlimit ioprio sched kill; do
+		o=$("$WARDEN" exec --policy "$M" -- "$P" "$a" "$VPID" 2>/dev/null)
+		expect_match "t$tier/other-call-$a-refused" "$o" ': refused: '
+	done
 	if in_range "$VUID" && in_range "$BUID" && [ "$VUID" != "$BUID" ]; then
 		pass "t$tier/concurrent-calls-own-uids"
 	else
@@ -93,7 +96,8 @@ for tier in 1; do
 	sleep 0.1
 	N0=$(nice_of "$H") L0=$(nofile_of "$H") I0=$(ioclass_of "$H")
 	for a in renice prlimit ioprio sched kill; do
-		"$WARDEN" exec --policy "$M" -- "$P" "$a" "$H" >/dev/null 2>&1
+		o=$("$WARDEN" exec --policy "$M" -- "$P" "$a" "$H" 2>/dev/null)
+		expect_match "t$tier/host-nobody-$a-refused" "$o" ': refused: '
 	done
 	expect_eq "t$tier/host-nobody-nice-untouched" "$(nice_of "$H")" "$N0"
 	expect_eq "t$tier/host-nobody-prlimit-untouched" "$(nofile_of "$H")" "$L0"
