@@ -129,7 +129,8 @@ wait_until 10 run_done "${ids[2]}"
 expect_eq ttl-none-pending "$(approvals_count)" 0
 expect_match ttl-decision "$(rec_of "${ids[0]}" approval_decision)" '"decision":"expired","by":"ttl"'
 expect_match ttl-model-told "$(run_state "${ids[0]}" output)" 'refused: .*TTL'
-wait_until 5 test "$(grep -c approval_expired "$T/hook.log" 2>/dev/null)" -ge 3
+expired3() { [ "$(grep -c approval_expired "$T/hook.log" 2>/dev/null)" -ge 3 ]; }
+wait_until 5 expired3
 expect_eq ttl-webhook-notified "$(grep -c approval_expired "$T/hook.log" 2>/dev/null)" 3
 stop_daemon
 start_daemon || fail restart3 "see log"

@@ -112,7 +112,10 @@ else
 	expect_match run1-ok "$out1" 'final: \[REDACTED\] canary=visible42'
 	expect_eq pool-first-miss "$(metric warden_pool_misses_total):$(metric warden_pool_hits_total)" "1:0"
 	# the pool refills in the background: one ready sandbox for the shape
-	if wait_until 60 test "$(metric warden_pool_ready)" = 1; then
+	# (read anew on every try: `test "$(metric ...)"` would be expanded
+	# once, before wait_until, and fail whenever the refill came later)
+	pool_ready() { [ "$(metric warden_pool_ready)" = 1 ]; }
+	if wait_until 60 pool_ready; then
 		pass pool-refilled
 	else
 		fail pool-refilled "ready=$(metric warden_pool_ready) spawned=$(metric warden_pool_spawned_total) failures=$(metric warden_pool_spawn_failures_total)"
