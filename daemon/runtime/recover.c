@@ -57,21 +57,25 @@ static json_t *last_attempt(struct wd_rt *rt, const char *run_id)
 	return out;
 }
 
-json_t *rt_first_of(struct wd_rt *rt, const char *run_id, const char *type)
+json_t *rt_recs_first(json_t *recs, const char *type)
 {
-	json_t *recs = NULL, *out = NULL;
-	if (wd_trace_run_records(rt->trace, run_id, &recs, NULL))
-		return NULL;
 	size_t i;
 	json_t *r;
 	json_array_foreach(recs, i, r)
 	{
 		const char *t = json_string_value(json_object_get(r, "type"));
-		if (t && !strcmp(t, type)) {
-			out = json_incref(r);
-			break;
-		}
+		if (t && !strcmp(t, type))
+			return r;
 	}
+	return NULL;
+}
+
+json_t *rt_first_of(struct wd_rt *rt, const char *run_id, const char *type)
+{
+	json_t *recs = NULL;
+	if (wd_trace_run_records(rt->trace, run_id, &recs, NULL))
+		return NULL;
+	json_t *out = json_incref(rt_recs_first(recs, type));
 	json_decref(recs);
 	return out;
 }

@@ -150,6 +150,15 @@ struct wd_pset *rt_run_shed_locked(struct wd_run *r);
 /* May c read r (its view, stream, output)? Under rt->mu. */
 bool rt_may_read_run_locked(struct wd_rt *rt, const struct wd_caller *c,
 			    const struct wd_run *r);
+/* The same as 0 or -EACCES with err saying who may: a run in memory
+ * (under rt->mu), or one judged from its records as loaded (-ENOENT when
+ * they hold no run_start) */
+int rt_check_read_locked(struct wd_rt *rt, const struct wd_caller *c,
+			 const struct wd_run *r, struct wd_err *err);
+int rt_check_read_records(struct wd_rt *rt, const struct wd_caller *c,
+			  const char *run_id, json_t *recs, struct wd_err *err);
+/* The first record of `type` in recs (borrowed), NULL if none */
+json_t *rt_recs_first(json_t *recs, const char *type);
 /* Append a record to the trace and to the run's stream. */
 int rt_record(struct wd_run *r, json_t *rec, bool durable, struct wd_err *err);
 json_t *rt_rec_new(struct wd_run *r, const char *type);

@@ -91,10 +91,14 @@ int wd_rt_replay_create(struct wd_rt *rt, const struct wd_caller *c,
 			const char *of, const json_t *opts, char id[64],
 			uint64_t *prefix_us, struct wd_err *err);
 
-/* Streaming a run's step events: a cursor over the run's records. */
+/* Streaming a run's step events: a cursor over the run's records, for a
+ * caller who may read the run (the trace's rule); NULL with errno ENOENT
+ * or EACCES and err. */
 struct wd_rt_stream;
-struct wd_rt_stream *wd_rt_stream_open(struct wd_rt *rt, const char *run_id,
-				       uint64_t since_seq, struct wd_err *err);
+struct wd_rt_stream *wd_rt_stream_open(struct wd_rt *rt,
+				       const struct wd_caller *c,
+				       const char *run_id, uint64_t since_seq,
+				       struct wd_err *err);
 /* Waits up to timeout_ms for more; appends JSON lines to `out`.
  * Returns 1 while more may come, 0 at the end of the run, -errno. */
 int wd_rt_stream_next(struct wd_rt_stream *s, int timeout_ms,
@@ -115,9 +119,6 @@ json_t *wd_rt_runs_list(struct wd_rt *rt, const struct wd_caller *c);
 struct wd_event;
 bool wd_rt_event_visible(struct wd_rt *rt, const struct wd_caller *c,
 			 const struct wd_event *ev);
-/* 0 if c may read run_id (its stream too); -ENOENT, -EACCES with err */
-int wd_rt_may_read_run(struct wd_rt *rt, const struct wd_caller *c,
-		       const char *run_id, struct wd_err *err);
 json_t *wd_rt_approvals_list(struct wd_rt *rt, const struct wd_caller *c);
 /* -ENOENT unknown/decided, -EPERM caller not an approver for it. */
 int wd_rt_approval_decide(struct wd_rt *rt, const struct wd_caller *c,

@@ -87,29 +87,25 @@ static int refuse(struct wd_pset *ps, const struct wd_caller *c,
 			  team ? team : "?", WD_AUDITORS_GROUP);
 }
 
-int wd_rt_may_read_run(struct wd_rt *rt, const struct wd_caller *c,
-		       const char *run_id, struct wd_err *err)
+int rt_check_read_locked(struct wd_rt *rt, const struct wd_caller *c,
+			 const struct wd_run *r, struct wd_err *err)
 {
-	pthread_mutex_lock(&rt->mu);
-	struct wd_run *r = rt_find_run_locked(rt, run_id);
-	if (r) {
-		int rc = rt_may_read_run_locked(rt, c, r)
-			     ? 0
-			     : refuse(rt->ps, c, run_id, r->team, err);
-		pthread_mutex_unlock(&rt->mu);
-		return rc;
-	}
-	pthread_mutex_unlock(&rt->mu);
-	json_t *st = rt_first_of(rt, run_id, "run_start");
-	if (!st)
+	return rt_may_read_run_locked(rt, c, r)
+		   ? 0
+		   : refuse(rt->ps, c, r->id, r->team, err);
+}
+
+int rt_check_read_records(struct wd_rt *rt, const struct wd_caller *c,
+			  const char *run_id, json_t *recs, struct wd_err *err)
+{
+	json_t *st = json_array_get(recs, 0);
+	if (wd_rec_type_json(st) != WD_REC_RUN_START)
 		return wd_err_set(err, -ENOENT, "no run '%s'", run_id);
 	struct wd_pset *ps = cur_pset(rt);
-	const char *why;
-	int rc = may_read(ps, c, st, &why)
+	int rc = may_read(ps, c, st, NULL)
 		     ? 0
 		     : refuse(ps, c, run_id, jstr(st, "team"), err);
 	wd_pset_unref(ps);
-	json_decref(st);
 	return rc;
 }
 
@@ -130,22 +126,14 @@ static int authorised_records(struct wd_rt *rt, const struct wd_caller *c,
 		return wd_err_set(err, -ENOENT, "no run '%s'", run_id);
 	}
 	struct wd_pset *ps = cur_pset(rt);
-	bool ok = may_read(ps, c, st, why);
+	if (!may_read(ps, c, st, why))
+		rc = refuse(ps, c, run_id, jstr(st, "team"), err);
 	if (reader)
 		wd_strlcpy(reader, caller_name(ps, c), 64);
 	wd_pset_unref(ps);
-	if (!ok) {
+	if (rc) {
 		json_decref(a);
-		/* the same answer whether or not the run exists would hide
-		 * run ids; they are not secret (the event stream names
-		 * them), the payloads are */
-		return wd_err_set(err, -EACCES,
-				  "%s may not read run %s (team %s): only its "
-				  "user, members of group '%s' and group '%s' "
-				  "may",
-				  reader ? reader : c->user, run_id,
-				  jstr(st, "team"), jstr(st, "team"),
-				  WD_AUDITORS_GROUP);
+		return rc;
 	}
 	*out = a;
 	return 0;

@@ -20,26 +20,34 @@ struct wd_rt_stream {
 	uint64_t since;
 };
 
-struct wd_rt_stream *wd_rt_stream_open(struct wd_rt *rt, const char *run_id,
-				       uint64_t since_seq, struct wd_err *err)
+struct wd_rt_stream *wd_rt_stream_open(struct wd_rt *rt,
+				       const struct wd_caller *c,
+				       const char *run_id, uint64_t since_seq,
+				       struct wd_err *err)
 {
 	struct wd_rt_stream *s = wd_calloc(1, sizeof(*s));
 	s->rt = rt;
 	s->since = since_seq;
+	int rc = 0;
+	/* a run's steps carry its task, arguments and answers: read by
+	 * those who may read its trace */
 	pthread_mutex_lock(&rt->mu);
 	s->run = rt_find_run_locked(rt, run_id);
-	if (s->run)
+	if (s->run && !(rc = rt_check_read_locked(rt, c, s->run, err)))
 		s->run->refs++;
 	pthread_mutex_unlock(&rt->mu);
 	if (!s->run) {
-		if (wd_trace_run_records(rt->trace, run_id, &s->recs, err) ||
-		    !json_array_size(s->recs)) {
-			json_decref(s->recs);
-			free(s);
-			wd_err_set(err, -ENOENT, "no run '%s'", run_id);
-			errno = ENOENT;
-			return NULL;
-		}
+		rc = wd_trace_run_records(rt->trace, run_id, &s->recs, err);
+		if (!rc)
+			rc = rt_check_read_records(rt, c, run_id, s->recs, err);
+		else
+			rc = wd_err_set(err, -ENOENT, "no run '%s'", run_id);
+	}
+	if (rc) {
+		json_decref(s->recs);
+		free(s);
+		errno = -rc;
+		return NULL;
 	}
 	return s;
 }
@@ -150,25 +158,30 @@ static json_t *run_view_locked(struct wd_run *r)
 json_t *wd_rt_run_info(struct wd_rt *rt, const struct wd_caller *c,
 		       const char *run_id, struct wd_err *err)
 {
-	int rc = wd_rt_may_read_run(rt, c, run_id, err);
+	int rc = 0;
+	json_t *o = NULL, *recs = NULL;
+	pthread_mutex_lock(&rt->mu);
+	struct wd_run *r = rt_find_run_locked(rt, run_id);
+	if (r && !(rc = rt_check_read_locked(rt, c, r, err)))
+		o = run_view_locked(r);
+	pthread_mutex_unlock(&rt->mu);
+	if (o || rc) {
+		errno = -rc;
+		return o;
+	}
+	/* a run from before this daemon started: from the trace, read
+	 * once */
+	if (wd_trace_run_records(rt->trace, run_id, &recs, err))
+		rc = wd_err_set(err, -ENOENT, "no run '%s'", run_id);
+	else
+		rc = rt_check_read_records(rt, c, run_id, recs, err);
 	if (rc) {
+		json_decref(recs);
 		errno = -rc;
 		return NULL;
 	}
-	pthread_mutex_lock(&rt->mu);
-	struct wd_run *r = rt_find_run_locked(rt, run_id);
-	json_t *o = r ? run_view_locked(r) : NULL;
-	pthread_mutex_unlock(&rt->mu);
-	if (o)
-		return o;
-	/* a run from before this daemon started: from the trace */
-	json_t *end = rt_first_of(rt, run_id, "run_end");
-	json_t *start = rt_first_of(rt, run_id, "run_start");
-	if (!start) {
-		json_decref(end);
-		errno = ENOENT;
-		return NULL;
-	}
+	json_t *start = rt_recs_first(recs, "run_start");
+	json_t *end = rt_recs_first(recs, "run_end");
 	o = json_pack("{s:s,s:O,s:O,s:O,s:s}", "run_id", run_id, "agent",
 		      json_object_get(start, "agent"), "team",
 		      json_object_get(start, "team"), "user",
@@ -192,8 +205,7 @@ json_t *wd_rt_run_info(struct wd_rt *rt, const struct wd_caller *c,
 				json_object_set(o, keys[i],
 						json_object_get(end, keys[i]));
 	}
-	json_decref(start);
-	json_decref(end);
+	json_decref(recs);
 	return o;
 }
 
