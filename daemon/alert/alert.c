@@ -541,6 +541,13 @@ static void *reader(void *arg)
 
 /* ---- lifecycle ---- */
 
+/* unset, empty, or an http(s) URL */
+static bool http_url_ok(const char *u)
+{
+	return !u || !u[0] || !strncmp(u, "http://", 7) ||
+	       !strncmp(u, "https://", 8);
+}
+
 int wd_alert_new(const struct wd_alert_config *cfg, struct wd_stream *events,
 		 struct wd_alert **out, struct wd_err *err)
 {
@@ -558,16 +565,12 @@ int wd_alert_new(const struct wd_alert_config *cfg, struct wd_stream *events,
 	if (!(factor >= 1.0 && factor <= 1e6))
 		return wd_err_set(err, -EINVAL,
 				  "alert: factor must be in [1, 1e6]");
-	if (cfg->webhook_url && cfg->webhook_url[0] &&
-	    strncmp(cfg->webhook_url, "http://", 7) &&
-	    strncmp(cfg->webhook_url, "https://", 8))
+	if (!http_url_ok(cfg->webhook_url))
 		return wd_err_set(err, -EINVAL,
 				  "alert: webhook URL must be http:// or "
 				  "https://: %s",
 				  cfg->webhook_url);
-	if (cfg->alertmanager_url && cfg->alertmanager_url[0] &&
-	    strncmp(cfg->alertmanager_url, "http://", 7) &&
-	    strncmp(cfg->alertmanager_url, "https://", 8))
+	if (!http_url_ok(cfg->alertmanager_url))
 		return wd_err_set(err, -EINVAL,
 				  "alert: Alertmanager URL must be http:// or "
 				  "https://: %s",

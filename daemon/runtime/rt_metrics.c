@@ -9,14 +9,15 @@
 void rt_m_add(struct wd_run *r, enum wd_metric id, uint64_t n, const char *l2,
 	      const char *l3, const char *l4)
 {
-	const char *l[5] = {r->agent->team, r->agent->name, l2, l3, l4};
+	/* the run's own copies: they outlive its policy set (shed) */
+	const char *l[5] = {r->team, r->agent_name, l2, l3, l4};
 	wd_metrics_add(r->rt->metrics, id, n, l);
 }
 
 void rt_m_observe(struct wd_run *r, enum wd_metric id, double seconds,
 		  const char *l2, const char *l3)
 {
-	const char *l[4] = {r->agent->team, r->agent->name, l2, l3};
+	const char *l[4] = {r->team, r->agent_name, l2, l3};
 	wd_metrics_observe(r->rt->metrics, id, seconds, l);
 }
 
