@@ -768,13 +768,6 @@ int wd_alert_key(struct wd_alert *a, enum wd_alert_dim dim, const char *value,
 
 /* ---- metrics ---- */
 
-static void family(struct wd_buf *b, const char *name, const char *type,
-		   const char *help)
-{
-	wd_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name,
-		      type);
-}
-
 /* Families (all new; none collides with wd_rt_metrics's):
  *   warden_denial_events_total{source,kind,team,tool,verdict}  counter
  *   warden_denial_events_lost_total{reason}                   counter
@@ -791,8 +784,9 @@ void wd_alert_metrics_render(struct wd_alert *a, struct wd_buf *out)
 	wd_alert_stats(a, &st);
 	pthread_mutex_lock(&a->mu);
 	uint64_t now = now_of(a);
-	family(out, "warden_denial_events_total", "counter",
-	       "Denial and audit events seen on the node's event stream.");
+	wd_metrics_family(
+	    out, "warden_denial_events_total", "counter",
+	    "Denial and audit events seen on the node's event stream.");
 	for (struct wd_series *s = a->series.first; s; s = s->next) {
 		wd_buf_printf(out, "warden_denial_events_total{");
 		wd_metrics_label(out, "source", s->source, true);
@@ -808,16 +802,17 @@ void wd_alert_metrics_render(struct wd_alert *a, struct wd_buf *out)
 			      "kind=\"other\",team=\"other\",tool=\"other\","
 			      "verdict=\"other\"} %llu\n",
 			      (unsigned long long)a->series.other->count);
-	family(out, "warden_denial_events_lost_total", "counter",
-	       "Denial events lost before alerting saw them.");
+	wd_metrics_family(out, "warden_denial_events_lost_total", "counter",
+			  "Denial events lost before alerting saw them.");
 	for (int i = 0; i < LOST_KINDS; i++)
 		wd_buf_printf(out,
 			      "warden_denial_events_lost_total{reason=\"%s\"} "
 			      "%llu\n",
 			      lost_names[i],
 			      (unsigned long long)a->lost_seen[i]);
-	family(out, "warden_denial_rate_per_second", "gauge",
-	       "Denial rate per key over the short window and baseline.");
+	wd_metrics_family(
+	    out, "warden_denial_rate_per_second", "gauge",
+	    "Denial rate per key over the short window and baseline.");
 	for (struct wd_akey *k = a->keys.newest; k; k = k->older) {
 		struct judged j;
 		judge(a, k, now, &j);
@@ -832,14 +827,16 @@ void wd_alert_metrics_render(struct wd_alert *a, struct wd_buf *out)
 			wd_buf_printf(out, "} %.6g\n", w ? rb : rs);
 		}
 	}
-	family(out, "warden_alerts_total", "counter", "Alerts raised.");
+	wd_metrics_family(out, "warden_alerts_total", "counter",
+			  "Alerts raised.");
 	wd_buf_printf(out,
 		      "warden_alerts_total{type=\"denial_spike\"} %llu\n"
 		      "warden_alerts_total{type=\"events_lost\"} %llu\n",
 		      (unsigned long long)a->alerts_spike,
 		      (unsigned long long)a->alerts_lost);
-	family(out, "warden_alerts_suppressed_total", "counter",
-	       "Spike crossings folded into an alert already raised.");
+	wd_metrics_family(
+	    out, "warden_alerts_suppressed_total", "counter",
+	    "Spike crossings folded into an alert already raised.");
 	wd_buf_printf(out, "warden_alerts_suppressed_total %llu\n",
 		      (unsigned long long)a->suppressed);
 	pthread_mutex_unlock(&a->mu);
@@ -877,7 +874,7 @@ void wd_alert_metrics_render(struct wd_alert *a, struct wd_buf *out)
 	     "The daemon's own alerts firing at Alertmanager.", st.am_active},
 	};
 	for (size_t i = 0; i < WD_ARRAY_SIZE(m); i++) {
-		family(out, m[i].name, m[i].type, m[i].help);
+		wd_metrics_family(out, m[i].name, m[i].type, m[i].help);
 		wd_buf_printf(out, "%s %llu\n", m[i].name,
 			      (unsigned long long)m[i].v);
 	}

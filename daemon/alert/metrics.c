@@ -294,14 +294,21 @@ static void render_series(struct wd_buf *b, const struct family *fd,
 	wd_buf_printf(b, "} %llu\n", (unsigned long long)s->count);
 }
 
+void wd_metrics_family(struct wd_buf *b, const char *name, const char *type,
+		       const char *help)
+{
+	wd_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name,
+		      type);
+}
+
 void wd_metrics_render(struct wd_metrics *m, struct wd_buf *out)
 {
 	pthread_mutex_lock(&m->mu);
 	for (int i = 0; i < WD_M_NR; i++) {
 		const struct family *fd = &families[i];
-		wd_buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n", fd->name,
-			      fd->help, fd->name,
-			      fd->type == F_COUNTER ? "counter" : "histogram");
+		wd_metrics_family(
+		    out, fd->name,
+		    fd->type == F_COUNTER ? "counter" : "histogram", fd->help);
 		for (struct series *s = m->f[i].first; s; s = s->next)
 			render_series(out, fd, s);
 		if (m->f[i].other)

@@ -59,6 +59,9 @@ uint64_t wd_metrics_total(struct wd_metrics *m, enum wd_metric id);
  * _bucket{le=...} cumulative, _sum, _count). */
 void wd_metrics_render(struct wd_metrics *m, struct wd_buf *out);
 
+/* Append a family's `# HELP` and `# TYPE` lines (every /metrics renderer) */
+void wd_metrics_family(struct wd_buf *b, const char *name, const char *type,
+		       const char *help);
 /* Append one Prometheus label pair `name="value"` (value escaped; preceded
  * by a comma unless first). Shared with the other /metrics renderers. */
 void wd_metrics_label(struct wd_buf *b, const char *name, const char *value,

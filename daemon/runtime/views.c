@@ -376,8 +376,7 @@ static void route_metrics(json_t *routes, struct wd_buf *b)
 	     "Times the route's circuit breaker opened."},
 	};
 	for (size_t k = 0; k < WD_ARRAY_SIZE(f); k++) {
-		wd_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", f[k].name,
-			      f[k].help, f[k].name, f[k].type);
+		wd_metrics_family(b, f[k].name, f[k].type, f[k].help);
 		size_t i;
 		json_t *r;
 		json_array_foreach(routes, i, r)
