@@ -34,21 +34,6 @@ char *wd_broker_replay_key(int step, const char *tool, const json_t *args)
 	return k;
 }
 
-static enum wd_side_effects se_parse(const char *s)
-{
-	return !s			? WD_SE_EXTERNAL
-	       : !strcmp(s, "none")	? WD_SE_NONE
-	       : !strcmp(s, "internal") ? WD_SE_INTERNAL
-					: WD_SE_EXTERNAL;
-}
-
-static const char *se_str(enum wd_side_effects s)
-{
-	return s == WD_SE_NONE	     ? "none"
-	       : s == WD_SE_INTERNAL ? "internal"
-				     : "external";
-}
-
 static const char *refusal(const struct wd_broker_replay *rp,
 			   const struct wd_manifest *m, enum wd_side_effects se)
 {
@@ -73,7 +58,8 @@ wd_broker_replay_disposition(const struct wd_broker_run *run,
 	enum wd_side_effects se = m->side_effects;
 	json_t *o = json_object_get(rp->orig_side_effects, call->name);
 	if (o) {
-		enum wd_side_effects os = se_parse(json_string_value(o));
+		enum wd_side_effects os =
+		    wd_side_effects_parse(json_string_value(o));
 		if (os > se)
 			se = os;
 	}
@@ -193,7 +179,8 @@ int wd_broker_replay_execute(const struct wd_broker_run *run,
 		snprintf(status_out, 24, "%s", st ? st : "error");
 		json_object_set_new(r, "status", json_string(status_out));
 		json_object_set_new(r, "replay", json_string("recorded"));
-		json_object_set_new(r, "side_effects", json_string(se_str(se)));
+		json_object_set_new(r, "side_effects",
+				    json_string(wd_side_effects_words[se]));
 		json_object_set_new(r, "result_ref", json_string(what));
 		json_object_set_new(r, "recorded_from",
 				    json_string(run->replay->of_run_id));
@@ -207,7 +194,8 @@ int wd_broker_replay_execute(const struct wd_broker_run *run,
 		json_t *r = rec_new(run, call, WD_REC_TOOL_RESULT);
 		json_object_set_new(r, "status", json_string("ok"));
 		json_object_set_new(r, "replay", json_string("mock"));
-		json_object_set_new(r, "side_effects", json_string(se_str(se)));
+		json_object_set_new(r, "side_effects",
+				    json_string(wd_side_effects_words[se]));
 		char *p = json_dumps(out, JSON_COMPACT);
 		char ref[WD_TRACE_REF_LEN];
 		if (p && !wd_trace_put_blob(run->trace, run->run_id, p,
@@ -217,11 +205,13 @@ int wd_broker_replay_execute(const struct wd_broker_run *run,
 		rec_args(run, call, r);
 		rec_put(run, r);
 	} else {
-		out = json_pack("{s:s,s:s,s:s}", "status", "refused", "error",
-				what, "side_effects", se_str(se));
+		out =
+		    json_pack("{s:s,s:s,s:s}", "status", "refused", "error",
+			      what, "side_effects", wd_side_effects_words[se]);
 		snprintf(status_out, 24, "refused");
 		json_t *r = rec_new(run, call, WD_REC_REPLAY_REFUSED);
-		json_object_set_new(r, "side_effects", json_string(se_str(se)));
+		json_object_set_new(r, "side_effects",
+				    json_string(wd_side_effects_words[se]));
 		json_object_set_new(r, "reason", json_string(what));
 		if (!run->hash_only)
 			json_object_set(r, "args",

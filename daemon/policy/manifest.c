@@ -225,6 +225,16 @@ int wd_manifest_load_file(const char *path, struct wd_manifest **out,
 	return 0;
 }
 
+const char *const wd_side_effects_words[3] = {"none", "internal", "external"};
+
+enum wd_side_effects wd_side_effects_parse(const char *s)
+{
+	for (int i = 0; s && i < 3; i++)
+		if (!strcmp(s, wd_side_effects_words[i]))
+			return (enum wd_side_effects)i;
+	return WD_SE_EXTERNAL;
+}
+
 void wd_manifest_free(struct wd_manifest *m)
 {
 	if (!m)

@@ -17,6 +17,11 @@
 enum wd_tier { WD_TIER_1 = 1, WD_TIER_2 = 2, WD_TIER_3 = 3 };
 enum wd_input_mode { WD_INPUT_STDIN_JSON, WD_INPUT_ARGV, WD_INPUT_STDIN_FIELD };
 enum wd_side_effects { WD_SE_NONE, WD_SE_INTERNAL, WD_SE_EXTERNAL };
+/* "none", "internal", "external" (the manifest's words, in order) */
+extern const char *const wd_side_effects_words[3];
+/* A label as a record names it; NULL or an unknown word is external
+ * (the strictest: a replay never runs a tool live on a guess). */
+enum wd_side_effects wd_side_effects_parse(const char *s);
 enum wd_mode { WD_MODE_ENFORCE, WD_MODE_AUDIT };
 enum wd_auth_mode { WD_AUTH_ON_BEHALF_OF_USER, WD_AUTH_SERVICE };
 

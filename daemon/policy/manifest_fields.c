@@ -526,9 +526,8 @@ static int f_rate_limit(struct wd_ywalk *w, yaml_node_t *v, void *o)
 
 static int f_side_effects(struct wd_ywalk *w, yaml_node_t *v, void *o)
 {
-	static const char *const words[] = {"none", "internal", "external"};
 	int i;
-	if (wd_y_enum(w, v, "'side_effects'", words, 3, &i) < 0)
+	if (wd_y_enum(w, v, "'side_effects'", wd_side_effects_words, 3, &i) < 0)
 		return -EINVAL;
 	M(o)->side_effects = (enum wd_side_effects)i;
 	return 0;

@@ -32,7 +32,6 @@ static json_t *net_rule(const struct wd_net_rule *r)
 
 json_t *wd_manifest_to_json(const struct wd_manifest *m)
 {
-	static const char *const se[] = {"none", "internal", "external"};
 	json_t *o = json_object();
 	json_object_set_new(o, "name", json_string(m->name));
 	if (m->description)
@@ -92,8 +91,9 @@ json_t *wd_manifest_to_json(const struct wd_manifest *m)
 					      m->rate_limit.count, "per_s",
 					      m->rate_limit.per_s, "scope",
 					      m->rate_limit.scope));
-	json_object_set_new(o, "side_effects",
-			    json_string(se[m->side_effects % 3]));
+	json_object_set_new(
+	    o, "side_effects",
+	    json_string(wd_side_effects_words[m->side_effects % 3]));
 	json_t *above = json_object();
 	for (int i = 0; i < m->approval.n_above; i++)
 		json_object_set_new(above, m->approval.above_keys[i],

@@ -19,15 +19,6 @@ static json_t *sha_of(const char *text)
 	return json_string(h);
 }
 
-/* none < internal < external (anything else, as the gate reads it) */
-static int se_rank(const char *s)
-{
-	return !s			? -1
-	       : !strcmp(s, "none")	? 0
-	       : !strcmp(s, "internal") ? 1
-					: 2;
-}
-
 static bool all_strings(json_t *o)
 {
 	const char *k;
@@ -471,7 +462,8 @@ int wd_rt_replay_create(struct wd_rt *rt, const struct wd_caller *c,
 	{
 		const char *old = json_string_value(
 		    json_object_get(rp->gate.orig_side_effects, k));
-		if (se_rank(json_string_value(v)) > se_rank(old))
+		if (!old || wd_side_effects_parse(json_string_value(v)) >
+				wd_side_effects_parse(old))
 			json_object_set(rp->gate.orig_side_effects, k, v);
 	}
 	snprintf(rp->gate.of_run_id, sizeof(rp->gate.of_run_id), "%s", of);

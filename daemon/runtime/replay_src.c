@@ -313,17 +313,13 @@ static int patch_ok(const struct wd_manifest *rec, const struct wd_manifest *p,
 static void floor_add(json_t *floor, const char *name,
 		      const struct wd_manifest *m)
 {
-	static const char *const se[] = {"none", "internal", "external"};
 	if (!floor || !m)
 		return;
 	const char *old = json_string_value(json_object_get(floor, name));
-	int o = !old			   ? -1
-		: !strcmp(old, "none")	   ? 0
-		: !strcmp(old, "internal") ? 1
-					   : 2;
-	if ((int)m->side_effects > o)
-		json_object_set_new(floor, name,
-				    json_string(se[m->side_effects]));
+	if (!old || m->side_effects > wd_side_effects_parse(old))
+		json_object_set_new(
+		    floor, name,
+		    json_string(wd_side_effects_words[m->side_effects]));
 }
 
 static void pset_add_tool(struct wd_pset *p, struct wd_manifest *m,
