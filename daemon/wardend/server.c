@@ -117,6 +117,10 @@ struct stream_cb {
 	struct wd_stream *ev; /* events endpoint */
 	struct wd_stream_cursor cur;
 	struct wd_caller who; /* the events reader (its filter) */
+	/* its last decision: a burst of denials is one run's, judged once
+	 * instead of under the runtime's lock per event */
+	char seen_run[40];
+	bool seen_ok;
 	bool follow;
 	struct wd_buf buf;
 	size_t off;
@@ -134,7 +138,14 @@ static bool srv_stopping(struct wd_server *srv)
 static bool event_visible(const struct wd_event *ev, void *arg)
 {
 	struct stream_cb *s = arg;
-	return wd_rt_event_visible(s->srv->rt, &s->who, ev);
+	if (ev->run_id[0] && !strcmp(ev->run_id, s->seen_run))
+		return s->seen_ok;
+	bool ok = wd_rt_event_visible(s->srv->rt, &s->who, ev);
+	if (ev->run_id[0]) {
+		wd_strlcpy(s->seen_run, ev->run_id, sizeof(s->seen_run));
+		s->seen_ok = ok;
+	}
+	return ok;
 }
 
 /* Append what is available now, without waiting. */
