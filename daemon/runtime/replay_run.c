@@ -541,17 +541,19 @@ int wd_rt_replay_create(struct wd_rt *rt, const struct wd_caller *c,
 	    json_string_value(json_object_get(opts, "system_prompt"));
 	if (sp || json_object_get(opts, "agent"))
 		set_system_prompt(r, sp ? sp : a->system_prompt, !sp);
+	/* what the answer and the log say, read before the run is queued: a
+	 * worker may run it to its end and free it once the lock drops */
+	snprintf(id, 64, "%s", r->id);
+	if (prefix_us)
+		*prefix_us = r->replay->prefix_ns / 1000;
+	wd_info("run %s: replay of %s from step %d for %s", r->id, of,
+		r->replay->from, r->caller.user);
 	pthread_mutex_lock(&rt->mu);
 	r->next = rt->runs;
 	rt->runs = r;
 	rt_m_add(r, WD_M_RUNS_STARTED, 1, NULL, NULL, NULL);
 	rt_enqueue_locked(rt, r);
 	pthread_mutex_unlock(&rt->mu);
-	snprintf(id, 64, "%s", r->id);
-	if (prefix_us)
-		*prefix_us = r->replay->prefix_ns / 1000;
-	wd_info("run %s: replay of %s from step %d for %s", r->id, of,
-		r->replay->from, r->caller.user);
 	rc = 0;
 fail:
 	for (int s = 0; s < n; s++) {

@@ -559,15 +559,17 @@ int wd_rt_run_create(struct wd_rt *rt, const struct wd_caller *c,
 		pthread_mutex_unlock(&rt->mu);
 		goto out;
 	}
+	/* read before the run is queued: a worker may finish and free it
+	 * as soon as the lock drops */
+	snprintf(id, 64, "%s", r->id);
+	wd_info("run %s: agent %s for %s (uid %u)", r->id, a->name,
+		r->caller.user, (unsigned)c->uid);
 	pthread_mutex_lock(&rt->mu);
 	r->next = rt->runs;
 	rt->runs = r;
 	rt_m_add(r, WD_M_RUNS_STARTED, 1, NULL, NULL, NULL);
 	rt_enqueue_locked(rt, r);
 	pthread_mutex_unlock(&rt->mu);
-	snprintf(id, 64, "%s", r->id);
-	wd_info("run %s: agent %s for %s (uid %u)", r->id, a->name,
-		r->caller.user, (unsigned)c->uid);
 out:
 	wd_pset_unref(ps);
 	return rc;
