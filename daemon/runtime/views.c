@@ -1,6 +1,10 @@
 /* Stream cursors over a run's records and the API's JSON views: run info,
  * run list, cost, status and Prometheus metrics. */
+#include <dirent.h>
+#include <malloc.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "events/stream.h"
@@ -488,6 +492,48 @@ int wd_rt_health(struct wd_rt *rt, char *why, size_t len)
 	return h.error;
 }
 
+/* The daemon process itself, as Prometheus' client libraries name it
+ * (process_*), and the heap the allocator holds for live objects: RSS
+ * also counts freed memory glibc keeps in its arenas, so a leak shows in
+ * the heap figure first (daemon_memory.sh). */
+static void process_metrics(struct wd_buf *b)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	unsigned long long size = 0, resident = 0;
+	FILE *f = fopen("/proc/self/statm", "re");
+	if (f) {
+		if (fscanf(f, "%llu %llu", &size, &resident) != 2)
+			size = resident = 0;
+		fclose(f);
+	}
+	int fds = 0;
+	DIR *d = opendir("/proc/self/fd");
+	if (d) {
+		struct dirent *de;
+		while ((de = readdir(d)))
+			fds += de->d_name[0] != '.';
+		closedir(d);
+		fds--; /* the directory's own descriptor */
+	}
+	struct mallinfo2 mi = mallinfo2();
+	wd_metrics_family(b, "process_resident_memory_bytes", "gauge",
+			  "Resident memory size in bytes.");
+	wd_buf_printf(b, "process_resident_memory_bytes %llu\n",
+		      resident * (unsigned long long)page);
+	wd_metrics_family(b, "process_virtual_memory_bytes", "gauge",
+			  "Virtual memory size in bytes.");
+	wd_buf_printf(b, "process_virtual_memory_bytes %llu\n",
+		      size * (unsigned long long)page);
+	wd_metrics_family(b, "process_open_fds", "gauge",
+			  "Number of open file descriptors.");
+	wd_buf_printf(b, "process_open_fds %d\n", fds);
+	wd_metrics_family(b, "warden_heap_inuse_bytes", "gauge",
+			  "Heap bytes allocated to live objects (malloc'd and "
+			  "not freed; arenas' free memory excluded).");
+	wd_buf_printf(b, "warden_heap_inuse_bytes %zu\n",
+		      mi.uordblks + mi.hblkhd);
+}
+
 char *wd_rt_metrics(struct wd_rt *rt)
 {
 	struct wd_buf b = {0};
@@ -596,5 +642,6 @@ char *wd_rt_metrics(struct wd_rt *rt)
 		pool_metrics(rt->pool, &b);
 	if (rt->otlp)
 		otlp_metrics(rt->otlp, &b);
+	process_metrics(&b);
 	return b.data ? b.data : wd_strdup("");
 }
