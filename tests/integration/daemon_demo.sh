@@ -34,5 +34,32 @@ if [ -s "$html" ] && grep -q 'class="step has-denial" data-step="1"' "$html"; th
 else
 	fail demo-html-denial-at-step "no page with the denial at step 1: '$html'"
 fi
+# the page as a browser shows it (headless Chromium, JavaScript on, every
+# request sent to a closed loopback port): the denial sits at step 1 in the
+# rendered DOM, and the screenshot is kept beside the trace_html ones
+CHROMIUM=$(command -v chromium || command -v chromium-browser)
+ART=$PWD/$BUILD/test-artifacts/demo
+mkdir -p "$ART"
+if [ -z "$CHROMIUM" ]; then
+	fail demo-html-rendered "chromium is not installed (scripts/deps.sh installs it)"
+elif [ -s "$html" ]; then
+	demo_chrome() {
+		timeout 60 "$CHROMIUM" --headless --no-sandbox --disable-gpu \
+			--user-data-dir="$S/profile" --proxy-server=http://127.0.0.1:9 \
+			--proxy-bypass-list='<-loopback>' --disable-background-networking \
+			--disable-component-update --disable-sync --no-first-run \
+			--disable-extensions --hide-scrollbars "$@" "file://$html" 2>>"$S/chrome.err"
+	}
+	demo_chrome --dump-dom --virtual-time-budget=2000 >"$S/dom.html"
+	r=$(python3 tests/integration/trace_lib/dom.py "$S/dom.html" denial-at 1) &&
+		pass demo-html-rendered-denial || fail demo-html-rendered-denial "$r"
+	rm -f "$ART/demo-run.png"
+	demo_chrome --window-size=1280,2000 --virtual-time-budget=2000 \
+		--screenshot="$ART/demo-run.png" >/dev/null
+	[ -s "$ART/demo-run.png" ] && pass demo-html-screenshot ||
+		fail demo-html-screenshot "no $ART/demo-run.png"
+	cp "$html" "$ART/demo-run.html"
+	echo "screenshot: $ART/demo-run.png"
+fi
 expect_eq demo-daemon-stopped "$(pgrep -f "wardend --state $S" | wc -l)" 0
 finish
