@@ -495,7 +495,8 @@ struct rt_replay *rt_replay_child(struct wd_run *parent, json_t *pc)
 	rp->patches = json_object();
 	rp->args = json_object();
 	rp->gate.recorded = rp->o.recorded;
-	rp->gate.mocks = json_incref(pr->gate.mocks);
+	/* a copy: no JSON is shared between runs' threads */
+	rp->gate.mocks = json_deep_copy(pr->gate.mocks);
 	rp->gate.tools_recorded = pr->gate.tools_recorded;
 	rp->gate.live_internal = pr->gate.live_internal;
 	/* the stricter side effects of every manifest either run recorded */

@@ -109,8 +109,10 @@ static int parse_opts(const json_t *o, struct rt_replay *rp, struct wd_err *err)
 					  "JSON object",
 					  k);
 	}
-	rp->args = args ? json_incref(args) : json_object();
-	rp->gate.mocks = mock ? json_incref(mock) : json_object();
+	/* copies: the request's JSON is the API thread's, freed when it has
+	 * answered, while the run reads these on a worker */
+	rp->args = args ? json_deep_copy(args) : json_object();
+	rp->gate.mocks = mock ? json_deep_copy(mock) : json_object();
 	/* what was patched, by sha256 of the texts given */
 	json_t *p = json_object();
 	const char *a = json_string_value(json_object_get(o, "agent"));
@@ -302,11 +304,13 @@ static int prefix(struct wd_run *r, json_t **prompts, json_t **resps,
 		if (rc || s == rp->from)
 			return rc;
 		json_t *resp = resps[s];
+		/* copies: the prompts and responses are freed on this thread
+		 * once the run is queued, while a worker reads its messages */
+		json_t *tc = json_object_get(resp, "tool_calls");
 		json_t *am = json_pack(
-		    "{s:s,s:s,s:O}", "role", "assistant", "text",
+		    "{s:s,s:s,s:o}", "role", "assistant", "text",
 		    json_string_value(json_object_get(resp, "text")) ?: "",
-		    "tool_calls",
-		    json_object_get(resp, "tool_calls") ?: json_array());
+		    "tool_calls", tc ? json_deep_copy(tc) : json_array());
 		json_t *next = prompts[s + 1];
 		size_t k = json_array_size(next);
 		while (k-- > 0 && strcmp(json_string_value(json_object_get(
@@ -356,8 +360,9 @@ static int prefix(struct wd_run *r, json_t **prompts, json_t **resps,
 						a ? a : "");
 				json_object_set_new(
 				    r->done, key,
-				    json_pack("{s:i,s:O}", "step", s, "content",
-					      json_object_get(tm, "text")));
+				    json_pack("{s:i,s:o}", "step", s, "content",
+					      json_deep_copy(json_object_get(
+						  tm, "text"))));
 				free(a);
 				free(key);
 			}
