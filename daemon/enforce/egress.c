@@ -808,8 +808,8 @@ static int sum_counter(struct wd_egress *e, uint32_t idx, uint64_t *out)
 	int ncpu = libbpf_num_possible_cpus();
 	if (ncpu <= 0)
 		return ncpu ? ncpu : -EINVAL;
-	/* read by the stream pump after every drain: no allocation on
-	 * machines of up to 256 CPUs */
+	/* read by the loss probes (every alerter loop, scrape and events
+	 * line): no allocation on machines of up to 256 CPUs */
 	uint64_t small[256];
 	uint64_t *v = ncpu <= (int)WD_ARRAY_SIZE(small)
 			  ? small
