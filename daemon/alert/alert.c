@@ -15,9 +15,27 @@
 #define NS	   1000000000ull
 #define READ_BATCH 256
 
-enum { LOST_OVERRUN, LOST_BPF, LOST_SRC, LOST_KINDS };
-static const char *const lost_names[LOST_KINDS] = {"overrun", "bpf_ringbuf",
-						   "source"};
+/* Loss counts: the alerter's own overrun, then the stream's sources
+ * (enum wd_stream_lost_src, in its order). */
+enum { LOST_OVERRUN, LOST_STREAM, LOST_KINDS = LOST_STREAM + WD_LOST_NR };
+
+static const char *lost_name(int i)
+{
+	return i == LOST_OVERRUN
+		   ? "overrun"
+		   : wd_stream_lost_name(
+			 (enum wd_stream_lost_src)(i - LOST_STREAM));
+}
+
+/* "N overrun, N bpf_ringbuf, ..." for the log and Alertmanager */
+static char *lost_text(const uint64_t v[LOST_KINDS])
+{
+	struct wd_buf b = {0};
+	for (int i = 0; i < LOST_KINDS; i++)
+		wd_buf_printf(&b, "%s%llu %s", i ? ", " : "",
+			      (unsigned long long)v[i], lost_name(i));
+	return b.data ? b.data : wd_strdup("");
+}
 
 static const char *const dim_names[WD_DIM_NR] = {
     [WD_DIM_NODE] = "node",	[WD_DIM_TEAM] = "team",
@@ -189,7 +207,7 @@ static json_t *lost_json(const uint64_t v[LOST_KINDS])
 {
 	json_t *o = json_object();
 	for (int i = 0; i < LOST_KINDS; i++)
-		json_object_set_new(o, lost_names[i],
+		json_object_set_new(o, lost_name(i),
 				    json_integer((json_int_t)v[i]));
 	return o;
 }
@@ -439,8 +457,9 @@ static void check_loss(struct wd_alert *a, uint64_t now)
 	struct wd_stream_stats st;
 	wd_stream_refresh_lost(a->s);
 	wd_stream_stats(a->s, &st);
-	uint64_t cur[LOST_KINDS] = {a->cur.lost, st.lost[WD_LOST_BPF_RINGBUF],
-				    st.lost[WD_LOST_SOURCE]};
+	uint64_t cur[LOST_KINDS];
+	cur[LOST_OVERRUN] = a->cur.lost;
+	memcpy(cur + LOST_STREAM, st.lost, sizeof(st.lost));
 	bool grew = false;
 	for (int i = 0; i < LOST_KINDS; i++) {
 		if (cur[i] > a->lost_seen[i]) {
@@ -461,33 +480,27 @@ static void check_loss(struct wd_alert *a, uint64_t now)
 		diff[i] = a->lost_seen[i] - a->lost_reported[i];
 	json_t *o = alert_head(a, "events_lost", a->cur.next - 1);
 	json_object_set_new(o, "lost_new", lost_json(diff));
-	wd_warn("alert: denial events lost: %llu overrun, %llu BPF ring "
-		"buffer, %llu at sources (new since last report: %llu, %llu, "
-		"%llu)",
-		(unsigned long long)a->lost_seen[0],
-		(unsigned long long)a->lost_seen[1],
-		(unsigned long long)a->lost_seen[2],
-		(unsigned long long)diff[0], (unsigned long long)diff[1],
-		(unsigned long long)diff[2]);
+	cleanup_free char *all = lost_text(a->lost_seen);
+	cleanup_free char *news = lost_text(diff);
+	wd_warn("alert: denial events lost: %s (new since the last report: "
+		"%s)",
+		all, news);
 	memcpy(a->lost_reported, a->lost_seen, sizeof(a->lost_seen));
 	a->loss_alerted = true;
 	a->last_loss_alert_ns = now;
 	a->alerts_lost++;
 	if (a->am) {
 		cleanup_free char *sum = wd_asprintf(
-		    "wardend on %s lost denial events: %llu overrun, %llu BPF "
-		    "ring buffer, %llu at sources",
-		    a->node, (unsigned long long)a->lost_seen[0],
-		    (unsigned long long)a->lost_seen[1],
-		    (unsigned long long)a->lost_seen[2]);
+		    "wardend on %s lost denial events: %s", a->node, all);
 		cleanup_free char *d = wd_asprintf(
-		    "New since the last report: %llu overrun (the alerter fell "
-		    "behind the event ring), %llu BPF ring buffer (full, "
-		    "invalid records, or records no call owned), %llu at "
-		    "sources. Denials were still enforced; not all were "
-		    "recorded.",
-		    (unsigned long long)diff[0], (unsigned long long)diff[1],
-		    (unsigned long long)diff[2]);
+		    "New since the last report: %s. overrun: the alerter fell "
+		    "behind the event ring; bpf_ringbuf: the kernel's ring "
+		    "buffer was full (wardend --event-ring-bytes); "
+		    "bpf_invalid: records that failed validation; "
+		    "bpf_unrouted: records no live tool call owned; "
+		    "landlock_audit: the audit reader's queue overflowed. "
+		    "Denials were still enforced; not all were recorded.",
+		    news);
 		wd_am_fire(
 		    a->am, "lost",
 		    json_pack("{s:s,s:s,s:s}", "alertname",
@@ -803,12 +816,13 @@ void wd_alert_metrics_render(struct wd_alert *a, struct wd_buf *out)
 			      "verdict=\"other\"} %llu\n",
 			      (unsigned long long)a->series.other->count);
 	wd_metrics_family(out, "warden_denial_events_lost_total", "counter",
-			  "Denial events lost before alerting saw them.");
+			  "Denial events lost before alerting saw them, by "
+			  "where they were lost.");
 	for (int i = 0; i < LOST_KINDS; i++)
 		wd_buf_printf(out,
 			      "warden_denial_events_lost_total{reason=\"%s\"} "
 			      "%llu\n",
-			      lost_names[i],
+			      lost_name(i),
 			      (unsigned long long)a->lost_seen[i]);
 	wd_metrics_family(
 	    out, "warden_denial_rate_per_second", "gauge",

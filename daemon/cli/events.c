@@ -31,16 +31,23 @@ static int print_line(void *arg, json_t *o)
 			puts(s);
 		free(s);
 	} else if (type && !strcmp(type, "loss")) {
-		json_int_t b =
-		    json_integer_value(json_object_get(o, "bpf_ringbuf"));
-		json_int_t src =
-		    json_integer_value(json_object_get(o, "source"));
-		json_int_t ov =
-		    json_integer_value(json_object_get(o, "overrun"));
-		if (b || src || ov)
-			printf("# lost: bpf_ringbuf=%lld source=%lld "
-			       "overrun=%lld\n",
-			       (long long)b, (long long)src, (long long)ov);
+		/* every count the line has (the stream's sources, then this
+		 * reader's overrun), printed once any is non-zero */
+		struct wd_buf b = {0};
+		bool any = false;
+		const char *k;
+		json_t *v;
+		json_object_foreach(o, k, v)
+		{
+			if (!json_is_integer(v) || !strcmp(k, "next_seq"))
+				continue;
+			any |= json_integer_value(v) != 0;
+			wd_buf_printf(&b, " %s=%lld", k,
+				      (long long)json_integer_value(v));
+		}
+		if (any)
+			printf("# lost:%s\n", b.data);
+		wd_buf_free(&b);
 	} else {
 #define S(k) (json_string_value(json_object_get(o, k)) ?: "")
 		printf(

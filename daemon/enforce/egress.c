@@ -18,8 +18,6 @@
 #include "lib/policy.h"
 #include "egress_unix.h"
 
-#define WD_RING_DEFAULT (1u << 22)
-
 /* enum bpf_attach_type (6.7); Debian 12's uapi header stops earlier */
 #define WD_ATTACH_UNIX_CONNECT ((enum bpf_attach_type)49)
 #define WD_ATTACH_UNIX_SENDMSG ((enum bpf_attach_type)50)
@@ -270,15 +268,12 @@ int wd_egress_open_opts(struct wd_egress **out, const struct wd_egress_opts *o,
 			struct wd_err *err)
 {
 	int rc;
-	uint32_t ring = o && o->ring_bytes ? o->ring_bytes : WD_RING_DEFAULT;
-	long page = sysconf(_SC_PAGESIZE);
+	uint32_t ring =
+	    o && o->ring_bytes ? o->ring_bytes : WD_EGRESS_RING_DEFAULT;
 
 	*out = NULL;
-	if (ring < (uint32_t)page || (ring & (ring - 1)))
-		return wd_err_set(err, -EINVAL,
-				  "egress: ring size %u is not a power of two "
-				  ">= page size",
-				  ring);
+	if ((rc = wd_egress_ring_check(ring, err)))
+		return rc;
 	wd_log_route_libbpf();
 	struct wd_egress *e = wd_calloc(1, sizeof(*e));
 	pthread_mutex_init(&e->lock, NULL);
@@ -328,14 +323,75 @@ int wd_egress_open(struct wd_egress **out, struct wd_err *err)
 	return wd_egress_open_opts(out, NULL, err);
 }
 
+int wd_egress_ring_check(uint64_t bytes, struct wd_err *err)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	if (page <= 0)
+		page = 4096;
+	if (bytes < (uint64_t)page || bytes > WD_EGRESS_RING_MAX)
+		return wd_err_set(err, -EINVAL,
+				  "event ring size %llu bytes: must be between "
+				  "the page size (%ld) and %u",
+				  (unsigned long long)bytes, page,
+				  WD_EGRESS_RING_MAX);
+	if (bytes & (bytes - 1))
+		return wd_err_set(err, -EINVAL,
+				  "event ring size %llu bytes: the kernel "
+				  "wants a power of two",
+				  (unsigned long long)bytes);
+	/* a power of two >= the page size (itself a power of two) is a
+	 * multiple of it; said in case a page size ever is not */
+	if (bytes % (uint64_t)page)
+		return wd_err_set(err, -EINVAL,
+				  "event ring size %llu bytes: the kernel "
+				  "wants a multiple of the page size (%ld)",
+				  (unsigned long long)bytes, page);
+	return 0;
+}
+
 static pthread_mutex_t shared_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct wd_egress *shared;
+static struct wd_egress_opts shared_opts;
+
+int wd_egress_shared_set_opts(const struct wd_egress_opts *o,
+			      struct wd_err *err)
+{
+	struct wd_egress_opts want = o ? *o : (struct wd_egress_opts){0};
+	int rc = 0;
+	if (want.ring_bytes &&
+	    (rc = wd_egress_ring_check(want.ring_bytes, err)))
+		return rc;
+	pthread_mutex_lock(&shared_mu);
+	if (shared && memcmp(&want, &shared_opts, sizeof(want)))
+		rc = wd_err_set(err, -EBUSY,
+				"egress: the shared instance is already open "
+				"with other options");
+	else
+		shared_opts = want;
+	pthread_mutex_unlock(&shared_mu);
+	return rc;
+}
+
+uint32_t wd_egress_ring_size(struct wd_egress *e)
+{
+	return bpf_map__max_entries(e->skel->maps.wd_events);
+}
+
+uint32_t wd_egress_shared_ring_size(void)
+{
+	pthread_mutex_lock(&shared_mu);
+	uint32_t r = shared		      ? wd_egress_ring_size(shared)
+		     : shared_opts.ring_bytes ? shared_opts.ring_bytes
+					      : WD_EGRESS_RING_DEFAULT;
+	pthread_mutex_unlock(&shared_mu);
+	return r;
+}
 
 struct wd_egress *wd_egress_shared(struct wd_err *err)
 {
 	pthread_mutex_lock(&shared_mu);
 	if (!shared)
-		wd_egress_open(&shared, err);
+		wd_egress_open_opts(&shared, &shared_opts, err);
 	struct wd_egress *e = shared;
 	pthread_mutex_unlock(&shared_mu);
 	return e;
@@ -752,8 +808,8 @@ static int sum_counter(struct wd_egress *e, uint32_t idx, uint64_t *out)
 	int ncpu = libbpf_num_possible_cpus();
 	if (ncpu <= 0)
 		return ncpu ? ncpu : -EINVAL;
-	/* read by the stream pump after every drain: no allocation on
-	 * machines of up to 256 CPUs */
+	/* read by the loss probes (every alerter loop, scrape and events
+	 * line): no allocation on machines of up to 256 CPUs */
 	uint64_t small[256];
 	uint64_t *v = ncpu <= (int)WD_ARRAY_SIZE(small)
 			  ? small
@@ -770,12 +826,20 @@ static int sum_counter(struct wd_egress *e, uint32_t idx, uint64_t *out)
 	return rc;
 }
 
+int wd_egress_loss(struct wd_egress *e, struct wd_egress_loss *out)
+{
+	out->ringbuf = 0;
+	int rc = sum_counter(e, WD_LOSS_RINGBUF, &out->ringbuf);
+	out->invalid = __atomic_load_n(&e->invalid, __ATOMIC_RELAXED);
+	out->dropped = __atomic_load_n(&e->dropped, __ATOMIC_RELAXED);
+	return rc;
+}
+
 int wd_egress_lost(struct wd_egress *e, uint64_t *lost)
 {
-	uint64_t s = 0;
-	int rc = sum_counter(e, WD_LOSS_RINGBUF, &s);
-	*lost = s + __atomic_load_n(&e->invalid, __ATOMIC_RELAXED) +
-		__atomic_load_n(&e->dropped, __ATOMIC_RELAXED);
+	struct wd_egress_loss l;
+	int rc = wd_egress_loss(e, &l);
+	*lost = l.ringbuf + l.invalid + l.dropped;
 	return rc;
 }
 

@@ -28,12 +28,22 @@
 struct wd_egress;
 
 struct wd_egress_opts {
-	/* Ring buffer size in bytes: a power of two, >= page size. 0 = the
-	 * default (4 MiB: ~47k egress events, 88 bytes each as short
-	 * records; ~12k events with a path, 344 bytes). Tests shrink it to
-	 * provoke losses. */
+	/* Ring buffer size in bytes (wd_egress_ring_check). 0 = the default
+	 * (WD_EGRESS_RING_DEFAULT, 4 MiB: ~43k egress events, 88 bytes each
+	 * as short records plus the ring's 8-byte header; ~11k events with a
+	 * path, 344 bytes). A smaller ring loses a flood sooner: wardend's
+	 * --event-ring-bytes, and the tests that provoke losses. */
 	uint32_t ring_bytes;
 };
+
+#define WD_EGRESS_RING_DEFAULT (4u << 20)
+#define WD_EGRESS_RING_MAX     (1u << 30)
+
+/* A ring buffer size the kernel takes (BPF_MAP_TYPE_RINGBUF: max_entries a
+ * power of two and a multiple of the page size) within
+ * [page size, WD_EGRESS_RING_MAX]: 0, or -EINVAL with a message naming
+ * the rule it breaks. */
+int wd_egress_ring_check(uint64_t bytes, struct wd_err *err);
 
 /* Open, size and load the BPF object (libbpf logs go through the warden
  * logger). Nothing is attached yet. -EPERM/-EINVAL etc. from the kernel
@@ -47,6 +57,15 @@ struct wd_egress *wd_egress_shared(struct wd_err *err);
 /* The process-wide instance if a call has opened it, else NULL (never
  * opens it: a loss probe must not load BPF programs). */
 struct wd_egress *wd_egress_shared_peek(void);
+/* Options of the process-wide instance, set before its first use (wardend
+ * at start): 0; -EINVAL for a size wd_egress_ring_check refuses; -EBUSY
+ * once the instance is open with other options (it is never reopened). */
+int wd_egress_shared_set_opts(const struct wd_egress_opts *o,
+			      struct wd_err *err);
+/* The ring buffer's size in bytes, as the kernel holds it. */
+uint32_t wd_egress_ring_size(struct wd_egress *e);
+/* The process-wide instance's: as open, or as it will open. */
+uint32_t wd_egress_shared_ring_size(void);
 
 /* Put a call's policy in the maps, then attach the four programs to its
  * cgroup (bpf links on cgroup_fd, an fd of the call's cgroup v2 directory
@@ -117,9 +136,24 @@ int wd_egress_wait_bound(struct wd_egress *e, int timeout_ms);
 int wd_egress_consume(struct wd_egress *e,
 		      void (*cb)(const struct wd_event *ev, void *arg),
 		      void *arg);
-/* Records the BPF side could not write (ring buffer reserve failures),
- * summed over CPUs, plus records rejected by validation, plus records a
- * consumer read but could not deliver (wd_egress_count_dropped). */
+/* Every record lost on the way from a BPF program to a consumer's
+ * callback, by where it was lost (absolute counts since the open): */
+struct wd_egress_loss {
+	/* in the kernel: bpf_ringbuf_reserve failed (the ring was full),
+	 * summed over CPUs (wd_loss[WD_LOSS_RINGBUF]) */
+	uint64_t ringbuf;
+	/* in the consumer: the record failed validation (size, kind,
+	 * verdict) */
+	uint64_t invalid;
+	/* in the consumer's callback: read, but no one took it
+	 * (wd_egress_count_dropped; wardend: no live call owned its cgroup,
+	 * events/bpf_route.c) */
+	uint64_t dropped;
+};
+/* 0, or -errno if the kernel counters could not be read (then ringbuf is
+ * 0 and the user-space counts are still filled in). */
+int wd_egress_loss(struct wd_egress *e, struct wd_egress_loss *out);
+/* The three summed. */
 int wd_egress_lost(struct wd_egress *e, uint64_t *lost);
 /* A consumer's callback drops a record it read (no call to give it to):
  * counted as lost, never silent. */

@@ -380,6 +380,13 @@ uint64_t wd_landlock_audit_lost(struct wd_landlock_audit *a)
 	return a->lost;
 }
 
+static uint64_t lost_total;
+
+uint64_t wd_landlock_audit_lost_total(void)
+{
+	return __atomic_load_n(&lost_total, __ATOMIC_RELAXED);
+}
+
 void wd_landlock_audit_keep_enabled(struct wd_landlock_audit *a)
 {
 	a->prev_enabled = -1;
@@ -541,6 +548,8 @@ int wd_landlock_audit_read(struct wd_landlock_audit *a, ev_cb cb, void *arg)
 		if (n < 0) {
 			if (errno == ENOBUFS) { /* queue overflowed */
 				a->lost++;
+				__atomic_add_fetch(&lost_total, 1,
+						   __ATOMIC_RELAXED);
 				continue;
 			}
 			if (errno == EINTR)

@@ -67,6 +67,10 @@ int wd_landlock_audit_flush(struct wd_landlock_audit *a,
 			    void (*cb)(const struct wd_event *ev, void *arg),
 			    void *arg);
 uint64_t wd_landlock_audit_lost(struct wd_landlock_audit *a);
+/* Every reader's overflows since the process started (wardend's loss
+ * counter "landlock_audit", events/stream.h): each lost one or more audit
+ * records of the node, not all necessarily a tool call's. */
+uint64_t wd_landlock_audit_lost_total(void);
 /* Leave audit on at close even if this reader turned it on: several
  * readers (concurrent calls) would otherwise switch it off under each
  * other. */

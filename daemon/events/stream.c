@@ -8,7 +8,6 @@
 #include <time.h>
 
 #include "common/log.h"
-#include "enforce/egress.h"
 
 struct wd_stream {
 	pthread_mutex_t mu;
@@ -24,10 +23,19 @@ struct wd_stream {
 	void *attrib_arg;
 	wd_stream_loss_fn probe[WD_LOST_NR];
 	void *probe_arg[WD_LOST_NR];
-	/* the BPF pump's batch (wd_stream_pump_bpf*): one pump at a time */
-	pthread_mutex_t pump_mu;
-	struct wd_event *pump_batch;
 };
+
+static const char *const lost_names[WD_LOST_NR] = {
+    [WD_LOST_BPF_RINGBUF] = "bpf_ringbuf",
+    [WD_LOST_BPF_INVALID] = "bpf_invalid",
+    [WD_LOST_BPF_UNROUTED] = "bpf_unrouted",
+    [WD_LOST_LANDLOCK_AUDIT] = "landlock_audit",
+};
+
+const char *wd_stream_lost_name(enum wd_stream_lost_src src)
+{
+	return (unsigned)src < WD_LOST_NR ? lost_names[src] : "?";
+}
 
 struct wd_stream *wd_stream_new(uint32_t capacity)
 {
@@ -48,7 +56,6 @@ struct wd_stream *wd_stream_new(uint32_t capacity)
 		abort();
 	}
 	pthread_mutex_init(&s->mu, NULL);
-	pthread_mutex_init(&s->pump_mu, NULL);
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -63,8 +70,6 @@ void wd_stream_free(struct wd_stream *s)
 		return;
 	pthread_cond_destroy(&s->cv);
 	pthread_mutex_destroy(&s->mu);
-	pthread_mutex_destroy(&s->pump_mu);
-	free(s->pump_batch);
 	munmap(s->ring, s->ring_bytes);
 	free(s);
 }
@@ -283,19 +288,19 @@ int wd_stream_render(struct wd_stream *s, struct wd_stream_cursor *c,
 	struct wd_stream_stats st;
 	wd_stream_refresh_lost(s);
 	wd_stream_stats(s, &st);
-	uint64_t now[WD_LOST_NR + 1] = {st.lost[WD_LOST_BPF_RINGBUF],
-					st.lost[WD_LOST_SOURCE], c->lost};
+	uint64_t now[WD_LOST_NR + 1];
+	memcpy(now, st.lost, sizeof(st.lost));
+	now[WD_LOST_NR] = c->lost;
 	uint64_t t = wd_now_ns();
 	if (!c->shown_once || memcmp(now, c->shown, sizeof(now)) ||
 	    t - c->last_line_ns >= 10ull * 1000000000ull) {
 		json_t *o = json_object();
 		json_object_set_new(o, "type", json_string("loss"));
-		json_object_set_new(o, "bpf_ringbuf",
-				    json_integer((json_int_t)now[0]));
-		json_object_set_new(o, "source",
-				    json_integer((json_int_t)now[1]));
+		for (int i = 0; i < WD_LOST_NR; i++)
+			json_object_set_new(o, lost_names[i],
+					    json_integer((json_int_t)now[i]));
 		json_object_set_new(o, "overrun",
-				    json_integer((json_int_t)now[2]));
+				    json_integer((json_int_t)now[WD_LOST_NR]));
 		json_object_set_new(o, "next_seq",
 				    json_integer((json_int_t)c->next));
 		append_json(out, o);
@@ -305,67 +310,4 @@ int wd_stream_render(struct wd_stream *s, struct wd_stream_cursor *c,
 	if (total || rc == 0)
 		c->last_line_ns = t;
 	return total ? total : rc;
-}
-
-/* Events are published in batches: one lock and one reader wake-up per
- * WD_PUMP_BATCH events (or per drain, if fewer) instead of per event. */
-#define WD_PUMP_BATCH 256
-
-struct pump_ctx {
-	struct wd_stream *s;
-	int n, k;
-	struct wd_event *batch; /* s->pump_batch */
-};
-
-static void pump_one(const struct wd_event *ev, void *arg)
-{
-	struct pump_ctx *p = arg;
-	p->batch[p->k++] = *ev;
-	p->n++;
-	if (p->k == WD_PUMP_BATCH) {
-		wd_stream_publish_batch(p->s, p->batch, p->k);
-		p->k = 0;
-	}
-}
-
-static void pump_begin(struct wd_stream *s, struct pump_ctx *p)
-{
-	pthread_mutex_lock(&s->pump_mu);
-	if (!s->pump_batch)
-		s->pump_batch =
-		    wd_calloc(WD_PUMP_BATCH, sizeof(*s->pump_batch));
-	p->s = s;
-	p->n = p->k = 0;
-	p->batch = s->pump_batch;
-}
-
-static int pump_end(struct wd_stream *s, struct wd_egress *e,
-		    struct pump_ctx *p, int rc)
-{
-	wd_stream_publish_batch(s, p->batch, p->k);
-	p->k = 0;
-	pthread_mutex_unlock(&s->pump_mu);
-	uint64_t lost = 0;
-	if (!wd_egress_lost(e, &lost))
-		wd_stream_set_lost(s, WD_LOST_BPF_RINGBUF, lost);
-	return rc < 0 ? rc : p->n;
-}
-
-int wd_stream_pump_bpf(struct wd_stream *s, struct wd_egress *e)
-{
-	struct pump_ctx p;
-	pump_begin(s, &p);
-	return pump_end(s, e, &p, wd_egress_consume(e, pump_one, &p));
-}
-
-int wd_stream_pump_bpf_wait(struct wd_stream *s, struct wd_egress *e,
-			    int timeout_ms)
-{
-	/* wait outside the pump lock, then drain under it */
-	int w = wd_egress_wait(e, timeout_ms);
-	if (w < 0)
-		return w;
-	struct pump_ctx p;
-	pump_begin(s, &p);
-	return pump_end(s, e, &p, wd_egress_consume(e, pump_one, &p));
 }

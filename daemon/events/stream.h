@@ -8,11 +8,11 @@
  *   than the ring is overrun: the events it missed are counted in its
  *   cursor (`lost`) and it continues at the oldest event still held —
  *   never a silent gap.
- * - Loss counts travel with the stream: BPF-side ring-buffer losses
- *   (absolute, from wd_egress_lost: set by the pump, or read through a
- *   loss probe where the ring buffer's consumer is not the pump, as in
- *   wardend), losses other sources report, and each subscriber's
- *   overruns.
+ * - Loss counts travel with the stream, by where the events were lost
+ *   (enum wd_stream_lost_src; absolute counts, read through each
+ *   source's loss probe: in wardend, the BPF ring buffer's consumer
+ *   (events/bpf_route.h, wd_egress_loss) and the Landlock audit reader),
+ *   and each subscriber's overruns.
  * Thread-safe; readers may block with a timeout.
  *
  * HTTP endpoint (served by wardend; `warden events` is the client):
@@ -20,7 +20,10 @@
  *   GET /v1/events[?since=SEQ][&follow=1][&limit=N]
  *   200, Content-Type: application/x-ndjson; one JSON object per line:
  *     {"type":"event","seq":N, ...wd_event_to_json() fields...}
- *     {"type":"loss","bpf_ringbuf":N,"source":N,"overrun":N,"next_seq":N}
+ *     {"type":"loss","bpf_ringbuf":N,"bpf_invalid":N,"bpf_unrouted":N,
+ *      "landlock_audit":N,"overrun":N,"next_seq":N}
+ *   (the keys of enum wd_stream_lost_src, wd_stream_lost_name(); overrun
+ *   is this subscriber's)
  *   since=SEQ: events with seq > SEQ (default 0: everything still held).
  *   Without follow the body is what is held now, then the response ends.
  *   With follow=1 the response stays open and events are written as they
@@ -46,11 +49,25 @@ struct wd_stream_entry {
 	struct wd_event ev;
 };
 
+/* Where events were lost before the stream had them (each an absolute
+ * count, only ever growing). */
 enum wd_stream_lost_src {
-	WD_LOST_BPF_RINGBUF, /* BPF reserve failures (absolute count) */
-	WD_LOST_SOURCE,	     /* other sources' own losses (absolute) */
+	/* the kernel: bpf_ringbuf_reserve failed, the ring buffer was full
+	 * (wardend --event-ring-bytes sizes it) */
+	WD_LOST_BPF_RINGBUF,
+	/* the BPF consumer: a record failed validation */
+	WD_LOST_BPF_INVALID,
+	/* the BPF consumer: a record no live tool call owned */
+	WD_LOST_BPF_UNROUTED,
+	/* the Landlock audit reader: its netlink queue overflowed (ENOBUFS;
+	 * each overflow lost one or more records, so a lower bound) */
+	WD_LOST_LANDLOCK_AUDIT,
 	WD_LOST_NR,
 };
+/* Its key in the loss line and its reason label in /metrics
+ * (warden_denial_events_lost_total): "bpf_ringbuf", "bpf_invalid",
+ * "bpf_unrouted", "landlock_audit"; "?" out of range. */
+const char *wd_stream_lost_name(enum wd_stream_lost_src src);
 
 struct wd_stream_stats {
 	uint64_t published; /* = last seq */
@@ -89,11 +106,11 @@ void wd_stream_set_lost(struct wd_stream *s, enum wd_stream_lost_src src,
 void wd_stream_stats(struct wd_stream *s, struct wd_stream_stats *out);
 
 /* A source's own absolute loss count, read where the stream's losses are
- * reported (the alerter's loop, the events endpoint, /metrics), so a
- * source whose consumer is not the stream's pump (wardend's calls drain
+ * reported (the alerter's loop, the events endpoint, /metrics): the
+ * sources count their losses where they happen (wardend's calls drain
  * the shared BPF ring buffer themselves and route each record to its
- * call) still has every loss counted: 0 and *total, or -errno (skipped).
- * One probe per loss source; NULL removes it. */
+ * call), and every loss reaches the stream: 0 and *total, or -errno
+ * (skipped). One probe per loss source; NULL removes it. */
 typedef int (*wd_stream_loss_fn)(void *arg, uint64_t *total);
 void wd_stream_set_loss_probe(struct wd_stream *s, enum wd_stream_lost_src src,
 			      wd_stream_loss_fn fn, void *arg);
@@ -126,17 +143,5 @@ json_t *wd_stream_entry_json(const struct wd_stream_entry *e);
 typedef void (*wd_stream_attrib_fn)(struct wd_event *ev, void *arg);
 void wd_stream_set_attrib(struct wd_stream *s, wd_stream_attrib_fn fn,
 			  void *arg);
-
-struct wd_egress;
-/* Drain the BPF ring buffer into the stream (and refresh the BPF loss
- * count). Returns events published or -errno. Call when
- * wd_egress_events_fd() is readable. */
-int wd_stream_pump_bpf(struct wd_stream *s, struct wd_egress *e);
-/* The pump's loop step: wd_egress_poll (bounded wait up to timeout_ms, so
- * records submitted without a wake-up are not left behind), then as
- * wd_stream_pump_bpf. A thread calling this in a loop is the node's BPF
- * consumer. */
-int wd_stream_pump_bpf_wait(struct wd_stream *s, struct wd_egress *e,
-			    int timeout_ms);
 
 #endif

@@ -12,6 +12,7 @@
 
 #include "common/log.h"
 #include "enforce/egress.h"
+#include "events/landlock_audit.h"
 #include "events/stream.h"
 #include "gateway/gateway.h"
 #include "policy/daemon_config.h"
@@ -577,14 +578,38 @@ out:
 
 /* ---- open/close/reload ---- */
 
-/* The BPF side's losses, read from the consumer that drains the shared
- * ring buffer in wardend (each call's supervisor, routing records to
- * their call: sandbox/native_supervise.c): reserve failures in the
- * kernel, records that failed validation, records no live call owned. */
+/* The BPF side's losses (arg: which one, enum wd_stream_lost_src), read
+ * from the egress object whose ring buffer wardend's calls drain
+ * (events/bpf_route.h): reserve failures in the kernel, records that
+ * failed validation, records no live call owned. */
 static int bpf_loss_probe(void *arg, uint64_t *total)
 {
 	struct wd_egress *e = wd_egress_shared_peek();
-	return e ? wd_egress_lost(e, total) : -ENOENT;
+	struct wd_egress_loss l;
+	if (!e)
+		return -ENOENT; /* no call yet: nothing consumed, none lost */
+	int rc = wd_egress_loss(e, &l);
+	switch ((enum wd_stream_lost_src)(intptr_t)arg) {
+	case WD_LOST_BPF_RINGBUF:
+		*total = l.ringbuf;
+		return rc;
+	case WD_LOST_BPF_INVALID:
+		*total = l.invalid;
+		return 0;
+	case WD_LOST_BPF_UNROUTED:
+		*total = l.dropped;
+		return 0;
+	default:
+		return -EINVAL;
+	}
+}
+
+/* The Landlock audit readers' queue overflows (events/landlock_audit.h). */
+static int landlock_loss_probe(void *arg, uint64_t *total)
+{
+	(void)arg;
+	*total = wd_landlock_audit_lost_total();
+	return 0;
 }
 
 int wd_rt_open(const struct wd_rt_opts *o, struct wd_rt **out,
@@ -606,8 +631,11 @@ int wd_rt_open(const struct wd_rt_opts *o, struct wd_rt **out,
 	rt->rl = wd_ratelimit_new();
 	rt->events = wd_stream_new(65536);
 	rt->metrics = wd_metrics_new(0);
-	wd_stream_set_loss_probe(rt->events, WD_LOST_BPF_RINGBUF,
-				 bpf_loss_probe, NULL);
+	for (int i = WD_LOST_BPF_RINGBUF; i <= WD_LOST_BPF_UNROUTED; i++)
+		wd_stream_set_loss_probe(rt->events, (enum wd_stream_lost_src)i,
+					 bpf_loss_probe, (void *)(intptr_t)i);
+	wd_stream_set_loss_probe(rt->events, WD_LOST_LANDLOCK_AUDIT,
+				 landlock_loss_probe, NULL);
 	pthread_mutex_init(&rt->mu, NULL);
 	pthread_cond_init(&rt->qcond, NULL);
 	pthread_cond_init(&rt->ecood, NULL);

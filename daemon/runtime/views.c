@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include <time.h>
 
+#include "enforce/egress.h"
 #include "events/stream.h"
 #include "gateway/gateway.h"
 #include "sandbox/pool.h"
@@ -589,6 +590,15 @@ char *wd_rt_metrics(struct wd_rt *rt)
 	    "node's event stream.\n"
 	    "# TYPE warden_events_published_total counter\n"
 	    "warden_events_published_total %llu\n"
+	    "# HELP warden_event_stream_overruns_total Events readers of the "
+	    "event stream missed: its ring wrapped past them (the alerter, "
+	    "`warden events --follow` readers).\n"
+	    "# TYPE warden_event_stream_overruns_total counter\n"
+	    "warden_event_stream_overruns_total %llu\n"
+	    "# HELP warden_bpf_event_ring_bytes Size of the kernel's denial "
+	    "event ring buffer (wardend --event-ring-bytes).\n"
+	    "# TYPE warden_bpf_event_ring_bytes gauge\n"
+	    "warden_bpf_event_ring_bytes %u\n"
 	    "# HELP warden_trace_healthy 1 while the trace store can write, "
 	    "0 while runs are refused for it.\n"
 	    "# TYPE warden_trace_healthy gauge\nwarden_trace_healthy %d\n"
@@ -600,7 +610,8 @@ char *wd_rt_metrics(struct wd_rt *rt)
 	    oldest_ns && oldest_ns < now_wall
 		? (double)(now_wall - oldest_ns) / 1e9
 		: 0.0,
-	    (unsigned long long)st.published, th.error ? 0 : 1,
+	    (unsigned long long)st.published, (unsigned long long)st.overrun,
+	    wd_egress_shared_ring_size(), th.error ? 0 : 1,
 	    (double)rt->m_overhead_ns / 1e9);
 	wd_buf_printf(
 	    &b,

@@ -163,7 +163,7 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 	struct wd_cgroup cg = {.v2_fd = -1};
 	struct wd_egress *eg = NULL;
 	bool attached = false, routed = false;
-	struct route route;
+	struct wd_bpf_route route;
 	pid_t child = -1;
 	int r;
 
@@ -347,7 +347,7 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 				 err);
 	if (r < 0)
 		goto out;
-	wd_native_route_add(&route, cg.v2_id);
+	wd_bpf_route_add(&route, cg.v2_id);
 	routed = true;
 
 	/* BPF LSM where the kernel runs it; `require: [bpf_lsm]` refuses the
@@ -492,7 +492,7 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 
 out:
 	if (routed)
-		wd_native_route_del(&route);
+		wd_bpf_route_del(&route);
 	if (l.lsm)
 		wd_lsm_end(l.lsm, l.cgid);
 	/* Every process of the call is dead before we return: the rest can

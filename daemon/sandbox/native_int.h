@@ -15,6 +15,7 @@
 #include "enforce/landlock.h"
 #include "enforce/lsm.h"
 #include "enforce/seccomp.h"
+#include "events/bpf_route.h"
 #include "events/landlock_audit.h"
 #include "sandbox/cgroup.h"
 #include "sandbox/sandbox.h"
@@ -151,22 +152,10 @@ void wd_native_init_argv_free(struct launch *l);
 void wd_native_runtime_dir_open(const char *dir);
 
 /* Parent side while the tool runs (native_supervise.c). */
-/* BPF events, routed to their call: the ring buffer is shared by every
- * call of the process, and any call's supervisor may drain it; each event
- * goes to the mailbox of the call whose cgroup made it. */
-struct route {
-	uint64_t cgid;
-	pthread_mutex_t mu;
-	struct wd_event *v;
-	int n, cap;
-	struct route *next;
-};
-void wd_native_route_add(struct route *rt, uint64_t cgid);
-void wd_native_route_del(struct route *rt);
 /* Supervise the call's child until the call ends (exit, timeout, OOM):
  * events, output, verdicts into res. 0 or -errno with err. */
 int wd_native_supervise(struct launch *l, pid_t child, struct wd_cgroup *cg,
-			struct wd_egress *eg, struct route *rt,
+			struct wd_egress *eg, struct wd_bpf_route *rt,
 			struct wd_result *res, struct wd_err *err);
 
 #endif

@@ -109,78 +109,12 @@ static void on_event(const struct wd_event *ev, void *arg)
 		c->call->on_event(&e, c->call->on_event_arg);
 }
 
-/* ---- BPF events, routed to their call ----------------------------------
- * The ring buffer is shared by every call of the process, and any call's
- * supervisor may drain it: each event goes to the mailbox of the call whose
- * cgroup made it, and each call empties its own mailbox on its own thread
- * (so a call's on_event callback runs on its supervising thread). The
- * consume lock is held across the callbacks: once a call's last drain
- * returns, every event its processes made is in its mailbox. */
-
-static pthread_mutex_t routes_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct route *routes;
-
-void wd_native_route_add(struct route *rt, uint64_t cgid)
+/* BPF events: drain the shared ring buffer (events/bpf_route.h), then
+ * take this call's mail. */
+static void drain_bpf(struct wd_egress *eg, struct wd_bpf_route *rt,
+		      struct collect *c)
 {
-	*rt = (struct route){.cgid = cgid};
-	pthread_mutex_init(&rt->mu, NULL);
-	pthread_mutex_lock(&routes_mu);
-	rt->next = routes;
-	routes = rt;
-	pthread_mutex_unlock(&routes_mu);
-}
-
-void wd_native_route_del(struct route *rt)
-{
-	pthread_mutex_lock(&routes_mu);
-	for (struct route **p = &routes; *p; p = &(*p)->next)
-		if (*p == rt) {
-			*p = rt->next;
-			break;
-		}
-	pthread_mutex_unlock(&routes_mu);
-	free(rt->v);
-	pthread_mutex_destroy(&rt->mu);
-}
-
-/* arg: the egress object, which counts an event no live call owns as
- * lost (none should exist: a call is routed before anything runs in its
- * cgroup and unrouted after its last drain). */
-static void on_bpf(const struct wd_event *ev, void *arg)
-{
-	pthread_mutex_lock(&routes_mu);
-	struct route *rt = routes;
-	while (rt && rt->cgid != ev->cgroup_id)
-		rt = rt->next;
-	if (rt) {
-		pthread_mutex_lock(&rt->mu);
-		if (rt->n == rt->cap) {
-			rt->cap = rt->cap ? 2 * rt->cap : 16;
-			rt->v = wd_realloc(rt->v, rt->cap * sizeof(*rt->v));
-		}
-		rt->v[rt->n++] = *ev;
-		pthread_mutex_unlock(&rt->mu);
-	} else {
-		wd_egress_count_dropped(arg);
-		wd_debug("bpf event of cgroup %llu: no live call",
-			 (unsigned long long)ev->cgroup_id);
-	}
-	pthread_mutex_unlock(&routes_mu);
-}
-
-/* Drain the shared ring buffer, then take this call's mail. */
-static void drain_bpf(struct wd_egress *eg, struct route *rt, struct collect *c)
-{
-	wd_egress_consume(eg, on_bpf, eg);
-	pthread_mutex_lock(&rt->mu);
-	struct wd_event *v = rt->v;
-	int n = rt->n;
-	rt->v = NULL;
-	rt->n = rt->cap = 0;
-	pthread_mutex_unlock(&rt->mu);
-	for (int i = 0; i < n; i++)
-		on_event(&v[i], c);
-	free(v);
+	wd_bpf_route_drain(eg, rt, on_event, c);
 }
 
 static void on_landlock(const struct wd_event *ev, void *arg)
@@ -195,7 +129,7 @@ static void on_landlock(const struct wd_event *ev, void *arg)
 }
 
 int wd_native_supervise(struct launch *l, pid_t child, struct wd_cgroup *cg,
-			struct wd_egress *eg, struct route *rt,
+			struct wd_egress *eg, struct wd_bpf_route *rt,
 			struct wd_result *res, struct wd_err *err)
 {
 	char suffix[64];

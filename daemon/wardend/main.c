@@ -3,13 +3,16 @@
  * file keeps the old one), SIGTERM/SIGINT stop it. The daemon's own
  * settings (warm pool, OTLP export, extra redaction) come from
  * policy/daemon.yaml, overridden by flags, and apply at start. */
+#include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "common/log.h"
+#include "enforce/egress.h"
 #include "policy/daemon_config.h"
 #include "sandbox/sandbox.h"
 #include "sandbox/uidpool.h"
@@ -31,6 +34,7 @@ static void usage(FILE *f)
 		"[-v]\n"
 		"               [--alert-webhook URL] [--alertmanager URL] "
 		"[--alert-window SECONDS]\n"
+		"               [--event-ring-bytes BYTES]\n"
 		"  --alert-webhook URL  POST a JSON document per denial spike "
 		"or event loss\n"
 		"  --alertmanager URL   send them to Alertmanager's v2 API "
@@ -40,6 +44,14 @@ static void usage(FILE *f)
 		"  --alert-window SECONDS  the spike detector's short window "
 		"(default 60; the\n"
 		"                  baseline window is 60 of them)\n"
+		"  --event-ring-bytes BYTES  size of the kernel's denial event "
+		"ring buffer (default\n"
+		"                  %u: ~43k denials in flight): a power of two "
+		"and a multiple of\n"
+		"                  the page size, from %ld to %u. A flood "
+		"beyond it is counted\n"
+		"                  (warden_denial_events_lost_total"
+		"{reason=\"bpf_ringbuf\"}), never allowed\n"
 		"  --warm-pool N   keep N tier-3 sandboxes ready per tool call "
 		"shape (0: cold starts;\n"
 		"                  overrides warm_pool.size of daemon.yaml)\n"
@@ -57,7 +69,9 @@ static void usage(FILE *f)
 		"SIGHUP reloads the policy (daemon.yaml is checked; its "
 		"settings apply at\nthe next start); SIGTERM stops the "
 		"daemon.\n",
-		DEFAULT_STATE, DEFAULT_POLICY, "/run/warden/wardend.sock");
+		WD_EGRESS_RING_DEFAULT, sysconf(_SC_PAGESIZE),
+		WD_EGRESS_RING_MAX, DEFAULT_STATE, DEFAULT_POLICY,
+		"/run/warden/wardend.sock");
 }
 
 /* After a reload: which daemon.yaml settings now differ from the running
@@ -120,13 +134,15 @@ int main(int argc, char **argv)
 	    {"log-json", no_argument, 0, 'j'},
 	    {"warm-pool", required_argument, 0, 'P'},
 	    {"otlp", required_argument, 0, 'O'},
+	    {"event-ring-bytes", required_argument, 0, 'R'},
 	    {"help", no_argument, 0, 'h'},
 	    {0, 0, 0, 0},
 	};
 	const char *state = getenv("WARDEN_STATE"), *policy = DEFAULT_POLICY;
 	const char *sock = getenv("WARDEN_SOCKET"), *metrics = NULL;
 	const char *otlp_url = NULL;
-	int warm_pool = -1; /* -1: daemon.yaml's */
+	int warm_pool = -1;	 /* -1: daemon.yaml's */
+	uint32_t ring_bytes = 0; /* 0: the default */
 	struct wd_rt_opts ro = {0};
 	struct wd_alert_config ac = {0}; /* defaults: 60 s / 1 h, x5, min 20 */
 	ro.alert = &ac;
@@ -187,6 +203,28 @@ int main(int argc, char **argv)
 		case 'O':
 			otlp_url = optarg;
 			break;
+		case 'R': {
+			char *end = NULL;
+			struct wd_err re = {0};
+			errno = 0;
+			unsigned long long v = strtoull(optarg, &end, 10);
+			if (errno || !end || end == optarg || *end ||
+			    optarg[0] == '-') {
+				fprintf(stderr,
+					"wardend: --event-ring-bytes wants a "
+					"number of bytes, not '%s'\n",
+					optarg);
+				return 2;
+			}
+			if (wd_egress_ring_check(v, &re)) {
+				fprintf(stderr,
+					"wardend: --event-ring-bytes: %s\n",
+					re.msg);
+				return 2;
+			}
+			ring_bytes = (uint32_t)v;
+			break;
+		}
 		case 'v':
 			wd_log_set_level(WD_LOG_DEBUG);
 			break;
@@ -270,6 +308,20 @@ int main(int argc, char **argv)
 	ro.pool = &pc;
 	ro.redact_regexes = (const char *const *)dc->redact;
 	ro.otlp = otlp;
+	if (ring_bytes) {
+		/* opened now, not at the first call: a size the kernel
+		 * refuses stops the start instead of failing every call */
+		struct wd_egress_opts eo = {.ring_bytes = ring_bytes};
+		if (wd_egress_shared_set_opts(&eo, &err) ||
+		    !wd_egress_shared(&err)) {
+			wd_error("--event-ring-bytes %u: %s", ring_bytes,
+				 err.msg);
+			wd_otlp_stop(otlp);
+			wd_daemon_config_free(dc);
+			return 1;
+		}
+		wd_info("denial event ring buffer: %u bytes", ring_bytes);
+	}
 	if (wd_rt_open(&ro, &rt, &err)) {
 		wd_error("%s", err.msg);
 		wd_otlp_stop(otlp);

@@ -8,26 +8,39 @@
  *  capacity     the stream alone: bpf/bench_events.bpf.c (bench only) writes
  *               the egress program's record for a denied connect into the
  *               SAME ring buffer map (fds shared), with the same reserve and
- *               wake-up code, from BPF_PROG_TEST_RUN; consumed by the SAME
- *               production code (wd_egress_poll, wd_stream_pump_bpf_wait).
- *               Also: one record per run (as one denied syscall writes
- *               one), and "old wake-ups" runs submitting as egress did
- *               before wd_event_submit, for comparison;
+ *               wake-up code, from BPF_PROG_TEST_RUN. Also: one record per
+ *               run (as one denied syscall writes one), and "old wake-ups"
+ *               runs submitting as egress did before wd_event_submit, for
+ *               comparison;
  *  stage costs  where the time goes: CPU ns per event of the kernel
- *               producer, the consumer, stream publish, JSON line render.
+ *               producer, wardend's consumer, stream publish, JSON line
+ *               render.
+ * Every run is consumed by wardend's own consumer, the code a tool call's
+ * supervisor runs (sandbox/native_supervise.c): a poll on the ring's fd
+ * bounded by wd_egress_wait_bound, then the routed drain
+ * (events/bpf_route.c: decode, route by cgroup to the call's mailbox, hand
+ * the call its mail); the "stream" run then publishes each event on a
+ * wd_stream one at a time, as the broker's publish_live does, to a
+ * subscriber thread reading as GET /v1/events does. The one difference:
+ * the bench's callback keeps latency figures where the supervisor keeps
+ * the call's denials. Losses are wardend's counters (wd_egress_loss: ring
+ * full, invalid, unrouted) plus the subscriber's overrun.
  *
  * Rates and latencies are wall clock and move with the machine's load
  * (printed on every line); the cpu/event figures (thread CPU time, or the
  * producer children's rusage) are the steadier comparison. The consumer's
  * cpu/event includes this bench's per-event clock read.
  * Every figure is measured in this run; lost events are counted (BPF
- * reserve failures + invalid records, stream overruns) and printed; a rate
- * with loss does not count against the goal. Asserts nothing.
- * Args: [connects per producer (200000)] [capacity records (2000000)]. */
+ * reserve failures, invalid and unrouted records, stream overruns) and
+ * printed; a rate with loss does not count against the goal. Asserts
+ * nothing.
+ * Args: [connects per producer (200000)] [capacity records (2000000)]
+ * [ring bytes (wardend's default; as its --event-ring-bytes)]. */
 #include <arpa/inet.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
@@ -41,6 +54,7 @@
 #include "bench_events.skel.h"
 #include "common/util.h"
 #include "enforce/egress.h"
+#include "events/bpf_route.h"
 #include "events/stream.h"
 #include "lib/events.h"
 
@@ -72,6 +86,38 @@ static void stats_add(struct stats *s, uint64_t ts_ns, uint64_t now)
 static void on_ev(const struct wd_event *ev, void *arg)
 {
 	stats_add(arg, ev->ts_ns, wd_wall_ns());
+}
+
+/* wardend's consumer step, as a call's supervisor loop runs it
+ * (sandbox/native_supervise.c, one fd of its poll set): poll the ring's fd
+ * up to timeout_ms, cut short by wd_egress_wait_bound while records flow;
+ * on a wake-up, or when the bound (not the timeout) expired, the routed
+ * drain hands rt's events to cb. Returns rt's events, 0, or -errno. */
+static int wardend_step(struct wd_egress *e, struct wd_bpf_route *rt,
+			int timeout_ms,
+			void (*cb)(const struct wd_event *ev, void *arg),
+			void *arg)
+{
+	struct pollfd p = {wd_egress_events_fd(e), POLLIN, 0};
+	int btmo = wd_egress_wait_bound(e, timeout_ms);
+	int r = poll(&p, 1, btmo);
+	if (r < 0)
+		return errno == EINTR ? 0 : -errno;
+	if (r == 0 && btmo == timeout_ms)
+		return 0; /* the supervisor's own timeout: no drain */
+	return wd_bpf_route_drain(e, rt, cb, arg);
+}
+
+/* "ringbuf=N invalid=N unrouted=N" since `from` */
+static void loss_text(struct wd_egress *e, const struct wd_egress_loss *from,
+		      char *out, size_t n)
+{
+	struct wd_egress_loss l = {0};
+	wd_egress_loss(e, &l);
+	snprintf(out, n, "lost_where: ringbuf=%llu invalid=%llu unrouted=%llu",
+		 (unsigned long long)(l.ringbuf - from->ringbuf),
+		 (unsigned long long)(l.invalid - from->invalid),
+		 (unsigned long long)(l.dropped - from->dropped));
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -148,14 +194,18 @@ static void producer(const char *cg, uint16_t port, long count)
 	_exit(0);
 }
 
-static void run_connect(struct wd_egress *e, const char *cg, int nprod,
-			long per)
+static void run_connect(struct wd_egress *e, const char *cg, uint64_t cgid,
+			int nprod, long per)
 {
 	struct stats s;
 	stats_init(&s, (uint64_t)nprod * per);
 	uint64_t lost0 = 0, lost1 = 0;
-	wd_egress_lost(e, &lost0);
 	wd_egress_consume(e, NULL, NULL); /* nothing left from before */
+	wd_egress_lost(e, &lost0);
+	struct wd_egress_loss l0 = {0};
+	wd_egress_loss(e, &l0);
+	struct wd_bpf_route route;
+	wd_bpf_route_add(&route, cgid);
 	pid_t kids[64];
 	uint64_t kid_cpu = 0, c0 = thread_cpu_ns();
 	uint64_t t0 = wd_wall_ns();
@@ -167,8 +217,8 @@ static void run_connect(struct wd_egress *e, const char *cg, int nprod,
 	int alive = nprod, bad = 0;
 	uint64_t want = (uint64_t)nprod * per;
 	for (;;) {
-		/* the production consumer step: bounded wait, then drain */
-		wd_egress_poll(e, 100, on_ev, &s);
+		/* wardend's consumer step: bounded wait, routed drain */
+		wardend_step(e, &route, 100, on_ev, &s);
 		int st;
 		pid_t p;
 		struct rusage ru;
@@ -189,12 +239,14 @@ static void run_connect(struct wd_egress *e, const char *cg, int nprod,
 			break;
 	}
 	uint64_t ccpu = thread_cpu_ns() - c0;
-	char name[64], extra[160];
+	wd_bpf_route_del(&route);
+	char name[64], extra[300], where[120];
+	loss_text(e, &l0, where, sizeof(where));
 	snprintf(name, sizeof(name), "end-to-end(connect x%d)", nprod);
 	int k = snprintf(extra, sizeof(extra),
-			 "cpu/event: producers %.0f ns, consumer %.0f ns",
+			 "cpu/event: producers %.0f ns, consumer %.0f ns %s",
 			 s.n ? (double)kid_cpu / s.n : 0,
-			 s.n ? (double)ccpu / s.n : 0);
+			 s.n ? (double)ccpu / s.n : 0, where);
 	if (bad)
 		snprintf(extra + k, sizeof(extra) - k,
 			 " (%d producer(s) failed)", bad);
@@ -305,9 +357,25 @@ static void *sub_main(void *arg)
 	return NULL;
 }
 
-/* One capacity run: the bench producer thread, this thread the consumer
- * (wd_egress_poll into the callback, or with `stream` the stream pump and
- * a subscriber thread). */
+/* The cgroup the bench's BPF_PROG_TEST_RUN records carry: this process's
+ * own (found from one record, main). */
+static uint64_t self_cgid;
+
+/* With `stream`: each event published on its own, as the broker's
+ * publish_live does for a call's event (attribution, then
+ * wd_stream_publish). */
+static void publish_live(const struct wd_event *ev, void *arg)
+{
+	struct wd_event e = *ev;
+	wd_strlcpy(e.run_id, "run-bench", sizeof(e.run_id));
+	wd_strlcpy(e.tool, "bench", sizeof(e.tool));
+	e.step = 1;
+	wd_stream_publish(arg, &e);
+}
+
+/* One capacity run: the bench producer thread, this thread wardend's
+ * consumer (wardend_step into the callback; with `stream`, each event
+ * published on a wd_stream read by a subscriber thread). */
 struct cap_run {
 	const char *name;
 	uint64_t n;	   /* records */
@@ -334,6 +402,10 @@ static void run_capacity(struct wd_egress *e, int prog_fd,
 	uint64_t lost0 = 0, lost1 = 0;
 	wd_egress_consume(e, NULL, NULL); /* nothing left from before */
 	wd_egress_lost(e, &lost0);
+	struct wd_egress_loss l0 = {0};
+	wd_egress_loss(e, &l0);
+	struct wd_bpf_route route;
+	wd_bpf_route_add(&route, self_cgid);
 	if (stream) {
 		str = wd_stream_new(65536); /* as the daemon's */
 		u.s = str;
@@ -353,8 +425,8 @@ static void run_capacity(struct wd_egress *e, int prog_fd,
 	pthread_create(&th, NULL, prod_main, &p);
 	uint64_t got = 0, c0 = thread_cpu_ns();
 	for (;;) {
-		int r = stream ? wd_stream_pump_bpf_wait(str, e, 100)
-			       : wd_egress_poll(e, 100, on_ev, &s);
+		int r = stream ? wardend_step(e, &route, 100, publish_live, str)
+			       : wardend_step(e, &route, 100, on_ev, &s);
 		if (r > 0)
 			got += r;
 		if (!__atomic_load_n(&p.done, __ATOMIC_ACQUIRE))
@@ -367,7 +439,8 @@ static void run_capacity(struct wd_egress *e, int prog_fd,
 	uint64_t ccpu = thread_cpu_ns() - c0;
 	pthread_join(th, NULL);
 	wd_egress_lost(e, &lost1);
-	char extra[300];
+	wd_bpf_route_del(&route);
+	char extra[420];
 	uint64_t np = p.written + p.failed;
 	double prate = p.t1 > p.t0 ? np * 1e9 / (double)(p.t1 - p.t0) : 0;
 	int k = snprintf(extra, sizeof(extra),
@@ -380,8 +453,11 @@ static void run_capacity(struct wd_egress *e, int prog_fd,
 			      " backpressure_waits=%llu",
 			      (unsigned long long)p.waits);
 	if (p.err)
-		snprintf(extra + k, sizeof(extra) - k, " (producer: %s)",
-			 strerror(-p.err));
+		k += snprintf(extra + k, sizeof(extra) - k, " (producer: %s)",
+			      strerror(-p.err));
+	char where[120];
+	loss_text(e, &l0, where, sizeof(where));
+	snprintf(extra + k, sizeof(extra) - k, " %s", where);
 	if (stream) {
 		/* the subscriber has everything once it reaches the end */
 		uint64_t until = wd_now_ns() + 2000000000ull;
@@ -427,6 +503,8 @@ static void run_stages(struct wd_egress *e, int prog_fd, uint32_t ring,
 	uint64_t t_prod = 0, t_cons = 0;
 	wd_egress_consume(e, NULL, NULL);
 	wd_egress_lost(e, &lost0);
+	struct wd_bpf_route route;
+	wd_bpf_route_add(&route, self_cgid);
 	while (done < n) {
 		struct wd_bench_args a = {.count = (uint32_t)k, .port = 9};
 		LIBBPF_OPTS(bpf_test_run_opts, o, .ctx_in = &a,
@@ -435,7 +513,7 @@ static void run_stages(struct wd_egress *e, int prog_fd, uint32_t ring,
 		if (bpf_prog_test_run_opts(prog_fd, &o))
 			break;
 		uint64_t t1 = thread_cpu_ns();
-		wd_egress_consume(e, on_ev_count, &got);
+		wd_bpf_route_drain(e, &route, on_ev_count, &got);
 		uint64_t t2 = thread_cpu_ns();
 		t_prod += t1 - t0;
 		t_cons += t2 - t1;
@@ -443,14 +521,16 @@ static void run_stages(struct wd_egress *e, int prog_fd, uint32_t ring,
 		runs++;
 	}
 	wd_egress_lost(e, &lost1);
-	printf("events stage costs (CPU time; %llu records, %llu per batch, "
-	       "load=%.2f): kernel producer %.0f ns/event (%.2f M/s), consumer "
-	       "wd_egress_consume %.0f ns/event (%.2f M/s), lost=%llu\n",
-	       (unsigned long long)got, (unsigned long long)k, loadavg(),
-	       done ? (double)t_prod / done : 0,
-	       t_prod ? done * 1e3 / t_prod : 0, got ? (double)t_cons / got : 0,
-	       t_cons ? got * 1e3 / t_cons : 0,
-	       (unsigned long long)(lost1 - lost0));
+	wd_bpf_route_del(&route);
+	printf(
+	    "events stage costs (CPU time; %llu records, %llu per batch, "
+	    "load=%.2f): kernel producer %.0f ns/event (%.2f M/s), wardend's "
+	    "consumer (wd_bpf_route_drain: decode, route, hand over) %.0f "
+	    "ns/event (%.2f M/s), lost=%llu\n",
+	    (unsigned long long)got, (unsigned long long)k, loadavg(),
+	    done ? (double)t_prod / done : 0, t_prod ? done * 1e3 / t_prod : 0,
+	    got ? (double)t_cons / got : 0, t_cons ? got * 1e3 / t_cons : 0,
+	    (unsigned long long)(lost1 - lost0));
 }
 
 static void collect_one(const struct wd_event *ev, void *arg)
@@ -473,18 +553,14 @@ static void run_stream_stages(struct wd_egress *e, int prog_fd)
 	if (bpf_prog_test_run_opts(prog_fd, &o) || a.written != 1 ||
 	    wd_egress_consume(e, collect_one, &ev) != 1)
 		return;
-	enum { N = 65536, B = 32 };
+	enum { N = 65536 };
 	struct wd_stream *s = wd_stream_new(N);
-	struct wd_event *batch = wd_calloc(B, sizeof(*batch));
 	uint64_t t0 = 0;
 	for (int pass = 0; pass < 2; pass++) {
 		/* the second pass is timed: the ring's pages are in */
 		t0 = thread_cpu_ns();
-		for (int i = 0; i < N; i += B) {
-			for (int j = 0; j < B; j++)
-				batch[j] = ev;
-			wd_stream_publish_batch(s, batch, B);
-		}
+		for (int i = 0; i < N; i++)
+			publish_live(&ev, s); /* one at a time, as wardend */
 	}
 	uint64_t t1 = thread_cpu_ns();
 	struct wd_stream_cursor c;
@@ -498,12 +574,11 @@ static void run_stream_stages(struct wd_egress *e, int prog_fd)
 	uint64_t t2 = thread_cpu_ns();
 	wd_buf_free(&out);
 	printf("events stage costs (CPU time; stream, %d events, load=%.2f): "
-	       "publish "
+	       "publish one by one as wardend (publish_live) "
 	       "%.0f ns/event (%.2f M/s), render JSON line %.0f ns/event "
 	       "(%.2f M/s)\n",
 	       N, loadavg(), (double)(t1 - t0) / N, N * 1e3 / (t1 - t0),
 	       n ? (double)(t2 - t1) / n : 0, n ? n * 1e3 / (t2 - t1) : 0);
-	free(batch);
 	wd_stream_free(s);
 }
 
@@ -547,6 +622,8 @@ int main(int argc, char **argv)
 	}
 	long per = argc > 1 ? atol(argv[1]) : 200000;
 	uint64_t ncap = argc > 2 ? strtoull(argv[2], NULL, 10) : 2000000;
+	struct wd_egress_opts eo = {
+	    .ring_bytes = argc > 3 ? (uint32_t)strtoul(argv[3], NULL, 10) : 0};
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	char cg[256];
 	snprintf(cg, sizeof(cg), "/sys/fs/cgroup/unified/warden-bench-%d",
@@ -562,8 +639,8 @@ int main(int argc, char **argv)
 	struct stat sb;
 	fstat(cgfd, &sb);
 	long nc = sysconf(_SC_NPROCESSORS_ONLN);
-	/* the production ring buffer size (wd_egress_open's default) */
-	if (wd_egress_open(&e, &err) ||
+	/* wardend's ring buffer size, unless given (--event-ring-bytes) */
+	if (wd_egress_open_opts(&e, &eo, &err) ||
 	    wd_egress_attach(e, cgfd, (uint64_t)sb.st_ino, NULL, 0, false, 0,
 			     &err)) {
 		printf("SKIP bench_events: %s\n", err.msg);
@@ -571,10 +648,11 @@ int main(int argc, char **argv)
 	}
 	uint32_t ring = ring_bytes(e);
 	printf("events: %ld cores, load average %.2f at start; consumer: "
-	       "wd_egress_poll (production), ring %u KiB\n",
-	       nc, loadavg(), ring / 1024);
-	run_connect(e, cg, nc > 1 ? (int)nc - 1 : 1, per);
-	run_connect(e, cg, (int)nc, per);
+	       "wardend's (supervisor poll bound + wd_bpf_route_drain), ring "
+	       "%u bytes\n",
+	       nc, loadavg(), ring);
+	run_connect(e, cg, (uint64_t)sb.st_ino, nc > 1 ? (int)nc - 1 : 1, per);
+	run_connect(e, cg, (uint64_t)sb.st_ino, (int)nc, per);
 	wd_egress_detach(e, (uint64_t)sb.st_ino);
 
 	struct bench_events_bpf *b = NULL;
@@ -586,6 +664,22 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	int pfd = bpf_program__fd(b->progs.wd_bench_emit);
+	{
+		/* the cgroup its records carry: this process's */
+		struct wd_event one = {0};
+		struct wd_bench_args a = {.count = 1, .port = 9};
+		LIBBPF_OPTS(bpf_test_run_opts, o, .ctx_in = &a,
+			    .ctx_size_in = sizeof(a));
+		wd_egress_consume(e, NULL, NULL);
+		if (bpf_prog_test_run_opts(pfd, &o) || a.written != 1 ||
+		    wd_egress_consume(e, collect_one, &one) != 1) {
+			printf("SKIP events capacity: no record from "
+			       "bench_events.bpf.o\n");
+			bench_events_bpf__destroy(b);
+			goto out;
+		}
+		self_cgid = one.cgroup_id;
+	}
 	run_stages(e, pfd, ring, ncap / 4);
 	run_stream_stages(e, pfd);
 	const struct cap_run runs[] = {

@@ -1,6 +1,7 @@
 /* netprobe: a statically linked helper run INSIDE the sandbox under test
  * for inbound, ICMP and exec attacks (tests/integration/exec_inbound.sh,
- * tier3_parity.sh).
+ * tier3_parity.sh), and a flood of denied connects
+ * (tests/integration/events_loss.sh).
  *
  *   netprobe ACTION [ARGS...]
  *
@@ -301,6 +302,36 @@ static int memfd_exec(char **args)
 	return step(-1, "exec"), 1;
 }
 
+/* N connect() calls to 127.0.0.1:PORT, as fast as one thread makes them,
+ * on one socket (a refused connect leaves it fresh): each denied one is a
+ * kernel denial event. Prints how many were refused with EPERM, how many
+ * failed otherwise, how many connected. */
+static int connect_flood(int port, long n)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (step(fd, "socket") < 0)
+		return 1;
+	struct sockaddr_in sin = {.sin_family = AF_INET,
+				  .sin_port = htons((uint16_t)port)};
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	long eperm = 0, other = 0, ok = 0;
+	for (long i = 0; i < n; i++) {
+		if (connect(fd, (void *)&sin, sizeof(sin)) == 0) {
+			ok++;
+			close(fd);
+			fd = socket(AF_INET, SOCK_STREAM, 0);
+		} else if (errno == EPERM) {
+			eperm++;
+		} else {
+			other++;
+		}
+	}
+	printf("connect-flood: %ld refused (EPERM), %ld failed otherwise, "
+	       "%ld connected\n",
+	       eperm, other, ok);
+	return ok ? 0 : 1;
+}
+
 /* execveat(fd, "", AT_EMPTY_PATH) of this very program: fexecve. */
 static int fd_exec(char **args)
 {
@@ -335,6 +366,8 @@ int main(int argc, char **argv)
 				      SOCK_RAW | SOCK_NONBLOCK);
 	if (!strcmp(a, "abstract-send") && argc > 2)
 		return abstract_send(argv[2]);
+	if (!strcmp(a, "connect-flood") && argc > 3)
+		return connect_flood(atoi(argv[2]), atol(argv[3]));
 	if (!strcmp(a, "reuseport") && argc > 3)
 		return reuseport(atoi(argv[2]), atoi(argv[3]));
 	if (!strcmp(a, "ping") && argc > 2)
@@ -376,7 +409,8 @@ int main(int argc, char **argv)
 		"| abstract-listen|abstract-dgram|abstract-pair|abstract-raw|"
 		"abstract-rawpair NAME MS | "
 		"abstract-send NAME | "
-		"reuseport PORT MS | ping|raw 4|6 | write-exec PATH ARGS... | "
+		"reuseport PORT MS | connect-flood PORT N | ping|raw 4|6 | "
+		"write-exec PATH ARGS... | "
 		"exec PATH ARGS... | memfd-exec|fd-exec ARGS... | mark FILE | "
 		"unshare-user | clone-newuser "
 		"| say TEXT\n");

@@ -12,24 +12,8 @@
 . tests/lib.sh
 . tests/integration/daemon_lib/common.sh
 [ "$(id -u)" -eq 0 ] || { skip monitoring "needs root"; finish; }
-LIB=$ROOT_DIR/tests/integration/monitoring_lib
-MON=$ROOT_DIR/policy/monitoring
-for b in prometheus prometheus-alertmanager promtool; do
-	command -v "$b" >/dev/null || { fail monitoring-deps "$b missing (scripts/deps.sh installs prometheus, prometheus-alertmanager)"; finish; }
-done
-
-PROM_PID= AM_PID= RECV_PID=
-mon_cleanup() {
-	local p
-	for p in $PROM_PID $AM_PID $RECV_PID; do
-		kill "$p" 2>/dev/null && wait "$p" 2>/dev/null
-	done
-	cleanup_all
-}
-trap mon_cleanup EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-MPORT=$(free_port) PPORT=$(free_port) APORT=$(free_port)
+. tests/integration/monitoring_lib/servers.sh
+mon_deps monitoring-deps || finish
 
 # the tool: 40 connects to 127.0.0.1:9, each denied by cgroup/connect4
 base_policy
@@ -49,8 +33,7 @@ RECV_PID=$!
 wait_until 10 test -s "$T/recv.port" || { fail receiver-start "$(cat "$T/recv.log")"; finish; }
 HPORT=$(cat "$T/recv.port")
 
-mkdir -p "$T/am" "$T/prom"
-cat >"$T/am/alertmanager.yml" <<Y
+start_servers "$(cat <<Y
 route:
   receiver: hook
   group_by: [alertname, tool]
@@ -63,30 +46,15 @@ receivers:
       - url: http://127.0.0.1:$HPORT/
         send_resolved: true
 Y
-prometheus-alertmanager --config.file="$T/am/alertmanager.yml" --storage.path="$T/am/data" \
-	--web.listen-address="127.0.0.1:$APORT" --cluster.listen-address= >"$T/am.log" 2>&1 &
-AM_PID=$!
-cat >"$T/prom/prometheus.yml" <<Y
-global: {scrape_interval: 1s, evaluation_interval: 1s}
-rule_files: ["$MON/warden-rules.yaml"]
-scrape_configs:
-  - job_name: warden
-    static_configs: [{targets: ["127.0.0.1:$MPORT"]}]
-Y
-prometheus --config.file="$T/prom/prometheus.yml" --storage.tsdb.path="$T/prom/data" \
-	--web.listen-address="127.0.0.1:$PPORT" >"$T/prom.log" 2>&1 &
-PROM_PID=$!
-wait_until 30 curl -sf "http://127.0.0.1:$APORT/-/ready" || { fail alertmanager-start "$(tail -5 "$T/am.log")"; finish; }
-wait_until 30 curl -sf "http://127.0.0.1:$PPORT/-/ready" || { fail prometheus-start "$(tail -5 "$T/prom.log")"; finish; }
+)" || finish
 pass servers-started
 
 start_daemon --metrics "127.0.0.1:$MPORT" --alertmanager "http://127.0.0.1:$APORT" --alert-window 5 ||
 	{ fail daemon-start "see log"; finish; }
 T0=$(date +%s)
 
-prom_q() { curl -s --get "http://127.0.0.1:$PPORT/api/v1/query" --data-urlencode "query=$1"; }
 # the tool's series is scraped at 0 before its first denial (rate() needs it)
-wait_until 30 sh -c "curl -s --get 'http://127.0.0.1:$PPORT/api/v1/query' --data-urlencode 'query=warden_denials_total{tool=\"spiker\"}' | grep -q '\"value\":\[[0-9.]*,\"0\"\]'" &&
+wait_until 30 prom_zero 'warden_denials_total{tool="spiker"}' &&
 	pass prom-scrapes-zero-series || fail prom-scrapes-zero-series "$(prom_q 'warden_denials_total')"
 # past the daemon detector's warm-up (2 windows of 5 s)
 while [ $(($(date +%s) - T0)) -lt 12 ]; do sleep 0.5; done
@@ -112,12 +80,6 @@ pt=$(cd "$MON" && promtool test rules warden-rules.test.yaml 2>&1) && pass promt
 python3 "$LIB/check_names.py" "$T/scrape.txt" "$MON/warden-dashboard.json" "$MON/warden-rules.yaml" || _fail=1
 
 # Prometheus: the shipped rule fires for that tool
-prom_alert() {
-	curl -s "http://127.0.0.1:$PPORT/api/v1/alerts" | python3 -c "import json,sys
-d=json.load(sys.stdin)
-a=[x for x in d['data']['alerts'] if x['labels'].get('alertname')=='$1' and x['labels'].get('$2')=='$3' and x['state']=='firing']
-sys.exit(0 if a else 1)"
-}
 wait_until 60 prom_alert WardenDenialSpikeTool tool spiker &&
 	pass prometheus-rule-fires-for-tool ||
 	fail prometheus-rule-fires-for-tool "$(curl -s "http://127.0.0.1:$PPORT/api/v1/alerts" | head -c 600)"

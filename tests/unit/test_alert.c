@@ -811,7 +811,9 @@ static int probe_calls;
 static int fake_probe(void *arg, uint64_t *total)
 {
 	__atomic_add_fetch(&probe_calls, 1, __ATOMIC_SEQ_CST);
-	*total = __atomic_load_n(&probe_total, __ATOMIC_SEQ_CST);
+	/* arg: a factor, so each source has a count of its own */
+	*total = __atomic_load_n(&probe_total, __ATOMIC_SEQ_CST) *
+		 (uint64_t)(arg ? (intptr_t)arg : 1);
 	return 0;
 }
 
@@ -819,6 +821,10 @@ static void test_loss_probe(void)
 {
 	struct wd_stream *st = wd_stream_new(64);
 	wd_stream_set_loss_probe(st, WD_LOST_BPF_RINGBUF, fake_probe, NULL);
+	wd_stream_set_loss_probe(st, WD_LOST_BPF_UNROUTED, fake_probe,
+				 (void *)(intptr_t)2);
+	wd_stream_set_loss_probe(st, WD_LOST_LANDLOCK_AUDIT, fake_probe,
+				 (void *)(intptr_t)3);
 	struct wd_alert_config c = base_cfg(NULL);
 	struct wd_alert *a = NULL;
 	struct wd_err err = {0};
@@ -837,7 +843,13 @@ static void test_loss_probe(void)
 	wd_alert_metrics_render(a, &m);
 	T_OK(as.alerts_lost == 1 &&
 		 metric(m.data, "warden_denial_events_lost_total{reason="
-				"\"bpf_ringbuf\"}") == 7,
+				"\"bpf_ringbuf\"}") == 7 &&
+		 metric(m.data, "warden_denial_events_lost_total{reason="
+				"\"bpf_unrouted\"}") == 14 &&
+		 metric(m.data, "warden_denial_events_lost_total{reason="
+				"\"landlock_audit\"}") == 21 &&
+		 metric(m.data, "warden_denial_events_lost_total{reason="
+				"\"bpf_invalid\"}") == 0,
 	     "loss_probe_counted_and_alerted",
 	     "alerts_lost %llu, probe calls %d",
 	     (unsigned long long)as.alerts_lost, probe_calls);

@@ -234,8 +234,39 @@ static int rules_left(struct wd_egress *e, uint64_t cgid)
 	return n;
 }
 
+/* The ring sizes the kernel takes, judged before any BPF is loaded. */
+static void ring_sizes(void)
+{
+	struct {
+		uint64_t bytes;
+		bool ok;
+	} c[] = {{4096, true},
+		 {8192, true},
+		 {1u << 22, true},
+		 {1u << 30, true},
+		 {0, false},
+		 {2048, false},
+		 {4095, false},
+		 {6144, false},
+		 {12288, false},
+		 {1ull << 31, false},
+		 {(1ull << 32) + 4096, false}};
+	for (size_t i = 0; i < WD_ARRAY_SIZE(c); i++) {
+		struct wd_err err = {0};
+		int rc = wd_egress_ring_check(c[i].bytes, &err);
+		T_OK((rc == 0) == c[i].ok && (c[i].ok || err.msg[0]),
+		     "ring_size_check", "%llu bytes: rc %d (%s)",
+		     (unsigned long long)c[i].bytes, rc, err.msg);
+	}
+	struct wd_err err = {0};
+	struct wd_egress_opts bad = {.ring_bytes = 6144};
+	T_OK(wd_egress_shared_set_opts(&bad, &err) == -EINVAL,
+	     "shared_opts_refuse_bad_size", "%s", err.msg);
+}
+
 int main(void)
 {
+	ring_sizes();
 	if (geteuid() != 0) {
 		T_SKIP("egress", "needs root (BPF, cgroups)");
 		return T_DONE();
@@ -480,12 +511,14 @@ int main(void)
 		a.repeat = 300;
 		rc = run(&a);
 		got = drain(small);
-		uint64_t lost = 0;
-		wd_egress_lost(small, &lost);
-		T_OK(rc == 0 && lost > 0 && (uint64_t)got + lost == 300,
+		struct wd_egress_loss l = {0};
+		wd_egress_loss(small, &l);
+		uint64_t lost = l.ringbuf + l.invalid + l.dropped;
+		T_OK(rc == 0 && l.ringbuf > 0 && (uint64_t)got + lost == 300,
 		     "flood_counted_as_lost",
-		     "rc %d delivered %d + lost %llu != 300", rc, got,
-		     (unsigned long long)lost);
+		     "rc %d delivered %d + lost %llu (ring full %llu) != 300",
+		     rc, got, (unsigned long long)lost,
+		     (unsigned long long)l.ringbuf);
 		wd_egress_detach(small, cg_id);
 	}
 	wd_egress_close(small);

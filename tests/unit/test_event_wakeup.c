@@ -2,7 +2,9 @@
  * on a scratch cgroup v2 leaf): a denial after a quiet spell wakes the
  * consumer's fd by itself; a burst, most of whose records go in without a
  * wake-up, is read completely by the consumer loop (wd_egress_poll) and by
- * the stream pump (wd_stream_pump_bpf_wait), with nothing lost. No timing
+ * wardend's own consumer (events/bpf_route.h: the bounded wait, the
+ * routed drain, each event published on the stream as the broker does),
+ * with nothing lost. No timing
  * is asserted: only that the wake-up comes and every event arrives. */
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -14,6 +16,7 @@
 
 #include "common/util.h"
 #include "enforce/egress.h"
+#include "events/bpf_route.h"
 #include "events/stream.h"
 #include "t.h"
 
@@ -47,6 +50,11 @@ static void count(const struct wd_event *ev, void *arg)
 {
 	if (!strcmp(ev->target, "127.0.0.1:9"))
 		(*(int *)arg)++;
+}
+
+static void publish(const struct wd_event *ev, void *arg)
+{
+	wd_stream_publish(arg, ev);
 }
 
 int main(void)
@@ -108,22 +116,50 @@ int main(void)
 	     "child %d, %d events of 3000, lost %llu", rc, got,
 	     (unsigned long long)(lost1 - lost0));
 
-	/* the same through the stream pump */
+	/* the same through wardend's consumer: routed to the call, then on
+	 * the stream */
 	struct wd_stream *s = wd_stream_new(8192);
+	struct wd_bpf_route route;
+	wd_bpf_route_add(&route, cgid);
 	rc = deny_n(3000);
 	struct wd_stream_stats st = {0};
 	for (int i = 0; i < 200 && st.published < 3000; i++) {
-		if (wd_stream_pump_bpf_wait(s, e, 1000) < 0)
+		if (wd_egress_wait(e, 1000) < 0 ||
+		    wd_bpf_route_drain(e, &route, publish, s) < 0)
 			break;
 		wd_stream_stats(s, &st);
 	}
+	wd_bpf_route_del(&route);
+	struct wd_egress_loss l = {0};
+	wd_egress_loss(e, &l);
 	T_OK(rc == 0 && st.published == 3000 &&
-		 st.lost[WD_LOST_BPF_RINGBUF] == lost1,
-	     "burst_read_by_pump",
-	     "child %d, %llu published of 3000, bpf lost %llu (was %llu)", rc,
-	     (unsigned long long)st.published,
-	     (unsigned long long)st.lost[WD_LOST_BPF_RINGBUF],
-	     (unsigned long long)lost1);
+		 l.ringbuf + l.invalid + l.dropped == lost1,
+	     "burst_read_by_route",
+	     "child %d, %llu published of 3000, lost %llu+%llu+%llu (was "
+	     "%llu)",
+	     rc, (unsigned long long)st.published,
+	     (unsigned long long)l.ringbuf, (unsigned long long)l.invalid,
+	     (unsigned long long)l.dropped, (unsigned long long)lost1);
+
+	/* a record of a cgroup no call owns is counted lost, not dropped
+	 * silently */
+	struct wd_bpf_route other; /* a route, but not of this cgroup */
+	wd_bpf_route_add(&other, 1);
+	rc = deny_n(5);
+	int mine = 0;
+	for (int i = 0; i < 50; i++) {
+		struct wd_egress_loss m = {0};
+		wd_egress_wait(e, 100);
+		wd_bpf_route_drain(e, &other, publish, s);
+		wd_egress_loss(e, &m);
+		if (m.dropped >= l.dropped + 5) {
+			mine = (int)(m.dropped - l.dropped);
+			break;
+		}
+	}
+	wd_bpf_route_del(&other);
+	T_OK(rc == 0 && mine == 5, "unrouted_counted", "child %d, %d of 5", rc,
+	     mine);
 	wd_stream_free(s);
 	wd_egress_detach(e, cgid);
 out:

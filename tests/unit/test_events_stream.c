@@ -276,6 +276,7 @@ static void cli_tests(void)
 		wd_stream_publish(s, &e);
 	}
 	wd_stream_set_lost(s, WD_LOST_BPF_RINGBUF, 3);
+	wd_stream_set_lost(s, WD_LOST_BPF_UNROUTED, 2);
 	struct MHD_Daemon *d = MHD_start_daemon(
 	    MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD, 0,
 	    NULL, NULL, srv_handler, s, MHD_OPTION_LISTEN_SOCKET, lfd,
@@ -287,14 +288,18 @@ static void cli_tests(void)
 	char *js[] = {(char *)bin, "events", "--json", "--socket", sock, NULL};
 	rc = run_cli(js, out, sizeof(out));
 	T_OK(rc == 0 && count_lines(out, "\"type\":\"event\"") == 5 &&
-		 strstr(out, "\"bpf_ringbuf\":3") && strstr(out, "\"seq\":5"),
+		 strstr(out, "\"bpf_ringbuf\":3") &&
+		 strstr(out, "\"bpf_unrouted\":2") &&
+		 strstr(out, "\"landlock_audit\":0") &&
+		 strstr(out, "\"seq\":5"),
 	     "cli_json", "exit %d, output '%.300s'", rc, out);
 	char *tx[] = {(char *)bin, "events", "--since", "3",
 		      "--socket",  sock,     NULL};
 	rc = run_cli(tx, out, sizeof(out));
 	T_OK(rc == 0 && count_lines(out, "connect") == 2 &&
 		 strstr(out, "127.0.0.1:4") &&
-		 strstr(out, "lost: bpf_ringbuf=3"),
+		 strstr(out, "lost: bpf_ringbuf=3 bpf_invalid=0 "
+			     "bpf_unrouted=2 landlock_audit=0 overrun=0"),
 	     "cli_text_since", "exit %d, output '%.300s'", rc, out);
 
 	/* --follow: an event published later reaches the follower */
