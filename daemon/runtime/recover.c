@@ -87,6 +87,35 @@ json_t *rt_first_of(struct wd_rt *rt, const char *run_id, const char *type)
  * (tmpfs and ext4 alike). */
 #define MARKER_BYTES 1024
 
+/* Halve the longest of the end's reason and error (at a UTF-8 character
+ * boundary, marked with "..."): a provider's error can be longer than a
+ * marker, and the marker is what says how the run ended if the daemon
+ * stops before its run_end is recorded. false when nothing is left to
+ * shorten. */
+static bool marker_shorten(json_t *content)
+{
+	json_t *end = json_object_get(content, "end");
+	const char *keys[] = {"reason", "error"}, *best = NULL;
+	size_t blen = 0;
+	for (size_t i = 0; i < WD_ARRAY_SIZE(keys); i++) {
+		size_t l = json_string_length(json_object_get(end, keys[i]));
+		if (l > blen) {
+			blen = l;
+			best = keys[i];
+		}
+	}
+	if (!best || blen < 16)
+		return false;
+	const char *v = json_string_value(json_object_get(end, best));
+	size_t cut = blen / 2;
+	while (cut > 0 && ((unsigned char)v[cut] & 0xc0) == 0x80)
+		cut--; /* not inside a character */
+	char *t = wd_asprintf("%.*s...", (int)cut, v);
+	json_object_set_new(end, best, json_string(t));
+	free(t);
+	return true;
+}
+
 int rt_marker_write(struct wd_rt *rt, const char *id, json_t *content,
 		    bool create)
 {
@@ -96,6 +125,12 @@ int rt_marker_write(struct wd_rt *rt, const char *id, json_t *content,
 		return -ENOMEM;
 	char buf[MARKER_BYTES];
 	size_t n = strlen(text);
+	while (n >= sizeof(buf) && marker_shorten(content)) {
+		free(text);
+		if (!(text = json_dumps(content, JSON_COMPACT)))
+			return -ENOMEM;
+		n = strlen(text);
+	}
 	if (n >= sizeof(buf))
 		return -E2BIG;
 	memset(buf, ' ', sizeof(buf));
