@@ -181,6 +181,9 @@ int rt_note_view_read(struct wd_rt *rt, const struct wd_caller *c,
 int rt_note_stream_read(struct wd_rt *rt, const struct wd_caller *c,
 			const struct rt_view_read *v, json_t *recs,
 			struct wd_err *err);
+/* The index rows (runs) of `rows` c may read: a new array. */
+json_t *rt_readable_rows(struct wd_rt *rt, const struct wd_caller *c,
+			 json_t *rows);
 /* The first record of `type` in recs (borrowed), NULL if none */
 json_t *rt_recs_first(json_t *recs, const char *type);
 /* Append a record to the trace and to the run's stream. */

@@ -356,6 +356,12 @@ static json_t *filter_rows(struct wd_rt *rt, const struct wd_caller *c,
 	return out;
 }
 
+json_t *rt_readable_rows(struct wd_rt *rt, const struct wd_caller *c,
+			 json_t *rows)
+{
+	return filter_rows(rt, c, rows, NULL);
+}
+
 int wd_rt_trace_runs(struct wd_rt *rt, const struct wd_caller *c,
 		     const struct wd_trace_query *q, json_t **out,
 		     struct wd_err *err)

@@ -352,19 +352,23 @@ json_t *wd_rt_runs_list(struct wd_rt *rt, const struct wd_caller *c)
 	return a;
 }
 
-json_t *wd_rt_cost(struct wd_rt *rt, const char *by, uint64_t since_ns,
-		   struct wd_err *err)
+json_t *wd_rt_cost(struct wd_rt *rt, const struct wd_caller *c, const char *by,
+		   uint64_t since_ns, struct wd_err *err)
 {
-	/* ended runs from the index; runs in progress from memory */
+	/* ended runs from the index; runs in progress from memory; of
+	 * each, only those the caller may read */
 	struct wd_trace_query q = {.since_ns = since_ns};
-	json_t *runs = NULL;
-	if (wd_trace_query_runs(rt->trace, &q, &runs, err))
+	json_t *all = NULL;
+	if (wd_trace_query_runs(rt->trace, &q, &all, err))
 		return NULL;
+	json_t *runs = rt_readable_rows(rt, c, all);
+	json_decref(all);
 	json_t *groups = json_object();
 	json_t *seen = json_object();
 	pthread_mutex_lock(&rt->mu);
 	for (struct wd_run *r = rt->runs; r; r = r->next) {
-		if (r->started_wall < since_ns)
+		if (r->started_wall < since_ns ||
+		    !rt_may_read_run_locked(rt, c, r))
 			continue;
 		json_array_append_new(
 		    runs,
@@ -408,12 +412,12 @@ json_t *wd_rt_cost(struct wd_rt *rt, const char *by, uint64_t since_ns,
 				      "output_tokens", (json_int_t)0);
 			json_object_set_new(groups, k, g);
 		}
-		double c = json_number_value(json_object_get(x, "cost_usd"));
-		total += c;
-		json_object_set_new(
-		    g, "cost_usd",
-		    json_real(
-			json_number_value(json_object_get(g, "cost_usd")) + c));
+		double usd = json_number_value(json_object_get(x, "cost_usd"));
+		total += usd;
+		json_object_set_new(g, "cost_usd",
+				    json_real(json_number_value(json_object_get(
+						  g, "cost_usd")) +
+					      usd));
 		json_object_set_new(
 		    g, "runs",
 		    json_integer(

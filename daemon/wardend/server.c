@@ -445,7 +445,7 @@ static enum MHD_Result dispatch(struct wd_server *srv,
 					   "decision",
 					   q->approve ? "approved" : "denied"));
 	case WD_EP_COST:
-		o = wd_rt_cost(srv->rt, q->by, q->since_ns, &err);
+		o = wd_rt_cost(srv->rt, who, q->by, q->since_ns, &err);
 		if (!o)
 			return send_err(con, 500, err.msg);
 		return send_json(con, 200, o);
