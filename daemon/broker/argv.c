@@ -74,10 +74,10 @@ static char *render(const char *name, const json_t *x, bool dash_ok,
 	}
 	if (s[0] == '-' && !dash_ok) {
 		wd_err_set(err, -EINVAL,
-			   "$.%s: value '%.40s' starts with '-' and would be "
-			   "read as an option; this tool does not allow it "
-			   "for '%s'",
-			   name, s, name);
+			   "$.%s: a value that starts with '-' would be read "
+			   "as an option; this tool does not allow it for "
+			   "'%s'",
+			   name, name);
 		free(s);
 		return NULL;
 	}

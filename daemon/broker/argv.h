@@ -15,7 +15,9 @@
  *   - strings as they are, integers in decimal, other numbers in the
  *     shortest form that reads back the same, booleans as true/false;
  *     null, objects and lists of lists are refused.
- * A refusal is a schema error for the model (the broker's check 3).
+ * A refusal is a schema error for the model (the broker's check 3); like
+ * wd_schema_validate's, its message names the property and the rule, never
+ * the value.
  */
 #ifndef WD_BROKER_ARGV_H
 #define WD_BROKER_ARGV_H

@@ -31,7 +31,7 @@ const char *wd_broker_verdict_name(enum wd_broker_verdict v)
 /* ---- checks ---- */
 
 bool wd_broker_needs_approval(const struct wd_manifest *m, const json_t *args,
-			      char *why, size_t why_len)
+			      bool show_value, char *why, size_t why_len)
 {
 	if (m->approval.always) {
 		snprintf(why, why_len, "tool '%s' always needs approval",
@@ -50,6 +50,12 @@ bool wd_broker_needs_approval(const struct wd_manifest *m, const json_t *args,
 			v = (double)json_string_length(a);
 		else
 			continue;
+		if (v > lim && !show_value) {
+			snprintf(why, why_len,
+				 "%s is above the approval threshold %g", k,
+				 lim);
+			return true;
+		}
 		if (v > lim) {
 			snprintf(why, why_len,
 				 "%s = %g is above the approval threshold %g",
@@ -177,7 +183,8 @@ enum wd_broker_verdict wd_broker_check(const struct wd_broker_run *run,
 	}
 	/* 5. approval gate for consequential actions */
 	if (!approved &&
-	    wd_broker_needs_approval(m, call->args, reason, reason_len)) {
+	    wd_broker_needs_approval(m, call->args, !run->hash_only, reason,
+				     reason_len)) {
 		snprintf(check, 16, "approval");
 		return WD_BRK_APPROVAL;
 	}

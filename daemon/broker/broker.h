@@ -95,9 +95,11 @@ enum wd_broker_verdict wd_broker_check(const struct wd_broker_run *run,
 				       char check[16], char *reason,
 				       size_t reason_len);
 
-/* Does this call need approval under the manifest? Sets why. */
+/* Does this call need approval under the manifest? Sets why: the property
+ * and the threshold, and its measure (number, length, count) only when
+ * `show_value` (never for a hash_only run: why is recorded and shown). */
 bool wd_broker_needs_approval(const struct wd_manifest *m, const json_t *args,
-			      char *why, size_t why_len);
+			      bool show_value, char *why, size_t why_len);
 
 /* Steps 6–8. `approval` (may be NULL) is recorded in the attempt. Returns
  * 0 with *result_for_model set (a new JSON object: status, exit_code,

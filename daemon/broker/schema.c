@@ -145,25 +145,26 @@ static int check_number(const json_t *schema, const json_t *inst,
 		return r;
 	if (r && v < lim)
 		return wd_err_set(err, -EINVAL,
-				  "%s: %g is less than minimum %g", path, v,
-				  lim);
+				  "%s: the number is less than minimum %g",
+				  path, lim);
 	if ((r = num_kw(schema, "maximum", &lim, err, path)) < 0)
 		return r;
 	if (r && v > lim)
 		return wd_err_set(err, -EINVAL,
-				  "%s: %g is greater than maximum %g", path, v,
-				  lim);
+				  "%s: the number is greater than maximum %g",
+				  path, lim);
 	if ((r = num_kw(schema, "exclusiveMinimum", &lim, err, path)) < 0)
 		return r;
 	if (r && v <= lim)
 		return wd_err_set(err, -EINVAL,
-				  "%s: %g must be greater than %g", path, v,
-				  lim);
+				  "%s: the number must be greater than %g",
+				  path, lim);
 	if ((r = num_kw(schema, "exclusiveMaximum", &lim, err, path)) < 0)
 		return r;
 	if (r && v >= lim)
-		return wd_err_set(err, -EINVAL, "%s: %g must be less than %g",
-				  path, v, lim);
+		return wd_err_set(err, -EINVAL,
+				  "%s: the number must be less than %g", path,
+				  lim);
 	return 0;
 }
 

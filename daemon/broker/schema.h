@@ -10,6 +10,9 @@
  *
  * The message is written for the model: it names the JSON path and what was
  * expected, so a model that hallucinated an argument shape can correct it.
+ * It never quotes the argument's value (the rule's bounds come from the
+ * schema): the message is recorded in the trace, the run's view and its
+ * approvals, where a hash_only run keeps no value (the model has its own).
  */
 #ifndef WD_SCHEMA_H
 #define WD_SCHEMA_H

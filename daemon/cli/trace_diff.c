@@ -1,7 +1,10 @@
 /* `warden trace diff A B [--html] [--json] [-o FILE]`: two runs (an
  * original and its replay, or any two runs of an agent) aligned step by
  * step. Each step is compared on what the record pins by hash: the model's
- * output (response_ref), the tool calls (names, then arguments: inline
+ * output (output_hash: its text, tool names and arguments without the
+ * provider's random tool-call ids, computed from the inline response of
+ * records older than that field; the response_ref hash is what is
+ * shown), the tool calls (names, then arguments: inline
  * args or args_ref), their results (status and result_hash, or a replay's
  * refusal). A step is `same`, or names what differs, in this order:
  * missing/extra, changed model output, different tool, different
@@ -19,10 +22,12 @@
 /* What one run did at one step. */
 struct side {
 	bool present;
-	const char *response; /* response hash, "" when none */
-	json_t *tools;	      /* [name...] of tool_attempts */
-	json_t *args;	      /* [args json text | args_ref...] */
-	json_t *results;      /* ["status result_hash" | "refused"...] */
+	const char *response; /* response hash, "" when none (shown) */
+	const char *output;   /* what is compared: output_hash, else response */
+	char output_buf[72];
+	json_t *tools;	 /* [name...] of tool_attempts */
+	json_t *args;	 /* [args json text | args_ref...] */
+	json_t *results; /* ["status result_hash" | "refused"...] */
 };
 
 enum {
@@ -79,6 +84,7 @@ static void side_of(struct run_recs *rr, int64_t step, struct side *s)
 	json_t *recs = rr->recs;
 	memset(s, 0, sizeof(*s));
 	s->response = "";
+	s->output = "";
 	s->tools = json_array();
 	s->args = json_array();
 	s->results = json_array();
@@ -101,6 +107,7 @@ static void side_of(struct run_recs *rr, int64_t step, struct side *s)
 			 * hash is all the replay names */
 			s->present = true;
 			s->response = ts_js(r, "response_ref");
+			s->output = s->response;
 			json_array_append_new(s->tools,
 					      json_string("(from the record)"));
 			break;
@@ -108,6 +115,13 @@ static void side_of(struct run_recs *rr, int64_t step, struct side *s)
 			s->present = true;
 			s->response =
 			    ts_js2(r, "response_ref", "response_hash");
+			s->output = s->response;
+			if (json_is_string(json_object_get(r, "output_hash")))
+				s->output = ts_js(r, "output_hash");
+			else if (!wd_rec_output_hash(
+				     json_object_get(r, "response"),
+				     s->output_buf))
+				s->output = s->output_buf;
 			break;
 		case WD_REC_TOOL_ATTEMPT: {
 			s->present = true;
@@ -150,7 +164,7 @@ static unsigned compare(const struct side *a, const struct side *b)
 		d |= D_TOOL;
 	else if (!json_equal(a->args, b->args))
 		d |= D_ARGS;
-	if (strcmp(a->response, b->response))
+	if (strcmp(a->output, b->output))
 		d |= D_OUTPUT;
 	if (!json_equal(a->results, b->results))
 		d |= D_RESULT;

@@ -131,6 +131,28 @@ out:
 	return rc;
 }
 
+/* A copy of approval `ap` for `approver` (who decides on its arguments) or
+ * anyone else (its run's readers, the TTL webhook): of a hash_only run,
+ * or one no longer in memory, they get the arguments' hash only (rt->mu
+ * held). */
+static json_t *approval_copy_locked(struct wd_rt *rt, json_t *ap, bool approver)
+{
+	json_t *o = json_deep_copy(ap);
+	struct wd_run *r = rt_find_run_locked(
+	    rt, json_string_value(json_object_get(ap, "run_id")));
+	if (approver || (r && !r->hash_only))
+		return o;
+	char *a = json_dumps(json_object_get(o, "args"),
+			     JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+	char ref[WD_TRACE_REF_LEN] = "";
+	if (a)
+		wd_trace_ref_of(a, strlen(a), ref);
+	free(a);
+	json_object_del(o, "args");
+	json_object_set_new(o, "args_hash", json_string(ref));
+	return o;
+}
+
 json_t *wd_rt_approvals_list(struct wd_rt *rt, const struct wd_caller *c)
 {
 	json_t *out = json_array();
@@ -149,18 +171,7 @@ json_t *wd_rt_approvals_list(struct wd_rt *rt, const struct wd_caller *c)
 		bool reader = r && rt_may_read_run_locked(rt, c, r);
 		if (!approver && !reader)
 			continue;
-		json_t *o = json_deep_copy(ap);
-		if (!approver && r->hash_only) {
-			char *a = json_dumps(json_object_get(o, "args"),
-					     JSON_COMPACT | JSON_SORT_KEYS |
-						 JSON_ENCODE_ANY);
-			char ref[WD_TRACE_REF_LEN] = "";
-			if (a)
-				wd_trace_ref_of(a, strlen(a), ref);
-			free(a);
-			json_object_del(o, "args");
-			json_object_set_new(o, "args_hash", json_string(ref));
-		}
+		json_t *o = approval_copy_locked(rt, ap, approver);
 		json_object_set_new(o, "you_may_decide",
 				    json_boolean(approver));
 		json_array_append_new(out, o);
@@ -219,8 +230,12 @@ void *rt_ttl_thread(void *arg)
 		{
 			uint64_t exp = (uint64_t)json_integer_value(
 			    json_object_get(ap, "expires_ns"));
+			/* the webhook goes out of the node: a hash_only
+			 * run's arguments as their hash only */
 			if (exp && now >= exp)
-				json_array_append(expired, ap);
+				json_array_append_new(
+				    expired,
+				    approval_copy_locked(rt, ap, false));
 		}
 		size_t i;
 		json_array_foreach(expired, i, ap)

@@ -7,6 +7,7 @@
 #include "gateway/gateway.h"
 #include "runtime/rt_int.h"
 #include "trace/trace.h"
+#include "trace/records.h"
 
 static uint64_t active_now(struct wd_run *r)
 {
@@ -302,6 +303,12 @@ static int model_step(struct wd_run *r, struct wd_err *err)
 						strlen(rtext), ref, &be))
 			json_object_set_new(rec, "response_ref",
 					    json_string(ref));
+		/* what the model said and called, without the provider's
+		 * per-call ids: compared by `warden trace diff` */
+		char oh[72];
+		if (!wd_rec_output_hash(rj, oh))
+			json_object_set_new(rec, "output_hash",
+					    json_string(oh));
 		if (!a->hash_only)
 			json_object_set(rec, "response", rj);
 		else

@@ -135,6 +135,9 @@ struct wd_rt {
 	/* run id -> its run_end record, not recorded yet (the store was
 	 * unhealthy): recover.c records it when the store recovers */
 	json_t *unended;
+	/* "run|uid|what|content" of view and stream reads recorded
+	 * (trace_access.c rt_note_view_read): recorded once each */
+	json_t *reads_noted;
 	/* metrics */
 	struct wd_metrics *metrics; /* labelled families (rt_metrics.c) */
 	uint64_t m_overhead_ns;	    /* platform time per step, summed */
@@ -157,6 +160,30 @@ int rt_check_read_locked(struct wd_rt *rt, const struct wd_caller *c,
 			 const struct wd_run *r, struct wd_err *err);
 int rt_check_read_records(struct wd_rt *rt, const struct wd_caller *c,
 			  const char *run_id, json_t *recs, struct wd_err *err);
+/* A payload read through a run's view or stream (trace_access.c). */
+struct rt_view_read {
+	const char *run_id, *run_user, *team;
+	int64_t run_uid; /* -1: unknown (never the reader's own run) */
+	int64_t step;
+	const char *what; /* payload_type: "run_view" | "stream" */
+	const char
+	    *content;	/* what was read, for "read once" (a hash, a seq) */
+	bool follow;	/* a live run's stream: later records too */
+	uint64_t since; /* the stream's since= */
+};
+/* Record the read unless c is the run's own user or read the same content
+ * before; 0, or -EAGAIN (err set): not recorded, not to be handed out.
+ * Takes `read` ([{seq|hash, field}]); call without rt->mu. */
+int rt_note_view_read(struct wd_rt *rt, const struct wd_caller *c,
+		      const struct rt_view_read *v, json_t *read,
+		      struct wd_err *err);
+/* The same for the records `recs` (borrowed) a stream hands out. */
+int rt_note_stream_read(struct wd_rt *rt, const struct wd_caller *c,
+			const struct rt_view_read *v, json_t *recs,
+			struct wd_err *err);
+/* The index rows (runs) of `rows` c may read: a new array. */
+json_t *rt_readable_rows(struct wd_rt *rt, const struct wd_caller *c,
+			 json_t *rows);
 /* The first record of `type` in recs (borrowed), NULL if none */
 json_t *rt_recs_first(json_t *recs, const char *type);
 /* Append a record to the trace and to the run's stream. */

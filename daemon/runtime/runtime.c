@@ -628,6 +628,7 @@ int wd_rt_open(const struct wd_rt_opts *o, struct wd_rt **out,
 	rt->webhook = o->webhook_url ? wd_strdup(o->webhook_url) : NULL;
 	rt->approvals = json_object();
 	rt->unended = json_object();
+	rt->reads_noted = json_object();
 	rt->rl = wd_ratelimit_new();
 	rt->events = wd_stream_new(65536);
 	rt->metrics = wd_metrics_new(0);
@@ -695,6 +696,7 @@ fail:
 	wd_metrics_free(rt->metrics);
 	json_decref(rt->approvals);
 	json_decref(rt->unended);
+	json_decref(rt->reads_noted);
 	free(rt->state_dir);
 	free(rt->policy_dir);
 	free(rt->runs_dir);
@@ -746,6 +748,7 @@ void wd_rt_close(struct wd_rt *rt)
 	wd_metrics_free(rt->metrics);
 	json_decref(rt->approvals);
 	json_decref(rt->unended);
+	json_decref(rt->reads_noted);
 	free(rt->workers);
 	free(rt->state_dir);
 	free(rt->policy_dir);

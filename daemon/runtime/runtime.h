@@ -124,8 +124,10 @@ json_t *wd_rt_approvals_list(struct wd_rt *rt, const struct wd_caller *c);
 int wd_rt_approval_decide(struct wd_rt *rt, const struct wd_caller *c,
 			  const char *id, bool approve, const char *reason,
 			  struct wd_err *err);
-json_t *wd_rt_cost(struct wd_rt *rt, const char *by, uint64_t since_ns,
-		   struct wd_err *err);
+/* Cost of the runs the caller may read (the read rule of the run views:
+ * its own, its teams', all for auditors and root). */
+json_t *wd_rt_cost(struct wd_rt *rt, const struct wd_caller *c, const char *by,
+		   uint64_t since_ns, struct wd_err *err);
 json_t *wd_rt_status(struct wd_rt *rt);
 /* The daemon's health for /healthz and /v1/status: 0 when the trace store
  * takes records; else its latched -errno, with `why` saying what failed,

@@ -144,13 +144,15 @@ static int authorised_records(struct wd_rt *rt, const struct wd_caller *c,
 static int record_read(struct wd_rt *rt, const struct wd_caller *c,
 		       const char *run_id, int64_t step, const char *reader,
 		       const char *why, const char *what, json_t *read,
-		       struct wd_err *err)
+		       json_t *extra, struct wd_err *err)
 {
 	json_t *rec = json_pack("{s:s,s:I,s:s,s:s,s:i,s:s,s:s?,s:o}", "run_id",
 				run_id, "step", (json_int_t)step, "type",
 				wd_rec_type_name(WD_REC_PAYLOAD_READ), "reader",
 				reader, "uid", (int)c->uid, "access", why,
 				"payload_type", what, "read", read);
+	if (extra)
+		json_object_update_missing(rec, extra);
 	uint64_t seq = 0;
 	int rc = wd_trace_append(rt->trace, rec, false, &seq, err);
 	if (!rc && (rc = wd_trace_wait_written(rt->trace, seq)))
@@ -170,6 +172,27 @@ static int record_read(struct wd_rt *rt, const struct wd_caller *c,
 static const char *const inline_fields[] = {"task", "args", "response",
 					    "preview", "output"};
 
+/* [{seq, field}] of the payload `recs` hold inline (payload_read records
+ * themselves hold none). */
+static json_t *inline_reads(json_t *recs)
+{
+	json_t *read = json_array();
+	size_t i;
+	json_t *x;
+	json_array_foreach(recs, i, x)
+	{
+		if (wd_rec_type_json(x) == WD_REC_PAYLOAD_READ)
+			continue;
+		for (size_t k = 0; k < WD_ARRAY_SIZE(inline_fields); k++)
+			if (json_object_get(x, inline_fields[k]))
+				json_array_append_new(
+				    read, json_pack("{s:O,s:s}", "seq",
+						    json_object_get(x, "seq"),
+						    "field", inline_fields[k]));
+	}
+	return read;
+}
+
 int wd_rt_trace_records(struct wd_rt *rt, const struct wd_caller *c,
 			const char *run_id, json_t **out, struct wd_err *err)
 {
@@ -184,27 +207,14 @@ int wd_rt_trace_records(struct wd_rt *rt, const struct wd_caller *c,
 	json_t *tr = json_object_get(json_array_get(a, 0), "trace");
 	bool hash_only =
 	    jstr(tr, "payloads") && !strcmp(jstr(tr, "payloads"), "hash_only");
-	json_t *read = json_array();
-	size_t i;
-	json_t *x;
-	json_array_foreach(a, i, x)
-	{
-		if (hash_only || wd_rec_type_json(x) == WD_REC_PAYLOAD_READ)
-			continue;
-		for (size_t k = 0; k < WD_ARRAY_SIZE(inline_fields); k++)
-			if (json_object_get(x, inline_fields[k]))
-				json_array_append_new(
-				    read, json_pack("{s:O,s:s}", "seq",
-						    json_object_get(x, "seq"),
-						    "field", inline_fields[k]));
-	}
+	json_t *read = hash_only ? json_array() : inline_reads(a);
 	if (!json_array_size(read)) {
 		json_decref(read);
 	} else if ((rc = record_read(
 			rt, c, run_id,
 			json_integer_value(json_object_get(
 			    json_array_get(a, json_array_size(a) - 1), "step")),
-			reader, why, "records", read, err))) {
+			reader, why, "records", read, NULL, err))) {
 		json_decref(a);
 		return rc;
 	}
@@ -252,12 +262,73 @@ int wd_rt_trace_payload(struct wd_rt *rt, const struct wd_caller *c,
 	if (!json_array_size(read)) {
 		json_decref(read);
 	} else if ((rc = record_read(rt, c, run_id, step, reader, why, type,
-				     read, err))) {
+				     read, NULL, err))) {
 		json_decref(a);
 		return rc;
 	}
 	*out = a;
 	return 0;
+}
+
+/* A run's view (its output) or stream (its records as they are written)
+ * handed to someone other than the run's own user (by uid: a team member,
+ * an auditor, root) is a payload read like the records read: recorded
+ * first, and not handed out when it cannot be (-EAGAIN, err says why).
+ * The run's own user reading their run is not recorded (their own
+ * `warden run` follows it). The same reader reading the same content again
+ * (a done run's output, a stream of the same records) is recorded once per
+ * daemon: polling a finished run must not grow its trace without bound. */
+int rt_note_view_read(struct wd_rt *rt, const struct wd_caller *c,
+		      const struct rt_view_read *v, json_t *read,
+		      struct wd_err *err)
+{
+	if (!json_array_size(read) && !v->follow) {
+		json_decref(read);
+		return 0;
+	}
+	if (v->run_uid >= 0 && (uid_t)v->run_uid == c->uid) {
+		json_decref(read);
+		return 0;
+	}
+	cleanup_free char *key =
+	    wd_asprintf("%s|%u|%s|%s", v->run_id, (unsigned)c->uid, v->what,
+			v->content ? v->content : "");
+	pthread_mutex_lock(&rt->mu);
+	bool seen = json_object_get(rt->reads_noted, key) != NULL;
+	pthread_mutex_unlock(&rt->mu);
+	if (seen) {
+		json_decref(read);
+		return 0;
+	}
+	struct wd_pset *ps = cur_pset(rt);
+	const char *why = "";
+	char reader[64];
+	wd_users_may_read_run(ps->users, c->uid, caller_name(ps, c), v->run_uid,
+			      v->run_user, v->team, &why);
+	wd_strlcpy(reader, caller_name(ps, c), sizeof(reader));
+	wd_pset_unref(ps);
+	json_t *extra = v->follow ? json_pack("{s:b,s:I}", "follow", 1, "since",
+					      (json_int_t)v->since)
+				  : NULL;
+	int rc = record_read(rt, c, v->run_id, v->step, reader, why, v->what,
+			     read, extra, err);
+	json_decref(extra);
+	if (rc)
+		return rc;
+	/* bounded: forgetting only means a repeated read is recorded again */
+	pthread_mutex_lock(&rt->mu);
+	if (json_object_size(rt->reads_noted) >= 4096)
+		json_object_clear(rt->reads_noted);
+	json_object_set_new(rt->reads_noted, key, json_true());
+	pthread_mutex_unlock(&rt->mu);
+	return 0;
+}
+
+int rt_note_stream_read(struct wd_rt *rt, const struct wd_caller *c,
+			const struct rt_view_read *v, json_t *recs,
+			struct wd_err *err)
+{
+	return rt_note_view_read(rt, c, v, inline_reads(recs), err);
 }
 
 /* Index rows carry user and team (no uid): a run another uid of the same
@@ -283,6 +354,12 @@ static json_t *filter_rows(struct wd_rt *rt, const struct wd_caller *c,
 	}
 	wd_pset_unref(ps);
 	return out;
+}
+
+json_t *rt_readable_rows(struct wd_rt *rt, const struct wd_caller *c,
+			 json_t *rows)
+{
+	return filter_rows(rt, c, rows, NULL);
 }
 
 int wd_rt_trace_runs(struct wd_rt *rt, const struct wd_caller *c,

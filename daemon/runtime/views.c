@@ -36,10 +36,34 @@ struct wd_rt_stream *wd_rt_stream_open(struct wd_rt *rt,
 	int rc = 0;
 	/* a run's steps carry its task, arguments and answers: read by
 	 * those who may read its trace */
+	struct rt_view_read v = {.run_id = run_id,
+				 .what = "stream",
+				 .since = since_seq,
+				 .run_uid = -1};
+	json_t *shown = NULL; /* the records handed out now, when payload */
+	char user[64] = "", team[64] = "";
 	pthread_mutex_lock(&rt->mu);
 	s->run = rt_find_run_locked(rt, run_id);
-	if (s->run && !(rc = rt_check_read_locked(rt, c, s->run, err)))
+	bool held = false;
+	if (s->run && !(rc = rt_check_read_locked(rt, c, s->run, err))) {
 		s->run->refs++;
+		held = true;
+		struct wd_run *r = s->run;
+		v.run_uid = r->caller.uid;
+		v.step = r->step;
+		v.follow = r->state != R_DONE;
+		wd_strlcpy(user, r->caller.user, sizeof(user));
+		wd_strlcpy(team, r->team, sizeof(team));
+		/* a hash_only run's records hold no payload; the run's own
+		 * user's reads are not recorded */
+		if (!r->hash_only && c->uid != r->caller.uid) {
+			shown = json_array();
+			for (size_t i = 0; i < r->n_lines; i++)
+				if (!since_seq || r->line_seq[i] > since_seq)
+					json_array_append_new(
+					    shown, json_string(r->lines[i]));
+		}
+	}
 	pthread_mutex_unlock(&rt->mu);
 	if (!s->run) {
 		rc = wd_trace_run_records(rt->trace, run_id, &s->recs, err);
@@ -47,8 +71,68 @@ struct wd_rt_stream *wd_rt_stream_open(struct wd_rt *rt,
 			rc = rt_check_read_records(rt, c, run_id, s->recs, err);
 		else
 			rc = wd_err_set(err, -ENOENT, "no run '%s'", run_id);
+		json_t *st = rt_recs_first(s->recs, "run_start");
+		json_t *tr = json_object_get(st, "trace");
+		const char *p =
+		    json_string_value(json_object_get(tr, "payloads"));
+		if (!rc && !(p && !strcmp(p, "hash_only"))) {
+			json_t *u = json_object_get(st, "uid");
+			v.run_uid =
+			    json_is_integer(u) ? json_integer_value(u) : -1;
+			wd_strlcpy(
+			    user,
+			    json_string_value(json_object_get(st, "user"))
+				?: "",
+			    sizeof(user));
+			wd_strlcpy(
+			    team,
+			    json_string_value(json_object_get(st, "team"))
+				?: "",
+			    sizeof(team));
+			shown = json_array();
+			size_t i;
+			json_t *x;
+			json_array_foreach(s->recs, i, x)
+			{
+				json_int_t q = json_integer_value(
+				    json_object_get(x, "seq"));
+				if (!since_seq || (uint64_t)q > since_seq)
+					json_array_append(shown, x);
+				v.step = json_integer_value(
+				    json_object_get(x, "step"));
+			}
+		}
 	}
+	if (!rc && shown) {
+		/* lines (a live run) are JSON text: the fields they hold */
+		size_t i;
+		json_t *x;
+		json_array_foreach(shown, i, x)
+		{
+			if (!json_is_string(x))
+				continue;
+			json_t *rec = json_loads(json_string_value(x), 0, NULL);
+			json_array_set_new(shown, i, rec ? rec : json_object());
+		}
+		json_t *last =
+		    json_array_get(shown, json_array_size(shown) - 1);
+		char content[48];
+		snprintf(
+		    content, sizeof(content), "%lld%s",
+		    (long long)json_integer_value(json_object_get(last, "seq")),
+		    v.follow ? "+" : "");
+		v.run_user = user;
+		v.team = team;
+		v.content = content;
+		rc = rt_note_stream_read(rt, c, &v, shown, err);
+	}
+	json_decref(shown);
 	if (rc) {
+		if (held) {
+			pthread_mutex_lock(&rt->mu);
+			rt_run_unref_locked(s->run);
+			pthread_mutex_unlock(&rt->mu);
+		}
 		json_decref(s->recs);
 		free(s);
 		errno = -rc;
@@ -128,7 +212,7 @@ static const char *state_name(enum run_state s)
 	return "?";
 }
 
-static json_t *run_view_locked(struct wd_run *r)
+static json_t *run_view_locked(struct wd_run *r, bool with_output)
 {
 	json_t *o = json_pack(
 	    "{s:s,s:s,s:s,s:s,s:s,s:i,s:I,s:I,s:f}", "run_id", r->id, "agent",
@@ -153,9 +237,33 @@ static json_t *run_view_locked(struct wd_run *r)
 					    json_string(r->stop_reason));
 		/* a hash_only run keeps no payload anywhere a reader
 		 * sees it: its trace has no output either */
-		if (r->final_text && !r->hash_only)
+		if (r->final_text && !r->hash_only && with_output)
 			json_object_set_new(o, "output",
 					    json_string(r->final_text));
+	}
+	return o;
+}
+
+/* A view holding the run's output, read by someone other than its user:
+ * recorded first (rt_note_view_read), else not handed out. */
+static json_t *note_output_read(struct wd_rt *rt, const struct wd_caller *c,
+				json_t *o, struct rt_view_read *v,
+				struct wd_err *err)
+{
+	const char *out = json_string_value(json_object_get(o, "output"));
+	if (!out)
+		return o;
+	char h[WD_TRACE_REF_LEN];
+	wd_trace_ref_of(out, strlen(out), h);
+	v->what = "run_view";
+	v->content = h;
+	int rc = rt_note_view_read(
+	    rt, c, v, json_pack("[{s:s,s:s}]", "field", "output", "hash", h),
+	    err);
+	if (rc) {
+		json_decref(o);
+		errno = -rc;
+		return NULL;
 	}
 	return o;
 }
@@ -165,14 +273,25 @@ json_t *wd_rt_run_info(struct wd_rt *rt, const struct wd_caller *c,
 {
 	int rc = 0;
 	json_t *o = NULL, *recs = NULL;
+	struct rt_view_read v = {.run_id = run_id, .run_uid = -1};
+	char user[64] = "", team[64] = "";
 	pthread_mutex_lock(&rt->mu);
 	struct wd_run *r = rt_find_run_locked(rt, run_id);
-	if (r && !(rc = rt_check_read_locked(rt, c, r, err)))
-		o = run_view_locked(r);
+	if (r && !(rc = rt_check_read_locked(rt, c, r, err))) {
+		o = run_view_locked(r, true);
+		v.run_uid = r->caller.uid;
+		v.step = r->step;
+		wd_strlcpy(user, r->caller.user, sizeof(user));
+		wd_strlcpy(team, r->team, sizeof(team));
+	}
 	pthread_mutex_unlock(&rt->mu);
-	if (o || rc) {
+	v.run_user = user;
+	v.team = team;
+	if (o)
+		return note_output_read(rt, c, o, &v, err);
+	if (rc) {
 		errno = -rc;
-		return o;
+		return NULL;
 	}
 	/* a run from before this daemon started: from the trace, read
 	 * once */
@@ -210,34 +329,51 @@ json_t *wd_rt_run_info(struct wd_rt *rt, const struct wd_caller *c,
 				json_object_set(o, keys[i],
 						json_object_get(end, keys[i]));
 	}
+	json_t *u = json_object_get(start, "uid");
+	v.run_uid = json_is_integer(u) ? json_integer_value(u) : -1;
+	wd_strlcpy(user,
+		   json_string_value(json_object_get(start, "user")) ?: "",
+		   sizeof(user));
+	wd_strlcpy(team,
+		   json_string_value(json_object_get(start, "team")) ?: "",
+		   sizeof(team));
+	v.step = json_integer_value(json_object_get(end, "steps"));
 	json_decref(recs);
-	return o;
+	return note_output_read(rt, c, o, &v, err);
 }
 
 json_t *wd_rt_runs_list(struct wd_rt *rt, const struct wd_caller *c)
 {
 	json_t *a = json_array();
 	pthread_mutex_lock(&rt->mu);
+	/* the list shows each run's output to its own user only: anyone
+	 * else reads it through the run's view, where the read is
+	 * recorded */
 	for (struct wd_run *r = rt->runs; r; r = r->next)
 		if (rt_may_read_run_locked(rt, c, r))
-			json_array_append_new(a, run_view_locked(r));
+			json_array_append_new(
+			    a, run_view_locked(r, c->uid == r->caller.uid));
 	pthread_mutex_unlock(&rt->mu);
 	return a;
 }
 
-json_t *wd_rt_cost(struct wd_rt *rt, const char *by, uint64_t since_ns,
-		   struct wd_err *err)
+json_t *wd_rt_cost(struct wd_rt *rt, const struct wd_caller *c, const char *by,
+		   uint64_t since_ns, struct wd_err *err)
 {
-	/* ended runs from the index; runs in progress from memory */
+	/* ended runs from the index; runs in progress from memory; of
+	 * each, only those the caller may read */
 	struct wd_trace_query q = {.since_ns = since_ns};
-	json_t *runs = NULL;
-	if (wd_trace_query_runs(rt->trace, &q, &runs, err))
+	json_t *all = NULL;
+	if (wd_trace_query_runs(rt->trace, &q, &all, err))
 		return NULL;
+	json_t *runs = rt_readable_rows(rt, c, all);
+	json_decref(all);
 	json_t *groups = json_object();
 	json_t *seen = json_object();
 	pthread_mutex_lock(&rt->mu);
 	for (struct wd_run *r = rt->runs; r; r = r->next) {
-		if (r->started_wall < since_ns)
+		if (r->started_wall < since_ns ||
+		    !rt_may_read_run_locked(rt, c, r))
 			continue;
 		json_array_append_new(
 		    runs,
@@ -281,12 +417,12 @@ json_t *wd_rt_cost(struct wd_rt *rt, const char *by, uint64_t since_ns,
 				      "output_tokens", (json_int_t)0);
 			json_object_set_new(groups, k, g);
 		}
-		double c = json_number_value(json_object_get(x, "cost_usd"));
-		total += c;
-		json_object_set_new(
-		    g, "cost_usd",
-		    json_real(
-			json_number_value(json_object_get(g, "cost_usd")) + c));
+		double usd = json_number_value(json_object_get(x, "cost_usd"));
+		total += usd;
+		json_object_set_new(g, "cost_usd",
+				    json_real(json_number_value(json_object_get(
+						  g, "cost_usd")) +
+					      usd));
 		json_object_set_new(
 		    g, "runs",
 		    json_integer(

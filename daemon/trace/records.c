@@ -1,4 +1,5 @@
 #include "trace/records.h"
+#include "trace/trace.h"
 
 #include <string.h>
 
@@ -92,4 +93,30 @@ enum wd_rec_type wd_rec_type_json(const json_t *rec)
 const char *wd_rec_type_name(enum wd_rec_type t)
 {
 	return t > 0 && t < WD_REC__COUNT ? table[t].name : NULL;
+}
+
+int wd_rec_output_hash(const json_t *response, char out[72])
+{
+	json_t *text = json_object_get(response, "text");
+	if (!json_is_string(text))
+		return -EINVAL;
+	json_t *calls = json_array();
+	size_t i;
+	json_t *c;
+	json_array_foreach(json_object_get(response, "tool_calls"), i, c)
+	{
+		json_t *a = json_object_get(c, "arguments");
+		json_array_append_new(
+		    calls, json_pack("{s:O,s:O}", "name",
+				     json_object_get(c, "name") ?: json_null(),
+				     "arguments", a ? a : json_null()));
+	}
+	json_t *o = json_pack("{s:O,s:o}", "text", text, "tool_calls", calls);
+	char *t = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+	json_decref(o);
+	if (!t)
+		return -ENOMEM;
+	wd_trace_ref_of(t, strlen(t), out);
+	free(t);
+	return 0;
 }

@@ -43,4 +43,14 @@ enum wd_rec_type wd_rec_type_of(const char *name);
 enum wd_rec_type wd_rec_type_json(const json_t *rec);
 const char *wd_rec_type_name(enum wd_rec_type t);
 
+/* A model_call's `output_hash`: sha256 of the model's output with what the
+ * provider makes up per call left out, i.e. of the canonical JSON
+ * {"text": ..., "tool_calls": [{"name": ..., "arguments": ...}...]} (keys
+ * sorted, compact; no stop reason, no tool-call ids such as toolu_... or
+ * call_...). Two answers that say and call the same get the same hash
+ * (`warden trace diff`). `response` is a model_call's full response
+ * ({stop_reason, text, tool_calls[{id, name, arguments}]}); 0, or -EINVAL
+ * when it has no text (a hash_only record's summary). out: "sha256:<hex>". */
+int wd_rec_output_hash(const json_t *response, char out[72]);
+
 #endif

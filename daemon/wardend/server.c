@@ -419,9 +419,9 @@ static enum MHD_Result dispatch(struct wd_server *srv,
 	case WD_EP_RUN_GET:
 		o = wd_rt_run_info(srv->rt, who, q->id, &err);
 		if (!o)
-			return send_err(con, errno == EACCES ? 403 : 404,
-					errno == EACCES ? err.msg
-							: "no such run");
+			return send_err(
+			    con, errno == ENOENT ? 404 : errno_status(-errno),
+			    errno == ENOENT ? "no such run" : err.msg);
 		return send_json(con, 200, o);
 	case WD_EP_RUN_STREAM: {
 		struct wd_rt_stream *rs =
@@ -445,7 +445,7 @@ static enum MHD_Result dispatch(struct wd_server *srv,
 					   "decision",
 					   q->approve ? "approved" : "denied"));
 	case WD_EP_COST:
-		o = wd_rt_cost(srv->rt, q->by, q->since_ns, &err);
+		o = wd_rt_cost(srv->rt, who, q->by, q->since_ns, &err);
 		if (!o)
 			return send_err(con, 500, err.msg);
 		return send_json(con, 200, o);

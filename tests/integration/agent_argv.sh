@@ -72,7 +72,7 @@ files_left() { local n=0 f; for f in keep1 keep2 sub/keep3; do [ -f "$SCR/$f" ] 
 run() { out=$(as_user 1000 "$WARDEN" run --json "$1" go 2>&1); }
 
 # NAME WHY: each refused as a schema error naming WHY, the files kept
-for c in "extrakey|unknown property 'zz'" "dashval|value '-delete' starts with '-'"; do
+for c in "extrakey|unknown property 'zz'" "dashval|dir: a value that starts with '-'"; do
 	a=${c%%|*}
 	seed_files
 	run "$a"

@@ -91,7 +91,7 @@ int main(void)
 	       "{\"dir\":\"/srv/x\",\"zz\":\"-delete\"}",
 	       "ERR: unknown property 'zz'");
 	expect("argv/leading-dash-refused", find, "{\"dir\":\"-delete\"}",
-	       "ERR: $.dir: value '-delete' starts with '-'");
+	       "ERR: $.dir: a value that starts with '-'");
 
 	/* schema order, not the model's key order */
 	struct wd_manifest *ord =
@@ -111,10 +111,10 @@ int main(void)
 	       "/usr/bin/find|--|B|A|x|2|false");
 	expect("argv/negative-number-refused", ord,
 	       "{\"a\":\"A\",\"b\":\"B\",\"c\":-5}",
-	       "ERR: $.c: value '-5' starts with '-'");
+	       "ERR: $.c: a value that starts with '-'");
 	expect("argv/dash-in-list-refused", ord,
 	       "{\"a\":\"A\",\"b\":\"B\",\"c\":[\"x\",\"-exec\"]}",
-	       "ERR: $.c: value '-exec' starts with '-'");
+	       "ERR: $.c: a value that starts with '-'");
 	expect("argv/null-refused", ord, "{\"a\":\"A\",\"b\":\"B\",\"c\":null}",
 	       "ERR: $.c: null cannot be passed");
 	expect("argv/object-refused", ord,
@@ -161,7 +161,7 @@ int main(void)
 	       "ERR: unknown property 'x'");
 	expect("argv/template-dash-inside-element", t,
 	       "{\"names\":[],\"dir\":\"-d\"}",
-	       "ERR: $.dir: value '-d' starts with '-'");
+	       "ERR: $.dir: a value that starts with '-'");
 
 	/* template checks at load, at the element */
 	load_err("argv/load-unknown-placeholder",
