@@ -41,7 +41,7 @@ CFLAGS   ?= -O2 -g
 WARN     := -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow -Wformat=2 -Wvla -Wno-format-truncation
 CPPFLAGS += -D_GNU_SOURCE -Idaemon -I$(BUILD)/include -Ibpf
 ALL_CFLAGS = $(CFLAGS) $(WARN) -std=gnu11 -fno-strict-aliasing -MMD -MP
-LDLIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lelf -lz -lpthread -lm
+LDLIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lelf -lz -lpthread -lm -lresolv
 
 # ---- BPF objects and skeletons --------------------------------------------
 BPF_SRCS := $(wildcard bpf/*.bpf.c)

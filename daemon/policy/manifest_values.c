@@ -256,15 +256,31 @@ int wd_net_rule_parse(const char *text, struct wd_net_rule *r,
 					  "'%s': a prefix needs an address, "
 					  "not a host name",
 					  text);
+		/* a fully qualified name's root dot says nothing more */
+		size_t al = strlen(addr);
+		if (al > 1 && addr[al - 1] == '.')
+			addr[al - 1] = 0;
+		/* "*.suffix": one label of any name before suffix */
+		const char *name = addr;
+		if (name[0] == '*') {
+			if (name[1] != '.' || !strchr(name + 2, '.'))
+				return wd_err_set(
+				    err, -EINVAL,
+				    "'%s': a wildcard is '*.' and a suffix of "
+				    "two labels or more (*.svc.internal:443): "
+				    "it stands for one label",
+				    text);
+			name += 2;
+		}
 		/* dotted digits that inet_pton rejected: a bad IPv4, not a
 		 * host name (no TLD is all digits) */
-		const char *dot = strrchr(addr, '.');
-		const char *last = dot ? dot + 1 : addr;
+		const char *dot = strrchr(name, '.');
+		const char *last = dot ? dot + 1 : name;
 		bool numeric = *last;
 		for (const char *p = last; *p; p++)
 			if (*p < '0' || *p > '9')
 				numeric = false;
-		if (numeric || !valid_hostname(addr))
+		if (numeric || !valid_hostname(name))
 			return wd_err_set(err, -EINVAL,
 					  "'%s': '%s' is not an IPv4 address "
 					  "or host name",
