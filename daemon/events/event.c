@@ -23,6 +23,8 @@ const char *wd_event_source_name(enum wd_event_source s)
 		return "gvisor";
 	case WD_SRC_SANDBOX:
 		return "sandbox";
+	case WD_SRC_RESOLVER:
+		return "resolver";
 	}
 	return "unknown";
 }

@@ -18,6 +18,7 @@ enum wd_event_source {
 	WD_SRC_LANDLOCK, /* Landlock audit records */
 	WD_SRC_GVISOR,	 /* runsc logs */
 	WD_SRC_SANDBOX,	 /* the sandbox itself (e.g. oom kill, pids limit) */
+	WD_SRC_RESOLVER, /* a call's resolver (names in network.allow) */
 };
 
 enum wd_verdict { WD_VERDICT_DENIED, WD_VERDICT_AUDITED };

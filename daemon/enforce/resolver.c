@@ -1,0 +1,470 @@
+/* A call's resolver (resolver.h): one thread, one UDP socket and one TCP
+ * listener on 127.0.0.1 (same port), answers decided by enforce/dns.c,
+ * each answered address pinned for its TTL before the answer leaves. */
+#include "enforce/resolver.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define MAX_CONN    8
+#define MAX_QUEUED  1024
+#define TCP_MSG_MAX 4096
+
+struct pin {
+	uint8_t addr[16];
+	uint16_t port;
+	uint64_t expires_ns; /* monotonic */
+	char name[254];
+};
+
+struct conn {
+	int fd;
+	uint8_t buf[2 + TCP_MSG_MAX];
+	size_t have;
+	uint64_t since_ns;
+};
+
+struct wd_resolver {
+	struct wd_net_rule *rules;
+	int n;
+	struct wd_dns_upstream up;
+	char hosts_path[256];
+	int (*pin)(void *, const uint8_t[16], uint16_t, bool);
+	void *pin_arg;
+	uint64_t cgid;
+	uint32_t uid;
+
+	int udp, tcp, stopfd, evfd;
+	uint16_t port;
+	struct conn conns[MAX_CONN];
+	pthread_t th;
+	bool started;
+
+	pthread_mutex_t mu; /* pins, queue, counts */
+	struct pin *pins;
+	int npins, cap;
+	struct wd_event *q;
+	int nq;
+	uint64_t answered, refused, dropped;
+};
+
+static void queue_denial(struct wd_resolver *r, const char *kind,
+			 const char *target, int err)
+{
+	struct wd_event e;
+	memset(&e, 0, sizeof(e));
+	e.ts_ns = wd_wall_ns();
+	e.cgroup_id = r->cgid;
+	e.uid = r->uid;
+	e.source = WD_SRC_RESOLVER;
+	wd_strlcpy(e.kind, kind, sizeof(e.kind));
+	e.syscall_nr = -1;
+	e.err = err;
+	wd_strlcpy(e.target, target, sizeof(e.target));
+	e.verdict = WD_VERDICT_DENIED;
+	e.step = -1;
+	pthread_mutex_lock(&r->mu);
+	r->refused++;
+	if (r->nq < MAX_QUEUED) {
+		if (!r->q)
+			r->q = wd_calloc(MAX_QUEUED, sizeof(*r->q));
+		r->q[r->nq++] = e;
+	} else {
+		r->dropped++;
+	}
+	pthread_mutex_unlock(&r->mu);
+	uint64_t one = 1;
+	if (write(r->evfd, &one, sizeof(one)) < 0) {
+		/* the counter is full: the supervisor is already woken */
+	}
+}
+
+/* Pin addr:port until exp (or move its expiry later); under no lock. */
+static int pin_add(struct wd_resolver *r, const uint8_t a[16], uint16_t port,
+		   uint64_t exp, const char *name)
+{
+	pthread_mutex_lock(&r->mu);
+	for (int i = 0; i < r->npins; i++) {
+		struct pin *p = &r->pins[i];
+		if (p->port == port && !memcmp(p->addr, a, 16)) {
+			if (exp > p->expires_ns)
+				p->expires_ns = exp;
+			wd_strlcpy(p->name, name, sizeof(p->name));
+			pthread_mutex_unlock(&r->mu);
+			return 0;
+		}
+	}
+	pthread_mutex_unlock(&r->mu);
+	int rc = r->pin(r->pin_arg, a, port, true);
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&r->mu);
+	if (r->npins == r->cap) {
+		r->cap = r->cap ? r->cap * 2 : 16;
+		r->pins =
+		    wd_realloc(r->pins, (size_t)r->cap * sizeof(*r->pins));
+	}
+	struct pin *p = &r->pins[r->npins++];
+	memcpy(p->addr, a, 16);
+	p->port = port;
+	p->expires_ns = exp;
+	wd_strlcpy(p->name, name, sizeof(p->name));
+	pthread_mutex_unlock(&r->mu);
+	return 0;
+}
+
+/* Unpin what expired by now (all when now is UINT64_MAX); the next
+ * expiry, or 0 if nothing is pinned. */
+static uint64_t expire(struct wd_resolver *r, uint64_t now)
+{
+	uint64_t next = 0;
+	pthread_mutex_lock(&r->mu);
+	for (int i = 0; i < r->npins;) {
+		struct pin p = r->pins[i];
+		if (p.expires_ns <= now) {
+			r->pins[i] = r->pins[--r->npins];
+			pthread_mutex_unlock(&r->mu);
+			r->pin(r->pin_arg, p.addr, p.port, false);
+			pthread_mutex_lock(&r->mu);
+			i = 0; /* the list moved under us */
+			next = 0;
+			continue;
+		}
+		if (!next || p.expires_ns < next)
+			next = p.expires_ns;
+		i++;
+	}
+	pthread_mutex_unlock(&r->mu);
+	return next;
+}
+
+/* One query: the answer's length in out (0: none is sent). */
+static size_t handle(struct wd_resolver *r, const uint8_t *msg, size_t len,
+		     uint8_t *out, size_t cap)
+{
+	struct wd_dns_query q;
+	int pr = wd_dns_parse_query(msg, len, &q);
+	if (pr < 0)
+		return 0;
+	if (pr > 0)
+		return wd_dns_answer(&q, msg, pr, NULL, 0, out, cap);
+	struct wd_dns_decision d;
+	wd_dns_decide(r->rules, r->n, &r->up, &q, &d);
+	if (d.denied) {
+		char t[256];
+		if (d.rcode == WD_DNS_NXDOMAIN) {
+			queue_denial(r, "dns.name", q.name, 0);
+		} else {
+			/* "name (why)": the answer withheld and its range */
+			snprintf(t, sizeof(t), "%s (%s)", q.name, d.why);
+			queue_denial(r, "dns.answer", t, 0);
+		}
+	}
+	uint64_t now = wd_now_ns();
+	for (int i = 0; i < d.n; i++) {
+		uint32_t ttl = d.rr[i].ttl ? d.rr[i].ttl : 1;
+		uint64_t exp = now + (uint64_t)ttl * 1000000000ull;
+		for (int k = 0; k < d.nports; k++)
+			if (pin_add(r, d.rr[i].addr, d.ports[k], exp, q.name)) {
+				/* not pinned: not answered (the connect
+				 * would be refused anyway) */
+				d.rcode = WD_DNS_SERVFAIL;
+				d.n = 0;
+				break;
+			}
+	}
+	if (d.n) {
+		pthread_mutex_lock(&r->mu);
+		r->answered++;
+		pthread_mutex_unlock(&r->mu);
+	}
+	return wd_dns_answer(&q, msg, d.rcode, d.rr, d.n, out, cap);
+}
+
+static void conn_close(struct conn *c)
+{
+	close(c->fd);
+	c->fd = -1;
+	c->have = 0;
+}
+
+static void conn_read(struct wd_resolver *r, struct conn *c)
+{
+	ssize_t k = recv(c->fd, c->buf + c->have, sizeof(c->buf) - c->have,
+			 MSG_DONTWAIT);
+	if (k <= 0) {
+		if (k == 0 || (errno != EAGAIN && errno != EINTR))
+			conn_close(c);
+		return;
+	}
+	c->have += (size_t)k;
+	while (c->have >= 2) {
+		size_t ml = (size_t)c->buf[0] << 8 | c->buf[1];
+		if (ml > TCP_MSG_MAX) {
+			conn_close(c);
+			return;
+		}
+		if (c->have < 2 + ml)
+			return;
+		uint8_t out[2 + TCP_MSG_MAX];
+		size_t w = handle(r, c->buf + 2, ml, out + 2, TCP_MSG_MAX);
+		if (w) {
+			out[0] = (uint8_t)(w >> 8);
+			out[1] = (uint8_t)w;
+			/* one answer per query, small: a reader that does
+			 * not take it loses its connection */
+			if (send(c->fd, out, w + 2,
+				 MSG_DONTWAIT | MSG_NOSIGNAL) !=
+			    (ssize_t)(w + 2)) {
+				conn_close(c);
+				return;
+			}
+		}
+		memmove(c->buf, c->buf + 2 + ml, c->have - 2 - ml);
+		c->have -= 2 + ml;
+		c->since_ns = wd_now_ns();
+	}
+}
+
+static void *resolver_main(void *arg)
+{
+	struct wd_resolver *r = arg;
+	for (;;) {
+		struct pollfd p[3 + MAX_CONN];
+		int n = 0;
+		p[n++] = (struct pollfd){r->stopfd, POLLIN, 0};
+		p[n++] = (struct pollfd){r->udp, POLLIN, 0};
+		p[n++] = (struct pollfd){r->tcp, POLLIN, 0};
+		for (int i = 0; i < MAX_CONN; i++)
+			if (r->conns[i].fd >= 0)
+				p[n++] =
+				    (struct pollfd){r->conns[i].fd, POLLIN, 0};
+		uint64_t now = wd_now_ns();
+		uint64_t next = expire(r, now);
+		int tmo = next ? (int)((next - now) / 1000000) + 1 : 1000;
+		if (tmo > 1000)
+			tmo = 1000; /* idle TCP connections are cut below */
+		int k = poll(p, (nfds_t)n, tmo);
+		if (k < 0 && errno != EINTR)
+			break;
+		if (p[0].revents)
+			break;
+		if (p[1].revents) {
+			for (int i = 0; i < 64; i++) {
+				uint8_t in[1500], out[1500];
+				struct sockaddr_in from;
+				socklen_t fl = sizeof(from);
+				ssize_t m =
+				    recvfrom(r->udp, in, sizeof(in),
+					     MSG_DONTWAIT, (void *)&from, &fl);
+				if (m < 0)
+					break;
+				/* UDP answers fit 512 bytes unless EDNS says
+				 * more; ours are at most 16 records */
+				size_t w = handle(r, in, (size_t)m, out, 512);
+				if (w)
+					sendto(r->udp, out, w, MSG_DONTWAIT,
+					       (void *)&from, fl);
+			}
+		}
+		if (p[2].revents) {
+			int fd = accept4(r->tcp, NULL, NULL,
+					 SOCK_CLOEXEC | SOCK_NONBLOCK);
+			int slot = -1;
+			for (int i = 0; i < MAX_CONN && fd >= 0; i++)
+				if (r->conns[i].fd < 0) {
+					slot = i;
+					break;
+				}
+			if (fd >= 0 && slot < 0)
+				close(fd); /* at most MAX_CONN at once */
+			else if (fd >= 0)
+				r->conns[slot] = (struct conn){
+				    .fd = fd, .since_ns = wd_now_ns()};
+		}
+		for (int j = 3; j < n; j++) {
+			if (!p[j].revents)
+				continue;
+			for (int i = 0; i < MAX_CONN; i++)
+				if (r->conns[i].fd == p[j].fd)
+					conn_read(r, &r->conns[i]);
+		}
+		now = wd_now_ns();
+		for (int i = 0; i < MAX_CONN; i++)
+			if (r->conns[i].fd >= 0 &&
+			    now - r->conns[i].since_ns > 5000000000ull)
+				conn_close(&r->conns[i]);
+	}
+	return NULL;
+}
+
+int wd_resolver_start(const struct wd_resolver_opts *o,
+		      struct wd_resolver **out, struct wd_err *err)
+{
+	*out = NULL;
+	struct wd_resolver *r = wd_calloc(1, sizeof(*r));
+	pthread_mutex_init(&r->mu, NULL);
+	r->udp = r->tcp = r->stopfd = r->evfd = -1;
+	for (int i = 0; i < MAX_CONN; i++)
+		r->conns[i].fd = -1;
+	r->n = o->n;
+	r->rules = wd_calloc((size_t)(o->n ? o->n : 1), sizeof(*r->rules));
+	if (o->n)
+		memcpy(r->rules, o->rules, (size_t)o->n * sizeof(*r->rules));
+	r->up = o->up;
+	if (o->up.hosts_path) {
+		wd_strlcpy(r->hosts_path, o->up.hosts_path,
+			   sizeof(r->hosts_path));
+		r->up.hosts_path = r->hosts_path;
+	}
+	r->pin = o->pin;
+	r->pin_arg = o->pin_arg;
+	r->cgid = o->cgroup_id;
+	r->uid = o->uid;
+	int rc = 0;
+	struct sockaddr_in sin = {.sin_family = AF_INET};
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	/* one port for both: the programs rewrite port 53 to it whatever
+	 * the protocol */
+	for (int tries = 0; tries < 16; tries++) {
+		if (r->udp >= 0)
+			close(r->udp);
+		if (r->tcp >= 0)
+			close(r->tcp);
+		r->udp = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		r->tcp = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		sin.sin_port = 0;
+		socklen_t sl = sizeof(sin);
+		if (r->udp < 0 || r->tcp < 0 ||
+		    bind(r->udp, (void *)&sin, sizeof(sin)) < 0 ||
+		    getsockname(r->udp, (void *)&sin, &sl) < 0) {
+			rc = -errno;
+			break;
+		}
+		if (bind(r->tcp, (void *)&sin, sizeof(sin)) == 0 &&
+		    listen(r->tcp, MAX_CONN) == 0) {
+			r->port = ntohs(sin.sin_port);
+			rc = 0;
+			break;
+		}
+		rc = -errno; /* that port's TCP side is taken: another */
+	}
+	if (!r->port) {
+		wd_err_set(err, rc ? rc : -EADDRINUSE,
+			   "network.allow names: the call's resolver cannot "
+			   "listen on 127.0.0.1: %s",
+			   strerror(rc ? -rc : EADDRINUSE));
+		wd_resolver_stop(r);
+		return rc ? rc : -EADDRINUSE;
+	}
+	r->stopfd = eventfd(0, EFD_CLOEXEC);
+	r->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (r->stopfd < 0 || r->evfd < 0) {
+		rc = -errno;
+		wd_err_set(err, rc, "resolver: eventfd: %s", strerror(-rc));
+		wd_resolver_stop(r);
+		return rc;
+	}
+	if ((rc = -pthread_create(&r->th, NULL, resolver_main, r))) {
+		wd_err_set(err, rc, "resolver: thread: %s", strerror(-rc));
+		wd_resolver_stop(r);
+		return rc;
+	}
+	r->started = true;
+	*out = r;
+	return 0;
+}
+
+uint16_t wd_resolver_port(const struct wd_resolver *r)
+{
+	return r->port;
+}
+
+int wd_resolver_events_fd(const struct wd_resolver *r)
+{
+	return r->evfd;
+}
+
+int wd_resolver_take(struct wd_resolver *r, struct wd_event *out, int max)
+{
+	uint64_t v;
+	if (read(r->evfd, &v, sizeof(v)) < 0) {
+		/* nothing signalled: the queue may still hold some */
+	}
+	pthread_mutex_lock(&r->mu);
+	int k = r->nq < max ? r->nq : max;
+	if (k) {
+		memcpy(out, r->q, (size_t)k * sizeof(*out));
+		memmove(r->q, r->q + k, (size_t)(r->nq - k) * sizeof(*r->q));
+		r->nq -= k;
+	}
+	bool more = r->nq > 0;
+	pthread_mutex_unlock(&r->mu);
+	if (more) {
+		uint64_t one = 1;
+		if (write(r->evfd, &one, sizeof(one)) < 0) {
+			/* already readable */
+		}
+	}
+	return k;
+}
+
+bool wd_resolver_name_of(struct wd_resolver *r, const uint8_t addr[16],
+			 char *name, size_t n)
+{
+	bool found = false;
+	pthread_mutex_lock(&r->mu);
+	for (int i = 0; i < r->npins && !found; i++)
+		if (!memcmp(r->pins[i].addr, addr, 16)) {
+			wd_strlcpy(name, r->pins[i].name, n);
+			found = true;
+		}
+	pthread_mutex_unlock(&r->mu);
+	if (!found && n)
+		name[0] = 0;
+	return found;
+}
+
+void wd_resolver_counts(struct wd_resolver *r, uint64_t *answered,
+			uint64_t *refused)
+{
+	pthread_mutex_lock(&r->mu);
+	*answered = r->answered;
+	*refused = r->refused;
+	pthread_mutex_unlock(&r->mu);
+}
+
+void wd_resolver_stop(struct wd_resolver *r)
+{
+	if (!r)
+		return;
+	if (r->started) {
+		uint64_t one = 1;
+		if (write(r->stopfd, &one, sizeof(one)) < 0) {
+			/* cannot fail on a fresh eventfd */
+		}
+		pthread_join(r->th, NULL);
+	}
+	expire(r, UINT64_MAX);
+	for (int i = 0; i < MAX_CONN; i++)
+		if (r->conns[i].fd >= 0)
+			close(r->conns[i].fd);
+	int fds[] = {r->udp, r->tcp, r->stopfd, r->evfd};
+	for (size_t i = 0; i < WD_ARRAY_SIZE(fds); i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	pthread_mutex_destroy(&r->mu);
+	free(r->pins);
+	free(r->q);
+	free(r->rules);
+	free(r);
+}

@@ -1,0 +1,52 @@
+/* A call's resolver: where the cgroup programs send every DNS packet of a
+ * call whose network.allow names hosts (port 53, UDP and TCP, any
+ * address). It listens on 127.0.0.1 (one port, UDP and TCP) in its own
+ * thread, answers only names the call may resolve (enforce/dns.h), pins
+ * each address it answers in the call's allow map for the answer's TTL
+ * (through `pin`) before replying, unpins it when the TTL runs out, and
+ * queues a denial event for each name refused or answer withheld; the
+ * call's supervisor polls events_fd and takes them. */
+#ifndef WD_ENFORCE_RESOLVER_H
+#define WD_ENFORCE_RESOLVER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/util.h"
+#include "enforce/dns.h"
+#include "events/event.h"
+#include "policy/manifest.h"
+
+struct wd_resolver;
+
+struct wd_resolver_opts {
+	const struct wd_net_rule *rules; /* the call's allow-list (copied) */
+	int n;
+	struct wd_dns_upstream up; /* copied (hosts_path too) */
+	/* add (true) or remove an allow-map entry for addr:port (port 0 =
+	 * any) of the call; 0 / -errno. Called from the resolver's thread. */
+	int (*pin)(void *arg, const uint8_t addr[16], uint16_t port, bool add);
+	void *pin_arg;
+	uint64_t cgroup_id; /* put in the events */
+	uint32_t uid;
+};
+
+int wd_resolver_start(const struct wd_resolver_opts *o,
+		      struct wd_resolver **out, struct wd_err *err);
+/* The port (host order) on 127.0.0.1, UDP and TCP. */
+uint16_t wd_resolver_port(const struct wd_resolver *r);
+/* Readable while denials are queued. */
+int wd_resolver_events_fd(const struct wd_resolver *r);
+/* Up to max queued denials, oldest first; the count. */
+int wd_resolver_take(struct wd_resolver *r, struct wd_event *out, int max);
+/* The name an address was answered for in this call ("" if none), for
+ * denials of connects to it: "name (addr)". */
+bool wd_resolver_name_of(struct wd_resolver *r, const uint8_t addr[16],
+			 char *name, size_t n);
+/* Answers given and names refused so far. */
+void wd_resolver_counts(struct wd_resolver *r, uint64_t *answered,
+			uint64_t *refused);
+/* Stop the thread, unpin every address still pinned, free. */
+void wd_resolver_stop(struct wd_resolver *r);
+
+#endif
