@@ -392,8 +392,8 @@ int wd_dns_lookup(const struct wd_dns_upstream *u, const char *name,
 
 /* ---- the decision ---- */
 
-/* Is a covered by an address rule (IP or CIDR, any port) of the list: the
- * range a name's answer may fall in because the manifest lists it. */
+/* Is a in one of the ranges of network.allow_private: where a name's
+ * answer may fall although not public, because the manifest lists it. */
 static bool listed(const struct wd_net_rule *rules, int n, const uint8_t a[16])
 {
 	for (int i = 0; i < n; i++) {
@@ -413,6 +413,7 @@ static bool listed(const struct wd_net_rule *rules, int n, const uint8_t a[16])
 }
 
 void wd_dns_decide(const struct wd_net_rule *rules, int n,
+		   const struct wd_net_rule *priv, int npriv,
 		   const struct wd_dns_upstream *u,
 		   const struct wd_dns_query *q, struct wd_dns_decision *d)
 {
@@ -463,13 +464,13 @@ void wd_dns_decide(const struct wd_net_rule *rules, int n,
 	int refused = 0;
 	for (int i = 0; i < m; i++) {
 		enum wd_addr_kind k = wd_addr_kind_of(got[i].addr);
-		if (k != WD_ADDR_PUBLIC && !listed(rules, n, got[i].addr)) {
+		if (k != WD_ADDR_PUBLIC && !listed(priv, npriv, got[i].addr)) {
 			if (!refused++) {
 				char at[64];
 				wd_addr_text(got[i].addr, at, sizeof(at));
 				snprintf(d->why, sizeof(d->why),
-					 "answer %s is %s: not listed in "
-					 "network.allow",
+					 "answer %s is %s: not in "
+					 "network.allow_private",
 					 at, wd_addr_kind_name(k));
 			}
 			continue;

@@ -91,10 +91,11 @@ int wd_dns_lookup(const struct wd_dns_upstream *u, const char *name,
 		  struct wd_err *err);
 
 /* The resolver's decision for one query of a call whose allow-list is
- * rules[0..n): rcode and the answers to give; each answer kept is one the
- * call may connect to (pinned by the caller for its TTL, on the ports of
- * the rules its name matched: ports[0..nports), 0 = any). why says what
- * was refused (a denial is recorded when it is set). */
+ * rules[0..n) and network.allow_private priv[0..npriv): rcode and the answers
+ * to give; each answer kept is one the call may connect to (pinned by the
+ * caller for its TTL, on the ports of the rules its name matched:
+ * ports[0..nports), 0 = any). why says what was refused (a denial is recorded
+ * when it is set). */
 struct wd_dns_decision {
 	int rcode;
 	int n;
@@ -105,6 +106,7 @@ struct wd_dns_decision {
 	char why[200];
 };
 void wd_dns_decide(const struct wd_net_rule *rules, int n,
+		   const struct wd_net_rule *priv, int npriv,
 		   const struct wd_dns_upstream *u,
 		   const struct wd_dns_query *q, struct wd_dns_decision *d);
 

@@ -34,8 +34,8 @@ struct conn {
 };
 
 struct wd_resolver {
-	struct wd_net_rule *rules;
-	int n;
+	struct wd_net_rule *rules, *priv;
+	int n, npriv;
 	struct wd_dns_upstream up;
 	char hosts_path[256];
 	int (*pin)(void *, const uint8_t[16], uint16_t, bool);
@@ -158,7 +158,7 @@ static size_t handle(struct wd_resolver *r, const uint8_t *msg, size_t len,
 	if (pr > 0)
 		return wd_dns_answer(&q, msg, pr, NULL, 0, out, cap);
 	struct wd_dns_decision d;
-	wd_dns_decide(r->rules, r->n, &r->up, &q, &d);
+	wd_dns_decide(r->rules, r->n, r->priv, r->npriv, &r->up, &q, &d);
 	if (d.denied) {
 		char t[256];
 		if (d.rcode == WD_DNS_NXDOMAIN) {
@@ -320,6 +320,11 @@ int wd_resolver_start(const struct wd_resolver_opts *o,
 	r->rules = wd_calloc((size_t)(o->n ? o->n : 1), sizeof(*r->rules));
 	if (o->n)
 		memcpy(r->rules, o->rules, (size_t)o->n * sizeof(*r->rules));
+	r->npriv = o->npriv;
+	r->priv =
+	    wd_calloc((size_t)(o->npriv ? o->npriv : 1), sizeof(*r->priv));
+	if (o->npriv)
+		memcpy(r->priv, o->priv, (size_t)o->npriv * sizeof(*r->priv));
 	r->up = o->up;
 	if (o->up.hosts_path) {
 		wd_strlcpy(r->hosts_path, o->up.hosts_path,
@@ -466,5 +471,6 @@ void wd_resolver_stop(struct wd_resolver *r)
 	free(r->pins);
 	free(r->q);
 	free(r->rules);
+	free(r->priv);
 	free(r);
 }

@@ -22,6 +22,8 @@ struct wd_resolver;
 struct wd_resolver_opts {
 	const struct wd_net_rule *rules; /* the call's allow-list (copied) */
 	int n;
+	const struct wd_net_rule *priv; /* network.allow_private (copied) */
+	int npriv;
 	struct wd_dns_upstream up; /* copied (hosts_path too) */
 	/* add (true) or remove an allow-map entry for addr:port (port 0 =
 	 * any) of the call; 0 / -errno. Called from the resolver's thread. */

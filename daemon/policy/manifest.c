@@ -33,6 +33,8 @@ static void manifest_finish(struct wd_manifest *m)
 		m->args_schema = wd_strdup("{\"type\":\"object\"}");
 	if (!m->net_allow)
 		m->net_allow = wd_calloc(1, sizeof(*m->net_allow));
+	if (!m->net_private)
+		m->net_private = wd_calloc(1, sizeof(*m->net_private));
 	struct wd_path_list *pls[] = {&m->fs_read, &m->fs_write, &m->fs_exec};
 	for (size_t i = 0; i < WD_ARRAY_SIZE(pls); i++)
 		if (!pls[i]->v)
@@ -247,6 +249,7 @@ void wd_manifest_free(struct wd_manifest *m)
 	wd_y_strv_free(m->argv_tmpl, m->n_argv_tmpl);
 	free(m->args_schema);
 	free(m->net_allow);
+	free(m->net_private);
 	wd_y_strv_free(m->fs_read.v, m->fs_read.n);
 	wd_y_strv_free(m->fs_write.v, m->fs_write.n);
 	wd_y_strv_free(m->fs_exec.v, m->fs_exec.n);
@@ -297,6 +300,11 @@ struct wd_manifest *wd_manifest_clone(const struct wd_manifest *m)
 	if (m->n_net_allow)
 		memcpy(c->net_allow, m->net_allow,
 		       (size_t)m->n_net_allow * sizeof(*c->net_allow));
+	c->net_private =
+	    wd_calloc((size_t)m->n_net_private + 1, sizeof(*c->net_private));
+	if (m->n_net_private)
+		memcpy(c->net_private, m->net_private,
+		       (size_t)m->n_net_private * sizeof(*c->net_private));
 	c->fs_read.v = strv_dup(m->fs_read.v, m->fs_read.n);
 	c->fs_write.v = strv_dup(m->fs_write.v, m->fs_write.n);
 	c->fs_exec.v = strv_dup(m->fs_exec.v, m->fs_exec.n);

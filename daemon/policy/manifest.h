@@ -93,6 +93,11 @@ struct wd_manifest {
 	uint32_t pids;	    /* 0 = unset -> default */
 	struct wd_net_rule *net_allow;
 	int n_net_allow;
+	/* network.allow_private: ranges (port 0) an answer for a name in
+	 * net_allow may fall in although loopback, private, link-local or
+	 * the metadata address (enforce/dns.h); never NULL after load */
+	struct wd_net_rule *net_private;
+	int n_net_private;
 	bool filesystem_ephemeral; /* `filesystem: ephemeral` shorthand */
 	struct wd_path_list fs_read, fs_write, fs_exec;
 	char **syscalls_deny; /* names, validated against libseccomp */

@@ -222,6 +222,65 @@ static int net_allow(struct wd_ywalk *w, yaml_node_t *v, void *o)
 	return 0;
 }
 
+/* network.allow_private: "127.0.0.0/8", "10.1.2.3", "fd00::/8" */
+static int net_private(struct wd_ywalk *w, yaml_node_t *v, void *o)
+{
+	struct wd_manifest *m = M(o);
+	if (v->type != YAML_SEQUENCE_NODE) {
+		wd_y_err(w, v,
+			 "'network.allow_private' must be a list of address "
+			 "ranges (\"127.0.0.0/8\"), not %s",
+			 wd_y_kind(v));
+		return -EINVAL;
+	}
+	int rc = 0;
+	yaml_node_item_t *it = v->data.sequence.items.start;
+	int cnt = (int)(v->data.sequence.items.top - it);
+	struct wd_net_rule *rules = wd_calloc((size_t)cnt + 1, sizeof(*rules));
+	int k = 0;
+	for (int i = 0; i < cnt; i++) {
+		yaml_node_t *item = wd_y_get(w, it[i]);
+		char *s = NULL;
+		struct wd_err err = {0};
+		if (!item) {
+			rc = -EINVAL;
+			break;
+		}
+		if (wd_y_str(w, item, "'network.allow_private' entry", &s) <
+		    0) {
+			rc = -EINVAL;
+			continue;
+		}
+		/* a range is a rule of any port: parsed as one */
+		char *rule = wd_asprintf(strchr(s, ':') ? "[%s]:*" : "%s:*", s);
+		if (wd_net_rule_parse(rule, &rules[k], &err) < 0 ||
+		    rules[k].needs_resolve) {
+			/* the parser's reason without its quote of the
+			 * rule written for it ("'10.0.0.0/33:*': ...") */
+			const char *why = strstr(err.msg, "': ");
+			why = why ? why + 3 : err.msg;
+			wd_y_err(w, item,
+				 "network.allow_private: '%s' is not an "
+				 "address or range (10.0.0.0/8, fd00::/8)%s%s",
+				 s, *why ? ": " : "", why);
+			rc = -EINVAL;
+		} else {
+			wd_strlcpy(rules[k].text, s, sizeof(rules[k].text));
+			k++;
+		}
+		free(rule);
+		free(s);
+	}
+	if (rc < 0) {
+		free(rules);
+		return rc;
+	}
+	free(m->net_private);
+	m->net_private = rules;
+	m->n_net_private = k;
+	return 0;
+}
+
 static int family_check(struct wd_ywalk *w, yaml_node_t *item, const char *s,
 			void *arg)
 {
@@ -280,6 +339,7 @@ static int f_network(struct wd_ywalk *w, yaml_node_t *v, void *o)
 {
 	static const struct wd_y_key keys[] = {
 	    {"allow", net_allow, false},
+	    {"allow_private", net_private, false},
 	    {"families", net_families, false},
 	    {"listen", net_listen, false},
 	};

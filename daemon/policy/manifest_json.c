@@ -62,10 +62,16 @@ json_t *wd_manifest_to_json(const struct wd_manifest *m)
 	json_t *fams = strv(m->socket_families, m->n_socket_families);
 	if (m->net_icmp)
 		json_array_append_new(fams, json_string("icmp"));
-	json_object_set_new(o, "network",
-			    json_pack("{s:o, s:o, s:b}", "allow", allow,
-				      "families", fams, "listen",
-				      m->net_listen));
+	json_t *net = json_pack("{s:o, s:o, s:b}", "allow", allow, "families",
+				fams, "listen", m->net_listen);
+	if (m->n_net_private) {
+		json_t *pv = json_array();
+		for (int i = 0; i < m->n_net_private; i++)
+			json_array_append_new(
+			    pv, json_string(m->net_private[i].text));
+		json_object_set_new(net, "allow_private", pv);
+	}
+	json_object_set_new(o, "network", net);
 	if (m->filesystem_ephemeral)
 		json_object_set_new(o, "filesystem", json_string("ephemeral"));
 	else

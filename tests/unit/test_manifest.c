@@ -110,6 +110,12 @@ static void test_all_fields(void)
 		     "field-network-hostname-not-resolved", "host '%s'",
 		     r[4].host);
 	}
+	T_OK(m->n_net_private == 3 && m->net_private[0].prefix == 104 &&
+		 m->net_private[0].port == 0 &&
+		 m->net_private[1].prefix == 8 &&
+		 m->net_private[2].prefix == 128 &&
+		 !strcmp(m->net_private[1].text, "fd00::/8"),
+	     "field-network-allow-private", "n %d", m->n_net_private);
 	T_OK(m->n_socket_families == 2 &&
 		 !strcmp(m->socket_families[0], "netlink") &&
 		 m->socket_family_nums[0] == AF_NETLINK &&
@@ -290,10 +296,18 @@ static const struct bad_case bad[] = {
       "13:7: network.allow: '300.1.2.3:80': '300.1.2.3' is not an IPv4 "
       "address or host name",
       "14:7: network.allow: '443': missing ':port' (use :* for any port)",
-      "15:23: network.families: 'carrier_pigeon' is not a socket family a "
+      "15:7: network.allow: '*.com:80': a wildcard is '*.' and a suffix of "
+      "two labels or more (*.svc.internal:443): it stands for one label",
+      "16:7: network.allow: 'a.*.example:80': 'a.*.example' is not an IPv4 "
+      "address or host name",
+      "17:23: network.families: 'carrier_pigeon' is not a socket family a "
       "tool can be allowed (unix, inet and inet6 always are; a manifest "
       "may add: netlink, packet, vsock, alg, xdp, bluetooth, can, tipc, "
-      "icmp)"}},
+      "icmp)",
+      "18:19: network.allow_private: '10.0.0.0/33' is not an address or "
+      "range (10.0.0.0/8, fd00::/8): prefix length 33 exceeds 32",
+      "18:34: network.allow_private: 'example.com' is not an address or "
+      "range (10.0.0.0/8, fd00::/8)"}},
     {"bad-paths.yaml",
      {"3:8: 'exec[0]' must be an absolute path, not 'bin/sh'",
       "5:18: 'filesystem.read': path 'usr/lib' must be absolute",
