@@ -37,22 +37,31 @@ struct {
 /* Per-call rings (a one-shot `warden exec` on pinned programs,
  * daemon/enforce/egress_pin.c): the programs are shared by every process
  * on the node, so one shared ring would hand each process the others'
- * denials to drop. Each such process makes its own ring and files it here
- * under its call's cgroup id; with wd_call_rings_on set (the pinned object
- * only) a record goes to the ring of the cgroup it happened in, or is
- * counted lost if that cgroup has none. Off (wardend's own object), every
- * record goes to wd_events as before, and this map is never read. */
+ * denials to drop. A process claims a slot of wd_call_rings (a ring made
+ * once per slot and boot, reused: a map-in-map update costs an RCU grace
+ * period, ~10 ms) and files it under its call's cgroup id in
+ * wd_ring_slot. With wd_call_rings_on set (the pinned object only) a record
+ * goes to the ring of the cgroup it happened in, or is counted lost if that
+ * cgroup has none. Off (wardend's own object), every record goes to
+ * wd_events as before, and these maps are never read. */
 struct wd_call_ring {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, WD_CALL_RING_BYTES);
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH_OF_MAPS);
-	__uint(max_entries, WD_POLICY_MAX_CALLS);
-	__type(key, __u64); /* cgroup id */
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, WD_CALL_RING_SLOTS);
+	__type(key, __u32);
 	__array(values, struct wd_call_ring);
 } wd_call_rings SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, WD_POLICY_MAX_CALLS);
+	__type(key, __u64);   /* cgroup id */
+	__type(value, __u32); /* its slot in wd_call_rings */
+} wd_ring_slot SEC(".maps");
 
 const volatile __u8 wd_call_rings_on = 0;
 
@@ -100,7 +109,9 @@ static __always_inline void *wd_ring(void)
 {
 	if (wd_call_rings_on) {
 		__u64 cg = bpf_get_current_cgroup_id();
-		void *rb = bpf_map_lookup_elem(&wd_call_rings, &cg);
+		__u32 *slot = bpf_map_lookup_elem(&wd_ring_slot, &cg);
+		void *rb =
+		    slot ? bpf_map_lookup_elem(&wd_call_rings, slot) : NULL;
 		if (!rb)
 			wd_count(WD_LOSS_RINGBUF);
 		return rb;

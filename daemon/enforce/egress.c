@@ -5,6 +5,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <netdb.h>
+#include <poll.h>
 #include <pthread.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -171,6 +172,8 @@ static int on_sample(void *ctx, void *data, size_t size)
 {
 	struct wd_egress *e = ctx;
 	struct wd_event ev;
+	if (e->discard)
+		return 0;
 	e->records++;
 	if (wd_kevent_to_event(data, size, e->boot_to_wall, &ev)) {
 		__atomic_add_fetch(&e->invalid, 1, __ATOMIC_RELAXED);
@@ -257,8 +260,9 @@ struct wd_egress *wd_egress_new(void)
 	pthread_mutex_init(&e->lock, NULL);
 	pthread_mutex_init(&e->consume_lock, NULL);
 	e->poll_ep = -1;
-	int *fds[] = {&e->policy_fd, &e->rules_fd, &e->unix_fd,	   &e->loss_fd,
-		      &e->events_fd, &e->rings_fd, &e->own_ring_fd};
+	int *fds[] = {&e->policy_fd,   &e->rules_fd, &e->unix_fd, &e->loss_fd,
+		      &e->events_fd,   &e->rings_fd, &e->slot_fd, &e->owner_fd,
+		      &e->own_ring_fd, &e->own_slot};
 	for (size_t i = 0; i < WD_ARRAY_SIZE(fds); i++)
 		*fds[i] = -1;
 	for (int i = 0; i < WD_EG_NPROG; i++)
@@ -452,6 +456,7 @@ void wd_egress_fds_from_skel(struct wd_egress *e)
 	e->loss_fd = bpf_map__fd(k->maps.wd_loss);
 	e->events_fd = bpf_map__fd(k->maps.wd_events);
 	e->rings_fd = bpf_map__fd(k->maps.wd_call_rings);
+	e->slot_fd = bpf_map__fd(k->maps.wd_ring_slot);
 }
 
 static void call_free_maps(struct wd_egress *e, struct wd_egress_call *c)
@@ -475,7 +480,7 @@ static void call_free_maps(struct wd_egress *e, struct wd_egress_call *c)
 	c->n_ukeys = 0;
 	bpf_map_delete_elem(e->policy_fd, &c->cgid);
 	if (e->pinned)
-		bpf_map_delete_elem(e->rings_fd, &c->cgid);
+		wd_egress_pin_release(e, c->cgid);
 	free(c->keys);
 	c->keys = NULL;
 	c->n_keys = 0;
@@ -500,19 +505,21 @@ int wd_egress_attach(struct wd_egress *e, int cgroup_fd, uint64_t cgid,
 	struct wd_egress_call *c = wd_calloc(1, sizeof(*c));
 	c->cgid = cgid;
 	c->cgfd = -1;
+	if (e->pinned && e->calls) {
+		pthread_mutex_unlock(&e->lock);
+		free(c);
+		/* one ring, one reader: a second call would share it */
+		return wd_err_set(err, -EBUSY,
+				  "egress: the pinned instance holds one call "
+				  "at a time");
+	}
 	if (e->pinned) {
 		/* the maps outlive processes: whatever an earlier holder of
 		 * this id left (a crashed caller) goes before anything of
 		 * ours is written, and the call's records go to our ring */
 		wd_egress_pin_purge(e, cgid);
-		if (bpf_map_update_elem(e->rings_fd, &cgid, &e->own_ring_fd,
-					BPF_NOEXIST)) {
-			rc = -errno;
-			wd_err_set(err, rc,
-				   "map 'wd_call_rings': cgroup %llu: %s",
-				   (unsigned long long)cgid, strerror(-rc));
+		if ((rc = wd_egress_pin_claim(e, cgid, err)) < 0)
 			goto fail;
-		}
 	}
 	for (int i = 0; i < n && !rc; i++)
 		rc = add_rule(e, c, &rules[i], (uint32_t)i, err);
@@ -607,7 +614,7 @@ int wd_egress_detach(struct wd_egress *e, uint64_t cgid)
 	if (!c) {
 		bpf_map_delete_elem(e->policy_fd, &cgid);
 		if (e->pinned)
-			bpf_map_delete_elem(e->rings_fd, &cgid);
+			wd_egress_pin_release(e, cgid);
 		return -ENOENT;
 	}
 	call_free_maps(e, c);
@@ -702,7 +709,8 @@ int wd_egress_allow_unix(struct wd_egress *e, uint64_t cgid, char *const *paths,
 
 int wd_egress_events_fd(struct wd_egress *e)
 {
-	return ring_buffer__epoll_fd(e->rb);
+	/* pinned: no ring before a call is attached, nor after */
+	return e->rb ? ring_buffer__epoll_fd(e->rb) : -1;
 }
 
 int wd_egress_consume(struct wd_egress *e,
@@ -721,7 +729,7 @@ int wd_egress_consume(struct wd_egress *e,
 	}
 	e->delivered = 0;
 	e->records = 0;
-	int rc = ring_buffer__consume(e->rb);
+	int rc = e->rb ? ring_buffer__consume(e->rb) : 0;
 	if (e->records)
 		__atomic_store_n(&e->last_read_ns, now, __ATOMIC_RELAXED);
 	e->cb = NULL;
@@ -744,6 +752,8 @@ int wd_egress_wait(struct wd_egress *e, int timeout_ms)
 {
 	int tmo = wd_egress_wait_bound(e, timeout_ms);
 	struct epoll_event ev;
+	if (e->poll_ep < 0) /* pinned, no call attached: nothing to wait for */
+		return poll(NULL, 0, tmo) < 0 && errno != EINTR ? -errno : 0;
 	int n = epoll_wait(e->poll_ep, &ev, 1, tmo);
 	if (n < 0)
 		return errno == EINTR ? 0 : -errno;
@@ -809,6 +819,7 @@ void wd_egress_map_fds(struct wd_egress *e, struct wd_egress_map_fds *out)
 	out->events = e->events_fd;
 	out->loss = e->loss_fd;
 	out->call_rings = e->rings_fd;
+	out->ring_slot = e->slot_fd;
 	out->call_rings_on = e->pinned;
 }
 
@@ -829,9 +840,9 @@ void wd_egress_close(struct wd_egress *e)
 		close(e->poll_ep);
 	ring_buffer__free(e->rb);
 	if (e->pinned) {
-		int *fds[] = {&e->policy_fd,  &e->rules_fd,  &e->unix_fd,
-			      &e->loss_fd,    &e->events_fd, &e->rings_fd,
-			      &e->own_ring_fd};
+		int *fds[] = {&e->policy_fd, &e->rules_fd,  &e->unix_fd,
+			      &e->loss_fd,   &e->events_fd, &e->rings_fd,
+			      &e->slot_fd,   &e->owner_fd,  &e->own_ring_fd};
 		for (size_t i = 0; i < WD_ARRAY_SIZE(fds); i++)
 			if (*fds[i] >= 0)
 				close(*fds[i]);

@@ -154,6 +154,7 @@ struct wd_egress_map_fds {
 	int events;	    /* wd_events */
 	int loss;	    /* wd_loss */
 	int call_rings;	    /* wd_call_rings */
+	int ring_slot;	    /* wd_ring_slot */
 	bool call_rings_on; /* the pinned instance: records per call */
 };
 void wd_egress_map_fds(struct wd_egress *e, struct wd_egress_map_fds *out);

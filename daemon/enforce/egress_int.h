@@ -46,9 +46,13 @@ struct wd_egress {
 	int keep_fd[WD_EG_NKEEP];
 	/* maps user space writes or reads */
 	int policy_fd, rules_fd, unix_fd, loss_fd, events_fd, rings_fd;
-	/* pinned: this process's own ring, filed in wd_call_rings under
-	 * each of its calls' cgroup ids (bpf/lib/maps.h) */
-	int own_ring_fd;
+	/* pinned: wd_ring_slot (cgroup id -> slot), wd_ring_owner (slot ->
+	 * the cgroup id of the call holding it), and the slot and ring this
+	 * process's call holds (-1: none; bpf/lib/maps.h) */
+	int slot_fd, owner_fd;
+	int own_slot, own_ring_fd;
+	uint64_t own_cgid;
+	bool discard; /* on_sample drops records (a reused ring's leftovers) */
 	struct ring_buffer *rb;
 	pthread_mutex_t lock; /* calls, keep */
 	struct wd_egress_call *calls;
@@ -94,7 +98,14 @@ int wd_egress_open_ring(struct wd_egress *e, int ring_fd, struct wd_err *err);
 
 /* egress_pin.c */
 /* Delete every entry of cgid in the pinned maps (policy, rules, unix
- * rules, ring). */
+ * rules, ring slot). */
 void wd_egress_pin_purge(struct wd_egress *e, uint64_t cgid);
+/* Claim a free per-call ring slot for cgid (its ring made on first use of
+ * the slot), read it from now on (e->rb), and file it in wd_ring_slot.
+ * -EBUSY if every slot is held. */
+int wd_egress_pin_claim(struct wd_egress *e, uint64_t cgid, struct wd_err *err);
+/* Undo wd_egress_pin_claim: the slot is free, e->rb gone (nothing of this
+ * process reads that ring again). Safe for a cgid never claimed. */
+void wd_egress_pin_release(struct wd_egress *e, uint64_t cgid);
 
 #endif

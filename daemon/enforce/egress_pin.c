@@ -37,10 +37,20 @@
 #define WD_PIN_DIR_DEFAULT "/sys/fs/bpf/warden"
 #define WD_PIN_VERSION	   "wd_version"
 
-enum { PM_POLICY, PM_RULES, PM_UNIX, PM_LOSS, PM_EVENTS, PM_RINGS, PM_N };
-static const char *const map_names[PM_N] = {"wd_policy",     "wd_egress_rules",
-					    "wd_unix_rules", "wd_loss",
-					    "wd_events",     "wd_call_rings"};
+enum {
+	PM_POLICY,
+	PM_RULES,
+	PM_UNIX,
+	PM_LOSS,
+	PM_EVENTS,
+	PM_RINGS,
+	PM_SLOT,
+	PM_OWNER,
+	PM_N
+};
+static const char *const map_names[PM_N] = {
+    "wd_policy", "wd_egress_rules", "wd_unix_rules", "wd_loss",
+    "wd_events", "wd_call_rings",   "wd_ring_slot",  "wd_ring_owner"};
 
 #define PIN_NPROG (WD_EG_NPROG + WD_EG_NKEEP)
 
@@ -73,8 +83,8 @@ static int *prog_slot(struct wd_egress *e, int i)
 
 static int *map_slot(struct wd_egress *e, int m)
 {
-	int *s[PM_N] = {&e->policy_fd, &e->rules_fd,  &e->unix_fd,
-			&e->loss_fd,   &e->events_fd, &e->rings_fd};
+	int *s[PM_N] = {&e->policy_fd, &e->rules_fd, &e->unix_fd, &e->loss_fd,
+			&e->events_fd, &e->rings_fd, &e->slot_fd, &e->owner_fd};
 	return s[m];
 }
 
@@ -275,6 +285,15 @@ static int create_pins(const char *dir, int dfd, const char *name,
 	if (rc)
 		goto out;
 	wd_egress_fds_from_skel(e);
+	/* slot -> cgroup id of the call holding it: user space only */
+	e->owner_fd = bpf_map_create(BPF_MAP_TYPE_HASH, "wd_ring_owner", 4, 8,
+				     WD_CALL_RING_SLOTS, NULL);
+	if (e->owner_fd < 0) {
+		rc = -errno;
+		wd_err_set(err, rc, "egress: map 'wd_ring_owner': %s",
+			   strerror(-rc));
+		goto out;
+	}
 	struct pin_version v = {.unix_ok = e->unix_ok, .n_prog = PIN_NPROG};
 	memcpy(v.sha, sha, 32);
 	wd_rand_hex(rnd, 16);
@@ -378,7 +397,20 @@ static bool cgroup_alive(int mfd, uint64_t cgid)
 void wd_egress_pin_purge(struct wd_egress *e, uint64_t cgid)
 {
 	bpf_map_delete_elem(e->policy_fd, &cgid);
-	bpf_map_delete_elem(e->rings_fd, &cgid);
+	bpf_map_delete_elem(e->slot_fd, &cgid);
+	/* a slot held for it */
+	uint32_t s, next, *sprev = NULL;
+	uint64_t owner;
+	while (bpf_map_get_next_key(e->owner_fd, sprev, &next) == 0) {
+		if (bpf_map_lookup_elem(e->owner_fd, &next, &owner) == 0 &&
+		    owner == cgid &&
+		    bpf_map_delete_elem(e->owner_fd, &next) == 0) {
+			sprev = NULL;
+			continue;
+		}
+		s = next;
+		sprev = &s;
+	}
 	struct {
 		int fd;
 		size_t ksz;
@@ -421,16 +453,23 @@ static void sweep_dead(struct wd_egress *e)
 	cleanup_close int mfd =
 	    open(f->cg.v2_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (mfd < 0)
-		return;
-	int maps[2] = {e->policy_fd, e->rings_fd};
-	for (int j = 0; j < 2; j++) {
-		uint64_t key, next, dead[64];
+		return; /* keyed by cgroup id: wd_policy, wd_ring_slot; valued
+			 * by it: wd_ring_owner */
+	int maps[3] = {e->policy_fd, e->slot_fd, e->owner_fd};
+	for (int j = 0; j < 3; j++) {
+		uint64_t key, next = 0, dead[64];
 		int n = 0;
 		void *prev = NULL;
 		while (n < 64 &&
 		       bpf_map_get_next_key(maps[j], prev, &next) == 0) {
-			if (!cgroup_alive(mfd, next))
-				dead[n++] = next;
+			uint64_t cg = next;
+			if (j == 2) {
+				uint32_t sl = (uint32_t)next;
+				if (bpf_map_lookup_elem(maps[j], &sl, &cg))
+					cg = 0;
+			}
+			if (cg && !cgroup_alive(mfd, cg))
+				dead[n++] = cg;
 			key = next;
 			prev = &key;
 		}
@@ -493,19 +532,91 @@ int wd_egress_open_pinned(struct wd_egress **out, struct wd_err *err)
 		flock(dfd, LOCK_UN);
 	}
 	sweep_dead(e);
-	/* this process's ring, of the inner template's size */
-	e->own_ring_fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "wd_call_ring", 0,
-					0, WD_CALL_RING_BYTES, NULL);
-	if (e->own_ring_fd < 0) {
-		rc = -errno;
-		wd_err_set(err, rc, "egress: per-call ring: %s", strerror(-rc));
-		goto fail;
-	}
-	if ((rc = wd_egress_open_ring(e, e->own_ring_fd, err)) < 0)
-		goto fail;
 	*out = e;
 	return 0;
 fail:
 	wd_egress_close(e);
 	return rc;
+}
+
+int wd_egress_pin_claim(struct wd_egress *e, uint64_t cgid, struct wd_err *err)
+{
+	int rc;
+	uint32_t slot = 0, id;
+	/* a slot is held by exactly one call: the NOEXIST insert is the
+	 * claim (atomic in the kernel), whoever else tries at once */
+	for (; slot < WD_CALL_RING_SLOTS; slot++)
+		if (bpf_map_update_elem(e->owner_fd, &slot, &cgid,
+					BPF_NOEXIST) == 0)
+			break;
+	if (slot == WD_CALL_RING_SLOTS)
+		return wd_err_set(err, -EBUSY,
+				  "egress: all %u per-call event rings are in "
+				  "use (one-shot calls running at once)",
+				  WD_CALL_RING_SLOTS);
+	int fd = -1;
+	if (bpf_map_lookup_elem(e->rings_fd, &slot, &id) == 0) {
+		fd = bpf_map_get_fd_by_id(id);
+	} else {
+		/* the slot's first use this boot: its ring, kept in the
+		 * slot for every later holder (the update waits for an RCU
+		 * grace period, once) */
+		fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "wd_call_ring", 0, 0,
+				    WD_CALL_RING_BYTES, NULL);
+		if (fd >= 0 &&
+		    bpf_map_update_elem(e->rings_fd, &slot, &fd, BPF_ANY) < 0) {
+			int s = errno;
+			close(fd);
+			errno = s;
+			fd = -1;
+		}
+	}
+	if (fd < 0) {
+		rc = -errno;
+		bpf_map_delete_elem(e->owner_fd, &slot);
+		return wd_err_set(err, rc, "egress: per-call ring %u: %s", slot,
+				  strerror(-rc));
+	}
+	pthread_mutex_lock(&e->consume_lock);
+	e->own_slot = (int)slot;
+	e->own_ring_fd = fd;
+	e->own_cgid = cgid;
+	rc = wd_egress_open_ring(e, fd, err);
+	if (rc == 0) {
+		/* an earlier holder's unread records (it died): not ours */
+		e->discard = true;
+		ring_buffer__consume(e->rb);
+		e->discard = false;
+	}
+	pthread_mutex_unlock(&e->consume_lock);
+	if (rc == 0 && bpf_map_update_elem(e->slot_fd, &cgid, &slot, BPF_ANY)) {
+		rc = -errno;
+		wd_err_set(err, rc, "map 'wd_ring_slot': cgroup %llu: %s",
+			   (unsigned long long)cgid, strerror(-rc));
+	}
+	if (rc < 0)
+		wd_egress_pin_release(e, cgid);
+	return rc;
+}
+
+void wd_egress_pin_release(struct wd_egress *e, uint64_t cgid)
+{
+	bpf_map_delete_elem(e->slot_fd, &cgid);
+	pthread_mutex_lock(&e->consume_lock);
+	if (e->own_slot >= 0 && e->own_cgid == cgid) {
+		/* nothing of ours reads the ring once the slot is free */
+		ring_buffer__free(e->rb);
+		e->rb = NULL;
+		if (e->poll_ep >= 0)
+			close(e->poll_ep);
+		e->poll_ep = -1;
+		if (e->own_ring_fd >= 0)
+			close(e->own_ring_fd);
+		e->own_ring_fd = -1;
+		uint32_t slot = (uint32_t)e->own_slot;
+		bpf_map_delete_elem(e->owner_fd, &slot);
+		e->own_slot = -1;
+		e->own_cgid = 0;
+	}
+	pthread_mutex_unlock(&e->consume_lock);
 }

@@ -86,7 +86,8 @@ static int open_skel(struct wd_lsm *l, struct lsm_bpf **out)
 	    (rc = bpf_map__reuse_fd(s->maps.wd_events, l->fds.events)) ||
 	    (rc = bpf_map__reuse_fd(s->maps.wd_loss, l->fds.loss)) ||
 	    (rc =
-		 bpf_map__reuse_fd(s->maps.wd_call_rings, l->fds.call_rings))) {
+		 bpf_map__reuse_fd(s->maps.wd_call_rings, l->fds.call_rings)) ||
+	    (rc = bpf_map__reuse_fd(s->maps.wd_ring_slot, l->fds.ring_slot))) {
 		lsm_bpf__destroy(s);
 		return rc < 0 ? rc : -EINVAL;
 	}

@@ -77,8 +77,12 @@ expect_match pins/second-call-denial-reported "$(cat "$T/out")" 'denied bpf: con
 # no map entries left behind by finished calls
 n=$(bpftool -j map dump pinned "$H/wd_policy" 2>/dev/null | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')
 expect_eq pins/no-policy-entries-left "$n" 0
-n=$(bpftool -j map dump pinned "$H/wd_call_rings" 2>/dev/null | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')
-expect_eq pins/no-ring-entries-left "$n" 0
+# the call's ring slot is free again (the ring itself stays in its slot
+# for the next call: wd_call_rings)
+for m in wd_ring_slot wd_ring_owner; do
+	n=$(bpftool -j map dump pinned "$H/$m" 2>/dev/null | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')
+	expect_eq "pins/no-$m-entries-left" "$n" 0
+done
 
 # an older build's pins (another hash): never used, removed, ours made anew
 mkdir -m 0700 "$PIN/0123456789abcdef"
@@ -170,9 +174,11 @@ if [ -n "$id" ] && [ -d "/sys/fs/cgroup/unified/warden/$id" ]; then
 		[ -d "$d" ] && rmdir "$d"
 	done
 	expect_eq pins/killed-call-entry-still-there "$(entries wd_policy)" 1
+	expect_eq pins/killed-call-slot-still-held "$(entries wd_ring_owner)" 1
 	"$WARDEN" exec --policy "$T/m.yaml" -- "$T/probe" connect4 127.0.0.1 9 >/dev/null 2>&1
 	expect_eq pins/killed-call-entries-swept "$(entries wd_policy)" 0
-	expect_eq pins/killed-call-ring-swept "$(entries wd_call_rings)" 0
+	expect_eq pins/killed-call-slot-swept "$(entries wd_ring_slot)" 0
+	expect_eq pins/killed-call-slot-freed "$(entries wd_ring_owner)" 0
 else
 	fail pins/killed-call-cgroup "no call dir/cgroup found (id '$id')"
 fi
