@@ -34,6 +34,37 @@ struct {
 	__uint(max_entries, 1 << 22); /* bytes; user space may change it */
 } wd_events SEC(".maps");
 
+/* Per-call rings (a one-shot `warden exec` on pinned programs,
+ * daemon/enforce/egress_pin.c): the programs are shared by every process
+ * on the node, so one shared ring would hand each process the others'
+ * denials to drop. A process claims a slot of wd_call_rings (a ring made
+ * once per slot and boot, reused: a map-in-map update costs an RCU grace
+ * period, ~10 ms) and files it under its call's cgroup id in
+ * wd_ring_slot. With wd_call_rings_on set (the pinned object only) a record
+ * goes to the ring of the cgroup it happened in, or is counted lost if that
+ * cgroup has none. Off (wardend's own object), every record goes to
+ * wd_events as before, and these maps are never read. */
+struct wd_call_ring {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, WD_CALL_RING_BYTES);
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, WD_CALL_RING_SLOTS);
+	__type(key, __u32);
+	__array(values, struct wd_call_ring);
+} wd_call_rings SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, WD_POLICY_MAX_CALLS);
+	__type(key, __u64);   /* cgroup id */
+	__type(value, __u32); /* its slot in wd_call_rings */
+} wd_ring_slot SEC(".maps");
+
+const volatile __u8 wd_call_rings_on = 0;
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, WD_LOSS_NR);
@@ -73,10 +104,28 @@ static __always_inline void wd_event_fill(struct wd_kevent *e, __u16 kind,
 /* Reserve an event record with the common fields filled in, or NULL after
  * counting the loss (the caller still enforces: a full ring buffer never
  * turns a denial into an allow). */
+/* The ring a record of the current task goes to; NULL: none (counted). */
+static __always_inline void *wd_ring(void)
+{
+	if (wd_call_rings_on) {
+		__u64 cg = bpf_get_current_cgroup_id();
+		__u32 *slot = bpf_map_lookup_elem(&wd_ring_slot, &cg);
+		void *rb =
+		    slot ? bpf_map_lookup_elem(&wd_call_rings, slot) : NULL;
+		if (!rb)
+			wd_count(WD_LOSS_RINGBUF);
+		return rb;
+	}
+	return &wd_events;
+}
+
 static __always_inline struct wd_kevent *
 wd_event_reserve(__u16 kind, __u8 verdict, __s32 err)
 {
-	struct wd_kevent *e = bpf_ringbuf_reserve(&wd_events, sizeof(*e), 0);
+	void *rb = wd_ring();
+	if (!rb)
+		return NULL;
+	struct wd_kevent *e = bpf_ringbuf_reserve(rb, sizeof(*e), 0);
 	if (!e) {
 		wd_count(WD_LOSS_RINGBUF);
 		return NULL;
@@ -92,8 +141,10 @@ wd_event_reserve(__u16 kind, __u8 verdict, __s32 err)
 static __always_inline struct wd_kevent *
 wd_event_reserve_short(__u16 kind, __u8 verdict, __s32 err)
 {
-	struct wd_kevent *e =
-	    bpf_ringbuf_reserve(&wd_events, WD_KEV_SHORT_SIZE, 0);
+	void *rb = wd_ring();
+	if (!rb)
+		return NULL;
+	struct wd_kevent *e = bpf_ringbuf_reserve(rb, WD_KEV_SHORT_SIZE, 0);
 	if (!e) {
 		wd_count(WD_LOSS_RINGBUF);
 		return NULL;
@@ -107,6 +158,12 @@ wd_event_reserve_short(__u16 kind, __u8 verdict, __s32 err)
 static __always_inline void wd_event_submit(struct wd_kevent *e)
 {
 	__u32 idx = WD_STATE_WAKE_NS;
+	/* a per-call ring's reader waits on that ring alone: the node-wide
+	 * wake-up gap below would let another ring's wake-up silence it */
+	if (wd_call_rings_on) {
+		bpf_ringbuf_submit(e, 0);
+		return;
+	}
 	__u64 *last = bpf_map_lookup_elem(&wd_loss, &idx);
 	if (!last) {
 		bpf_ringbuf_submit(e, 0); /* kernel default: adaptive */

@@ -71,6 +71,11 @@ enum wd_loss_idx {
 };
 
 #define WD_POLICY_MAX_CALLS 4096
+/* bytes of a per-call ring (bpf/lib/maps.h wd_call_rings): ~3000 short
+ * records; a one-shot call drains it while the tool runs */
+#define WD_CALL_RING_BYTES (1u << 18)
+/* per-call ring slots: one-shot calls running at once on the node */
+#define WD_CALL_RING_SLOTS  256
 #define WD_EGRESS_MAX_RULES 16384
 
 _Static_assert(sizeof(struct wd_call_policy) == 48, "wd_call_policy size");

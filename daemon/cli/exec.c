@@ -4,6 +4,7 @@
  * Exit code: the command's; 124 timeout; 125 sandbox error. */
 #include "cli/cli.h"
 #include "common/log.h"
+#include "enforce/egress.h"
 #include "policy/manifest.h"
 #include "sandbox/sandbox.h"
 
@@ -236,6 +237,9 @@ static int verb_exec(int argc, char **argv)
 		rc = 125;
 		goto out_free;
 	}
+	/* one call in this process: the node's pinned programs, attached to
+	 * its cgroup, instead of a load of our own (enforce/egress_pin.c) */
+	wd_egress_shared_use_pins(true);
 	if (wd_sandbox_run(&call, &res, &err) < 0) {
 		if (json) {
 			json_t *o = wd_result_to_json(&res);

@@ -124,6 +124,12 @@ int wd_read_file(const char *path, char **out, size_t *len)
 	return 0;
 }
 
+const char *wd_runtime_dir(void)
+{
+	const char *d = getenv("WARDEN_RUNTIME_DIR");
+	return d && *d ? d : "/run/warden";
+}
+
 int wd_write_all(int fd, const void *buf, size_t len)
 {
 	const char *p = buf;

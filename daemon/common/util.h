@@ -86,6 +86,9 @@ int wd_write_str(const char *path, const char *s); /* sysfs/cgroupfs */
 int wd_mkdir_p(const char *path, int mode);
 int wd_rm_rf(const char *path);
 int wd_write_all(int fd, const void *buf, size_t len);
+/* The node's runtime state (call dirs, probe caches): $WARDEN_RUNTIME_DIR,
+ * else /run/warden. */
+const char *wd_runtime_dir(void);
 
 /* Monotonic and wall clocks. */
 uint64_t wd_now_ns(void);  /* CLOCK_MONOTONIC */

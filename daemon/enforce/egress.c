@@ -5,6 +5,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <netdb.h>
+#include <poll.h>
 #include <pthread.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -17,57 +18,7 @@
 #include "lib/events.h"
 #include "lib/policy.h"
 #include "egress_unix.h"
-
-/* enum bpf_attach_type (6.7); Debian 12's uapi header stops earlier */
-#define WD_ATTACH_UNIX_CONNECT ((enum bpf_attach_type)49)
-#define WD_ATTACH_UNIX_SENDMSG ((enum bpf_attach_type)50)
-
-/* The call's programs: the four inet ones, the two unix ones, then
- * bind4 and bind6. */
-#define WD_EG_NPROG 8
-#define WD_EG_NKEEP 6 /* keep-warm programs: inet connect/sendmsg, bind */
-
-struct wd_egress_call {
-	uint64_t cgid;
-	/* Attached with BPF_PROG_ATTACH, not as bpf links: a link belongs to
-	 * the fds of the process that made it, so a supervisor killed with
-	 * -9 took the call's egress programs with it while the tool lived
-	 * on. Attached this way they belong to the cgroup: they stay until
-	 * wd_egress_detach or until the cgroup is removed (a start-up sweep
-	 * does that for a dead supervisor's calls). */
-	int cgfd;	   /* dup of the call's cgroup fd, for the detach */
-	unsigned attached; /* bit i: progs_of()[i] is attached */
-	struct wd_egress_key *keys; /* inserted rule keys, for detach */
-	int n_keys;
-	struct wd_unix_key *ukeys; /* unix path rules, for detach */
-	int n_ukeys;
-	struct wd_egress_call *next;
-};
-
-struct wd_egress {
-	struct egress_bpf *skel;
-	struct ring_buffer *rb;
-	pthread_mutex_t lock; /* calls, keep */
-	struct wd_egress_call *calls;
-	struct bpf_link *keep[WD_EG_NKEEP]; /* wd_egress_keep_warm's links */
-	bool keep_tried;
-	bool unix_ok; /* connect_unix/sendmsg_unix loaded (6.7+) */
-	/* one consumer at a time: libbpf's ring reader and the fields below
-	 * are not safe to share (sandbox/native.c drains from every call's
-	 * thread) */
-	pthread_mutex_t consume_lock;
-	int poll_ep;	  /* wd_egress_poll's epoll: the ring, edge-triggered */
-	uint64_t invalid; /* records rejected by validation */
-	uint64_t dropped; /* read, but no consumer could take them */
-	/* set for the duration of one wd_egress_consume */
-	void (*cb)(const struct wd_event *ev, void *arg);
-	void *cb_arg;
-	int64_t boot_to_wall;
-	int delivered;
-	int records;	       /* read by this wd_egress_consume, any kind */
-	uint64_t last_read_ns; /* CLOCK_MONOTONIC of the last record read */
-	uint64_t btw_ns;       /* when boot_to_wall was computed */
-};
+#include "enforce/egress_int.h"
 
 /* wd_egress_poll's bounded wait (see WD_WAKE_GAP_NS in bpf/lib/events.h):
  * while a record was read less than WD_POLL_ACTIVE_NS ago, sleep at most
@@ -219,6 +170,8 @@ static int on_sample(void *ctx, void *data, size_t size)
 {
 	struct wd_egress *e = ctx;
 	struct wd_event ev;
+	if (e->discard)
+		return 0;
 	e->records++;
 	if (wd_kevent_to_event(data, size, e->boot_to_wall, &ev)) {
 		__atomic_add_fetch(&e->invalid, 1, __ATOMIC_RELAXED);
@@ -235,8 +188,8 @@ static int on_sample(void *ctx, void *data, size_t size)
  * cgroup/connect_unix and sendmsg_unix: libbpf 1.1 names no section for
  * them, so they are declared as connect4/sendmsg4 and given their attach
  * type here. */
-static int load_skel(struct wd_egress *e, uint32_t ring, bool with_unix,
-		     struct wd_err *err)
+int wd_egress_load_skel(struct wd_egress *e, uint32_t ring, bool with_unix,
+			bool call_rings, struct wd_err *err)
 {
 	egress_bpf__destroy(e->skel);
 	e->skel = egress_bpf__open();
@@ -245,6 +198,7 @@ static int load_skel(struct wd_egress *e, uint32_t ring, bool with_unix,
 		return wd_err_set(err, rc, "egress: open BPF object: %s",
 				  strerror(-rc));
 	}
+	e->skel->rodata->wd_call_rings_on = call_rings;
 	int rc = bpf_map__set_max_entries(e->skel->maps.wd_events, ring);
 	if (rc)
 		return wd_err_set(err, rc, "map 'wd_events': set size %u: %s",
@@ -275,26 +229,52 @@ int wd_egress_open_opts(struct wd_egress **out, const struct wd_egress_opts *o,
 	if ((rc = wd_egress_ring_check(ring, err)))
 		return rc;
 	wd_log_route_libbpf();
+	struct wd_egress *e = wd_egress_new();
+	/* cgroup/connect_unix and sendmsg_unix (6.7): a kernel without them
+	 * refuses the load: load again without them (warden status says
+	 * so). */
+	rc = wd_egress_load_skel(e, ring, true, false, err);
+	e->unix_ok = !rc;
+	if (rc)
+		rc = wd_egress_load_skel(e, ring, false, false, err);
+	if (rc)
+		goto fail;
+	wd_egress_fds_from_skel(e);
+	if ((rc = wd_egress_open_ring(e, e->events_fd, err)) < 0)
+		goto fail;
+	*out = e;
+	return 0;
+fail:
+	wd_egress_close(e);
+	return rc;
+}
+
+struct wd_egress *wd_egress_new(void)
+{
 	struct wd_egress *e = wd_calloc(1, sizeof(*e));
 	pthread_mutex_init(&e->lock, NULL);
 	pthread_mutex_init(&e->consume_lock, NULL);
 	e->poll_ep = -1;
-	/* cgroup/connect_unix and sendmsg_unix (6.7): a kernel without them
-	 * refuses the load: load again without them (warden status says
-	 * so). */
-	rc = load_skel(e, ring, true, err);
-	e->unix_ok = !rc;
-	if (rc)
-		rc = load_skel(e, ring, false, err);
-	if (rc)
-		goto fail;
-	e->rb = ring_buffer__new(bpf_map__fd(e->skel->maps.wd_events),
-				 on_sample, e, NULL);
+	int *fds[] = {&e->policy_fd,   &e->rules_fd, &e->unix_fd, &e->loss_fd,
+		      &e->events_fd,   &e->rings_fd, &e->slot_fd, &e->owner_fd,
+		      &e->own_ring_fd, &e->own_slot};
+	for (size_t i = 0; i < WD_ARRAY_SIZE(fds); i++)
+		*fds[i] = -1;
+	for (int i = 0; i < WD_EG_NPROG; i++)
+		e->prog_fd[i] = -1;
+	for (int i = 0; i < WD_EG_NKEEP; i++)
+		e->keep_fd[i] = e->keep[i] = -1;
+	return e;
+}
+
+int wd_egress_open_ring(struct wd_egress *e, int ring_fd, struct wd_err *err)
+{
+	int rc;
+	e->rb = ring_buffer__new(ring_fd, on_sample, e, NULL);
 	if (!e->rb) {
 		rc = -errno;
-		wd_err_set(err, rc, "map 'wd_events': ring buffer: %s",
-			   strerror(-rc));
-		goto fail;
+		return wd_err_set(err, rc, "map 'wd_events': ring buffer: %s",
+				  strerror(-rc));
 	}
 	/* Edge-triggered: wd_egress_poll returns on a new wake-up (or its
 	 * timeout), not again and again while records keep coming. Level-
@@ -304,18 +284,12 @@ int wd_egress_open_opts(struct wd_egress **out, const struct wd_egress_opts *o,
 	struct epoll_event pe = {.events = EPOLLIN | EPOLLET};
 	e->poll_ep = epoll_create1(EPOLL_CLOEXEC);
 	if (e->poll_ep < 0 ||
-	    epoll_ctl(e->poll_ep, EPOLL_CTL_ADD,
-		      bpf_map__fd(e->skel->maps.wd_events), &pe)) {
+	    epoll_ctl(e->poll_ep, EPOLL_CTL_ADD, ring_fd, &pe)) {
 		rc = -errno;
-		wd_err_set(err, rc, "map 'wd_events': epoll: %s",
-			   strerror(-rc));
-		goto fail;
+		return wd_err_set(err, rc, "map 'wd_events': epoll: %s",
+				  strerror(-rc));
 	}
-	*out = e;
 	return 0;
-fail:
-	wd_egress_close(e);
-	return rc;
 }
 
 int wd_egress_open(struct wd_egress **out, struct wd_err *err)
@@ -374,7 +348,9 @@ int wd_egress_shared_set_opts(const struct wd_egress_opts *o,
 
 uint32_t wd_egress_ring_size(struct wd_egress *e)
 {
-	return bpf_map__max_entries(e->skel->maps.wd_events);
+	/* pinned (a one-shot exec): its call's ring of the shared table */
+	return e->skel ? bpf_map__max_entries(e->skel->maps.wd_events)
+		       : WD_RING_PINNED;
 }
 
 uint32_t wd_egress_shared_ring_size(void)
@@ -387,10 +363,21 @@ uint32_t wd_egress_shared_ring_size(void)
 	return r;
 }
 
+static bool shared_pins;
+
+void wd_egress_shared_use_pins(bool on)
+{
+	pthread_mutex_lock(&shared_mu);
+	shared_pins = on;
+	pthread_mutex_unlock(&shared_mu);
+}
+
 struct wd_egress *wd_egress_shared(struct wd_err *err)
 {
 	pthread_mutex_lock(&shared_mu);
-	if (!shared)
+	if (!shared && shared_pins)
+		wd_egress_open_pinned(&shared, err);
+	else if (!shared)
 		wd_egress_open_opts(&shared, &shared_opts, err);
 	struct wd_egress *e = shared;
 	pthread_mutex_unlock(&shared_mu);
@@ -431,8 +418,7 @@ static int add_key(struct wd_egress *e, struct wd_egress_call *c,
 	for (int i = 0; i < c->n_keys; i++)
 		if (!memcmp(&c->keys[i], k, sizeof(*k)))
 			return 0; /* duplicate rule */
-	if (bpf_map_update_elem(bpf_map__fd(e->skel->maps.wd_egress_rules), k,
-				&v, BPF_ANY)) {
+	if (bpf_map_update_elem(e->rules_fd, k, &v, BPF_ANY)) {
 		int rc = -errno;
 		return wd_err_set(err, rc,
 				  "map 'wd_egress_rules': rule '%s': %s", text,
@@ -490,43 +476,70 @@ static int add_rule(struct wd_egress *e, struct wd_egress_call *c,
 	return rc;
 }
 
-static void progs_of(struct wd_egress *e, struct bpf_program *p[WD_EG_NPROG])
+const char *const wd_eg_prog_names[WD_EG_NPROG] = {
+    "wd_connect4",     "wd_connect6",	  "wd_sendmsg4", "wd_sendmsg6",
+    "wd_connect_unix", "wd_sendmsg_unix", "wd_bind4",	 "wd_bind6"};
+const enum bpf_attach_type wd_eg_prog_at[WD_EG_NPROG] = {
+    BPF_CGROUP_INET4_CONNECT, BPF_CGROUP_INET6_CONNECT, BPF_CGROUP_UDP4_SENDMSG,
+    BPF_CGROUP_UDP6_SENDMSG,  WD_ATTACH_UNIX_CONNECT,	WD_ATTACH_UNIX_SENDMSG,
+    BPF_CGROUP_INET4_BIND,    BPF_CGROUP_INET6_BIND};
+const char *const wd_eg_keep_names[WD_EG_NKEEP] = {
+    "wd_keep_connect4", "wd_keep_connect6", "wd_keep_sendmsg4",
+    "wd_keep_sendmsg6", "wd_keep_bind4",    "wd_keep_bind6"};
+const enum bpf_attach_type wd_eg_keep_at[WD_EG_NKEEP] = {
+    BPF_CGROUP_INET4_CONNECT, BPF_CGROUP_INET6_CONNECT, BPF_CGROUP_UDP4_SENDMSG,
+    BPF_CGROUP_UDP6_SENDMSG,  BPF_CGROUP_INET4_BIND,	BPF_CGROUP_INET6_BIND};
+
+/* The fds of a loaded skeleton (owned by it). */
+void wd_egress_fds_from_skel(struct wd_egress *e)
 {
-	p[0] = e->skel->progs.wd_connect4;
-	p[1] = e->skel->progs.wd_connect6;
-	p[2] = e->skel->progs.wd_sendmsg4;
-	p[3] = e->skel->progs.wd_sendmsg6;
-	p[4] = e->unix_ok ? e->skel->progs.wd_connect_unix : NULL;
-	p[5] = e->unix_ok ? e->skel->progs.wd_sendmsg_unix : NULL;
-	p[6] = e->skel->progs.wd_bind4;
-	p[7] = e->skel->progs.wd_bind6;
+	struct egress_bpf *k = e->skel;
+	struct bpf_program *p[WD_EG_NPROG] = {
+	    k->progs.wd_connect4,     k->progs.wd_connect6,
+	    k->progs.wd_sendmsg4,     k->progs.wd_sendmsg6,
+	    k->progs.wd_connect_unix, k->progs.wd_sendmsg_unix,
+	    k->progs.wd_bind4,	      k->progs.wd_bind6};
+	struct bpf_program *q[WD_EG_NKEEP] = {
+	    k->progs.wd_keep_connect4, k->progs.wd_keep_connect6,
+	    k->progs.wd_keep_sendmsg4, k->progs.wd_keep_sendmsg6,
+	    k->progs.wd_keep_bind4,    k->progs.wd_keep_bind6};
+	for (int i = 0; i < WD_EG_NPROG; i++)
+		e->prog_fd[i] = (i == 4 || i == 5) && !e->unix_ok
+				    ? -1
+				    : bpf_program__fd(p[i]);
+	for (int i = 0; i < WD_EG_NKEEP; i++)
+		e->keep_fd[i] = bpf_program__fd(q[i]);
+	e->policy_fd = bpf_map__fd(k->maps.wd_policy);
+	e->rules_fd = bpf_map__fd(k->maps.wd_egress_rules);
+	e->unix_fd = bpf_map__fd(k->maps.wd_unix_rules);
+	e->loss_fd = bpf_map__fd(k->maps.wd_loss);
+	e->events_fd = bpf_map__fd(k->maps.wd_events);
+	e->rings_fd = bpf_map__fd(k->maps.wd_call_rings);
+	e->slot_fd = bpf_map__fd(k->maps.wd_ring_slot);
 }
 
 static void call_free_maps(struct wd_egress *e, struct wd_egress_call *c)
 {
-	struct bpf_program *p[WD_EG_NPROG];
-	progs_of(e, p);
 	for (int i = 0; i < WD_EG_NPROG; i++)
 		if (c->attached & (1u << i))
 			/* fails only if the cgroup is gone, and so are they */
-			bpf_prog_detach2(
-			    bpf_program__fd(p[i]), c->cgfd,
-			    bpf_program__expected_attach_type(p[i]));
+			bpf_prog_detach2(e->prog_fd[i], c->cgfd,
+					 wd_eg_prog_at[i]);
 	c->attached = 0;
 	if (c->cgfd >= 0)
 		close(c->cgfd);
 	c->cgfd = -1;
 	/* programs first: with them gone nothing reads the entries */
-	int rfd = bpf_map__fd(e->skel->maps.wd_egress_rules);
 	for (int i = 0; i < c->n_keys; i++)
-		bpf_map_delete_elem(rfd, &c->keys[i]);
-	int ufd = bpf_map__fd(e->skel->maps.wd_unix_rules);
+		bpf_map_delete_elem(e->rules_fd, &c->keys[i]);
 	for (int i = 0; i < c->n_ukeys; i++)
-		bpf_map_delete_elem(ufd, &c->ukeys[i]);
+		bpf_map_delete_elem(e->unix_fd, &c->ukeys[i]);
 	free(c->ukeys);
 	c->ukeys = NULL;
 	c->n_ukeys = 0;
-	bpf_map_delete_elem(bpf_map__fd(e->skel->maps.wd_policy), &c->cgid);
+	bpf_map_delete_elem(e->policy_fd, &c->cgid);
+	if (e->pinned)
+		wd_egress_pin_release(e, c->cgid);
 	free(c->keys);
 	c->keys = NULL;
 	c->n_keys = 0;
@@ -551,6 +564,22 @@ int wd_egress_attach(struct wd_egress *e, int cgroup_fd, uint64_t cgid,
 	struct wd_egress_call *c = wd_calloc(1, sizeof(*c));
 	c->cgid = cgid;
 	c->cgfd = -1;
+	if (e->pinned && e->calls) {
+		pthread_mutex_unlock(&e->lock);
+		free(c);
+		/* one ring, one reader: a second call would share it */
+		return wd_err_set(err, -EBUSY,
+				  "egress: the pinned instance holds one call "
+				  "at a time");
+	}
+	if (e->pinned) {
+		/* the maps outlive processes: whatever an earlier holder of
+		 * this id left (a crashed caller) goes before anything of
+		 * ours is written, and the call's records go to our ring */
+		wd_egress_pin_purge(e, cgid);
+		if ((rc = wd_egress_pin_claim(e, cgid, err)) < 0)
+			goto fail;
+	}
 	for (int i = 0; i < n && !rc; i++)
 		rc = add_rule(e, c, &rules[i], (uint32_t)i, err);
 	if (rc)
@@ -561,8 +590,7 @@ int wd_egress_attach(struct wd_egress *e, int cgroup_fd, uint64_t cgid,
 	    .n_rules = (uint32_t)n,
 	    .families_mask = families_mask,
 	};
-	if (bpf_map_update_elem(bpf_map__fd(e->skel->maps.wd_policy), &cgid,
-				&pol, BPF_ANY)) {
+	if (bpf_map_update_elem(e->policy_fd, &cgid, &pol, BPF_ANY)) {
 		rc = -errno;
 		wd_err_set(err, rc, "map 'wd_policy': cgroup %llu: %s",
 			   (unsigned long long)cgid, strerror(-rc));
@@ -575,22 +603,19 @@ int wd_egress_attach(struct wd_egress *e, int cgroup_fd, uint64_t cgid,
 			   (unsigned long long)cgid, strerror(-rc));
 		goto fail;
 	}
-	struct bpf_program *progs[WD_EG_NPROG];
-	progs_of(e, progs);
 	for (int i = 0; i < WD_EG_NPROG; i++) {
-		if (!progs[i])
+		if (e->prog_fd[i] < 0)
 			continue;
 		/* ALLOW_MULTI: the keep-warm programs above run too, and
 		 * every program must allow */
-		if (bpf_prog_attach(bpf_program__fd(progs[i]), cgroup_fd,
-				    bpf_program__expected_attach_type(progs[i]),
+		if (bpf_prog_attach(e->prog_fd[i], cgroup_fd, wd_eg_prog_at[i],
 				    BPF_F_ALLOW_MULTI) == 0) {
 			c->attached |= 1u << i;
 		} else {
 			rc = -errno;
 			wd_err_set(err, rc,
 				   "egress: attach '%s' to cgroup %llu: %s",
-				   bpf_program__name(progs[i]),
+				   wd_eg_prog_names[i],
 				   (unsigned long long)cgid, strerror(-rc));
 			goto fail;
 		}
@@ -616,18 +641,16 @@ void wd_egress_keep_warm(struct wd_egress *e, const char *dir)
 		return;
 	}
 	e->keep_tried = true;
-	struct bpf_program *progs[WD_EG_NKEEP] = {
-	    e->skel->progs.wd_keep_connect4, e->skel->progs.wd_keep_connect6,
-	    e->skel->progs.wd_keep_sendmsg4, e->skel->progs.wd_keep_sendmsg6,
-	    e->skel->progs.wd_keep_bind4,    e->skel->progs.wd_keep_bind6};
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	for (int i = 0; fd >= 0 && i < WD_EG_NKEEP; i++) {
-		e->keep[i] = bpf_program__attach_cgroup(progs[i], fd);
-		if (!e->keep[i])
+		/* a link: it goes with this process */
+		e->keep[i] =
+		    bpf_link_create(e->keep_fd[i], fd, wd_eg_keep_at[i], NULL);
+		if (e->keep[i] < 0)
 			/* only slower: each call flips the keys itself */
 			wd_log_errno(WD_LOG_DEBUG, -errno,
 				     "egress: keep '%s' attached to '%s'",
-				     bpf_program__name(progs[i]), dir);
+				     wd_eg_keep_names[i], dir);
 	}
 	if (fd >= 0)
 		close(fd);
@@ -648,8 +671,9 @@ int wd_egress_detach(struct wd_egress *e, uint64_t cgid)
 		}
 	pthread_mutex_unlock(&e->lock);
 	if (!c) {
-		bpf_map_delete_elem(bpf_map__fd(e->skel->maps.wd_policy),
-				    &cgid);
+		bpf_map_delete_elem(e->policy_fd, &cgid);
+		if (e->pinned)
+			wd_egress_pin_release(e, cgid);
 		return -ENOENT;
 	}
 	call_free_maps(e, c);
@@ -662,7 +686,7 @@ int wd_egress_allow_listen(struct wd_egress *e, uint64_t cgid,
 {
 	if (!e)
 		return -EINVAL;
-	int fd = bpf_map__fd(e->skel->maps.wd_policy);
+	int fd = e->policy_fd;
 	struct wd_call_policy pol;
 	pthread_mutex_lock(&e->lock);
 	int rc = 0;
@@ -695,8 +719,7 @@ static int add_ukey(struct wd_egress *e, struct wd_egress_call *c,
 	k.cgid_hi = c->cgid >> 32;
 	memcpy(k.path, path, len);
 	uint32_t v = 1;
-	if (bpf_map_update_elem(bpf_map__fd(e->skel->maps.wd_unix_rules), &k,
-				&v, BPF_ANY)) {
+	if (bpf_map_update_elem(e->unix_fd, &k, &v, BPF_ANY)) {
 		int rc = -errno;
 		return wd_err_set(err, rc, "map 'wd_unix_rules': '%s': %s",
 				  path, strerror(-rc));
@@ -745,7 +768,8 @@ int wd_egress_allow_unix(struct wd_egress *e, uint64_t cgid, char *const *paths,
 
 int wd_egress_events_fd(struct wd_egress *e)
 {
-	return ring_buffer__epoll_fd(e->rb);
+	/* pinned: no ring before a call is attached, nor after */
+	return e->rb ? ring_buffer__epoll_fd(e->rb) : -1;
 }
 
 int wd_egress_consume(struct wd_egress *e,
@@ -764,7 +788,7 @@ int wd_egress_consume(struct wd_egress *e,
 	}
 	e->delivered = 0;
 	e->records = 0;
-	int rc = ring_buffer__consume(e->rb);
+	int rc = e->rb ? ring_buffer__consume(e->rb) : 0;
 	if (e->records)
 		__atomic_store_n(&e->last_read_ns, now, __ATOMIC_RELAXED);
 	e->cb = NULL;
@@ -787,6 +811,8 @@ int wd_egress_wait(struct wd_egress *e, int timeout_ms)
 {
 	int tmo = wd_egress_wait_bound(e, timeout_ms);
 	struct epoll_event ev;
+	if (e->poll_ep < 0) /* pinned, no call attached: nothing to wait for */
+		return poll(NULL, 0, tmo) < 0 && errno != EINTR ? -errno : 0;
 	int n = epoll_wait(e->poll_ep, &ev, 1, tmo);
 	if (n < 0)
 		return errno == EINTR ? 0 : -errno;
@@ -815,7 +841,7 @@ static int sum_counter(struct wd_egress *e, uint32_t idx, uint64_t *out)
 			  ? small
 			  : wd_calloc(ncpu, sizeof(*v));
 	int rc = 0;
-	if (bpf_map_lookup_elem(bpf_map__fd(e->skel->maps.wd_loss), &idx, v))
+	if (bpf_map_lookup_elem(e->loss_fd, &idx, v))
 		rc = -errno;
 	uint64_t s = 0;
 	for (int i = 0; i < ncpu && !rc; i++)
@@ -855,10 +881,13 @@ int wd_egress_policy_misses(struct wd_egress *e, uint64_t *misses)
 
 void wd_egress_map_fds(struct wd_egress *e, struct wd_egress_map_fds *out)
 {
-	out->policy = bpf_map__fd(e->skel->maps.wd_policy);
-	out->egress_rules = bpf_map__fd(e->skel->maps.wd_egress_rules);
-	out->events = bpf_map__fd(e->skel->maps.wd_events);
-	out->loss = bpf_map__fd(e->skel->maps.wd_loss);
+	out->policy = e->policy_fd;
+	out->egress_rules = e->rules_fd;
+	out->events = e->events_fd;
+	out->loss = e->loss_fd;
+	out->call_rings = e->rings_fd;
+	out->ring_slot = e->slot_fd;
+	out->call_rings_on = e->pinned;
 }
 
 void wd_egress_close(struct wd_egress *e)
@@ -872,10 +901,25 @@ void wd_egress_close(struct wd_egress *e)
 		free(c);
 	}
 	for (int i = 0; i < WD_EG_NKEEP; i++)
-		bpf_link__destroy(e->keep[i]);
+		if (e->keep[i] >= 0)
+			close(e->keep[i]);
 	if (e->poll_ep >= 0)
 		close(e->poll_ep);
 	ring_buffer__free(e->rb);
+	if (e->pinned) {
+		int *fds[] = {&e->policy_fd, &e->rules_fd,  &e->unix_fd,
+			      &e->loss_fd,   &e->events_fd, &e->rings_fd,
+			      &e->slot_fd,   &e->owner_fd,  &e->own_ring_fd};
+		for (size_t i = 0; i < WD_ARRAY_SIZE(fds); i++)
+			if (*fds[i] >= 0)
+				close(*fds[i]);
+		for (int i = 0; i < WD_EG_NPROG; i++)
+			if (e->prog_fd[i] >= 0)
+				close(e->prog_fd[i]);
+		for (int i = 0; i < WD_EG_NKEEP; i++)
+			if (e->keep_fd[i] >= 0)
+				close(e->keep_fd[i]);
+	}
 	egress_bpf__destroy(e->skel);
 	pthread_mutex_destroy(&e->lock);
 	pthread_mutex_destroy(&e->consume_lock);

@@ -51,9 +51,27 @@ int wd_egress_ring_check(uint64_t bytes, struct wd_err *err);
 int wd_egress_open(struct wd_egress **out, struct wd_err *err);
 int wd_egress_open_opts(struct wd_egress **out, const struct wd_egress_opts *o,
 			struct wd_err *err);
-/* A process-wide instance, opened on first use (thread-safe). NULL with
- * the error in `err` if it cannot load; later calls retry. Never closed. */
+/* The node's pinned instance (egress_pin.c): the object loaded once per
+ * boot and build, its programs and maps pinned under
+ * $WARDEN_BPF_PIN_DIR (default /sys/fs/bpf/warden) in a directory named
+ * by the hash of the object's bytes; bpffs is mounted on the pin dir's
+ * parent if it is not one. Pins of another build are never used: they
+ * are removed and ours made (temp dir + rename, under a lock on the pin
+ * dir). A pin dir not root's or writable by others, or pins that cannot
+ * be checked or replaced: refused (-EPERM, -ESTALE..., message in err).
+ * Records of its calls go to this process's own ring (bpf/lib/maps.h
+ * wd_call_rings), so processes sharing the programs never read each
+ * other's. Map entries of calls whose cgroup is gone (a crashed caller)
+ * are removed on open, and a call's id is purged before its entries are
+ * written. */
+int wd_egress_open_pinned(struct wd_egress **out, struct wd_err *err);
+/* A process-wide instance, opened on first use (thread-safe): its own
+ * load (wardend: its own ring, one consumer), or the pinned one once
+ * wd_egress_shared_use_pins(true) was called (a one-shot `warden exec`).
+ * NULL with the error in `err` if it cannot load; later calls retry.
+ * Never closed. */
 struct wd_egress *wd_egress_shared(struct wd_err *err);
+void wd_egress_shared_use_pins(bool on);
 /* The process-wide instance if a call has opened it, else NULL (never
  * opens it: a loss probe must not load BPF programs). */
 struct wd_egress *wd_egress_shared_peek(void);
@@ -165,10 +183,13 @@ int wd_egress_policy_misses(struct wd_egress *e, uint64_t *misses);
  * bpf_map__reuse_fd() before their load, so every hook reads the same
  * policy and writes the same ring buffer. Owned by `e`: do not close. */
 struct wd_egress_map_fds {
-	int policy;	  /* wd_policy */
-	int egress_rules; /* wd_egress_rules */
-	int events;	  /* wd_events */
-	int loss;	  /* wd_loss */
+	int policy;	    /* wd_policy */
+	int egress_rules;   /* wd_egress_rules */
+	int events;	    /* wd_events */
+	int loss;	    /* wd_loss */
+	int call_rings;	    /* wd_call_rings */
+	int ring_slot;	    /* wd_ring_slot */
+	bool call_rings_on; /* the pinned instance: records per call */
 };
 void wd_egress_map_fds(struct wd_egress *e, struct wd_egress_map_fds *out);
 

@@ -76,12 +76,18 @@ static int open_skel(struct wd_lsm *l, struct lsm_bpf **out)
 	if (!s)
 		return -errno;
 	s->rodata->wd_lsm_owner = l->owner;
+	/* the egress instance's records go to per-call rings when it is
+	 * the pinned one: so must ours (bpf/lib/maps.h) */
+	s->rodata->wd_call_rings_on = l->fds.call_rings_on;
 	int rc = 0;
 	if ((rc = bpf_map__reuse_fd(s->maps.wd_policy, l->fds.policy)) ||
 	    (rc = bpf_map__reuse_fd(s->maps.wd_egress_rules,
 				    l->fds.egress_rules)) ||
 	    (rc = bpf_map__reuse_fd(s->maps.wd_events, l->fds.events)) ||
-	    (rc = bpf_map__reuse_fd(s->maps.wd_loss, l->fds.loss))) {
+	    (rc = bpf_map__reuse_fd(s->maps.wd_loss, l->fds.loss)) ||
+	    (rc =
+		 bpf_map__reuse_fd(s->maps.wd_call_rings, l->fds.call_rings)) ||
+	    (rc = bpf_map__reuse_fd(s->maps.wd_ring_slot, l->fds.ring_slot))) {
 		lsm_bpf__destroy(s);
 		return rc < 0 ? rc : -EINVAL;
 	}

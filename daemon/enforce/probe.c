@@ -310,30 +310,63 @@ static void probe_landlock(struct wd_features *f)
 
 /* ---- entry points ------------------------------------------------------ */
 
-static struct wd_features g_basic, g_full;
+static struct wd_features g_basic, g_t3, g_full;
 static pthread_once_t g_basic_once = PTHREAD_ONCE_INIT;
+static pthread_once_t g_t3_once = PTHREAD_ONCE_INIT;
 static pthread_once_t g_full_once = PTHREAD_ONCE_INIT;
 
-static void do_probe(void)
+/* The probes whose answers hold for the boot (see probe_cache.c). */
+static void probe_boot_stable(struct wd_features *f)
 {
-	struct wd_features *f = &g_basic;
-	memset(f, 0, sizeof(*f));
 	probe_kernel(f);
 	probe_lsm(f);
 	probe_bpf(f);
 	probe_landlock(f);
 	wd_probe_seccomp(f);
 	wd_probe_namespaces(f);
+}
+
+static void do_probe(void)
+{
+	struct wd_features *f = &g_basic;
+	struct wd_probe_key key;
+	char path[4096];
+	memset(f, 0, sizeof(*f));
+	/* only root's probe is cached: the file is root's, and a non-root
+	 * caller's answers (no BPF, fewer namespaces) are not the node's */
+	bool cacheable = geteuid() == 0 && wd_probe_key_now(&key) == 0 &&
+			 wd_probe_cache_path(path, sizeof(path)) == 0;
+	int r = cacheable ? wd_probe_cache_read(path, &key, f) : -ENOENT;
+	if (r == 0) {
+		f->from_cache = true;
+	} else {
+		if (cacheable && r != -ENOENT)
+			wd_debug("probe: cache '%s' not used (%s): probing",
+				 path, strerror(-r));
+		memset(f, 0, sizeof(*f));
+		probe_boot_stable(f);
+		if (cacheable && (r = wd_probe_cache_write(path, &key, f)) < 0)
+			/* only slower: the next process probes again */
+			wd_log_errno(WD_LOG_DEBUG, r, "probe: cache '%s'",
+				     path);
+	}
+	/* may change at any time, or differ by mount namespace: never
+	 * cached */
 	wd_probe_io_uring(f);
 	wd_probe_ping(f);
 	wd_probe_audit(f);
 	f->cg_err = wd_cgroup_layout_detect(&f->cg);
-	wd_probe_runsc(f);
+}
+
+static void do_probe_tier3(void)
+{
+	g_t3 = *wd_probe();
+	wd_probe_runsc(&g_t3);
 }
 
 static void do_probe_full(void)
 {
-	g_full = *wd_probe();
+	g_full = *wd_probe_tier3();
 	wd_probe_runsc_run(&g_full);
 }
 
@@ -341,6 +374,12 @@ const struct wd_features *wd_probe(void)
 {
 	pthread_once(&g_basic_once, do_probe);
 	return &g_basic;
+}
+
+const struct wd_features *wd_probe_tier3(void)
+{
+	pthread_once(&g_t3_once, do_probe_tier3);
+	return &g_t3;
 }
 
 const struct wd_features *wd_probe_full(void)

@@ -10,6 +10,7 @@
 #define WD_PROBE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 enum wd_cg_ctrl { WD_CG_MEMORY, WD_CG_PIDS, WD_CG_CPU, WD_CG_NCTRL };
@@ -78,17 +79,51 @@ struct wd_features {
 	int runsc_run_err;	 /* 0 ok, -ETIMEDOUT, -EIO (non-zero exit) */
 	char runsc_note[160];	 /* last stderr line of a failed run */
 	bool runsc_oci_seccomp;	 /* `runsc flags` lists -oci-seccomp */
+	/* the boot-stable probes came from the per-boot cache file */
+	bool from_cache;
 };
 
-/* Probe once (cached for the process). Never fails: unknown things are
- * reported as unavailable with their errno. Thread-safe. The runsc platform
- * is filled only from the cache file (WD_PROBE_RUNSC_CACHE), never by
- * running runsc. */
+/* What tiers 1 and 2 need (everything but runsc, whose fields stay
+ * zero), probed once per process. Never fails: unknown things are reported
+ * as unavailable with their errno. Thread-safe. As root, the boot-stable
+ * probes (kernel, BTF and BPF loads, LSM list, Landlock, seccomp,
+ * namespaces) come from the per-boot cache file (wd_probe_cache_read) when
+ * it can be trusted, else they run and the file is rewritten; the cgroup
+ * layout, io_uring, ping and audit are always read afresh. */
 const struct wd_features *wd_probe(void);
-/* wd_probe() plus a real `runsc --platform=ptrace --network=none do
+/* wd_probe() plus runsc: its path and version (`runsc --version`), and the
+ * platform from the cache file WD_PROBE_RUNSC_CACHE, never by running a
+ * sandbox. Tier 3 only. Cached for the process, thread-safe. */
+const struct wd_features *wd_probe_tier3(void);
+/* wd_probe_tier3() plus a real `runsc --platform=ptrace --network=none do
  * /bin/true` (~0.2 s) unless the cache file keyed by runsc's path, size and
  * mtime already holds the answer. Cached for the process, thread-safe. */
 const struct wd_features *wd_probe_full(void);
+
+/* The per-boot cache (probe_cache.c). Its key: a probe made under another
+ * boot, kernel, warden build or namespace sysctls is never used. */
+struct wd_probe_key {
+	char boot_id[40]; /* /proc/sys/kernel/random/boot_id */
+	char release[65]; /* uname -r */
+	char build[96];	  /* "gnu:<build-id>" of the executable, or its
+			     identity on disk */
+	char sysctl[128]; /* user.max_{user,mnt,pid,ipc,uts,net}_namespaces */
+};
+/* <runtime dir>/probe-kernel. 0 or -ENAMETOOLONG. */
+int wd_probe_cache_path(char *out, size_t len);
+/* This boot's, kernel's and build's key. 0 or -errno. */
+int wd_probe_key_now(struct wd_probe_key *k);
+/* The cached features if the file can be trusted: 0; -EPERM if it is not
+ * a regular root-owned file that only root can write (a symlink is
+ * refused, not followed); -EINVAL if it is not a whole cache of this
+ * format (garbage, torn, checksum); -ESTALE if its key is not `k`; -ENOENT
+ * etc. from open. */
+int wd_probe_cache_read(const char *path, const struct wd_probe_key *k,
+			struct wd_features *out);
+/* Write it atomically (temp file + rename, mode 0644 root:root), making
+ * the directory if needed. 0 or -errno. */
+int wd_probe_cache_write(const char *path, const struct wd_probe_key *k,
+			 const struct wd_features *f);
 /* Only the cgroup layout (cheap; no BPF loads). 0 or -errno. */
 int wd_cgroup_layout_detect(struct wd_cgroup_layout *out);
 /* Same, from a mountinfo text and a reader of the v2 root's

@@ -287,7 +287,7 @@ int wd_t3_spawn(const struct wd_manifest *m, char *const *argv, uid_t uid,
 	char **av = NULL, **env = NULL, **rargv = NULL;
 	cleanup_free char *cgpath = NULL;
 	int pin[2] = {-1, -1}, pout[2] = {-1, -1}, perr[2] = {-1, -1};
-	const struct wd_features *f = wd_probe();
+	const struct wd_features *f = wd_probe_tier3();
 	struct wd_t3 *s = wd_calloc(1, sizeof(*s));
 	s->cg.v2_fd = -1;
 	s->shim = -1;
@@ -490,7 +490,7 @@ void wd_t3_destroy(struct wd_t3 *s)
 static void enforcement(const struct wd_manifest *m, struct wd_t3 *s,
 			struct wd_result *res)
 {
-	const struct wd_features *f = wd_probe();
+	const struct wd_features *f = wd_probe_tier3();
 	const char *plat = f->runsc_platform[0] ? f->runsc_platform : "ptrace";
 	wd_result_enf(res, "gvisor", "runsc %s, platform %s",
 		      f->runsc_version[0] ? f->runsc_version : "?", plat);

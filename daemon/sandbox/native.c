@@ -142,12 +142,6 @@ static void teardown_run(void *arg)
 	free(t);
 }
 
-static const char *runtime_dir(void)
-{
-	const char *d = getenv("WARDEN_RUNTIME_DIR");
-	return d && *d ? d : "/run/warden";
-}
-
 static int native_run(const struct wd_call *call, struct wd_result *res,
 		      struct wd_err *err)
 {
@@ -244,7 +238,7 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 		goto out;
 
 	/* Call directory: tier 1 scratch (TMPDIR/HOME) or tier 2 root. */
-	wd_native_runtime_dir_open(runtime_dir());
+	wd_native_runtime_dir_open(wd_runtime_dir());
 	wd_native_protect_self();
 	if (l.tier == 2) {
 		int ifd = wd_native_init(&l.init_path, err);
@@ -256,7 +250,7 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 		snprintf(l.init_exec, sizeof(l.init_exec), "/proc/self/fd/%d",
 			 ifd);
 	}
-	snprintf(l.calldir, sizeof(l.calldir), "%s/calls/%s", runtime_dir(),
+	snprintf(l.calldir, sizeof(l.calldir), "%s/calls/%s", wd_runtime_dir(),
 		 l.id);
 	if ((r = wd_mkdir_p(l.calldir, 0711)) < 0) {
 		wd_err_set(err, r, "call dir '%s': %s", l.calldir,
@@ -272,7 +266,7 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 	 * its own mount namespace (on the host it stays empty): no directory
 	 * to make and remove per call, and the plan is the same for every
 	 * call of a manifest (sandbox/plancache.h). */
-	snprintf(l.root, sizeof(l.root), "%s/t2root", runtime_dir());
+	snprintf(l.root, sizeof(l.root), "%s/t2root", wd_runtime_dir());
 	struct stat rst;
 	if (l.tier == 1) {
 		snprintf(l.scratch_opts, sizeof(l.scratch_opts),

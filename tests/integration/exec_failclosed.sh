@@ -85,9 +85,12 @@ else
 fi
 
 # BPF egress needs the kernel's BTF (libbpf): hidden, the programs do not
-# load and network.allow cannot be held
+# load and network.allow cannot be held. A one-shot call uses the node's
+# pinned programs when an earlier call loaded them (enforce/egress_pin.c):
+# a fresh, empty bpffs in the namespace stands for a node where none is
+# pinned yet, so this call must load them itself.
 if [ -e /sys/kernel/btf/vmlinux ]; then
-	refused no-btf-egress "mount -t tmpfs none /sys/kernel/btf" \
+	refused no-btf-egress "mount -t tmpfs none /sys/kernel/btf && mount -t bpf bpf /sys/fs/bpf" \
 		'network.allow: cannot enforce: BPF egress programs unavailable: egress: load'
 else
 	skip failclosed-no-btf-egress "no /sys/kernel/btf/vmlinux on this node"

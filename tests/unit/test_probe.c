@@ -493,6 +493,12 @@ static pid_t start_sigchld_probe(int *rfd)
 	if (pid == 0) {
 		close(p[0]);
 		signal(SIGCHLD, SIG_IGN);
+		/* its own runtime dir: the parent must not read this
+		 * child's answers from a cache file */
+		char rt[4200];
+		snprintf(rt, sizeof(rt), "%s/child",
+			 getenv("WARDEN_RUNTIME_DIR"));
+		setenv("WARDEN_RUNTIME_DIR", rt, 1);
 		const struct wd_features *f = wd_probe();
 		struct sig_answer a = {.userns_err = f->userns_err,
 				       .notify_err = f->seccomp_notify_err,
@@ -537,6 +543,14 @@ int main(void)
 		T_SKIP("probe", "needs root");
 		return T_DONE();
 	}
+	/* a fresh runtime dir: the probes below must really run, not come
+	 * from the node's per-boot cache (test_probe_cache.c tests that) */
+	char rt[] = "/tmp/warden-test-probe.XXXXXX";
+	if (!mkdtemp(rt)) {
+		T_FAIL("probe_runtime_dir", "mkdtemp: %s", strerror(errno));
+		return T_DONE();
+	}
+	setenv("WARDEN_RUNTIME_DIR", rt, 1);
 	int secfs_before = count_securityfs();
 	int sig_rfd = -1;
 	pid_t sig_pid = start_sigchld_probe(&sig_rfd);
@@ -546,6 +560,7 @@ int main(void)
 	poll(&pf, 1, 20000);
 	const struct wd_features *f = wd_probe();
 	T_OK(f && f->kernel_release[0], "probe_kernel_release", "empty");
+	T_OK(!f->from_cache, "probe_ran_not_cached", "answers from a cache");
 	test_cgroup_parse();
 	if (sig_pid > 0)
 		test_sigchld(f, sig_pid, sig_rfd);
@@ -560,5 +575,6 @@ int main(void)
 	test_lsm(f, secfs_before);
 	test_cache(f);
 	test_runsc();
+	wd_rm_rf(rt);
 	return T_DONE();
 }

@@ -1,0 +1,235 @@
+/* The per-boot cache of the kernel feature probe (probe.h).
+ *
+ * What a tier-1/2 call needs from the probe (BTF, BPF program types,
+ * the LSM list, Landlock, seccomp, namespaces) cannot change while the
+ * kernel runs, except the namespace limits (sysctls, part of the key). It
+ * is probed once per boot, kernel and warden build, and kept in
+ * <runtime dir>/probe-kernel. What can change at any time (the cgroup
+ * mounts of this mount namespace, io_uring and ping sysctls, audit) is
+ * read afresh by every process and never cached.
+ *
+ * Threat: the cache decides which mechanisms a call relies on. A file we
+ * did not write (another owner, writable by others, a symlink, garbage, an
+ * older boot's or build's answers) is never trusted: the probe runs again
+ * and the file is replaced by temp + rename. The checksum catches torn or
+ * corrupt files, not attackers: only root can write a file that passes the
+ * owner and mode checks.
+ */
+#include "enforce/probe.h"
+#include "enforce/probe_int.h"
+#include "common/log.h"
+#include "common/util.h"
+
+#include <elf.h>
+#include <fcntl.h>
+#include <link.h>
+#include <openssl/evp.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+
+#define CACHE_MAGIC   "WDPROBE\1"
+#define CACHE_VERSION 1u
+
+struct cache_file {
+	char magic[8];
+	uint32_t version;
+	uint32_t features_size; /* sizeof(struct wd_features) */
+	struct wd_probe_key key;
+	struct wd_features f;
+	unsigned char sum[32]; /* sha256 of everything above */
+};
+
+int wd_probe_cache_path(char *out, size_t len)
+{
+	int n = snprintf(out, len, "%s/probe-kernel", wd_runtime_dir());
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+/* The running executable's GNU build id, as hex. */
+static int build_id_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	char *out = arg;
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_NOTE)
+			continue;
+		const char *p = (const char *)(info->dlpi_addr + ph->p_vaddr);
+		const char *end = p + ph->p_memsz;
+		while (p + sizeof(ElfW(Nhdr)) <= end) {
+			const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)p;
+			const char *name = p + sizeof(*nh);
+			const unsigned char *desc =
+			    (const unsigned char *)name +
+			    ((nh->n_namesz + 3) & ~3u);
+			if ((const char *)desc + nh->n_descsz > end)
+				break;
+			if (nh->n_type == NT_GNU_BUILD_ID &&
+			    nh->n_namesz == 4 && !memcmp(name, "GNU", 4) &&
+			    nh->n_descsz <= 40) {
+				for (unsigned j = 0; j < nh->n_descsz; j++)
+					snprintf(out + 2 * j, 3, "%02x",
+						 desc[j]);
+				return 1;
+			}
+			p = (const char *)desc + ((nh->n_descsz + 3) & ~3u);
+		}
+	}
+	return 1; /* the first object is the executable: stop there */
+}
+
+static void build_identity(char *out, size_t len)
+{
+	char id[81] = "";
+	dl_iterate_phdr(build_id_cb, id);
+	if (id[0]) {
+		snprintf(out, len, "gnu:%s", id);
+		return;
+	}
+	/* no build-id note: the binary's identity on disk */
+	struct stat st;
+	if (stat("/proc/self/exe", &st) == 0)
+		snprintf(out, len, "exe:%llx:%llx:%llx:%lld.%09ld",
+			 (unsigned long long)st.st_dev,
+			 (unsigned long long)st.st_ino,
+			 (unsigned long long)st.st_size,
+			 (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+	else
+		snprintf(out, len, "unknown");
+}
+
+int wd_probe_key_now(struct wd_probe_key *k)
+{
+	memset(k, 0, sizeof(*k));
+	cleanup_free char *b = NULL;
+	int r = wd_read_file("/proc/sys/kernel/random/boot_id", &b, NULL);
+	if (r < 0)
+		return r;
+	wd_probe_strip_nl(b);
+	if (!b[0] || wd_strlcpy(k->boot_id, b, sizeof(k->boot_id)) < 0)
+		return -EINVAL;
+	struct utsname u;
+	if (uname(&u) < 0)
+		return -errno;
+	wd_strlcpy(k->release, u.release, sizeof(k->release));
+	build_identity(k->build, sizeof(k->build));
+	/* the namespace probes' answers follow these sysctls */
+	static const char *const ns[] = {"user", "mnt", "pid",
+					 "ipc",	 "uts", "net"};
+	size_t off = 0;
+	for (size_t i = 0; i < WD_ARRAY_SIZE(ns); i++) {
+		char p[64];
+		cleanup_free char *v = NULL;
+		snprintf(p, sizeof(p), "/proc/sys/user/max_%s_namespaces",
+			 ns[i]);
+		if (wd_read_file(p, &v, NULL) < 0)
+			v = wd_strdup("?");
+		wd_probe_strip_nl(v);
+		int n = snprintf(k->sysctl + off, sizeof(k->sysctl) - off,
+				 "%s%s", i ? "," : "", v);
+		if (n < 0 || (size_t)n >= sizeof(k->sysctl) - off)
+			return -E2BIG;
+		off += n;
+	}
+	return 0;
+}
+
+static int checksum(const struct cache_file *c, unsigned char out[32])
+{
+	unsigned int n = 0;
+	if (!EVP_Digest(c, offsetof(struct cache_file, sum), out, &n,
+			EVP_sha256(), NULL) ||
+	    n != 32)
+		return -EIO;
+	return 0;
+}
+
+int wd_probe_cache_read(const char *path, const struct wd_probe_key *k,
+			struct wd_features *out)
+{
+	/* O_NOFOLLOW: a symlink planted in the runtime dir is refused, not
+	 * followed to a file that happens to pass the checks */
+	cleanup_close int fd =
+	    open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return errno == ELOOP ? -EPERM : -errno;
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022))
+		return -EPERM;
+	cleanup_free struct cache_file *c = wd_calloc(1, sizeof(*c) + 1);
+	if ((size_t)st.st_size != sizeof(*c))
+		return -EINVAL;
+	ssize_t n = wd_probe_read_full(fd, c, sizeof(*c) + 1);
+	if (n != (ssize_t)sizeof(*c))
+		return -EINVAL;
+	unsigned char sum[32];
+	if (memcmp(c->magic, CACHE_MAGIC, sizeof(c->magic)) ||
+	    c->version != CACHE_VERSION ||
+	    c->features_size != sizeof(struct wd_features) ||
+	    checksum(c, sum) < 0 || memcmp(sum, c->sum, sizeof(sum)))
+		return -EINVAL;
+	/* every string of the key is compared whole, NUL included */
+	if (memcmp(&c->key, k, sizeof(*k)))
+		return -ESTALE;
+	*out = c->f;
+	/* strings from the file are bounded before anyone prints them */
+	out->kernel_release[sizeof(out->kernel_release) - 1] = 0;
+	out->machine[sizeof(out->machine) - 1] = 0;
+	out->lsm_list[sizeof(out->lsm_list) - 1] = 0;
+	out->lsm_source[sizeof(out->lsm_source) - 1] = 0;
+	return 0;
+}
+
+int wd_probe_cache_write(const char *path, const struct wd_probe_key *k,
+			 const struct wd_features *f)
+{
+	cleanup_free struct cache_file *c = wd_calloc(1, sizeof(*c));
+	memcpy(c->magic, CACHE_MAGIC, sizeof(c->magic));
+	c->version = CACHE_VERSION;
+	c->features_size = sizeof(struct wd_features);
+	c->key = *k;
+	c->f = *f;
+	int r = checksum(c, c->sum);
+	if (r < 0)
+		return r;
+	char dir[4096], tmp[4200];
+	if (wd_strlcpy(dir, path, sizeof(dir)) < 0)
+		return -ENAMETOOLONG;
+	char *slash = strrchr(dir, '/');
+	if (slash && slash != dir) {
+		*slash = 0;
+		/* as every call's dir makes it (sandbox/native.c): a call's
+		 * uid must be able to traverse it */
+		if ((r = wd_mkdir_p(dir, 0711)) < 0)
+			return r;
+	}
+	char rnd[17];
+	wd_rand_hex(rnd, 16);
+	snprintf(tmp, sizeof(tmp), "%s.%s.tmp", path, rnd);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		      0644);
+	if (fd < 0)
+		return -errno;
+	/* explicit: a umask must not matter, and neither may a group */
+	if (fchmod(fd, 0644) < 0 || fchown(fd, 0, 0) < 0)
+		r = -errno;
+	else
+		r = wd_write_all(fd, c, sizeof(*c));
+	if (r < 0) {
+		close(fd);
+		unlink(tmp);
+		return r;
+	}
+	close(fd);
+	/* rename over whatever is there (a tampered file, a symlink): the
+	 * directory entry is replaced, nothing is followed */
+	if (rename(tmp, path) < 0) {
+		r = -errno;
+		unlink(tmp);
+		return r;
+	}
+	return 0;
+}

@@ -1,0 +1,185 @@
+#!/usr/bin/env bash
+# The pinned egress programs of a one-shot `warden exec`
+# (enforce/egress_pin.c). Runs in a private mount namespace on a fresh,
+# empty bpffs at /sys/fs/bpf (a pristine node: the first call makes the
+# pins), so the node's own pins are never touched; pins made here go with
+# the namespace (and are removed by path at the end all the same).
+# Judged from outside the sandbox: a loopback listener's accept count, the
+# pins on bpffs, and strace of the bpf() commands a call makes.
+. "$(dirname "$0")/../lib.sh"
+[ "$(id -u)" = 0 ] || { skip pins "needs root"; finish; }
+for c in unshare strace bpftool python3; do
+	command -v $c >/dev/null || { skip pins "$c missing (scripts/deps.sh installs it)"; finish; }
+done
+if [ -z "${WD_PINS_INNER:-}" ]; then
+	WD_PINS_INNER=1 exec unshare -m --propagation private bash "$0" "$@"
+fi
+mount -t bpf bpf /sys/fs/bpf || { skip pins "cannot mount a bpffs in a private mount namespace"; finish; }
+PIN=/sys/fs/bpf/warden
+T=$(mktemp -d /run/warden-pins.XXXXXX); chmod 755 "$T"
+cleanup() {
+	[ -n "${LPID:-}" ] && kill "$LPID" 2>/dev/null
+	rm -rf "$PIN" "$T"
+	umount /sys/fs/bpf 2>/dev/null
+}
+trap cleanup EXIT
+export WARDEN_RUNTIME_DIR=$T/rt
+cp "$HELPERS/probe" "$T/probe"; chmod 755 "$T/probe"
+python3 - "$T" <<'PY' &
+import socket, sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", 0)); s.listen(64)
+open(sys.argv[1] + "/port", "w").write(str(s.getsockname()[1]))
+while True:
+    c, _ = s.accept(); open(sys.argv[1] + "/hits", "a").write("x\n"); c.close()
+PY
+LPID=$!
+for i in $(seq 50); do [ -s "$T/port" ] && break; sleep 0.1; done
+PORT=$(cat "$T/port")
+hits() { [ -f "$T/hits" ] && wc -l <"$T/hits" || echo 0; }
+# port 9 allowed; the listener's port is not
+cat >"$T/m.yaml" <<EOF2
+name: pins
+description: pinned egress
+tier: 1
+exec: ["$T/probe"]
+timeout_ms: 10000
+memory_mb: 64
+network: {allow: ["127.0.0.1:9"]}
+filesystem: {read: ["/usr", "/lib", "/lib64", "/etc/ld.so.cache"], exec: ["$T/probe"]}
+EOF2
+# call NAME: a denied connect under strace; "rc=N loads=N hits+=N"
+call() {
+	local h0 rc
+	h0=$(hits)
+	strace -f -qq -o "$T/st" -e trace=bpf "$WARDEN" exec --policy "$T/m.yaml" -- "$T/probe" connect4 127.0.0.1 "$PORT" >"$T/out" 2>&1
+	rc=$?
+	# egress programs loaded (libbpf's own feature probes load socket
+	# filters: not counted)
+	echo "rc=$rc loads=$(grep -c 'BPF_PROG_LOAD, {prog_type=BPF_PROG_TYPE_CGROUP_SOCK_ADDR' "$T/st") hits+=$(($(hits) - h0))"
+}
+hashdir() { find "$PIN" -mindepth 1 -maxdepth 1 -type d -name '[0-9a-f]*' | head -1; }
+
+# a pristine node: the first call loads and pins, the connect is denied
+r=$(call)
+expect_match pins/first-call-loads "$r" '^rc=[1-9][0-9]* loads=[1-9][0-9]* hits\+=0$'
+expect_match pins/first-call-denial-reported "$(cat "$T/out")" 'denied bpf: connect.*127\.0\.0\.1'
+H=$(hashdir)
+expect_match pins/pinned-by-hash "$H" "^$PIN/[0-9a-f]{16}\$"
+expect_eq pins/pin-dir-root-0700 "$(stat -c '%u %a' "$PIN" "$H" | tr '\n' ' ')" "0 700 0 700 "
+[ -e "$H/wd_version" ] && [ -e "$H/wd_connect4" ] && [ -e "$H/wd_policy" ] && pass pins/pins-present ||
+	fail pins/pins-present "$(ls "$H")"
+# the next call only attaches: no program loaded, still denied
+r=$(call)
+expect_eq pins/second-call-attaches-only "$r" "rc=$(echo "$r" | sed 's/rc=\([0-9]*\).*/\1/') loads=0 hits+=0"
+expect_match pins/second-call-denied "$r" '^rc=[1-9]'
+expect_match pins/second-call-denial-reported "$(cat "$T/out")" 'denied bpf: connect.*127\.0\.0\.1'
+# no map entries left behind by finished calls
+n=$(bpftool -j map dump pinned "$H/wd_policy" 2>/dev/null | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')
+expect_eq pins/no-policy-entries-left "$n" 0
+# the call's ring slot is free again (the ring itself stays in its slot
+# for the next call: wd_call_rings)
+for m in wd_ring_slot wd_ring_owner; do
+	n=$(bpftool -j map dump pinned "$H/$m" 2>/dev/null | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')
+	expect_eq "pins/no-$m-entries-left" "$n" 0
+done
+
+# an older build's pins (another hash): never used, removed, ours made anew
+mkdir -m 0700 "$PIN/0123456789abcdef"
+bpftool map create "$PIN/0123456789abcdef/wd_policy" type hash key 8 value 24 entries 4 name wd_policy
+rm -rf "$H"
+r=$(call)
+expect_match pins/older-build-replaced-loads "$r" 'loads=[1-9][0-9]* hits\+=0$'
+[ ! -e "$PIN/0123456789abcdef" ] && pass pins/older-build-removed || fail pins/older-build-removed "$(ls "$PIN")"
+[ "$(hashdir)" = "$H" ] && pass pins/ours-made || fail pins/ours-made "$(ls "$PIN")"
+
+# our hash, a tampered version record: stale, replaced, never used
+id0=$(bpftool -j map show pinned "$H/wd_version" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+vsz=$(bpftool -j map show pinned "$H/wd_version" | python3 -c 'import json,sys; print(json.load(sys.stdin)["bytes_value"])')
+rm -f "$H/wd_version"
+bpftool map create "$H/wd_version" type array key 4 value "$vsz" entries 1 name wd_version
+r=$(call)
+expect_match pins/tampered-version-replaced "$r" 'loads=[1-9][0-9]* hits\+=0$'
+id1=$(bpftool -j map show pinned "$H/wd_version" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+[ -n "$id1" ] && [ "$id1" != "$id0" ] && pass pins/tampered-version-rewritten || fail pins/tampered-version-rewritten "id $id0 -> $id1"
+
+# our hash, the connect4 program swapped for an allow-all one of the same
+# type (the keep-warm program): used, it would let the connect through
+rm -f "$H/wd_connect4"
+bpftool prog pin pinned "$H/wd_keep_connect4" "$H/wd_connect4"
+r=$(call)
+expect_match pins/swapped-program-never-used "$r" '^rc=[1-9][0-9]* .*hits\+=0$'
+expect_match pins/swapped-program-replaced "$r" 'loads=[1-9][0-9]*'
+
+# a pin dir that is not root's, or that others can write: refused
+chown 65534 "$PIN"
+r=$(call)
+expect_match pins/not-root-refused "$r" '^rc=125 loads=0 hits\+=0$'
+expect_match pins/not-root-says-why "$(cat "$T/out")" "pin dir '$PIN' is not ours"
+chown 0 "$PIN"; chmod 0777 "$PIN"
+r=$(call)
+expect_match pins/world-writable-refused "$r" '^rc=125 loads=0 hits\+=0$'
+chmod 0700 "$PIN"; chmod 0777 "$H"
+r=$(call)
+expect_match pins/hash-dir-world-writable-refused "$r" '^rc=125 loads=0 hits\+=0$'
+chmod 0700 "$H"
+r=$(call)
+expect_match pins/restored-works "$r" 'loads=0 hits\+=0$'
+
+# two first calls at once: both run, one set of pins, no temp dir left
+rm -rf "$PIN"
+pids=()
+for i in 1 2 3; do
+	"$WARDEN" exec --policy "$T/m.yaml" -- "$T/probe" connect4 127.0.0.1 9 >"$T/c$i" 2>&1 &
+	pids+=($!)
+done
+wait "${pids[@]}"
+n=$(find "$PIN" -mindepth 1 -maxdepth 1 | wc -l)
+expect_eq pins/concurrent-one-set "$n" 1
+expect_match pins/concurrent-ours "$(hashdir)" "^$H\$"
+bad=$(grep -l 'exec: refused' "$T"/c[123] 2>/dev/null)
+[ -z "$bad" ] && pass pins/concurrent-all-ran || fail pins/concurrent-all-ran "$(cat $bad)"
+
+# a caller killed mid-call (-9): once its cgroup is gone, the next call
+# removes its entries (they must not stay forever). Only this call's own
+# cgroup is touched: its id is its call dir in our runtime dir.
+cat >"$T/s.yaml" <<EOF2
+name: pins_sleep
+description: a call to kill
+tier: 1
+exec: ["/usr/bin/sleep"]
+timeout_ms: 60000
+memory_mb: 64
+network: {allow: ["127.0.0.1:9"]}
+filesystem: {read: ["/usr", "/lib", "/lib64", "/etc/ld.so.cache"], exec: ["/usr/bin/sleep"]}
+EOF2
+entries() { bpftool -j map dump pinned "$H/$1" 2>/dev/null | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))'; }
+"$WARDEN" exec --policy "$T/s.yaml" -- /usr/bin/sleep 30 >/dev/null 2>&1 &
+W=$!
+for i in $(seq 100); do
+	[ "$(entries wd_policy)" = 1 ] && break
+	sleep 0.05
+done
+expect_eq pins/killed-call-has-entry "$(entries wd_policy)" 1
+id=$(ls "$T/rt/calls" 2>/dev/null | head -1)
+kill -9 $W; wait $W 2>/dev/null
+if [ -n "$id" ] && [ -d "/sys/fs/cgroup/unified/warden/$id" ]; then
+	# what the sandbox's start-up sweep does for a dead caller's call
+	echo 1 >"/sys/fs/cgroup/unified/warden/$id/cgroup.kill"
+	for i in $(seq 100); do
+		[ -s "/sys/fs/cgroup/unified/warden/$id/cgroup.procs" ] || break
+		sleep 0.05
+	done
+	for d in /sys/fs/cgroup/unified/warden/$id /sys/fs/cgroup/*/warden/$id; do
+		[ -d "$d" ] && rmdir "$d"
+	done
+	expect_eq pins/killed-call-entry-still-there "$(entries wd_policy)" 1
+	expect_eq pins/killed-call-slot-still-held "$(entries wd_ring_owner)" 1
+	"$WARDEN" exec --policy "$T/m.yaml" -- "$T/probe" connect4 127.0.0.1 9 >/dev/null 2>&1
+	expect_eq pins/killed-call-entries-swept "$(entries wd_policy)" 0
+	expect_eq pins/killed-call-slot-swept "$(entries wd_ring_slot)" 0
+	expect_eq pins/killed-call-slot-freed "$(entries wd_ring_owner)" 0
+else
+	fail pins/killed-call-cgroup "no call dir/cgroup found (id '$id')"
+fi
+finish

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# The per-boot probe cache (enforce/probe_cache.c) through `warden exec`:
+# the first call probes and writes <runtime dir>/probe-kernel (root, 0644);
+# the next one reads it; a cache that is not root's, is writable by others,
+# is a symlink or is garbage is never trusted: the call probes again (seen
+# as the user-namespace probe's unshare(CLONE_NEWUSER), which a tier-1
+# call never makes itself) and the file is replaced. A tier-1 or tier-2
+# call never runs runsc: WARDEN_RUNSC names a wrapper that logs every run,
+# and strace -f sees every execve (a tier-3 call is the control: it does
+# run the wrapper).
+. "$(dirname "$0")/../lib.sh"
+[ "$(id -u)" = 0 ] || { skip probe-cache "needs root"; finish; }
+command -v strace >/dev/null || { skip probe-cache "strace missing (scripts/deps.sh installs it)"; finish; }
+T=$(mktemp -d /tmp/warden-pcache.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+chmod 755 "$T"
+export WARDEN_RUNTIME_DIR=$T/rt
+C=$T/rt/probe-kernel
+for t in 1 2 3; do
+	cat >"$T/t$t.yaml" <<EOF2
+name: pcache$t
+description: probe cache
+tier: $t
+exec: ["/usr/bin/true"]
+timeout_ms: 30000
+memory_mb: 128
+network: {allow: []}
+filesystem: {read: ["/usr", "/lib", "/lib64", "/etc/ld.so.cache"], write: [], exec: ["/usr/bin/true"]}
+EOF2
+done
+# probes NAME: run a tier-1 call under strace; print how many user
+# namespace probes it made (0 = the cache was used)
+probes() {
+	strace -f -qq -o "$T/st" -e trace=unshare "$WARDEN" exec --policy "$T/t1.yaml" -- /usr/bin/true >"$T/out" 2>&1
+	echo "rc=$? n=$(grep -c 'unshare(CLONE_NEWUSER' "$T/st")"
+}
+
+expect_eq pcache/first-call-probes "$(probes)" "rc=0 n=1"
+expect_eq pcache/written-root-0644 "$(stat -c '%u %a %F' "$C" 2>&1)" "0 644 regular file"
+expect_eq pcache/second-call-cached "$(probes)" "rc=0 n=0"
+ino=$(stat -c %i "$C")
+
+chown 65534:65534 "$C"
+expect_eq pcache/not-root-reprobed "$(probes)" "rc=0 n=1"
+expect_eq pcache/not-root-replaced "$(stat -c '%u' "$C")" 0
+chmod 0666 "$C"
+expect_eq pcache/world-writable-reprobed "$(probes)" "rc=0 n=1"
+expect_eq pcache/world-writable-replaced "$(stat -c '%a' "$C")" 644
+chown 0:65534 "$C"; chmod 0664 "$C"
+expect_eq pcache/group-writable-reprobed "$(probes)" "rc=0 n=1"
+printf 'garbage\n' >"$C"
+expect_eq pcache/garbage-reprobed "$(probes)" "rc=0 n=1"
+[ "$(head -c 7 "$C")" = WDPROBE ] && pass pcache/garbage-rewritten || fail pcache/garbage-rewritten "$(head -c 20 "$C" | od -c | head -2)"
+# a byte of the answers flipped (the checksum): re-probed
+printf '\x01' | dd of="$C" bs=1 seek=600 conv=notrunc status=none
+expect_eq pcache/corrupt-reprobed "$(probes)" "rc=0 n=1"
+# a symlink to a good cache: not followed, replaced by a file
+cp -p "$C" "$T/good"
+rm -f "$C"; ln -s "$T/good" "$C"
+expect_eq pcache/symlink-reprobed "$(probes)" "rc=0 n=1"
+[ -f "$C" ] && [ ! -L "$C" ] && pass pcache/symlink-replaced || fail pcache/symlink-replaced "$(ls -l "$C")"
+expect_eq pcache/cached-again "$(probes)" "rc=0 n=0"
+[ "$(stat -c %i "$C")" != "$ino" ] && pass pcache/rewritten-by-rename || fail pcache/rewritten-by-rename "same inode $ino"
+
+# tiers 1 and 2 never run runsc (not even `runsc --version`)
+cat >"$T/runsc" <<EOF2
+#!/bin/sh
+echo "\$*" >>"$T/runsc.log"
+exec /usr/bin/runsc "\$@"
+EOF2
+chmod 755 "$T/runsc"
+export WARDEN_RUNSC=$T/runsc
+for t in 1 2; do
+	rm -f "$C" "$T/runsc.log"   # a probing call as well as a cached one
+	for k in probing cached; do
+		strace -f -qq -o "$T/ex" -e trace=execve "$WARDEN" exec --policy "$T/t$t.yaml" -- /usr/bin/true >"$T/out" 2>&1
+		rc=$?
+		expect_eq "pcache/tier$t-$k-runs" "$rc" 0
+		n=$(grep -c 'execve(".*runsc' "$T/ex")
+		[ "$n" = 0 ] && [ ! -e "$T/runsc.log" ] && pass "pcache/tier$t-$k-no-runsc" ||
+			fail "pcache/tier$t-$k-no-runsc" "$(grep runsc "$T/ex" | head -3; cat "$T/runsc.log" 2>/dev/null)"
+	done
+done
+if [ -x /usr/bin/runsc ]; then
+	"$WARDEN" exec --policy "$T/t3.yaml" -- /usr/bin/true >"$T/out" 2>&1
+	rc=$?
+	[ -s "$T/runsc.log" ] && pass pcache/tier3-control-runs-runsc ||
+		fail pcache/tier3-control-runs-runsc "rc $rc, the wrapper logged nothing: $(tail -3 "$T/out")"
+else
+	skip pcache/tier3-control-runs-runsc "runsc not installed"
+fi
+finish

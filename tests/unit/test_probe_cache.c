@@ -1,0 +1,150 @@
+/* The per-boot probe cache (enforce/probe_cache.c): a cache file is used
+ * only when root wrote it for this boot, kernel and build, and is whole;
+ * anything else is refused (and a process probes again). Each refusal is
+ * checked against a control: the same file, untampered, is accepted. Runs
+ * as root (the owner checks need chown). */
+#include "t.h"
+
+#include "common/util.h"
+#include "enforce/probe.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char dir[] = "/tmp/warden-test-pcache.XXXXXX";
+static char path[4200];
+
+/* A recognisable answer: a Landlock ABI no kernel has. */
+static void sample(struct wd_features *f)
+{
+	memset(f, 0, sizeof(*f));
+	wd_strlcpy(f->kernel_release, "test-release",
+		   sizeof(f->kernel_release));
+	f->landlock_abi = 4242;
+	f->seccomp_notify = true;
+}
+
+static int rd(const struct wd_probe_key *k, struct wd_features *f)
+{
+	memset(f, 0, sizeof(*f));
+	return wd_probe_cache_read(path, k, f);
+}
+
+static void fresh(const struct wd_probe_key *k)
+{
+	struct wd_features f;
+	sample(&f);
+	unlink(path);
+	if (wd_probe_cache_write(path, k, &f) < 0)
+		T_FAIL("cache_write", "%s: %s", path, strerror(errno));
+}
+
+int main(void)
+{
+	if (geteuid() != 0) {
+		T_SKIP("probe_cache", "needs root (the cache is root's)");
+		return T_DONE();
+	}
+	if (!mkdtemp(dir)) {
+		T_FAIL("probe_cache_dir", "mkdtemp: %s", strerror(errno));
+		return T_DONE();
+	}
+	snprintf(path, sizeof(path), "%s/rt/probe-kernel", dir);
+	struct wd_probe_key k;
+	int r = wd_probe_key_now(&k);
+	T_OK(r == 0 && k.boot_id[0] && k.release[0] && k.build[0],
+	     "probe_key_now", "r %d boot '%s' build '%s'", r, k.boot_id,
+	     k.build);
+	struct wd_features f;
+
+	/* control: what was written is read back */
+	fresh(&k);
+	struct stat st;
+	T_OK(stat(path, &st) == 0 && st.st_uid == 0 &&
+		 (st.st_mode & 0777) == 0644,
+	     "cache_written_root_0644", "uid %u mode %o", st.st_uid,
+	     st.st_mode & 0777);
+	r = rd(&k, &f);
+	T_OK(r == 0 && f.landlock_abi == 4242, "cache_control_trusted",
+	     "r %d abi %d", r, f.landlock_abi);
+
+	/* another boot, kernel, build: stale */
+	struct wd_probe_key k2 = k;
+	k2.boot_id[0] ^= 1;
+	r = rd(&k2, &f);
+	T_OK(r == -ESTALE && f.landlock_abi != 4242, "cache_other_boot_stale",
+	     "r %d", r);
+	k2 = k;
+	wd_strlcpy(k2.release, "0.0.0-other", sizeof(k2.release));
+	T_OK(rd(&k2, &f) == -ESTALE, "cache_other_kernel_stale", "trusted");
+	k2 = k;
+	wd_strlcpy(k2.build, "gnu:00", sizeof(k2.build));
+	T_OK(rd(&k2, &f) == -ESTALE, "cache_other_build_stale", "trusted");
+
+	/* not root's */
+	fresh(&k);
+	r = chown(path, 65534, 65534);
+	r = rd(&k, &f);
+	T_OK(r == -EPERM && f.landlock_abi != 4242, "cache_not_root_refused",
+	     "r %d", r);
+	fresh(&k);
+	r = chown(path, 0, 65534);
+	chmod(path, 0664);
+	T_OK(rd(&k, &f) == -EPERM, "cache_group_writable_refused", "trusted");
+	fresh(&k);
+	chmod(path, 0646);
+	T_OK(rd(&k, &f) == -EPERM, "cache_world_writable_refused", "trusted");
+
+	/* a symlink to a good file: not followed */
+	char real[4300];
+	snprintf(real, sizeof(real), "%s.real", path);
+	fresh(&k);
+	rename(path, real);
+	r = symlink(real, path);
+	T_OK(r == 0 && rd(&k, &f) == -EPERM, "cache_symlink_refused",
+	     "trusted (symlink %d)", r);
+	unlink(path);
+	unlink(real);
+
+	/* garbage, truncated, a flipped byte: not a whole cache */
+	fresh(&k);
+	int fd = open(path, O_WRONLY | O_TRUNC);
+	r = write(fd, "garbage\n", 8);
+	close(fd);
+	T_OK(rd(&k, &f) == -EINVAL, "cache_garbage_refused", "trusted");
+	fresh(&k);
+	r = truncate(path, 100);
+	T_OK(rd(&k, &f) == -EINVAL, "cache_truncated_refused", "trusted");
+	fresh(&k);
+	fd = open(path, O_RDWR);
+	char b;
+	off_t at = 600; /* inside the features */
+	if (pread(fd, &b, 1, at) == 1) {
+		b ^= 0x40;
+		r = pwrite(fd, &b, 1, at);
+	}
+	close(fd);
+	T_OK(rd(&k, &f) == -EINVAL, "cache_flipped_byte_refused", "trusted");
+
+	/* a rewrite replaces a tampered file (and a symlink) in place */
+	r = chown(path, 65534, 65534);
+	struct wd_features g;
+	sample(&g);
+	r = wd_probe_cache_write(path, &k, &g);
+	T_OK(r == 0 && rd(&k, &f) == 0, "cache_rewrite_replaces_tampered",
+	     "r %d", r);
+	unlink(path);
+	r = symlink("/etc/passwd", path);
+	r = wd_probe_cache_write(path, &k, &g);
+	struct stat ps;
+	T_OK(r == 0 && lstat(path, &ps) == 0 && S_ISREG(ps.st_mode) &&
+		 lstat("/etc/passwd", &ps) == 0 && ps.st_size != 2592,
+	     "cache_rewrite_replaces_symlink", "r %d", r);
+
+	/* wd_probe() itself: a first process writes the cache, the next
+	 * trusts it; a tampered one (not root's) is re-probed: see
+	 * tests/integration/exec_probe_cache.sh */
+	wd_rm_rf(dir);
+	return T_DONE();
+}
