@@ -76,9 +76,61 @@ deny:;
 	return audit ? 1 : 0;
 }
 
+/* ---- names in network.allow: DNS goes to the call's resolver ----------
+ * A call whose allow-list names hosts (WD_POL_DNS) has every connect and
+ * sendmsg to port 53, whatever the address, rewritten to its resolver on
+ * 127.0.0.1:dns_port (enforce/resolver.h): no DNS packet of the call
+ * reaches another resolver, and the resolver pins what it answers into
+ * wd_egress_rules for the answer's TTL before replying. The address the
+ * program asked for is kept per socket so that recvmsg and getpeername
+ * show it back (a stub resolver drops a reply from another address). */
+struct wd_dns_orig {
+	__u32 addr[4]; /* what the program asked for (v4-mapped for v4) */
+	__u16 port;    /* network order: 53 */
+	__u16 resolver_port;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u64); /* socket cookie */
+	__type(value, struct wd_dns_orig);
+} wd_dns_orig SEC(".maps");
+
+/* 1 when redirected (allowed: it goes to the resolver), 0 otherwise. */
+static __always_inline int dns_redirect(struct bpf_sock_addr *ctx,
+					const __u32 a[4], bool v6)
+{
+	if ((__u16)ctx->user_port != bpf_htons(53))
+		return 0;
+	__u64 cgid = bpf_get_current_cgroup_id();
+	struct wd_call_policy *pol = bpf_map_lookup_elem(&wd_policy, &cgid);
+	if (!pol || !(pol->flags & WD_POL_DNS) || !pol->dns_port)
+		return 0;
+	struct wd_dns_orig o = {.port = (__u16)ctx->user_port,
+				.resolver_port = pol->dns_port};
+	__builtin_memcpy(o.addr, a, 16);
+	__u64 ck = bpf_get_socket_cookie(ctx);
+	bpf_map_update_elem(&wd_dns_orig, &ck, &o, BPF_ANY);
+	if (v6) {
+		/* ::ffff:127.0.0.1: a dual-stack socket reaches the v4
+		 * resolver; a v6-only one fails to send (fails closed) */
+		ctx->user_ip6[0] = 0;
+		ctx->user_ip6[1] = 0;
+		ctx->user_ip6[2] = bpf_htonl(0xffff);
+		ctx->user_ip6[3] = bpf_htonl(0x7f000001);
+	} else {
+		ctx->user_ip4 = bpf_htonl(0x7f000001);
+	}
+	ctx->user_port = pol->dns_port;
+	return 1;
+}
+
 static __always_inline int judge4(struct bpf_sock_addr *ctx, __u16 kind)
 {
 	__u32 a[4] = {0, 0, bpf_htonl(0xffff), ctx->user_ip4};
+	if (dns_redirect(ctx, a, false))
+		return 1;
 	return judge(ctx, a, kind);
 }
 
@@ -89,7 +141,65 @@ static __always_inline int judge6(struct bpf_sock_addr *ctx, __u16 kind)
 {
 	__u32 a[4] = {ctx->user_ip6[0], ctx->user_ip6[1], ctx->user_ip6[2],
 		      ctx->user_ip6[3]};
+	if (dns_redirect(ctx, a, true))
+		return 1;
 	return judge(ctx, a, kind);
+}
+
+/* The resolver's address shown back as the one the program asked for, on
+ * a socket the programs redirected (recvmsg: UDP's source; getpeername). */
+static __always_inline int show_orig4(struct bpf_sock_addr *ctx)
+{
+	__u64 ck = bpf_get_socket_cookie(ctx);
+	struct wd_dns_orig *o = bpf_map_lookup_elem(&wd_dns_orig, &ck);
+	if (o && ctx->user_ip4 == bpf_htonl(0x7f000001) &&
+	    (__u16)ctx->user_port == o->resolver_port && o->addr[0] == 0 &&
+	    o->addr[1] == 0 && o->addr[2] == bpf_htonl(0xffff)) {
+		ctx->user_ip4 = o->addr[3];
+		ctx->user_port = o->port;
+	}
+	return 1;
+}
+
+static __always_inline int show_orig6(struct bpf_sock_addr *ctx)
+{
+	__u64 ck = bpf_get_socket_cookie(ctx);
+	struct wd_dns_orig *o = bpf_map_lookup_elem(&wd_dns_orig, &ck);
+	if (o && ctx->user_ip6[0] == 0 && ctx->user_ip6[1] == 0 &&
+	    ctx->user_ip6[2] == bpf_htonl(0xffff) &&
+	    ctx->user_ip6[3] == bpf_htonl(0x7f000001) &&
+	    (__u16)ctx->user_port == o->resolver_port) {
+		ctx->user_ip6[0] = o->addr[0];
+		ctx->user_ip6[1] = o->addr[1];
+		ctx->user_ip6[2] = o->addr[2];
+		ctx->user_ip6[3] = o->addr[3];
+		ctx->user_port = o->port;
+	}
+	return 1;
+}
+
+SEC("cgroup/recvmsg4")
+int wd_recvmsg4(struct bpf_sock_addr *ctx)
+{
+	return show_orig4(ctx);
+}
+
+SEC("cgroup/recvmsg6")
+int wd_recvmsg6(struct bpf_sock_addr *ctx)
+{
+	return show_orig6(ctx);
+}
+
+SEC("cgroup/getpeername4")
+int wd_getpeername4(struct bpf_sock_addr *ctx)
+{
+	return show_orig4(ctx);
+}
+
+SEC("cgroup/getpeername6")
+int wd_getpeername6(struct bpf_sock_addr *ctx)
+{
+	return show_orig6(ctx);
 }
 
 SEC("cgroup/connect4")

@@ -26,6 +26,9 @@
 #define WD_POL_EGRESS	(1u << 1) /* egress allow-list in wd_egress_rules */
 #define WD_POL_FAMILIES (1u << 2) /* socket families held to families_mask */
 #define WD_POL_LISTEN	(1u << 3) /* network.listen: bind4/6 allow any port */
+/* names in network.allow: every connect/sendmsg to port 53 (any address)
+ * goes to the call's resolver, 127.0.0.1:dns_port (enforce/resolver.h) */
+#define WD_POL_DNS (1u << 4)
 
 /* Value of wd_policy (key: __u64 cgroup id). A missing entry for a cgroup a
  * program is attached to means deny (fail closed). */
@@ -33,7 +36,9 @@ struct wd_call_policy {
 	__u32 flags;	     /* WD_POL_* */
 	__u32 n_rules;	     /* egress rules loaded (informational) */
 	__u64 families_mask; /* bit n set = AF n allowed (AF_MAX < 64) */
-	__u64 reserved[4];   /* zero; for the LSM engineer (file/exec policy) */
+	__u64 reserved[3];   /* zero; [0], [1]: the LSM's (lsm_policy.h) */
+	__u16 dns_port;	     /* network order; the resolver's (WD_POL_DNS) */
+	__u16 pad16[3];
 };
 
 /* Key of wd_egress_rules, an LPM trie. The matched bits are, in order:
@@ -81,6 +86,8 @@ enum wd_loss_idx {
 _Static_assert(sizeof(struct wd_call_policy) == 48, "wd_call_policy size");
 _Static_assert(__builtin_offsetof(struct wd_call_policy, families_mask) == 8,
 	       "wd_call_policy.families_mask");
+_Static_assert(__builtin_offsetof(struct wd_call_policy, dns_port) == 40,
+	       "wd_call_policy.dns_port");
 _Static_assert(sizeof(struct wd_egress_key) == 32, "wd_egress_key size");
 _Static_assert(__builtin_offsetof(struct wd_egress_key, cgid_lo) == 4,
 	       "LPM data must start right after prefixlen");

@@ -2,6 +2,7 @@
  *             -- CMD [ARG...]
  * Run one command as a tool call under the manifest's sandbox; no daemon.
  * Exit code: the command's; 124 timeout; 125 sandbox error. */
+#include "enforce/resolver.h"
 #include "cli/cli.h"
 #include "common/log.h"
 #include "enforce/egress.h"
@@ -15,36 +16,41 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: warden exec --policy FILE [--json] [--stdin FILE|-]\n"
-		"                   [--uid UID --gid GID] -- CMD [ARG...]\n"
-		"Run CMD as one tool call under the manifest's sandbox (tier "
-		"from the manifest).\n"
-		"Exit code: CMD's own; 124 on timeout; 125 if the sandbox "
-		"could not be set up\n"
-		"(a constraint that cannot be enforced here refuses the "
-		"call); 137 (status oom)\n"
-		"when the call reached its memory_mb.\n"
-		"  --json        print {status, exit_code, stdout, stderr, "
-		"truncated, denials[],\n"
-		"                tier, duration_ms, enforcement{}, run_as_uid, "
-		"run_as_gid}\n"
-		"  --stdin FILE  feed FILE (or - for our stdin) to the tool\n"
-		"  --uid/--gid   the calling user (default: the caller): owner "
-		"of the files the\n"
-		"                call leaves in its write paths (a root "
-		"caller's go to each\n"
-		"                path's owner)\n"
-		"The tool runs as a uid/gid of the call's own, from "
-		"$WARDEN_UID_RANGE\n"
-		"(FIRST-LAST, default 2000000000-2000004095); every uid of "
-		"it in use: refused.\n"
-		"CMD with a '/' is taken relative to the current directory, "
-		"a bare name is\n"
-		"looked up in $PATH; the file it names (symlinks resolved) "
-		"must be listed,\n"
-		"or be under a directory listed, in the manifest's "
-		"filesystem.exec.\n");
+	fprintf(
+	    f, "usage: warden exec --policy FILE [--json] [--stdin FILE|-]\n"
+	       "                   [--uid UID --gid GID] [--dns-upstream "
+	       "ADDR:PORT] -- CMD [ARG...]\n"
+	       "Run CMD as one tool call under the manifest's sandbox (tier "
+	       "from the manifest).\n"
+	       "Exit code: CMD's own; 124 on timeout; 125 if the sandbox "
+	       "could not be set up\n"
+	       "(a constraint that cannot be enforced here refuses the "
+	       "call); 137 (status oom)\n"
+	       "when the call reached its memory_mb.\n"
+	       "  --json        print {status, exit_code, stdout, stderr, "
+	       "truncated, denials[],\n"
+	       "                tier, duration_ms, enforcement{}, run_as_uid, "
+	       "run_as_gid}\n"
+	       "  --stdin FILE  feed FILE (or - for our stdin) to the tool\n"
+	       "  --uid/--gid   the calling user (default: the caller): owner "
+	       "of the files the\n"
+	       "                call leaves in its write paths (a root "
+	       "caller's go to each\n"
+	       "                path's owner)\n"
+	       "  --dns-upstream ADDR:PORT  where the call's resolver looks "
+	       "up the names of\n"
+	       "                network.allow (IPv4; default: /etc/hosts, then "
+	       "the node's resolver)\n"
+	       "The tool runs as a uid/gid of the call's own, from "
+	       "$WARDEN_UID_RANGE\n"
+	       "(FIRST-LAST, default 2000000000-2000004095); every uid of "
+	       "it in use: refused.\n"
+	       "CMD with a '/' is taken relative to the current directory, "
+	       "a bare name is\n"
+	       "looked up in $PATH; the file it names (symlinks resolved) "
+	       "must be listed,\n"
+	       "or be under a directory listed, in the manifest's "
+	       "filesystem.exec.\n");
 }
 
 static void print_denial(const struct wd_event *e)
@@ -130,6 +136,7 @@ static int verb_exec(int argc, char **argv)
 	    {"stdin", required_argument, 0, 's'},
 	    {"uid", required_argument, 0, 'u'},
 	    {"gid", required_argument, 0, 'g'},
+	    {"dns-upstream", required_argument, 0, 'D'},
 	    {"help", no_argument, 0, 'h'},
 	    {0, 0, 0, 0}};
 	const char *policy = NULL, *stdin_file = NULL;
@@ -141,8 +148,21 @@ static int verb_exec(int argc, char **argv)
 	 * CMD's own (`warden exec --policy F -- python3 -c ...`: that -c, or
 	 * a --json, must never be read as ours). CMD starts after `--` or at
 	 * the first argument that is not an option. */
-	while ((c = getopt_long(argc, argv, "+p:js:u:g:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+p:js:u:g:D:h", opts, NULL)) !=
+	       -1) {
 		switch (c) {
+		case 'D': {
+			struct wd_dns_upstream up = {0};
+			struct wd_err de = {0};
+			if (wd_dns_upstream_parse(optarg, &up, &de) < 0) {
+				fprintf(stderr,
+					"warden exec: --dns-upstream: %s\n",
+					de.msg);
+				return WD_EXIT_USAGE;
+			}
+			wd_resolver_set_upstream(&up);
+			break;
+		}
 		case 'p':
 			policy = optarg;
 			break;

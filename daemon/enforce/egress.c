@@ -429,60 +429,132 @@ static int add_key(struct wd_egress *e, struct wd_egress_call *c,
 	return 0;
 }
 
+/* A name (needs_resolve) adds nothing here: the call's resolver pins the
+ * addresses it answers for it (wd_egress_answer), and only those. */
 static int add_rule(struct wd_egress *e, struct wd_egress_call *c,
 		    const struct wd_net_rule *r, uint32_t idx,
 		    struct wd_err *err)
 {
 	struct wd_egress_key k;
-	if (!r->needs_resolve) {
-		if (r->prefix > 128)
-			return wd_err_set(err, -EINVAL,
-					  "egress: rule '%s': prefix %u > 128",
-					  r->text, r->prefix);
-		key_for(&k, c->cgid, r->addr, r->prefix, r->port);
-		return add_key(e, c, &k, idx, err, r->text);
-	}
-	struct addrinfo hints = {.ai_family = AF_UNSPEC,
-				 .ai_socktype = SOCK_STREAM};
-	struct addrinfo *res = NULL;
-	int g = getaddrinfo(r->host, NULL, &hints, &res);
-	if (g || !res)
-		return wd_err_set(err, -EHOSTUNREACH,
-				  "egress: rule '%s': cannot resolve '%s': %s "
-				  "(refusing the call: fail closed)",
-				  r->text, r->host, gai_strerror(g));
+	if (r->needs_resolve)
+		return 0;
+	if (r->prefix > 128)
+		return wd_err_set(err, -EINVAL,
+				  "egress: rule '%s': prefix %u > 128", r->text,
+				  r->prefix);
+	key_for(&k, c->cgid, r->addr, r->prefix, r->port);
+	return add_key(e, c, &k, idx, err, r->text);
+}
+
+static struct wd_egress_call *call_of(struct wd_egress *e, uint64_t cgid)
+{
+	for (struct wd_egress_call *c = e->calls; c; c = c->next)
+		if (c->cgid == cgid)
+			return c;
+	return NULL;
+}
+
+int wd_egress_dns(struct wd_egress *e, uint64_t cgid, uint16_t port,
+		  struct wd_err *err)
+{
 	int rc = 0;
-	for (struct addrinfo *ai = res; ai && !rc; ai = ai->ai_next) {
-		uint8_t a[16] = {0};
-		int prefix;
-		if (ai->ai_family == AF_INET) {
-			a[10] = a[11] = 0xff;
-			memcpy(a + 12,
-			       &((struct sockaddr_in *)ai->ai_addr)->sin_addr,
-			       4);
-			prefix = 128;
-		} else if (ai->ai_family == AF_INET6) {
-			memcpy(a,
-			       &((struct sockaddr_in6 *)ai->ai_addr)->sin6_addr,
-			       16);
-			prefix = 128;
-		} else {
-			continue;
-		}
-		key_for(&k, c->cgid, a, prefix, r->port);
-		rc = add_key(e, c, &k, idx, err, r->text);
+	pthread_mutex_lock(&e->lock);
+	struct wd_egress_call *c = call_of(e, cgid);
+	struct wd_call_policy pol;
+	if (!c) {
+		rc =
+		    wd_err_set(err, -ENOENT, "egress: cgroup %llu not attached",
+			       (unsigned long long)cgid);
+		goto out;
 	}
-	freeaddrinfo(res);
+	if (bpf_map_lookup_elem(e->policy_fd, &cgid, &pol)) {
+		rc = -errno;
+		wd_err_set(err, rc, "map 'wd_policy': cgroup %llu: %s",
+			   (unsigned long long)cgid, strerror(-rc));
+		goto out;
+	}
+	/* the programs that show the asked-for address back first: once
+	 * the policy says DNS, connects to port 53 are redirected */
+	for (int i = WD_EG_FIRST_DNS; i < WD_EG_NPROG; i++) {
+		if (e->prog_fd[i] < 0) {
+			rc = wd_err_set(err, -ENOTSUP,
+					"egress: names in network.allow need "
+					"program '%s', not loaded",
+					wd_eg_prog_names[i]);
+			goto out;
+		}
+		if (bpf_prog_attach(e->prog_fd[i], c->cgfd, wd_eg_prog_at[i],
+				    BPF_F_ALLOW_MULTI)) {
+			rc = -errno;
+			wd_err_set(err, rc,
+				   "egress: attach '%s' to cgroup %llu: %s",
+				   wd_eg_prog_names[i],
+				   (unsigned long long)cgid, strerror(-rc));
+			goto out;
+		}
+		c->attached |= 1u << i;
+	}
+	pol.flags |= WD_POL_DNS;
+	pol.dns_port = htons(port);
+	if (bpf_map_update_elem(e->policy_fd, &cgid, &pol, BPF_EXIST)) {
+		rc = -errno;
+		wd_err_set(err, rc, "map 'wd_policy': cgroup %llu: %s",
+			   (unsigned long long)cgid, strerror(-rc));
+	}
+out:
+	pthread_mutex_unlock(&e->lock);
+	return rc;
+}
+
+int wd_egress_answer(struct wd_egress *e, uint64_t cgid, const uint8_t addr[16],
+		     uint16_t port, bool add)
+{
+	struct wd_egress_key k;
+	int rc = 0;
+	pthread_mutex_lock(&e->lock);
+	struct wd_egress_call *c = call_of(e, cgid);
+	if (!c) {
+		rc = -ENOENT;
+		goto out;
+	}
+	key_for(&k, cgid, addr, 128, port);
+	/* a key a rule of the manifest put there stays the rule's */
+	for (int i = 0; i < c->n_keys; i++)
+		if (!memcmp(&c->keys[i], &k, sizeof(k)))
+			goto out;
+	int at = -1;
+	for (int i = 0; i < c->n_dkeys && at < 0; i++)
+		if (!memcmp(&c->dkeys[i], &k, sizeof(k)))
+			at = i;
+	if (add && at < 0) {
+		struct wd_egress_val v = {.rule = UINT32_MAX};
+		if (bpf_map_update_elem(e->rules_fd, &k, &v, BPF_ANY)) {
+			rc = -errno;
+			goto out;
+		}
+		c->dkeys =
+		    wd_realloc(c->dkeys, (c->n_dkeys + 1) * sizeof(*c->dkeys));
+		c->dkeys[c->n_dkeys++] = k;
+	} else if (!add && at >= 0) {
+		bpf_map_delete_elem(e->rules_fd, &k);
+		c->dkeys[at] = c->dkeys[--c->n_dkeys];
+	}
+out:
+	pthread_mutex_unlock(&e->lock);
 	return rc;
 }
 
 const char *const wd_eg_prog_names[WD_EG_NPROG] = {
-    "wd_connect4",     "wd_connect6",	  "wd_sendmsg4", "wd_sendmsg6",
-    "wd_connect_unix", "wd_sendmsg_unix", "wd_bind4",	 "wd_bind6"};
+    "wd_connect4",     "wd_connect6",	  "wd_sendmsg4",     "wd_sendmsg6",
+    "wd_connect_unix", "wd_sendmsg_unix", "wd_bind4",	     "wd_bind6",
+    "wd_recvmsg4",     "wd_recvmsg6",	  "wd_getpeername4", "wd_getpeername6"};
 const enum bpf_attach_type wd_eg_prog_at[WD_EG_NPROG] = {
-    BPF_CGROUP_INET4_CONNECT, BPF_CGROUP_INET6_CONNECT, BPF_CGROUP_UDP4_SENDMSG,
-    BPF_CGROUP_UDP6_SENDMSG,  WD_ATTACH_UNIX_CONNECT,	WD_ATTACH_UNIX_SENDMSG,
-    BPF_CGROUP_INET4_BIND,    BPF_CGROUP_INET6_BIND};
+    BPF_CGROUP_INET4_CONNECT,	  BPF_CGROUP_INET6_CONNECT,
+    BPF_CGROUP_UDP4_SENDMSG,	  BPF_CGROUP_UDP6_SENDMSG,
+    WD_ATTACH_UNIX_CONNECT,	  WD_ATTACH_UNIX_SENDMSG,
+    BPF_CGROUP_INET4_BIND,	  BPF_CGROUP_INET6_BIND,
+    BPF_CGROUP_UDP4_RECVMSG,	  BPF_CGROUP_UDP6_RECVMSG,
+    BPF_CGROUP_INET4_GETPEERNAME, BPF_CGROUP_INET6_GETPEERNAME};
 const char *const wd_eg_keep_names[WD_EG_NKEEP] = {
     "wd_keep_connect4", "wd_keep_connect6", "wd_keep_sendmsg4",
     "wd_keep_sendmsg6", "wd_keep_bind4",    "wd_keep_bind6"};
@@ -498,7 +570,9 @@ void wd_egress_fds_from_skel(struct wd_egress *e)
 	    k->progs.wd_connect4,     k->progs.wd_connect6,
 	    k->progs.wd_sendmsg4,     k->progs.wd_sendmsg6,
 	    k->progs.wd_connect_unix, k->progs.wd_sendmsg_unix,
-	    k->progs.wd_bind4,	      k->progs.wd_bind6};
+	    k->progs.wd_bind4,	      k->progs.wd_bind6,
+	    k->progs.wd_recvmsg4,     k->progs.wd_recvmsg6,
+	    k->progs.wd_getpeername4, k->progs.wd_getpeername6};
 	struct bpf_program *q[WD_EG_NKEEP] = {
 	    k->progs.wd_keep_connect4, k->progs.wd_keep_connect6,
 	    k->progs.wd_keep_sendmsg4, k->progs.wd_keep_sendmsg6,
@@ -534,6 +608,11 @@ static void call_free_maps(struct wd_egress *e, struct wd_egress_call *c)
 		bpf_map_delete_elem(e->rules_fd, &c->keys[i]);
 	for (int i = 0; i < c->n_ukeys; i++)
 		bpf_map_delete_elem(e->unix_fd, &c->ukeys[i]);
+	for (int i = 0; i < c->n_dkeys; i++)
+		bpf_map_delete_elem(e->rules_fd, &c->dkeys[i]);
+	free(c->dkeys);
+	c->dkeys = NULL;
+	c->n_dkeys = 0;
 	free(c->ukeys);
 	c->ukeys = NULL;
 	c->n_ukeys = 0;
@@ -603,7 +682,7 @@ int wd_egress_attach(struct wd_egress *e, int cgroup_fd, uint64_t cgid,
 			   (unsigned long long)cgid, strerror(-rc));
 		goto fail;
 	}
-	for (int i = 0; i < WD_EG_NPROG; i++) {
+	for (int i = 0; i < WD_EG_FIRST_DNS; i++) {
 		if (e->prog_fd[i] < 0)
 			continue;
 		/* ALLOW_MULTI: the keep-warm programs above run too, and

@@ -200,4 +200,15 @@ int wd_kevent_to_event(const void *data, size_t size, int64_t boot_to_wall_ns,
 
 void wd_egress_close(struct wd_egress *e);
 
+/* Names in network.allow: the call's DNS (port 53, any address) goes to
+ * 127.0.0.1:port, its resolver (enforce/resolver.h); attaches the
+ * programs that show the asked-for address back. 0 / -errno. */
+int wd_egress_dns(struct wd_egress *e, uint64_t cgid, uint16_t port,
+		  struct wd_err *err);
+/* Allow (add) or stop allowing a connect of the call to addr:port (0 =
+ * any): an address its resolver answered, for the answer's TTL. A key of
+ * the manifest's own rules is left alone. 0 / -errno. */
+int wd_egress_answer(struct wd_egress *e, uint64_t cgid, const uint8_t addr[16],
+		     uint16_t port, bool add);
+
 #endif

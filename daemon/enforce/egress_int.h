@@ -17,8 +17,11 @@
 
 /* The call's programs: the four inet ones, the two unix ones, then
  * bind4 and bind6. */
-#define WD_EG_NPROG 8
-#define WD_EG_NKEEP 6 /* keep-warm programs: inet connect/sendmsg, bind */
+#define WD_EG_NPROG 12
+/* from here on: the DNS programs, attached to a call whose allow-list
+ * names hosts only (wd_egress_dns) */
+#define WD_EG_FIRST_DNS 8
+#define WD_EG_NKEEP	6 /* keep-warm programs: inet connect/sendmsg, bind */
 
 struct wd_egress_call {
 	uint64_t cgid;
@@ -34,6 +37,10 @@ struct wd_egress_call {
 	int n_keys;
 	struct wd_unix_key *ukeys; /* unix path rules, for detach */
 	int n_ukeys;
+	/* addresses the call's resolver answered (wd_egress_answer): not
+	 * in keys, removed when their TTL ends or at detach */
+	struct wd_egress_key *dkeys;
+	int n_dkeys;
 	struct wd_egress_call *next;
 };
 

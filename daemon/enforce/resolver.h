@@ -25,6 +25,9 @@ struct wd_resolver_opts {
 	const struct wd_net_rule *priv; /* network.allow_private (copied) */
 	int npriv;
 	struct wd_dns_upstream up; /* copied (hosts_path too) */
+	/* mode: audit: what enforce would refuse is answered (from
+	 * upstream) and recorded as audited */
+	bool audit;
 	/* add (true) or remove an allow-map entry for addr:port (port 0 =
 	 * any) of the call; 0 / -errno. Called from the resolver's thread. */
 	int (*pin)(void *arg, const uint8_t addr[16], uint16_t port, bool add);
@@ -32,6 +35,12 @@ struct wd_resolver_opts {
 	uint64_t cgroup_id; /* put in the events */
 	uint32_t uid;
 };
+
+/* Where every call's resolver looks names up (wardend --dns-upstream,
+ * warden exec --dns-upstream): set once at start; the default is
+ * /etc/hosts, then the node's resolver. */
+void wd_resolver_set_upstream(const struct wd_dns_upstream *u);
+void wd_resolver_upstream(struct wd_dns_upstream *u);
 
 int wd_resolver_start(const struct wd_resolver_opts *o,
 		      struct wd_resolver **out, struct wd_err *err);

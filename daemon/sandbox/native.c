@@ -142,6 +142,40 @@ static void teardown_run(void *arg)
 	free(t);
 }
 
+static int resolver_pin(void *arg, const uint8_t addr[16], uint16_t port,
+			bool add)
+{
+	struct launch *l = arg;
+	return wd_egress_answer(l->rpin.eg, l->rpin.cgid, addr, port, add);
+}
+
+/* The call's resolver when its allow-list names a host (else nothing). */
+static int start_resolver(struct launch *l, struct wd_egress *eg, uint64_t cgid,
+			  const struct wd_manifest *m, struct wd_err *err)
+{
+	bool names = false;
+	for (int i = 0; i < m->n_net_allow; i++)
+		names |= m->net_allow[i].needs_resolve;
+	if (!names)
+		return 0;
+	l->rpin.eg = eg;
+	l->rpin.cgid = cgid;
+	struct wd_resolver_opts ro = {.rules = m->net_allow,
+				      .n = m->n_net_allow,
+				      .priv = m->net_private,
+				      .npriv = m->n_net_private,
+				      .audit = m->mode == WD_MODE_AUDIT,
+				      .pin = resolver_pin,
+				      .pin_arg = l,
+				      .cgroup_id = cgid,
+				      .uid = l->uid};
+	wd_resolver_upstream(&ro.up);
+	int r = wd_resolver_start(&ro, &l->resolver, err);
+	if (r < 0)
+		return r;
+	return wd_egress_dns(eg, cgid, wd_resolver_port(l->resolver), err);
+}
+
 static int native_run(const struct wd_call *call, struct wd_result *res,
 		      struct wd_err *err)
 {
@@ -343,6 +377,10 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 		goto out;
 	wd_bpf_route_add(&route, cg.v2_id);
 	routed = true;
+	/* names in network.allow: the call's own resolver, where the
+	 * programs send its DNS; what it answers is pinned for the TTL */
+	if ((r = start_resolver(&l, eg, cg.v2_id, m, err)) < 0)
+		goto out;
 
 	/* BPF LSM where the kernel runs it; `require: [bpf_lsm]` refuses the
 	 * call without it. */
@@ -501,6 +539,9 @@ out:
 				l.id);
 		}
 	}
+	/* no process of the call is left to ask it: its pins go */
+	wd_resolver_stop(l.resolver);
+	l.resolver = NULL;
 	for (size_t i = 0; i < WD_ARRAY_SIZE(fds); i++)
 		closep2(fds[i]);
 	struct teardown *td = wd_calloc(1, sizeof(*td));

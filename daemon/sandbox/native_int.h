@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
+#include "enforce/resolver.h"
 #include "enforce/landlock.h"
 #include "enforce/lsm.h"
 #include "enforce/seccomp.h"
@@ -80,6 +81,13 @@ struct launch {
 	struct wd_landlock_audit *lla; /* Landlock denials, or NULL */
 	uint64_t cgid;
 	struct wd_cgroup *cg;
+	/* names in network.allow: the call's resolver (enforce/resolver.h)
+	 * and what its pins go through */
+	struct wd_resolver *resolver;
+	struct {
+		struct wd_egress *eg;
+		uint64_t cgid;
+	} rpin;
 	int errp[2]; /* child → parent: setup error text (CLOEXEC) */
 	int sock[2]; /* child → parent: seccomp listener fd */
 	int in[2], out[2], err[2];

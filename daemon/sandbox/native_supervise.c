@@ -18,6 +18,7 @@
 #include "sandbox/mounts.h"
 #include "sandbox/plancache.h"
 #include "sandbox/reaper.h"
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/capability.h>
@@ -69,7 +70,43 @@ struct collect {
 	uint64_t cgid;
 	uint64_t domains[8]; /* Landlock domains seen to be the call's */
 	int n_domains;
+	struct wd_resolver *resolver; /* names in network.allow, or NULL */
 };
+
+/* "10.1.2.3:9200" -> "search-svc.internal:9200 (10.1.2.3)" when the
+ * call's resolver answered that address for the name: a denial of a
+ * connect to a resolved name names it (the port is another than its
+ * rule's, or the answer's TTL ran out). */
+static void name_target(struct collect *c, struct wd_event *e)
+{
+	if (!c->resolver ||
+	    (e->source != WD_SRC_BPF && e->source != WD_SRC_LSM))
+		return;
+	char host[64];
+	const char *t = e->target, *colon = strrchr(t, ':');
+	if (!colon || colon == t)
+		return;
+	size_t hl = (size_t)(colon - t);
+	if (t[0] == '[' && hl >= 2 && t[hl - 1] == ']') {
+		t++;
+		hl -= 2;
+	}
+	if (hl >= sizeof(host))
+		return;
+	memcpy(host, t, hl);
+	host[hl] = 0;
+	uint8_t a[16] = {0};
+	if (inet_pton(AF_INET, host, a + 12) == 1)
+		a[10] = a[11] = 0xff;
+	else if (inet_pton(AF_INET6, host, a) != 1)
+		return;
+	char name[254];
+	if (!wd_resolver_name_of(c->resolver, a, name, sizeof(name)))
+		return;
+	char nt[sizeof(e->target)];
+	snprintf(nt, sizeof(nt), "%s%s (%s)", name, colon, host);
+	wd_strlcpy(e->target, nt, sizeof(e->target));
+}
 
 /* A Landlock audit record belongs to this call if its domain was already
  * seen as ours, or its pid is (still) in the call's cgroup. Records of
@@ -104,6 +141,7 @@ static void on_event(const struct wd_event *ev, void *arg)
 	struct collect *c = arg;
 	struct wd_event e = *ev;
 	wd_strlcpy(e.call_id, c->res->call_id, sizeof(e.call_id));
+	name_target(c, &e);
 	wd_result_add_denial(c->res, &e);
 	if (c->call->on_event)
 		c->call->on_event(&e, c->call->on_event_arg);
@@ -115,6 +153,20 @@ static void drain_bpf(struct wd_egress *eg, struct wd_bpf_route *rt,
 		      struct collect *c)
 {
 	wd_bpf_route_drain(eg, rt, on_event, c);
+}
+
+/* The call's resolver's denials (names refused, answers withheld). */
+static void drain_resolver(struct collect *c)
+{
+	if (!c->resolver)
+		return;
+	struct wd_event ev[32];
+	int k;
+	while ((k = wd_resolver_take(c->resolver, ev, 32)) > 0)
+		for (int i = 0; i < k; i++) {
+			ev[i].pid = 0;
+			on_event(&ev[i], c);
+		}
 }
 
 static void on_landlock(const struct wd_event *ev, void *arg)
@@ -141,7 +193,8 @@ int wd_native_supervise(struct launch *l, pid_t child, struct wd_cgroup *cg,
 			      /* T: tier 1, or tier 2's G1 as our child */
 			      .tpid = l->tier == 1 || l->vm_child ? child : 0,
 			      .lla = lla,
-			      .cgid = cg->v2_id};
+			      .cgid = cg->v2_id,
+			      .resolver = l->resolver};
 	const struct wd_manifest *m = l->m;
 	size_t cap =
 	    m->output_max_bytes ? m->output_max_bytes : WD_DEFAULT_OUTPUT_MAX;
@@ -167,9 +220,10 @@ int wd_native_supervise(struct launch *l, pid_t child, struct wd_cgroup *cg,
 		fcntl(l->in[1], F_SETFL, O_NONBLOCK);
 	}
 	for (;;) {
-		struct pollfd p[9];
+		struct pollfd p[10];
 		int n = 0, i_out = -1, i_err = -1, i_in = -1, i_pid = -1,
-		    i_sock = -1, i_not = -1, i_ep = -1, i_bpf = -1, i_ll = -1;
+		    i_sock = -1, i_not = -1, i_ep = -1, i_bpf = -1, i_ll = -1,
+		    i_dns = -1;
 		if (l->out[0] >= 0)
 			p[i_out = n++] = (struct pollfd){l->out[0], POLLIN, 0};
 		if (l->err[0] >= 0)
@@ -192,6 +246,9 @@ int wd_native_supervise(struct launch *l, pid_t child, struct wd_cgroup *cg,
 		if (lla)
 			p[i_ll = n++] = (struct pollfd){
 			    wd_landlock_audit_fd(lla), POLLIN, 0};
+		if (col.resolver)
+			p[i_dns = n++] = (struct pollfd){
+			    wd_resolver_events_fd(col.resolver), POLLIN, 0};
 		/* Done when the child is gone and every writer closed. */
 		if (exited && l->out[0] < 0 && l->err[0] < 0)
 			break;
@@ -292,6 +349,8 @@ int wd_native_supervise(struct launch *l, pid_t child, struct wd_cgroup *cg,
 			drain_bpf(eg, rt, &col);
 		if (i_ll >= 0 && p[i_ll].revents)
 			wd_landlock_audit_read(lla, on_landlock, &col);
+		if (i_dns >= 0 && p[i_dns].revents)
+			drain_resolver(&col);
 		if (i_pid >= 0 && p[i_pid].revents) {
 			while (waitpid(child, &status, 0) < 0 && errno == EINTR)
 				;
@@ -309,6 +368,7 @@ int wd_native_supervise(struct launch *l, pid_t child, struct wd_cgroup *cg,
 	}
 	if (eg)
 		drain_bpf(eg, rt, &col);
+	drain_resolver(&col);
 	if (lla) {
 		/* kauditd delivers records asynchronously. Once no process of
 		 * the call is left, a barrier record tells us when all of its

@@ -13,6 +13,7 @@
 
 #include "common/log.h"
 #include "enforce/egress.h"
+#include "enforce/resolver.h"
 #include "policy/daemon_config.h"
 #include "sandbox/sandbox.h"
 #include "sandbox/uidpool.h"
@@ -26,52 +27,57 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: wardend [--state DIR] [--policy DIR] [--socket PATH] "
-		"[--metrics ADDR:PORT]\n"
-		"               [--workers N] [--approval-ttl SECONDS] "
-		"[--webhook URL] [--warm-pool N] [--otlp URL] [--log-json] "
-		"[-v]\n"
-		"               [--alert-webhook URL] [--alertmanager URL] "
-		"[--alert-window SECONDS]\n"
-		"               [--event-ring-bytes BYTES]\n"
-		"  --alert-webhook URL  POST a JSON document per denial spike "
-		"or event loss\n"
-		"  --alertmanager URL   send them to Alertmanager's v2 API "
-		"(URL/api/v2/alerts):\n"
-		"                  repeated while firing, endsAt when they "
-		"end\n"
-		"  --alert-window SECONDS  the spike detector's short window "
-		"(default 60; the\n"
-		"                  baseline window is 60 of them)\n"
-		"  --event-ring-bytes BYTES  size of the kernel's denial event "
-		"ring buffer (default\n"
-		"                  %u: ~43k denials in flight): a power of two "
-		"and a multiple of\n"
-		"                  the page size, from %ld to %u. A flood "
-		"beyond it is counted\n"
-		"                  (warden_denial_events_lost_total"
-		"{reason=\"bpf_ringbuf\"}), never allowed\n"
-		"  --warm-pool N   keep N tier-3 sandboxes ready per tool call "
-		"shape (0: cold starts;\n"
-		"                  overrides warm_pool.size of daemon.yaml)\n"
-		"  --otlp URL      export GenAI spans to this OTLP/HTTP "
-		"collector (overrides\n"
-		"                  trace.otlp.endpoint of daemon.yaml)\n"
-		"  --state DIR     trace store and run state (default "
-		"$WARDEN_STATE or %s)\n"
-		"  --policy DIR    tools/, agents/, users.yaml, gateway.yaml, "
-		"daemon.yaml\n"
-		"                  (default %s)\n"
-		"  --socket PATH   API socket (default $WARDEN_SOCKET or %s)\n"
-		"  --metrics ADDR  also serve /metrics over TCP (e.g. "
-		"127.0.0.1:9464)\n"
-		"SIGHUP reloads the policy (daemon.yaml is checked; its "
-		"settings apply at\nthe next start); SIGTERM stops the "
-		"daemon.\n",
-		WD_EGRESS_RING_DEFAULT, sysconf(_SC_PAGESIZE),
-		WD_EGRESS_RING_MAX, DEFAULT_STATE, DEFAULT_POLICY,
-		"/run/warden/wardend.sock");
+	fprintf(
+	    f,
+	    "usage: wardend [--state DIR] [--policy DIR] [--socket PATH] "
+	    "[--metrics ADDR:PORT]\n"
+	    "               [--workers N] [--approval-ttl SECONDS] "
+	    "[--webhook URL] [--warm-pool N] [--otlp URL] [--log-json] "
+	    "[-v]\n"
+	    "               [--alert-webhook URL] [--alertmanager URL] "
+	    "[--alert-window SECONDS]\n"
+	    "               [--event-ring-bytes BYTES] [--dns-upstream "
+	    "ADDR:PORT]\n"
+	    "  --dns-upstream ADDR:PORT  where calls' resolvers look up "
+	    "the names of\n"
+	    "                  network.allow (IPv4; default: /etc/hosts, then "
+	    "the node's resolver)\n"
+	    "  --alert-webhook URL  POST a JSON document per denial spike "
+	    "or event loss\n"
+	    "  --alertmanager URL   send them to Alertmanager's v2 API "
+	    "(URL/api/v2/alerts):\n"
+	    "                  repeated while firing, endsAt when they "
+	    "end\n"
+	    "  --alert-window SECONDS  the spike detector's short window "
+	    "(default 60; the\n"
+	    "                  baseline window is 60 of them)\n"
+	    "  --event-ring-bytes BYTES  size of the kernel's denial event "
+	    "ring buffer (default\n"
+	    "                  %u: ~43k denials in flight): a power of two "
+	    "and a multiple of\n"
+	    "                  the page size, from %ld to %u. A flood "
+	    "beyond it is counted\n"
+	    "                  (warden_denial_events_lost_total"
+	    "{reason=\"bpf_ringbuf\"}), never allowed\n"
+	    "  --warm-pool N   keep N tier-3 sandboxes ready per tool call "
+	    "shape (0: cold starts;\n"
+	    "                  overrides warm_pool.size of daemon.yaml)\n"
+	    "  --otlp URL      export GenAI spans to this OTLP/HTTP "
+	    "collector (overrides\n"
+	    "                  trace.otlp.endpoint of daemon.yaml)\n"
+	    "  --state DIR     trace store and run state (default "
+	    "$WARDEN_STATE or %s)\n"
+	    "  --policy DIR    tools/, agents/, users.yaml, gateway.yaml, "
+	    "daemon.yaml\n"
+	    "                  (default %s)\n"
+	    "  --socket PATH   API socket (default $WARDEN_SOCKET or %s)\n"
+	    "  --metrics ADDR  also serve /metrics over TCP (e.g. "
+	    "127.0.0.1:9464)\n"
+	    "SIGHUP reloads the policy (daemon.yaml is checked; its "
+	    "settings apply at\nthe next start); SIGTERM stops the "
+	    "daemon.\n",
+	    WD_EGRESS_RING_DEFAULT, sysconf(_SC_PAGESIZE), WD_EGRESS_RING_MAX,
+	    DEFAULT_STATE, DEFAULT_POLICY, "/run/warden/wardend.sock");
 }
 
 /* After a reload: which daemon.yaml settings now differ from the running
@@ -135,6 +141,7 @@ int main(int argc, char **argv)
 	    {"warm-pool", required_argument, 0, 'P'},
 	    {"otlp", required_argument, 0, 'O'},
 	    {"event-ring-bytes", required_argument, 0, 'R'},
+	    {"dns-upstream", required_argument, 0, 'D'},
 	    {"help", no_argument, 0, 'h'},
 	    {0, 0, 0, 0},
 	};
@@ -203,6 +210,17 @@ int main(int argc, char **argv)
 		case 'O':
 			otlp_url = optarg;
 			break;
+		case 'D': {
+			struct wd_dns_upstream up = {0};
+			struct wd_err de = {0};
+			if (wd_dns_upstream_parse(optarg, &up, &de) < 0) {
+				fprintf(stderr, "wardend: --dns-upstream: %s\n",
+					de.msg);
+				return 2;
+			}
+			wd_resolver_set_upstream(&up);
+			break;
+		}
 		case 'R': {
 			char *end = NULL;
 			struct wd_err re = {0};

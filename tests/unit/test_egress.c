@@ -474,27 +474,35 @@ int main(void)
 	     "audit_mode", "attach %d connect %d events %d", rc, rc2, evs.n);
 	wd_egress_detach(e, cg_id);
 
-	/* unresolvable name -> attach fails, nothing left behind */
-	struct wd_net_rule bad;
-	memset(&bad, 0, sizeof(bad));
-	bad.needs_resolve = true;
-	snprintf(bad.host, sizeof(bad.host), "no-such-host.invalid");
-	snprintf(bad.text, sizeof(bad.text), "no-such-host.invalid:443");
-	rc = wd_egress_attach(e, cgfd, cg_id, &bad, 1, false, 0, &err);
-	T_OK(rc < 0 && rules_left(e, cg_id) == 0 &&
-		 prog_count(cgfd, BPF_CGROUP_INET4_CONNECT) == 0,
-	     "unresolvable_fails_closed", "rc %d", rc);
-	/* a name that resolves (localhost, from /etc/hosts) */
-	struct wd_net_rule lh = bad;
-	snprintf(lh.host, sizeof(lh.host), "localhost");
+	/* a name adds nothing by itself: only what the call's resolver
+	 * answered (wd_egress_answer) is reachable, on the rule's port, until
+	 * the answer is withdrawn */
+	struct wd_net_rule lh;
+	memset(&lh, 0, sizeof(lh));
+	lh.needs_resolve = true;
+	snprintf(lh.host, sizeof(lh.host), "search-svc.internal");
+	snprintf(lh.text, sizeof(lh.text), "search-svc.internal:%u", P_OK);
 	lh.port = P_OK;
 	rc = wd_egress_attach(e, cgfd, cg_id, &lh, 1, false, 0, &err);
 	a.port = P_OK;
 	rc2 = run(&a);
+	/* (rules_left counts the call's policy entry too) */
+	T_OK(rc == 0 && rc2 == EPERM && rules_left(e, cg_id) == 1,
+	     "name_alone_reaches_nothing", "attach %d (%s) connect %d left %d",
+	     rc, err.msg, rc2, rules_left(e, cg_id));
+	uint8_t lo[16] = {[10] = 0xff, [11] = 0xff, [12] = 127, [15] = 1};
+	int ra = wd_egress_answer(e, cg_id, lo, P_OK, true);
+	rc2 = run(&a);
 	a.port = P_NO;
 	int rc3 = run(&a);
-	T_OK(rc == 0 && rc2 == 0 && rc3 == EPERM, "resolved_name_rule",
-	     "attach %d (%s) ok-port %d other-port %d", rc, err.msg, rc2, rc3);
+	T_OK(ra == 0 && rc2 == 0 && rc3 == EPERM, "answered_address_reached",
+	     "answer %d ok-port %d other-port %d", ra, rc2, rc3);
+	ra = wd_egress_answer(e, cg_id, lo, P_OK, false);
+	a.port = P_OK;
+	rc2 = run(&a);
+	T_OK(ra == 0 && rc2 == EPERM && rules_left(e, cg_id) == 1,
+	     "withdrawn_answer_denied", "withdraw %d connect %d", ra, rc2);
+	a.port = P_NO;
 	wd_egress_detach(e, cg_id);
 	drain(e);
 	wd_egress_close(e);

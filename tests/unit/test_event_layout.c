@@ -148,6 +148,8 @@ int main(void)
 	    F(wd_call_policy, n_rules),
 	    F(wd_call_policy, families_mask),
 	    F(wd_call_policy, reserved),
+	    F(wd_call_policy, dns_port),
+	    F(wd_call_policy, pad16),
 	};
 	check(btf, "wd_call_policy", sizeof(struct wd_call_policy), pol,
 	      (int)(sizeof(pol) / sizeof(pol[0])));
