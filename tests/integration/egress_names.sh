@@ -1,0 +1,193 @@
+#!/usr/bin/env bash
+# Egress by name (network.allow "host:port", "*.suffix:port"), held in the
+# kernel, tiers 1 and 2 with the same outcomes. The upstream is a test zone
+# on loopback (dns_lib/zone.py, `--dns-upstream`); every verdict comes from
+# outside the sandbox: listeners count what reached them, the zone logs
+# every name it was asked.
+#   - an allowed name resolves (through the node's resolver address in
+#     /etc/resolv.conf, redirected in-kernel) and its answer is reachable on
+#     the rule's port only; a denial of another port names it;
+#   - a name not allowed is NXDOMAIN, recorded (dns.name), never asked
+#     upstream;
+#   - every DNS path out: UDP and TCP 53 to the node's resolver, to
+#     127.0.0.53, to a listener of ours on 127.0.0.3:53 (it receives
+#     nothing), DoT on 853 (denied);
+#   - a name answering a loopback address is refused (dns.answer) unless
+#     network.allow_private lists the range;
+#   - the answer's TTL ending removes the address;
+#   - a one-label wildcard.
+. tests/lib.sh
+[ "$(id -u)" -eq 0 ] || { skip egress-names "needs root"; finish; }
+jq_py() { # EXPR over `d` (stdin JSON)
+	python3 -c "import json,sys
+d=json.load(sys.stdin)
+print($1)"
+}
+S=$(mktemp -d /tmp/warden-names.XXXXXX)
+PIDS=()
+cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; [ -n "${KEEP:-}" ] || rm -rf "$S"; }
+trap cleanup EXIT
+chmod 755 "$S"
+
+# the zone: svc.test -> 127.0.0.2 (TTL 3), loop.test -> 127.0.0.1,
+# a.wild.test -> 127.0.0.5, evil.test exists too (never to be asked)
+cat >"$S/zone.json" <<'Z'
+{"svc.test": [["A", "127.0.0.2", 3]], "loop.test": [["A", "127.0.0.1", 30]],
+ "a.wild.test": [["A", "127.0.0.5", 30]], "b.a.wild.test": [["A", "127.0.0.5", 30]],
+ "evil.test": [["A", "127.0.0.2", 30]]}
+Z
+python3 tests/integration/dns_lib/zone.py "$S/zone.port" "$S/zone.json" "$S/zone.log" &
+PIDS+=($!)
+# listeners outside: 127.0.0.2 on two ports, a fake resolver on
+# 127.0.0.3:53 (UDP and TCP) and DoT on 127.0.0.3:853; each logs a line per
+# packet or connection it got
+python3 - "$S" <<'PY' &
+import socket, sys, threading, os
+d = sys.argv[1]
+def tcp(addr, port, tag):
+    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind((addr, port)); s.listen(16)
+    def loop():
+        while True:
+            c, _ = s.accept(); open(d + "/hits", "a").write(tag + "\n"); c.close()
+    threading.Thread(target=loop, daemon=True).start()
+def udp(addr, port, tag):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind((addr, port))
+    def loop():
+        while True:
+            s.recvfrom(4096); open(d + "/hits", "a").write(tag + "\n")
+    threading.Thread(target=loop, daemon=True).start()
+tcp("127.0.0.2", 19200, "svc:19200"); tcp("127.0.0.2", 19201, "svc:19201")
+tcp("127.0.0.3", 53, "fake53/tcp"); udp("127.0.0.3", 53, "fake53/udp")
+tcp("127.0.0.3", 853, "dot")
+open(d + "/listen.ready", "w").write("ok")
+threading.Event().wait()
+PY
+PIDS+=($!)
+for _ in $(seq 100); do [ -s "$S/zone.port" ] && [ -f "$S/listen.ready" ] && break; sleep 0.05; done
+ZP=$(cat "$S/zone.port")
+: >"$S/hits"
+NODE_NS=$(awk '/^nameserver/{print $2; exit}' /etc/resolv.conf)
+NODE_NS=${NODE_NS:-127.0.0.53}
+
+# the tool: each probe prints one line "NAME: RESULT"
+cat >"$S/probe.py" <<'PY'
+import socket, struct, sys, time
+def q(name):
+    hdr = struct.pack(">HHHHHH", 0x1234, 0x0100, 1, 0, 0, 0)
+    body = b"".join(bytes([len(x)]) + x.encode() for x in name.split(".")) + b"\0"
+    return hdr + body + struct.pack(">HH", 1, 1)
+def rcode(msg):
+    return "rcode=%d answers=%d" % (msg[3] & 0xF, struct.unpack(">H", msg[6:8])[0])
+def udp(addr, name):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(2)
+    try:
+        s.sendto(q(name), (addr, 53)); m, peer = s.recvfrom(4096)
+        return rcode(m) + " from=%s:%d" % peer
+    except Exception as e:
+        return "error " + type(e).__name__
+def tcp(addr, name, port=53):
+    s = socket.socket(); s.settimeout(2)
+    try:
+        s.connect((addr, port)); m = q(name); s.sendall(struct.pack(">H", len(m)) + m)
+        ln = struct.unpack(">H", s.recv(2))[0]; r = s.recv(ln)
+        return rcode(r) + " peer=%s:%d" % s.getpeername()
+    except Exception as e:
+        return "error " + type(e).__name__
+def connect(addr, port):
+    s = socket.socket(); s.settimeout(2)
+    try:
+        s.connect((addr, port)); return "connected"
+    except Exception as e:
+        return "error " + type(e).__name__
+def resolve(name):
+    try:
+        return socket.getaddrinfo(name, 0, socket.AF_INET, socket.SOCK_STREAM)[0][4][0]
+    except Exception as e:
+        return "error " + type(e).__name__
+ns = sys.argv[1]
+a = resolve("svc.test"); print("resolve-svc:", a)
+print("connect-svc:", connect(a, 19200) if not a.startswith("error") else a)
+print("connect-svc-other-port:", connect("127.0.0.2", 19201))
+print("resolve-evil:", resolve("evil.test"))
+print("udp-node-evil:", udp(ns, "evil.test"))
+print("tcp-node-evil:", tcp(ns, "evil.test"))
+print("udp-53-evil:", udp("127.0.0.53", "evil.test"))
+print("udp-fake-evil:", udp("127.0.0.3", "evil.test"))
+print("tcp-fake-evil:", tcp("127.0.0.3", "evil.test"))
+print("udp-fake-svc:", udp("127.0.0.3", "svc.test"))
+print("dot:", connect("127.0.0.3", 853))
+print("resolve-loop:", resolve("loop.test"))
+print("resolve-wild:", resolve("a.wild.test"))
+print("resolve-wild-deep:", resolve("b.a.wild.test"))
+time.sleep(4.5)  # svc.test's TTL (3 s) ends
+print("connect-svc-after-ttl:", connect("127.0.0.2", 19200))
+PY
+
+for tier in 1 2; do
+	cat >"$S/t$tier.yaml" <<Y
+name: names$tier
+tier: $tier
+timeout_ms: 30000
+network: {allow: ["svc.test:19200", "loop.test:19200", "*.wild.test:19200"], allow_private: ["127.0.0.2/32", "127.0.0.5"]}
+filesystem: {read: ["/usr", "/etc", "/lib", "/lib64"], exec: ["/usr/bin"]}
+Y
+	: >"$S/hits"
+	: >"$S/zone.log"
+	out=$("$WARDEN" exec --json --dns-upstream "127.0.0.1:$ZP" --policy "$S/t$tier.yaml" \
+		-- /usr/bin/python3 -c "$(cat "$S/probe.py")" "$NODE_NS" 2>"$S/err$tier")
+	so=$(printf '%s' "$out" | jq_py 'd["stdout"]')
+	line() { printf '%s\n' "$so" | sed -n "s/^$1: //p"; }
+	expect_eq "t$tier-resolve-allowed" "$(line resolve-svc)" 127.0.0.2
+	expect_eq "t$tier-connect-allowed" "$(line connect-svc)" connected
+	expect_match "t$tier-other-port-denied" "$(line connect-svc-other-port)" 'error PermissionError'
+	expect_match "t$tier-not-allowed-nxdomain" "$(line resolve-evil)" 'error gaierror'
+	for p in udp-node-evil tcp-node-evil udp-53-evil udp-fake-evil tcp-fake-evil; do
+		expect_match "t$tier-$p-nxdomain" "$(line $p)" '^rcode=3 answers=0'
+	done
+	# the reply shows the address asked for (a stub resolver checks it)
+	expect_match "t$tier-udp-reply-from-asked" "$(line udp-fake-evil)" 'from=127\.0\.0\.3:53$'
+	expect_match "t$tier-tcp-peer-asked" "$(line tcp-fake-evil)" 'peer=127\.0\.0\.3:53$'
+	expect_match "t$tier-udp-fake-allowed-answered" "$(line udp-fake-svc)" '^rcode=0 answers=1'
+	expect_match "t$tier-dot-denied" "$(line dot)" 'error PermissionError'
+	expect_match "t$tier-loopback-answer-refused" "$(line resolve-loop)" '^error'
+	expect_eq "t$tier-wildcard-one-label" "$(line resolve-wild)" 127.0.0.5
+	expect_match "t$tier-wildcard-not-two" "$(line resolve-wild-deep)" '^error'
+	expect_match "t$tier-ttl-ends" "$(line connect-svc-after-ttl)" 'error PermissionError'
+	# outside: the listener saw exactly the allowed connect; nothing
+	# reached the fake resolver or DoT; the zone never heard evil.test
+	expect_eq "t$tier-listener-hits" "$(sort "$S/hits" | tr '\n' ' ')" "svc:19200 "
+	expect_eq "t$tier-evil-never-upstream" "$(grep -c evil "$S/zone.log")" 0
+	expect_match "t$tier-svc-upstream" "$(cat "$S/zone.log")" 'svc\.test A'
+	# the record: names refused, answers withheld, the denied port named
+	den=$(printf '%s' "$out" | jq_py '"\n".join("%s %s %s" % (x["source"], x["kind"], x["target"]) for x in d["denials"])')
+	expect_match "t$tier-denial-name" "$den" 'resolver dns.name evil.test'
+	expect_match "t$tier-denial-answer" "$den" 'resolver dns.answer loop.test \(answer 127.0.0.1 is loopback'
+	expect_match "t$tier-denial-names-target" "$den" 'bpf connect svc.test:19201 \(127.0.0.2\)'
+	expect_match "t$tier-denial-dot" "$den" 'bpf connect 127.0.0.3:853'
+done
+
+# the same name answered into a listed private range is allowed, and an IP
+# rule for the address does not list the range for a name
+cat >"$S/priv.yaml" <<Y
+name: priv
+tier: 1
+timeout_ms: 20000
+network: {allow: ["loop.test:19200", "127.0.0.9:1"], allow_private: ["127.0.0.0/8"]}
+filesystem: {read: ["/usr", "/etc", "/lib", "/lib64"], exec: ["/usr/bin"]}
+Y
+out=$("$WARDEN" exec --json --dns-upstream "127.0.0.1:$ZP" --policy "$S/priv.yaml" \
+	-- /usr/bin/python3 -c 'import socket; print(socket.getaddrinfo("loop.test", 0, socket.AF_INET)[0][4][0])' 2>/dev/null)
+expect_eq private-listed-answered "$(printf '%s' "$out" | jq_py 'd["stdout"].strip()')" 127.0.0.1
+
+# policy check names a bad wildcard and a bad range at file:line:col
+mkdir -p "$S/pol/tools"
+cat >"$S/pol/tools/bad.yaml" <<'Y'
+name: bad
+tier: 1
+network: {allow: ["*.com:443"], allow_private: ["10.0.0.0/40"]}
+Y
+out=$("$WARDEN" policy check "$S/pol" 2>&1)
+expect_match policy-wildcard-named "$out" 'bad.yaml:3:19: network.allow: .\*\.com:443.: a wildcard'
+expect_match policy-private-named "$out" 'bad.yaml:3:49: network.allow_private: .10.0.0.0/40.'
+finish
