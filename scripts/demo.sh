@@ -6,9 +6,9 @@
 # on seed 004's task as the demo user alice (uid 1000) - a tier-3 run_python
 # call, an egress the kernel refuses, an email gated on a human approval
 # given by the demo approver bob (uid 1001) - then prints the run's
-# timeline, its denials and cost, `warden status`, two `warden exec` calls
-# (one allowed, one denied), stops the daemon and says how to use a real
-# model. Needs root (the daemon sets up cgroups, BPF and namespaces).
+# timeline, its denials and cost, `warden status`, three `warden exec`
+# calls (one allowed, one denied, one reaching search-svc.internal:9200 by
+# name), stops the daemon and says how to use a real model. Needs root (the daemon sets up cgroups, BPF and namespaces).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -144,6 +144,34 @@ h "warden exec: a denied call (egress to an address the manifest does not allow)
 "$W" exec --policy "$POLICY/tools/fetch_url.yaml" --json -- /usr/bin/curl -sS \
 	--max-time 3 http://127.0.0.1:9/
 echo "exit $?"
+h "warden exec: search_internal_docs by name (search-svc.internal:9200)"
+# the search service on loopback, named in a hosts file of warden's own;
+# the call's DNS goes to its resolver in the kernel, which answers that
+# name only and opens 127.0.0.1:9200 to the call for the answer's TTL
+python3 -c '
+import http.server, json, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        q = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        body = json.dumps({"query": q.get("query"), "passages": [
+            "Averages above 50 are reported to the customer by email."]}).encode()
+        self.send_response(200); self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body))); self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a): pass
+s = http.server.HTTPServer(("127.0.0.1", 9200), H)
+open(sys.argv[1], "w").write("ready")
+s.serve_forever()' "$STATE/search.ready" &
+SEARCH=$!
+for _ in $(seq 50); do [ -s "$STATE/search.ready" ] && break; sleep 0.1; done
+echo "127.0.0.1 search-svc.internal" >"$STATE/demo-hosts"
+echo '{"query": "average above 50"}' | "$W" exec --dns-hosts "$STATE/demo-hosts" \
+	--policy "$POLICY/tools/search_internal_docs.yaml" --stdin -
+rc=$?
+echo
+echo "exit $rc"
+kill "$SEARCH" 2>/dev/null
+wait "$SEARCH" 2>/dev/null
 
 HTML="$STATE/$RUN.html"
 h "the run as one self-contained page: warden trace html --state $STATE $RUN -o $HTML"

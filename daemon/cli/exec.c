@@ -19,7 +19,8 @@ static void usage(FILE *f)
 	fprintf(
 	    f, "usage: warden exec --policy FILE [--json] [--stdin FILE|-]\n"
 	       "                   [--uid UID --gid GID] [--dns-upstream "
-	       "ADDR:PORT] -- CMD [ARG...]\n"
+	       "ADDR:PORT]\n"
+	       "                   [--dns-hosts FILE] -- CMD [ARG...]\n"
 	       "Run CMD as one tool call under the manifest's sandbox (tier "
 	       "from the manifest).\n"
 	       "Exit code: CMD's own; 124 on timeout; 125 if the sandbox "
@@ -41,6 +42,8 @@ static void usage(FILE *f)
 	       "up the names of\n"
 	       "                network.allow (IPv4; default: /etc/hosts, then "
 	       "the node's resolver)\n"
+	       "  --dns-hosts FILE  names of your own (hosts format), asked "
+	       "before the above\n"
 	       "The tool runs as a uid/gid of the call's own, from "
 	       "$WARDEN_UID_RANGE\n"
 	       "(FIRST-LAST, default 2000000000-2000004095); every uid of "
@@ -137,6 +140,7 @@ static int verb_exec(int argc, char **argv)
 	    {"uid", required_argument, 0, 'u'},
 	    {"gid", required_argument, 0, 'g'},
 	    {"dns-upstream", required_argument, 0, 'D'},
+	    {"dns-hosts", required_argument, 0, 'H'},
 	    {"help", no_argument, 0, 'h'},
 	    {0, 0, 0, 0}};
 	const char *policy = NULL, *stdin_file = NULL;
@@ -148,21 +152,38 @@ static int verb_exec(int argc, char **argv)
 	 * CMD's own (`warden exec --policy F -- python3 -c ...`: that -c, or
 	 * a --json, must never be read as ours). CMD starts after `--` or at
 	 * the first argument that is not an option. */
-	while ((c = getopt_long(argc, argv, "+p:js:u:g:D:h", opts, NULL)) !=
+	struct wd_dns_upstream dns_up = {0};
+	bool dns_set = false;
+	while ((c = getopt_long(argc, argv, "+p:js:u:g:D:H:h", opts, NULL)) !=
 	       -1) {
 		switch (c) {
 		case 'D': {
-			struct wd_dns_upstream up = {0};
 			struct wd_err de = {0};
-			if (wd_dns_upstream_parse(optarg, &up, &de) < 0) {
+			if (wd_dns_upstream_parse(optarg, &dns_up, &de) < 0) {
 				fprintf(stderr,
 					"warden exec: --dns-upstream: %s\n",
 					de.msg);
 				return WD_EXIT_USAGE;
 			}
-			wd_resolver_set_upstream(&up);
+			dns_set = true;
 			break;
 		}
+		case 'H':
+			if (access(optarg, R_OK) < 0) {
+				fprintf(stderr,
+					"warden exec: --dns-hosts %s: %s\n",
+					optarg, strerror(errno));
+				return WD_EXIT_USAGE;
+			}
+			if (strlen(optarg) >= sizeof(dns_up.zone_path)) {
+				fprintf(stderr, "warden exec: --dns-hosts: "
+						"path too long\n");
+				return WD_EXIT_USAGE;
+			}
+			wd_strlcpy(dns_up.zone_path, optarg,
+				   sizeof(dns_up.zone_path));
+			dns_set = true;
+			break;
 		case 'p':
 			policy = optarg;
 			break;
@@ -186,6 +207,8 @@ static int verb_exec(int argc, char **argv)
 			return WD_EXIT_USAGE;
 		}
 	}
+	if (dns_set)
+		wd_resolver_set_upstream(&dns_up);
 	if (!policy) {
 		fprintf(stderr, "warden exec: --policy FILE is required\n");
 		usage(stderr);

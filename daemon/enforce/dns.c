@@ -249,10 +249,11 @@ int wd_dns_upstream_parse(const char *text, struct wd_dns_upstream *u,
 
 /* /etc/hosts: the addresses of name of the wanted family. -ENOENT when
  * the name is not there at all. */
-static int hosts_lookup(const struct wd_dns_upstream *u, const char *name,
-			uint16_t qtype, struct wd_dns_rr *out, int max)
+static int hosts_lookup(const struct wd_dns_upstream *u, const char *path,
+			const char *name, uint16_t qtype, struct wd_dns_rr *out,
+			int max)
 {
-	FILE *f = fopen(u->hosts_path ? u->hosts_path : "/etc/hosts", "re");
+	FILE *f = fopen(path, "re");
 	if (!f)
 		return -ENOENT;
 	char line[1024];
@@ -351,8 +352,15 @@ int wd_dns_lookup(const struct wd_dns_upstream *u, const char *name,
 		  uint16_t qtype, struct wd_dns_rr *out, int max,
 		  struct wd_err *err)
 {
+	if (u->zone_path[0]) {
+		int h = hosts_lookup(u, u->zone_path, name, qtype, out, max);
+		if (h >= 0)
+			return h;
+	}
 	if (!u->have_server) {
-		int h = hosts_lookup(u, name, qtype, out, max);
+		int h = hosts_lookup(
+		    u, u->hosts_path ? u->hosts_path : "/etc/hosts", name,
+		    qtype, out, max);
 		if (h >= 0)
 			return h;
 	}

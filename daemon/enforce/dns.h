@@ -75,6 +75,9 @@ void wd_addr_text(const uint8_t a[16], char *buf, size_t n);
  * (IPv4 address:port; the resolver's test zone in tests). */
 struct wd_dns_upstream {
 	const char *hosts_path;
+	/* the operator's own names (--dns-hosts, daemon.yaml dns.hosts): a
+	 * hosts-format file asked first, whatever else is set */
+	char zone_path[256];
 	bool have_server;
 	uint8_t server4[4];
 	uint16_t server_port; /* host order */

@@ -66,6 +66,7 @@ void wd_resolver_set_upstream(const struct wd_dns_upstream *u)
 	pthread_mutex_lock(&up_mu);
 	up_default = *u;
 	up_default.hosts_path = NULL; /* not kept: the default's */
+	up_default.zone_path[sizeof(up_default.zone_path) - 1] = 0;
 	pthread_mutex_unlock(&up_mu);
 }
 

@@ -38,10 +38,13 @@ static void usage(FILE *f)
 	    "[--alert-window SECONDS]\n"
 	    "               [--event-ring-bytes BYTES] [--dns-upstream "
 	    "ADDR:PORT]\n"
+	    "               [--dns-hosts FILE]\n"
 	    "  --dns-upstream ADDR:PORT  where calls' resolvers look up "
 	    "the names of\n"
 	    "                  network.allow (IPv4; default: /etc/hosts, then "
 	    "the node's resolver)\n"
+	    "  --dns-hosts FILE  names of your own (hosts format), asked "
+	    "before the above\n"
 	    "  --alert-webhook URL  POST a JSON document per denial spike "
 	    "or event loss\n"
 	    "  --alertmanager URL   send them to Alertmanager's v2 API "
@@ -142,6 +145,7 @@ int main(int argc, char **argv)
 	    {"otlp", required_argument, 0, 'O'},
 	    {"event-ring-bytes", required_argument, 0, 'R'},
 	    {"dns-upstream", required_argument, 0, 'D'},
+	    {"dns-hosts", required_argument, 0, 'H'},
 	    {"help", no_argument, 0, 'h'},
 	    {0, 0, 0, 0},
 	};
@@ -150,6 +154,8 @@ int main(int argc, char **argv)
 	const char *otlp_url = NULL;
 	int warm_pool = -1;	 /* -1: daemon.yaml's */
 	uint32_t ring_bytes = 0; /* 0: the default */
+	struct wd_dns_upstream dns_up = {0};
+	bool dns_set = false;
 	struct wd_rt_opts ro = {0};
 	struct wd_alert_config ac = {0}; /* defaults: 60 s / 1 h, x5, min 20 */
 	ro.alert = &ac;
@@ -211,16 +217,31 @@ int main(int argc, char **argv)
 			otlp_url = optarg;
 			break;
 		case 'D': {
-			struct wd_dns_upstream up = {0};
 			struct wd_err de = {0};
-			if (wd_dns_upstream_parse(optarg, &up, &de) < 0) {
+			if (wd_dns_upstream_parse(optarg, &dns_up, &de) < 0) {
 				fprintf(stderr, "wardend: --dns-upstream: %s\n",
 					de.msg);
 				return 2;
 			}
-			wd_resolver_set_upstream(&up);
+			dns_set = true;
 			break;
 		}
+		case 'H':
+			if (access(optarg, R_OK) < 0) {
+				fprintf(stderr, "wardend: --dns-hosts %s: %s\n",
+					optarg, strerror(errno));
+				return 2;
+			}
+			if (strlen(optarg) >= sizeof(dns_up.zone_path)) {
+				fprintf(
+				    stderr,
+				    "wardend: --dns-hosts: path too long\n");
+				return 2;
+			}
+			wd_strlcpy(dns_up.zone_path, optarg,
+				   sizeof(dns_up.zone_path));
+			dns_set = true;
+			break;
 		case 'R': {
 			char *end = NULL;
 			struct wd_err re = {0};
@@ -258,6 +279,8 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	if (dns_set)
+		wd_resolver_set_upstream(&dns_up);
 	if (!sock || !*sock)
 		sock = "/run/warden/wardend.sock";
 	/* the daemon's alerts link back to its metrics when it serves them */

@@ -20,6 +20,11 @@ expect_match demo-trace-verify "$out" 'trace verify: ok'
 expect_match demo-exec-allowed "$out" $'62.5\nexit 0'
 expect_match demo-exec-denied "$out" '"target": "127.0.0.1:9"'
 expect_match demo-real-model-help "$out" 'ANTHROPIC_API_KEY'
+# the seed's search-svc.internal:9200, by name through the call's resolver
+search=$(printf '%s\n' "$out" | sed -n '/search_internal_docs by name/,/^.*== the run as one/p')
+expect_match demo-search-by-name "$search" '"passages": \["Averages above 50'
+expect_match demo-search-exit-0 "$search" '^exit 0$'
+expect_match demo-search-manifest-name "$(cat policy/tools/search_internal_docs.yaml)" 'allow: \["search-svc.internal:9200"\]'
 # it ends by replaying its run from the approval step with a changed
 # system prompt: the email is refused (never sent again), the divergence
 # is named, the original links to the replay

@@ -227,7 +227,9 @@ exec_of() { "$WARDEN" policy show "policy/tools/$1.yaml" | python3 -c 'import js
 tool() {
 	local -a argv
 	mapfile -d '' -t argv < <(exec_of "$1")
-	out=$(printf '%s' "$2" | timeout 60 "$WARDEN" exec --policy "policy/tools/$1.yaml" --stdin - -- "${argv[@]}" 2>"$tmp/stderr")
+	# the shipped names (search-svc.internal) on loopback, as the demo has them
+	printf '127.0.0.1 search-svc.internal\n' >"$tmp/hosts"
+	out=$(printf '%s' "$2" | timeout 60 "$WARDEN" exec --dns-hosts "$tmp/hosts" --policy "policy/tools/$1.yaml" --stdin - -- "${argv[@]}" 2>"$tmp/stderr")
 	rc=$?; err=$(cat "$tmp/stderr")
 }
 if [ "$(id -u)" -ne 0 ]; then
