@@ -57,10 +57,11 @@ static void add_q(struct wd_buf *b, const char *k, const char *v)
 	}
 }
 
-/* GET path from wardend: 0 with the JSON body, or -errno with the
- * daemon's message (403: who may read the run). */
-static int get(struct tsrc *s, const char *path, json_t **out,
-	       struct wd_err *err)
+/* GET path from wardend: 0 with the JSON body (a list, or an object when
+ * `object`), or -errno with the daemon's message (403: who may read the
+ * run). */
+static int get_json(struct tsrc *s, const char *path, bool object, json_t **out,
+		    struct wd_err *err)
 {
 	long st = 0;
 	json_t *resp = NULL;
@@ -73,15 +74,21 @@ static int get(struct tsrc *s, const char *path, json_t **out,
 		json_decref(resp);
 		return code;
 	}
-	if (!json_is_array(resp)) {
+	if (object ? !json_is_object(resp) : !json_is_array(resp)) {
 		json_decref(resp);
 		return wd_err_set(err, -EPROTO,
 				  "wardend answered %s with "
-				  "something not a list",
-				  path);
+				  "something not a%s",
+				  path, object ? "n object" : " list");
 	}
 	*out = resp;
 	return 0;
+}
+
+static int get(struct tsrc *s, const char *path, json_t **out,
+	       struct wd_err *err)
+{
+	return get_json(s, path, false, out, err);
 }
 
 static void query_of(struct wd_buf *b, const struct wd_trace_query *q)
@@ -119,12 +126,48 @@ int ts_grep(struct tsrc *s, const struct wd_trace_query *q, json_t **out,
 {
 	if (s->t)
 		return wd_trace_query_records(s->t, q, out, err);
-	struct wd_buf b = {0};
-	wd_buf_printf(&b, "/v1/trace/records");
-	query_of(&b, q);
-	int rc = get(s, b.data, out, err);
-	wd_buf_free(&b);
-	return rc;
+	/* wardend answers a page at a time ({records, more, next_after}):
+	 * every page, so the caller gets every record it may read */
+	json_t *all = json_array();
+	uint64_t after = 0;
+	for (;;) {
+		struct wd_buf b = {0};
+		wd_buf_printf(&b, "/v1/trace/records");
+		query_of(&b, q);
+		if (after) {
+			char v[32];
+			snprintf(v, sizeof(v), "%llu",
+				 (unsigned long long)after);
+			add_q(&b, "after", v);
+		}
+		json_t *page = NULL;
+		int rc = get_json(s, b.data, true, &page, err);
+		wd_buf_free(&b);
+		if (rc) {
+			json_decref(all);
+			return rc;
+		}
+		json_t *recs = json_object_get(page, "records");
+		json_t *next = json_object_get(page, "next_after");
+		bool more = json_is_true(json_object_get(page, "more"));
+		uint64_t n =
+		    json_is_integer(next) ? json_integer_value(next) : 0;
+		if (!json_is_array(recs) || (more && n <= after)) {
+			json_decref(page);
+			json_decref(all);
+			return wd_err_set(err, -EPROTO,
+					  "wardend answered /v1/trace/records "
+					  "with a page that is not {records, "
+					  "more, next_after} going forward");
+		}
+		json_array_extend(all, recs);
+		json_decref(page);
+		if (!more)
+			break;
+		after = n;
+	}
+	*out = all;
+	return 0;
 }
 
 /* run ids go into the path: the API's alphabet only */

@@ -50,7 +50,7 @@ static const char *const sqls[S_N] = {
 	"excluded.model)",
     [S_RUN_START] = "UPDATE runs SET agent = ?2, team = ?3, user = ?4, "
 		    "model = coalesce(?5, model), started = ?6, payloads = "
-		    "?7, retention_days = ?8 WHERE run_id = ?1",
+		    "?7, retention_days = ?8, uid = ?9 WHERE run_id = ?1",
     [S_RUN_END] = "UPDATE runs SET status = ?2, ended = ?3, flagged = "
 		  "max(flagged, ?4), cost_nusd = coalesce(?5, cost_nusd) WHERE "
 		  "run_id = ?1",
@@ -67,8 +67,11 @@ static const char *const sqls[S_N] = {
  * emptied at open and rebuilt from the segments by the catch-up.
  * 1 (user_version 0): hash columns indexed as text; refs keyed by ref.
  * 2: hashes looked up by an 8-byte key (wd_idx_key()); refs keyed by seq.
- * 3: runs.cached_tokens (warden cost: cached vs uncached input). */
-#define WD_IDX_VERSION 3
+ * 3: runs.cached_tokens (warden cost: cached vs uncached input).
+ * 4: runs.uid, the uid run_start records (trace reads are authorised by
+ *    uid, never by the user name: policy/users.h wd_users_may_read_run);
+ *    the rebuild reads it back from each run's run_start. */
+#define WD_IDX_VERSION 4
 
 /* 16 KiB pages (new index files only; an existing file keeps its size). */
 static const char pragmas[] = "PRAGMA page_size=16384;"
@@ -105,7 +108,7 @@ static const char schema[] =
     "NOT NULL DEFAULT 0, records INTEGER NOT NULL DEFAULT 0, flagged "
     "INTEGER NOT NULL DEFAULT 0, payloads TEXT, retention_days INTEGER, "
     "payloads_dropped INTEGER NOT NULL DEFAULT 0, cached_tokens INTEGER NOT "
-    "NULL DEFAULT 0);"
+    "NULL DEFAULT 0, uid INTEGER);"
     "CREATE INDEX IF NOT EXISTS runs_started ON runs(started);"
     "CREATE TABLE IF NOT EXISTS refs(id INTEGER PRIMARY KEY, seq INTEGER "
     "NOT NULL, ref TEXT NOT NULL, run_id TEXT NOT NULL);";
@@ -426,6 +429,7 @@ enum {
 	M_OUT_B,
 	M_FLAGGED,
 	M_CACHED,
+	M_UID,
 	M_N
 };
 
@@ -464,6 +468,7 @@ static const struct {
     [M_OUT_B] = MN("output_tokens"),
     [M_FLAGGED] = MN("flagged"),
     [M_CACHED] = MN("cached_tokens"),
+    [M_UID] = MN("uid"),
 };
 #undef MN
 
@@ -521,6 +526,11 @@ struct wd_idxrec *wd_idx_extract(json_t *rec)
 	if (!rd)
 		rd = m[M_RD];
 	json_t *cost = m[M_COST];
+	/* run_start's uid (other records' "uid" is someone else's: a
+	 * payload_read's reader; wd_idx_add reads it of run_start only) */
+	json_t *uid = m[M_UID];
+	bool has_uid = json_is_integer(uid) && json_integer_value(uid) >= 0 &&
+		       json_integer_value(uid) < 4294967295ll;
 	/* same order as the WD_IDXREC_* slots */
 	const char *in[WD_IDXREC_NSTR] = {
 	    [WD_IDXREC_RUN] = str_of(m, M_RUN, -1),
@@ -556,6 +566,8 @@ struct wd_idxrec *wd_idx_extract(json_t *rec)
 	    .has_rd = json_is_number(rd),
 	    .rd = json_is_number(rd) ? (int64_t)num(rd) : 0,
 	    .flagged = json_is_true(m[M_FLAGGED]),
+	    .has_uid = has_uid,
+	    .uid = has_uid ? json_integer_value(uid) : -1,
 	    .nrefs = nrefs,
 	    .refs = (const char **)(f + 1),
 	};
@@ -747,6 +759,11 @@ int wd_idx_add(struct wd_idx *x, uint64_t seq, uint64_t seg, uint64_t off,
 			sqlite3_bind_int64(st, 8, f->rd);
 		else
 			sqlite3_bind_null(st, 8);
+		/* no uid: NULL, a run no one reads as its own */
+		if (f->has_uid)
+			sqlite3_bind_int64(st, 9, f->uid);
+		else
+			sqlite3_bind_null(st, 9);
 	} else if (rt == WD_REC_RUN_END) {
 		const char *s = f->s[WD_IDXREC_STATUS];
 		st = x->st[S_RUN_END];
