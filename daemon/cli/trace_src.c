@@ -5,7 +5,11 @@
 #include "api/client.h"
 #include "cli/trace_int.h"
 
+#include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 const char *ts_js(json_t *o, const char *k)
 {
@@ -32,15 +36,67 @@ double ts_num2(json_t *o, const char *a, const char *b)
 	return json_object_get(o, a) ? ts_num(o, a) : ts_num(o, b);
 }
 
-FILE *ts_open_out(const char *verb, const char *path)
+/* -o FILE holds payloads (prompts, results, outputs): it is created 0600
+ * whatever the umask, as a new file (O_EXCL: never an existing file, and
+ * never through a symlink planted at a temporary name) next to FILE, and
+ * renamed over FILE once complete, so FILE is never another file opened
+ * through a symlink and never half written. An existing FILE that is not
+ * a regular file (a directory, a device, a symlink) is refused. */
+int ts_out_open(const char *verb, const char *path, struct ts_out *o)
 {
+	*o = (struct ts_out){.f = stdout};
 	if (!path || !strcmp(path, "-"))
-		return stdout;
-	FILE *f = fopen(path, "we");
-	if (!f)
+		return 0;
+	struct stat st;
+	if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		fprintf(stderr,
+			"warden trace %s: %s: not a regular file (use -o - "
+			"for stdout)\n",
+			verb, path);
+		return -EINVAL;
+	}
+	const char *slash = strrchr(path, '/');
+	o->tmp = slash ? wd_asprintf("%.*s/.%s.XXXXXX", (int)(slash - path),
+				     path, slash + 1)
+		       : wd_asprintf(".%s.XXXXXX", path);
+	/* mkostemp: O_CREAT|O_EXCL, mode 0600 (the umask only removes) */
+	int fd = mkostemp(o->tmp, O_CLOEXEC);
+	if (fd < 0 || fchmod(fd, 0600) < 0 || !(o->f = fdopen(fd, "w"))) {
+		int e = errno;
 		fprintf(stderr, "warden trace %s: %s: %s\n", verb, path,
-			strerror(errno));
-	return f;
+			strerror(e));
+		if (fd >= 0) {
+			close(fd);
+			unlink(o->tmp);
+		}
+		free(o->tmp);
+		*o = (struct ts_out){0};
+		return -e;
+	}
+	o->path = path;
+	return 0;
+}
+
+int ts_out_close(struct ts_out *o, bool ok)
+{
+	int rc = 0;
+	errno = 0;
+	if (o->f == stdout) {
+		if (fflush(stdout) || ferror(stdout))
+			rc = errno ? -errno : -EIO;
+	} else if (o->f) {
+		if (fflush(o->f) || ferror(o->f) || fsync(fileno(o->f)))
+			rc = errno ? -errno : -EIO;
+		if (fclose(o->f) && !rc)
+			rc = -errno;
+		if (ok && !rc && rename(o->tmp, o->path) < 0)
+			rc = -errno;
+		if (!ok || rc)
+			unlink(o->tmp);
+	}
+	free(o->tmp);
+	*o = (struct ts_out){0};
+	return rc;
 }
 
 static void add_q(struct wd_buf *b, const char *k, const char *v)

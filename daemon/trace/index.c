@@ -286,8 +286,45 @@ static int idx_upgrade(sqlite3 *db, const char *path, char **msg)
 	return 0;
 }
 
+/* The index names every run, its user, team and uid, and its hashes: it
+ * is read like the segments (0640, no bits for others) whatever the
+ * umask or the mode of the directory it sits in (trace/ is made 0755 as
+ * a parent of segments/). SQLite would create it 0644 less the umask
+ * (SQLITE_DEFAULT_FILE_PERMISSIONS) and gives its -wal and -shm exactly the
+ * database file's mode, so the file is created here first; an index an
+ * older build left more open, and its -wal/-shm, lose the extra bits.
+ * Never through a symlink. 0 or -errno. */
+static int idx_file_mode(const char *path)
+{
+	for (const char *sfx = ""; sfx; sfx = !*sfx		     ? "-wal"
+					      : !strcmp(sfx, "-wal") ? "-shm"
+								     : NULL) {
+		cleanup_free char *p = wd_asprintf("%s%s", path, sfx);
+		int fl =
+		    O_RDONLY | O_NOFOLLOW | O_CLOEXEC | (*sfx ? 0 : O_CREAT);
+		cleanup_close int fd = open(p, fl, 0640);
+		struct stat st;
+		if (fd < 0 && *sfx && errno == ENOENT)
+			continue; /* made by SQLite with index.db's mode */
+		if (fd < 0 || fstat(fd, &st) < 0)
+			return -errno;
+		if (!S_ISREG(st.st_mode))
+			return -EINVAL;
+		/* a reader that does not own the index cannot change it */
+		if ((st.st_mode & 07777 & ~0640) && st.st_uid == geteuid() &&
+		    fchmod(fd, st.st_mode & 0640) < 0)
+			return -errno;
+	}
+	return 0;
+}
+
 int wd_idx_open(const char *path, struct wd_idx **out, struct wd_err *err)
 {
+	int r = idx_file_mode(path);
+	if (r < 0)
+		return wd_err_set(err, r, "trace index %s: %s", path,
+				  r == -EINVAL ? "not a regular file"
+					       : strerror(-r));
 	struct wd_idx *x = wd_calloc(1, sizeof(*x));
 	char *msg = NULL;
 	x->aggmap = json_object();
