@@ -5,13 +5,28 @@
 # exactly once, in seq order; a limit out of range is a 400 that says the
 # range; `warden trace grep` through wardend pages, so it prints every
 # record the caller may read (and only those: the read rule is part of the
-# query, so a page holds only readable records). The store (trace_lib/
-# store.py many): 3000 records of tool lookup, 2400 of them alice's.
+# query, so a page holds only readable records; a run is its uid's, not
+# its recorded user name's). The store (trace_lib/store.py many): 3000
+# records of tool lookup, 2400 of them alice's, 600 uid 1001's.
 . tests/lib.sh
 . tests/integration/daemon_lib/common.sh
 [ "$(id -u)" -eq 0 ] || { skip trace-page "needs root"; finish; }
 
 base_policy
+# uid 1002's name is "1001": the user name recorded for run-m1 (uid 1001)
+cat >"$POL/users.yaml" <<'Y'
+users:
+  root:  {uid: 0, groups: [admin]}
+  alice: {uid: 1000, groups: [eng]}
+  bob:   {uid: 1001, groups: [eng]}
+  "1001": {uid: 1002, groups: [eng]}
+groups:
+  admin: {scopes: ["*"]}
+  eng: {scopes: ["test:*"]}
+approvers:
+  users: []
+  groups: []
+Y
 script once <<'S'
 {"text": "done"}
 S
@@ -62,6 +77,12 @@ expect_eq trace-page-reader "$(printf '%s' "$r" | jq_py '(len(d["records"]), sor
 	"(1000, ['run-m0'], True)"
 page_all 1000 "tool=lookup"
 expect_eq trace-page-reader-all "$(sort -un "$T/seqs" | wc -l) $(cat "$T/pages")" "2400 3"
+
+# run-m1 is uid 1001's, whose recorded name "1001" is uid 1002's name
+expect_eq trace-page-uid-owner "$(as_user 1001 "$WARDEN" trace grep --tool lookup --json | jq_py '(len(d), sorted(set(x["run_id"] for x in d)))')" \
+	"(600, ['run-m1'])"
+expect_eq trace-page-name-not-owner "$(as_user 1002 "$WARDEN" trace grep --tool lookup --json 2>/dev/null | jq_py 'len(d)' 2>/dev/null || echo 0)" 0
+expect_eq trace-page-name-not-owner-runs "$(as_user 1002 curl -s --unix-socket "$SOCK" "http://w/v1/trace/runs" | jq_py 'len(d)')" 0
 
 # out of range: 400, saying the range
 for bad in 10001 0 -1 1x; do
