@@ -50,9 +50,6 @@ approvers:
   groups: []
 Y
 "$WARDEN" policy reload >/dev/null 2>&1 || fail trace-uid-reload "policy reload failed"
-# the daemon restarted too: the run is read from the trace, not memory
-stop_daemon
-start_daemon || { fail daemon-restart "see log"; finish; }
 
 check() { # NAME UID WANT(yes|no)
 	local name=$1 uid=$2 want=$3 out got
@@ -75,6 +72,11 @@ check() { # NAME UID WANT(yes|no)
 }
 check renamed-1001 1001 no
 check owner-1000 1000 yes
+# the same after a restart: the run is read from the trace, not memory
+stop_daemon
+start_daemon || { fail daemon-restart "see log"; finish; }
+check restarted-1001 1001 no
+check restarted-1000 1000 yes
 out=$(as_user 1001 "$WARDEN" trace show "$id" 2>&1)
 expect_match trace-uid-renamed-403 "$out" "may not read run $id"
 
