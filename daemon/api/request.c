@@ -1,4 +1,5 @@
 #include "api/request.h"
+#include "trace/trace.h"
 
 #include <ctype.h>
 #include <string.h>
@@ -233,6 +234,35 @@ static int trace_filters(const char *(*query)(void *arg, const char *key),
 	return 0;
 }
 
+/* GET /v1/trace/records pages: limit=N (1..WD_TRACE_RECORDS_MAX, default
+ * WD_TRACE_RECORDS_PAGE) records with seq > after=SEQ (the previous page's
+ * next_after). /v1/trace/runs takes neither: refused, not ignored. */
+static int trace_page(const char *(*query)(void *arg, const char *key),
+		      void *qarg, struct wd_api_req *req, struct wd_err *err)
+{
+	const char *l = query(qarg, "limit"), *a = query(qarg, "after");
+	if (req->ep != WD_EP_TRACE_RECORDS) {
+		if (l || a)
+			return wd_err_set(err, 400,
+					  "%s: only /v1/trace/records is "
+					  "paged",
+					  l ? "limit" : "after");
+		return 0;
+	}
+	uint64_t v = WD_TRACE_RECORDS_PAGE;
+	if (l && (parse_u64(l, &v) || v < 1 || v > WD_TRACE_RECORDS_MAX))
+		return wd_err_set(err, 400,
+				  "limit must be 1 to %u records a page "
+				  "(page on with after=next_after)",
+				  WD_TRACE_RECORDS_MAX);
+	req->limit = (unsigned)v;
+	if (a && parse_u64(a, &req->after_seq))
+		return wd_err_set(err, 400,
+				  "after must be a record's seq (the "
+				  "previous page's next_after)");
+	return 0;
+}
+
 /* GET /v1/runs/ID/trace, /v1/runs/ID/payload/STEP[?type=T] */
 static int parse_trace_run(char seg[5][WD_API_ID_MAX + 1], int n,
 			   const char *(*query)(void *arg, const char *key),
@@ -325,6 +355,8 @@ int wd_api_parse(const char *method, const char *path,
 						  : WD_EP_TRACE_RECORDS;
 		rc = get ? trace_filters(query, qarg, req, err)
 			 : wd_err_set(err, 405, "use GET");
+		if (!rc)
+			rc = trace_page(query, qarg, req, err);
 	} else if (!strcmp(res, "approvals")) {
 		if (n == 2 && get) {
 			req->ep = WD_EP_APPROVAL_LIST;

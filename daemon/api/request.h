@@ -35,7 +35,7 @@ enum wd_api_ep {
 			      * status,since */
 	WD_EP_TRACE_RECORDS, /* GET  /v1/trace/records?tool,status,
 			      * prompt_hash,result_hash,agent,team,user,
-			      * since */
+			      * since,limit,after: one page */
 };
 
 /* The filters of the trace endpoints (query string; NULL = absent). */
@@ -68,7 +68,9 @@ struct wd_api_req {
 	json_t *replay;
 	/* trace reads */
 	char *tq[WD_TQ__COUNT];
-	int64_t step; /* payload */
+	int64_t step;	    /* payload */
+	unsigned limit;	    /* records: page size (always set, 1..max) */
+	uint64_t after_seq; /* records: seq > after_seq */
 	/* events / stream */
 	bool follow;
 	uint64_t since_seq;

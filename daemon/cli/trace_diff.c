@@ -329,12 +329,13 @@ int trace_diff_cmd(struct tsrc *s, struct trace_opts *o)
 		json_decref(rb);
 		return WD_EXIT_FAIL;
 	}
-	FILE *f = ts_open_out("diff", o->out);
-	if (!f) {
+	struct ts_out dst;
+	if (ts_out_open("diff", o->out, &dst) < 0) {
 		json_decref(ra);
 		json_decref(rb);
 		return WD_EXIT_FAIL;
 	}
+	FILE *f = dst.f;
 	int64_t n = max_step(ra);
 	if (max_step(rb) > n)
 		n = max_step(rb);
@@ -468,9 +469,7 @@ int trace_diff_cmd(struct tsrc *s, struct trace_opts *o)
 	json_decref(xb.orig);
 	json_decref(ra);
 	json_decref(rb);
-	int rc = ferror(f) ? -EIO : 0;
-	if (f != stdout && fclose(f))
-		rc = -errno;
+	int rc = ts_out_close(&dst, true);
 	if (rc) {
 		wd_error("trace diff: writing: %s", strerror(-rc));
 		return WD_EXIT_FAIL;

@@ -687,17 +687,15 @@ int trace_html_cmd(struct tsrc *s, struct trace_opts *o)
 		json_decref(recs);
 		return WD_EXIT_FAIL;
 	}
-	FILE *f = ts_open_out("html", o->out);
-	if (!f) {
+	struct ts_out out;
+	if (ts_out_open("html", o->out, &out) < 0) {
 		json_decref(recs);
 		return WD_EXIT_FAIL;
 	}
-	int rc = trace_html_page(s, o->argv[0], recs, f);
+	int rc = trace_html_page(s, o->argv[0], recs, out.f);
 	json_decref(recs);
-	if (f != stdout && fclose(f))
-		rc = -errno;
-	else if (f == stdout && fflush(f))
-		rc = -errno;
+	int crc = ts_out_close(&out, rc == 0);
+	rc = rc ? rc : crc;
 	if (rc) {
 		wd_error("trace html: writing %s: %s",
 			 o->out ? o->out : "stdout", strerror(-rc));

@@ -58,7 +58,16 @@ int trace_failures_cmd(struct tsrc *s, struct trace_opts *o);
 /* The HTML page of one run (its records) on f: 0 or -EIO. */
 int trace_html_page(struct tsrc *s, const char *run_id, json_t *recs, FILE *f);
 
-/* Open -o FILE (or stdout when NULL); NULL + message on failure. */
-FILE *ts_open_out(const char *verb, const char *path);
+/* -o FILE (stdout when NULL or "-"): written to a new 0600 file beside
+ * FILE, renamed over it by ts_out_close(ok) (trace_src.c says why). */
+struct ts_out {
+	FILE *f;
+	const char *path;
+	char *tmp;
+};
+/* 0, or -errno with a message on stderr. */
+int ts_out_open(const char *verb, const char *path, struct ts_out *o);
+/* Flush and (ok, a file) put it in place, else drop it: 0 or -errno. */
+int ts_out_close(struct ts_out *o, bool ok);
 
 #endif

@@ -5,7 +5,11 @@
 #include "api/client.h"
 #include "cli/trace_int.h"
 
+#include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 const char *ts_js(json_t *o, const char *k)
 {
@@ -32,15 +36,67 @@ double ts_num2(json_t *o, const char *a, const char *b)
 	return json_object_get(o, a) ? ts_num(o, a) : ts_num(o, b);
 }
 
-FILE *ts_open_out(const char *verb, const char *path)
+/* -o FILE holds payloads (prompts, results, outputs): it is created 0600
+ * whatever the umask, as a new file (O_EXCL: never an existing file, and
+ * never through a symlink planted at a temporary name) next to FILE, and
+ * renamed over FILE once complete, so FILE is never another file opened
+ * through a symlink and never half written. An existing FILE that is not
+ * a regular file (a directory, a device, a symlink) is refused. */
+int ts_out_open(const char *verb, const char *path, struct ts_out *o)
 {
+	*o = (struct ts_out){.f = stdout};
 	if (!path || !strcmp(path, "-"))
-		return stdout;
-	FILE *f = fopen(path, "we");
-	if (!f)
+		return 0;
+	struct stat st;
+	if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		fprintf(stderr,
+			"warden trace %s: %s: not a regular file (use -o - "
+			"for stdout)\n",
+			verb, path);
+		return -EINVAL;
+	}
+	const char *slash = strrchr(path, '/');
+	o->tmp = slash ? wd_asprintf("%.*s/.%s.XXXXXX", (int)(slash - path),
+				     path, slash + 1)
+		       : wd_asprintf(".%s.XXXXXX", path);
+	/* mkostemp: O_CREAT|O_EXCL, mode 0600 (the umask only removes) */
+	int fd = mkostemp(o->tmp, O_CLOEXEC);
+	if (fd < 0 || fchmod(fd, 0600) < 0 || !(o->f = fdopen(fd, "w"))) {
+		int e = errno;
 		fprintf(stderr, "warden trace %s: %s: %s\n", verb, path,
-			strerror(errno));
-	return f;
+			strerror(e));
+		if (fd >= 0) {
+			close(fd);
+			unlink(o->tmp);
+		}
+		free(o->tmp);
+		*o = (struct ts_out){0};
+		return -e;
+	}
+	o->path = path;
+	return 0;
+}
+
+int ts_out_close(struct ts_out *o, bool ok)
+{
+	int rc = 0;
+	errno = 0;
+	if (o->f == stdout) {
+		if (fflush(stdout) || ferror(stdout))
+			rc = errno ? -errno : -EIO;
+	} else if (o->f) {
+		if (fflush(o->f) || ferror(o->f) || fsync(fileno(o->f)))
+			rc = errno ? -errno : -EIO;
+		if (fclose(o->f) && !rc)
+			rc = -errno;
+		if (ok && !rc && rename(o->tmp, o->path) < 0)
+			rc = -errno;
+		if (!ok || rc)
+			unlink(o->tmp);
+	}
+	free(o->tmp);
+	*o = (struct ts_out){0};
+	return rc;
 }
 
 static void add_q(struct wd_buf *b, const char *k, const char *v)
@@ -57,10 +113,11 @@ static void add_q(struct wd_buf *b, const char *k, const char *v)
 	}
 }
 
-/* GET path from wardend: 0 with the JSON body, or -errno with the
- * daemon's message (403: who may read the run). */
-static int get(struct tsrc *s, const char *path, json_t **out,
-	       struct wd_err *err)
+/* GET path from wardend: 0 with the JSON body (a list, or an object when
+ * `object`), or -errno with the daemon's message (403: who may read the
+ * run). */
+static int get_json(struct tsrc *s, const char *path, bool object, json_t **out,
+		    struct wd_err *err)
 {
 	long st = 0;
 	json_t *resp = NULL;
@@ -73,15 +130,21 @@ static int get(struct tsrc *s, const char *path, json_t **out,
 		json_decref(resp);
 		return code;
 	}
-	if (!json_is_array(resp)) {
+	if (object ? !json_is_object(resp) : !json_is_array(resp)) {
 		json_decref(resp);
 		return wd_err_set(err, -EPROTO,
 				  "wardend answered %s with "
-				  "something not a list",
-				  path);
+				  "something not a%s",
+				  path, object ? "n object" : " list");
 	}
 	*out = resp;
 	return 0;
+}
+
+static int get(struct tsrc *s, const char *path, json_t **out,
+	       struct wd_err *err)
+{
+	return get_json(s, path, false, out, err);
 }
 
 static void query_of(struct wd_buf *b, const struct wd_trace_query *q)
@@ -119,12 +182,48 @@ int ts_grep(struct tsrc *s, const struct wd_trace_query *q, json_t **out,
 {
 	if (s->t)
 		return wd_trace_query_records(s->t, q, out, err);
-	struct wd_buf b = {0};
-	wd_buf_printf(&b, "/v1/trace/records");
-	query_of(&b, q);
-	int rc = get(s, b.data, out, err);
-	wd_buf_free(&b);
-	return rc;
+	/* wardend answers a page at a time ({records, more, next_after}):
+	 * every page, so the caller gets every record it may read */
+	json_t *all = json_array();
+	uint64_t after = 0;
+	for (;;) {
+		struct wd_buf b = {0};
+		wd_buf_printf(&b, "/v1/trace/records");
+		query_of(&b, q);
+		if (after) {
+			char v[32];
+			snprintf(v, sizeof(v), "%llu",
+				 (unsigned long long)after);
+			add_q(&b, "after", v);
+		}
+		json_t *page = NULL;
+		int rc = get_json(s, b.data, true, &page, err);
+		wd_buf_free(&b);
+		if (rc) {
+			json_decref(all);
+			return rc;
+		}
+		json_t *recs = json_object_get(page, "records");
+		json_t *next = json_object_get(page, "next_after");
+		bool more = json_is_true(json_object_get(page, "more"));
+		uint64_t n =
+		    json_is_integer(next) ? json_integer_value(next) : 0;
+		if (!json_is_array(recs) || (more && n <= after)) {
+			json_decref(page);
+			json_decref(all);
+			return wd_err_set(err, -EPROTO,
+					  "wardend answered /v1/trace/records "
+					  "with a page that is not {records, "
+					  "more, next_after} going forward");
+		}
+		json_array_extend(all, recs);
+		json_decref(page);
+		if (!more)
+			break;
+		after = n;
+	}
+	*out = all;
+	return 0;
 }
 
 /* run ids go into the path: the API's alphabet only */

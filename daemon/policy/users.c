@@ -424,36 +424,62 @@ bool wd_users_is_approver(const struct wd_users *u, uid_t uid)
  * whole prompts and customer data, so a run is readable by its own user,
  * by members of its team (a users.yaml group named like the agent's team)
  * and by the auditors group; root reads the store directly anyway. Deny by
- * default: a uid not in users.yaml reads only runs it started itself. */
+ * default: a uid not in users.yaml reads only runs it started itself. The
+ * run's user is its uid as recorded in run_start (and the index's runs.uid):
+ * users.yaml maps names to uids and a name may later be given to another
+ * uid, so a name never grants access. */
+void wd_users_read_scope(const struct wd_users *u, uid_t caller,
+			 struct wd_read_scope *s)
+{
+	*s = (struct wd_read_scope){.uid = caller};
+	s->teams = wd_calloc(1, sizeof(*s->teams));
+	if (caller == 0) {
+		s->all = "root";
+		return;
+	}
+	const struct wd_user *x = wd_users_by_uid(u, caller);
+	for (int g = 0; x && g < x->n_groups; g++) {
+		if (!strcmp(x->groups[g], WD_AUDITORS_GROUP)) {
+			s->all = "auditor";
+			return;
+		}
+	}
+	for (int g = 0; x && g < x->n_groups; g++)
+		add_unique(&s->teams, &s->n_teams, x->groups[g]);
+}
+
+void wd_read_scope_free(struct wd_read_scope *s)
+{
+	free(s->teams);
+	s->teams = NULL;
+	s->n_teams = 0;
+}
+
 bool wd_users_may_read_run(const struct wd_users *u, uid_t caller,
-			   const char *caller_name, int64_t run_uid,
-			   const char *run_user, const char *run_team,
+			   int64_t run_uid, const char *run_team,
 			   const char **why)
 {
 	const char *dummy;
 	if (!why)
 		why = &dummy;
+	struct wd_read_scope s;
+	wd_users_read_scope(u, caller, &s);
+	bool ok = true;
 	if (caller == 0) {
 		*why = "root";
-		return true;
-	}
-	if ((run_uid >= 0 && (uid_t)run_uid == caller) ||
-	    (run_uid < 0 && run_user && caller_name &&
-	     !strcmp(run_user, caller_name))) {
+	} else if (run_uid >= 0 && run_uid == (int64_t)caller) {
 		*why = "own run";
-		return true;
+	} else if (s.all) {
+		*why = s.all;
+	} else {
+		ok = false;
+		for (int g = 0; !ok && run_team && *run_team && g < s.n_teams;
+		     g++)
+			ok = !strcmp(s.teams[g], run_team);
+		*why = ok ? "team"
+			  : "not the run's user, not in its team's group, "
+			    "not an auditor";
 	}
-	const struct wd_user *x = wd_users_by_uid(u, caller);
-	for (int g = 0; x && g < x->n_groups; g++) {
-		if (!strcmp(x->groups[g], WD_AUDITORS_GROUP)) {
-			*why = "auditor";
-			return true;
-		}
-		if (run_team && *run_team && !strcmp(x->groups[g], run_team)) {
-			*why = "team";
-			return true;
-		}
-	}
-	*why = "not the run's user, not in its team's group, not an auditor";
-	return false;
+	wd_read_scope_free(&s);
+	return ok;
 }

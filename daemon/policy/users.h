@@ -75,14 +75,29 @@ int wd_users_scopes_for_uid(const struct wd_users *u, uid_t uid,
 bool wd_users_has_scope(const struct wd_users *u, uid_t uid, const char *scope);
 bool wd_users_is_approver(const struct wd_users *u, uid_t uid);
 /* May `caller` read a run's trace (records and payloads)? Yes for root,
- * the run's own user (run_uid, or when run_uid < 0 its user name), a
- * member of the group named like the run's team, and WD_AUDITORS_GROUP.
+ * the run's own user (by uid: run_uid, -1 when unknown, never the caller's
+ * own run), a member of the group named like the run's team, and
+ * WD_AUDITORS_GROUP. Never by user name: a name in users.yaml may be given
+ * to another uid, and a uid without a passwd name is recorded as its
+ * decimal uid, which is also a valid users.yaml name.
  * *why (may be NULL) gets the reason either way (static text). */
 #define WD_AUDITORS_GROUP "auditors"
 bool wd_users_may_read_run(const struct wd_users *u, uid_t caller,
-			   const char *caller_name, int64_t run_uid,
-			   const char *run_user, const char *run_team,
+			   int64_t run_uid, const char *run_team,
 			   const char **why);
+/* The same rule as a set, for queries over many runs (the trace index):
+ * `all` non-NULL (the reason: "root", "auditor") reads every run; else the
+ * runs of `uid` and those whose team is one of `teams` (the caller's
+ * groups: pointers into the wd_users, valid while it is). */
+struct wd_read_scope {
+	const char *all;
+	uid_t uid;
+	const char **teams; /* NULL-terminated, malloc'd array */
+	int n_teams;
+};
+void wd_users_read_scope(const struct wd_users *u, uid_t caller,
+			 struct wd_read_scope *s);
+void wd_read_scope_free(struct wd_read_scope *s);
 /* Does a grant ("*", "docs:*", "docs:read") cover a scope? */
 bool wd_scope_match(const char *grant, const char *scope);
 

@@ -162,7 +162,7 @@ int rt_check_read_records(struct wd_rt *rt, const struct wd_caller *c,
 			  const char *run_id, json_t *recs, struct wd_err *err);
 /* A payload read through a run's view or stream (trace_access.c). */
 struct rt_view_read {
-	const char *run_id, *run_user, *team;
+	const char *run_id, *team;
 	int64_t run_uid; /* -1: unknown (never the reader's own run) */
 	int64_t step;
 	const char *what; /* payload_type: "run_view" | "stream" */
@@ -181,9 +181,11 @@ int rt_note_view_read(struct wd_rt *rt, const struct wd_caller *c,
 int rt_note_stream_read(struct wd_rt *rt, const struct wd_caller *c,
 			const struct rt_view_read *v, json_t *recs,
 			struct wd_err *err);
-/* The index rows (runs) of `rows` c may read: a new array. */
-json_t *rt_readable_rows(struct wd_rt *rt, const struct wd_caller *c,
-			 json_t *rows);
+/* The index rows (runs) matching q that c may read: 0 with a new array,
+ * or -errno with err. */
+int rt_readable_runs(struct wd_rt *rt, const struct wd_caller *c,
+		     const struct wd_trace_query *q, json_t **out,
+		     struct wd_err *err);
 /* The first record of `type` in recs (borrowed), NULL if none */
 json_t *rt_recs_first(json_t *recs, const char *type);
 /* Append a record to the trace and to the run's stream. */

@@ -145,7 +145,11 @@ char *wd_rt_metrics(struct wd_rt *rt);
  * auditors group (policy/users.h wd_users_may_read_run), else -EACCES;
  * -ENOENT no such run. _payload records a payload_read before returning
  * (-EAGAIN when it cannot) and never returns a hash_only run's payloads.
- * _runs and _grep return only the rows of runs the caller may read. */
+ * _runs and _grep return only the rows of runs the caller may read (by the
+ * uid that started each run, never its user name). _grep returns one page,
+ * {records: [...], more, next_after}: at most q->limit records (1 to
+ * WD_TRACE_RECORDS_MAX, else -EINVAL) with seq > q->after_seq; when `more`,
+ * the next page is after=next_after. */
 struct wd_trace_query;
 int wd_rt_trace_records(struct wd_rt *rt, const struct wd_caller *c,
 			const char *run_id, json_t **out, struct wd_err *err);

@@ -31,15 +31,15 @@ static const char *caller_name(struct wd_pset *ps, const struct wd_caller *c)
 	return n ? n : c->user;
 }
 
-/* The decision for one run, from its run_start (or index row: no uid). */
+/* The decision for one run, from its run_start or its index row (both
+ * carry the uid that started it; none: no one's own run). */
 static bool may_read(struct wd_pset *ps, const struct wd_caller *c, json_t *st,
 		     const char **why)
 {
 	json_t *u = json_object_get(st, "uid");
-	return wd_users_may_read_run(ps->users, c->uid, caller_name(ps, c),
-				     json_is_integer(u) ? json_integer_value(u)
-							: -1,
-				     jstr(st, "user"), jstr(st, "team"), why);
+	return wd_users_may_read_run(
+	    ps->users, c->uid, json_is_integer(u) ? json_integer_value(u) : -1,
+	    jstr(st, "team"), why);
 }
 
 static struct wd_pset *cur_pset(struct wd_rt *rt)
@@ -53,9 +53,8 @@ static struct wd_pset *cur_pset(struct wd_rt *rt)
 bool rt_may_read_run_locked(struct wd_rt *rt, const struct wd_caller *c,
 			    const struct wd_run *r)
 {
-	return wd_users_may_read_run(rt->ps->users, c->uid,
-				     caller_name(rt->ps, c), r->caller.uid,
-				     r->caller.user, r->team, NULL);
+	return wd_users_may_read_run(rt->ps->users, c->uid, r->caller.uid,
+				     r->team, NULL);
 }
 
 bool wd_rt_event_visible(struct wd_rt *rt, const struct wd_caller *c,
@@ -66,10 +65,10 @@ bool wd_rt_event_visible(struct wd_rt *rt, const struct wd_caller *c,
 	pthread_mutex_lock(&rt->mu);
 	struct wd_run *r =
 	    ev->run_id[0] ? rt_find_run_locked(rt, ev->run_id) : NULL;
-	bool ok = r ? rt_may_read_run_locked(rt, c, r)
-		    : wd_users_may_read_run(
-			  rt->ps->users, c->uid, caller_name(rt->ps, c), -1, "",
-			  ev->run_id[0] ? ev->team : "", NULL);
+	bool ok =
+	    r ? rt_may_read_run_locked(rt, c, r)
+	      : wd_users_may_read_run(rt->ps->users, c->uid, -1,
+				      ev->run_id[0] ? ev->team : "", NULL);
 	pthread_mutex_unlock(&rt->mu);
 	return ok;
 }
@@ -303,8 +302,7 @@ int rt_note_view_read(struct wd_rt *rt, const struct wd_caller *c,
 	struct wd_pset *ps = cur_pset(rt);
 	const char *why = "";
 	char reader[64];
-	wd_users_may_read_run(ps->users, c->uid, caller_name(ps, c), v->run_uid,
-			      v->run_user, v->team, &why);
+	wd_users_may_read_run(ps->users, c->uid, v->run_uid, v->team, &why);
 	wd_strlcpy(reader, caller_name(ps, c), sizeof(reader));
 	wd_pset_unref(ps);
 	json_t *extra = v->follow ? json_pack("{s:b,s:I}", "follow", 1, "since",
@@ -331,73 +329,79 @@ int rt_note_stream_read(struct wd_rt *rt, const struct wd_caller *c,
 	return rt_note_view_read(rt, c, v, inline_reads(recs), err);
 }
 
-/* Index rows carry user and team (no uid): a run another uid of the same
- * name started is still that user's (names are the passwd names the
- * daemon recorded). */
-static json_t *filter_rows(struct wd_rt *rt, const struct wd_caller *c,
-			   json_t *rows, json_t *allowed_runs)
+/* The index's rows of the runs c may read: the rule as a set of runs
+ * (wd_users_read_scope) goes into the query, so a page of records is a
+ * page of readable records; each run row (it carries uid and team) is
+ * judged again by the rule itself. */
+static int readable_query(struct wd_rt *rt, const struct wd_caller *c,
+			  const struct wd_trace_query *q, bool records,
+			  json_t **out, struct wd_err *err)
 {
 	struct wd_pset *ps = cur_pset(rt);
-	json_t *out = json_array();
-	size_t i;
-	json_t *r;
-	json_array_foreach(rows, i, r)
-	{
-		const char *id = jstr(r, "run_id");
-		bool ok;
-		if (allowed_runs)
-			ok = id && json_object_get(allowed_runs, id);
-		else
-			ok = may_read(ps, c, r, NULL);
-		if (ok)
-			json_array_append(out, r);
+	struct wd_read_scope sc;
+	wd_users_read_scope(ps->users, c->uid, &sc);
+	struct wd_trace_reader rd = {
+	    .uid = c->uid, .teams = sc.teams, .n_teams = (size_t)sc.n_teams};
+	struct wd_trace_query rq = *q;
+	rq.reader = sc.all ? NULL : &rd;
+	json_t *a = NULL;
+	int rc = records ? wd_trace_query_records(rt->trace, &rq, &a, err)
+			 : wd_trace_query_runs(rt->trace, &rq, &a, err);
+	if (!rc && !records) {
+		json_t *ok = json_array();
+		size_t i;
+		json_t *r;
+		json_array_foreach(a, i, r)
+		{
+			if (may_read(ps, c, r, NULL))
+				json_array_append(ok, r);
+		}
+		json_decref(a);
+		a = ok;
 	}
+	wd_read_scope_free(&sc);
 	wd_pset_unref(ps);
-	return out;
+	if (!rc)
+		*out = a;
+	return rc;
 }
 
-json_t *rt_readable_rows(struct wd_rt *rt, const struct wd_caller *c,
-			 json_t *rows)
+int rt_readable_runs(struct wd_rt *rt, const struct wd_caller *c,
+		     const struct wd_trace_query *q, json_t **out,
+		     struct wd_err *err)
 {
-	return filter_rows(rt, c, rows, NULL);
+	return readable_query(rt, c, q, false, out, err);
 }
 
 int wd_rt_trace_runs(struct wd_rt *rt, const struct wd_caller *c,
 		     const struct wd_trace_query *q, json_t **out,
 		     struct wd_err *err)
 {
-	json_t *a = NULL;
-	int rc = wd_trace_query_runs(rt->trace, q, &a, err);
-	if (rc)
-		return rc;
-	*out = filter_rows(rt, c, a, NULL);
-	json_decref(a);
-	return 0;
+	return readable_query(rt, c, q, false, out, err);
 }
 
 int wd_rt_trace_grep(struct wd_rt *rt, const struct wd_caller *c,
 		     const struct wd_trace_query *q, json_t **out,
 		     struct wd_err *err)
 {
-	json_t *runs = NULL, *a = NULL;
-	struct wd_trace_query all = {0};
-	int rc = wd_trace_query_runs(rt->trace, &all, &runs, err);
-	if (!rc)
-		rc = wd_trace_query_records(rt->trace, q, &a, err);
-	if (rc) {
-		json_decref(runs);
+	if (!q->limit || q->limit > WD_TRACE_RECORDS_MAX)
+		return wd_err_set(err, -EINVAL,
+				  "limit must be 1 to %u records a page",
+				  WD_TRACE_RECORDS_MAX);
+	/* one more than the page: whether another page follows */
+	struct wd_trace_query pq = *q;
+	pq.limit = q->limit + 1;
+	json_t *a = NULL;
+	int rc = readable_query(rt, c, &pq, true, &a, err);
+	if (rc)
 		return rc;
-	}
-	json_t *ok = filter_rows(rt, c, runs, NULL);
-	json_t *set = json_object();
-	size_t i;
-	json_t *r;
-	json_array_foreach(ok, i, r)
-	    json_object_set_new(set, jstr(r, "run_id"), json_true());
-	*out = filter_rows(rt, c, a, set);
-	json_decref(set);
-	json_decref(ok);
-	json_decref(runs);
-	json_decref(a);
+	bool more = json_array_size(a) > q->limit;
+	if (more)
+		json_array_remove(a, q->limit);
+	json_t *last = json_array_get(a, json_array_size(a) - 1);
+	*out = json_pack("{s:o,s:b}", "records", a, "more", more);
+	if (more)
+		json_object_set(*out, "next_after",
+				json_object_get(last, "seq"));
 	return 0;
 }

@@ -41,7 +41,7 @@ struct wd_rt_stream *wd_rt_stream_open(struct wd_rt *rt,
 				 .since = since_seq,
 				 .run_uid = -1};
 	json_t *shown = NULL; /* the records handed out now, when payload */
-	char user[64] = "", team[64] = "";
+	char team[64] = "";
 	pthread_mutex_lock(&rt->mu);
 	s->run = rt_find_run_locked(rt, run_id);
 	bool held = false;
@@ -52,7 +52,6 @@ struct wd_rt_stream *wd_rt_stream_open(struct wd_rt *rt,
 		v.run_uid = r->caller.uid;
 		v.step = r->step;
 		v.follow = r->state != R_DONE;
-		wd_strlcpy(user, r->caller.user, sizeof(user));
 		wd_strlcpy(team, r->team, sizeof(team));
 		/* a hash_only run's records hold no payload; the run's own
 		 * user's reads are not recorded */
@@ -79,11 +78,6 @@ struct wd_rt_stream *wd_rt_stream_open(struct wd_rt *rt,
 			json_t *u = json_object_get(st, "uid");
 			v.run_uid =
 			    json_is_integer(u) ? json_integer_value(u) : -1;
-			wd_strlcpy(
-			    user,
-			    json_string_value(json_object_get(st, "user"))
-				?: "",
-			    sizeof(user));
 			wd_strlcpy(
 			    team,
 			    json_string_value(json_object_get(st, "team"))
@@ -121,7 +115,6 @@ struct wd_rt_stream *wd_rt_stream_open(struct wd_rt *rt,
 		    content, sizeof(content), "%lld%s",
 		    (long long)json_integer_value(json_object_get(last, "seq")),
 		    v.follow ? "+" : "");
-		v.run_user = user;
 		v.team = team;
 		v.content = content;
 		rc = rt_note_stream_read(rt, c, &v, shown, err);
@@ -274,18 +267,16 @@ json_t *wd_rt_run_info(struct wd_rt *rt, const struct wd_caller *c,
 	int rc = 0;
 	json_t *o = NULL, *recs = NULL;
 	struct rt_view_read v = {.run_id = run_id, .run_uid = -1};
-	char user[64] = "", team[64] = "";
+	char team[64] = "";
 	pthread_mutex_lock(&rt->mu);
 	struct wd_run *r = rt_find_run_locked(rt, run_id);
 	if (r && !(rc = rt_check_read_locked(rt, c, r, err))) {
 		o = run_view_locked(r, true);
 		v.run_uid = r->caller.uid;
 		v.step = r->step;
-		wd_strlcpy(user, r->caller.user, sizeof(user));
 		wd_strlcpy(team, r->team, sizeof(team));
 	}
 	pthread_mutex_unlock(&rt->mu);
-	v.run_user = user;
 	v.team = team;
 	if (o)
 		return note_output_read(rt, c, o, &v, err);
@@ -331,9 +322,6 @@ json_t *wd_rt_run_info(struct wd_rt *rt, const struct wd_caller *c,
 	}
 	json_t *u = json_object_get(start, "uid");
 	v.run_uid = json_is_integer(u) ? json_integer_value(u) : -1;
-	wd_strlcpy(user,
-		   json_string_value(json_object_get(start, "user")) ?: "",
-		   sizeof(user));
 	wd_strlcpy(team,
 		   json_string_value(json_object_get(start, "team")) ?: "",
 		   sizeof(team));
@@ -363,11 +351,9 @@ json_t *wd_rt_cost(struct wd_rt *rt, const struct wd_caller *c, const char *by,
 	/* ended runs from the index; runs in progress from memory; of
 	 * each, only those the caller may read */
 	struct wd_trace_query q = {.since_ns = since_ns};
-	json_t *all = NULL;
-	if (wd_trace_query_runs(rt->trace, &q, &all, err))
+	json_t *runs = NULL;
+	if (rt_readable_runs(rt, c, &q, &runs, err))
 		return NULL;
-	json_t *runs = rt_readable_rows(rt, c, all);
-	json_decref(all);
 	json_t *groups = json_object();
 	json_t *seen = json_object();
 	pthread_mutex_lock(&rt->mu);

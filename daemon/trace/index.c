@@ -50,7 +50,7 @@ static const char *const sqls[S_N] = {
 	"excluded.model)",
     [S_RUN_START] = "UPDATE runs SET agent = ?2, team = ?3, user = ?4, "
 		    "model = coalesce(?5, model), started = ?6, payloads = "
-		    "?7, retention_days = ?8 WHERE run_id = ?1",
+		    "?7, retention_days = ?8, uid = ?9 WHERE run_id = ?1",
     [S_RUN_END] = "UPDATE runs SET status = ?2, ended = ?3, flagged = "
 		  "max(flagged, ?4), cost_nusd = coalesce(?5, cost_nusd) WHERE "
 		  "run_id = ?1",
@@ -67,8 +67,11 @@ static const char *const sqls[S_N] = {
  * emptied at open and rebuilt from the segments by the catch-up.
  * 1 (user_version 0): hash columns indexed as text; refs keyed by ref.
  * 2: hashes looked up by an 8-byte key (wd_idx_key()); refs keyed by seq.
- * 3: runs.cached_tokens (warden cost: cached vs uncached input). */
-#define WD_IDX_VERSION 3
+ * 3: runs.cached_tokens (warden cost: cached vs uncached input).
+ * 4: runs.uid, the uid run_start records (trace reads are authorised by
+ *    uid, never by the user name: policy/users.h wd_users_may_read_run);
+ *    the rebuild reads it back from each run's run_start. */
+#define WD_IDX_VERSION 4
 
 /* 16 KiB pages (new index files only; an existing file keeps its size). */
 static const char pragmas[] = "PRAGMA page_size=16384;"
@@ -105,7 +108,7 @@ static const char schema[] =
     "NOT NULL DEFAULT 0, records INTEGER NOT NULL DEFAULT 0, flagged "
     "INTEGER NOT NULL DEFAULT 0, payloads TEXT, retention_days INTEGER, "
     "payloads_dropped INTEGER NOT NULL DEFAULT 0, cached_tokens INTEGER NOT "
-    "NULL DEFAULT 0);"
+    "NULL DEFAULT 0, uid INTEGER);"
     "CREATE INDEX IF NOT EXISTS runs_started ON runs(started);"
     "CREATE TABLE IF NOT EXISTS refs(id INTEGER PRIMARY KEY, seq INTEGER "
     "NOT NULL, ref TEXT NOT NULL, run_id TEXT NOT NULL);";
@@ -283,8 +286,45 @@ static int idx_upgrade(sqlite3 *db, const char *path, char **msg)
 	return 0;
 }
 
+/* The index names every run, its user, team and uid, and its hashes: it
+ * is read like the segments (0640, no bits for others) whatever the
+ * umask or the mode of the directory it sits in (trace/ is made 0755 as
+ * a parent of segments/). SQLite would create it 0644 less the umask
+ * (SQLITE_DEFAULT_FILE_PERMISSIONS) and gives its -wal and -shm exactly the
+ * database file's mode, so the file is created here first; an index an
+ * older build left more open, and its -wal/-shm, lose the extra bits.
+ * Never through a symlink. 0 or -errno. */
+static int idx_file_mode(const char *path)
+{
+	for (const char *sfx = ""; sfx; sfx = !*sfx		     ? "-wal"
+					      : !strcmp(sfx, "-wal") ? "-shm"
+								     : NULL) {
+		cleanup_free char *p = wd_asprintf("%s%s", path, sfx);
+		int fl =
+		    O_RDONLY | O_NOFOLLOW | O_CLOEXEC | (*sfx ? 0 : O_CREAT);
+		cleanup_close int fd = open(p, fl, 0640);
+		struct stat st;
+		if (fd < 0 && *sfx && errno == ENOENT)
+			continue; /* made by SQLite with index.db's mode */
+		if (fd < 0 || fstat(fd, &st) < 0)
+			return -errno;
+		if (!S_ISREG(st.st_mode))
+			return -EINVAL;
+		/* a reader that does not own the index cannot change it */
+		if ((st.st_mode & 07777 & ~0640) && st.st_uid == geteuid() &&
+		    fchmod(fd, st.st_mode & 0640) < 0)
+			return -errno;
+	}
+	return 0;
+}
+
 int wd_idx_open(const char *path, struct wd_idx **out, struct wd_err *err)
 {
+	int r = idx_file_mode(path);
+	if (r < 0)
+		return wd_err_set(err, r, "trace index %s: %s", path,
+				  r == -EINVAL ? "not a regular file"
+					       : strerror(-r));
 	struct wd_idx *x = wd_calloc(1, sizeof(*x));
 	char *msg = NULL;
 	x->aggmap = json_object();
@@ -426,6 +466,7 @@ enum {
 	M_OUT_B,
 	M_FLAGGED,
 	M_CACHED,
+	M_UID,
 	M_N
 };
 
@@ -464,6 +505,7 @@ static const struct {
     [M_OUT_B] = MN("output_tokens"),
     [M_FLAGGED] = MN("flagged"),
     [M_CACHED] = MN("cached_tokens"),
+    [M_UID] = MN("uid"),
 };
 #undef MN
 
@@ -521,6 +563,11 @@ struct wd_idxrec *wd_idx_extract(json_t *rec)
 	if (!rd)
 		rd = m[M_RD];
 	json_t *cost = m[M_COST];
+	/* run_start's uid (other records' "uid" is someone else's: a
+	 * payload_read's reader; wd_idx_add reads it of run_start only) */
+	json_t *uid = m[M_UID];
+	bool has_uid = json_is_integer(uid) && json_integer_value(uid) >= 0 &&
+		       json_integer_value(uid) < 4294967295ll;
 	/* same order as the WD_IDXREC_* slots */
 	const char *in[WD_IDXREC_NSTR] = {
 	    [WD_IDXREC_RUN] = str_of(m, M_RUN, -1),
@@ -556,6 +603,8 @@ struct wd_idxrec *wd_idx_extract(json_t *rec)
 	    .has_rd = json_is_number(rd),
 	    .rd = json_is_number(rd) ? (int64_t)num(rd) : 0,
 	    .flagged = json_is_true(m[M_FLAGGED]),
+	    .has_uid = has_uid,
+	    .uid = has_uid ? json_integer_value(uid) : -1,
 	    .nrefs = nrefs,
 	    .refs = (const char **)(f + 1),
 	};
@@ -747,6 +796,11 @@ int wd_idx_add(struct wd_idx *x, uint64_t seq, uint64_t seg, uint64_t off,
 			sqlite3_bind_int64(st, 8, f->rd);
 		else
 			sqlite3_bind_null(st, 8);
+		/* no uid: NULL, a run no one reads as its own */
+		if (f->has_uid)
+			sqlite3_bind_int64(st, 9, f->uid);
+		else
+			sqlite3_bind_null(st, 9);
 	} else if (rt == WD_REC_RUN_END) {
 		const char *s = f->s[WD_IDXREC_STATUS];
 		st = x->st[S_RUN_END];

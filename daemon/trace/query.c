@@ -27,6 +27,23 @@ static json_t *ts_json(sqlite3_stmt *st, int i)
 	return json_string(b);
 }
 
+/* The reader's runs as a condition on runs' columns (uid, team): the
+ * teams are bound as parameters after the others. */
+static void reader_cond(struct wd_buf *sql, const struct wd_trace_reader *rd,
+			const char **args, size_t *n)
+{
+	wd_buf_printf(sql, "(uid = %lld", (long long)rd->uid);
+	if (rd->n_teams) {
+		wd_buf_printf(sql, " OR team IN (");
+		for (size_t i = 0; i < rd->n_teams; i++) {
+			wd_buf_printf(sql, i ? ",?" : "?");
+			args[(*n)++] = rd->teams[i];
+		}
+		wd_buf_printf(sql, ")");
+	}
+	wd_buf_printf(sql, ")");
+}
+
 static int run_query(struct wd_trace *t, struct wd_buf *sql, const char **args,
 		     size_t nargs, json_t **array, struct wd_err *err,
 		     const char *const *tscols)
@@ -78,10 +95,11 @@ int wd_trace_query_runs(struct wd_trace *t, const struct wd_trace_query *q,
 	static const char *const tscols[] = {"started", "ended", "last_ts",
 					     NULL};
 	struct wd_buf sql = {0};
-	const char *args[8];
+	size_t nt = q->reader ? q->reader->n_teams : 0;
+	cleanup_free const char **args = wd_calloc(8 + nt, sizeof(*args));
 	size_t n = 0;
 	wd_buf_printf(&sql,
-		      "SELECT run_id, agent, team, user, model, status, "
+		      "SELECT run_id, agent, team, user, uid, model, status, "
 		      "started, ended, last_ts, cost_nusd / 1e9 AS cost_usd, "
 		      "input_tokens, "
 		      "output_tokens, model_calls, steps, records, "
@@ -119,6 +137,10 @@ int wd_trace_query_runs(struct wd_trace *t, const struct wd_trace_query *q,
 	if (q->since_ns)
 		wd_buf_printf(&sql, " AND started >= %llu",
 			      (unsigned long long)(q->since_ns / 1000));
+	if (q->reader) {
+		wd_buf_printf(&sql, " AND ");
+		reader_cond(&sql, q->reader, args, &n);
+	}
 	wd_buf_printf(&sql, " ORDER BY started, run_id");
 	if (q->limit)
 		wd_buf_printf(&sql, " LIMIT %u", q->limit);
@@ -132,7 +154,8 @@ int wd_trace_query_records(struct wd_trace *t, const struct wd_trace_query *q,
 {
 	static const char *const tscols[] = {"ts", NULL};
 	struct wd_buf sql = {0};
-	const char *args[8];
+	size_t nt = q->reader ? q->reader->n_teams : 0;
+	cleanup_free const char **args = wd_calloc(8 + nt, sizeof(*args));
 	size_t n = 0;
 	wd_buf_printf(&sql, "SELECT seq, run_id, step, type, tool, call_id, "
 			    "status, prompt_hash, result_hash, ts FROM "
@@ -158,7 +181,7 @@ int wd_trace_query_records(struct wd_trace *t, const struct wd_trace_query *q,
 			      (long long)wd_idx_key(q->result_hash));
 		args[n++] = q->result_hash;
 	}
-	if (q->agent || q->team || q->user) {
+	if (q->agent || q->team || q->user || q->reader) {
 		wd_buf_printf(&sql, " AND run_id IN (SELECT run_id FROM runs "
 				    "WHERE 1");
 		if (q->agent) {
@@ -173,11 +196,18 @@ int wd_trace_query_records(struct wd_trace *t, const struct wd_trace_query *q,
 			wd_buf_printf(&sql, " AND user = ?");
 			args[n++] = q->user;
 		}
+		if (q->reader) {
+			wd_buf_printf(&sql, " AND ");
+			reader_cond(&sql, q->reader, args, &n);
+		}
 		wd_buf_printf(&sql, ")");
 	}
 	if (q->since_ns)
 		wd_buf_printf(&sql, " AND ts >= %llu",
 			      (unsigned long long)(q->since_ns / 1000));
+	if (q->after_seq)
+		wd_buf_printf(&sql, " AND seq > %llu",
+			      (unsigned long long)q->after_seq);
 	wd_buf_printf(&sql, " ORDER BY seq");
 	if (q->limit)
 		wd_buf_printf(&sql, " LIMIT %u", q->limit);

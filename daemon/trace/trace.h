@@ -169,17 +169,34 @@ int wd_trace_step_payloads(struct wd_trace *t, const char *run_id, int64_t step,
 			   struct wd_err *err);
 
 /* Index queries. Each returns a new JSON array. */
+/* Whose runs a query may return (NULL in wd_trace_query: every run): the
+ * runs the index records as started by `uid` (run_start's uid) and those
+ * of the teams listed. A run whose uid or team the index does not know is
+ * not returned. (policy/users.h wd_read_scope is the rule's source.) */
+struct wd_trace_reader {
+	int64_t uid;
+	const char *const *teams;
+	size_t n_teams;
+};
 struct wd_trace_query {
 	const char *agent, *team, *user, *tool, *status;
 	const char *prompt_hash, *result_hash;
 	uint64_t since_ns; /* runs started at/after; 0 = any */
 	unsigned limit;	   /* 0 = no limit */
+	const struct wd_trace_reader *reader;
+	uint64_t
+	    after_seq; /* records: only seq > after_seq (a page's cursor) */
 };
-/* Runs matching: [{run_id, agent, team, user, model, status, started,
+/* Runs matching: [{run_id, agent, team, user, uid, model, status, started,
  * ended, cost_usd, input_tokens, output_tokens, steps, flagged, ...}] */
 int wd_trace_query_runs(struct wd_trace *t, const struct wd_trace_query *q,
 			json_t **array, struct wd_err *err);
-/* Records matching tool/status/prompt_hash/result_hash:
+/* A page of records through wardend (GET /v1/trace/records?limit=N):
+ * WD_TRACE_RECORDS_PAGE when not given, never more than WD_TRACE_RECORDS_MAX.
+ */
+#define WD_TRACE_RECORDS_PAGE 1000u
+#define WD_TRACE_RECORDS_MAX  10000u
+/* Records matching tool/status/prompt_hash/result_hash, by seq:
  * [{seq, run_id, step, type, tool, status, prompt_hash, result_hash, ts}] */
 int wd_trace_query_records(struct wd_trace *t, const struct wd_trace_query *q,
 			   json_t **array, struct wd_err *err);

@@ -44,7 +44,8 @@ struct wd_idxrec {
 	const char *s[WD_IDXREC_NSTR];
 	int64_t step, in_tokens, out_tokens, cost_nusd, rd;
 	int64_t cached_tokens; /* model_call: prompt tokens read from a cache */
-	bool has_cost, has_rd, flagged;
+	int64_t uid;	       /* run_start: the caller's uid (has_uid) */
+	bool has_cost, has_rd, flagged, has_uid;
 	unsigned nrefs;
 	const char **refs; /* *_ref values that are well-formed refs */
 };

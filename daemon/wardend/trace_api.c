@@ -33,7 +33,9 @@ int wd_trace_api(struct wd_rt *rt, const struct wd_caller *who,
 				    .status = q->tq[WD_TQ_STATUS],
 				    .prompt_hash = q->tq[WD_TQ_PROMPT_HASH],
 				    .result_hash = q->tq[WD_TQ_RESULT_HASH],
-				    .since_ns = q->since_ns};
+				    .since_ns = q->since_ns,
+				    .limit = q->limit,
+				    .after_seq = q->after_seq};
 	json_t *o = NULL;
 	int rc = -EINVAL;
 	switch (q->ep) {

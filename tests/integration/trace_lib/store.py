@@ -230,6 +230,19 @@ def failures(st, n=400):
             end(st, run, 1, status="failed", reason="tool deploy failed: " + result[:20])
 
 
+def many(st, n_own=1200, n_other=300):
+    """run-m0 of alice (uid 1000, team cs) with n_own lookup calls and
+    run-m1 of uid 1001 (team ops; user "1001", as a uid without a passwd
+    name is recorded) with n_other: more records than a page of
+    /v1/trace/records (2 records a call: attempt and result)."""
+    for run, uid, user, team, n in (("run-m0", 1000, "alice", "cs", n_own),
+                                    ("run-m1", 1001, "1001", "ops", n_other)):
+        start(st, run, user=user, uid=uid, team=team)
+        for i in range(n):
+            tool(st, run, i, "lookup", {"i": i}, "row %s %d" % (run, i), call="c-%s-%d" % (run, i))
+        end(st, run, n)
+
+
 if __name__ == "__main__":
     st = Store(sys.argv[1])
     scen = sys.argv[2]
@@ -241,6 +254,8 @@ if __name__ == "__main__":
         diff(st)
     elif scen == "big":
         big(st)
+    elif scen == "many":
+        many(st)
     else:
         sys.exit("unknown scenario " + scen)
     st.close()
