@@ -215,6 +215,38 @@ static void row_network(struct report *r, const char *t2m, const char *t3m)
 			      "runsc --network=none (empty list)");
 }
 
+/* Names in network.allow ("host:port", "*.suffix:port"): who resolves
+ * them and what holds the answers. */
+static struct cell names_cell(const struct wd_features *f)
+{
+	if (f->cgroup_sockaddr_err)
+		return no("BPF cgroup/connect4 does not load: %s",
+			  ET(f->cgroup_sockaddr_err));
+	if (!f->cg.v2_root[0])
+		return no("no cgroup v2 hierarchy to attach BPF cgroup "
+			  "programs to");
+	return yes("a name not allowed is NXDOMAIN and recorded (dns.name); "
+		   "an answer in loopback, private, link-local or the "
+		   "metadata address is refused unless "
+		   "network.allow_private lists it (dns.answer)",
+		   "the call's own resolver on 127.0.0.1: BPF "
+		   "cgroup/connect4,6 and sendmsg4,6 send every packet to "
+		   "port 53 (any address, UDP and TCP) to it, recvmsg4,6 and "
+		   "getpeername4,6 show the address asked for; each answer "
+		   "is pinned in the call's allow-list for its TTL, nothing "
+		   "else of a name is");
+}
+
+static void row_names(struct report *r, const char *t2m, const char *t3m)
+{
+	struct row *w = add_row(r, "network.allow names");
+	w->t[0] = names_cell(r->f);
+	w->t[1] = t2m ? no("%s", t2m) : names_cell(r->f);
+	w->t[2] = t3m ? no("%s", t3m)
+		      : no("not held in tier 3: a non-empty network.allow is "
+			   "refused there (gVisor runs with --network=none)");
+}
+
 static void row_families(struct report *r, const char *t2m, const char *t3m)
 {
 	const struct wd_features *f = r->f;
@@ -497,6 +529,7 @@ static void build_rows(struct report *r)
 
 	row_network(r, t2m, t3m);
 	note_unix(&r->rows[r->n_rows - 1]);
+	row_names(r, t2m, t3m);
 	row_families(r, t2m, t3m);
 	row_inbound(r, t2m, t3m);
 	row_fs(r, t2m, t3m, "filesystem.read", "read_file, read_dir",

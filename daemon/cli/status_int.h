@@ -37,7 +37,7 @@ struct report {
 	/* BPF LSM hooks as enforce/lsm.c loads them on this node */
 	struct wd_lsm_hook_status hooks[WD_LSM_H_NR];
 	int n_hooks;
-	struct row rows[16];
+	struct row rows[24];
 	int n_rows;
 	struct watch watch[16];
 	int n_watch;
