@@ -165,7 +165,7 @@ else:
     ok("status_json_runsc_absent", rs["present"] is False)
 
 # constraint table: every manifest constraint, every tier, truthful shape
-want = ["network.allow", "network.families", "network.listen", "filesystem.read", "filesystem.write",
+want = ["network.allow", "network.allow names", "network.families", "network.listen", "filesystem.read", "filesystem.write",
         "filesystem.exec", "syscalls.deny", "memory_mb", "pids", "cpus", "timeout_ms",
         "output.max_bytes", "identity", "tier"]
 rows = {r["constraint"]: r for r in j["constraints"]}
