@@ -643,6 +643,11 @@ static void build_watch(struct report *r)
 	const struct wd_features *f = r->f;
 	char lb[256];
 
+	add_watch(r, "network.allow names", true,
+		  "the call's resolver answers names the manifest does not "
+		  "allow and answers it would refuse, from upstream, and "
+		  "records them as audited (dns.name, dns.answer; tiers 1-2)");
+
 	if (f->seccomp_notify_continue) {
 		add_watch(r, "syscalls.deny", true,
 			  "seccomp user-notify: the supervisor records and "

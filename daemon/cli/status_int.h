@@ -39,7 +39,7 @@ struct report {
 	int n_hooks;
 	struct row rows[24];
 	int n_rows;
-	struct watch watch[16];
+	struct watch watch[24];
 	int n_watch;
 };
 
