@@ -180,6 +180,22 @@ out=$("$WARDEN" exec --json --dns-upstream "127.0.0.1:$ZP" --policy "$S/priv.yam
 	-- /usr/bin/python3 -c 'import socket; print(socket.getaddrinfo("loop.test", 0, socket.AF_INET)[0][4][0])' 2>/dev/null)
 expect_eq private-listed-answered "$(printf '%s' "$out" | jq_py 'd["stdout"].strip()')" 127.0.0.1
 
+# mode: audit: what enforce would refuse is answered from upstream and
+# recorded as audited
+cat >"$S/audit.yaml" <<Y
+name: aud
+tier: 1
+mode: audit
+timeout_ms: 20000
+network: {allow: ["svc.test:19200"]}
+filesystem: {read: ["/usr", "/etc", "/lib", "/lib64"], exec: ["/usr/bin"]}
+Y
+: >"$S/zone.log"
+out=$("$WARDEN" exec --json --dns-upstream "127.0.0.1:$ZP" --policy "$S/audit.yaml" \
+	-- /usr/bin/python3 -c 'import socket; print(socket.getaddrinfo("evil.test", 0, socket.AF_INET)[0][4][0])' 2>/dev/null)
+expect_eq audit-answered "$(printf '%s' "$out" | jq_py 'd["stdout"].strip()')" 127.0.0.2
+expect_match audit-recorded "$(printf '%s' "$out" | jq_py '" ".join("%s:%s:%s" % (x["kind"], x["target"], x["verdict"]) for x in d["denials"] if x["source"] == "resolver")')" 'dns.name:evil.test:audited'
+
 # policy check names a bad wildcard and a bad range at file:line:col
 mkdir -p "$S/pol/tools"
 cat >"$S/pol/tools/bad.yaml" <<'Y'
