@@ -137,13 +137,18 @@ int main(void)
 
 	int rc = ask(port, "search-svc.internal", ns_t_a, false, &an);
 	char at[64];
-	inet_ntop(AF_INET, last_addr + 12, at, sizeof(at));
-	T_OK(rc == 0 && an == 1 && count(&pinned) == 1 && last_port == 9200 &&
+	uint8_t got[16];
+	pthread_mutex_lock(&mu);
+	memcpy(got, last_addr, 16);
+	uint16_t got_port = last_port;
+	pthread_mutex_unlock(&mu);
+	inet_ntop(AF_INET, got + 12, at, sizeof(at));
+	T_OK(rc == 0 && an == 1 && count(&pinned) == 1 && got_port == 9200 &&
 		 !strcmp(at, "192.0.2.10"),
 	     "udp-allowed-pinned", "rcode %d answers %d pinned %d port %u %s",
-	     rc, an, count(&pinned), last_port, at);
+	     rc, an, count(&pinned), got_port, at);
 	char name[64];
-	T_OK(wd_resolver_name_of(r, last_addr, name, sizeof(name)) &&
+	T_OK(wd_resolver_name_of(r, got, name, sizeof(name)) &&
 		 !strcmp(name, "search-svc.internal"),
 	     "name-of", "'%s'", name);
 
