@@ -246,11 +246,54 @@ static int f_uids(struct wd_ywalk *w, yaml_node_t *v, void *o)
 	return wd_y_map(w, v, "'uids'", keys, WD_ARRAY_SIZE(keys), o);
 }
 
+/* ---- dns ------------------------------------------------------------- */
+
+static int d_upstream(struct wd_ywalk *w, yaml_node_t *v, void *o)
+{
+	struct dctx *d = o;
+	cleanup_free char *s = NULL;
+	struct wd_err e = {0};
+	if (wd_y_str(w, v, "'dns.upstream'", &s) < 0)
+		return -EINVAL;
+	if (wd_dns_upstream_parse(s, &d->c->dns.upstream, &e) < 0) {
+		wd_y_err(w, v, "'dns.upstream': %s", e.msg);
+		return -EINVAL;
+	}
+	d->c->dns.have_upstream = true;
+	return 0;
+}
+
+static int d_hosts(struct wd_ywalk *w, yaml_node_t *v, void *o)
+{
+	struct dctx *d = o;
+	char *s = NULL;
+	if (wd_y_str(w, v, "'dns.hosts'", &s) < 0)
+		return -EINVAL;
+	if (s[0] != '/' || strlen(s) >= sizeof(d->c->dns.upstream.zone_path)) {
+		wd_y_err(w, v, "'dns.hosts': '%s' must be an absolute path", s);
+		free(s);
+		return -EINVAL;
+	}
+	free(d->c->dns.hosts);
+	d->c->dns.hosts = s;
+	return 0;
+}
+
+static int f_dns(struct wd_ywalk *w, yaml_node_t *v, void *o)
+{
+	static const struct wd_y_key keys[] = {
+	    {"upstream", d_upstream, false},
+	    {"hosts", d_hosts, false},
+	};
+	return wd_y_map(w, v, "'dns'", keys, WD_ARRAY_SIZE(keys), o);
+}
+
 static const struct wd_y_key top_keys[] = {
     {"warm_pool", f_warm_pool, false},
     {"trace", f_trace, false},
     {"api", f_api, false},
     {"uids", f_uids, false},
+    {"dns", f_dns, false},
 };
 
 static void load_doc(struct wd_ywalk *w, yaml_node_t *root, void *arg)
@@ -347,6 +390,7 @@ void wd_daemon_config_free(struct wd_daemon_config *c)
 	free(c->otlp.endpoint);
 	free(c->otlp.service_name);
 	wd_y_strv_free(c->redact, c->n_redact);
+	free(c->dns.hosts);
 	free(c);
 }
 
@@ -385,6 +429,11 @@ void wd_daemon_config_diff(const struct wd_daemon_config *a,
 	DIFF(rx, "trace.redact");
 	DIFF(a->uids.first != b->uids.first || a->uids.count != b->uids.count,
 	     "uids.range");
+	DIFF(a->dns.have_upstream != b->dns.have_upstream ||
+		 memcmp(a->dns.upstream.server4, b->dns.upstream.server4, 4) ||
+		 a->dns.upstream.server_port != b->dns.upstream.server_port,
+	     "dns.upstream");
+	DIFF(!str_eq(a->dns.hosts, b->dns.hosts), "dns.hosts");
 #undef DIFF
 	wd_api_limits_diff(&a->api, &b->api, out);
 }

@@ -46,6 +46,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "enforce/dns.h"
 #include "common/util.h"
 #include "policy/manifest.h" /* struct wd_diag */
 
@@ -81,6 +82,13 @@ struct wd_daemon_config {
 	char **redact; /* NULL-terminated, never NULL */
 	int n_redact;
 	struct wd_api_limits api;
+	/* dns: where calls' resolvers look names up (enforce/resolver.h);
+	 * --dns-upstream / --dns-hosts override */
+	struct {
+		bool have_upstream;
+		struct wd_dns_upstream upstream; /* server only */
+		char *hosts; /* the operator's names, or NULL */
+	} dns;
 };
 
 /* Defaults when there is no daemon.yaml: no warm pool, no export, no extra

@@ -279,8 +279,6 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if (dns_set)
-		wd_resolver_set_upstream(&dns_up);
 	if (!sock || !*sock)
 		sock = "/run/warden/wardend.sock";
 	/* the daemon's alerts link back to its metrics when it serves them */
@@ -323,6 +321,25 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
+	/* where calls' resolvers ask (names in network.allow): daemon.yaml's
+	 * dns section, each part overridden by its flag */
+	if (!dns_up.have_server && dc->dns.have_upstream) {
+		memcpy(dns_up.server4, dc->dns.upstream.server4, 4);
+		dns_up.server_port = dc->dns.upstream.server_port;
+		dns_up.have_server = true;
+	}
+	if (!dns_up.zone_path[0] && dc->dns.hosts) {
+		if (access(dc->dns.hosts, R_OK) < 0) {
+			wd_error("daemon.yaml dns.hosts %s: %s", dc->dns.hosts,
+				 strerror(errno));
+			wd_daemon_config_free(dc);
+			return 1;
+		}
+		wd_strlcpy(dns_up.zone_path, dc->dns.hosts,
+			   sizeof(dns_up.zone_path));
+	}
+	if (dns_set || dns_up.have_server || dns_up.zone_path[0])
+		wd_resolver_set_upstream(&dns_up);
 	if (!otlp_url)
 		otlp_url = dc->otlp.endpoint;
 	if (otlp_url) {

@@ -231,6 +231,22 @@ int main(void)
 	bad("uids-range-reversed", "uids: {range: 20-10}\n",
 	    "d.yaml:1:15: 'uids.range': uid range '20-10': must be FIRST-LAST");
 	bad("uids-unknown-key", "uids: {rnage: 1-2}\n", "d.yaml:1:8:");
+	/* dns: the resolvers' upstream and the operator's names */
+	bad("dns-upstream-name", "dns: {upstream: \"resolver:53\"}\n",
+	    "d.yaml:1:17: 'dns.upstream': DNS upstream 'resolver:53': want "
+	    "IPV4:PORT");
+	bad("dns-hosts-relative", "dns: {hosts: hosts.txt}\n",
+	    "d.yaml:1:14: 'dns.hosts': 'hosts.txt' must be an absolute path");
+	rc = load(
+	    "dns: {upstream: \"10.0.0.2:5353\", hosts: /etc/warden/hosts}\n",
+	    &c, &d);
+	T_OK(rc == 0 && c && c->dns.have_upstream &&
+		 c->dns.upstream.server_port == 5353 &&
+		 c->dns.upstream.server4[0] == 10 && c->dns.hosts &&
+		 !strcmp(c->dns.hosts, "/etc/warden/hosts"),
+	     "dns-parsed", "rc %d", rc);
+	wd_daemon_config_free(c);
+	wd_diag_free(&d);
 	rc = load("uids: {range: 1500000000-1500000099}\n", &c, &d);
 	T_OK(rc == 0 && c && c->uids.first == 1500000000u &&
 		 c->uids.count == 100,
