@@ -482,6 +482,15 @@ void wd_resolver_counts(struct wd_resolver *r, uint64_t *answered,
 	pthread_mutex_unlock(&r->mu);
 }
 
+uint64_t wd_resolver_take_dropped(struct wd_resolver *r)
+{
+	pthread_mutex_lock(&r->mu);
+	uint64_t d = r->dropped;
+	r->dropped = 0;
+	pthread_mutex_unlock(&r->mu);
+	return d;
+}
+
 void wd_resolver_stop(struct wd_resolver *r)
 {
 	if (!r)

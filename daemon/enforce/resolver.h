@@ -54,9 +54,11 @@ int wd_resolver_take(struct wd_resolver *r, struct wd_event *out, int max);
  * denials of connects to it: "name (addr)". */
 bool wd_resolver_name_of(struct wd_resolver *r, const uint8_t addr[16],
 			 char *name, size_t n);
-/* Answers given and names refused so far. */
+/* Answers given and names refused so far; denials not queued (the queue
+ * of MAX_QUEUED was full), taken: each is counted once. */
 void wd_resolver_counts(struct wd_resolver *r, uint64_t *answered,
 			uint64_t *refused);
+uint64_t wd_resolver_take_dropped(struct wd_resolver *r);
 /* Stop the thread, unpin every address still pinned, free. */
 void wd_resolver_stop(struct wd_resolver *r);
 

@@ -167,6 +167,8 @@ static void drain_resolver(struct collect *c)
 			ev[i].pid = 0;
 			on_event(&ev[i], c);
 		}
+	/* a flood beyond the resolver's queue: counted, never silent */
+	c->res->lost_denials += (int)wd_resolver_take_dropped(c->resolver);
 }
 
 static void on_landlock(const struct wd_event *ev, void *arg)
