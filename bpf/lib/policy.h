@@ -33,7 +33,13 @@ struct wd_call_policy {
 	__u32 flags;	     /* WD_POL_* */
 	__u32 n_rules;	     /* egress rules loaded (informational) */
 	__u64 families_mask; /* bit n set = AF n allowed (AF_MAX < 64) */
-	__u64 reserved[4];   /* zero; for the LSM engineer (file/exec policy) */
+	__u64 reserved[2];   /* zero; the LSM's slots (bpf/lsm_policy.h) */
+	/* Events the call's programs raised, counted before the ring
+	 * buffer is asked for room: a record lost there is still counted
+	 * here, against its call (wd_egress_call_counts, read when the
+	 * call's processes are dead). Zero at attach; atomic adds. */
+	__u64 n_denied;
+	__u64 n_audited;
 };
 
 /* Key of wd_egress_rules, an LPM trie. The matched bits are, in order:
@@ -76,6 +82,8 @@ enum wd_loss_idx {
 _Static_assert(sizeof(struct wd_call_policy) == 48, "wd_call_policy size");
 _Static_assert(__builtin_offsetof(struct wd_call_policy, families_mask) == 8,
 	       "wd_call_policy.families_mask");
+_Static_assert(__builtin_offsetof(struct wd_call_policy, n_denied) == 32,
+	       "wd_call_policy.n_denied");
 _Static_assert(sizeof(struct wd_egress_key) == 32, "wd_egress_key size");
 _Static_assert(__builtin_offsetof(struct wd_egress_key, cgid_lo) == 4,
 	       "LPM data must start right after prefixlen");

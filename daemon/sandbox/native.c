@@ -507,6 +507,12 @@ out:
 				l.id);
 		}
 	}
+	/* the processes are dead: the kernel's count of the call's events
+	 * is final (it includes those the ring buffer had no room for) */
+	if (attached && eg &&
+	    !wd_egress_call_counts(eg, cg.v2_id, &res->kernel_counts[0],
+				   &res->kernel_counts[1]))
+		res->has_kernel_counts = true;
 	for (size_t i = 0; i < WD_ARRAY_SIZE(fds); i++)
 		closep2(fds[i]);
 	struct teardown *td = wd_calloc(1, sizeof(*td));

@@ -85,6 +85,28 @@ else
 	wait_until 20 accounted && pass flood-accounted && echo "# $(accounted) = $N" ||
 		fail flood-accounted "$(accounted) != $N"
 fi
+# warden_denials_total counts every denial the call made, not only the
+# ones its result could list (at most 4,096, and none of those the ring
+# had no room for): the kernel counts each against its call before it
+# asks the ring for room. What the trace does not list is counted apart.
+DEN='warden_denials_total{team="team-flood",agent="flood",tool="flooder",tier="1",verdict="denied"}'
+UNTR='warden_denials_untraced_total{team="team-flood",agent="flood",tool="flooder",tier="1"}'
+tier=$(metrics | grep -o 'warden_denials_total{team="team-flood",agent="flood",tool="flooder",tier="[123]"' | head -1 | grep -o 'tier="[123]"')
+DEN=${DEN/tier=\"1\"/$tier} UNTR=${UNTR/tier=\"1\"/$tier}
+if [ "$lsm" = True ]; then
+	skip denials-total-is-every-denial "BPF LSM is active: a connect is counted by two programs"
+else
+	expect_eq denials-total-is-every-denial "$(mval "$DEN")" "$N"
+fi
+untraced=$(mval "$UNTR")
+[ "$untraced" -gt 0 ] && [ "$untraced" -le "$N" ] && pass denials-untraced-counted &&
+	echo "# $untraced of the call's denials are not in its trace" ||
+	fail denials-untraced-counted "$(metrics | grep -E '^warden_denials_(untraced_)?total.*flooder')"
+expect_eq denials-audited-zero "$(mval "${DEN/verdict=\"denied\"/verdict=\"audited\"}")" 0
+tr=$("$WARDEN" trace show --json --state "$T/state" "$(printf '%s\n' "$out" | grep -o '"run_id":"[^"]*"' | head -1 | cut -d'"' -f4)" 2>&1 |
+	grep -o '"untraced_denials": *[0-9]*' | head -1)
+tr=${tr#*:}
+expect_eq trace-shows-untraced "${tr# }" "$untraced"
 for r in bpf_invalid bpf_unrouted; do
 	expect_eq "metrics-no-$r" "$(mval "warden_denial_events_lost_total{reason=\"$r\"}")" 0
 done
