@@ -62,7 +62,7 @@ while [ $(($(date +%s) - T0)) -lt 12 ]; do sleep 0.5; done
 out=$(as_user 1000 "$WARDEN" run --json spiky go 2>&1)
 expect_match spike-run "$(printf '%s\n' "$out" | grep '"type":"run_end"')" '"status":"ok"'
 m=$(curl -s "http://127.0.0.1:$MPORT/metrics")
-n=$(printf '%s\n' "$m" | awk '/^warden_denials_total\{.*tool="spiker"/ {print $2}')
+n=$(printf '%s\n' "$m" | awk '/^warden_denials_total\{.*tool="spiker".*verdict="denied"/ {print $2}')
 [ "${n:-0}" -ge 20 ] && pass metrics-denials-labelled "$n denials of spiker" ||
 	fail metrics-denials-labelled "$(printf '%s\n' "$m" | grep '^warden_denials_total')"
 expect_match metrics-tool-calls "$m" 'warden_tool_calls_total\{team="team-spiky",agent="spiky",tool="spiker",tier="1",outcome="[a-z_]+"\} 1'
