@@ -147,7 +147,10 @@ static void dim_value(struct wd_alert *a, int dim, const struct evstr *s,
 		snprintf(out, len, "%s/%s", s->team, s->agent);
 		break;
 	case WD_DIM_TOOL:
-		snprintf(out, len, "%s", s->tool);
+		/* per team: a tool name is shared by every team whose
+		 * agents are granted it, and each team routes its own
+		 * alerts (Alertmanager's team label, key_labels) */
+		snprintf(out, len, "%s/%s", s->team, s->tool);
 		break;
 	case WD_DIM_SOURCE:
 		snprintf(out, len, "%s", s->source);
@@ -250,7 +253,12 @@ static char *sample_text(const struct wd_stream_entry *en)
 	    en->ev.verdict == WD_VERDICT_AUDITED ? "audited" : "denied");
 }
 
-/* The key as Alertmanager labels: what a route or silence matches on. */
+/* The key as Alertmanager labels: what a route or silence matches on.
+ * Keys of one team (team, agent, tool: dim_value) carry `team`, so a
+ * route can send each team its own; an agent's key carries `agent` too.
+ * source, kind and node keys are node-wide (their spikes span teams):
+ * no team label, they go to whoever the route sends unlabelled alerts.
+ * Every value is a policy name or a fixed set: bounded. */
 static void key_labels(json_t *l, int dim, const char *value)
 {
 	char a[136], b[136];
@@ -258,21 +266,20 @@ static void key_labels(json_t *l, int dim, const char *value)
 	json_object_set_new(l, "dim", json_string(dim_names[dim]));
 	switch (dim) {
 	case WD_DIM_TEAM:
-	case WD_DIM_TOOL:
 	case WD_DIM_SOURCE:
 		json_object_set_new(l, dim_names[dim], json_string(value));
 		break;
 	case WD_DIM_AGENT: /* "team/agent" */
+	case WD_DIM_TOOL:  /* "team/tool" */
 	case WD_DIM_KIND:  /* "source:kind" */
-		sep = strchr(value, dim == WD_DIM_AGENT ? '/' : ':');
+		sep = strchr(value, dim == WD_DIM_KIND ? ':' : '/');
 		if (!sep)
 			break;
 		snprintf(a, sizeof(a), "%.*s", (int)(sep - value), value);
 		snprintf(b, sizeof(b), "%s", sep + 1);
-		json_object_set_new(l, dim == WD_DIM_AGENT ? "team" : "source",
+		json_object_set_new(l, dim == WD_DIM_KIND ? "source" : "team",
 				    json_string(a));
-		json_object_set_new(l, dim == WD_DIM_AGENT ? "agent" : "kind",
-				    json_string(b));
+		json_object_set_new(l, dim_names[dim], json_string(b));
 		break;
 	default:
 		break;
@@ -367,8 +374,6 @@ static void raise_spike(struct wd_alert *a, struct wd_akey **ks,
 	json_object_set_new(o, "first", sample_json(&k->first));
 	json_object_set_new(o, "last", sample_json(&k->last));
 	a->alerts_spike++;
-	if (a->am)
-		am_fire_spike(a, k, &js[0]);
 	wd_warn("alert: denial spike on %s '%s': %llu events in %llu s "
 		"(baseline %.1f, threshold %.1f); last: run %s step %d tool "
 		"%s %s %s",
@@ -401,9 +406,9 @@ static void process(struct wd_alert *a, const struct wd_stream_entry *en,
 	 * specific key's ongoing spike (e.g. the node's) never hides a new
 	 * tool's spike. */
 	bool ongoing = false;
-	struct wd_akey *fire[WD_DIM_NR];
-	struct judged fj[WD_DIM_NR];
-	int nf = 0;
+	struct wd_akey *fire[WD_DIM_NR], *amk[WD_DIM_NR];
+	struct judged fj[WD_DIM_NR], aj[WD_DIM_NR];
+	int nf = 0, na = 0;
 	for (int i = 0; i < WD_DIM_NR; i++) {
 		int dim = dim_order[i];
 		if (!(a->dims & (1u << dim)))
@@ -432,6 +437,12 @@ static void process(struct wd_alert *a, const struct wd_stream_entry *en,
 			continue;
 		}
 		k->in_spike = true;
+		/* Alertmanager follows the state, not the cool-down: each
+		 * key entering its spike is an alert of its own there
+		 * (distinct labels), and one that resolved and spikes again
+		 * fires again, whatever the webhook below was spared */
+		amk[na] = k;
+		aj[na++] = j;
 		if (ongoing) {
 			a->suppressed++;
 			k->alerted = true;
@@ -444,11 +455,17 @@ static void process(struct wd_alert *a, const struct wd_stream_entry *en,
 			fire[nf] = k;
 			fj[nf++] = j;
 		} else {
-			ongoing = true; /* cooling down: already reported */
+			/* cooling down: the webhook heard of this key's
+			 * spike less than cooldown_s ago; not posted again,
+			 * counted */
+			a->suppressed++;
+			ongoing = true;
 		}
 	}
 	if (nf)
 		raise_spike(a, fire, fj, nf, en);
+	for (int i = 0; a->am && i < na; i++)
+		am_fire_spike(a, amk[i], &aj[i]);
 }
 
 /* Refresh loss counts; raise an events_lost alert when one grew. */
@@ -850,7 +867,9 @@ void wd_alert_metrics_render(struct wd_alert *a, struct wd_buf *out)
 		      (unsigned long long)a->alerts_lost);
 	wd_metrics_family(
 	    out, "warden_alerts_suppressed_total", "counter",
-	    "Spike crossings folded into an alert already raised.");
+	    "Spike crossings the webhook did not post: folded into the "
+	    "alert of a more specific key, or within the key's cool-down "
+	    "(Alertmanager is sent each of them).");
 	wd_buf_printf(out, "warden_alerts_suppressed_total %llu\n",
 		      (unsigned long long)a->suppressed);
 	pthread_mutex_unlock(&a->mu);

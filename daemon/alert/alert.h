@@ -35,6 +35,14 @@
  * of the same event is already in a reported spike is folded into it
  * (counted as suppressed), so a burst on one tool raises one alert, not
  * one per dimension, while a node-wide spike never hides a new tool's.
+ * The cool-down and the folding apply to the webhook only: Alertmanager
+ * (--alertmanager) is sent every key that enters its spike as an alert of
+ * its own, again after a resolve however soon (a crossing the webhook is
+ * spared within the cool-down is counted as suppressed), because its
+ * state must follow the truth; Alertmanager groups and throttles.
+ * Keys: tool "team/tool" and agent "team/agent" (per team: Alertmanager
+ * labels team, tool / agent), team, and the node-wide source, kind
+ * "source:kind" and node.
  *
  * Loss. Events the alerter's cursor missed (stream overrun) are counted
  * (warden_denial_events_lost_total{reason="overrun"}), carried in every
