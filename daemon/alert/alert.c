@@ -77,6 +77,7 @@ struct wd_alert {
 	uint64_t lost_seen[LOST_KINDS], lost_reported[LOST_KINDS];
 	bool loss_alerted;
 	uint64_t last_loss_alert_ns, last_loss_grew_ns;
+	uint64_t lost_grew_ns[LOST_KINDS]; /* when each reason last grew */
 	uint64_t tick_now; /* the reader loop's now, for am_still */
 	bool stop, reader_done;
 	pthread_t thr;
@@ -328,8 +329,14 @@ static bool am_still(void *arg, const char *id)
 {
 	struct wd_alert *a = arg;
 	uint64_t now = a->tick_now;
-	if (!strcmp(id, "lost"))
-		return now - a->last_loss_grew_ns < a->short_ns;
+	if (!strncmp(id, "lost\x1f", 5)) {
+		/* one alert per reason: it ends once a short window passed
+		 * with no new loss there */
+		for (int i = 0; i < LOST_KINDS; i++)
+			if (!strcmp(id + 5, lost_name(i)))
+				return now - a->lost_grew_ns[i] < a->short_ns;
+		return false;
+	}
 	char *sep = strchr(id, '\x1f');
 	if (!sep)
 		return false;
@@ -481,11 +488,43 @@ static void check_loss(struct wd_alert *a, uint64_t now)
 	for (int i = 0; i < LOST_KINDS; i++) {
 		if (cur[i] > a->lost_seen[i]) {
 			a->lost_seen[i] = cur[i];
+			a->lost_grew_ns[i] = now;
 			grew = true;
 		}
 	}
 	if (grew)
 		a->last_loss_grew_ns = now;
+	/* Alertmanager: one alert per reason that lost events (label
+	 * reason, as the shipped WardenEventsLost rule), so each is routed,
+	 * silenced and resolved on its own; sent as the loss happens, the
+	 * webhook's cool-down below is not Alertmanager's (an active
+	 * alert only gets its annotations refreshed) */
+	for (int i = 0; a->am && grew && i < LOST_KINDS; i++) {
+		if (a->lost_grew_ns[i] != now)
+			continue;
+		cleanup_free char *all = lost_text(a->lost_seen);
+		cleanup_free char *sum = wd_asprintf(
+		    "wardend on %s lost denial events at %s: %llu", a->node,
+		    lost_name(i), (unsigned long long)a->lost_seen[i]);
+		cleanup_free char *d = wd_asprintf(
+		    "Lost so far: %s. overrun: the alerter fell behind the "
+		    "event ring; bpf_ringbuf: the kernel's ring buffer was "
+		    "full (wardend --event-ring-bytes); bpf_invalid: records "
+		    "that failed validation; bpf_unrouted: records no live "
+		    "tool call owned; landlock_audit: the audit reader's "
+		    "queue overflowed. Denials were still enforced; not all "
+		    "were recorded.",
+		    all);
+		char id[48];
+		snprintf(id, sizeof(id), "lost\x1f%s", lost_name(i));
+		wd_am_fire(
+		    a->am, id,
+		    json_pack("{s:s,s:s,s:s,s:s}", "alertname",
+			      "WardenDaemonEventsLost", "severity", "warning",
+			      "node", a->node, "reason", lost_name(i)),
+		    json_pack("{s:s,s:s}", "summary", sum, "description", d),
+		    now, wd_wall_ns());
+	}
 	bool pending =
 	    memcmp(a->lost_seen, a->lost_reported, sizeof(a->lost_seen)) != 0;
 	if (!grew && !pending)
@@ -506,26 +545,6 @@ static void check_loss(struct wd_alert *a, uint64_t now)
 	a->loss_alerted = true;
 	a->last_loss_alert_ns = now;
 	a->alerts_lost++;
-	if (a->am) {
-		cleanup_free char *sum = wd_asprintf(
-		    "wardend on %s lost denial events: %s", a->node, all);
-		cleanup_free char *d = wd_asprintf(
-		    "New since the last report: %s. overrun: the alerter fell "
-		    "behind the event ring; bpf_ringbuf: the kernel's ring "
-		    "buffer was full (wardend --event-ring-bytes); "
-		    "bpf_invalid: records that failed validation; "
-		    "bpf_unrouted: records no live tool call owned; "
-		    "landlock_audit: the audit reader's queue overflowed. "
-		    "Denials were still enforced; not all were recorded.",
-		    news);
-		wd_am_fire(
-		    a->am, "lost",
-		    json_pack("{s:s,s:s,s:s}", "alertname",
-			      "WardenDaemonEventsLost", "severity", "warning",
-			      "node", a->node),
-		    json_pack("{s:s,s:s}", "summary", sum, "description", d),
-		    now, wd_wall_ns());
-	}
 	emit(a, o);
 }
 
@@ -576,6 +595,48 @@ static bool http_url_ok(const char *u)
 {
 	return !u || !u[0] || !strncmp(u, "http://", 7) ||
 	       !strncmp(u, "https://", 8);
+}
+
+int wd_alert_generator_url(const char *given, const char *metrics,
+			   const char *hostname, char **out, struct wd_err *err)
+{
+	*out = NULL;
+	if (given) {
+		size_t n = strlen(given);
+		const char *host = !strncmp(given, "http://", 7)    ? given + 7
+				   : !strncmp(given, "https://", 8) ? given + 8
+								    : NULL;
+		bool clean = n < 512;
+		for (const char *p = given; clean && *p; p++)
+			clean = (unsigned char)*p > 0x20 &&
+				(unsigned char)*p < 0x7f;
+		if (!host || !*host || *host == '/' || !clean)
+			return wd_err_set(
+			    err, -EINVAL,
+			    "--alert-generator-url wants an http:// or "
+			    "https:// URL with a host, printable, no spaces, "
+			    "under 512 bytes: '%s'",
+			    given);
+		*out = wd_strdup(given);
+		return 0;
+	}
+	if (!metrics || !*metrics)
+		return 0;
+	const char *colon = strrchr(metrics, ':');
+	if (!colon)
+		return wd_err_set(err, -EINVAL,
+				  "--metrics '%s': no :PORT for the alerts' "
+				  "generatorURL",
+				  metrics);
+	size_t hl = (size_t)(colon - metrics);
+	bool wild = !hl || (hl == 7 && !strncmp(metrics, "0.0.0.0", 7)) ||
+		    (hl == 4 && !strncmp(metrics, "[::]", 4)) ||
+		    (hl == 2 && !strncmp(metrics, "::", 2));
+	if (wild && hostname && *hostname)
+		*out = wd_asprintf("http://%s%s/metrics", hostname, colon);
+	else
+		*out = wd_asprintf("http://%s/metrics", metrics);
+	return 0;
 }
 
 int wd_alert_new(const struct wd_alert_config *cfg, struct wd_stream *events,
@@ -743,6 +804,7 @@ void wd_alert_stats(struct wd_alert *a, struct wd_alert_stats *out)
 		out->am_dropped = w.dropped;
 		pthread_mutex_lock(&a->mu);
 		out->am_active = (uint32_t)wd_am_active(a->am);
+		out->am_overflow = wd_am_overflow(a->am);
 		pthread_mutex_unlock(&a->mu);
 	}
 }
@@ -905,6 +967,9 @@ void wd_alert_metrics_render(struct wd_alert *a, struct wd_buf *out)
 	     st.am_dropped},
 	    {"warden_alertmanager_alerts_active", "gauge",
 	     "The daemon's own alerts firing at Alertmanager.", st.am_active},
+	    {"warden_alertmanager_overflow_total", "counter",
+	     "Alerts not sent to Alertmanager: 256 were firing already.",
+	     st.am_overflow},
 	};
 	for (size_t i = 0; i < WD_ARRAY_SIZE(m); i++) {
 		wd_metrics_family(out, m[i].name, m[i].type, m[i].help);

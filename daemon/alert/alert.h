@@ -142,6 +142,18 @@ struct wd_alert_config {
 
 struct wd_alert;
 
+/* The back-link of the daemon's Alertmanager alerts (generatorURL).
+ * `given` (--alert-generator-url): used as it is once checked: http:// or
+ * https://, a host, no spaces or control characters, < 512 bytes.
+ * Otherwise derived from `metrics` (--metrics ADDR:PORT, may be NULL:
+ * then *out = NULL, no link): http://ADDR:PORT/metrics, where a wildcard
+ * address (0.0.0.0, [::], none) is replaced by `hostname` (the node's
+ * name: a wildcard is not an address a reader can open). 0 with *out
+ * (malloc'd or NULL), or -EINVAL with err->msg. */
+int wd_alert_generator_url(const char *given, const char *metrics,
+			   const char *hostname, char **out,
+			   struct wd_err *err);
+
 /* Validate cfg, start the reader and sender threads. Returns 0 / -errno
  * (-EINVAL with err->msg for a bad config). */
 int wd_alert_new(const struct wd_alert_config *cfg, struct wd_stream *events,
@@ -168,7 +180,8 @@ struct wd_alert_stats {
 	uint64_t webhook_dropped;  /* queue full or shut down */
 	uint64_t am_sent, am_failures, am_retries, am_dropped;
 	uint32_t am_active;
-	uint64_t keys; /* keys held now */
+	uint64_t am_overflow; /* not sent: too many active already */
+	uint64_t keys;	      /* keys held now */
 	uint64_t keys_evicted;
 	uint32_t queue_depth;
 };

@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 
 #include "alert/alert.h"
+#include "alert/alertmanager.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "events/stream.h"
@@ -974,6 +975,66 @@ static void test_am_keys(void)
 	wd_stream_free(st);
 }
 
+/* generatorURL: given (checked), derived from --metrics, never a
+ * wildcard address */
+static void test_generator_url(void)
+{
+	struct {
+		const char *given, *metrics, *host, *want;
+		int rc;
+	} c[] = {
+	    {NULL, NULL, "n1", NULL, 0},
+	    {NULL, "127.0.0.1:9464", "n1", "http://127.0.0.1:9464/metrics", 0},
+	    {NULL, "0.0.0.0:9464", "n1.example",
+	     "http://n1.example:9464/metrics", 0},
+	    {NULL, "[::]:9464", "n1", "http://n1:9464/metrics", 0},
+	    {NULL, "[::1]:9464", "n1", "http://[::1]:9464/metrics", 0},
+	    {"https://grafana.example/d/warden", "0.0.0.0:9464", "n1",
+	     "https://grafana.example/d/warden", 0},
+	    {"ftp://x/", NULL, "n1", NULL, -EINVAL},
+	    {"http://", NULL, "n1", NULL, -EINVAL},
+	    {"http://a b/", NULL, "n1", NULL, -EINVAL},
+	    {"grafana.example", NULL, "n1", NULL, -EINVAL},
+	};
+	for (size_t i = 0; i < WD_ARRAY_SIZE(c); i++) {
+		char *out = (char *)1;
+		struct wd_err err = {0};
+		int rc = wd_alert_generator_url(c[i].given, c[i].metrics,
+						c[i].host, &out, &err);
+		bool ok = rc == c[i].rc &&
+			  (c[i].want ? out && !strcmp(out, c[i].want) : !out) &&
+			  (rc == 0 || strstr(err.msg, "--alert-generator-url"));
+		T_OK(ok, "alert_generator_url", "case %zu: rc %d out '%s' (%s)",
+		     i, rc, out ? out : "(null)", err.msg);
+		free(out);
+	}
+}
+
+/* More alerts than the client tracks: the rest are counted, not lost
+ * silently (warden_alertmanager_overflow_total) */
+static void test_am_overflow(void)
+{
+	/* nothing listens on port 1: the posts fail, the count is what
+	 * matters */
+	struct wd_am *am =
+	    wd_am_new("http://127.0.0.1:1/", NULL, 60 * S, 200, 0, 1);
+	if (!am) {
+		T_FAIL("am_overflow_new", "wd_am_new: %s", strerror(errno));
+		return;
+	}
+	for (int i = 0; i < 260; i++) {
+		char id[16];
+		snprintf(id, sizeof(id), "k%d", i);
+		wd_am_fire(am, id,
+			   json_pack("{s:s,s:s}", "alertname", "X", "k", id),
+			   json_object(), fake_clock(NULL), wd_wall_ns());
+	}
+	T_OK(wd_am_active(am) == 256 && wd_am_overflow(am) == 4,
+	     "am_overflow_counted", "active %d overflow %llu", wd_am_active(am),
+	     (unsigned long long)wd_am_overflow(am));
+	wd_am_free(am);
+}
+
 /* Loss read through the stream's probe (as wardend reads its own BPF
  * consumer's count, runtime.c bpf_loss_probe): no pump call, no
  * wd_stream_set_lost; the alerter's loop reads it, counts it in
@@ -1047,6 +1108,8 @@ int main(void)
 	test_alertmanager();
 	test_am_refire();
 	test_am_keys();
+	test_am_overflow();
+	test_generator_url();
 	test_loss_probe();
 	return T_DONE();
 }
