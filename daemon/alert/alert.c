@@ -625,14 +625,14 @@ int wd_alert_generator_url(const char *given, const char *metrics,
 	const char *colon = strrchr(metrics, ':');
 	if (!colon)
 		return wd_err_set(err, -EINVAL,
-				  "--metrics '%s': no :PORT for the alerts' "
-				  "generatorURL",
+				  "--metrics wants ADDR:PORT, not '%s'",
 				  metrics);
 	size_t hl = (size_t)(colon - metrics);
-	bool wild = !hl || (hl == 7 && !strncmp(metrics, "0.0.0.0", 7)) ||
-		    (hl == 4 && !strncmp(metrics, "[::]", 4)) ||
-		    (hl == 2 && !strncmp(metrics, "::", 2));
-	if (wild && hostname && *hostname)
+	/* as wd_server_start_metrics binds it: no ADDR is loopback */
+	if (!hl)
+		*out = wd_asprintf("http://127.0.0.1%s/metrics", colon);
+	else if (hl == 7 && !strncmp(metrics, "0.0.0.0", 7) && hostname &&
+		 *hostname)
 		*out = wd_asprintf("http://%s%s/metrics", hostname, colon);
 	else
 		*out = wd_asprintf("http://%s/metrics", metrics);

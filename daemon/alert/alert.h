@@ -146,9 +146,10 @@ struct wd_alert;
  * `given` (--alert-generator-url): used as it is once checked: http:// or
  * https://, a host, no spaces or control characters, < 512 bytes.
  * Otherwise derived from `metrics` (--metrics ADDR:PORT, may be NULL:
- * then *out = NULL, no link): http://ADDR:PORT/metrics, where a wildcard
- * address (0.0.0.0, [::], none) is replaced by `hostname` (the node's
- * name: a wildcard is not an address a reader can open). 0 with *out
+ * then *out = NULL, no link): http://ADDR:PORT/metrics, where the
+ * wildcard 0.0.0.0 is replaced by `hostname` (the node's name: a wildcard
+ * is not an address a reader can open) and no ADDR is 127.0.0.1 (as the
+ * listener binds it). 0 with *out
  * (malloc'd or NULL), or -EINVAL with err->msg. */
 int wd_alert_generator_url(const char *given, const char *metrics,
 			   const char *hostname, char **out,

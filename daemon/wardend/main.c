@@ -151,6 +151,11 @@ int main(int argc, char **argv)
 	uint32_t ring_bytes = 0; /* 0: the default */
 	struct wd_rt_opts ro = {0};
 	struct wd_alert_config ac = {0}; /* defaults: 60 s / 1 h, x5, min 20 */
+	/* the daemon's spike alerts judge denials: an agent whose manifest
+	 * is in audit mode is being tried out, not attacked (the same as
+	 * the shipped rules' verdict="denied"; audits are still counted,
+	 * warden_denial_events_total{verdict="audited"}) */
+	ac.denied_only = true;
 	ro.alert = &ac;
 	int c;
 	wd_log_set_ident("wardend");

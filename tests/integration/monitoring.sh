@@ -27,6 +27,16 @@ tool spiker "[\"$HELPERS/netprobe\", \"connect-ramp\", \"9\", \"$RAMP_S\", \"$RA
 tool quiet "[\"$HELPERS/netprobe\", \"connect-flood\", \"9\", \"2\"]" \
 	"input: stdin" "args_schema: {type: object}" \
 	"auth: {mode: on_behalf_of_user, scopes: [\"test:quiet\"]}" "side_effects: none"
+# a tool in audit mode: 40 connects, each allowed and audited (refused by
+# nobody listening): audits are not denials, no spike rule may fire
+tool trier "[\"$HELPERS/netprobe\", \"connect-flood\", \"9\", \"40\"]" \
+	"input: stdin" "args_schema: {type: object}" "mode: audit" \
+	"auth: {mode: on_behalf_of_user, scopes: [\"test:trier\"]}" "side_effects: none"
+script trial <<'S'
+{"step": 0, "tool_calls": [{"name": "trier", "arguments": {}}]}
+{"text": "done"}
+S
+agent trial trial '[trier]'
 script spike <<'S'
 {"step": 0, "tool_calls": [{"name": "spiker", "arguments": {}}, {"name": "quiet", "arguments": {}}]}
 {"text": "done"}
@@ -65,6 +75,16 @@ wait_until 30 prom_zero 'warden_denials_total{tool="spiker"}' &&
 	pass prom-scrapes-zero-series || fail prom-scrapes-zero-series "$(prom_q 'warden_denials_total')"
 # past the daemon detector's warm-up (2 windows of 5 s)
 while [ $(($(date +%s) - T0)) -lt 12 ]; do sleep 0.5; done
+
+# the audit-mode agent first: its audits are counted as audits
+out=$(as_user 1000 "$WARDEN" run --json trial go 2>&1)
+expect_match trial-run "$(printf '%s\n' "$out" | grep '"type":"run_end"')" '"status":"ok"'
+AUD='warden_denials_total{team="team-trial",agent="trial",tool="trier",tier="1",verdict="audited"}'
+mtrial() { curl -s "http://127.0.0.1:$MPORT/metrics" | awk -v k="$1" '$1==k {v=$2} END{print v+0}'; }
+a_n=$(mtrial "$AUD")
+[ "$a_n" -ge 40 ] && pass metrics-audits-by-verdict "$a_n audited" ||
+	fail metrics-audits-by-verdict "$(curl -s "http://127.0.0.1:$MPORT/metrics" | grep 'tool="trier"')"
+expect_eq metrics-audits-not-denials "$(mtrial "${AUD/audited/denied}")" 0
 
 # am_updates: while the run's spike lasts, Alertmanager's copy of
 # wardend's tool alert (GET /api/v2/alerts) is updated again (updatedAt
@@ -136,6 +156,13 @@ wait_until 30 quiet_scraped && pass prometheus-has-quiet-baseline ||
 	fail prometheus-has-quiet-baseline "$(prom_q "$QUIET")"
 st=$(prom_alert_state WardenDenialSpikeTool tool quiet)
 expect_eq prometheus-rule-quiet-tool "$st" absent
+# the audit-mode tool: its audits are in Prometheus, and no spike rule
+# judged them a spike
+aud_scraped() { prom_q "sum($AUD)" | grep -q '"value":\[[0-9.]*,"'"$a_n"'"\]'; }
+wait_until 30 aud_scraped && pass prometheus-has-audits ||
+	fail prometheus-has-audits "$(prom_q "$AUD")"
+expect_eq prometheus-rule-ignores-audits-tool "$(prom_alert_state WardenDenialSpikeTool tool trier)" absent
+expect_eq prometheus-rule-ignores-audits-team "$(prom_alert_state WardenDenialSpikeTeam team team-trial)" absent
 # the shipped rules' alerts reach Alertmanager (prometheus.yml alerting:)
 am_has_prom_alert() {
 	curl -sf "http://127.0.0.1:$APORT/api/v2/alerts" | python3 -c "import json,sys
@@ -158,6 +185,12 @@ sys.exit(1)" 2>/dev/null
 }
 wait_until 30 recv_has firing && pass alertmanager-routes-daemon-alert ||
 	fail alertmanager-routes-daemon-alert "receiver got: $(head -c 600 "$T/recv.out" 2>/dev/null); wardend: $(grep -i alertmanager "$T/wardend.log" | tail -3)"
+# wardend judged the audits no spike either: Alertmanager, which has the
+# spiker's alert (sent after the audits), has none for team-trial
+am_trial=$(curl -sf "http://127.0.0.1:$APORT/api/v2/alerts" | python3 -c "import json,sys
+a=[x for x in json.load(sys.stdin) if x['labels'].get('alertname')=='WardenDaemonDenialSpike' and (x['labels'].get('team')=='team-trial' or x['labels'].get('tool')=='trier')]
+print(len(a))" 2>&1)
+expect_eq alertmanager-no-daemon-alert-for-audits "$am_trial" 0
 a=$(recv_has firing)
 expect_match alert-annotations "$a" '"last_event":"run [a-z0-9_-]+ step 0 tool spiker \(team team-spiky, agent spiky\): bpf connect .*127\.0\.0\.1:9'
 expect_match alert-generator-url "$a" "\"generatorURL\":\"http://127.0.0.1:$MPORT/metrics\""
