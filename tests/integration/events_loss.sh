@@ -29,6 +29,12 @@ for bad in 6144 2048 2147483648 4k; do
 		pass "ring-size-refused-$bad" || fail "ring-size-refused-$bad" "exit $rc: $out"
 done
 expect_match ring-size-in-help "$("$WARDEND" --help)" '--event-ring-bytes BYTES'
+# so is the alerts' back-link
+out=$("$WARDEND" --state "$T/nostate" --policy "$T/nopolicy" --socket "$T/no.sock" \
+	--alert-generator-url 'ftp://x/' 2>&1)
+rc=$?
+[ "$rc" -eq 2 ] && printf '%s' "$out" | grep -q -- "--alert-generator-url wants an http:// or https:// URL" &&
+	pass generator-url-refused || fail generator-url-refused "exit $rc: $out"
 
 base_policy
 tool flooder "[\"$HELPERS/netprobe\", \"connect-flood\", \"9\", \"$N\"]" \
