@@ -79,6 +79,22 @@ static __always_inline void wd_count(__u32 idx)
 		*c += 1; /* per-CPU: no atomic needed */
 }
 
+/* Count an event against its call (wd_call_policy.n_denied/n_audited)
+ * whether or not the ring buffer has room for its record, so that the
+ * call's denial total is exact under a flood. No entry (policy miss): the
+ * event belongs to no call. */
+static __always_inline void wd_call_count(__u8 verdict)
+{
+	__u64 cgid = bpf_get_current_cgroup_id();
+	struct wd_call_policy *p = bpf_map_lookup_elem(&wd_policy, &cgid);
+	if (!p)
+		return;
+	if (verdict == WD_KEV_AUDITED)
+		__sync_fetch_and_add(&p->n_audited, 1);
+	else
+		__sync_fetch_and_add(&p->n_denied, 1);
+}
+
 /* The common fields of a record (everything before path). */
 static __always_inline void wd_event_fill(struct wd_kevent *e, __u16 kind,
 					  __u8 verdict, __s32 err)
@@ -122,6 +138,7 @@ static __always_inline void *wd_ring(void)
 static __always_inline struct wd_kevent *
 wd_event_reserve(__u16 kind, __u8 verdict, __s32 err)
 {
+	wd_call_count(verdict);
 	void *rb = wd_ring();
 	if (!rb)
 		return NULL;
@@ -141,6 +158,7 @@ wd_event_reserve(__u16 kind, __u8 verdict, __s32 err)
 static __always_inline struct wd_kevent *
 wd_event_reserve_short(__u16 kind, __u8 verdict, __s32 err)
 {
+	wd_call_count(verdict);
 	void *rb = wd_ring();
 	if (!rb)
 		return NULL;

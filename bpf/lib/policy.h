@@ -36,8 +36,14 @@ struct wd_call_policy {
 	__u32 flags;	     /* WD_POL_* */
 	__u32 n_rules;	     /* egress rules loaded (informational) */
 	__u64 families_mask; /* bit n set = AF n allowed (AF_MAX < 64) */
-	__u64 reserved[3];   /* zero; [0], [1]: the LSM's (lsm_policy.h) */
-	__u16 dns_port;	     /* network order; the resolver's (WD_POL_DNS) */
+	__u64 reserved[2];   /* zero; the LSM's slots (bpf/lsm_policy.h) */
+	/* Events the call's programs raised, counted before the ring
+	 * buffer is asked for room: a record lost there is still counted
+	 * here, against its call (wd_egress_call_counts, read when the
+	 * call's processes are dead). Zero at attach; atomic adds. */
+	__u64 n_denied;
+	__u64 n_audited;
+	__u16 dns_port; /* network order; the resolver's (WD_POL_DNS) */
 	__u16 pad16[3];
 };
 
@@ -83,10 +89,12 @@ enum wd_loss_idx {
 #define WD_CALL_RING_SLOTS  256
 #define WD_EGRESS_MAX_RULES 16384
 
-_Static_assert(sizeof(struct wd_call_policy) == 48, "wd_call_policy size");
+_Static_assert(sizeof(struct wd_call_policy) == 56, "wd_call_policy size");
 _Static_assert(__builtin_offsetof(struct wd_call_policy, families_mask) == 8,
 	       "wd_call_policy.families_mask");
-_Static_assert(__builtin_offsetof(struct wd_call_policy, dns_port) == 40,
+_Static_assert(__builtin_offsetof(struct wd_call_policy, n_denied) == 32,
+	       "wd_call_policy.n_denied");
+_Static_assert(__builtin_offsetof(struct wd_call_policy, dns_port) == 48,
 	       "wd_call_policy.dns_port");
 _Static_assert(sizeof(struct wd_egress_key) == 32, "wd_egress_key size");
 _Static_assert(__builtin_offsetof(struct wd_egress_key, cgid_lo) == 4,

@@ -77,6 +77,7 @@ struct wd_alert {
 	uint64_t lost_seen[LOST_KINDS], lost_reported[LOST_KINDS];
 	bool loss_alerted;
 	uint64_t last_loss_alert_ns, last_loss_grew_ns;
+	uint64_t lost_grew_ns[LOST_KINDS]; /* when each reason last grew */
 	uint64_t tick_now; /* the reader loop's now, for am_still */
 	bool stop, reader_done;
 	pthread_t thr;
@@ -147,7 +148,10 @@ static void dim_value(struct wd_alert *a, int dim, const struct evstr *s,
 		snprintf(out, len, "%s/%s", s->team, s->agent);
 		break;
 	case WD_DIM_TOOL:
-		snprintf(out, len, "%s", s->tool);
+		/* per team: a tool name is shared by every team whose
+		 * agents are granted it, and each team routes its own
+		 * alerts (Alertmanager's team label, key_labels) */
+		snprintf(out, len, "%s/%s", s->team, s->tool);
 		break;
 	case WD_DIM_SOURCE:
 		snprintf(out, len, "%s", s->source);
@@ -250,7 +254,12 @@ static char *sample_text(const struct wd_stream_entry *en)
 	    en->ev.verdict == WD_VERDICT_AUDITED ? "audited" : "denied");
 }
 
-/* The key as Alertmanager labels: what a route or silence matches on. */
+/* The key as Alertmanager labels: what a route or silence matches on.
+ * Keys of one team (team, agent, tool: dim_value) carry `team`, so a
+ * route can send each team its own; an agent's key carries `agent` too.
+ * source, kind and node keys are node-wide (their spikes span teams):
+ * no team label, they go to whoever the route sends unlabelled alerts.
+ * Every value is a policy name or a fixed set: bounded. */
 static void key_labels(json_t *l, int dim, const char *value)
 {
 	char a[136], b[136];
@@ -258,21 +267,20 @@ static void key_labels(json_t *l, int dim, const char *value)
 	json_object_set_new(l, "dim", json_string(dim_names[dim]));
 	switch (dim) {
 	case WD_DIM_TEAM:
-	case WD_DIM_TOOL:
 	case WD_DIM_SOURCE:
 		json_object_set_new(l, dim_names[dim], json_string(value));
 		break;
 	case WD_DIM_AGENT: /* "team/agent" */
+	case WD_DIM_TOOL:  /* "team/tool" */
 	case WD_DIM_KIND:  /* "source:kind" */
-		sep = strchr(value, dim == WD_DIM_AGENT ? '/' : ':');
+		sep = strchr(value, dim == WD_DIM_KIND ? ':' : '/');
 		if (!sep)
 			break;
 		snprintf(a, sizeof(a), "%.*s", (int)(sep - value), value);
 		snprintf(b, sizeof(b), "%s", sep + 1);
-		json_object_set_new(l, dim == WD_DIM_AGENT ? "team" : "source",
+		json_object_set_new(l, dim == WD_DIM_KIND ? "source" : "team",
 				    json_string(a));
-		json_object_set_new(l, dim == WD_DIM_AGENT ? "agent" : "kind",
-				    json_string(b));
+		json_object_set_new(l, dim_names[dim], json_string(b));
 		break;
 	default:
 		break;
@@ -321,8 +329,14 @@ static bool am_still(void *arg, const char *id)
 {
 	struct wd_alert *a = arg;
 	uint64_t now = a->tick_now;
-	if (!strcmp(id, "lost"))
-		return now - a->last_loss_grew_ns < a->short_ns;
+	if (!strncmp(id, "lost\x1f", 5)) {
+		/* one alert per reason: it ends once a short window passed
+		 * with no new loss there */
+		for (int i = 0; i < LOST_KINDS; i++)
+			if (!strcmp(id + 5, lost_name(i)))
+				return now - a->lost_grew_ns[i] < a->short_ns;
+		return false;
+	}
 	char *sep = strchr(id, '\x1f');
 	if (!sep)
 		return false;
@@ -367,8 +381,6 @@ static void raise_spike(struct wd_alert *a, struct wd_akey **ks,
 	json_object_set_new(o, "first", sample_json(&k->first));
 	json_object_set_new(o, "last", sample_json(&k->last));
 	a->alerts_spike++;
-	if (a->am)
-		am_fire_spike(a, k, &js[0]);
 	wd_warn("alert: denial spike on %s '%s': %llu events in %llu s "
 		"(baseline %.1f, threshold %.1f); last: run %s step %d tool "
 		"%s %s %s",
@@ -401,9 +413,9 @@ static void process(struct wd_alert *a, const struct wd_stream_entry *en,
 	 * specific key's ongoing spike (e.g. the node's) never hides a new
 	 * tool's spike. */
 	bool ongoing = false;
-	struct wd_akey *fire[WD_DIM_NR];
-	struct judged fj[WD_DIM_NR];
-	int nf = 0;
+	struct wd_akey *fire[WD_DIM_NR], *amk[WD_DIM_NR];
+	struct judged fj[WD_DIM_NR], aj[WD_DIM_NR];
+	int nf = 0, na = 0;
 	for (int i = 0; i < WD_DIM_NR; i++) {
 		int dim = dim_order[i];
 		if (!(a->dims & (1u << dim)))
@@ -432,6 +444,12 @@ static void process(struct wd_alert *a, const struct wd_stream_entry *en,
 			continue;
 		}
 		k->in_spike = true;
+		/* Alertmanager follows the state, not the cool-down: each
+		 * key entering its spike is an alert of its own there
+		 * (distinct labels), and one that resolved and spikes again
+		 * fires again, whatever the webhook below was spared */
+		amk[na] = k;
+		aj[na++] = j;
 		if (ongoing) {
 			a->suppressed++;
 			k->alerted = true;
@@ -444,11 +462,17 @@ static void process(struct wd_alert *a, const struct wd_stream_entry *en,
 			fire[nf] = k;
 			fj[nf++] = j;
 		} else {
-			ongoing = true; /* cooling down: already reported */
+			/* cooling down: the webhook heard of this key's
+			 * spike less than cooldown_s ago; not posted again,
+			 * counted */
+			a->suppressed++;
+			ongoing = true;
 		}
 	}
 	if (nf)
 		raise_spike(a, fire, fj, nf, en);
+	for (int i = 0; a->am && i < na; i++)
+		am_fire_spike(a, amk[i], &aj[i]);
 }
 
 /* Refresh loss counts; raise an events_lost alert when one grew. */
@@ -464,11 +488,43 @@ static void check_loss(struct wd_alert *a, uint64_t now)
 	for (int i = 0; i < LOST_KINDS; i++) {
 		if (cur[i] > a->lost_seen[i]) {
 			a->lost_seen[i] = cur[i];
+			a->lost_grew_ns[i] = now;
 			grew = true;
 		}
 	}
 	if (grew)
 		a->last_loss_grew_ns = now;
+	/* Alertmanager: one alert per reason that lost events (label
+	 * reason, as the shipped WardenEventsLost rule), so each is routed,
+	 * silenced and resolved on its own; sent as the loss happens, the
+	 * webhook's cool-down below is not Alertmanager's (an active
+	 * alert only gets its annotations refreshed) */
+	for (int i = 0; a->am && grew && i < LOST_KINDS; i++) {
+		if (a->lost_grew_ns[i] != now)
+			continue;
+		cleanup_free char *all = lost_text(a->lost_seen);
+		cleanup_free char *sum = wd_asprintf(
+		    "wardend on %s lost denial events at %s: %llu", a->node,
+		    lost_name(i), (unsigned long long)a->lost_seen[i]);
+		cleanup_free char *d = wd_asprintf(
+		    "Lost so far: %s. overrun: the alerter fell behind the "
+		    "event ring; bpf_ringbuf: the kernel's ring buffer was "
+		    "full (wardend --event-ring-bytes); bpf_invalid: records "
+		    "that failed validation; bpf_unrouted: records no live "
+		    "tool call owned; landlock_audit: the audit reader's "
+		    "queue overflowed. Denials were still enforced; not all "
+		    "were recorded.",
+		    all);
+		char id[48];
+		snprintf(id, sizeof(id), "lost\x1f%s", lost_name(i));
+		wd_am_fire(
+		    a->am, id,
+		    json_pack("{s:s,s:s,s:s,s:s}", "alertname",
+			      "WardenDaemonEventsLost", "severity", "warning",
+			      "node", a->node, "reason", lost_name(i)),
+		    json_pack("{s:s,s:s}", "summary", sum, "description", d),
+		    now, wd_wall_ns());
+	}
 	bool pending =
 	    memcmp(a->lost_seen, a->lost_reported, sizeof(a->lost_seen)) != 0;
 	if (!grew && !pending)
@@ -489,26 +545,6 @@ static void check_loss(struct wd_alert *a, uint64_t now)
 	a->loss_alerted = true;
 	a->last_loss_alert_ns = now;
 	a->alerts_lost++;
-	if (a->am) {
-		cleanup_free char *sum = wd_asprintf(
-		    "wardend on %s lost denial events: %s", a->node, all);
-		cleanup_free char *d = wd_asprintf(
-		    "New since the last report: %s. overrun: the alerter fell "
-		    "behind the event ring; bpf_ringbuf: the kernel's ring "
-		    "buffer was full (wardend --event-ring-bytes); "
-		    "bpf_invalid: records that failed validation; "
-		    "bpf_unrouted: records no live tool call owned; "
-		    "landlock_audit: the audit reader's queue overflowed. "
-		    "Denials were still enforced; not all were recorded.",
-		    news);
-		wd_am_fire(
-		    a->am, "lost",
-		    json_pack("{s:s,s:s,s:s}", "alertname",
-			      "WardenDaemonEventsLost", "severity", "warning",
-			      "node", a->node),
-		    json_pack("{s:s,s:s}", "summary", sum, "description", d),
-		    now, wd_wall_ns());
-	}
 	emit(a, o);
 }
 
@@ -559,6 +595,48 @@ static bool http_url_ok(const char *u)
 {
 	return !u || !u[0] || !strncmp(u, "http://", 7) ||
 	       !strncmp(u, "https://", 8);
+}
+
+int wd_alert_generator_url(const char *given, const char *metrics,
+			   const char *hostname, char **out, struct wd_err *err)
+{
+	*out = NULL;
+	if (given) {
+		size_t n = strlen(given);
+		const char *host = !strncmp(given, "http://", 7)    ? given + 7
+				   : !strncmp(given, "https://", 8) ? given + 8
+								    : NULL;
+		bool clean = n < 512;
+		for (const char *p = given; clean && *p; p++)
+			clean = (unsigned char)*p > 0x20 &&
+				(unsigned char)*p < 0x7f;
+		if (!host || !*host || *host == '/' || !clean)
+			return wd_err_set(
+			    err, -EINVAL,
+			    "--alert-generator-url wants an http:// or "
+			    "https:// URL with a host, printable, no spaces, "
+			    "under 512 bytes: '%s'",
+			    given);
+		*out = wd_strdup(given);
+		return 0;
+	}
+	if (!metrics || !*metrics)
+		return 0;
+	const char *colon = strrchr(metrics, ':');
+	if (!colon)
+		return wd_err_set(err, -EINVAL,
+				  "--metrics wants ADDR:PORT, not '%s'",
+				  metrics);
+	size_t hl = (size_t)(colon - metrics);
+	/* as wd_server_start_metrics binds it: no ADDR is loopback */
+	if (!hl)
+		*out = wd_asprintf("http://127.0.0.1%s/metrics", colon);
+	else if (hl == 7 && !strncmp(metrics, "0.0.0.0", 7) && hostname &&
+		 *hostname)
+		*out = wd_asprintf("http://%s%s/metrics", hostname, colon);
+	else
+		*out = wd_asprintf("http://%s/metrics", metrics);
+	return 0;
 }
 
 int wd_alert_new(const struct wd_alert_config *cfg, struct wd_stream *events,
@@ -726,6 +804,7 @@ void wd_alert_stats(struct wd_alert *a, struct wd_alert_stats *out)
 		out->am_dropped = w.dropped;
 		pthread_mutex_lock(&a->mu);
 		out->am_active = (uint32_t)wd_am_active(a->am);
+		out->am_overflow = wd_am_overflow(a->am);
 		pthread_mutex_unlock(&a->mu);
 	}
 }
@@ -850,7 +929,9 @@ void wd_alert_metrics_render(struct wd_alert *a, struct wd_buf *out)
 		      (unsigned long long)a->alerts_lost);
 	wd_metrics_family(
 	    out, "warden_alerts_suppressed_total", "counter",
-	    "Spike crossings folded into an alert already raised.");
+	    "Spike crossings the webhook did not post: folded into the "
+	    "alert of a more specific key, or within the key's cool-down "
+	    "(Alertmanager is sent each of them).");
 	wd_buf_printf(out, "warden_alerts_suppressed_total %llu\n",
 		      (unsigned long long)a->suppressed);
 	pthread_mutex_unlock(&a->mu);
@@ -886,6 +967,9 @@ void wd_alert_metrics_render(struct wd_alert *a, struct wd_buf *out)
 	     st.am_dropped},
 	    {"warden_alertmanager_alerts_active", "gauge",
 	     "The daemon's own alerts firing at Alertmanager.", st.am_active},
+	    {"warden_alertmanager_overflow_total", "counter",
+	     "Alerts not sent to Alertmanager: 256 were firing already.",
+	     st.am_overflow},
 	};
 	for (size_t i = 0; i < WD_ARRAY_SIZE(m); i++) {
 		wd_metrics_family(out, m[i].name, m[i].type, m[i].help);

@@ -35,6 +35,14 @@
  * of the same event is already in a reported spike is folded into it
  * (counted as suppressed), so a burst on one tool raises one alert, not
  * one per dimension, while a node-wide spike never hides a new tool's.
+ * The cool-down and the folding apply to the webhook only: Alertmanager
+ * (--alertmanager) is sent every key that enters its spike as an alert of
+ * its own, again after a resolve however soon (a crossing the webhook is
+ * spared within the cool-down is counted as suppressed), because its
+ * state must follow the truth; Alertmanager groups and throttles.
+ * Keys: tool "team/tool" and agent "team/agent" (per team: Alertmanager
+ * labels team, tool / agent), team, and the node-wide source, kind
+ * "source:kind" and node.
  *
  * Loss. Events the alerter's cursor missed (stream overrun) are counted
  * (warden_denial_events_lost_total{reason="overrun"}), carried in every
@@ -134,6 +142,19 @@ struct wd_alert_config {
 
 struct wd_alert;
 
+/* The back-link of the daemon's Alertmanager alerts (generatorURL).
+ * `given` (--alert-generator-url): used as it is once checked: http:// or
+ * https://, a host, no spaces or control characters, < 512 bytes.
+ * Otherwise derived from `metrics` (--metrics ADDR:PORT, may be NULL:
+ * then *out = NULL, no link): http://ADDR:PORT/metrics, where the
+ * wildcard 0.0.0.0 is replaced by `hostname` (the node's name: a wildcard
+ * is not an address a reader can open) and no ADDR is 127.0.0.1 (as the
+ * listener binds it). 0 with *out
+ * (malloc'd or NULL), or -EINVAL with err->msg. */
+int wd_alert_generator_url(const char *given, const char *metrics,
+			   const char *hostname, char **out,
+			   struct wd_err *err);
+
 /* Validate cfg, start the reader and sender threads. Returns 0 / -errno
  * (-EINVAL with err->msg for a bad config). */
 int wd_alert_new(const struct wd_alert_config *cfg, struct wd_stream *events,
@@ -160,7 +181,8 @@ struct wd_alert_stats {
 	uint64_t webhook_dropped;  /* queue full or shut down */
 	uint64_t am_sent, am_failures, am_retries, am_dropped;
 	uint32_t am_active;
-	uint64_t keys; /* keys held now */
+	uint64_t am_overflow; /* not sent: too many active already */
+	uint64_t keys;	      /* keys held now */
 	uint64_t keys_evicted;
 	uint32_t queue_depth;
 };

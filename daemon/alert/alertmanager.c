@@ -154,6 +154,11 @@ int wd_am_active(const struct wd_am *am)
 	return am->n;
 }
 
+uint64_t wd_am_overflow(const struct wd_am *am)
+{
+	return am->overflow;
+}
+
 void wd_am_stats(struct wd_am *am, struct wd_webhook_stats *out)
 {
 	wd_webhook_stats(am->wh, out);

@@ -47,6 +47,8 @@ void wd_am_fire(struct wd_am *am, const char *id, json_t *labels,
 void wd_am_tick(struct wd_am *am, uint64_t now, uint64_t wall,
 		bool (*still)(void *arg, const char *id), void *arg);
 int wd_am_active(const struct wd_am *am);
+/* Alerts not sent because AM_MAX_ACTIVE (256) were active already. */
+uint64_t wd_am_overflow(const struct wd_am *am);
 void wd_am_stats(struct wd_am *am, struct wd_webhook_stats *out);
 /* 0 once everything queued was sent or given up on, else -ETIMEDOUT. */
 int wd_am_flush(struct wd_am *am, int timeout_ms);

@@ -53,9 +53,20 @@ static const struct family families[WD_M_NR] = {
 			    F_COUNTER,
 			    {"team", "agent", "tool", "check"}},
     [WD_M_DENIALS] = {"warden_denials_total",
-		      "Kernel denials reported in tool results.",
+		      "Kernel denials (verdict denied) and audit-mode events "
+		      "(verdict audited: would be denied, was allowed) of "
+		      "tool calls, every one the call made: those its result "
+		      "could not list included.",
 		      F_COUNTER,
-		      {"team", "agent", "tool", "tier"}},
+		      {"team", "agent", "tool", "tier", "verdict"}},
+    [WD_M_DENIALS_UNTRACED] = {"warden_denials_untraced_total",
+			       "Denials and audits counted in "
+			       "warden_denials_total that the call's result "
+			       "and trace do not list (the kernel's event ring "
+			       "buffer had no room, or past the 4,096 a result "
+			       "keeps).",
+			       F_COUNTER,
+			       {"team", "agent", "tool", "tier"}},
     [WD_M_STEP_SECONDS] = {"warden_step_duration_seconds",
 			   "Wall time of a completed step, from its model "
 			   "call to its last tool result (approval waits "

@@ -22,17 +22,18 @@
 #include "common/util.h"
 
 enum wd_metric {
-	WD_M_RUNS_STARTED,  /* counter {team, agent} */
-	WD_M_RUNS_ENDED,    /* counter {team, agent, outcome} */
-	WD_M_BUDGET_STOPS,  /* counter {team, agent, bound} */
-	WD_M_STEPS,	    /* counter {team, agent} */
-	WD_M_MODEL_CALLS,   /* counter {team, agent, outcome} */
-	WD_M_TOOL_CALLS,    /* counter {team, agent, tool, tier, outcome} */
-	WD_M_TOOL_REFUSALS, /* counter {team, agent, tool, check} */
-	WD_M_DENIALS,	    /* counter {team, agent, tool, tier} */
-	WD_M_STEP_SECONDS,  /* histogram {team, agent} */
-	WD_M_MODEL_SECONDS, /* histogram {team, agent, outcome} */
-	WD_M_TOOL_SECONDS,  /* histogram {team, agent, tool, tier} */
+	WD_M_RUNS_STARTED,     /* counter {team, agent} */
+	WD_M_RUNS_ENDED,       /* counter {team, agent, outcome} */
+	WD_M_BUDGET_STOPS,     /* counter {team, agent, bound} */
+	WD_M_STEPS,	       /* counter {team, agent} */
+	WD_M_MODEL_CALLS,      /* counter {team, agent, outcome} */
+	WD_M_TOOL_CALLS,       /* counter {team, agent, tool, tier, outcome} */
+	WD_M_TOOL_REFUSALS,    /* counter {team, agent, tool, check} */
+	WD_M_DENIALS,	       /* counter {team, agent, tool, tier, verdict} */
+	WD_M_DENIALS_UNTRACED, /* counter {team, agent, tool, tier} */
+	WD_M_STEP_SECONDS,     /* histogram {team, agent} */
+	WD_M_MODEL_SECONDS,    /* histogram {team, agent, outcome} */
+	WD_M_TOOL_SECONDS,     /* histogram {team, agent, tool, tier} */
 	WD_M_NR,
 };
 

@@ -310,9 +310,11 @@ int wd_broker_execute(const struct wd_broker_run *run,
 		      const struct wd_broker_call *call,
 		      const struct wd_manifest *m, const json_t *approval,
 		      json_t **result_for_model, char status_out[24],
-		      struct wd_err *err)
+		      struct wd_denial_counts *counts, struct wd_err *err)
 {
 	*result_for_model = NULL;
+	if (counts)
+		memset(counts, 0, sizeof(*counts));
 	/* in a replay environment: its manifest for everything below (the
 	 * sandbox's network and write paths, the record's side effects) */
 	bool replay_env = false;
@@ -508,6 +510,16 @@ int wd_broker_execute(const struct wd_broker_run *run,
 		json_object_set_new(r, "truncated",
 				    json_boolean(res.truncated));
 		json_object_set_new(r, "denials", json_integer(res.n_denials));
+		struct wd_denial_counts dc;
+		wd_result_denial_counts(&res, &dc);
+		if (counts)
+			*counts = dc;
+		/* what the kernel counted but no record here shows (the
+		 * ring buffer had no room, or over the 4,096 kept) */
+		if (dc.untraced)
+			json_object_set_new(
+			    r, "untraced_denials",
+			    json_integer((json_int_t)dc.untraced));
 		if (res.lost_denials)
 			json_object_set_new(r, "lost_denials",
 					    json_integer(res.lost_denials));

@@ -34,6 +34,8 @@
 #include "common/util.h"
 #include "policy/manifest.h"
 
+struct wd_denial_counts; /* sandbox/sandbox.h */
+
 struct wd_trace;
 struct wd_stream;
 struct wd_broker_replay;
@@ -107,12 +109,14 @@ bool wd_broker_needs_approval(const struct wd_manifest *m, const json_t *args,
  * or -errno when the attempt could not be recorded (the tool did not run;
  * the run must fail) with err set: a side-effecting tool's attempt must be
  * on disk (fdatasync), a read-only one's written to its segment unless
- * run->unrecorded_read_only. *status_out gets the tool_result status. */
+ * run->unrecorded_read_only. *status_out gets the tool_result status.
+ * *counts (may be NULL) gets the denials and audits the call made, all of
+ * them (wd_result_denial_counts; zero for a call that did not run live). */
 int wd_broker_execute(const struct wd_broker_run *run,
 		      const struct wd_broker_call *call,
 		      const struct wd_manifest *m, const json_t *approval,
 		      json_t **result_for_model, char status_out[24],
-		      struct wd_err *err);
+		      struct wd_denial_counts *counts, struct wd_err *err);
 
 /* Record a call refused by a check (tool_result {status: "denied" |
  * "invalid", check, reason}). */

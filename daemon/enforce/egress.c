@@ -760,6 +760,20 @@ int wd_egress_detach(struct wd_egress *e, uint64_t cgid)
 	return 0;
 }
 
+int wd_egress_call_counts(struct wd_egress *e, uint64_t cgid, uint64_t *denied,
+			  uint64_t *audited)
+{
+	if (!e)
+		return -EINVAL;
+	struct wd_call_policy p;
+	if (bpf_map_lookup_elem(bpf_map__fd(e->skel->maps.wd_policy), &cgid,
+				&p))
+		return -errno;
+	*denied = p.n_denied;
+	*audited = p.n_audited;
+	return 0;
+}
+
 int wd_egress_allow_listen(struct wd_egress *e, uint64_t cgid,
 			   struct wd_err *err)
 {

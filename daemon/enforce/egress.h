@@ -126,6 +126,12 @@ bool wd_egress_unix_ok(struct wd_egress *e);
  * cgid that was never (or only partly) attached: returns -ENOENT then,
  * after removing whatever map entries exist for it. */
 int wd_egress_detach(struct wd_egress *e, uint64_t cgid);
+/* The events the kernel programs raised for an attached call so far
+ * (wd_call_policy.n_denied/n_audited: counted whether or not the ring
+ * buffer had room for the record). Read it once the call's processes are
+ * dead, before wd_egress_detach. 0, or -ENOENT (not attached) / -errno. */
+int wd_egress_call_counts(struct wd_egress *e, uint64_t cgid, uint64_t *denied,
+			  uint64_t *audited);
 
 /* The ring buffer's epoll-able fd. Readable after a wake-up; records may
  * also be pending without one (wake-up policy: WD_WAKE_GAP_NS in

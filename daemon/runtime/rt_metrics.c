@@ -68,7 +68,16 @@ void rt_m_init_policy(struct wd_rt *rt, const struct wd_pset *ps)
 				continue;
 			l[2] = m->name;
 			l[3] = rt_m_tier((int)m->tier);
+			/* audits at 0 too: only a manifest in audit mode
+			 * makes them, but it may be replaced while the
+			 * daemon runs (bounded: two per agent x tool) */
+			l[4] = "denied";
 			wd_metrics_add(rt->metrics, WD_M_DENIALS, 0, l);
+			l[4] = "audited";
+			wd_metrics_add(rt->metrics, WD_M_DENIALS, 0, l);
+			l[4] = NULL;
+			wd_metrics_add(rt->metrics, WD_M_DENIALS_UNTRACED, 0,
+				       l);
 		}
 	}
 }

@@ -6,6 +6,7 @@
 
 #include "common/log.h"
 #include "runtime/rt_int.h"
+#include "sandbox/sandbox.h"
 #include "trace/trace.h"
 
 #define RESULT_CONTEXT_MAX 16384 /* bytes of one tool result in context */
@@ -111,7 +112,8 @@ struct exec_job {
 	char status[24];
 	int rc;
 	struct wd_err err;
-	uint64_t ns; /* how long wd_broker_execute took */
+	uint64_t ns;		    /* how long wd_broker_execute took */
+	struct wd_denial_counts dc; /* every denial/audit of the call */
 };
 
 static void *exec_thread(void *arg)
@@ -122,7 +124,7 @@ static void *exec_thread(void *arg)
 	uint64_t t0 = wd_now_ns();
 	j->rc = wd_broker_execute(&j->b, &c, j->m,
 				  json_object_get(j->pc, "approval"),
-				  &j->result, j->status, &j->err);
+				  &j->result, j->status, &j->dc, &j->err);
 	j->ns = wd_now_ns() - t0;
 	return NULL;
 }
@@ -404,11 +406,21 @@ int rt_tool_step(struct wd_run *r, struct wd_err *err)
 		if (!j->rc) /* a call never started has no duration */
 			rt_m_observe(r, WD_M_TOOL_SECONDS, (double)j->ns / 1e9,
 				     tool, tier);
-		size_t nd = j->rc ? 0
-				  : json_array_size(
-					json_object_get(j->result, "denials"));
-		if (nd)
-			rt_m_add(r, WD_M_DENIALS, nd, tool, tier, NULL);
+		/* every denial and audit the call made (the kernel's own
+		 * count included: a record the ring buffer had no room for,
+		 * or one past the 4,096 a result keeps, is still counted),
+		 * not just those the result lists */
+		if (j->rc)
+			continue;
+		if (j->dc.n[WD_VERDICT_DENIED])
+			rt_m_add(r, WD_M_DENIALS, j->dc.n[WD_VERDICT_DENIED],
+				 tool, tier, "denied");
+		if (j->dc.n[WD_VERDICT_AUDITED])
+			rt_m_add(r, WD_M_DENIALS, j->dc.n[WD_VERDICT_AUDITED],
+				 tool, tier, "audited");
+		if (j->dc.untraced)
+			rt_m_add(r, WD_M_DENIALS_UNTRACED, j->dc.untraced, tool,
+				 tier, NULL);
 	}
 
 	int ret = 1;

@@ -539,6 +539,12 @@ out:
 				l.id);
 		}
 	}
+	/* the processes are dead: the kernel's count of the call's events
+	 * is final (it includes those the ring buffer had no room for) */
+	if (attached && eg &&
+	    !wd_egress_call_counts(eg, cg.v2_id, &res->kernel_counts[0],
+				   &res->kernel_counts[1]))
+		res->has_kernel_counts = true;
 	/* no process of the call is left to ask it: its pins go */
 	wd_resolver_stop(l.resolver);
 	l.resolver = NULL;

@@ -23,6 +23,10 @@ const char *wd_status_name(enum wd_status s)
 
 void wd_result_add_denial(struct wd_result *r, const struct wd_event *e)
 {
+	unsigned v = e->verdict == WD_VERDICT_AUDITED;
+	r->seen[v]++;
+	if (e->source == WD_SRC_BPF || e->source == WD_SRC_LSM)
+		r->seen_kernel[v]++;
 	/* Bounded: a flood of denials must not exhaust the supervisor; what
 	 * is not kept is counted. */
 	if (r->n_denials >= 4096) {
@@ -35,6 +39,22 @@ void wd_result_add_denial(struct wd_result *r, const struct wd_event *e)
 	/* a record the producer left without a syscall name (a Landlock
 	 * record's number, a sendmsg hook) gets what can be said honestly */
 	wd_event_complete(&r->denials[r->n_denials++]);
+}
+
+void wd_result_denial_counts(const struct wd_result *r,
+			     struct wd_denial_counts *out)
+{
+	uint64_t all = 0;
+	for (int v = 0; v < 2; v++) {
+		out->n[v] = r->seen[v];
+		/* the kernel counted its events before asking the ring
+		 * for room; never fewer than were delivered */
+		if (r->has_kernel_counts &&
+		    r->kernel_counts[v] > r->seen_kernel[v])
+			out->n[v] += r->kernel_counts[v] - r->seen_kernel[v];
+		all += out->n[v];
+	}
+	out->untraced = all - (uint64_t)r->n_denials;
 }
 
 void wd_result_enf(struct wd_result *r, const char *name, const char *fmt, ...)

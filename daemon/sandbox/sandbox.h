@@ -74,6 +74,15 @@ struct wd_result {
 	struct wd_event *denials;
 	int n_denials;
 	int lost_denials; /* events the call caused but could not record */
+	/* every event handed to wd_result_add_denial, kept or lost, by
+	 * enum wd_verdict; of them, those from the kernel programs (BPF,
+	 * LSM sources) */
+	uint64_t seen[2], seen_kernel[2];
+	/* the kernel's own count for the call (wd_egress_call_counts):
+	 * it includes events whose records the ring buffer had no room
+	 * for; valid when has_kernel_counts */
+	uint64_t kernel_counts[2];
+	bool has_kernel_counts;
 	struct wd_enforcement enf[16];
 	int n_enf;
 	char call_id[40];
@@ -83,6 +92,17 @@ struct wd_result {
 	 * die: the uid's release then looks for them itself */
 	bool procs_left;
 };
+
+/* How many denials and audits a call made, whether or not each was kept
+ * in the result or even reached user space: n[] by enum wd_verdict;
+ * untraced = those of n[] that are not in the result's denials[] (over
+ * its cap, lost in the kernel's ring buffer). */
+struct wd_denial_counts {
+	uint64_t n[2];
+	uint64_t untraced;
+};
+void wd_result_denial_counts(const struct wd_result *r,
+			     struct wd_denial_counts *out);
 
 int wd_sandbox_run(const struct wd_call *call, struct wd_result *res,
 		   struct wd_err *err);

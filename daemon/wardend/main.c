@@ -36,6 +36,7 @@ static void usage(FILE *f)
 	    "[-v]\n"
 	    "               [--alert-webhook URL] [--alertmanager URL] "
 	    "[--alert-window SECONDS]\n"
+	    "               [--alert-generator-url URL]\n"
 	    "               [--event-ring-bytes BYTES] [--dns-upstream "
 	    "ADDR:PORT]\n"
 	    "               [--dns-hosts FILE]\n"
@@ -51,6 +52,10 @@ static void usage(FILE *f)
 	    "(URL/api/v2/alerts):\n"
 	    "                  repeated while firing, endsAt when they "
 	    "end\n"
+	    "  --alert-generator-url URL  the alerts' generatorURL "
+	    "(default http://ADDR:PORT/metrics\n"
+	    "                  of --metrics, the host name for a wildcard "
+	    "address)\n"
 	    "  --alert-window SECONDS  the spike detector's short window "
 	    "(default 60; the\n"
 	    "                  baseline window is 60 of them)\n"
@@ -140,6 +145,7 @@ int main(int argc, char **argv)
 	    {"alert-webhook", required_argument, 0, 'A'},
 	    {"alertmanager", required_argument, 0, 'M'},
 	    {"alert-window", required_argument, 0, 'a'},
+	    {"alert-generator-url", required_argument, 0, 'G'},
 	    {"log-json", no_argument, 0, 'j'},
 	    {"warm-pool", required_argument, 0, 'P'},
 	    {"otlp", required_argument, 0, 'O'},
@@ -151,13 +157,18 @@ int main(int argc, char **argv)
 	};
 	const char *state = getenv("WARDEN_STATE"), *policy = DEFAULT_POLICY;
 	const char *sock = getenv("WARDEN_SOCKET"), *metrics = NULL;
-	const char *otlp_url = NULL;
+	const char *otlp_url = NULL, *gen_given = NULL;
 	int warm_pool = -1;	 /* -1: daemon.yaml's */
 	uint32_t ring_bytes = 0; /* 0: the default */
 	struct wd_dns_upstream dns_up = {0};
 	bool dns_set = false;
 	struct wd_rt_opts ro = {0};
 	struct wd_alert_config ac = {0}; /* defaults: 60 s / 1 h, x5, min 20 */
+	/* the daemon's spike alerts judge denials: an agent whose manifest
+	 * is in audit mode is being tried out, not attacked (the same as
+	 * the shipped rules' verdict="denied"; audits are still counted,
+	 * warden_denial_events_total{verdict="audited"}) */
+	ac.denied_only = true;
 	ro.alert = &ac;
 	int c;
 	wd_log_set_ident("wardend");
@@ -187,6 +198,9 @@ int main(int argc, char **argv)
 			break;
 		case 'M':
 			ac.alertmanager_url = optarg;
+			break;
+		case 'G':
+			gen_given = optarg;
 			break;
 		case 'a': {
 			char *end = NULL;
@@ -281,9 +295,20 @@ int main(int argc, char **argv)
 	}
 	if (!sock || !*sock)
 		sock = "/run/warden/wardend.sock";
-	/* the daemon's alerts link back to its metrics when it serves them */
-	cleanup_free char *gen_url =
-	    metrics ? wd_asprintf("http://%s/metrics", metrics) : NULL;
+	/* the daemon's alerts link back to its metrics when it serves them
+	 * (a wildcard bind address is no link: the node's name instead) */
+	cleanup_free char *gen_url = NULL;
+	{
+		char host[256] = "";
+		struct wd_err ge = {0};
+		if (gethostname(host, sizeof(host) - 1) < 0)
+			host[0] = 0;
+		if (wd_alert_generator_url(gen_given, metrics, host, &gen_url,
+					   &ge)) {
+			fprintf(stderr, "wardend: %s\n", ge.msg);
+			return 2;
+		}
+	}
 	ac.generator_url = gen_url;
 	if (!state || !*state)
 		state = DEFAULT_STATE;

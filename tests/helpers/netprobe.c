@@ -1,7 +1,8 @@
 /* netprobe: a statically linked helper run INSIDE the sandbox under test
  * for inbound, ICMP and exec attacks (tests/integration/exec_inbound.sh,
- * tier3_parity.sh), and a flood of denied connects
- * (tests/integration/events_loss.sh).
+ * tier3_parity.sh), a flood of denied connects
+ * (tests/integration/events_loss.sh) and a rising stream of them
+ * (tests/integration/monitoring.sh).
  *
  *   netprobe ACTION [ARGS...]
  *
@@ -332,6 +333,43 @@ static int connect_flood(int port, long n)
 	return ok ? 0 : 1;
 }
 
+/* For SECONDS seconds, second k (1..SECONDS) makes k * PER connects to
+ * 127.0.0.1:PORT, then waits for the second's end: a denial rate that
+ * keeps rising, so a detector that compares a short window with the time
+ * before it stays in its spike the whole time. */
+static int connect_ramp(int port, int seconds, long per)
+{
+	long eperm = 0, other = 0;
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	struct sockaddr_in sin = {.sin_family = AF_INET,
+				  .sin_port = htons((uint16_t)port)};
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (step(fd, "socket") < 0)
+		return 1;
+	for (int k = 1; k <= seconds; k++) {
+		for (long i = 0; i < k * per; i++) {
+			if (connect(fd, (void *)&sin, sizeof(sin)) == 0) {
+				printf("connect-ramp: connected\n");
+				return 0;
+			}
+			if (errno == EPERM)
+				eperm++;
+			else
+				other++;
+		}
+		struct timespec end = {.tv_sec = t0.tv_sec + k,
+				       .tv_nsec = t0.tv_nsec};
+		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &end,
+				       NULL) == EINTR)
+			;
+	}
+	printf("connect-ramp: %ld refused (EPERM), %ld failed otherwise\n",
+	       eperm, other);
+	return 1;
+}
+
 /* execveat(fd, "", AT_EMPTY_PATH) of this very program: fexecve. */
 static int fd_exec(char **args)
 {
@@ -368,6 +406,9 @@ int main(int argc, char **argv)
 		return abstract_send(argv[2]);
 	if (!strcmp(a, "connect-flood") && argc > 3)
 		return connect_flood(atoi(argv[2]), atol(argv[3]));
+	if (!strcmp(a, "connect-ramp") && argc > 4)
+		return connect_ramp(atoi(argv[2]), atoi(argv[3]),
+				    atol(argv[4]));
 	if (!strcmp(a, "reuseport") && argc > 3)
 		return reuseport(atoi(argv[2]), atoi(argv[3]));
 	if (!strcmp(a, "ping") && argc > 2)
@@ -409,7 +450,8 @@ int main(int argc, char **argv)
 		"| abstract-listen|abstract-dgram|abstract-pair|abstract-raw|"
 		"abstract-rawpair NAME MS | "
 		"abstract-send NAME | "
-		"reuseport PORT MS | connect-flood PORT N | ping|raw 4|6 | "
+		"reuseport PORT MS | connect-flood PORT N | "
+		"connect-ramp PORT SECONDS PER | ping|raw 4|6 | "
 		"write-exec PATH ARGS... | "
 		"exec PATH ARGS... | memfd-exec|fd-exec ARGS... | mark FILE | "
 		"unshare-user | clone-newuser "

@@ -109,7 +109,7 @@ wait_until 10 grep -q '"type":"event"' "$T/follow.out"
 kill $CP 2>/dev/null; wait $CP 2>/dev/null
 expect_match events-follow "$(cat "$T/follow.out")" '"kind":"connect"'
 m=$(curl -s "http://127.0.0.1:$MPORT/metrics")
-expect_match metrics-denials "$m" 'warden_denials_total\{team="[^"]*",agent="netter",tool="net",tier="[123]"\} [1-9]'
+expect_match metrics-denials "$m" 'warden_denials_total\{team="[^"]*",agent="netter",tool="net",tier="[123]",verdict="denied"\} [1-9]'
 stop_daemon
 expect_eq socket-removed "$([ -e "$SOCK" ] && echo yes || echo no)" no
 finish

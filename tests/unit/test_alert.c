@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 
 #include "alert/alert.h"
+#include "alert/alertmanager.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "events/stream.h"
@@ -304,7 +305,7 @@ static void test_spikes(void)
 	     "%llu alerts, %d webhook posts", (unsigned long long)as.alerts,
 	     srv_count(&srv));
 	struct wd_alert_key_view kv;
-	rc = wd_alert_key(a, WD_DIM_TOOL, "steady", &kv);
+	rc = wd_alert_key(a, WD_DIM_TOOL, "t1/steady", &kv);
 	T_OK(rc == 0 && kv.short_count >= 29 && kv.short_count <= 31 &&
 		 kv.baseline_per_short > 28 && kv.baseline_per_short < 32,
 	     "alert_steady_window", "rc %d short %llu baseline %.2f", rc,
@@ -342,7 +343,7 @@ static void test_spikes(void)
 	}
 	T_OK(j && type && !strcmp(type, "denial_spike") && node &&
 		 !strcmp(node, "testnode") && kdim && !strcmp(kdim, "tool") &&
-		 kval && !strcmp(kval, "burst") && sc == 20 && mc == 20 &&
+		 kval && !strcmp(kval, "t1/burst") && sc == 20 && mc == 20 &&
 		 ftool && !strcmp(ftool, "burst") && frun &&
 		 !strcmp(frun, "run-burst") && fstep == 0 && lstep == 19 &&
 		 lover == 0 && nkeys >= 1,
@@ -377,7 +378,7 @@ static void test_spikes(void)
 	}
 	wd_alert_flush(a, 5000);
 	wd_alert_stats(a, &as);
-	rc = wd_alert_key(a, WD_DIM_TOOL, "burst", &kv);
+	rc = wd_alert_key(a, WD_DIM_TOOL, "t1/burst", &kv);
 	T_OK(as.alerts_spike == 2 && srv_count(&srv) == 2 && rc == 0 &&
 		 kv.alerts == 2 && kv.baseline_per_short > 5,
 	     "alert_burst_rearm", "%llu alerts, %d posts, baseline %.1f",
@@ -422,7 +423,7 @@ static void test_spikes(void)
 	     v_steady, v_burst, v_odd, v_alerts, v_sent, v_fail, v_over);
 	/* the burst's short-window rate: 200 events in the last 10 s */
 	char *p = strstr(m.data, "warden_denial_rate_per_second{dim=\"tool\","
-				 "key=\"burst\",window=\"short\"} ");
+				 "key=\"t1/burst\",window=\"short\"} ");
 	double rate = p ? strtod(strchr(p, '}') + 2, NULL) : -1;
 	T_OK(rate > 3.2 && rate < 3.4, "alert_metrics_rate",
 	     "short rate %.3f (want 200/60)", rate);
@@ -670,10 +671,10 @@ static void test_key_cap(void)
 	struct wd_alert_key_view kv;
 	wd_alert_stats(a, &as);
 	T_OK(as.keys == 8 && as.keys_evicted == 12 &&
-		 wd_alert_key(a, WD_DIM_TOOL, "t0", &kv) == -ENOENT &&
-		 wd_alert_key(a, WD_DIM_TOOL, "t11", &kv) == -ENOENT &&
-		 wd_alert_key(a, WD_DIM_TOOL, "t12", &kv) == 0 &&
-		 wd_alert_key(a, WD_DIM_TOOL, "t19", &kv) == 0,
+		 wd_alert_key(a, WD_DIM_TOOL, "t1/t0", &kv) == -ENOENT &&
+		 wd_alert_key(a, WD_DIM_TOOL, "t1/t11", &kv) == -ENOENT &&
+		 wd_alert_key(a, WD_DIM_TOOL, "t1/t12", &kv) == 0 &&
+		 wd_alert_key(a, WD_DIM_TOOL, "t1/t19", &kv) == 0,
 	     "alert_key_cap_evicts", "keys %llu evicted %llu",
 	     (unsigned long long)as.keys, (unsigned long long)as.keys_evicted);
 	/* touching t12 makes t13 the least recent */
@@ -681,10 +682,10 @@ static void test_key_cap(void)
 	pub_sync(a, st, &e, 100);
 	snprintf(tool, sizeof(tool), "t20");
 	pub_sync(a, st, &e, 101);
-	T_OK(wd_alert_key(a, WD_DIM_TOOL, "t12", &kv) == 0 &&
+	T_OK(wd_alert_key(a, WD_DIM_TOOL, "t1/t12", &kv) == 0 &&
 		 kv.short_count == 2 &&
-		 wd_alert_key(a, WD_DIM_TOOL, "t13", &kv) == -ENOENT &&
-		 wd_alert_key(a, WD_DIM_TOOL, "t20", &kv) == 0,
+		 wd_alert_key(a, WD_DIM_TOOL, "t1/t13", &kv) == -ENOENT &&
+		 wd_alert_key(a, WD_DIM_TOOL, "t1/t20", &kv) == 0,
 	     "alert_key_cap_lru", "wrong key evicted");
 	wd_alert_free(a);
 	wd_stream_free(st);
@@ -729,6 +730,7 @@ static void test_alertmanager(void)
 	c.alertmanager_url = url;
 	c.generator_url = "http://127.0.0.1:9464/metrics";
 	c.resend_s = 10;
+	c.dims = 1u << WD_DIM_TOOL; /* one key: posts in order */
 	struct wd_alert *a = NULL;
 	struct wd_err err = {0};
 	if (wd_alert_new(&c, st, &a, &err)) {
@@ -757,6 +759,7 @@ static void test_alertmanager(void)
 		!strcmp(am_label(b0, "alertname"), "WardenDaemonDenialSpike") &&
 		am_label(b0, "tool") &&
 		!strcmp(am_label(b0, "tool"), "burst") &&
+		am_label(b0, "team") && !strcmp(am_label(b0, "team"), "t1") &&
 		!strcmp(am_label(b0, "dim"), "tool") &&
 		!strcmp(am_label(b0, "node"), "testnode") &&
 		json_string_value(json_object_get(a0, "startsAt")) &&
@@ -800,6 +803,239 @@ static void test_alertmanager(void)
 	wd_alert_free(a);
 	srv_stop(&srv);
 	wd_stream_free(st);
+}
+
+static struct wd_alert *am_alerter(struct srv *srv, struct wd_stream *st,
+				   uint32_t dims)
+{
+	char url[64];
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/", srv->port);
+	struct wd_alert_config c = base_cfg(NULL);
+	c.alertmanager_url = url;
+	c.resend_s = 10;
+	c.dims = dims;
+	struct wd_alert *a = NULL;
+	struct wd_err err = {0};
+	if (wd_alert_new(&c, st, &a, &err))
+		T_FAIL("am_alerter", "%s", err.msg);
+	return a;
+}
+
+/* fire -> resolve -> the same key spikes again within the 300 s
+ * cool-down: Alertmanager is sent the alert again (its state follows the
+ * truth); the webhook's cool-down spared a post, counted as suppressed */
+static void test_am_refire(void)
+{
+	struct srv srv;
+	if (srv_start(&srv, 0, false)) {
+		T_FAIL("am_refire_server", "cannot start loopback server");
+		return;
+	}
+	struct wd_stream *st = wd_stream_new(4096);
+	struct wd_alert *a = am_alerter(&srv, st, 1u << WD_DIM_TOOL);
+	if (!a) {
+		srv_stop(&srv);
+		wd_stream_free(st);
+		return;
+	}
+	advance(200 * S);
+	for (int i = 0; i < 30; i++) {
+		pub_sync(a, st, &burst, i);
+		advance(S / 10);
+	}
+	bool fired = wait_posts(&srv, 1);
+	advance(61 * S); /* a quiet short window: resolved */
+	bool resolved = wait_posts(&srv, 2);
+	json_t *b1 = am_body(&srv, 1);
+	T_OK(fired && resolved &&
+		 json_object_get(json_array_get(b1, 0), "endsAt"),
+	     "am_refire_resolved", "%d posts; second '%s'", srv_count(&srv),
+	     srv_count(&srv) > 1 ? srv.bodies[1] : "-");
+	/* 64 s after the first alert, well within the cool-down; the
+	 * baseline now holds the first burst (30 events in ~264 s: ~8.8
+	 * a window, threshold ~44): 60 events cross it */
+	for (int i = 0; i < 60; i++) {
+		pub_sync(a, st, &burst, 100 + i);
+		advance(S / 10);
+	}
+	bool again = wait_posts(&srv, 3);
+	json_t *b2 = am_body(&srv, 2);
+	json_t *a2 = json_array_get(b2, 0);
+	const char *last = json_string_value(
+	    json_object_get(json_object_get(a2, "annotations"), "last_event"));
+	T_OK(again && json_array_size(b2) == 1 && am_label(b2, "tool") &&
+		 !strcmp(am_label(b2, "tool"), "burst") &&
+		 !json_object_get(a2, "endsAt") &&
+		 json_object_get(a2, "startsAt") && last &&
+		 strstr(last, "run run-burst step 1"),
+	     "am_refire_within_cooldown", "%d posts; third '%s'",
+	     srv_count(&srv), srv_count(&srv) > 2 ? srv.bodies[2] : "-");
+	struct wd_alert_stats as;
+	wd_alert_stats(a, &as);
+	struct wd_buf m = {0};
+	wd_alert_metrics_render(a, &m);
+	T_OK(as.am_active == 1 && as.alerts == 1 &&
+		 metric(m.data, "warden_alerts_suppressed_total") == 1,
+	     "am_refire_webhook_suppressed_counted",
+	     "active %u alerts %llu suppressed %lld", as.am_active,
+	     (unsigned long long)as.alerts,
+	     metric(m.data, "warden_alerts_suppressed_total"));
+	wd_buf_free(&m);
+	json_decref(b1);
+	json_decref(b2);
+	wd_alert_free(a);
+	srv_stop(&srv);
+	wd_stream_free(st);
+}
+
+/* find the alert of dimension `dim` among the first n posts */
+static json_t *am_find(struct srv *s, int n, const char *dim)
+{
+	for (int i = 0; i < n; i++) {
+		json_t *b = am_body(s, i), *x;
+		size_t k;
+		json_array_foreach(b, k, x)
+		{
+			const char *d = json_string_value(json_object_get(
+			    json_object_get(x, "labels"), "dim"));
+			if (d && !strcmp(d, dim) &&
+			    !json_object_get(x, "endsAt")) {
+				json_t *l =
+				    json_incref(json_object_get(x, "labels"));
+				json_decref(b);
+				return l;
+			}
+		}
+		json_decref(b);
+	}
+	return NULL;
+}
+
+static bool lbl(json_t *l, const char *name, const char *want)
+{
+	const char *v = json_string_value(json_object_get(l, name));
+	return want ? v && !strcmp(v, want) : !v;
+}
+
+/* Every key crossing on the same event is its own Alertmanager alert;
+ * the keys of one team carry team (and agent) labels to route on */
+static void test_am_keys(void)
+{
+	struct srv srv;
+	if (srv_start(&srv, 0, false)) {
+		T_FAIL("am_keys_server", "cannot start loopback server");
+		return;
+	}
+	struct wd_stream *st = wd_stream_new(4096);
+	struct wd_alert *a = am_alerter(&srv, st, 0); /* every dimension */
+	if (!a) {
+		srv_stop(&srv);
+		wd_stream_free(st);
+		return;
+	}
+	advance(200 * S);
+	for (int i = 0; i < 30; i++) {
+		pub_sync(a, st, &burst, i);
+		advance(S / 10);
+	}
+	bool got = wait_posts(&srv, WD_DIM_NR);
+	int n = srv_count(&srv);
+	json_t *tool = am_find(&srv, n, "tool"),
+	       *agent = am_find(&srv, n, "agent"),
+	       *team = am_find(&srv, n, "team"),
+	       *kind = am_find(&srv, n, "kind"),
+	       *source = am_find(&srv, n, "source"),
+	       *node = am_find(&srv, n, "node");
+	T_OK(got && tool && agent && team && kind && source && node,
+	     "am_each_crossing_key_posted",
+	     "%d posts; tool %d agent %d team %d kind %d source %d node %d", n,
+	     !!tool, !!agent, !!team, !!kind, !!source, !!node);
+	cleanup_free char *tj = tool ? json_dumps(tool, JSON_COMPACT) : NULL;
+	cleanup_free char *aj = agent ? json_dumps(agent, JSON_COMPACT) : NULL;
+	T_OK(lbl(tool, "team", "t1") && lbl(tool, "tool", "burst") &&
+		 lbl(agent, "team", "t1") && lbl(agent, "agent", "a1") &&
+		 lbl(team, "team", "t1") && lbl(kind, "source", "seccomp") &&
+		 lbl(kind, "kind", "syscall") && lbl(kind, "team", NULL) &&
+		 lbl(node, "team", NULL) && lbl(node, "node", "testnode"),
+	     "am_team_labels", "tool %s agent %s", tj ? tj : "-",
+	     aj ? aj : "-");
+	struct wd_alert_stats as;
+	wd_alert_stats(a, &as);
+	T_OK(as.am_active == WD_DIM_NR && as.alerts == 1, "am_keys_active",
+	     "active %u, webhook alerts %llu", as.am_active,
+	     (unsigned long long)as.alerts);
+	json_decref(tool);
+	json_decref(agent);
+	json_decref(team);
+	json_decref(kind);
+	json_decref(source);
+	json_decref(node);
+	wd_alert_free(a);
+	srv_stop(&srv);
+	wd_stream_free(st);
+}
+
+/* generatorURL: given (checked), derived from --metrics, never a
+ * wildcard address */
+static void test_generator_url(void)
+{
+	struct {
+		const char *given, *metrics, *host, *want;
+		int rc;
+	} c[] = {
+	    {NULL, NULL, "n1", NULL, 0},
+	    {NULL, "127.0.0.1:9464", "n1", "http://127.0.0.1:9464/metrics", 0},
+	    {NULL, "0.0.0.0:9464", "n1.example",
+	     "http://n1.example:9464/metrics", 0},
+	    {NULL, ":9464", "n1", "http://127.0.0.1:9464/metrics", 0},
+	    {NULL, "0.0.0.0:9464", "", "http://0.0.0.0:9464/metrics", 0},
+	    {NULL, "9464", "n1", NULL, -EINVAL},
+	    {"https://grafana.example/d/warden", "0.0.0.0:9464", "n1",
+	     "https://grafana.example/d/warden", 0},
+	    {"ftp://x/", NULL, "n1", NULL, -EINVAL},
+	    {"http://", NULL, "n1", NULL, -EINVAL},
+	    {"http://a b/", NULL, "n1", NULL, -EINVAL},
+	    {"grafana.example", NULL, "n1", NULL, -EINVAL},
+	};
+	for (size_t i = 0; i < WD_ARRAY_SIZE(c); i++) {
+		char *out = (char *)1;
+		struct wd_err err = {0};
+		int rc = wd_alert_generator_url(c[i].given, c[i].metrics,
+						c[i].host, &out, &err);
+		bool ok =
+		    rc == c[i].rc &&
+		    (c[i].want ? out && !strcmp(out, c[i].want) : !out) &&
+		    (rc == 0 || strstr(err.msg, "--alert-generator-url") ||
+		     strstr(err.msg, "--metrics wants ADDR:PORT"));
+		T_OK(ok, "alert_generator_url", "case %zu: rc %d out '%s' (%s)",
+		     i, rc, out ? out : "(null)", err.msg);
+		free(out);
+	}
+}
+
+/* More alerts than the client tracks: the rest are counted, not lost
+ * silently (warden_alertmanager_overflow_total) */
+static void test_am_overflow(void)
+{
+	/* nothing listens on port 1: the posts fail, the count is what
+	 * matters */
+	struct wd_am *am =
+	    wd_am_new("http://127.0.0.1:1/", NULL, 60 * S, 200, 0, 1);
+	if (!am) {
+		T_FAIL("am_overflow_new", "wd_am_new: %s", strerror(errno));
+		return;
+	}
+	for (int i = 0; i < 260; i++) {
+		char id[16];
+		snprintf(id, sizeof(id), "k%d", i);
+		wd_am_fire(am, id,
+			   json_pack("{s:s,s:s}", "alertname", "X", "k", id),
+			   json_object(), fake_clock(NULL), wd_wall_ns());
+	}
+	T_OK(wd_am_active(am) == 256 && wd_am_overflow(am) == 4,
+	     "am_overflow_counted", "active %d overflow %llu", wd_am_active(am),
+	     (unsigned long long)wd_am_overflow(am));
+	wd_am_free(am);
 }
 
 /* Loss read through the stream's probe (as wardend reads its own BPF
@@ -873,6 +1109,10 @@ int main(void)
 	test_overrun();
 	test_key_cap();
 	test_alertmanager();
+	test_am_refire();
+	test_am_keys();
+	test_am_overflow();
+	test_generator_url();
 	test_loss_probe();
 	return T_DONE();
 }

@@ -144,12 +144,10 @@ int main(void)
 	check(btf, "wd_kevent", sizeof(struct wd_kevent), kev,
 	      (int)(sizeof(kev) / sizeof(kev[0])));
 	const struct field pol[] = {
-	    F(wd_call_policy, flags),
-	    F(wd_call_policy, n_rules),
-	    F(wd_call_policy, families_mask),
-	    F(wd_call_policy, reserved),
-	    F(wd_call_policy, dns_port),
-	    F(wd_call_policy, pad16),
+	    F(wd_call_policy, flags),	      F(wd_call_policy, n_rules),
+	    F(wd_call_policy, families_mask), F(wd_call_policy, reserved),
+	    F(wd_call_policy, n_denied),      F(wd_call_policy, n_audited),
+	    F(wd_call_policy, dns_port),      F(wd_call_policy, pad16),
 	};
 	check(btf, "wd_call_policy", sizeof(struct wd_call_policy), pol,
 	      (int)(sizeof(pol) / sizeof(pol[0])));

@@ -40,6 +40,9 @@ start_servers() {
 	AM_PID=$!
 	cat >"$T/prom/prometheus.yml" <<Y
 global: {scrape_interval: 1s, evaluation_interval: 1s}
+alerting:
+  alertmanagers:
+    - static_configs: [{targets: ["127.0.0.1:$APORT"]}]
 rule_files: ["$MON/warden-rules.yaml"]
 scrape_configs:
   - job_name: warden
@@ -62,4 +65,15 @@ prom_alert() {
 d=json.load(sys.stdin)
 a=[x for x in d['data']['alerts'] if x['labels'].get('alertname')=='$1' and x['labels'].get('$2')=='$3' and x['state']=='firing']
 sys.exit(0 if a else 1)"
+}
+# prom_alert_state ALERTNAME LABEL VALUE: prints firing, pending or
+# absent; exits 2 (and prints why) when Prometheus cannot be asked
+prom_alert_state() {
+	curl -sf "http://127.0.0.1:$PPORT/api/v1/alerts" | python3 -c "import json,sys
+try:
+    d=json.load(sys.stdin)
+    a=[x['state'] for x in d['data']['alerts'] if x['labels'].get('alertname')=='$1' and x['labels'].get('$2')=='$3']
+except Exception as e:
+    print('error: %s' % e); sys.exit(2)
+print('firing' if 'firing' in a else a[0] if a else 'absent')"
 }
