@@ -766,8 +766,7 @@ int wd_egress_call_counts(struct wd_egress *e, uint64_t cgid, uint64_t *denied,
 	if (!e)
 		return -EINVAL;
 	struct wd_call_policy p;
-	if (bpf_map_lookup_elem(bpf_map__fd(e->skel->maps.wd_policy), &cgid,
-				&p))
+	if (bpf_map_lookup_elem(e->policy_fd, &cgid, &p))
 		return -errno;
 	*denied = p.n_denied;
 	*audited = p.n_audited;
