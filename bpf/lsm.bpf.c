@@ -402,6 +402,10 @@ int BPF_PROG(wd_socket_connect, struct socket *sock, struct sockaddr *address,
 		bpf_probe_read_kernel(&port_be, 2, &sin->sin_port);
 		if (egress_allowed(cgid, a, port_be))
 			return 1;
+		/* names in network.allow: cgroup/connect4, which runs after
+		 * this hook, sends port 53 to the call's resolver */
+		if ((p->flags & WD_POL_DNS) && port_be == bpf_htons(53))
+			return 1;
 	} else if (family == AF_INET6) {
 		struct sockaddr_in6 *sin6 = (void *)address;
 		if (addrlen < (int)sizeof(*sin6))
@@ -409,6 +413,8 @@ int BPF_PROG(wd_socket_connect, struct socket *sock, struct sockaddr *address,
 		bpf_probe_read_kernel(a, 16, &sin6->sin6_addr);
 		bpf_probe_read_kernel(&port_be, 2, &sin6->sin6_port);
 		if (egress_allowed(cgid, a, port_be))
+			return 1;
+		if ((p->flags & WD_POL_DNS) && port_be == bpf_htons(53))
 			return 1;
 	} else if (family == AF_UNIX) {
 		if (f & WD_LSM_ALLOW_UNIX)

@@ -60,8 +60,15 @@ static int read_name(const uint8_t *msg, size_t len, size_t *off, char *out,
 			out[w++] = '.';
 		for (uint8_t i = 0; i < l; i++) {
 			char c = (char)msg[o + i];
-			if (c == '.' || c == 0)
-				return -EBADMSG; /* not a host name's label */
+			/* a host name's label: letters, digits, '-', '_'.
+			 * Anything else ('.', '\\', NUL, escapes) would
+			 * mean another name to the stub that asks upstream
+			 * ("x\\.a.example" is the label "x.a"), or bytes a
+			 * terminal reads */
+			if (!((c >= 'a' && c <= 'z') ||
+			      (c >= 'A' && c <= 'Z') ||
+			      (c >= '0' && c <= '9') || c == '-' || c == '_'))
+				return -EBADMSG;
 			out[w++] = (c >= 'A' && c <= 'Z') ? (char)(c + 32) : c;
 		}
 		o += l;
@@ -114,8 +121,12 @@ size_t wd_dns_answer(const struct wd_dns_query *q, const uint8_t *qmsg,
 	int an = 0;
 	for (int i = 0; i < n && q->qend >= 12; i++) {
 		size_t rl = rrs[i].type == WD_DNS_A ? 4 : 16;
-		if (w + 12 + rl > cap)
-			break;		/* truncated answers: as many as fit */
+		if (w + 12 + rl > cap) {
+			/* as many as fit, and TC so that the stub asks again
+			 * over TCP for all of them */
+			out[2] |= 0x02;
+			break;
+		}
 		put16(out + w, 0xc00c); /* the question's name */
 		put16(out + w + 2, rrs[i].type);
 		put16(out + w + 4, 1); /* IN */
@@ -163,10 +174,48 @@ static bool in4(const uint8_t a[16], uint32_t net, int bits)
 	return (v & mask) == (net & mask);
 }
 
+static enum wd_addr_kind kind_of(const uint8_t a[16], int depth);
+
+/* The IPv4 address an IPv6 one carries to a v4 host (NAT64's
+ * 64:ff9b::/96 and 64:ff9b:1::/48, 6to4's 2002::/16): judged as that
+ * address (a NAT gateway delivers it to the private network behind). */
+static bool embedded_v4(const uint8_t a[16], uint8_t v4[16])
+{
+	static const uint8_t nat64[12] = {0x00, 0x64, 0xff, 0x9b};
+	memset(v4, 0, 16);
+	v4[10] = v4[11] = 0xff;
+	if (!memcmp(a, nat64, 12)) {
+		memcpy(v4 + 12, a + 12, 4);
+		return true;
+	}
+	if (a[0] == 0x00 && a[1] == 0x64 && a[2] == 0xff && a[3] == 0x9b &&
+	    a[4] == 0x00 && a[5] == 0x01) {
+		/* RFC 8215 local-use prefix /48: the v4 address sits at
+		 * bits 48..79 of an RFC 6052 /48 (octet 8 is reserved) */
+		v4[12] = a[6];
+		v4[13] = a[7];
+		v4[14] = a[9];
+		v4[15] = a[10];
+		return true;
+	}
+	if (a[0] == 0x20 && a[1] == 0x02) { /* 2002:AABB:CCDD::/48 */
+		memcpy(v4 + 12, a + 2, 4);
+		return true;
+	}
+	return false;
+}
+
 enum wd_addr_kind wd_addr_kind_of(const uint8_t a[16])
 {
+	return kind_of(a, 0);
+}
+
+static enum wd_addr_kind kind_of(const uint8_t a[16], int depth)
+{
 	static const uint8_t zero[16], one[16] = {[15] = 1};
-	if (in4(a, 0xa9fea9fe, 32)) /* 169.254.169.254 */
+	/* cloud platforms' own services on a fixed address: 169.254.169.254
+	 * (AWS, GCP, Azure, OpenStack), Azure's 168.63.129.16 */
+	if (in4(a, 0xa9fea9fe, 32) || in4(a, 0xa83f8110, 32))
 		return WD_ADDR_METADATA;
 	if (in4(a, 0x7f000000, 8))
 		return WD_ADDR_LOOPBACK;
@@ -179,6 +228,11 @@ enum wd_addr_kind wd_addr_kind_of(const uint8_t a[16])
 		return WD_ADDR_UNSPECIFIED;
 	if (in4(a, 0x64400000, 10))
 		return WD_ADDR_SHARED;
+	/* multicast 224/4, reserved 240/4 and the broadcast address */
+	if (in4(a, 0xe0000000, 4))
+		return WD_ADDR_MULTICAST;
+	if (in4(a, 0xf0000000, 4))
+		return WD_ADDR_RESERVED;
 	if (!memcmp(a, zero, 16))
 		return WD_ADDR_UNSPECIFIED;
 	if (!memcmp(a, one, 16))
@@ -192,6 +246,16 @@ enum wd_addr_kind wd_addr_kind_of(const uint8_t a[16])
 		return WD_ADDR_PRIVATE; /* ULA fc00::/7 */
 	if (a[0] == 0xfe && (a[1] & 0xc0) == 0x80)
 		return WD_ADDR_LINK_LOCAL; /* fe80::/10 */
+	if (a[0] == 0xfe && (a[1] & 0xc0) == 0xc0)
+		return WD_ADDR_PRIVATE; /* site-local fec0::/10 (deprecated) */
+	if (a[0] == 0xff)
+		return WD_ADDR_MULTICAST; /* ff00::/8 */
+	uint8_t v4[16];
+	if (depth == 0 && embedded_v4(a, v4)) {
+		enum wd_addr_kind k = kind_of(v4, 1);
+		if (k != WD_ADDR_PUBLIC)
+			return k;
+	}
 	return WD_ADDR_PUBLIC;
 }
 
@@ -212,6 +276,10 @@ const char *wd_addr_kind_name(enum wd_addr_kind k)
 		return "unspecified";
 	case WD_ADDR_SHARED:
 		return "shared (CGNAT)";
+	case WD_ADDR_MULTICAST:
+		return "multicast or broadcast";
+	case WD_ADDR_RESERVED:
+		return "reserved";
 	}
 	return "?";
 }
@@ -376,6 +444,10 @@ int wd_dns_lookup(const struct wd_dns_upstream *u, const char *name,
 		st.nscount = 1;
 		st.nsaddr_list[0] = sin;
 	}
+	/* bounded: a silent upstream costs the asking call at most ~8 s (its
+	 * resolver is one thread) */
+	st.retrans = 2;
+	st.retry = 2;
 	/* the name as given: no search list, no ndots games */
 	st.options &= ~(unsigned long)(RES_DEFNAMES | RES_DNSRCH);
 	uint8_t ans[4096];

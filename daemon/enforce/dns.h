@@ -63,7 +63,9 @@ enum wd_addr_kind {
 	WD_ADDR_LINK_LOCAL,
 	WD_ADDR_METADATA,
 	WD_ADDR_UNSPECIFIED,
-	WD_ADDR_SHARED, /* 100.64.0.0/10 */
+	WD_ADDR_SHARED,	   /* 100.64.0.0/10 */
+	WD_ADDR_MULTICAST, /* 224/4, ff00::/8 */
+	WD_ADDR_RESERVED,  /* 240/4, the broadcast address among them */
 };
 enum wd_addr_kind wd_addr_kind_of(const uint8_t a[16]);
 const char *wd_addr_kind_name(enum wd_addr_kind k);

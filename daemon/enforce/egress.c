@@ -19,6 +19,7 @@
 #include "lib/policy.h"
 #include "egress_unix.h"
 #include "enforce/egress_int.h"
+#include "enforce/lsm.h"
 
 /* wd_egress_poll's bounded wait (see WD_WAKE_GAP_NS in bpf/lib/events.h):
  * while a record was read less than WD_POLL_ACTIVE_NS ago, sleep at most
@@ -465,6 +466,19 @@ int wd_egress_dns(struct wd_egress *e, uint64_t cgid, uint16_t port,
 		rc =
 		    wd_err_set(err, -ENOENT, "egress: cgroup %llu not attached",
 			       (unsigned long long)cgid);
+		goto out;
+	}
+	/* a resolver reached over a unix socket (nscd, systemd-resolved's
+	 * varlink) would resolve any name for the tool: names need those
+	 * sockets judged (cgroup/connect_unix, 6.7+, or the BPF LSM) */
+	if (e->prog_fd[4] < 0 && !wd_lsm_active()) {
+		rc = wd_err_set(err, -ENOTSUP,
+				"network.allow names: cannot enforce: unix "
+				"sockets are not judged on this kernel "
+				"(cgroup/connect_unix needs Linux 6.7, or the "
+				"BPF LSM), so a tool could ask a resolver "
+				"listening on one (nscd, systemd-resolved) "
+				"for any name");
 		goto out;
 	}
 	if (bpf_map_lookup_elem(e->policy_fd, &cgid, &pol)) {

@@ -11,6 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -18,6 +21,13 @@
 #define MAX_CONN    8
 #define MAX_QUEUED  1024
 #define TCP_MSG_MAX 4096
+/* addresses one call may hold pinned at once: the allow map is the node's
+ * (WD_EGRESS_MAX_RULES), one call's answers must not fill it */
+#define MAX_PINS 256
+/* the shortest a pin lives: a TTL-0 answer is still connected to */
+#define MIN_PIN_NS 2000000000ull
+/* answers whose TTL ended, kept for naming later denials */
+#define NAME_HISTORY 64
 
 struct pin {
 	uint8_t addr[16];
@@ -55,7 +65,13 @@ struct wd_resolver {
 	int npins, cap;
 	struct wd_event *q;
 	int nq;
-	uint64_t answered, refused, dropped;
+	uint64_t answered, refused, dropped, foreign;
+	struct {
+		uint8_t addr[16];
+		char name[254];
+	} hist[NAME_HISTORY];
+	int nhist;
+	int diag; /* NETLINK_SOCK_DIAG: who sent a query */
 };
 
 static pthread_mutex_t up_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -123,7 +139,10 @@ static int pin_add(struct wd_resolver *r, const uint8_t a[16], uint16_t port,
 			return 0;
 		}
 	}
+	bool full = r->npins >= MAX_PINS;
 	pthread_mutex_unlock(&r->mu);
+	if (full)
+		return -ENOSPC;
 	int rc = r->pin(r->pin_arg, a, port, true);
 	if (rc)
 		return rc;
@@ -152,6 +171,10 @@ static uint64_t expire(struct wd_resolver *r, uint64_t now)
 		struct pin p = r->pins[i];
 		if (p.expires_ns <= now) {
 			r->pins[i] = r->pins[--r->npins];
+			int h = r->nhist++ % NAME_HISTORY;
+			memcpy(r->hist[h].addr, p.addr, 16);
+			wd_strlcpy(r->hist[h].name, p.name,
+				   sizeof(r->hist[h].name));
 			pthread_mutex_unlock(&r->mu);
 			r->pin(r->pin_arg, p.addr, p.port, false);
 			pthread_mutex_lock(&r->mu);
@@ -165,6 +188,93 @@ static uint64_t expire(struct wd_resolver *r, uint64_t now)
 	}
 	pthread_mutex_unlock(&r->mu);
 	return next;
+}
+
+/* ---- who asks ------------------------------------------------------------
+ * The resolver listens on 127.0.0.1 in the host's network namespace:
+ * anything on the node could send it queries. Only the call's own
+ * processes are answered — the socket a query came from must belong to
+ * the call's uid (a uid of its own, never shared with a live call): a
+ * host process or another call could otherwise forge the call's denials
+ * (and alerts), fill its queue, or keep its pins alive. */
+
+/* The uid owning the loopback inet socket at peer (proto IPPROTO_UDP or
+ * IPPROTO_TCP), from the kernel's socket diagnostics; -1 if not found. */
+static long diag_uid(struct wd_resolver *r, int proto,
+		     const struct sockaddr_in *peer, bool peer_is_src)
+{
+	struct {
+		struct nlmsghdr nlh;
+		struct inet_diag_req_v2 req;
+	} m;
+	memset(&m, 0, sizeof(m));
+	m.nlh.nlmsg_len = sizeof(m);
+	m.nlh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+	m.nlh.nlmsg_flags = NLM_F_REQUEST;
+	m.req.sdiag_family = AF_INET;
+	m.req.sdiag_protocol = (uint8_t)proto;
+	m.req.idiag_states = ~0u;
+	m.req.id.idiag_cookie[0] = m.req.id.idiag_cookie[1] =
+	    INET_DIAG_NOCOOKIE;
+	uint32_t lo = htonl(INADDR_LOOPBACK);
+	uint16_t us = htons(r->port);
+	if (peer_is_src) {
+		m.req.id.idiag_src[0] = peer->sin_addr.s_addr;
+		m.req.id.idiag_sport = peer->sin_port;
+		m.req.id.idiag_dst[0] = lo;
+		m.req.id.idiag_dport = us;
+	} else {
+		m.req.id.idiag_src[0] = lo;
+		m.req.id.idiag_sport = us;
+		m.req.id.idiag_dst[0] = peer->sin_addr.s_addr;
+		m.req.id.idiag_dport = peer->sin_port;
+	}
+	struct sockaddr_nl k = {.nl_family = AF_NETLINK};
+	if (r->diag < 0 ||
+	    sendto(r->diag, &m, sizeof(m), 0, (void *)&k, sizeof(k)) < 0)
+		return -1;
+	long uid = -1;
+	for (;;) {
+		char buf[8192];
+		ssize_t n = recv(r->diag, buf, sizeof(buf), 0);
+		if (n <= 0)
+			return -1;
+		for (struct nlmsghdr *h = (void *)buf; NLMSG_OK(h, (size_t)n);
+		     h = NLMSG_NEXT(h, n)) {
+			if (h->nlmsg_type == NLMSG_ERROR ||
+			    h->nlmsg_type == NLMSG_DONE)
+				return uid;
+			if (h->nlmsg_type != SOCK_DIAG_BY_FAMILY)
+				continue;
+			struct inet_diag_msg *d = NLMSG_DATA(h);
+			/* the peer's own socket: its local end is the
+			 * port the query came from */
+			if (d->id.idiag_sport == peer->sin_port)
+				uid = d->idiag_uid;
+			if (!(h->nlmsg_flags & NLM_F_MULTI))
+				return uid;
+		}
+	}
+}
+
+static bool from_call(struct wd_resolver *r, int proto,
+		      const struct sockaddr_in *peer)
+{
+	if (peer->sin_family != AF_INET ||
+	    peer->sin_addr.s_addr != htonl(INADDR_LOOPBACK))
+		return false;
+	/* TCP's lookup finds the socket by its local end (src), UDP's by
+	 * where it receives (dst): asked that way first, then the other */
+	long uid = diag_uid(r, proto, peer, proto == IPPROTO_TCP);
+	if (uid < 0)
+		uid = diag_uid(r, proto, peer, proto != IPPROTO_TCP);
+	bool ok = uid >= 0 && (uint32_t)uid == r->uid;
+	if (!ok) {
+		pthread_mutex_lock(&r->mu);
+		r->foreign++;
+		pthread_mutex_unlock(&r->mu);
+	}
+	return ok;
 }
 
 /* One query: the answer's length in out (0: none is sent). */
@@ -204,16 +314,26 @@ static size_t handle(struct wd_resolver *r, const uint8_t *msg, size_t len,
 	}
 	uint64_t now = wd_now_ns();
 	for (int i = 0; i < d.n; i++) {
-		uint32_t ttl = d.rr[i].ttl ? d.rr[i].ttl : 1;
-		uint64_t exp = now + (uint64_t)ttl * 1000000000ull;
-		for (int k = 0; k < d.nports; k++)
-			if (pin_add(r, d.rr[i].addr, d.ports[k], exp, q.name)) {
-				/* not pinned: not answered (the connect
-				 * would be refused anyway) */
-				d.rcode = WD_DNS_SERVFAIL;
-				d.n = 0;
-				break;
+		uint64_t life = (uint64_t)d.rr[i].ttl * 1000000000ull;
+		uint64_t exp = now + (life < MIN_PIN_NS ? MIN_PIN_NS : life);
+		int prc = 0;
+		for (int k = 0; k < d.nports && !prc; k++)
+			prc = pin_add(r, d.rr[i].addr, d.ports[k], exp, q.name);
+		if (prc) {
+			/* not pinned: not answered (the connect would be
+			 * refused anyway) */
+			if (prc == -ENOSPC) {
+				char t[256];
+				snprintf(t, sizeof(t),
+					 "%s (the call holds %d answered "
+					 "addresses, the most it may)",
+					 q.name, MAX_PINS);
+				queue_denial(r, "dns.answer", t, 0);
 			}
+			d.rcode = WD_DNS_SERVFAIL;
+			d.n = 0;
+			break;
+		}
 	}
 	if (d.n) {
 		pthread_mutex_lock(&r->mu);
@@ -301,6 +421,9 @@ static void *resolver_main(void *arg)
 					     MSG_DONTWAIT, (void *)&from, &fl);
 				if (m < 0)
 					break;
+				if (!from_call(r, IPPROTO_UDP, &from))
+					continue; /* not the call's: unanswered
+						   */
 				/* UDP answers fit 512 bytes unless EDNS says
 				 * more; ours are at most 16 records */
 				size_t w = handle(r, in, (size_t)m, out, 512);
@@ -310,8 +433,14 @@ static void *resolver_main(void *arg)
 			}
 		}
 		if (p[2].revents) {
-			int fd = accept4(r->tcp, NULL, NULL,
+			struct sockaddr_in from = {0};
+			socklen_t fl = sizeof(from);
+			int fd = accept4(r->tcp, (void *)&from, &fl,
 					 SOCK_CLOEXEC | SOCK_NONBLOCK);
+			if (fd >= 0 && !from_call(r, IPPROTO_TCP, &from)) {
+				close(fd); /* not the call's */
+				fd = -1;
+			}
 			int slot = -1;
 			for (int i = 0; i < MAX_CONN && fd >= 0; i++)
 				if (r->conns[i].fd < 0) {
@@ -346,7 +475,7 @@ int wd_resolver_start(const struct wd_resolver_opts *o,
 	*out = NULL;
 	struct wd_resolver *r = wd_calloc(1, sizeof(*r));
 	pthread_mutex_init(&r->mu, NULL);
-	r->udp = r->tcp = r->stopfd = r->evfd = -1;
+	r->udp = r->tcp = r->stopfd = r->evfd = r->diag = -1;
 	for (int i = 0; i < MAX_CONN; i++)
 		r->conns[i].fd = -1;
 	r->n = o->n;
@@ -405,6 +534,19 @@ int wd_resolver_start(const struct wd_resolver_opts *o,
 		wd_resolver_stop(r);
 		return rc ? rc : -EADDRINUSE;
 	}
+	r->diag =
+	    socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+	if (r->diag < 0) {
+		rc = -errno;
+		wd_err_set(err, rc,
+			   "network.allow names: the call's resolver cannot "
+			   "tell who asks (NETLINK_SOCK_DIAG: %s)",
+			   strerror(-rc));
+		wd_resolver_stop(r);
+		return rc;
+	}
+	struct timeval dtv = {1, 0};
+	setsockopt(r->diag, SOL_SOCKET, SO_RCVTIMEO, &dtv, sizeof(dtv));
 	r->stopfd = eventfd(0, EFD_CLOEXEC);
 	r->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (r->stopfd < 0 || r->evfd < 0) {
@@ -467,6 +609,14 @@ bool wd_resolver_name_of(struct wd_resolver *r, const uint8_t addr[16],
 			wd_strlcpy(name, r->pins[i].name, n);
 			found = true;
 		}
+	/* an answer whose TTL ended: a later connect to it is still the
+	 * name's (denied, and named) */
+	int nh = r->nhist < NAME_HISTORY ? r->nhist : NAME_HISTORY;
+	for (int i = 0; i < nh && !found; i++)
+		if (!memcmp(r->hist[i].addr, addr, 16)) {
+			wd_strlcpy(name, r->hist[i].name, n);
+			found = true;
+		}
 	pthread_mutex_unlock(&r->mu);
 	if (!found && n)
 		name[0] = 0;
@@ -506,7 +656,7 @@ void wd_resolver_stop(struct wd_resolver *r)
 	for (int i = 0; i < MAX_CONN; i++)
 		if (r->conns[i].fd >= 0)
 			close(r->conns[i].fd);
-	int fds[] = {r->udp, r->tcp, r->stopfd, r->evfd};
+	int fds[] = {r->udp, r->tcp, r->stopfd, r->evfd, r->diag};
 	for (size_t i = 0; i < WD_ARRAY_SIZE(fds); i++)
 		if (fds[i] >= 0)
 			close(fds[i]);

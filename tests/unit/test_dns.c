@@ -117,6 +117,20 @@ int main(void)
 	    {"fd00:ec2::254", WD_ADDR_METADATA},
 	    {"::ffff:127.0.0.1", WD_ADDR_LOOPBACK},
 	    {"2001:db8::1", WD_ADDR_PUBLIC},
+	    /* v4 carried in v6 is judged as that v4 */
+	    {"64:ff9b::10.1.2.3", WD_ADDR_PRIVATE},
+	    {"64:ff9b::169.254.169.254", WD_ADDR_METADATA},
+	    {"64:ff9b::8.8.8.8", WD_ADDR_PUBLIC},
+	    {"64:ff9b:1:a01:2:300::", WD_ADDR_PRIVATE}, /* 10.1.2.3 */
+	    {"2002:a01:203::1", WD_ADDR_PRIVATE},	/* 6to4 of 10.1.2.3 */
+	    {"2002:7f00:1::1", WD_ADDR_LOOPBACK},
+	    {"168.63.129.16", WD_ADDR_METADATA},
+	    {"224.0.0.251", WD_ADDR_MULTICAST},
+	    {"239.255.255.250", WD_ADDR_MULTICAST},
+	    {"ff02::fb", WD_ADDR_MULTICAST},
+	    {"255.255.255.255", WD_ADDR_RESERVED},
+	    {"240.0.0.1", WD_ADDR_RESERVED},
+	    {"fec0::1", WD_ADDR_PRIVATE},
 	};
 	for (size_t i = 0; i < WD_ARRAY_SIZE(kinds); i++) {
 		uint8_t a[16] = {0};
@@ -145,6 +159,14 @@ int main(void)
 	bad[13] = 12;
 	T_OK(wd_dns_parse_query(bad, 18, &q) == WD_DNS_FORMERR,
 	     "parse-pointer-loop", "FORMERR");
+	/* a label that is no host name's: "x\\.a" is one label to the
+	 * stub that would ask upstream, and bytes a terminal reads */
+	uint8_t esc[64];
+	int el = res_mkquery(0, "x\\.a.wild.example", 1, WD_DNS_A, NULL, 0,
+			     NULL, esc, sizeof(esc));
+	T_OK(el > 0 &&
+		 wd_dns_parse_query(esc, (size_t)el, &q) == WD_DNS_FORMERR,
+	     "parse-escaped-label", "FORMERR for %d bytes", el);
 	memcpy(bad, qm, (size_t)ql);
 	bad[2] |= 0x80; /* a response: never answered */
 	T_OK(wd_dns_parse_query(bad, (size_t)ql, &q) == -1,

@@ -127,7 +127,7 @@ int main(void)
 				     .up = {.hosts_path = hp, .hosts_ttl = 1},
 				     .pin = pin,
 				     .cgroup_id = 42,
-				     .uid = 1234};
+				     .uid = getuid()};
 	struct wd_resolver *r = NULL;
 	T_OK(wd_resolver_start(&o, &r, &err) == 0, "start", "%s", err.msg);
 	if (!r)
@@ -172,7 +172,7 @@ int main(void)
 	T_OK(k == 3 && !strcmp(ev[0].kind, "dns.name") &&
 		 !strcmp(ev[0].target, "exfil-data.attacker.example") &&
 		 ev[0].source == WD_SRC_RESOLVER && ev[0].cgroup_id == 42 &&
-		 ev[0].uid == 1234 && !strcmp(ev[2].kind, "dns.answer") &&
+		 ev[0].uid == getuid() && !strcmp(ev[2].kind, "dns.answer") &&
 		 strstr(ev[2].target, "127.0.0.1 is loopback"),
 	     "denials-queued", "%d: %s %s / %s %s", k, k ? ev[0].kind : "",
 	     k ? ev[0].target : "", k > 2 ? ev[2].kind : "",
@@ -186,6 +186,20 @@ int main(void)
 	}
 	T_OK(count(&unpinned) == 1, "ttl-unpins", "unpinned %d after %d ms",
 	     count(&unpinned), waited * 100);
+
+	/* a resolver of another call's uid does not answer us */
+	struct wd_resolver_opts o2 = o;
+	o2.uid = getuid() + 4321;
+	struct wd_resolver *r2 = NULL;
+	T_OK(wd_resolver_start(&o2, &r2, &err) == 0, "start-other", "%s",
+	     err.msg);
+	int before = count(&pinned);
+	rc = r2 ? ask_raw(wd_resolver_port(r2), "search-svc.internal", ns_t_a,
+			  &an)
+		: 0;
+	T_OK(rc == -1 && count(&pinned) == before, "foreign-unanswered",
+	     "rcode %d pinned %d", rc, count(&pinned) - before);
+	wd_resolver_stop(r2);
 
 	ask(port, "search-svc.internal", ns_t_a, false, &an);
 	wd_resolver_stop(r);
