@@ -365,7 +365,7 @@ static int hosts_lookup(const struct wd_dns_upstream *u, const char *path,
 /* The A/AAAA records for name in a response (CNAME chains followed by
  * taking every record of the wanted type: the resolver answered for
  * name). */
-static int parse_answers(const uint8_t *msg, size_t len, uint16_t qtype,
+int wd_dns_parse_answers(const uint8_t *msg, size_t len, uint16_t qtype,
 			 struct wd_dns_rr *out, int max)
 {
 	if (len < 12)
@@ -462,7 +462,7 @@ int wd_dns_lookup(const struct wd_dns_upstream *u, const char *name,
 		return wd_err_set(err, -EAGAIN, "upstream lookup of %s: %s",
 				  name, hstrerror(e));
 	}
-	int n = parse_answers(ans, (size_t)r, qtype, out, max);
+	int n = wd_dns_parse_answers(ans, (size_t)r, qtype, out, max);
 	if (n == -EBADMSG)
 		return wd_err_set(err, -EAGAIN,
 				  "upstream lookup of %s: a malformed answer",

@@ -89,6 +89,11 @@ struct wd_dns_upstream {
 int wd_dns_upstream_parse(const char *text, struct wd_dns_upstream *u,
 			  struct wd_err *err);
 
+/* The qtype records of an upstream's answer: n >= 0, -ENOENT (NXDOMAIN),
+ * -EAGAIN (another rcode), -EBADMSG (malformed). */
+int wd_dns_parse_answers(const uint8_t *msg, size_t len, uint16_t qtype,
+			 struct wd_dns_rr *out, int max);
+
 /* A or AAAA records of name: n >= 0 (0 = the name exists, no such
  * record), -ENOENT (no such name), -EAGAIN (upstream failed; err says). */
 int wd_dns_lookup(const struct wd_dns_upstream *u, const char *name,
