@@ -10,6 +10,7 @@
 #include "sandbox/sandbox.h"
 
 #include <getopt.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -154,6 +155,10 @@ static int verb_exec(int argc, char **argv)
 	 * the first argument that is not an option. */
 	struct wd_dns_upstream dns_up = {0};
 	bool dns_set = false;
+	/* as wardend: a tool that stops reading its stdin (or a runsc that
+	 * exits) is an EPIPE to handle, not the end of the supervisor; the
+	 * tool itself starts with SIGPIPE's default action */
+	signal(SIGPIPE, SIG_IGN);
 	while ((c = getopt_long(argc, argv, "+p:js:u:g:D:H:h", opts, NULL)) !=
 	       -1) {
 		switch (c) {

@@ -298,6 +298,17 @@ static void close_parent_ends(struct launch *l)
  * its default action (ignored ones stay ignored across exec, as with fork),
  * then the daemon thread's mask, blocked over the clone, is restored.
  * Raw rt_sigaction: the kernel's struct, our own table (no CLONE_SIGHAND). */
+/* A forked T (not sharing the daemon's memory) keeps the daemon's
+ * dispositions but SIGPIPE's (see vm_child_signals). */
+static void pipe_default(struct launch *l)
+{
+	struct {
+		unsigned long handler, flags, restorer, mask;
+	} dfl = {0};
+	if (syscall(SYS_rt_sigaction, SIGPIPE, &dfl, NULL, 8) < 0)
+		child_fail(l, errno, "signals: reset %d", SIGPIPE);
+}
+
 static void vm_child_signals(struct launch *l)
 {
 	struct {
@@ -309,7 +320,10 @@ static void vm_child_signals(struct launch *l)
 		/* one call per signal; every signal is blocked meanwhile */
 		if (syscall(SYS_rt_sigaction, sig, &dfl, &old, 8) < 0)
 			child_fail(l, errno, "signals: reset %d", sig);
-		if (old.handler == (unsigned long)SIG_IGN &&
+		/* SIGPIPE is ignored by the supervisor for itself (a tool
+		 * leaving its pipes must not kill it): a tool starts with
+		 * the default action, as from a shell */
+		if (old.handler == (unsigned long)SIG_IGN && sig != SIGPIPE &&
 		    syscall(SYS_rt_sigaction, sig, &old, NULL, 8) < 0)
 			child_fail(l, errno, "signals: keep %d ignored", sig);
 	}
@@ -374,6 +388,8 @@ static void scratch_tmpfs(struct launch *l)
  * the TLS of the daemon thread that waits for it in poll()). */
 void wd_native_tier1_main(struct launch *l, bool self_v2)
 {
+	if (!l->vm_child)
+		pipe_default(l);
 	if (l->vm_child) {
 		vm_child_signals(l);
 		/* The parent learns that we left its memory when this pipe's
@@ -442,6 +458,8 @@ static void fmt_uint(char *buf, size_t len, unsigned v)
  * call's cgroup while the tool runs (exec_oom.sh). */
 static void __attribute__((noreturn)) g1_main(struct launch *l, bool self_v2)
 {
+	if (!l->vm_child)
+		pipe_default(l);
 	if (l->vm_child) {
 		vm_child_signals(l);
 		/* as in tier 1: the daemon waits until this pipe's write

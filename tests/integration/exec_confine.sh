@@ -204,4 +204,25 @@ for tier in 1 2; do
 	out=$("$WARDEN" exec --policy "$M" -- "$P" unix-connect "$T/w/ok.sock" 2>&1)
 	expect_eq "t$tier/unix-connect-under-write-allowed" "$(( $(hits w) - b ))" 1
 done
+
+# ---- 5. a tool starts with SIGPIPE's default action -------------------------
+# The supervisor ignores SIGPIPE for itself (wardend; warden exec), and an
+# ignored signal stays ignored across exec: the tool would see EPIPE where
+# a shell's pipeline ends it (`yes | head`). Run from a caller that ignores
+# it too; judged by the tool's own SigIgn mask (bit 13 = SIGPIPE).
+for tier in 1 2; do
+	cat >"$T/sp$tier.yaml" <<Y
+name: sp$tier
+tier: $tier
+timeout_ms: 20000
+network: {allow: []}
+filesystem: {read: ["/usr", "/lib", "/lib64", "/etc/ld.so.cache", "/proc"], exec: ["/usr/bin"]}
+Y
+	ign=$( (trap '' PIPE; "$WARDEN" exec --policy "$T/sp$tier.yaml" -- /usr/bin/grep SigIgn /proc/self/status 2>/dev/null) | awk '{print $2}')
+	if [ -n "$ign" ] && (( (16#$ign >> 12 & 1) == 0 )); then
+		pass "t$tier/sigpipe-default"
+	else
+		fail "t$tier/sigpipe-default" "SigIgn '$ign' (bit 12: SIGPIPE ignored, or no answer)"
+	fi
+done
 finish

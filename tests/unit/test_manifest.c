@@ -111,8 +111,7 @@ static void test_all_fields(void)
 		     r[4].host);
 	}
 	T_OK(m->n_net_private == 3 && m->net_private[0].prefix == 104 &&
-		 m->net_private[0].port == 0 &&
-		 m->net_private[1].prefix == 8 &&
+		 m->net_private[0].port == 0 && m->net_private[1].prefix == 8 &&
 		 m->net_private[2].prefix == 128 &&
 		 !strcmp(m->net_private[1].text, "fd00::/8"),
 	     "field-network-allow-private", "n %d", m->n_net_private);
