@@ -112,7 +112,13 @@ static __always_inline int dns_redirect(struct bpf_sock_addr *ctx,
 	__builtin_memcpy(o.addr, a, 16);
 	__u64 ck = bpf_get_socket_cookie(ctx);
 	bpf_map_update_elem(&wd_dns_orig, &ck, &o, BPF_ANY);
-	if (v6) {
+	if (v6 && (pol->flags & WD_POL_DNS6)) {
+		/* [::1]: the resolver's v6 side */
+		ctx->user_ip6[0] = 0;
+		ctx->user_ip6[1] = 0;
+		ctx->user_ip6[2] = 0;
+		ctx->user_ip6[3] = bpf_htonl(1);
+	} else if (v6) {
 		/* ::ffff:127.0.0.1: a dual-stack socket reaches the v4
 		 * resolver; a v6-only one fails to send (fails closed) */
 		ctx->user_ip6[0] = 0;
@@ -166,8 +172,9 @@ static __always_inline int show_orig6(struct bpf_sock_addr *ctx)
 	__u64 ck = bpf_get_socket_cookie(ctx);
 	struct wd_dns_orig *o = bpf_map_lookup_elem(&wd_dns_orig, &ck);
 	if (o && ctx->user_ip6[0] == 0 && ctx->user_ip6[1] == 0 &&
-	    ctx->user_ip6[2] == bpf_htonl(0xffff) &&
-	    ctx->user_ip6[3] == bpf_htonl(0x7f000001) &&
+	    ((ctx->user_ip6[2] == bpf_htonl(0xffff) &&
+	      ctx->user_ip6[3] == bpf_htonl(0x7f000001)) ||
+	     (ctx->user_ip6[2] == 0 && ctx->user_ip6[3] == bpf_htonl(1))) &&
 	    (__u16)ctx->user_port == o->resolver_port) {
 		ctx->user_ip6[0] = o->addr[0];
 		ctx->user_ip6[1] = o->addr[1];

@@ -29,6 +29,10 @@
 /* names in network.allow: every connect/sendmsg to port 53 (any address)
  * goes to the call's resolver, 127.0.0.1:dns_port (enforce/resolver.h) */
 #define WD_POL_DNS (1u << 4)
+/* the resolver also listens on [::1]:dns_port: a v6 socket's DNS goes
+ * there (else to ::ffff:127.0.0.1, which an unconnected v6 UDP send cannot
+ * reach) */
+#define WD_POL_DNS6 (1u << 5)
 
 /* Value of wd_policy (key: __u64 cgroup id). A missing entry for a cgroup a
  * program is attached to means deny (fail closed). */

@@ -455,7 +455,7 @@ static struct wd_egress_call *call_of(struct wd_egress *e, uint64_t cgid)
 	return NULL;
 }
 
-int wd_egress_dns(struct wd_egress *e, uint64_t cgid, uint16_t port,
+int wd_egress_dns(struct wd_egress *e, uint64_t cgid, uint16_t port, bool v6,
 		  struct wd_err *err)
 {
 	int rc = 0;
@@ -508,7 +508,7 @@ int wd_egress_dns(struct wd_egress *e, uint64_t cgid, uint16_t port,
 		}
 		c->attached |= 1u << i;
 	}
-	pol.flags |= WD_POL_DNS;
+	pol.flags |= WD_POL_DNS | (v6 ? WD_POL_DNS6 : 0);
 	pol.dns_port = htons(port);
 	if (bpf_map_update_elem(e->policy_fd, &cgid, &pol, BPF_EXIST)) {
 		rc = -errno;

@@ -207,9 +207,10 @@ int wd_kevent_to_event(const void *data, size_t size, int64_t boot_to_wall_ns,
 void wd_egress_close(struct wd_egress *e);
 
 /* Names in network.allow: the call's DNS (port 53, any address) goes to
- * 127.0.0.1:port, its resolver (enforce/resolver.h); attaches the
+ * 127.0.0.1:port, its resolver (enforce/resolver.h), and a v6 socket's to
+ * [::1]:port when v6 (it listens there too); attaches the
  * programs that show the asked-for address back. 0 / -errno. */
-int wd_egress_dns(struct wd_egress *e, uint64_t cgid, uint16_t port,
+int wd_egress_dns(struct wd_egress *e, uint64_t cgid, uint16_t port, bool v6,
 		  struct wd_err *err);
 /* Allow (add) or stop allowing a connect of the call to addr:port (0 =
  * any): an address its resolver answered, for the answer's TTL. A key of

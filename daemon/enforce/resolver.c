@@ -55,6 +55,7 @@ struct wd_resolver {
 	bool audit;
 
 	int udp, tcp, stopfd, evfd;
+	int udp6, tcp6; /* on [::1] at the same port, or -1 */
 	uint16_t port;
 	struct conn conns[MAX_CONN];
 	pthread_t th;
@@ -199,9 +200,10 @@ static uint64_t expire(struct wd_resolver *r, uint64_t now)
  * (and alerts), fill its queue, or keep its pins alive. */
 
 /* The uid owning the loopback inet socket at peer (proto IPPROTO_UDP or
- * IPPROTO_TCP), from the kernel's socket diagnostics; -1 if not found. */
+ * IPPROTO_TCP, family of peer), from the kernel's socket diagnostics; -1
+ * if not found. */
 static long diag_uid(struct wd_resolver *r, int proto,
-		     const struct sockaddr_in *peer, bool peer_is_src)
+		     const struct sockaddr_storage *peer, bool peer_is_src)
 {
 	struct {
 		struct nlmsghdr nlh;
@@ -211,23 +213,34 @@ static long diag_uid(struct wd_resolver *r, int proto,
 	m.nlh.nlmsg_len = sizeof(m);
 	m.nlh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
 	m.nlh.nlmsg_flags = NLM_F_REQUEST;
-	m.req.sdiag_family = AF_INET;
+	m.req.sdiag_family = (uint8_t)peer->ss_family;
 	m.req.sdiag_protocol = (uint8_t)proto;
 	m.req.idiag_states = ~0u;
 	m.req.id.idiag_cookie[0] = m.req.id.idiag_cookie[1] =
 	    INET_DIAG_NOCOOKIE;
-	uint32_t lo = htonl(INADDR_LOOPBACK);
-	uint16_t us = htons(r->port);
+	uint32_t us_addr[4] = {0}, peer_addr[4] = {0};
+	uint16_t us = htons(r->port), peer_port;
+	if (peer->ss_family == AF_INET) {
+		const struct sockaddr_in *p4 = (const void *)peer;
+		us_addr[0] = htonl(INADDR_LOOPBACK);
+		peer_addr[0] = p4->sin_addr.s_addr;
+		peer_port = p4->sin_port;
+	} else {
+		const struct sockaddr_in6 *p6 = (const void *)peer;
+		memcpy(us_addr, &in6addr_loopback, 16);
+		memcpy(peer_addr, &p6->sin6_addr, 16);
+		peer_port = p6->sin6_port;
+	}
 	if (peer_is_src) {
-		m.req.id.idiag_src[0] = peer->sin_addr.s_addr;
-		m.req.id.idiag_sport = peer->sin_port;
-		m.req.id.idiag_dst[0] = lo;
+		memcpy(m.req.id.idiag_src, peer_addr, 16);
+		m.req.id.idiag_sport = peer_port;
+		memcpy(m.req.id.idiag_dst, us_addr, 16);
 		m.req.id.idiag_dport = us;
 	} else {
-		m.req.id.idiag_src[0] = lo;
+		memcpy(m.req.id.idiag_src, us_addr, 16);
 		m.req.id.idiag_sport = us;
-		m.req.id.idiag_dst[0] = peer->sin_addr.s_addr;
-		m.req.id.idiag_dport = peer->sin_port;
+		memcpy(m.req.id.idiag_dst, peer_addr, 16);
+		m.req.id.idiag_dport = peer_port;
 	}
 	struct sockaddr_nl k = {.nl_family = AF_NETLINK};
 	if (r->diag < 0 ||
@@ -249,7 +262,7 @@ static long diag_uid(struct wd_resolver *r, int proto,
 			struct inet_diag_msg *d = NLMSG_DATA(h);
 			/* the peer's own socket: its local end is the
 			 * port the query came from */
-			if (d->id.idiag_sport == peer->sin_port)
+			if (d->id.idiag_sport == peer_port)
 				uid = d->idiag_uid;
 			if (!(h->nlmsg_flags & NLM_F_MULTI))
 				return uid;
@@ -258,16 +271,24 @@ static long diag_uid(struct wd_resolver *r, int proto,
 }
 
 static bool from_call(struct wd_resolver *r, int proto,
-		      const struct sockaddr_in *peer)
+		      const struct sockaddr_storage *peer)
 {
-	if (peer->sin_family != AF_INET ||
-	    peer->sin_addr.s_addr != htonl(INADDR_LOOPBACK))
-		return false;
+	bool lo = false;
+	if (peer->ss_family == AF_INET) {
+		const struct sockaddr_in *p4 = (const void *)peer;
+		lo = p4->sin_addr.s_addr == htonl(INADDR_LOOPBACK);
+	} else if (peer->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *p6 = (const void *)peer;
+		lo = !memcmp(&p6->sin6_addr, &in6addr_loopback, 16);
+	}
 	/* TCP's lookup finds the socket by its local end (src), UDP's by
 	 * where it receives (dst): asked that way first, then the other */
-	long uid = diag_uid(r, proto, peer, proto == IPPROTO_TCP);
-	if (uid < 0)
-		uid = diag_uid(r, proto, peer, proto != IPPROTO_TCP);
+	long uid = -1;
+	if (lo) {
+		uid = diag_uid(r, proto, peer, proto == IPPROTO_TCP);
+		if (uid < 0)
+			uid = diag_uid(r, proto, peer, proto != IPPROTO_TCP);
+	}
 	bool ok = uid >= 0 && (uint32_t)uid == r->uid;
 	if (!ok) {
 		pthread_mutex_lock(&r->mu);
@@ -388,15 +409,58 @@ static void conn_read(struct wd_resolver *r, struct conn *c)
 	}
 }
 
+static void udp_read(struct wd_resolver *r, int fd)
+{
+	for (int i = 0; i < 64; i++) {
+		uint8_t in[1500], out[1500];
+		struct sockaddr_storage from;
+		socklen_t fl = sizeof(from);
+		ssize_t m = recvfrom(fd, in, sizeof(in), MSG_DONTWAIT,
+				     (void *)&from, &fl);
+		if (m < 0)
+			break;
+		if (!from_call(r, IPPROTO_UDP, &from))
+			continue; /* not the call's: unanswered */
+		/* UDP answers fit 512 bytes unless EDNS says more; ours are
+		 * at most 16 records (TC set past that) */
+		size_t w = handle(r, in, (size_t)m, out, 512);
+		if (w)
+			sendto(fd, out, w, MSG_DONTWAIT, (void *)&from, fl);
+	}
+}
+
+static void tcp_accept(struct wd_resolver *r, int lfd)
+{
+	struct sockaddr_storage from = {0};
+	socklen_t fl = sizeof(from);
+	int fd = accept4(lfd, (void *)&from, &fl, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	if (fd < 0)
+		return;
+	if (!from_call(r, IPPROTO_TCP, &from)) {
+		close(fd); /* not the call's */
+		return;
+	}
+	for (int i = 0; i < MAX_CONN; i++)
+		if (r->conns[i].fd < 0) {
+			r->conns[i] =
+			    (struct conn){.fd = fd, .since_ns = wd_now_ns()};
+			return;
+		}
+	close(fd); /* at most MAX_CONN at once */
+}
+
 static void *resolver_main(void *arg)
 {
 	struct wd_resolver *r = arg;
 	for (;;) {
-		struct pollfd p[3 + MAX_CONN];
+		struct pollfd p[5 + MAX_CONN];
 		int n = 0;
 		p[n++] = (struct pollfd){r->stopfd, POLLIN, 0};
 		p[n++] = (struct pollfd){r->udp, POLLIN, 0};
 		p[n++] = (struct pollfd){r->tcp, POLLIN, 0};
+		p[n++] = (struct pollfd){r->udp6, POLLIN, 0}; /* -1: none */
+		p[n++] = (struct pollfd){r->tcp6, POLLIN, 0};
+		int first_conn = n;
 		for (int i = 0; i < MAX_CONN; i++)
 			if (r->conns[i].fd >= 0)
 				p[n++] =
@@ -411,49 +475,15 @@ static void *resolver_main(void *arg)
 			break;
 		if (p[0].revents)
 			break;
-		if (p[1].revents) {
-			for (int i = 0; i < 64; i++) {
-				uint8_t in[1500], out[1500];
-				struct sockaddr_in from;
-				socklen_t fl = sizeof(from);
-				ssize_t m =
-				    recvfrom(r->udp, in, sizeof(in),
-					     MSG_DONTWAIT, (void *)&from, &fl);
-				if (m < 0)
-					break;
-				if (!from_call(r, IPPROTO_UDP, &from))
-					continue; /* not the call's: unanswered
-						   */
-				/* UDP answers fit 512 bytes unless EDNS says
-				 * more; ours are at most 16 records */
-				size_t w = handle(r, in, (size_t)m, out, 512);
-				if (w)
-					sendto(r->udp, out, w, MSG_DONTWAIT,
-					       (void *)&from, fl);
-			}
-		}
-		if (p[2].revents) {
-			struct sockaddr_in from = {0};
-			socklen_t fl = sizeof(from);
-			int fd = accept4(r->tcp, (void *)&from, &fl,
-					 SOCK_CLOEXEC | SOCK_NONBLOCK);
-			if (fd >= 0 && !from_call(r, IPPROTO_TCP, &from)) {
-				close(fd); /* not the call's */
-				fd = -1;
-			}
-			int slot = -1;
-			for (int i = 0; i < MAX_CONN && fd >= 0; i++)
-				if (r->conns[i].fd < 0) {
-					slot = i;
-					break;
-				}
-			if (fd >= 0 && slot < 0)
-				close(fd); /* at most MAX_CONN at once */
-			else if (fd >= 0)
-				r->conns[slot] = (struct conn){
-				    .fd = fd, .since_ns = wd_now_ns()};
-		}
-		for (int j = 3; j < n; j++) {
+		if (p[1].revents)
+			udp_read(r, r->udp);
+		if (p[3].revents)
+			udp_read(r, r->udp6);
+		if (p[2].revents)
+			tcp_accept(r, r->tcp);
+		if (p[4].revents)
+			tcp_accept(r, r->tcp6);
+		for (int j = first_conn; j < n; j++) {
 			if (!p[j].revents)
 				continue;
 			for (int i = 0; i < MAX_CONN; i++)
@@ -469,6 +499,33 @@ static void *resolver_main(void *arg)
 	return NULL;
 }
 
+/* [::1] at the v4 side's port, UDP and TCP, v6 only; false (nothing
+ * open) when the node has no ::1 or the port is taken there. */
+static bool open_v6(struct wd_resolver *r)
+{
+	struct sockaddr_in6 s6 = {.sin6_family = AF_INET6,
+				  .sin6_port = htons(r->port),
+				  .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+	int one = 1;
+	r->udp6 = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	r->tcp6 = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (r->udp6 >= 0 && r->tcp6 >= 0 &&
+	    !setsockopt(r->udp6, IPPROTO_IPV6, IPV6_V6ONLY, &one,
+			sizeof(one)) &&
+	    !setsockopt(r->tcp6, IPPROTO_IPV6, IPV6_V6ONLY, &one,
+			sizeof(one)) &&
+	    !bind(r->udp6, (void *)&s6, sizeof(s6)) &&
+	    !bind(r->tcp6, (void *)&s6, sizeof(s6)) &&
+	    !listen(r->tcp6, MAX_CONN))
+		return true;
+	if (r->udp6 >= 0)
+		close(r->udp6);
+	if (r->tcp6 >= 0)
+		close(r->tcp6);
+	r->udp6 = r->tcp6 = -1;
+	return false;
+}
+
 int wd_resolver_start(const struct wd_resolver_opts *o,
 		      struct wd_resolver **out, struct wd_err *err)
 {
@@ -476,6 +533,7 @@ int wd_resolver_start(const struct wd_resolver_opts *o,
 	struct wd_resolver *r = wd_calloc(1, sizeof(*r));
 	pthread_mutex_init(&r->mu, NULL);
 	r->udp = r->tcp = r->stopfd = r->evfd = r->diag = -1;
+	r->udp6 = r->tcp6 = -1;
 	for (int i = 0; i < MAX_CONN; i++)
 		r->conns[i].fd = -1;
 	r->n = o->n;
@@ -534,6 +592,7 @@ int wd_resolver_start(const struct wd_resolver_opts *o,
 		wd_resolver_stop(r);
 		return rc ? rc : -EADDRINUSE;
 	}
+	open_v6(r);
 	r->diag =
 	    socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
 	if (r->diag < 0) {
@@ -568,6 +627,11 @@ int wd_resolver_start(const struct wd_resolver_opts *o,
 uint16_t wd_resolver_port(const struct wd_resolver *r)
 {
 	return r->port;
+}
+
+bool wd_resolver_has_v6(const struct wd_resolver *r)
+{
+	return r->udp6 >= 0;
 }
 
 int wd_resolver_events_fd(const struct wd_resolver *r)
@@ -656,7 +720,8 @@ void wd_resolver_stop(struct wd_resolver *r)
 	for (int i = 0; i < MAX_CONN; i++)
 		if (r->conns[i].fd >= 0)
 			close(r->conns[i].fd);
-	int fds[] = {r->udp, r->tcp, r->stopfd, r->evfd, r->diag};
+	int fds[] = {r->udp,	r->tcp,	 r->udp6, r->tcp6,
+		     r->stopfd, r->evfd, r->diag};
 	for (size_t i = 0; i < WD_ARRAY_SIZE(fds); i++)
 		if (fds[i] >= 0)
 			close(fds[i]);

@@ -46,6 +46,8 @@ int wd_resolver_start(const struct wd_resolver_opts *o,
 		      struct wd_resolver **out, struct wd_err *err);
 /* The port (host order) on 127.0.0.1, UDP and TCP. */
 uint16_t wd_resolver_port(const struct wd_resolver *r);
+/* Also on [::1] at that port (v6 sockets' DNS goes there). */
+bool wd_resolver_has_v6(const struct wd_resolver *r);
 /* Readable while denials are queued. */
 int wd_resolver_events_fd(const struct wd_resolver *r);
 /* Up to max queued denials, oldest first; the count. */

@@ -173,7 +173,8 @@ static int start_resolver(struct launch *l, struct wd_egress *eg, uint64_t cgid,
 	int r = wd_resolver_start(&ro, &l->resolver, err);
 	if (r < 0)
 		return r;
-	return wd_egress_dns(eg, cgid, wd_resolver_port(l->resolver), err);
+	return wd_egress_dns(eg, cgid, wd_resolver_port(l->resolver),
+			     wd_resolver_has_v6(l->resolver), err);
 }
 
 static int native_run(const struct wd_call *call, struct wd_result *res,

@@ -94,6 +94,21 @@ def tcp(addr, name, port=53):
         return rcode(r) + " peer=%s:%d" % s.getpeername()
     except Exception as e:
         return "error " + type(e).__name__
+def udp6(addr, name):
+    s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM); s.settimeout(2)
+    try:
+        s.sendto(q(name), (addr, 53)); m, peer = s.recvfrom(4096)
+        return rcode(m) + " from=[%s]:%d" % peer[:2]
+    except Exception as e:
+        return "error " + type(e).__name__
+def tcp6(addr, name):
+    s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM); s.settimeout(2)
+    try:
+        s.connect((addr, 53)); m = q(name); s.sendall(struct.pack(">H", len(m)) + m)
+        ln = struct.unpack(">H", s.recv(2))[0]; r = s.recv(ln)
+        return rcode(r) + " peer=[%s]:%d" % s.getpeername()[:2]
+    except Exception as e:
+        return "error " + type(e).__name__
 def connect(addr, port):
     s = socket.socket(); s.settimeout(2)
     try:
@@ -117,6 +132,9 @@ print("udp-fake-evil:", udp("127.0.0.3", "evil.test"))
 print("tcp-fake-evil:", tcp("127.0.0.3", "evil.test"))
 print("udp-fake-svc:", udp("127.0.0.3", "svc.test"))
 print("dot:", connect("127.0.0.3", 853))
+print("udp6-evil:", udp6("2001:db8::53", "evil.test"))
+print("udp6-svc:", udp6("2001:db8::53", "svc.test"))
+print("tcp6-svc:", tcp6("fd00::53", "svc.test"))
 print("resolve-loop:", resolve("loop.test"))
 print("resolve-wild:", resolve("a.wild.test"))
 print("resolve-wild-deep:", resolve("b.a.wild.test"))
@@ -150,6 +168,11 @@ Y
 	expect_match "t$tier-tcp-peer-asked" "$(line tcp-fake-evil)" 'peer=127\.0\.0\.3:53$'
 	expect_match "t$tier-udp-fake-allowed-answered" "$(line udp-fake-svc)" '^rcode=0 answers=1'
 	expect_match "t$tier-dot-denied" "$(line dot)" 'error PermissionError'
+	# v6 sockets: unconnected UDP and TCP to any v6 address reach the
+	# resolver's [::1] side; the reply shows the address asked for
+	expect_match "t$tier-udp6-evil-nxdomain" "$(line udp6-evil)" '^rcode=3 answers=0 from=\[2001:db8::53\]:53$'
+	expect_match "t$tier-udp6-svc-answered" "$(line udp6-svc)" '^rcode=0 answers=1'
+	expect_match "t$tier-tcp6-svc-answered" "$(line tcp6-svc)" '^rcode=0 answers=1 peer=\[fd00::53\]:53$'
 	expect_match "t$tier-loopback-answer-refused" "$(line resolve-loop)" '^error'
 	expect_eq "t$tier-wildcard-one-label" "$(line resolve-wild)" 127.0.0.5
 	expect_match "t$tier-wildcard-not-two" "$(line resolve-wild-deep)" '^error'
