@@ -95,6 +95,13 @@ static void cross_field(struct wd_ywalk *w, struct mctx *c)
 	/* Tier 3 runs with --network=none (sandbox/gvisor.c): a listener
 	 * there is in gVisor's own empty netstack, which nothing outside
 	 * can reach, so `listen: true` could not be given as written. */
+	/* nor is an allow-list: no tier-3 mechanism holds one (names
+	 * included), so it is refused here rather than at the first call */
+	if (m->n_net_allow && m->tier == WD_TIER_3)
+		wd_y_err(w, c->allow_node,
+			 "'network.allow': tier 3 runs with --network=none: a "
+			 "non-empty allow-list (addresses or names) has no "
+			 "tier-3 mechanism (use tier 1 or 2, or allow: [])");
 	if (m->net_listen && m->tier == WD_TIER_3)
 		wd_y_err(w, c->listen_node,
 			 "'network.listen': tier 3 runs with --network=none: "

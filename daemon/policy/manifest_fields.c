@@ -180,6 +180,7 @@ static int f_pids(struct wd_ywalk *w, yaml_node_t *v, void *o)
 static int net_allow(struct wd_ywalk *w, yaml_node_t *v, void *o)
 {
 	struct wd_manifest *m = M(o);
+	((struct mctx *)o)->allow_node = v;
 	if (v->type != YAML_SEQUENCE_NODE) {
 		wd_y_err(w, v,
 			 "'network.allow' must be a list of \"host:port\", "
