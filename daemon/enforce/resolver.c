@@ -270,6 +270,68 @@ static long diag_uid(struct wd_resolver *r, int proto,
 	}
 }
 
+/* The same from /proc/net/{udp,tcp}{,6}, for kernels whose socket
+ * diagnostics lack the protocol (udp_diag is a module): the uid of the
+ * socket whose local end is the peer's port on its address or on any. */
+static long proc_uid(int proto, const struct sockaddr_storage *peer,
+		     uint16_t ours)
+{
+	uint16_t port;
+	uint32_t want[4] = {0};
+	if (peer->ss_family == AF_INET) {
+		const struct sockaddr_in *p4 = (const void *)peer;
+		port = ntohs(p4->sin_port);
+		want[0] = p4->sin_addr.s_addr;
+	} else {
+		const struct sockaddr_in6 *p6 = (const void *)peer;
+		port = ntohs(p6->sin6_port);
+		memcpy(want, &p6->sin6_addr, 16);
+	}
+	const char *files[2] = {
+	    proto == IPPROTO_TCP ? "/proc/net/tcp" : "/proc/net/udp",
+	    proto == IPPROTO_TCP ? "/proc/net/tcp6" : "/proc/net/udp6"};
+	long uid = -1;
+	for (int f = 0; f < 2 && uid < 0; f++) {
+		FILE *fp = fopen(files[f], "re");
+		if (!fp)
+			continue;
+		char line[512];
+		while (uid < 0 && fgets(line, sizeof(line), fp)) {
+			char la[40], ra[40];
+			unsigned lp, rp, st, u;
+			if (sscanf(line,
+				   " %*u: %39[0-9A-Fa-f]:%x %39[0-9A-Fa-f]:%x "
+				   "%x %*s %*s %*s %u",
+				   la, &lp, ra, &rp, &st, &u) != 6 ||
+			    lp != port || (proto == IPPROTO_TCP && rp != ours))
+				continue; /* TCP: the connection to us */
+			/* the address as the kernel prints it: each 32-bit
+			 * word of the network-order address, as a number */
+			uint32_t a[4] = {0};
+			int words = strlen(la) == 32 ? 4 : 1;
+			for (int i = 0; i < words; i++) {
+				char w[9];
+				memcpy(w, la + i * 8, 8);
+				w[8] = 0;
+				a[i] = (uint32_t)strtoul(w, NULL, 16);
+			}
+			bool any = !a[0] && !a[1] && !a[2] && !a[3];
+			bool same =
+			    words == 1
+				? a[0] == want[0] && peer->ss_family == AF_INET
+				: !memcmp(a, want, 16) ||
+				      (peer->ss_family == AF_INET &&
+				       a[0] == 0 && a[1] == 0 &&
+				       a[2] == htonl(0xffff) &&
+				       a[3] == want[0]);
+			if (any || same)
+				uid = u;
+		}
+		fclose(fp);
+	}
+	return uid;
+}
+
 static bool from_call(struct wd_resolver *r, int proto,
 		      const struct sockaddr_storage *peer)
 {
@@ -288,6 +350,8 @@ static bool from_call(struct wd_resolver *r, int proto,
 		uid = diag_uid(r, proto, peer, proto == IPPROTO_TCP);
 		if (uid < 0)
 			uid = diag_uid(r, proto, peer, proto != IPPROTO_TCP);
+		if (uid < 0)
+			uid = proc_uid(proto, peer, r->port);
 	}
 	bool ok = uid >= 0 && (uint32_t)uid == r->uid;
 	if (!ok) {

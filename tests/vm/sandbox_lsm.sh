@@ -106,4 +106,33 @@ for tier in 1 2; do
 		fail "t$tier/lsm-require-accepted" "exit '$code': $(printf '%s' "$OUT" | tr '\n' ' ' | head -c 500)"
 	fi
 done
+
+# names in network.allow with the LSM on: socket_connect runs before the
+# cgroup redirect and must let port 53 through to it (a connected UDP
+# query, as glibc sends, to any address), then the answer is reachable
+echo "{\"svc.test\": [[\"A\", \"127.0.0.1\", 30]]}" >"$T/zone.json"
+python3 tests/integration/dns_lib/zone.py "$T/zone.port" "$T/zone.json" /dev/null &
+ZPID=$!
+for _ in $(seq 100); do [ -s "$T/zone.port" ] && break; sleep 0.1; done
+cat >"$T/names.yaml" <<Y
+name: vm_names
+tier: 1
+timeout_ms: 30000
+network: {allow: ["svc.test:$PORT"], allow_private: ["127.0.0.1/32"]}
+filesystem: {read: ["/usr", "/lib", "/lib64", "/etc/ld.so.cache"], exec: ["/usr/bin", "/lib64", "/usr/lib"]}
+Y
+OUT=$("$WARDEN" exec --json --dns-upstream "127.0.0.1:$(cat "$T/zone.port")" --policy "$T/names.yaml" \
+	-- /usr/bin/python3 -c '
+import socket, struct, sys
+q = struct.pack(">HHHHHH", 7, 0x100, 1, 0, 0, 0) + b"\x03svc\x04test\x00" + struct.pack(">HH", 1, 1)
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.settimeout(5)
+u.connect(("10.9.9.9", 53)); u.send(q); m = u.recv(512)
+addr = socket.inet_ntoa(m[-4:])
+c = socket.socket(); c.settimeout(5); c.connect((addr, int(sys.argv[1]))); print("reached", addr)' "$PORT" 2>/dev/null)
+kill "$ZPID" 2>/dev/null
+if [[ "$(json "d['stdout']")" =~ ^reached\ 127\.0\.0\.1 ]]; then
+	pass lsm-names-resolved-and-reached
+else
+	fail lsm-names-resolved-and-reached "$(printf '%s' "$OUT" | tr '\n' ' ' | head -c 1500)"
+fi
 finish
