@@ -170,6 +170,8 @@ struct rt_view_read {
 	    *content;	/* what was read, for "read once" (a hash, a seq) */
 	bool follow;	/* a live run's stream: later records too */
 	uint64_t since; /* the stream's since= */
+	/* why allowed when not as a reader of the run (an approver) */
+	const char *access;
 };
 /* Record the read unless c is the run's own user or read the same content
  * before; 0, or -EAGAIN (err set): not recorded, not to be handed out.

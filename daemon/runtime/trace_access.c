@@ -302,7 +302,10 @@ int rt_note_view_read(struct wd_rt *rt, const struct wd_caller *c,
 	struct wd_pset *ps = cur_pset(rt);
 	const char *why = "";
 	char reader[64];
-	wd_users_may_read_run(ps->users, c->uid, v->run_uid, v->team, &why);
+	if (!wd_users_may_read_run(ps->users, c->uid, v->run_uid, v->team,
+				   &why) &&
+	    v->access)
+		why = v->access;
 	wd_strlcpy(reader, caller_name(ps, c), sizeof(reader));
 	wd_pset_unref(ps);
 	json_t *extra = v->follow ? json_pack("{s:b,s:I}", "follow", 1, "since",
