@@ -73,6 +73,37 @@ bool wd_rt_event_visible(struct wd_rt *rt, const struct wd_caller *c,
 	return ok;
 }
 
+int wd_rt_note_event_read(struct wd_rt *rt, const struct wd_caller *c,
+			  const struct wd_event *ev, struct wd_err *err)
+{
+	/* every event of the run, not only those with a target: the
+	 * caller (server.c event_visible) asks once per run and keeps the
+	 * answer for the run's next events */
+	if (!ev->run_id[0])
+		return 0;
+	struct rt_view_read v = {.run_id = ev->run_id,
+				 .team = ev->team,
+				 .run_uid = -1,
+				 .step = ev->step >= 0 ? ev->step : 0,
+				 .what = "events",
+				 .content = ""};
+	pthread_mutex_lock(&rt->mu);
+	struct wd_run *r = rt_find_run_locked(rt, ev->run_id);
+	/* a hash_only run's targets are hashes (broker.c hide_target):
+	 * no payload in its events */
+	bool hash_only = r && r->hash_only;
+	if (r)
+		v.run_uid = r->caller.uid;
+	pthread_mutex_unlock(&rt->mu);
+	if (hash_only)
+		return 0;
+	return rt_note_view_read(rt, c, &v,
+				 json_pack("[{s:s,s:s,s:s}]", "field", "target",
+					   "kind", ev->kind, "call_id",
+					   ev->call_id),
+				 err);
+}
+
 static int refuse(struct wd_pset *ps, const struct wd_caller *c,
 		  const char *run_id, const char *team, struct wd_err *err)
 {

@@ -12,6 +12,10 @@
 # for a team member, an auditor, an approver, once each; not for the run's
 # own user; with the store unable to write, withheld (args_withheld says
 # why, the hash stays).
+# A full run's denial events (GET /v1/events: the target, a path or host)
+# handed to anyone but the run's own user are recorded too (payload_type
+# events), once per reader and run; with the store unable to write, the
+# run's events are left out and a `withheld` line says why.
 # Fail closed: with the trace store unable to write (its state directory
 # on a small tmpfs the test fills), a team member's read of the view, the
 # stream, the records and a payload is refused (503) and hands out no
@@ -60,6 +64,14 @@ S
 agent one once '[echo]'
 agent napper napper '[nap]'
 agent payer payer '[pay]' 10 1000000 600
+tool dial "[\"$HELPERS/netprobe\", \"connect-flood\", \"9\", \"3\"]" "input: stdin" "args_schema: {type: object}" \
+	"auth: {mode: on_behalf_of_user, scopes: [\"test:dial\"]}" "side_effects: none"
+script dialer <<'S'
+{"step": 0, "tool_calls": [{"name": "dial", "arguments": {}}]}
+{"text": "dialled"}
+S
+agent dialer dialer '[dial]'
+sed -i 's/team: team-dialer/team: team-one/' "$POL/agents/dialer.yaml"
 sed -i 's/team: team-payer/team: team-one/' "$POL/agents/payer.yaml"
 sed -i 's/team: team-napper/team: team-one/' "$POL/agents/napper.yaml"
 write_gateway
@@ -155,6 +167,25 @@ out=$(approvals_as 1002)
 if printf '%s' "$out" | grep -q "$SECRET-memo"; then fail reads-approval-other-team "$out"; else pass reads-approval-other-team; fi
 expect_eq reads-approval-other-nothing "$(reads "$pid" approval carol)" 0
 
+# a full run's denial events
+events_as() { as_user "$1" curl -s -m 10 --unix-socket "$SOCK" http://w/v1/events; }
+did=$(as_user 1000 "$WARDEN" run --detach dialer go)
+wait_until 30 own_done "$did" || fail reads-events-run "run $did did not finish"
+expect_match reads-events-own-sees "$(events_as 1000)" "\"target\":\"127.0.0.1:9\".*\"run_id\":\"$did\""
+expect_eq reads-events-own-not-recorded "$(reads "$did" events alice)" 0
+for who in 1001:bob:team 1003:dave:auditor; do
+	IFS=: read -r uid name why <<<"$who"
+	expect_match "reads-events-$name-sees" "$(events_as "$uid")" "\"target\":\"127.0.0.1:9\".*\"run_id\":\"$did\""
+	expect_eq "reads-events-$name-recorded" "$(reads "$did" events "$name")" 1
+	expect_match "reads-events-$name-who" "$(last_read "$did" events | grep "\"reader\":\"$name\"")" \
+		"\"reader\":\"$name\",\"uid\":$uid,\"access\":\"$why\".*\"read\":\[\{\"field\":\"target\",\"kind\":\"connect\""
+	events_as "$uid" >/dev/null
+	expect_eq "reads-events-$name-once" "$(reads "$did" events "$name")" 1
+done
+out=$(events_as 1002)
+if printf '%s' "$out" | grep -q "$did"; then fail reads-events-other-team "$out"; else pass reads-events-other-team; fi
+expect_eq reads-events-other-nothing "$(reads "$did" events carol)" 0
+
 # after a restart (the run judged from the trace): recorded again
 stop_daemon
 start_at || { fail daemon-restart "see log"; finish; }
@@ -172,6 +203,8 @@ mkdir -p "$STATE"
 start_at || { fail daemon-start-small "see log"; finish; }
 fid=$(as_user 1000 "$WARDEN" run --detach one "$SECRET-fc")
 wait_until 30 own_done "$fid" || fail reads-fc-run "run $fid did not finish"
+fdid=$(as_user 1000 "$WARDEN" run --detach dialer go)
+wait_until 30 own_done "$fdid" || fail reads-fc-events-run "run $fdid did not finish"
 fpid=$(as_user 1000 "$WARDEN" run --detach payer "$SECRET-fcmemo")
 wait_until 30 has_approval "$fpid" || fail reads-fc-approval-pending "no approval for $fpid"
 store_unhealthy() { curl -s --unix-socket "$SOCK" http://w/metrics | grep -q '^warden_trace_healthy 0'; }
@@ -199,6 +232,9 @@ done
 expect_match reads-fc-own-view "$(own_view "$fid")" "final: .*$SECRET-fc"
 out=$(approvals_as 1003)
 if printf '%s' "$out" | grep -q "$SECRET-fcmemo"; then fail reads-fc-approval-withheld "$out"; else pass reads-fc-approval-withheld; fi
+out=$(events_as 1003)
+if printf '%s' "$out" | grep '"type":"event"' | grep -q "$fdid"; then fail reads-fc-events-withheld "$out"; else pass reads-fc-events-withheld; fi
+expect_match reads-fc-events-says-why "$out" "\"type\":\"withheld\",\"run_id\":\"$fdid\",\"error\":\"the read could not be recorded"
 expect_match reads-fc-approval-says-why "$out" '"args_withheld":"the read could not be recorded.*"args_hash":"sha256:|"args_hash":"sha256:.*"args_withheld":"the read could not be recorded'
 stop_daemon
 umount_small
