@@ -83,5 +83,20 @@ expect_eq replays-api-filter-only "$(as_user 1003 curl -s --unix-socket "$SOCK" 
 expect_eq replays-api-records-refuse "$(curl -s -o /dev/null -w '%{http_code}' --unix-socket "$SOCK" "http://w/v1/trace/records?replay_of=$orig")" 400
 # --state: the same links from the index
 expect_match replays-state-links "$("$WARDEN" trace show --state "$T/state" "$orig")" "replayed by $rid from step 0: converged"
+
+# an index of the previous format (no replay columns) is rebuilt from the
+# segments at open, the links with it
+stop_daemon
+python3 - "$T/state/trace/index.db" <<'P'
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+c.execute("DROP INDEX IF EXISTS runs_replay")
+for col in ("replay_of", "replay_from", "replay_converged", "replay_diverged_at", "reason"):
+    c.execute("ALTER TABLE runs DROP COLUMN " + col)
+c.execute("PRAGMA user_version = 4")
+c.commit()
+P
+start_daemon || { fail daemon-restart-old-index "see log"; finish; }
+expect_match replays-old-index-rebuilt "$(as_user 1003 "$WARDEN" trace show "$orig" 2>&1)" "replayed by $rid from step 0: converged"
 stop_daemon
 finish
