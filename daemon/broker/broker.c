@@ -300,21 +300,8 @@ static void attribute(struct wd_event *e, const struct wd_broker_run *run,
  * stay. */
 static void hide_target(struct wd_event *e, const struct wd_broker_run *run)
 {
-	if (!run->hash_only || !e->target[0])
-		return;
-	bool net = e->source == WD_SRC_BPF || e->source == WD_SRC_RESOLVER ||
-		   !strcmp(e->kind, "connect") || !strcmp(e->kind, "sendmsg");
-	char port[8] = "";
-	size_t n = strlen(e->target);
-	const char *c = net ? strrchr(e->target, ':') : NULL;
-	if (c && c[1] && strlen(c + 1) <= 5 &&
-	    strspn(c + 1, "0123456789") == strlen(c + 1)) {
-		snprintf(port, sizeof(port), "%s", c);
-		n = (size_t)(c - e->target);
-	}
-	char ref[WD_TRACE_REF_LEN];
-	wd_trace_ref_of(e->target, n, ref);
-	snprintf(e->target, sizeof(e->target), "%s%s", ref, port);
+	if (run->hash_only)
+		wd_event_hide_target(e);
 }
 
 struct live {

@@ -223,6 +223,26 @@ static json_t *inline_reads(json_t *recs)
 	return read;
 }
 
+/* A hash_only run's denial targets are hashes from the broker on
+ * (wd_event_hide_target); a record an older build wrote with the target
+ * verbatim is handed out with it hashed the same way. */
+static void hash_old_targets(json_t *recs)
+{
+	size_t i;
+	json_t *x;
+	json_array_foreach(recs, i, x)
+	{
+		json_t *ev = json_object_get(x, "event");
+		const char *tg = jstr(ev, "target");
+		if (wd_rec_type_json(x) != WD_REC_DENIAL || !tg || !*tg)
+			continue;
+		char h[128];
+		wd_event_hashed_target(tg, jstr(ev, "source"), jstr(ev, "kind"),
+				       h, sizeof(h));
+		json_object_set_new(ev, "target", json_string(h));
+	}
+}
+
 int wd_rt_trace_records(struct wd_rt *rt, const struct wd_caller *c,
 			const char *run_id, json_t **out, struct wd_err *err)
 {
@@ -237,6 +257,8 @@ int wd_rt_trace_records(struct wd_rt *rt, const struct wd_caller *c,
 	json_t *tr = json_object_get(json_array_get(a, 0), "trace");
 	bool hash_only =
 	    jstr(tr, "payloads") && !strcmp(jstr(tr, "payloads"), "hash_only");
+	if (hash_only)
+		hash_old_targets(a);
 	json_t *read = hash_only ? json_array() : inline_reads(a);
 	if (!json_array_size(read)) {
 		json_decref(read);
