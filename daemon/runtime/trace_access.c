@@ -226,7 +226,7 @@ static json_t *inline_reads(json_t *recs)
 /* A hash_only run's denial targets are hashes from the broker on
  * (wd_event_hide_target); a record an older build wrote with the target
  * verbatim is handed out with it hashed the same way. */
-static void hash_old_targets(json_t *recs)
+void rt_hash_old_targets(json_t *recs)
 {
 	size_t i;
 	json_t *x;
@@ -258,7 +258,7 @@ int wd_rt_trace_records(struct wd_rt *rt, const struct wd_caller *c,
 	bool hash_only =
 	    jstr(tr, "payloads") && !strcmp(jstr(tr, "payloads"), "hash_only");
 	if (hash_only)
-		hash_old_targets(a);
+		rt_hash_old_targets(a);
 	json_t *read = hash_only ? json_array() : inline_reads(a);
 	if (!json_array_size(read)) {
 		json_decref(read);

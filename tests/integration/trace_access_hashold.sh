@@ -28,6 +28,7 @@ out=$(curl -s --unix-socket "$SOCK" http://w/v1/runs/run-h/trace)
 no_secret hashold-api-root "$out"
 expect_match hashold-api-host-hashed "$out" "\"target\": ?\"$ip_ref:443\""
 expect_match hashold-api-path-hashed "$out" "\"target\": ?\"$path_ref\""
+no_secret hashold-api-stream "$(as_user 1000 curl -s -m 10 --unix-socket "$SOCK" http://w/v1/runs/run-h/stream)"
 no_secret hashold-cli-show "$(as_user 1000 "$WARDEN" trace show run-h 2>&1)"
 no_secret hashold-cli-html "$(as_user 1000 "$WARDEN" trace html run-h -o - 2>&1)"
 stop_daemon
