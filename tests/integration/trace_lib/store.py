@@ -257,6 +257,7 @@ def hashold(st):
     end(st, run, 1)
 
 
+if __name__ == "__main__":
     st = Store(sys.argv[1])
     scen = sys.argv[2]
     if scen == "viewer":
