@@ -232,10 +232,10 @@ done
 expect_match reads-fc-own-view "$(own_view "$fid")" "final: .*$SECRET-fc"
 out=$(approvals_as 1003)
 if printf '%s' "$out" | grep -q "$SECRET-fcmemo"; then fail reads-fc-approval-withheld "$out"; else pass reads-fc-approval-withheld; fi
+expect_match reads-fc-approval-says-why "$out" '"args_withheld":"the read could not be recorded.*"args_hash":"sha256:|"args_hash":"sha256:.*"args_withheld":"the read could not be recorded'
 out=$(events_as 1003)
 if printf '%s' "$out" | grep '"type":"event"' | grep -q "$fdid"; then fail reads-fc-events-withheld "$out"; else pass reads-fc-events-withheld; fi
 expect_match reads-fc-events-says-why "$out" "\"type\":\"withheld\",\"run_id\":\"$fdid\",\"error\":\"the read could not be recorded"
-expect_match reads-fc-approval-says-why "$out" '"args_withheld":"the read could not be recorded.*"args_hash":"sha256:|"args_hash":"sha256:.*"args_withheld":"the read could not be recorded'
 stop_daemon
 umount_small
 finish
