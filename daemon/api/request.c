@@ -215,11 +215,18 @@ static int trace_filters(const char *(*query)(void *arg, const char *key),
 	    [WD_TQ_PROMPT_HASH] = "prompt_hash",
 	    [WD_TQ_RESULT_HASH] = "result_hash",
 	    [WD_TQ_TYPE] = "type",
+	    [WD_TQ_REPLAY_OF] = "replay_of",
 	};
 	for (int i = 0; i < WD_TQ__COUNT; i++) {
 		const char *v = query(qarg, keys[i]);
 		if (!v)
 			continue;
+		/* a filter an endpoint does not apply is refused, not
+		 * ignored (it would answer more than was asked) */
+		if (i == WD_TQ_REPLAY_OF && req->ep != WD_EP_TRACE_RUNS)
+			return wd_err_set(err, 400,
+					  "replay_of: only /v1/trace/runs "
+					  "takes it");
 		size_t l = strlen(v);
 		if (!l || l > 128)
 			return wd_err_set(err, 400, "bad %s", keys[i]);

@@ -48,6 +48,7 @@ enum {
 	WD_TQ_PROMPT_HASH,
 	WD_TQ_RESULT_HASH,
 	WD_TQ_TYPE,
+	WD_TQ_REPLAY_OF, /* /v1/trace/runs only: the replays of a run */
 	WD_TQ__COUNT,
 };
 

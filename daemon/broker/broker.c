@@ -288,6 +288,22 @@ static void attribute(struct wd_event *e, const struct wd_broker_run *run,
 	snprintf(e->team, sizeof(e->team), "%s", run->team);
 }
 
+/* A hash_only run keeps no argument value in its trace, views or messages,
+ * and a denial's target (the path opened, the host dialled, the name
+ * resolved) is often an argument: a tool that opens the path it was
+ * given. So, before the event leaves the call (the trace's denial
+ * records, the result, the node's event stream and with it
+ * /v1/events and the alerts), its target becomes "sha256:<hex>" of
+ * itself: the same target still groups and can be checked against a
+ * guess, nothing more. A network target keeps its port (":443"), which
+ * says which service, not which host. Kind, syscall, source and verdict
+ * stay. */
+static void hide_target(struct wd_event *e, const struct wd_broker_run *run)
+{
+	if (run->hash_only)
+		wd_event_hide_target(e);
+}
+
 struct live {
 	const struct wd_broker_run *run;
 	const struct wd_broker_call *call;
@@ -303,6 +319,7 @@ static void publish_live(const struct wd_event *ev, void *arg)
 		return;
 	struct wd_event e = *ev;
 	attribute(&e, lv->run, lv->call);
+	hide_target(&e, lv->run);
 	wd_stream_publish(lv->run->events, &e);
 }
 
@@ -480,6 +497,7 @@ int wd_broker_execute(const struct wd_broker_run *run,
 		for (int i = 0; i < res.n_denials; i++) {
 			struct wd_event *e = &res.denials[i];
 			attribute(e, run, call);
+			hide_target(e, run);
 			if (!e->call_id[0])
 				snprintf(e->call_id, sizeof(e->call_id), "%s",
 					 res.call_id);

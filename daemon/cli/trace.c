@@ -426,9 +426,10 @@ static void show_children(struct tsrc *s, json_t *recs, int depth)
 
 /* Replays link both ways: a replay names its original in run_start
  * (replay_of); the original is never written to again, so its replays are
- * found by reading the run_start of the runs started after it. */
-static void show_replay_links(struct tsrc *s, json_t *recs, json_t *runs,
-			      const char *id)
+ * found in the index (runs.replay_of), never by reading other runs'
+ * records: through wardend each such read is a payload read recorded in
+ * that run, and there may be many thousands of them. */
+static void show_replay_links(struct tsrc *s, json_t *recs, const char *id)
 {
 	json_t *ro = json_object_get(json_array_get(recs, 0), "replay_of");
 	if (ro)
@@ -436,34 +437,24 @@ static void show_replay_links(struct tsrc *s, json_t *recs, json_t *runs,
 		       "%s)\n",
 		       ts_js(ro, "run_id"), (long long)ts_num(ro, "from_step"),
 		       ts_js(ro, "determinism"), ts_js(ro, "tools"));
-	const char *started = NULL;
+	json_t *runs = NULL;
+	struct wd_err err = {0};
+	if (ts_runs(s, &(struct wd_trace_query){.replay_of = id}, &runs, &err) <
+	    0) {
+		wd_warn("trace show: the replays of %s: %s", id, err.msg);
+		return;
+	}
 	size_t i;
 	json_t *r;
-	json_array_foreach(runs, i, r) if (!strcmp(ts_js(r, "run_id"), id))
-	    started = ts_js(r, "started");
 	json_array_foreach(runs, i, r)
 	{
-		if (!started || strcmp(ts_js(r, "started"), started) < 0 ||
-		    !strcmp(ts_js(r, "run_id"), id))
-			continue;
-		json_t *c = NULL;
-		if (ts_records(s, ts_js(r, "run_id"), &c, NULL) < 0) {
-			json_decref(c);
-			continue;
-		}
-		json_t *st = json_array_get(c, 0);
-		json_t *x = json_object_get(st, "replay_of");
-		if (wd_rec_type_json(st) == WD_REC_RUN_START && x &&
-		    !strcmp(ts_js(x, "run_id"), id)) {
-			json_t *e = json_array_get(c, json_array_size(c) - 1);
-			json_t *sum = json_object_get(e, "replay");
-			printf("replayed by %s from step %lld: %s\n",
-			       ts_js(r, "run_id"),
-			       (long long)ts_num(x, "from_step"),
-			       sum ? ts_js(sum, "summary") : "(running)");
-		}
-		json_decref(c);
+		char *out = trace_replay_outcome(r);
+		printf("replayed by %s from step %lld: %s\n",
+		       ts_js(r, "run_id"), (long long)ts_num(r, "replay_from"),
+		       out);
+		free(out);
 	}
+	json_decref(runs);
 }
 
 static int cmd_show(struct tsrc *s, struct trace_opts *o)
@@ -507,9 +498,9 @@ static int cmd_show(struct tsrc *s, struct trace_opts *o)
 			       ts_num(r, "cost_usd"),
 			       ts_num(r, "flagged") ? " flagged" : "");
 		}
-		show_replay_links(s, a, runs, o->argv[0]);
 		json_decref(runs);
 	}
+	show_replay_links(s, a, o->argv[0]);
 	printf("%6s %4s  %-15s %-17s %s\n", "SEQ", "STEP", "TIME", "EVENT",
 	       "DETAIL");
 	size_t i;

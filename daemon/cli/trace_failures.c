@@ -2,12 +2,17 @@
  * failure across 400 runs" as a command. Failed or denied tool results
  * (tool_result with a status other than ok) grouped by (tool, result
  * hash): the same tool answering the same bytes is one failure however
- * many runs hit it. Failed runs (run_end status other than ok) grouped by
- * their last error (run_end reason, else the last failed tool result or
- * model error). Each group: its count, the runs it spans and a few
- * example runs, largest first. From the index (records by type and
- * status), plus one read of each failed run's records for its last error;
- * through wardend only the runs the caller may read are counted. */
+ * many runs hit it; a refusal by the broker has no result, so refusals
+ * are grouped by (tool, status, the check that refused). Failed runs
+ * (run_end status other than ok) grouped by their end reason with its
+ * numbers and run ids normalised ("steps reached (limit #, used #)"): the
+ * same bound or error whatever amounts each run had used. Each group: its
+ * count, the runs it spans and a few example runs, largest first.
+ * Everything comes from the index (records by type, status and check;
+ * runs with their status and reason): no run's records are read, so
+ * through wardend no payload read is recorded and only the runs the
+ * caller may read are counted. --since: tool results at or after it,
+ * runs that ended at or after it (the time of the failure both ways). */
 #include "cli/cli.h"
 #include "cli/trace_int.h"
 #include "common/log.h"
@@ -77,33 +82,34 @@ static json_t *sorted(json_t *groups)
 	return a;
 }
 
-/* The last error of a failed run, from its records. */
-static char *last_error(struct tsrc *s, const char *run)
+/* A run's end reason as a group key: every number becomes '#' and every
+ * run id "run_#" (a budget stop says how much each run used, a sub-agent's
+ * its parent's id), so the same bound or error is one group. */
+static char *reason_key(const char *status, const char *reason)
 {
-	json_t *recs = NULL;
-	if (ts_records(s, run, &recs, NULL) < 0) {
-		json_decref(recs);
-		return wd_strdup("(records not readable)");
+	if (!reason || !*reason)
+		return wd_asprintf("%s (no reason recorded)", status);
+	struct wd_buf b = {0};
+	for (const char *p = reason; *p;) {
+		if (!strncmp(p, "run_", 4) &&
+		    strspn(p + 4, "0123456789abcdef") > 0) {
+			wd_buf_printf(&b, "run_#");
+			p += 4 + strspn(p + 4, "0123456789abcdef");
+		} else if ((*p >= '0' && *p <= '9') ||
+			   (*p == '.' && p[1] >= '0' && p[1] <= '9')) {
+			wd_buf_printf(&b, "#");
+			p += strspn(p, "0123456789.");
+			/* an exponent (%g: 1e+06) */
+			if ((*p == 'e' || *p == 'E') &&
+			    (p[1] == '+' || p[1] == '-') && p[2] >= '0' &&
+			    p[2] <= '9')
+				p += 2 + strspn(p + 2, "0123456789");
+		} else {
+			wd_buf_append(&b, p, 1);
+			p++;
+		}
 	}
-	char *out = NULL;
-	for (size_t i = json_array_size(recs); i-- > 0 && !out;) {
-		json_t *r = json_array_get(recs, i);
-		enum wd_rec_type t = wd_rec_type_json(r);
-		if (t == WD_REC_RUN_END && *ts_js(r, "reason"))
-			out = wd_strdup(ts_js(r, "reason"));
-		else if (t == WD_REC_TOOL_RESULT && *ts_js(r, "status") &&
-			 strcmp(ts_js(r, "status"), "ok"))
-			out = wd_asprintf(
-			    "%s %s %s", ts_js2(r, "gen_ai.tool.name", "tool"),
-			    ts_js(r, "status"),
-			    ts_js2(r, "result_hash", "result_ref"));
-		else if (t == WD_REC_MODEL_CALL && *ts_js(r, "error"))
-			out = wd_asprintf("model: %s", ts_js(r, "error"));
-		else if (t == WD_REC_BUDGET_STOP)
-			out = wd_asprintf("budget: %s", ts_js(r, "bound"));
-	}
-	json_decref(recs);
-	return out ? out : wd_strdup("(no error recorded)");
+	return b.data ? b.data : wd_strdup("");
 }
 
 int trace_failures_cmd(struct tsrc *s, struct trace_opts *o)
@@ -118,22 +124,35 @@ int trace_failures_cmd(struct tsrc *s, struct trace_opts *o)
 				   .user = o->user,
 				   .tool = o->tool,
 				   .since_ns = o->since_ns};
-	json_t *recs = NULL, *runs = NULL;
+	json_t *recs = NULL, *all = NULL;
 	struct wd_err err = {0};
+	/* runs by when they ended, not when they started: the index's
+	 * since is a start time, so the runs are filtered here (ISO 8601
+	 * in one format compares as text) */
 	if (ts_grep(s, &q, &recs, &err) < 0 ||
 	    ts_runs(s,
-		    &(struct wd_trace_query){.agent = o->agent,
-					     .team = o->team,
-					     .user = o->user,
-					     .since_ns = o->since_ns},
-		    &runs, &err) < 0) {
+		    &(struct wd_trace_query){
+			.agent = o->agent, .team = o->team, .user = o->user},
+		    &all, &err) < 0) {
 		wd_error("trace failures: %s", err.msg);
 		json_decref(recs);
 		return WD_EXIT_FAIL;
 	}
-	json_t *tools = json_object(), *failed = json_object();
+	char since[40] = "";
+	if (o->since_ns)
+		wd_iso8601(o->since_ns, since, sizeof(since));
+	json_t *runs = json_array();
 	size_t i;
 	json_t *r;
+	json_array_foreach(all, i, r)
+	{
+		const char *last = *ts_js(r, "ended") ? ts_js(r, "ended")
+						      : ts_js(r, "last_ts");
+		if (!since[0] || strcmp(last, since) >= 0)
+			json_array_append(runs, r);
+	}
+	json_decref(all);
+	json_t *tools = json_object(), *failed = json_object();
 	json_array_foreach(recs, i, r)
 	{
 		const char *st = ts_js(r, "status");
@@ -141,10 +160,16 @@ int trace_failures_cmd(struct tsrc *s, struct trace_opts *o)
 		    !strcmp(st, "ok"))
 			continue;
 		const char *tool = ts_js(r, "tool"),
-			   *h = ts_js(r, "result_hash");
-		char *key = wd_asprintf("%s\x1f%s", tool, h);
+			   *h = ts_js(r, "result_hash"),
+			   *chk = ts_js(r, "check");
+		/* no result (a broker refusal): by the check that refused */
+		char *key =
+		    *h ? wd_asprintf("%s\x1f%s", tool, h)
+		       : wd_asprintf("%s\x1f\x1f%s\x1f%s", tool, st, chk);
 		json_t *f = json_pack("{s:s,s:s}", "tool", tool, "result_hash",
 				      *h ? h : "(none)");
+		if (!*h && *chk)
+			json_object_set_new(f, "check", json_string(chk));
 		json_t *g = group_get(tools, key, f);
 		json_decref(f);
 		json_t *sts = json_object_get(g, "statuses");
@@ -168,7 +193,8 @@ int trace_failures_cmd(struct tsrc *s, struct trace_opts *o)
 		if (!*st || !strcmp(st, "ok") || !strcmp(st, "running"))
 			continue;
 		nfailed++;
-		char *e = last_error(s, ts_js(r, "run_id"));
+		char *e = reason_key(
+		    st, *ts_js(r, "reason") ? ts_js(r, "reason") : NULL);
 		json_t *f = json_pack("{s:s}", "last_error", e);
 		json_t *g = group_get(failed, e, f);
 		json_decref(f);
@@ -188,7 +214,7 @@ int trace_failures_cmd(struct tsrc *s, struct trace_opts *o)
 		json_decref(out);
 	} else {
 		printf("%zu run(s); failed or denied tool results by (tool, "
-		       "result hash):\n",
+		       "result hash or refusing check):\n",
 		       json_array_size(runs));
 		printf("%7s %6s  %-20s %-14s %-26s %s\n", "COUNT", "RUNS",
 		       "TOOL", "STATUS", "RESULT", "EXAMPLES");
@@ -202,10 +228,14 @@ int trace_failures_cmd(struct tsrc *s, struct trace_opts *o)
 					    v) if (off < sizeof(sts)) off +=
 			    (size_t)snprintf(sts + off, sizeof(sts) - off,
 					     "%s%s", off ? "," : "", k);
+			cleanup_free char *res =
+			    *ts_js(r, "check")
+				? wd_asprintf("check %s", ts_js(r, "check"))
+				: wd_strdup(ts_js(r, "result_hash"));
 			printf("%7lld %6lld  %-20s %-14s %-26.26s",
 			       (long long)ts_num(r, "count"),
 			       (long long)ts_num(r, "runs"), ts_js(r, "tool"),
-			       sts, ts_js(r, "result_hash"));
+			       sts, res);
 			size_t k2;
 			json_t *x;
 			json_array_foreach(json_object_get(r, "examples"), k2,
@@ -214,7 +244,8 @@ int trace_failures_cmd(struct tsrc *s, struct trace_opts *o)
 				   (long long)ts_num(x, "step"));
 			printf("\n");
 		}
-		printf("\n%u failed run(s) by last error:\n", nfailed);
+		printf("\n%u failed run(s) by end reason (numbers as #):\n",
+		       nfailed);
 		printf("%7s  %-50s %s\n", "RUNS", "LAST ERROR", "EXAMPLES");
 		json_array_foreach(fg, i, r)
 		{

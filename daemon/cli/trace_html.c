@@ -548,8 +548,9 @@ static void timeline(struct page *pg, json_t *recs, int depth)
 	subagents(pg, recs, depth);
 }
 
-/* The runs that replay this one (their run_start.replay_of names it);
- * the original is never written to, so they are found by reading. */
+/* The runs that replay this one (their run_start.replay_of names it):
+ * from the index (runs.replay_of), never by reading every other run's
+ * records (through wardend each would be a payload read in that run). */
 static void replay_links(struct page *pg, json_t *recs)
 {
 	FILE *f = pg->f;
@@ -566,37 +567,28 @@ static void replay_links(struct page *pg, json_t *recs)
 		html_esc(f, ts_js(ro, "tools"));
 		fprintf(f, ")</p>\n");
 	}
-	struct wd_trace_query q = {0};
 	json_t *runs = NULL;
-	if (ts_runs(pg->s, &q, &runs, NULL) < 0)
+	struct wd_err err = {0};
+	if (ts_runs(pg->s, &(struct wd_trace_query){.replay_of = pg->run_id},
+		    &runs, &err) < 0) {
+		wd_warn("trace html: the replays of %s: %s", pg->run_id,
+			err.msg);
 		return;
+	}
 	size_t i;
 	json_t *r;
 	json_array_foreach(runs, i, r)
 	{
 		const char *id = ts_js(r, "run_id");
-		if (!strcmp(id, pg->run_id))
-			continue;
-		json_t *c = NULL;
-		if (ts_records(pg->s, id, &c, NULL) < 0) {
-			json_decref(c);
-			continue;
-		}
-		json_t *x = json_object_get(json_array_get(c, 0), "replay_of");
-		if (x && !strcmp(ts_js(x, "run_id"), pg->run_id)) {
-			json_t *e = json_array_get(c, json_array_size(c) - 1);
-			fprintf(f, "<p class=\"replayed-by\">replayed by <a "
-				   "href=\"");
-			html_esc(f, id);
-			fprintf(f, ".html\">");
-			html_esc(f, id);
-			fprintf(
-			    f, "</a> from step %.0f: ", ts_num(x, "from_step"));
-			html_esc(
-			    f, ts_js(json_object_get(e, "replay"), "summary"));
-			fprintf(f, "</p>\n");
-		}
-		json_decref(c);
+		char *out = trace_replay_outcome(r);
+		fprintf(f, "<p class=\"replayed-by\">replayed by <a href=\"");
+		html_esc(f, id);
+		fprintf(f, ".html\">");
+		html_esc(f, id);
+		fprintf(f, "</a> from step %.0f: ", ts_num(r, "replay_from"));
+		html_esc(f, out);
+		fprintf(f, "</p>\n");
+		free(out);
 	}
 	json_decref(runs);
 }

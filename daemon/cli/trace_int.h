@@ -51,6 +51,11 @@ double ts_num2(json_t *o, const char *a, const char *b);
 /* "2024-05-01[T12:00:00]", "@EPOCH", "7d"/"12h"/"30m"; 0 when bad. */
 uint64_t ts_parse_time(const char *s);
 
+/* How a replay (its index row: status, replay_converged,
+ * replay_diverged_at) ended: "converged", "diverged at step N",
+ * "(running)", or its status. Allocated. */
+char *trace_replay_outcome(json_t *run_row);
+
 /* The subcommands in their own files. */
 int trace_html_cmd(struct tsrc *s, struct trace_opts *o);
 int trace_diff_cmd(struct tsrc *s, struct trace_opts *o);

@@ -156,6 +156,7 @@ static void query_of(struct wd_buf *b, const struct wd_trace_query *q)
 	add_q(b, "status", q->status);
 	add_q(b, "prompt_hash", q->prompt_hash);
 	add_q(b, "result_hash", q->result_hash);
+	add_q(b, "replay_of", q->replay_of);
 	if (q->since_ns) {
 		char v[32];
 		snprintf(v, sizeof(v), "%llu",
@@ -262,4 +263,18 @@ int ts_payloads(struct tsrc *s, const char *run, int64_t step, const char *type,
 	int rc = get(s, b.data, out, err);
 	wd_buf_free(&b);
 	return rc;
+}
+
+char *trace_replay_outcome(json_t *r)
+{
+	json_t *conv = json_object_get(r, "replay_converged");
+	json_t *at = json_object_get(r, "replay_diverged_at");
+	if (json_is_integer(at))
+		return wd_asprintf("diverged at step %lld",
+				   (long long)json_integer_value(at));
+	if (json_is_integer(conv) && json_integer_value(conv))
+		return wd_strdup("converged");
+	if (!strcmp(ts_js(r, "status"), "running"))
+		return wd_strdup("(running)");
+	return wd_asprintf("ended %s", ts_js(r, "status"));
 }

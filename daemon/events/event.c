@@ -1,6 +1,7 @@
 #include "events/event.h"
 #include "common/jsonstr.h"
 #include "common/util.h"
+#include "trace/trace.h"
 
 #include <seccomp.h>
 #include <stdio.h>
@@ -221,4 +222,40 @@ size_t wd_event_json_members(const struct wd_event *e, char *buf)
 			   ? ",\"verdict\":\"denied\""
 			   : ",\"verdict\":\"audited\"");
 	return (size_t)(p - buf);
+}
+
+void wd_event_hashed_target(const char *target, const char *source,
+			    const char *kind, char *out, size_t len)
+{
+	if (!strncmp(target, "sha256:", 7) &&
+	    strspn(target + 7, "0123456789abcdef") == 64 &&
+	    (!target[71] || target[71] == ':')) {
+		snprintf(out, len, "%s", target);
+		return;
+	}
+	bool net =
+	    (source &&
+	     (!strcmp(source, "bpf") || !strcmp(source, "resolver"))) ||
+	    (kind && (!strcmp(kind, "connect") || !strcmp(kind, "sendmsg")));
+	char port[8] = "";
+	size_t n = strlen(target);
+	const char *c = net ? strrchr(target, ':') : NULL;
+	if (c && c[1] && strlen(c + 1) <= 5 &&
+	    strspn(c + 1, "0123456789") == strlen(c + 1)) {
+		snprintf(port, sizeof(port), "%s", c);
+		n = (size_t)(c - target);
+	}
+	char ref[WD_TRACE_REF_LEN];
+	wd_trace_ref_of(target, n, ref);
+	snprintf(out, len, "%s%s", ref, port);
+}
+
+void wd_event_hide_target(struct wd_event *e)
+{
+	if (!e->target[0])
+		return;
+	char t[sizeof(e->target)];
+	wd_event_hashed_target(e->target, wd_event_source_name(e->source),
+			       e->kind, t, sizeof(t));
+	snprintf(e->target, sizeof(e->target), "%s", t);
 }

@@ -56,6 +56,15 @@ struct wd_event {
 
 const char *wd_event_source_name(enum wd_event_source s);
 
+/* A denial's target as a hash_only run keeps it: "sha256:<hex>" of the
+ * target, a network target (source bpf or resolver, kind connect or
+ * sendmsg) with its ":PORT" kept. A target already in that form is kept
+ * as is. Written to out (at least 80 bytes). */
+void wd_event_hashed_target(const char *target, const char *source,
+			    const char *kind, char *out, size_t len);
+/* The same in place on an event (broker.c, before it leaves the call). */
+void wd_event_hide_target(struct wd_event *e);
+
 /* The name given to a denial at a cgroup/sendmsg4,6 hook. The hook runs
  * inside udp_sendmsg()/udpv6_sendmsg() for sendto(2), sendmsg(2) and
  * sendmmsg(2) alike, and nothing in its context says which one the program

@@ -153,9 +153,61 @@ static json_t *approval_copy_locked(struct wd_rt *rt, json_t *ap, bool approver)
 	return o;
 }
 
+/* The arguments of an approval handed to someone other than its run's own
+ * user (a team member, an auditor, an approver, root) are a payload read
+ * like a run's view: recorded first as a payload_read (payload_type
+ * "approval", which approval and the arguments' hash) in its run, once per
+ * reader and approval (rt_note_view_read). When the read cannot be
+ * recorded the arguments are withheld from that approval: its
+ * arguments' hash and args_withheld saying why take their place. */
+struct ap_read {
+	char run_id[40], team[64], aid[32];
+	int64_t run_uid, step;
+	bool approver;
+};
+
+static void note_args_read(struct wd_rt *rt, const struct wd_caller *c,
+			   json_t *o, const struct ap_read *a)
+{
+	json_t *args = json_object_get(o, "args");
+	if (!args)
+		return; /* its hash only: no payload */
+	char *txt =
+	    json_dumps(args, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+	char ref[WD_TRACE_REF_LEN] = "";
+	if (txt)
+		wd_trace_ref_of(txt, strlen(txt), ref);
+	free(txt);
+	cleanup_free char *content = wd_asprintf("%s|%s", a->aid, ref);
+	struct rt_view_read v = {.run_id = a->run_id,
+				 .team = a->team,
+				 .run_uid = a->run_uid,
+				 .step = a->step,
+				 .what = "approval",
+				 .content = content,
+				 .access = a->approver ? "approver" : NULL};
+	struct wd_err err = {0};
+	int rc =
+	    rt_note_view_read(rt, c, &v,
+			      json_pack("[{s:s,s:s,s:s}]", "field", "args",
+					"approval_id", a->aid, "hash", ref),
+			      &err);
+	if (!rc)
+		return;
+	json_object_del(o, "args");
+	json_object_set_new(o, "args_hash", json_string(ref));
+	json_object_set_new(
+	    o, "args_withheld",
+	    json_string(err.msg[0] ? err.msg
+				   : "the read could not be recorded: the "
+				     "arguments are not handed out"));
+}
+
 json_t *wd_rt_approvals_list(struct wd_rt *rt, const struct wd_caller *c)
 {
 	json_t *out = json_array();
+	size_t n = 0, cap = 0;
+	struct ap_read *reads = NULL;
 	pthread_mutex_lock(&rt->mu);
 	bool approver = wd_pset_is_approver(rt->ps, c->uid);
 	const char *k;
@@ -175,8 +227,26 @@ json_t *wd_rt_approvals_list(struct wd_rt *rt, const struct wd_caller *c)
 		json_object_set_new(o, "you_may_decide",
 				    json_boolean(approver));
 		json_array_append_new(out, o);
+		if (n == cap) {
+			cap = cap ? 2 * cap : 8;
+			reads = wd_realloc(reads, cap * sizeof(*reads));
+		}
+		struct ap_read *a = &reads[n++];
+		*a =
+		    (struct ap_read){.run_uid = r ? (int64_t)r->caller.uid : -1,
+				     .step = r ? r->step : 0,
+				     .approver = approver};
+		snprintf(a->run_id, sizeof(a->run_id), "%s",
+			 json_string_value(json_object_get(ap, "run_id")));
+		snprintf(a->team, sizeof(a->team), "%s",
+			 r && r->team ? r->team : "");
+		snprintf(a->aid, sizeof(a->aid), "%s", k);
 	}
 	pthread_mutex_unlock(&rt->mu);
+	/* recorded without rt->mu (the trace append waits for the write) */
+	for (size_t i = 0; i < n; i++)
+		note_args_read(rt, c, json_array_get(out, i), &reads[i]);
+	free(reads);
 	return out;
 }
 

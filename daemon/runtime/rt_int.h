@@ -170,6 +170,8 @@ struct rt_view_read {
 	    *content;	/* what was read, for "read once" (a hash, a seq) */
 	bool follow;	/* a live run's stream: later records too */
 	uint64_t since; /* the stream's since= */
+	/* why allowed when not as a reader of the run (an approver) */
+	const char *access;
 };
 /* Record the read unless c is the run's own user or read the same content
  * before; 0, or -EAGAIN (err set): not recorded, not to be handed out.
@@ -186,6 +188,9 @@ int rt_note_stream_read(struct wd_rt *rt, const struct wd_caller *c,
 int rt_readable_runs(struct wd_rt *rt, const struct wd_caller *c,
 		     const struct wd_trace_query *q, json_t **out,
 		     struct wd_err *err);
+/* A hash_only run's denial records (recs, changed in place) with any
+ * target an older build wrote verbatim hashed (wd_event_hashed_target). */
+void rt_hash_old_targets(json_t *recs);
 /* The first record of `type` in recs (borrowed), NULL if none */
 json_t *rt_recs_first(json_t *recs, const char *type);
 /* Append a record to the trace and to the run's stream. */

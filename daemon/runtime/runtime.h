@@ -119,6 +119,13 @@ json_t *wd_rt_runs_list(struct wd_rt *rt, const struct wd_caller *c);
 struct wd_event;
 bool wd_rt_event_visible(struct wd_rt *rt, const struct wd_caller *c,
 			 const struct wd_event *ev);
+/* A visible denial event of a full run is about to be handed to c: its
+ * target (a path, a host) is payload, so the first one of each run a
+ * reader other than the run's own user gets is recorded in that run as a
+ * payload_read (payload_type "events"), once per reader and run. 0, or
+ * -EAGAIN with err: not recorded, the event is not to be handed out. */
+int wd_rt_note_event_read(struct wd_rt *rt, const struct wd_caller *c,
+			  const struct wd_event *ev, struct wd_err *err);
 json_t *wd_rt_approvals_list(struct wd_rt *rt, const struct wd_caller *c);
 /* -ENOENT unknown/decided, -EPERM caller not an approver for it. */
 int wd_rt_approval_decide(struct wd_rt *rt, const struct wd_caller *c,

@@ -73,6 +73,37 @@ bool wd_rt_event_visible(struct wd_rt *rt, const struct wd_caller *c,
 	return ok;
 }
 
+int wd_rt_note_event_read(struct wd_rt *rt, const struct wd_caller *c,
+			  const struct wd_event *ev, struct wd_err *err)
+{
+	/* every event of the run, not only those with a target: the
+	 * caller (server.c event_visible) asks once per run and keeps the
+	 * answer for the run's next events */
+	if (!ev->run_id[0])
+		return 0;
+	struct rt_view_read v = {.run_id = ev->run_id,
+				 .team = ev->team,
+				 .run_uid = -1,
+				 .step = ev->step >= 0 ? ev->step : 0,
+				 .what = "events",
+				 .content = ""};
+	pthread_mutex_lock(&rt->mu);
+	struct wd_run *r = rt_find_run_locked(rt, ev->run_id);
+	/* a hash_only run's targets are hashes (broker.c hide_target):
+	 * no payload in its events */
+	bool hash_only = r && r->hash_only;
+	if (r)
+		v.run_uid = r->caller.uid;
+	pthread_mutex_unlock(&rt->mu);
+	if (hash_only)
+		return 0;
+	return rt_note_view_read(rt, c, &v,
+				 json_pack("[{s:s,s:s,s:s}]", "field", "target",
+					   "kind", ev->kind, "call_id",
+					   ev->call_id),
+				 err);
+}
+
 static int refuse(struct wd_pset *ps, const struct wd_caller *c,
 		  const char *run_id, const char *team, struct wd_err *err)
 {
@@ -192,6 +223,26 @@ static json_t *inline_reads(json_t *recs)
 	return read;
 }
 
+/* A hash_only run's denial targets are hashes from the broker on
+ * (wd_event_hide_target); a record an older build wrote with the target
+ * verbatim is handed out with it hashed the same way. */
+void rt_hash_old_targets(json_t *recs)
+{
+	size_t i;
+	json_t *x;
+	json_array_foreach(recs, i, x)
+	{
+		json_t *ev = json_object_get(x, "event");
+		const char *tg = jstr(ev, "target");
+		if (wd_rec_type_json(x) != WD_REC_DENIAL || !tg || !*tg)
+			continue;
+		char h[128];
+		wd_event_hashed_target(tg, jstr(ev, "source"), jstr(ev, "kind"),
+				       h, sizeof(h));
+		json_object_set_new(ev, "target", json_string(h));
+	}
+}
+
 int wd_rt_trace_records(struct wd_rt *rt, const struct wd_caller *c,
 			const char *run_id, json_t **out, struct wd_err *err)
 {
@@ -206,6 +257,8 @@ int wd_rt_trace_records(struct wd_rt *rt, const struct wd_caller *c,
 	json_t *tr = json_object_get(json_array_get(a, 0), "trace");
 	bool hash_only =
 	    jstr(tr, "payloads") && !strcmp(jstr(tr, "payloads"), "hash_only");
+	if (hash_only)
+		rt_hash_old_targets(a);
 	json_t *read = hash_only ? json_array() : inline_reads(a);
 	if (!json_array_size(read)) {
 		json_decref(read);
@@ -302,7 +355,10 @@ int rt_note_view_read(struct wd_rt *rt, const struct wd_caller *c,
 	struct wd_pset *ps = cur_pset(rt);
 	const char *why = "";
 	char reader[64];
-	wd_users_may_read_run(ps->users, c->uid, v->run_uid, v->team, &why);
+	if (!wd_users_may_read_run(ps->users, c->uid, v->run_uid, v->team,
+				   &why) &&
+	    v->access)
+		why = v->access;
 	wd_strlcpy(reader, caller_name(ps, c), sizeof(reader));
 	wd_pset_unref(ps);
 	json_t *extra = v->follow ? json_pack("{s:b,s:I}", "follow", 1, "since",

@@ -74,6 +74,8 @@ struct wd_rt_stream *wd_rt_stream_open(struct wd_rt *rt,
 		json_t *tr = json_object_get(st, "trace");
 		const char *p =
 		    json_string_value(json_object_get(tr, "payloads"));
+		if (!rc && p && !strcmp(p, "hash_only"))
+			rt_hash_old_targets(s->recs);
 		if (!rc && !(p && !strcmp(p, "hash_only"))) {
 			json_t *u = json_object_get(st, "uid");
 			v.run_uid =

@@ -30,8 +30,8 @@ enum {
 static const char *const sqls[S_N] = {
     [S_REC] = "INSERT OR IGNORE INTO records(seq, seg, off, len, ts, "
 	      "run_id, step, type, tool, call_id, status, prompt_hash, "
-	      "result_hash, prompt_key, result_key) "
-	      "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+	      "result_hash, prompt_key, result_key, refusal_check) "
+	      "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
     /* one statement per run and transaction for the run's aggregates */
     [S_RUN_NEW] =
 	"INSERT INTO runs(run_id, status, started, last_ts, steps, "
@@ -50,10 +50,12 @@ static const char *const sqls[S_N] = {
 	"excluded.model)",
     [S_RUN_START] = "UPDATE runs SET agent = ?2, team = ?3, user = ?4, "
 		    "model = coalesce(?5, model), started = ?6, payloads = "
-		    "?7, retention_days = ?8, uid = ?9 WHERE run_id = ?1",
+		    "?7, retention_days = ?8, uid = ?9, replay_of = ?10, "
+		    "replay_from = ?11 WHERE run_id = ?1",
     [S_RUN_END] = "UPDATE runs SET status = ?2, ended = ?3, flagged = "
-		  "max(flagged, ?4), cost_nusd = coalesce(?5, cost_nusd) WHERE "
-		  "run_id = ?1",
+		  "max(flagged, ?4), cost_nusd = coalesce(?5, cost_nusd), "
+		  "reason = ?6, replay_converged = ?7, replay_diverged_at = "
+		  "?8 WHERE run_id = ?1",
     [S_RUN_FLAG] = "UPDATE runs SET flagged = 1 WHERE run_id = ?1",
     [S_RUN_GC] = "UPDATE runs SET payloads_dropped = 1 WHERE run_id = ?1",
     [S_REF] = "INSERT OR IGNORE INTO refs(id, seq, ref, run_id) "
@@ -70,8 +72,14 @@ static const char *const sqls[S_N] = {
  * 3: runs.cached_tokens (warden cost: cached vs uncached input).
  * 4: runs.uid, the uid run_start records (trace reads are authorised by
  *    uid, never by the user name: policy/users.h wd_users_may_read_run);
- *    the rebuild reads it back from each run's run_start. */
-#define WD_IDX_VERSION 4
+ *    the rebuild reads it back from each run's run_start.
+ * 5: runs.replay_of/replay_from (run_start.replay_of) and
+ *    replay_converged/replay_diverged_at (run_end.replay): a run's replays
+ *    are found from the index, without reading (and, through wardend,
+ *    recording a payload_read in) every other run; runs.reason (run_end)
+ *    and records.refusal_check (a refused tool_result's broker check):
+ *    `warden trace failures` groups from the index alone. */
+#define WD_IDX_VERSION 5
 
 /* 16 KiB pages (new index files only; an existing file keeps its size). */
 static const char pragmas[] = "PRAGMA page_size=16384;"
@@ -92,7 +100,7 @@ static const char schema[] =
     "INTEGER NOT NULL, off INTEGER NOT NULL, len INTEGER NOT NULL, ts "
     "INTEGER NOT NULL, run_id TEXT NOT NULL, step INTEGER, type TEXT, tool "
     "TEXT, call_id TEXT, status TEXT, prompt_hash TEXT, result_hash TEXT, "
-    "prompt_key INTEGER, result_key INTEGER);"
+    "prompt_key INTEGER, result_key INTEGER, refusal_check TEXT);"
     "CREATE INDEX IF NOT EXISTS rec_run ON records(run_id, seq);"
     "CREATE INDEX IF NOT EXISTS rec_prompt ON records(prompt_key) WHERE "
     "prompt_key IS NOT NULL;"
@@ -108,8 +116,11 @@ static const char schema[] =
     "NOT NULL DEFAULT 0, records INTEGER NOT NULL DEFAULT 0, flagged "
     "INTEGER NOT NULL DEFAULT 0, payloads TEXT, retention_days INTEGER, "
     "payloads_dropped INTEGER NOT NULL DEFAULT 0, cached_tokens INTEGER NOT "
-    "NULL DEFAULT 0, uid INTEGER);"
+    "NULL DEFAULT 0, uid INTEGER, replay_of TEXT, replay_from INTEGER, "
+    "replay_converged INTEGER, replay_diverged_at INTEGER, reason TEXT);"
     "CREATE INDEX IF NOT EXISTS runs_started ON runs(started);"
+    "CREATE INDEX IF NOT EXISTS runs_replay ON runs(replay_of) WHERE "
+    "replay_of IS NOT NULL;"
     "CREATE TABLE IF NOT EXISTS refs(id INTEGER PRIMARY KEY, seq INTEGER "
     "NOT NULL, ref TEXT NOT NULL, run_id TEXT NOT NULL);";
 
@@ -467,6 +478,10 @@ enum {
 	M_FLAGGED,
 	M_CACHED,
 	M_UID,
+	M_REPLAY_OF,
+	M_REPLAY,
+	M_REASON,
+	M_CHECK,
 	M_N
 };
 
@@ -506,6 +521,10 @@ static const struct {
     [M_FLAGGED] = MN("flagged"),
     [M_CACHED] = MN("cached_tokens"),
     [M_UID] = MN("uid"),
+    [M_REPLAY_OF] = MN("replay_of"),
+    [M_REPLAY] = MN("replay"),
+    [M_REASON] = MN("reason"),
+    [M_CHECK] = MN("check"),
 };
 #undef MN
 
@@ -582,7 +601,16 @@ struct wd_idxrec *wd_idx_extract(json_t *rec)
 	    [WD_IDXREC_TEAM] = str_of(m, M_TEAM, -1),
 	    [WD_IDXREC_USER] = str_of(m, M_USER, -1),
 	    [WD_IDXREC_PAYLOADS] = pl,
+	    [WD_IDXREC_REPLAY_OF] =
+		json_string_value(json_object_get(m[M_REPLAY_OF], "run_id")),
+	    [WD_IDXREC_REASON] = str_of(m, M_REASON, -1),
+	    [WD_IDXREC_CHECK] = str_of(m, M_CHECK, -1),
 	};
+	/* run_start.replay_of{from_step}, run_end.replay{converged,
+	 * diverged_at}; wd_idx_add reads them of those records only */
+	json_t *rfrom = json_object_get(m[M_REPLAY_OF], "from_step");
+	json_t *conv = json_object_get(m[M_REPLAY], "converged");
+	json_t *dat = json_object_get(m[M_REPLAY], "diverged_at");
 	/* the strings first, then the refs kept above, in one block */
 	struct strs all = {.n = 0};
 	for (int i = 0; i < WD_IDXREC_NSTR; i++)
@@ -605,6 +633,11 @@ struct wd_idxrec *wd_idx_extract(json_t *rec)
 	    .flagged = json_is_true(m[M_FLAGGED]),
 	    .has_uid = has_uid,
 	    .uid = has_uid ? json_integer_value(uid) : -1,
+	    .replay_from =
+		json_is_integer(rfrom) ? json_integer_value(rfrom) : -1,
+	    .replay_converged = json_is_boolean(conv) ? json_is_true(conv) : -1,
+	    .has_diverged = json_is_integer(dat),
+	    .diverged_at = json_is_integer(dat) ? json_integer_value(dat) : 0,
 	    .nrefs = nrefs,
 	    .refs = (const char **)(f + 1),
 	};
@@ -747,6 +780,10 @@ int wd_idx_add(struct wd_idx *x, uint64_t seq, uint64_t seg, uint64_t off,
 	bind_str(st, 13, f->s[WD_IDXREC_RESULT]);
 	bind_key(st, 14, f->s[WD_IDXREC_PROMPT]);
 	bind_key(st, 15, f->s[WD_IDXREC_RESULT]);
+	bind_str(st, 16,
+		 wd_rec_type_of(type) == WD_REC_TOOL_RESULT
+		     ? f->s[WD_IDXREC_CHECK]
+		     : NULL);
 	if (run_step(st) < 0)
 		return -EIO;
 	if (sqlite3_changes(x->db) == 0)
@@ -801,6 +838,11 @@ int wd_idx_add(struct wd_idx *x, uint64_t seq, uint64_t seg, uint64_t off,
 			sqlite3_bind_int64(st, 9, f->uid);
 		else
 			sqlite3_bind_null(st, 9);
+		bind_str(st, 10, f->s[WD_IDXREC_REPLAY_OF]);
+		if (f->s[WD_IDXREC_REPLAY_OF] && f->replay_from >= 0)
+			sqlite3_bind_int64(st, 11, f->replay_from);
+		else
+			sqlite3_bind_null(st, 11);
 	} else if (rt == WD_REC_RUN_END) {
 		const char *s = f->s[WD_IDXREC_STATUS];
 		st = x->st[S_RUN_END];
@@ -812,6 +854,15 @@ int wd_idx_add(struct wd_idx *x, uint64_t seq, uint64_t seg, uint64_t off,
 			sqlite3_bind_int64(st, 5, f->cost_nusd);
 		else
 			sqlite3_bind_null(st, 5);
+		bind_str(st, 6, f->s[WD_IDXREC_REASON]);
+		if (f->replay_converged >= 0)
+			sqlite3_bind_int(st, 7, f->replay_converged);
+		else
+			sqlite3_bind_null(st, 7);
+		if (f->has_diverged)
+			sqlite3_bind_int64(st, 8, f->diverged_at);
+		else
+			sqlite3_bind_null(st, 8);
 	} else if (rt == WD_REC_FLAG) {
 		st = x->st[S_RUN_FLAG];
 		bind_str(st, 1, run);

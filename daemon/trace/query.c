@@ -98,13 +98,15 @@ int wd_trace_query_runs(struct wd_trace *t, const struct wd_trace_query *q,
 	size_t nt = q->reader ? q->reader->n_teams : 0;
 	cleanup_free const char **args = wd_calloc(8 + nt, sizeof(*args));
 	size_t n = 0;
-	wd_buf_printf(&sql,
-		      "SELECT run_id, agent, team, user, uid, model, status, "
-		      "started, ended, last_ts, cost_nusd / 1e9 AS cost_usd, "
-		      "input_tokens, "
-		      "output_tokens, model_calls, steps, records, "
-		      "flagged, payloads, retention_days, "
-		      "payloads_dropped, cached_tokens FROM runs WHERE 1");
+	wd_buf_printf(
+	    &sql, "SELECT run_id, agent, team, user, uid, model, status, "
+		  "started, ended, last_ts, cost_nusd / 1e9 AS cost_usd, "
+		  "input_tokens, "
+		  "output_tokens, model_calls, steps, records, "
+		  "flagged, payloads, retention_days, "
+		  "payloads_dropped, cached_tokens, replay_of, replay_from, "
+		  "replay_converged, replay_diverged_at, reason FROM runs "
+		  "WHERE 1");
 #define F(field, col)                                                          \
 	if (q->field) {                                                        \
 		wd_buf_printf(&sql, " AND " col " = ?");                       \
@@ -114,6 +116,7 @@ int wd_trace_query_runs(struct wd_trace *t, const struct wd_trace_query *q,
 	F(team, "team");
 	F(user, "user");
 	F(status, "status");
+	F(replay_of, "replay_of");
 #undef F
 	if (q->tool) {
 		wd_buf_printf(&sql, " AND run_id IN (SELECT run_id FROM "
@@ -158,8 +161,8 @@ int wd_trace_query_records(struct wd_trace *t, const struct wd_trace_query *q,
 	cleanup_free const char **args = wd_calloc(8 + nt, sizeof(*args));
 	size_t n = 0;
 	wd_buf_printf(&sql, "SELECT seq, run_id, step, type, tool, call_id, "
-			    "status, prompt_hash, result_hash, ts FROM "
-			    "records WHERE 1");
+			    "status, prompt_hash, result_hash, ts, "
+			    "refusal_check AS \"check\" FROM records WHERE 1");
 #define F(field, col)                                                          \
 	if (q->field) {                                                        \
 		wd_buf_printf(&sql, " AND " col " = ?");                       \

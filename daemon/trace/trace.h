@@ -181,14 +181,16 @@ struct wd_trace_reader {
 struct wd_trace_query {
 	const char *agent, *team, *user, *tool, *status;
 	const char *prompt_hash, *result_hash;
-	uint64_t since_ns; /* runs started at/after; 0 = any */
-	unsigned limit;	   /* 0 = no limit */
+	const char *replay_of; /* runs: the replays of this run (index) */
+	uint64_t since_ns;     /* runs started at/after; 0 = any */
+	unsigned limit;	       /* 0 = no limit */
 	const struct wd_trace_reader *reader;
 	uint64_t
 	    after_seq; /* records: only seq > after_seq (a page's cursor) */
 };
 /* Runs matching: [{run_id, agent, team, user, uid, model, status, started,
- * ended, cost_usd, input_tokens, output_tokens, steps, flagged, ...}] */
+ * ended, cost_usd, input_tokens, output_tokens, steps, flagged, ...,
+ * replay_of, replay_from, replay_converged, replay_diverged_at, reason}] */
 int wd_trace_query_runs(struct wd_trace *t, const struct wd_trace_query *q,
 			json_t **array, struct wd_err *err);
 /* A page of records through wardend (GET /v1/trace/records?limit=N):
@@ -197,7 +199,8 @@ int wd_trace_query_runs(struct wd_trace *t, const struct wd_trace_query *q,
 #define WD_TRACE_RECORDS_PAGE 1000u
 #define WD_TRACE_RECORDS_MAX  10000u
 /* Records matching tool/status/prompt_hash/result_hash, by seq:
- * [{seq, run_id, step, type, tool, status, prompt_hash, result_hash, ts}] */
+ * [{seq, run_id, step, type, tool, status, prompt_hash, result_hash, ts,
+ * check}] (check: the broker check of a refused tool_result) */
 int wd_trace_query_records(struct wd_trace *t, const struct wd_trace_query *q,
 			   json_t **array, struct wd_err *err);
 

@@ -35,6 +35,9 @@ enum {
 	WD_IDXREC_TEAM,
 	WD_IDXREC_USER,
 	WD_IDXREC_PAYLOADS,
+	WD_IDXREC_REPLAY_OF, /* run_start: replay_of.run_id */
+	WD_IDXREC_REASON,    /* run_end: reason */
+	WD_IDXREC_CHECK,     /* tool_result: the broker check that refused */
 	WD_IDXREC_NSTR,
 	WD_IDXREC_MAXREFS = 64,
 };
@@ -45,7 +48,10 @@ struct wd_idxrec {
 	int64_t step, in_tokens, out_tokens, cost_nusd, rd;
 	int64_t cached_tokens; /* model_call: prompt tokens read from a cache */
 	int64_t uid;	       /* run_start: the caller's uid (has_uid) */
-	bool has_cost, has_rd, flagged, has_uid;
+	int64_t replay_from;   /* run_start: replay_of.from_step */
+	int64_t diverged_at;   /* run_end: replay.diverged_at (has_diverged) */
+	int replay_converged;  /* run_end: replay.converged (1/0; -1 none) */
+	bool has_cost, has_rd, flagged, has_uid, has_diverged;
 	unsigned nrefs;
 	const char **refs; /* *_ref values that are well-formed refs */
 };

@@ -141,6 +141,24 @@ static bool event_visible(const struct wd_event *ev, void *arg)
 	if (ev->run_id[0] && !strcmp(ev->run_id, s->seen_run))
 		return s->seen_ok;
 	bool ok = wd_rt_event_visible(s->srv->rt, &s->who, ev);
+	/* a full run's denial target is payload: handed out only once the
+	 * read is recorded in the run (wd_rt_note_event_read); else the
+	 * run's events are left out and the stream says so, once per run
+	 * (this callback appends to the buffer wd_stream_render fills, so
+	 * the line sits where the events would have been) */
+	struct wd_err err = {0};
+	if (ok && wd_rt_note_event_read(s->srv->rt, &s->who, ev, &err)) {
+		ok = false;
+		json_t *o = json_pack("{s:s,s:s,s:s}", "type", "withheld",
+				      "run_id", ev->run_id, "error", err.msg);
+		char *line = json_dumps(o, JSON_COMPACT);
+		if (line) {
+			wd_buf_append(&s->buf, line, strlen(line));
+			wd_buf_append(&s->buf, "\n", 1);
+		}
+		free(line);
+		json_decref(o);
+	}
 	if (ev->run_id[0]) {
 		wd_strlcpy(s->seen_run, ev->run_id, sizeof(s->seen_run));
 		s->seen_ok = ok;
@@ -461,10 +479,8 @@ static enum MHD_Result dispatch(struct wd_server *srv,
 		/* a denial names its run, tool, team and target: shown to
 		 * those who may read that run (root and auditors: all) */
 		s->who = *who;
-		if (who->uid != 0) {
-			s->cur.keep = event_visible;
-			s->cur.keep_arg = s;
-		}
+		s->cur.keep = event_visible;
+		s->cur.keep_arg = s;
 		return send_stream(con, s);
 	}
 	case WD_EP_POLICY_RELOAD:

@@ -33,6 +33,7 @@ int wd_trace_api(struct wd_rt *rt, const struct wd_caller *who,
 				    .status = q->tq[WD_TQ_STATUS],
 				    .prompt_hash = q->tq[WD_TQ_PROMPT_HASH],
 				    .result_hash = q->tq[WD_TQ_RESULT_HASH],
+				    .replay_of = q->tq[WD_TQ_REPLAY_OF],
 				    .since_ns = q->since_ns,
 				    .limit = q->limit,
 				    .after_seq = q->after_seq};

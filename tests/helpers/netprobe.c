@@ -303,11 +303,11 @@ static int memfd_exec(char **args)
 	return step(-1, "exec"), 1;
 }
 
-/* N connect() calls to 127.0.0.1:PORT, as fast as one thread makes them,
- * on one socket (a refused connect leaves it fresh): each denied one is a
- * kernel denial event. Prints how many were refused with EPERM, how many
- * failed otherwise, how many connected. */
-static int connect_flood(int port, long n)
+/* N connect() calls to HOST:PORT (127.0.0.1 unless given), as fast as one
+ * thread makes them, on one socket (a refused connect leaves it fresh):
+ * each denied one is a kernel denial event. Prints how many were refused
+ * with EPERM, how many failed otherwise, how many connected. */
+static int connect_flood(int port, long n, const char *host)
 {
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
 	if (step(fd, "socket") < 0)
@@ -315,6 +315,10 @@ static int connect_flood(int port, long n)
 	struct sockaddr_in sin = {.sin_family = AF_INET,
 				  .sin_port = htons((uint16_t)port)};
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (host && inet_pton(AF_INET, host, &sin.sin_addr) != 1) {
+		fprintf(stderr, "connect-flood: bad host\n");
+		return 2;
+	}
 	long eperm = 0, other = 0, ok = 0;
 	for (long i = 0; i < n; i++) {
 		if (connect(fd, (void *)&sin, sizeof(sin)) == 0) {
@@ -405,7 +409,8 @@ int main(int argc, char **argv)
 	if (!strcmp(a, "abstract-send") && argc > 2)
 		return abstract_send(argv[2]);
 	if (!strcmp(a, "connect-flood") && argc > 3)
-		return connect_flood(atoi(argv[2]), atol(argv[3]));
+		return connect_flood(atoi(argv[2]), atol(argv[3]),
+				     argc > 4 ? argv[4] : NULL);
 	if (!strcmp(a, "connect-ramp") && argc > 4)
 		return connect_ramp(atoi(argv[2]), atoi(argv[3]),
 				    atol(argv[4]));
@@ -450,7 +455,7 @@ int main(int argc, char **argv)
 		"| abstract-listen|abstract-dgram|abstract-pair|abstract-raw|"
 		"abstract-rawpair NAME MS | "
 		"abstract-send NAME | "
-		"reuseport PORT MS | connect-flood PORT N | "
+		"reuseport PORT MS | connect-flood PORT N [HOST] | "
 		"connect-ramp PORT SECONDS PER | ping|raw 4|6 | "
 		"write-exec PATH ARGS... | "
 		"exec PATH ARGS... | memfd-exec|fd-exec ARGS... | mark FILE | "

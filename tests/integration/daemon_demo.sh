@@ -63,7 +63,13 @@ elif [ -s "$html" ]; then
 		--screenshot="$ART/demo-run.png" >/dev/null
 	[ -s "$ART/demo-run.png" ] && pass demo-html-screenshot ||
 		fail demo-html-screenshot "no $ART/demo-run.png"
-	cp "$html" "$ART/demo-run.html"
+	# the page holds the run's payloads (prompts, results): a copy no
+	# other user reads, made 0600 from the start (a file left by an
+	# earlier run keeps its mode under cp: removed first)
+	rm -f "$ART/demo-run.html"
+	(umask 077 && cp "$html" "$ART/demo-run.html")
+	chmod 0600 "$ART/demo-run.png" 2>/dev/null
+	expect_eq demo-html-artifact-mode "$(stat -c %a "$ART/demo-run.html")" 600
 	echo "screenshot: $ART/demo-run.png"
 fi
 expect_eq demo-daemon-stopped "$(pgrep -f "wardend --state $S" | wc -l)" 0

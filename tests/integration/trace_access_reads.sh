@@ -7,6 +7,15 @@
 # reader reading the same content again is recorded once. The run list
 # shows a run's output to its own user only. A live run's stream is
 # recorded at its start with follow: true.
+# A pending approval's arguments (GET /v1/approvals) are a payload read too:
+# recorded (payload_type approval, which approval, the arguments' hash)
+# for a team member, an auditor, an approver, once each; not for the run's
+# own user; with the store unable to write, withheld (args_withheld says
+# why, the hash stays).
+# A full run's denial events (GET /v1/events: the target, a path or host)
+# handed to anyone but the run's own user are recorded too (payload_type
+# events), once per reader and run; with the store unable to write, the
+# run's events are left out and a `withheld` line says why.
 # Fail closed: with the trace store unable to write (its state directory
 # on a small tmpfs the test fills), a team member's read of the view, the
 # stream, the records and a payload is refused (503) and hands out no
@@ -23,6 +32,7 @@ users:
   bob:   {uid: 1001, groups: [eng, team-one]}
   carol: {uid: 1002, groups: [eng, team-other]}
   dave:  {uid: 1003, groups: [auditors]}
+  erin:  {uid: 1004, groups: [eng]}
 groups:
   admin: {scopes: ["*"]}
   eng: {scopes: ["test:*"]}
@@ -30,7 +40,7 @@ groups:
   team-other: {scopes: []}
   auditors: {scopes: []}
 approvers:
-  users: [bob]
+  users: [bob, erin]
   groups: []
 Y
 script once <<'S'
@@ -43,8 +53,26 @@ script napper <<'S'
 {"step": 0, "tool_calls": [{"name": "nap", "arguments": {}}]}
 {"text": "rested"}
 S
+tool pay '["/usr/bin/cat"]' "input: stdin" \
+	"args_schema: {type: object, required: [amount], properties: {amount: {type: integer}, memo: {type: string}}}" \
+	"auth: {mode: on_behalf_of_user, scopes: [\"test:pay\"]}" "side_effects: external" \
+	"approval: {required_above: {amount: 100}}"
+script payer <<'S'
+{"step": 0, "tool_calls": [{"name": "pay", "arguments": {"amount": 500, "memo": "{{task}}"}}]}
+{"text": "paid"}
+S
 agent one once '[echo]'
 agent napper napper '[nap]'
+agent payer payer '[pay]' 10 1000000 600
+tool dial "[\"$HELPERS/netprobe\", \"connect-flood\", \"9\", \"3\"]" "input: stdin" "args_schema: {type: object}" \
+	"auth: {mode: on_behalf_of_user, scopes: [\"test:dial\"]}" "side_effects: none"
+script dialer <<'S'
+{"step": 0, "tool_calls": [{"name": "dial", "arguments": {}}]}
+{"text": "dialled"}
+S
+agent dialer dialer '[dial]'
+sed -i 's/team: team-dialer/team: team-one/' "$POL/agents/dialer.yaml"
+sed -i 's/team: team-payer/team: team-one/' "$POL/agents/payer.yaml"
 sed -i 's/team: team-napper/team: team-one/' "$POL/agents/napper.yaml"
 write_gateway
 
@@ -119,6 +147,45 @@ view_as 1001 "$nid" /stream >"$T/live.out"
 expect_match reads-live-stream-got-end "$(cat "$T/live.out")" '"type":"run_end"'
 expect_match reads-live-stream-recorded "$(last_read "$nid" stream)" '"reader":"bob".*"follow":true'
 
+# a pending approval's arguments
+has_approval() { as_user 1000 curl -s --unix-socket "$SOCK" http://w/v1/approvals | grep -q "$1"; }
+approvals_as() { as_user "$1" curl -s -m 10 --unix-socket "$SOCK" http://w/v1/approvals; }
+pid=$(as_user 1000 "$WARDEN" run --detach payer "$SECRET-memo")
+wait_until 30 has_approval "$pid" || fail reads-approval-pending "no approval for $pid"
+expect_match reads-approval-own-sees "$(approvals_as 1000)" "$SECRET-memo"
+expect_eq reads-approval-own-not-recorded "$(records "$pid" | jq_py "len([r for r in d if r['type']=='payload_read'])")" 0
+for who in 1001:bob:team 1003:dave:auditor 1004:erin:approver; do
+	IFS=: read -r uid name why <<<"$who"
+	expect_match "reads-approval-$name-sees" "$(approvals_as "$uid")" "$SECRET-memo"
+	expect_eq "reads-approval-$name-recorded" "$(reads "$pid" approval "$name")" 1
+	expect_match "reads-approval-$name-who" "$(records "$pid" | jq_py "[r for r in d if r['type']=='payload_read' and r.get('reader')=='$name'][-1]")" \
+		"\"reader\":\"$name\",\"uid\":$uid,\"access\":\"$why\".*\"read\":\[\{\"field\":\"args\",\"approval_id\":\"ap_[0-9a-f]+\",\"hash\":\"sha256:[0-9a-f]{64}\"\}\]"
+	approvals_as "$uid" >/dev/null
+	expect_eq "reads-approval-$name-once" "$(reads "$pid" approval "$name")" 1
+done
+out=$(approvals_as 1002)
+if printf '%s' "$out" | grep -q "$SECRET-memo"; then fail reads-approval-other-team "$out"; else pass reads-approval-other-team; fi
+expect_eq reads-approval-other-nothing "$(reads "$pid" approval carol)" 0
+
+# a full run's denial events
+events_as() { as_user "$1" curl -s -m 10 --unix-socket "$SOCK" http://w/v1/events; }
+did=$(as_user 1000 "$WARDEN" run --detach dialer go)
+wait_until 30 own_done "$did" || fail reads-events-run "run $did did not finish"
+expect_match reads-events-own-sees "$(events_as 1000)" "\"target\":\"127.0.0.1:9\".*\"run_id\":\"$did\""
+expect_eq reads-events-own-not-recorded "$(reads "$did" events alice)" 0
+for who in 1001:bob:team 1003:dave:auditor; do
+	IFS=: read -r uid name why <<<"$who"
+	expect_match "reads-events-$name-sees" "$(events_as "$uid")" "\"target\":\"127.0.0.1:9\".*\"run_id\":\"$did\""
+	expect_eq "reads-events-$name-recorded" "$(reads "$did" events "$name")" 1
+	expect_match "reads-events-$name-who" "$(last_read "$did" events | grep "\"reader\":\"$name\"")" \
+		"\"reader\":\"$name\",\"uid\":$uid,\"access\":\"$why\".*\"read\":\[\{\"field\":\"target\",\"kind\":\"connect\""
+	events_as "$uid" >/dev/null
+	expect_eq "reads-events-$name-once" "$(reads "$did" events "$name")" 1
+done
+out=$(events_as 1002)
+if printf '%s' "$out" | grep -q "$did"; then fail reads-events-other-team "$out"; else pass reads-events-other-team; fi
+expect_eq reads-events-other-nothing "$(reads "$did" events carol)" 0
+
 # after a restart (the run judged from the trace): recorded again
 stop_daemon
 start_at || { fail daemon-restart "see log"; finish; }
@@ -136,6 +203,10 @@ mkdir -p "$STATE"
 start_at || { fail daemon-start-small "see log"; finish; }
 fid=$(as_user 1000 "$WARDEN" run --detach one "$SECRET-fc")
 wait_until 30 own_done "$fid" || fail reads-fc-run "run $fid did not finish"
+fdid=$(as_user 1000 "$WARDEN" run --detach dialer go)
+wait_until 30 own_done "$fdid" || fail reads-fc-events-run "run $fdid did not finish"
+fpid=$(as_user 1000 "$WARDEN" run --detach payer "$SECRET-fcmemo")
+wait_until 30 has_approval "$fpid" || fail reads-fc-approval-pending "no approval for $fpid"
 store_unhealthy() { curl -s --unix-socket "$SOCK" http://w/metrics | grep -q '^warden_trace_healthy 0'; }
 NFILL=0
 fill_disk() {
@@ -159,6 +230,12 @@ for ep in "" /stream /trace /payload/0; do
 	if printf '%s' "$out" | grep -q "$SECRET-fc"; then fail "$name-no-payload" "$out"; else pass "$name-no-payload"; fi
 done
 expect_match reads-fc-own-view "$(own_view "$fid")" "final: .*$SECRET-fc"
+out=$(approvals_as 1003)
+if printf '%s' "$out" | grep -q "$SECRET-fcmemo"; then fail reads-fc-approval-withheld "$out"; else pass reads-fc-approval-withheld; fi
+expect_match reads-fc-approval-says-why "$out" '"args_withheld":"the read could not be recorded.*"args_hash":"sha256:|"args_hash":"sha256:.*"args_withheld":"the read could not be recorded'
+out=$(events_as 1003)
+if printf '%s' "$out" | grep '"type":"event"' | grep -q "$fdid"; then fail reads-fc-events-withheld "$out"; else pass reads-fc-events-withheld; fi
+expect_match reads-fc-events-says-why "$out" "\"type\":\"withheld\",\"run_id\":\"$fdid\",\"error\":\"the read could not be recorded"
 stop_daemon
 umount_small
 finish

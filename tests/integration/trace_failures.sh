@@ -2,9 +2,10 @@
 # `warden trace failures`: on a store written from the documented format
 # (trace_lib/store.py): 400 runs of one agent whose tool fails with the
 # same bytes are one group of 400 (and their failed runs one group of 400
-# by last error), 3 with another result a group of 3, ok runs in none;
+# by end reason), 3 with another result a group of 3, ok runs in none;
 # --agent leaves out another agent's 7 identical failures, --since leaves
-# out runs started before it.
+# out results and runs that ended before it. Real runs through wardend:
+# trace_failures_real.sh.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib.sh
 

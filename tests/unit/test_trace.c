@@ -1151,6 +1151,102 @@ static void test_blob_order(void)
 	free(dir);
 }
 
+/* Index format 5: a run's replays (runs.replay_of from run_start's
+ * replay_of{run_id, from_step}, replay_converged/replay_diverged_at from
+ * run_end's replay{}), its end reason, a refusal's check: found by query
+ * alone, the same after a rebuild from the segments. */
+static void test_index_replay(void)
+{
+	char *dir = tt_tmpdir();
+	struct wd_trace *t;
+	struct wd_err err = {0};
+	if (wd_trace_open(dir, NULL, &t, &err) < 0) {
+		T_FAIL("trace-index-replay", "%s", err.msg);
+		return;
+	}
+	tt_append(t, tt_rec("orig", 0, "run_start"), false);
+	json_t *r = tt_rec("orig", 3, "run_end");
+	json_object_set_new(r, "status", json_string("stopped"));
+	json_object_set_new(
+	    r, "reason", json_string("token_budget reached (limit 5, used 7)"));
+	tt_append(t, r, false);
+	for (int i = 0; i < 2; i++) {
+		const char *id = i ? "rep-b" : "rep-a";
+		r = tt_rec(id, 0, "run_start");
+		json_object_set_new(r, "replay_of",
+				    json_pack("{s:s,s:i}", "run_id", "orig",
+					      "from_step", 2 + i));
+		tt_append(t, r, false);
+		r = tt_rec(id, 2, "tool_result");
+		json_object_set_new(r, "gen_ai.tool.name", json_string("x"));
+		json_object_set_new(r, "status", json_string("denied"));
+		json_object_set_new(r, "check", json_string("authz"));
+		tt_append(t, r, false);
+		r = tt_rec(id, 3, "run_end");
+		json_object_set_new(r, "status", json_string("ok"));
+		json_object_set_new(r, "replay",
+				    i ? json_pack("{s:b,s:i,s:s}", "converged",
+						  0, "diverged_at", 3,
+						  "summary", "x")
+				      : json_pack("{s:b,s:s}", "converged", 1,
+						  "summary", "converged"));
+		tt_append(t, r, false);
+	}
+	tt_append(t, tt_rec("other", 0, "run_start"), true);
+	for (int pass = 0; pass < 2; pass++) {
+		const char *ph = pass ? "-rebuilt" : "";
+		json_t *a = NULL;
+		struct wd_trace_query q = {.replay_of = "orig"};
+		int rc = wd_trace_query_runs(t, &q, &a, &err);
+		char *got =
+		    rc ? wd_strdup(err.msg) : json_dumps(a, JSON_COMPACT);
+		json_t *x = json_array_get(a, 0), *y = json_array_get(a, 1);
+		T_OK(
+		    !rc && json_array_size(a) == 2 &&
+			!strcmp(json_string_value(json_object_get(x, "run_id")),
+				"rep-a") &&
+			json_integer_value(json_object_get(x, "replay_from")) ==
+			    2 &&
+			json_integer_value(
+			    json_object_get(x, "replay_converged")) == 1 &&
+			json_is_null(
+			    json_object_get(x, "replay_diverged_at")) &&
+			json_integer_value(
+			    json_object_get(y, "replay_diverged_at")) == 3 &&
+			json_integer_value(
+			    json_object_get(y, "replay_converged")) == 0,
+		    pass ? "trace-index-replay-of-rebuilt"
+			 : "trace-index-replay-of",
+		    "%s%s", got, ph);
+		free(got);
+		json_decref(a);
+		a = NULL;
+		q = (struct wd_trace_query){.status = "stopped"};
+		rc = wd_trace_query_runs(t, &q, &a, &err);
+		T_OK(!rc && json_array_size(a) == 1 &&
+			 !strcmp(json_string_value(json_object_get(
+				     json_array_get(a, 0), "reason")),
+				 "token_budget reached (limit 5, used 7)"),
+		     pass ? "trace-index-reason-rebuilt" : "trace-index-reason",
+		     "rc=%d n=%zu", rc, json_array_size(a));
+		json_decref(a);
+		a = NULL;
+		q = (struct wd_trace_query){.status = "denied"};
+		rc = wd_trace_query_records(t, &q, &a, &err);
+		T_OK(!rc && json_array_size(a) == 2 &&
+			 !strcmp(json_string_value(json_object_get(
+				     json_array_get(a, 1), "check")),
+				 "authz"),
+		     pass ? "trace-index-check-rebuilt" : "trace-index-check",
+		     "rc=%d n=%zu", rc, json_array_size(a));
+		json_decref(a);
+		if (!pass && wd_trace_reindex(t, &err) < 0)
+			T_FAIL("trace-index-replay-reindex", "%s", err.msg);
+	}
+	wd_trace_close(t);
+	free(dir);
+}
+
 int main(void)
 {
 	test_basic();
@@ -1165,6 +1261,7 @@ int main(void)
 	test_index_overflow();
 	test_bad_input();
 	test_blob_order();
+	test_index_replay();
 	tt_cleanup();
 	return T_DONE();
 }

@@ -243,6 +243,20 @@ def many(st, n_own=1200, n_other=300):
         end(st, run, n)
 
 
+def hashold(st):
+    """run-h: a hash_only run whose denial targets an older build wrote
+    verbatim (a host and a path from its arguments)."""
+    run = "run-h"
+    start(st, run, payloads="hash_only")
+    st.rec(run, 0, "tool_attempt", gen_ai__tool__name="dial", gen_ai__tool__call__id="c-h",
+           side_effects="none", args_hash="sha256:" + "0" * 64)
+    st.rec(run, 0, "denial", gen_ai__tool__name="dial", call_id="c-h",
+           event={"kind": "connect", "target": "10.77.66.55:443", "source": "bpf"})
+    st.rec(run, 0, "denial", gen_ai__tool__name="dial", call_id="c-h",
+           event={"kind": "file_open", "target": "/srv/secret-hold/file", "source": "lsm"})
+    end(st, run, 1)
+
+
 if __name__ == "__main__":
     st = Store(sys.argv[1])
     scen = sys.argv[2]
@@ -256,6 +270,8 @@ if __name__ == "__main__":
         big(st)
     elif scen == "many":
         many(st)
+    elif scen == "hashold":
+        hashold(st)
     else:
         sys.exit("unknown scenario " + scen)
     st.close()
