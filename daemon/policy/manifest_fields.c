@@ -177,109 +177,100 @@ static int f_pids(struct wd_ywalk *w, yaml_node_t *v, void *o)
 	return 0;
 }
 
+/* One entry of network.allow: "host:port", "*.suffix:port", CIDR. */
+static int allow_item(struct wd_ywalk *w, yaml_node_t *item, const char *s,
+		      struct wd_net_rule *r)
+{
+	struct wd_err err = {0};
+	if (wd_net_rule_parse(s, r, &err) == 0)
+		return 0;
+	wd_y_err(w, item, "network.allow: %s", err.msg);
+	return -EINVAL;
+}
+
+/* One entry of network.allow_private: "127.0.0.0/8", "10.1.2.3",
+ * "fd00::/8" (a range is a rule of any port: parsed as one). */
+static int private_item(struct wd_ywalk *w, yaml_node_t *item, const char *s,
+			struct wd_net_rule *r)
+{
+	struct wd_err err = {0};
+	cleanup_free char *rule =
+	    wd_asprintf(strchr(s, ':') ? "[%s]:*" : "%s:*", s);
+	if (wd_net_rule_parse(rule, r, &err) == 0 && !r->needs_resolve) {
+		wd_strlcpy(r->text, s, sizeof(r->text));
+		return 0;
+	}
+	/* the parser's reason without its quote of the rule written for
+	 * it ("'10.0.0.0/33:*': ...") */
+	const char *why = strstr(err.msg, "': ");
+	why = why ? why + 3 : err.msg;
+	wd_y_err(w, item,
+		 "network.allow_private: '%s' is not an address or range "
+		 "(10.0.0.0/8, fd00::/8)%s%s",
+		 s, *why ? ": " : "", why);
+	return -EINVAL;
+}
+
+/* A list of network rules (what: "network.allow"), each string parsed by
+ * item into the next rule; every bad entry named. */
+static int rule_list(struct wd_ywalk *w, yaml_node_t *v, const char *what,
+		     const char *want,
+		     int (*item)(struct wd_ywalk *, yaml_node_t *, const char *,
+				 struct wd_net_rule *),
+		     struct wd_net_rule **out, int *n)
+{
+	if (v->type != YAML_SEQUENCE_NODE) {
+		wd_y_err(w, v, "'%s' must be a list of %s, not %s", what, want,
+			 wd_y_kind(v));
+		return -EINVAL;
+	}
+	int rc = 0;
+	yaml_node_item_t *it = v->data.sequence.items.start;
+	int cnt = (int)(v->data.sequence.items.top - it);
+	struct wd_net_rule *rules = wd_calloc((size_t)cnt + 1, sizeof(*rules));
+	cleanup_free char *label = wd_asprintf("'%s' entry", what);
+	int k = 0;
+	for (int i = 0; i < cnt; i++) {
+		yaml_node_t *node = wd_y_get(w, it[i]);
+		char *s = NULL;
+		if (!node) {
+			rc = -EINVAL;
+			break;
+		}
+		if (wd_y_str(w, node, label, &s) < 0) {
+			rc = -EINVAL;
+			continue;
+		}
+		if (item(w, node, s, &rules[k]) < 0)
+			rc = -EINVAL;
+		else
+			k++;
+		free(s);
+	}
+	if (rc < 0) {
+		free(rules);
+		return rc;
+	}
+	free(*out);
+	*out = rules;
+	*n = k;
+	return 0;
+}
+
 static int net_allow(struct wd_ywalk *w, yaml_node_t *v, void *o)
 {
 	struct wd_manifest *m = M(o);
 	((struct mctx *)o)->allow_node = v;
-	if (v->type != YAML_SEQUENCE_NODE) {
-		wd_y_err(w, v,
-			 "'network.allow' must be a list of \"host:port\", "
-			 "not %s",
-			 wd_y_kind(v));
-		return -EINVAL;
-	}
-	int rc = 0;
-	yaml_node_item_t *it = v->data.sequence.items.start;
-	int cnt = (int)(v->data.sequence.items.top - it);
-	struct wd_net_rule *rules = wd_calloc((size_t)cnt + 1, sizeof(*rules));
-	int k = 0;
-	for (int i = 0; i < cnt; i++) {
-		yaml_node_t *item = wd_y_get(w, it[i]);
-		char *s = NULL;
-		struct wd_err err = {0};
-		if (!item) {
-			rc = -EINVAL;
-			break;
-		}
-		if (wd_y_str(w, item, "'network.allow' entry", &s) < 0) {
-			rc = -EINVAL;
-			continue;
-		}
-		if (wd_net_rule_parse(s, &rules[k], &err) < 0) {
-			wd_y_err(w, item, "network.allow: %s", err.msg);
-			rc = -EINVAL;
-		} else {
-			k++;
-		}
-		free(s);
-	}
-	if (rc < 0) {
-		free(rules);
-		return rc;
-	}
-	free(m->net_allow);
-	m->net_allow = rules;
-	m->n_net_allow = k;
-	return 0;
+	return rule_list(w, v, "network.allow", "\"host:port\"", allow_item,
+			 &m->net_allow, &m->n_net_allow);
 }
 
-/* network.allow_private: "127.0.0.0/8", "10.1.2.3", "fd00::/8" */
 static int net_private(struct wd_ywalk *w, yaml_node_t *v, void *o)
 {
 	struct wd_manifest *m = M(o);
-	if (v->type != YAML_SEQUENCE_NODE) {
-		wd_y_err(w, v,
-			 "'network.allow_private' must be a list of address "
-			 "ranges (\"127.0.0.0/8\"), not %s",
-			 wd_y_kind(v));
-		return -EINVAL;
-	}
-	int rc = 0;
-	yaml_node_item_t *it = v->data.sequence.items.start;
-	int cnt = (int)(v->data.sequence.items.top - it);
-	struct wd_net_rule *rules = wd_calloc((size_t)cnt + 1, sizeof(*rules));
-	int k = 0;
-	for (int i = 0; i < cnt; i++) {
-		yaml_node_t *item = wd_y_get(w, it[i]);
-		char *s = NULL;
-		struct wd_err err = {0};
-		if (!item) {
-			rc = -EINVAL;
-			break;
-		}
-		if (wd_y_str(w, item, "'network.allow_private' entry", &s) <
-		    0) {
-			rc = -EINVAL;
-			continue;
-		}
-		/* a range is a rule of any port: parsed as one */
-		char *rule = wd_asprintf(strchr(s, ':') ? "[%s]:*" : "%s:*", s);
-		if (wd_net_rule_parse(rule, &rules[k], &err) < 0 ||
-		    rules[k].needs_resolve) {
-			/* the parser's reason without its quote of the
-			 * rule written for it ("'10.0.0.0/33:*': ...") */
-			const char *why = strstr(err.msg, "': ");
-			why = why ? why + 3 : err.msg;
-			wd_y_err(w, item,
-				 "network.allow_private: '%s' is not an "
-				 "address or range (10.0.0.0/8, fd00::/8)%s%s",
-				 s, *why ? ": " : "", why);
-			rc = -EINVAL;
-		} else {
-			wd_strlcpy(rules[k].text, s, sizeof(rules[k].text));
-			k++;
-		}
-		free(rule);
-		free(s);
-	}
-	if (rc < 0) {
-		free(rules);
-		return rc;
-	}
-	free(m->net_private);
-	m->net_private = rules;
-	m->n_net_private = k;
-	return 0;
+	return rule_list(w, v, "network.allow_private",
+			 "address ranges (\"127.0.0.0/8\")", private_item,
+			 &m->net_private, &m->n_net_private);
 }
 
 static int family_check(struct wd_ywalk *w, yaml_node_t *item, const char *s,
