@@ -21,12 +21,16 @@
 #include "cli/trace_int.h"
 #include "common/log.h"
 #include "trace/records.h"
+#include "trace/trace.h"
 
 #include <string.h>
 #include <time.h>
 
 #define HTML_PAYLOAD_MAX (32u << 10)
-#define MAX_DEPTH	 8
+/* a value written into a record itself (a task, arguments, an output, a
+ * reason): shown up to this, then cut with its size and hash */
+#define HTML_FIELD_MAX (4u << 10)
+#define MAX_DEPTH      8
 
 /* One expand/collapse helper, the #p-... fragment opener and the time the
  * page took to load (html[data-load-ms], read by trace_html.sh): the only
@@ -186,7 +190,24 @@ static void kv(FILE *f, const char *k, const char *v)
 	fprintf(f, " <span class=\"kv\"><b>");
 	html_esc(f, k);
 	fprintf(f, "</b> ");
-	html_esc(f, v);
+	size_t len = strlen(v), show = len;
+	if (show > HTML_FIELD_MAX) {
+		show = HTML_FIELD_MAX;
+		/* not inside a UTF-8 sequence */
+		while (show && ((unsigned char)v[show] & 0xC0) == 0x80)
+			show--;
+	}
+	html_esc_n(f, v, show);
+	if (show < len) {
+		char h[WD_TRACE_REF_LEN];
+		wd_trace_ref_of(v, len, h);
+		fprintf(f,
+			"<span class=\"truncated\"> &hellip; truncated: %zu of "
+			"%zu bytes shown; the whole value is ",
+			show, len);
+		html_esc(f, h);
+		fprintf(f, "</span>");
+	}
 	fprintf(f, "</span>");
 }
 
@@ -350,7 +371,9 @@ static void budget_chart(FILE *f, json_t *recs)
 		nsteps = 1;
 	/* cumulative use at the end of each step */
 	double(*use)[4] = wd_calloc((size_t)nsteps, sizeof(*use));
-	double tok = 0, cost = 0, wall = 0;
+	/* a sub-agent's use counts against the run's bounds (its tool_result
+	 * carries the child's usage, its own sub-agents included) */
+	double tok = 0, cost = 0, wall = 0, sub_steps = 0;
 	int cur = 0;
 	json_array_foreach(recs, i, r)
 	{
@@ -358,7 +381,7 @@ static void budget_chart(FILE *f, json_t *recs)
 			continue;
 		int s = (int)ts_num(r, "step");
 		for (; cur < s && cur < nsteps; cur++) {
-			use[cur][0] = cur + 1;
+			use[cur][0] = cur + 1 + sub_steps;
 			use[cur][1] = tok;
 			use[cur][2] = cost;
 			use[cur][3] = wall;
@@ -370,12 +393,20 @@ static void budget_chart(FILE *f, json_t *recs)
 				       "output_tokens");
 			cost += ts_num(r, "cost_usd");
 		}
+		json_t *u = json_object_get(r, "usage");
+		if (wd_rec_type_json(r) == WD_REC_TOOL_RESULT &&
+		    json_is_object(u) && *ts_js(r, "child_run_id")) {
+			tok += ts_num(u, "input_tokens") +
+			       ts_num(u, "output_tokens");
+			cost += ts_num(u, "cost_usd");
+			sub_steps += ts_num(u, "steps");
+		}
 		double w = ts_sec(ts_js(r, "ts")) - t0;
 		if (t0 > 0 && w > wall)
 			wall = w;
 	}
 	for (; cur < nsteps; cur++) {
-		use[cur][0] = cur + 1;
+		use[cur][0] = cur + 1 + sub_steps;
 		use[cur][1] = tok;
 		use[cur][2] = cost;
 		use[cur][3] = wall;

@@ -62,6 +62,13 @@ else
 	pass trace-html-self-contained
 fi
 
+# a field written in the record itself is cut at 4 KiB with its size and
+# hash (the task here is 9,010 bytes)
+expect_match trace-html-field-truncated "$(cat "$S/run-v.html")" 'truncated: 4096 of 9010 bytes shown; the whole value is sha256:'
+# the budget counts the sub-agent's use (its tool_result's usage): after
+# step 4, 5 calls x 1,100 tokens + the child's 50,500, $0.05 + $0.25
+expect_match trace-html-budget-subagent "$(tr -d '\n' <"$S/run-v.html")" '<tr><td>4</td><td>56000</td><td>0\.300000</td>'
+
 # the injected prompt is text: the raw markup never reaches the file
 expect_eq trace-html-escaped "$(grep -c '</script><script>fetch' "$S/run-v.html")" 0
 

@@ -99,7 +99,8 @@ def viewer(st, port):
     """run-v: 5 steps; a kernel denial at step 2; an approval at step 3
     decided by bob; a sub-agent at step 4; a prompt with an injection."""
     run = "run-v"
-    start(st, run, subagents=["helper"])
+    # a task longer than the page shows of a field (4 KiB): cut, with its hash
+    start(st, run, subagents=["helper"], task="TASK-LONG " + "x" * 9000)
     model(st, run, 0, "PROMPT-0 summarise ticket 42 " + INJECT % (port, port),
           "RESPONSE-0 I will fetch the ticket")
     tool(st, run, 0, "fetch_ticket", {"id": 42}, "ticket 42: printer on fire")
@@ -129,7 +130,8 @@ def viewer(st, port):
     end(st, "run-v-child", 1)
     r = st.blob("helper says hi")
     st.rec(run, 4, "tool_result", gen_ai__tool__name="delegate", gen_ai__tool__call__id="c-sub",
-           status="ok", latency_ms=900, child_run_id="run-v-child", result_hash=r, result_ref=r)
+           status="ok", latency_ms=900, child_run_id="run-v-child", result_hash=r, result_ref=r,
+           usage={"steps": 3, "input_tokens": 50000, "output_tokens": 500, "cost_usd": 0.25})
     end(st, run, 5, output="done")
 
 
