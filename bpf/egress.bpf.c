@@ -83,7 +83,7 @@ deny:;
  * reaches another resolver, and the resolver pins what it answers into
  * wd_egress_rules for the answer's TTL before replying. The address the
  * program asked for is kept per socket so that recvmsg and getpeername
- * show it back (a stub resolver drops a reply from another address). */
+ * show it back (a resolver library drops a reply from another address). */
 struct wd_dns_orig {
 	__u32 addr[4]; /* what the program asked for (v4-mapped for v4) */
 	__u16 port;    /* network order: 53 */

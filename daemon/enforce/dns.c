@@ -62,7 +62,8 @@ static int read_name(const uint8_t *msg, size_t len, size_t *off, char *out,
 			char c = (char)msg[o + i];
 			/* a host name's label: letters, digits, '-', '_'.
 			 * Anything else ('.', '\\', NUL, escapes) would
-			 * mean another name to the stub that asks upstream
+			 * mean another name to the resolver library that asks
+			 * upstream
 			 * ("x\\.a.example" is the label "x.a"), or bytes a
 			 * terminal reads */
 			if (!((c >= 'a' && c <= 'z') ||
@@ -122,7 +123,7 @@ size_t wd_dns_answer(const struct wd_dns_query *q, const uint8_t *qmsg,
 	for (int i = 0; i < n && q->qend >= 12; i++) {
 		size_t rl = rrs[i].type == WD_DNS_A ? 4 : 16;
 		if (w + 12 + rl > cap) {
-			/* as many as fit, and TC so that the stub asks again
+			/* as many as fit, and TC so that the asker asks again
 			 * over TCP for all of them */
 			out[2] |= 0x02;
 			break;

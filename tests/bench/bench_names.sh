@@ -3,7 +3,7 @@
 # inside a tier-1 call (the query to the node's resolver address is sent to
 # the call's resolver in-kernel, which asks upstream, pins the answer and
 # replies) against the same program unconfined asking the same upstream
-# directly. Both send one DNS query (UDP, as a stub resolver does) and then
+# directly. Both send one DNS query (UDP, as a resolver library does) and then
 # connect to the answer; medians of N rounds, in one run. Goal (issue 14):
 # <= 1.2x. Nothing is asserted.
 [ "$(id -u)" -eq 0 ] || { echo "bench_names: needs root"; exit 0; }

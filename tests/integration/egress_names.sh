@@ -163,7 +163,7 @@ Y
 	for p in udp-node-evil tcp-node-evil udp-53-evil udp-fake-evil tcp-fake-evil; do
 		expect_match "t$tier-$p-nxdomain" "$(line $p)" '^rcode=3 answers=0'
 	done
-	# the reply shows the address asked for (a stub resolver checks it)
+	# the reply shows the address asked for (a resolver library checks it)
 	expect_match "t$tier-udp-reply-from-asked" "$(line udp-fake-evil)" 'from=127\.0\.0\.3:53$'
 	expect_match "t$tier-tcp-peer-asked" "$(line tcp-fake-evil)" 'peer=127\.0\.0\.3:53$'
 	expect_match "t$tier-udp-fake-allowed-answered" "$(line udp-fake-svc)" '^rcode=0 answers=1'
