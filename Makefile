@@ -63,8 +63,15 @@ $(BUILD)/include/%.skel.h: $(BUILD)/bpf/%.bpf.o
 	@mkdir -p $(@D)
 	$(if $(Q),@echo "  SKEL    $@")
 	$(Q)$(BPFTOOL) gen skeleton $< name $(subst -,_,$*)_bpf > $@
+# the object's sha256, for its pin directory (enforce/egress_pin.c): taken
+# here so that no one-shot `warden exec` hashes the object at run time
+$(BUILD)/include/%.sha256.h: $(BUILD)/bpf/%.bpf.o
+	@mkdir -p $(@D)
+	$(Q)h=$$(sha256sum $< | cut -c1-64) && test $${#h} = 64 && \
+	  printf '#define %s_BPF_SHA256 {%s}\n' "$$(echo $* | tr a-z- A-Z_)" \
+	    "$$(echo $$h | sed 's/../0x&,/g')" > $@.tmp && mv $@.tmp $@
 # a skeleton only a bench includes is still kept (not an intermediate)
-.SECONDARY: $(BPF_SKELS)
+.SECONDARY: $(BPF_SKELS) $(BUILD)/include/egress.sha256.h
 
 # ---- user space --------------------------------------------------------------
 LIB_DIRS := common policy sandbox enforce trace gateway runtime broker events alert api
@@ -76,7 +83,7 @@ D_SRCS   := $(wildcard daemon/wardend/*.c)
 D_OBJS   := $(patsubst %.c,$(BUILD)/%.o,$(D_SRCS))
 LIBWARDEN := $(BUILD)/libwarden.a
 
-$(BUILD)/%.o: %.c | $(BPF_SKELS)
+$(BUILD)/%.o: %.c | $(BPF_SKELS) $(BUILD)/include/egress.sha256.h
 	@mkdir -p $(@D)
 	$(if $(Q),@echo "  CC      $<")
 	$(Q)$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -c $< -o $@
@@ -85,10 +92,11 @@ $(LIBWARDEN): $(LIB_OBJS)
 	$(Q)rm -f $@
 	$(Q)ar rcs $@ $^
 
-# --whole-archive: CLI verbs and self-registering tables live in the library
+# --whole-archive: CLI verbs and self-registering tables live in the library;
+# no -lcurl: daemon/cli/curl_lazy.c loads libcurl at its first call
 $(BUILD)/warden: $(CLI_OBJS) $(LIBWARDEN)
 	$(if $(Q),@echo "  LD      $@")
-	$(Q)$(CC) $(CFLAGS) -o $@ $(CLI_OBJS) -Wl,--whole-archive $(LIBWARDEN) -Wl,--no-whole-archive $(LDLIBS)
+	$(Q)$(CC) $(CFLAGS) -o $@ $(CLI_OBJS) -Wl,--whole-archive $(LIBWARDEN) -Wl,--no-whole-archive $(filter-out -lcurl,$(LDLIBS))
 
 $(BUILD)/wardend: $(D_OBJS) $(LIBWARDEN)
 	$(if $(Q),@echo "  LD      $@")

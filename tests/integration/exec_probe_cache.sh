@@ -81,6 +81,27 @@ for t in 1 2; do
 			fail "pcache/tier$t-$k-no-runsc" "$(grep runsc "$T/ex" | head -3; cat "$T/runsc.log" 2>/dev/null)"
 	done
 done
+# A one-shot call loads neither libcurl (cli/curl_lazy.c: loaded at the
+# first libcurl call, which `warden exec` never makes) nor libcrypto's
+# configuration (no hashing on its path: the probe cache is crc32, the BPF
+# object's hash comes from the build). Control: a verb that asks wardend
+# does load libcurl, and reports the peer that hung up.
+strace -f -qq -o "$T/op" -e trace=openat "$WARDEN" exec --policy "$T/t1.yaml" -- /usr/bin/true >"$T/out" 2>&1
+rc=$?
+expect_eq pcache/exec-no-libcurl "rc=$rc $(grep -c 'libcurl' "$T/op")" "rc=0 0"
+expect_eq pcache/exec-no-openssl-config "$(grep -c 'openssl.cnf' "$T/op")" 0
+python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(4)
+for _ in range(4):
+    c, _ = s.accept(); c.recv(4096); c.close()
+' "$T/hangup.sock" & hp=$!
+for _ in $(seq 50); do [ -S "$T/hangup.sock" ] && break; sleep 0.05; done
+WARDEN_SOCKET=$T/hangup.sock strace -f -qq -o "$T/op2" -e trace=openat "$WARDEN" approvals ls >"$T/out" 2>&1
+rc=$?
+kill "$hp" 2>/dev/null; wait "$hp" 2>/dev/null
+expect_eq pcache/client-loads-libcurl "rc=$rc $(grep -c 'libcurl.so' "$T/op2")" "rc=1 1"
+expect_match pcache/client-names-failure "$(cat "$T/out")" "approvals"
 if [ -x /usr/bin/runsc ]; then
 	"$WARDEN" exec --policy "$T/t3.yaml" -- /usr/bin/true >"$T/out" 2>&1
 	rc=$?
