@@ -370,6 +370,7 @@ int wd_t3_finish(struct wd_t3 *s, const struct wd_manifest *m,
 	if (!sandbox_started(s))
 		return not_started(s, res, msg, code, timed_out, tmo_ms, err);
 	parse_boot_log(s, m, call, res);
+	wd_t3_net_collect(s, call, res);
 	uint64_t ooms = wd_cgroup_oom_kills(&s->cg);
 	uint64_t pmax = pids_max_events(s);
 	if (pmax > 0) {
