@@ -24,7 +24,14 @@ int wd_t3_net_start(struct wd_t3 *s, const struct wd_manifest *m,
 		    struct wd_err *err);
 /* The netns for the OCI spec, or NULL (--network=none). */
 const char *wd_t3_net_ns_path(const struct wd_t3 *s);
-/* The sandbox is dead: its denials (tc drops, names refused) into res. */
+/* The fds to wait on for its denials (up to 2, filled into p): the count. */
+struct pollfd;
+int wd_t3_net_fds(const struct wd_t3 *s, struct pollfd *p);
+/* Its denials so far (tc drops, names refused) into res, each named as
+ * it is read (an address's name is the one answered for it by then). */
+void wd_t3_net_drain(struct wd_t3 *s, const struct wd_call *call,
+		     struct wd_result *res);
+/* The sandbox is dead: the rest of its denials and the kernel's counts. */
 void wd_t3_net_collect(struct wd_t3 *s, const struct wd_call *call,
 		       struct wd_result *res);
 void wd_t3_net_stop(struct wd_t3 *s);

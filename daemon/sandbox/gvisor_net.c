@@ -23,6 +23,7 @@
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>
+#include <poll.h>
 #include <string.h>
 
 #include "common/log.h"
@@ -246,8 +247,21 @@ static void on_bpf(const struct wd_event *ev, void *arg)
 	on_event(d->s, d->call, d->res, &e);
 }
 
-void wd_t3_net_collect(struct wd_t3 *s, const struct wd_call *call,
-		       struct wd_result *res)
+int wd_t3_net_fds(const struct wd_t3 *s, struct pollfd *p)
+{
+	const struct wd_t3_net *n = s->net;
+	if (!n || !n->filed)
+		return 0;
+	int k = 0;
+	p[k++] = (struct pollfd){wd_egress_events_fd(n->eg), POLLIN, 0};
+	if (n->resolver)
+		p[k++] = (struct pollfd){wd_resolver_events_fd(n->resolver),
+					 POLLIN, 0};
+	return k;
+}
+
+void wd_t3_net_drain(struct wd_t3 *s, const struct wd_call *call,
+		     struct wd_result *res)
 {
 	struct wd_t3_net *n = s->net;
 	if (!n || !n->filed)
@@ -262,6 +276,15 @@ void wd_t3_net_collect(struct wd_t3 *s, const struct wd_call *call,
 				on_event(s, call, res, &ev[i]);
 		res->lost_denials += (int)wd_resolver_take_dropped(n->resolver);
 	}
+}
+
+void wd_t3_net_collect(struct wd_t3 *s, const struct wd_call *call,
+		       struct wd_result *res)
+{
+	struct wd_t3_net *n = s->net;
+	if (!n || !n->filed)
+		return;
+	wd_t3_net_drain(s, call, res);
 	/* the sandbox is gone: the kernel's count of its drops is final */
 	if (!wd_egress_call_counts(n->eg, n->cgid, &res->kernel_counts[0],
 				   &res->kernel_counts[1]))
