@@ -59,6 +59,69 @@ char LICENSE[] SEC("license") = "GPL";
 #define BPF_F_MARK_MANGLED_0_ (1ULL << 5)
 #define LOOPBACK_BE	      bpf_htonl(0x7f000001)
 
+/* Wire headers and the context, declared here rather than taken from
+ * vmlinux.h: its types carry preserve_access_index, and one CO-RE
+ * relocation makes libbpf parse the kernel's whole BTF at each load
+ * (~12 ms of a one-shot `warden exec`). Packet layouts are fixed by the
+ * wire; __sk_buff's by the UAPI (offsets asserted below). */
+struct wd_eth {
+	__u8 h_dest[6];
+	__u8 h_source[6];
+	__u16 h_proto;
+};
+
+struct wd_ip {
+	__u8 ihl_version; /* ihl: low nibble, version: high */
+	__u8 tos;
+	__u16 tot_len;
+	__u16 id;
+	__u16 frag_off;
+	__u8 ttl;
+	__u8 protocol;
+	__u16 check;
+	__u32 saddr;
+	__u32 daddr;
+};
+
+struct wd_tcp {
+	__u16 source;
+	__u16 dest;
+	__u32 seq;
+	__u32 ack_seq;
+	__u8 doff_res; /* data offset: high nibble */
+	__u8 flags;    /* FIN 0x01, SYN 0x02, RST 0x04, ACK 0x10 */
+	__u16 window;
+	__u16 check;
+	__u16 urg_ptr;
+};
+
+struct wd_udp {
+	__u16 source;
+	__u16 dest;
+	__u16 len;
+	__u16 check;
+};
+
+/* struct __sk_buff up to data_end (UAPI: ifindex at 40, data at 76,
+ * data_end at 80) */
+struct wd_skb {
+	__u32 before_ifindex[10];
+	__u32 ifindex;
+	__u32 before_data[8];
+	__u32 data;
+	__u32 data_end;
+};
+_Static_assert(__builtin_offsetof(struct wd_skb, ifindex) == 40, "ifindex");
+_Static_assert(__builtin_offsetof(struct wd_skb, data) == 76, "data");
+_Static_assert(__builtin_offsetof(struct wd_skb, data_end) == 80, "data_end");
+_Static_assert(sizeof(struct wd_ip) == 20 && sizeof(struct wd_tcp) == 20 &&
+		   sizeof(struct wd_eth) == 14,
+	       "wire headers");
+
+#define TCP_SYN 0x02
+#define TCP_RST 0x04
+#define TCP_ACK 0x10
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, WD_POLICY_MAX_CALLS);
@@ -165,13 +228,14 @@ struct pkt {
 /* Parse an IPv4 TCP/UDP frame: 0, or -1 for anything else. */
 static __always_inline int parse(struct __sk_buff *skb, struct pkt *p)
 {
-	void *data = (void *)(long)skb->data;
-	void *end = (void *)(long)skb->data_end;
-	struct ethhdr *eth = data;
+	const struct wd_skb *k = (const void *)skb;
+	void *data = (void *)(long)k->data;
+	void *end = (void *)(long)k->data_end;
+	struct wd_eth *eth = data;
 	if ((void *)(eth + 1) > end || eth->h_proto != bpf_htons(ETH_P_IP))
 		return -1;
-	struct iphdr *ip = (void *)(eth + 1);
-	if ((void *)(ip + 1) > end || ip->ihl != 5 || ip->version != 4)
+	struct wd_ip *ip = (void *)(eth + 1);
+	if ((void *)(ip + 1) > end || ip->ihl_version != 0x45)
 		return -1;
 	/* a fragment's ports are not where they would be: never judged */
 	if (ip->frag_off & bpf_htons(0x3fff))
@@ -180,17 +244,17 @@ static __always_inline int parse(struct __sk_buff *skb, struct pkt *p)
 	p->saddr = ip->saddr;
 	p->daddr = ip->daddr;
 	if (p->proto == IPPROTO_TCP) {
-		struct tcphdr *t = (void *)(ip + 1);
+		struct wd_tcp *t = (void *)(ip + 1);
 		if ((void *)(t + 1) > end)
 			return -1;
 		p->sport = t->source;
 		p->dport = t->dest;
-		p->syn_only = t->syn && !t->ack;
+		p->syn_only = (t->flags & (TCP_SYN | TCP_ACK)) == TCP_SYN;
 		p->udp_csum_zero = false;
 		return 0;
 	}
 	if (p->proto == IPPROTO_UDP) {
-		struct udphdr *u = (void *)(ip + 1);
+		struct wd_udp *u = (void *)(ip + 1);
 		if ((void *)(u + 1) > end)
 			return -1;
 		p->sport = u->source;
@@ -218,13 +282,14 @@ static __always_inline __u16 fold(__s64 c)
  * headers (no options). TC_ACT_SHOT if anything does not fit. */
 static __always_inline int refuse(struct __sk_buff *skb)
 {
-	if (bpf_skb_change_tail(skb, L4_OFF + sizeof(struct tcphdr), 0))
+	if (bpf_skb_change_tail(skb, L4_OFF + sizeof(struct wd_tcp), 0))
 		return TC_ACT_SHOT;
-	void *data = (void *)(long)skb->data;
-	void *end = (void *)(long)skb->data_end;
-	struct ethhdr *eth = data;
-	struct iphdr *ip = (void *)(eth + 1);
-	struct tcphdr *t = (void *)(ip + 1);
+	const struct wd_skb *k = (const void *)skb;
+	void *data = (void *)(long)k->data;
+	void *end = (void *)(long)k->data_end;
+	struct wd_eth *eth = data;
+	struct wd_ip *ip = (void *)(eth + 1);
+	struct wd_tcp *t = (void *)(ip + 1);
 	if ((void *)(t + 1) > end)
 		return TC_ACT_SHOT;
 	__u8 mac[6];
@@ -246,9 +311,8 @@ static __always_inline int refuse(struct __sk_buff *skb)
 	__u32 seq = t->seq;
 	t->ack_seq = bpf_htonl(bpf_ntohl(seq) + 1);
 	t->seq = 0;
-	/* doff 5, flags RST|ACK: byte 12 = 0x50, byte 13 = 0x14 */
-	((__u8 *)t)[12] = 0x50;
-	((__u8 *)t)[13] = 0x14;
+	t->doff_res = 0x50; /* 5 words: no options */
+	t->flags = TCP_RST | TCP_ACK;
 	t->window = 0;
 	t->check = 0;
 	t->urg_ptr = 0;
@@ -264,20 +328,21 @@ static __always_inline int refuse(struct __sk_buff *skb)
 	if (c < 0)
 		return TC_ACT_SHOT;
 	t->check = fold(c);
-	return bpf_redirect(skb->ifindex, 0);
+	return bpf_redirect(((const struct wd_skb *)skb)->ifindex, 0);
 }
 
 /* From the sandbox (ingress of the host end). */
 SEC("tc")
 int wd_t3_from_sandbox(struct __sk_buff *skb)
 {
-	__u32 ifindex = skb->ifindex;
+	__u32 ifindex = ((const struct wd_skb *)skb)->ifindex;
 	struct wd_t3_link *l = bpf_map_lookup_elem(&wd_t3_links, &ifindex);
 	if (!l)
 		return TC_ACT_SHOT; /* a warden link without its entry */
-	void *data = (void *)(long)skb->data;
-	void *end = (void *)(long)skb->data_end;
-	struct ethhdr *eth = data;
+	const struct wd_skb *k = (const void *)skb;
+	void *data = (void *)(long)k->data;
+	void *end = (void *)(long)k->data_end;
+	struct wd_eth *eth = data;
 	if ((void *)(eth + 1) > end)
 		return TC_ACT_SHOT;
 	if (eth->h_proto == bpf_htons(ETH_P_ARP))
@@ -311,13 +376,14 @@ int wd_t3_from_sandbox(struct __sk_buff *skb)
 SEC("tc")
 int wd_t3_to_sandbox(struct __sk_buff *skb)
 {
-	__u32 ifindex = skb->ifindex;
+	__u32 ifindex = ((const struct wd_skb *)skb)->ifindex;
 	struct wd_t3_link *l = bpf_map_lookup_elem(&wd_t3_links, &ifindex);
 	if (!l)
 		return TC_ACT_SHOT;
-	void *data = (void *)(long)skb->data;
-	void *end = (void *)(long)skb->data_end;
-	struct ethhdr *eth = data;
+	const struct wd_skb *k = (const void *)skb;
+	void *data = (void *)(long)k->data;
+	void *end = (void *)(long)k->data_end;
+	struct wd_eth *eth = data;
 	if ((void *)(eth + 1) > end)
 		return TC_ACT_SHOT;
 	if (eth->h_proto == bpf_htons(ETH_P_ARP))

@@ -298,8 +298,12 @@ void wd_t3_net_stop(struct wd_t3 *s)
 		return;
 	wd_resolver_stop(n->resolver);
 	int ifindex = n->link.host_ifindex;
-	/* the link first: with it gone no frame is judged any more */
-	wd_t3link_destroy(&n->link);
+	/* the pair goes with the netns, which the kernel frees in the
+	 * background once we drop it (no process of the sandbox is left):
+	 * deleting it here costs the call ~15-20 ms of RCU waits. Until then
+	 * the host end keeps its programs and, with its entry removed below,
+	 * they drop every frame. */
+	wd_t3link_release(&n->link);
 	if (n->attached)
 		wd_t3net_detach(n->tn, ifindex);
 	if (n->filed)

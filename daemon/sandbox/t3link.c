@@ -382,3 +382,12 @@ void wd_t3link_destroy(struct wd_t3link *l)
 		close(l->netns_fd);
 	l->netns_fd = -1;
 }
+
+void wd_t3link_release(struct wd_t3link *l)
+{
+	l->host_ifindex = 0;
+	l->host_name[0] = 0;
+	if (l->netns_fd >= 0)
+		close(l->netns_fd);
+	l->netns_fd = -1;
+}

@@ -36,5 +36,9 @@ int wd_t3link_make(struct wd_t3link *l, struct wd_err *err);
 /* Delete the pair (both ends go) and drop the netns. Safe on a link that
  * was never (or partly) made. */
 void wd_t3link_destroy(struct wd_t3link *l);
+/* Drop the netns only: the kernel deletes the pair with it, in the
+ * background, once nothing else holds it (the sandbox's processes are
+ * dead). */
+void wd_t3link_release(struct wd_t3link *l);
 
 #endif
