@@ -105,13 +105,21 @@ struct wd_udp {
 /* struct __sk_buff up to data_end (UAPI: ifindex at 40, data at 76,
  * data_end at 80) */
 struct wd_skb {
-	__u32 before_ifindex[10];
+	__u32 len;
+	__u32 pkt_type;
+	__u32 mark;
+	__u32 before_ifindex[7];
 	__u32 ifindex;
 	__u32 before_data[8];
 	__u32 data;
 	__u32 data_end;
 };
+_Static_assert(__builtin_offsetof(struct wd_skb, mark) == 8, "mark");
 _Static_assert(__builtin_offsetof(struct wd_skb, ifindex) == 40, "ifindex");
+
+/* skb->mark of the RSTs refuse() sends: the egress program lets them
+ * through although their source is not an allowed peer */
+#define WD_T3_RST_MARK 0x77643352u
 _Static_assert(__builtin_offsetof(struct wd_skb, data) == 76, "data");
 _Static_assert(__builtin_offsetof(struct wd_skb, data_end) == 80, "data_end");
 _Static_assert(sizeof(struct wd_ip) == 20 && sizeof(struct wd_tcp) == 20 &&
@@ -328,6 +336,7 @@ static __always_inline int refuse(struct __sk_buff *skb)
 	if (c < 0)
 		return TC_ACT_SHOT;
 	t->check = fold(c);
+	((struct wd_skb *)skb)->mark = WD_T3_RST_MARK;
 	return bpf_redirect(((const struct wd_skb *)skb)->ifindex, 0);
 }
 
@@ -369,10 +378,14 @@ int wd_t3_from_sandbox(struct __sk_buff *skb)
 	return p.syn_only ? refuse(skb) : TC_ACT_SHOT;
 }
 
-/* To the sandbox (egress of the host end): replies from the node's
- * loopback carry gw as their source, as the sandbox addressed them. No
- * connection is opened into the sandbox (network.listen is refused in
- * tier 3): a SYN without ACK never reaches it. */
+/* To the sandbox (egress of the host end): only what comes from a peer
+ * the call may reach (judged as the ingress program judges the other way:
+ * the allow map, the resolver at gw:53) and the RSTs of refused SYNs; a
+ * packet from a peer whose pin ran out is dropped as its packets to that
+ * peer are. Replies from the node's loopback carry gw as their source, as
+ * the sandbox addressed them. No connection is opened into the sandbox
+ * (network.listen is refused in tier 3): a SYN without ACK never reaches
+ * it. */
 SEC("tc")
 int wd_t3_to_sandbox(struct __sk_buff *skb)
 {
@@ -390,6 +403,10 @@ int wd_t3_to_sandbox(struct __sk_buff *skb)
 		return TC_ACT_OK;
 	struct pkt p;
 	if (parse(skb, &p) < 0 || p.daddr != l->sbx || p.syn_only)
+		return TC_ACT_SHOT;
+	if (k->mark != WD_T3_RST_MARK &&
+	    !(p.saddr == l->gw && p.sport == bpf_htons(53)) &&
+	    !allowed(l->cgid, p.saddr, p.sport))
 		return TC_ACT_SHOT;
 	if (p.saddr == LOOPBACK_BE && rewrite(skb, p.proto, IP_SRC_OFF, p.saddr,
 					      l->gw, p.udp_csum_zero) < 0)
