@@ -134,6 +134,21 @@ links_left() { ip -o link show 2>/dev/null | grep -c ' w3h' || true; }
 for _ in $(seq 50); do [ "$(links_left)" = 0 ] && break; sleep 0.1; done
 expect_eq t3e_no_links_left "$(links_left)" 0
 
+# fail closed: where the host-side programs cannot load (the kernel's BTF
+# hidden, a fresh bpffs: nothing pinned to reuse, as exec_failclosed.sh
+# does for tiers 1-2) the call is refused and nothing runs
+: >"$T/hits"
+if [ -e /sys/kernel/btf/vmlinux ]; then
+	unshare -m --propagation private sh -c 'mount -t tmpfs none /sys/kernel/btf &&
+		mount -t bpf bpf /sys/fs/bpf && exec "$0" exec --policy "$1" --stdin "$2"' \
+		"$WARDEN" "$T/p.yaml" "$T/probe.py" >"$T/fc.out" 2>"$T/err.txt"
+	expect_eq t3e_failclosed_exit "$?" 125
+	expect_match t3e_failclosed_msg "$(cat "$T/err.txt")" 'egress'
+	expect_eq t3e_failclosed_nothing_ran "$(cat "$T/fc.out")$(cat "$T/hits")" ""
+else
+	skip t3e_failclosed "no /sys/kernel/btf/vmlinux on this node"
+fi
+
 # a rule beyond the node is refused at call start, never run unfiltered
 sed "s|\"127.0.0.1:$A\"|\"198.51.100.9:80\"|" "$T/p.yaml" >"$T/far.yaml"
 "$WARDEN" exec --policy "$T/far.yaml" --stdin "$T/probe.py" >/dev/null 2>"$T/err.txt"
