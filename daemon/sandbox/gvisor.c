@@ -15,7 +15,10 @@
  *   started   only the boot log's "Process should have started" proves
  *             the program ran; without it the call is refused (125),
  *             whatever runsc exited with.
- *   runsc     `runsc --network=none --platform=ptrace run` under a shim: a
+ *   network   `--network=none` for `network.allow: []`; else
+ *             `--network=sandbox` in a netns of the call's own whose only
+ *             link is held on the host end (gvisor_net.c)
+ *   runsc     `runsc --network=... --platform=ptrace run` under a shim: a
  *             forked child that is PR_SET_CHILD_SUBREAPER, so the sandbox,
  *             gofer and helper processes runsc leaves behind are reaped by us
  *             and not by the node's init (which here does not reap them: a
