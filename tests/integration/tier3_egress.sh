@@ -134,6 +134,61 @@ links_left() { ip -o link show 2>/dev/null | grep -c ' w3h' || true; }
 for _ in $(seq 50); do [ "$(links_left)" = 0 ] && break; sleep 0.1; done
 expect_eq t3e_no_links_left "$(links_left)" 0
 
+# inbound: nothing of the host reaches the sandbox but replies from its
+# allowed peers. The sandbox waits on a UDP port (and tries to listen on
+# TCP); the host finds the call's link (its host end w3h*, the sandbox at
+# gw+1) and sends datagrams and SYNs there while it waits.
+cat >"$T/in.py" <<'PY'
+import socket, time
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.bind(("0.0.0.0", 47001)); u.settimeout(0.2)
+try:
+    t = socket.socket(); t.bind(("0.0.0.0", 47002)); t.listen(4); t.settimeout(0.2); tl = "listening"
+except Exception as e:
+    t, tl = None, "error " + type(e).__name__
+got = acc = 0
+end = time.time() + 4
+while time.time() < end:
+    try:
+        u.recvfrom(100); got += 1
+    except socket.timeout:
+        pass
+    if t:
+        try:
+            t.accept(); acc += 1
+        except socket.timeout:
+            pass
+print("udp-received:", got); print("tcp:", tl, "accepted", acc)
+PY
+"$WARDEN" exec --policy "$T/p.yaml" --json --stdin "$T/in.py" >"$T/in.json" 2>"$T/err.txt" &
+EPID=$!
+gw=""
+for _ in $(seq 100); do
+	gw=$(ip -4 -o addr show 2>/dev/null | awk '$2 ~ /^w3h/ {split($4, a, "/"); print a[1]; exit}')
+	[ -n "$gw" ] && break
+	sleep 0.05
+done
+if [ -n "$gw" ]; then
+	sbx=$(python3 -c "import ipaddress, sys; print(ipaddress.ip_address(sys.argv[1]) + 1)" "$gw")
+	sleep 1.5 # the sandbox's program is up by now
+	python3 - "$sbx" <<'PY'
+import socket, sys, time
+sbx = sys.argv[1]
+for _ in range(20):
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.sendto(b"in", (sbx, 47001)); u.close()
+    t = socket.socket(); t.settimeout(0.1)
+    try: t.connect((sbx, 47002))
+    except Exception: pass
+    t.close(); time.sleep(0.05)
+PY
+fi
+wait "$EPID"
+if [ -z "$gw" ]; then
+	fail t3e_inbound "the call's link never appeared: $(cat "$T/err.txt")"
+else
+	expect_match t3e_inbound_udp_none "$(jq -r .stdout "$T/in.json")" 'udp-received: 0'
+	expect_match t3e_inbound_tcp_none "$(jq -r .stdout "$T/in.json")" 'accepted 0'
+fi
+
 # fail closed: where the host-side programs cannot load (the kernel's BTF
 # hidden, a fresh bpffs: nothing pinned to reuse, as exec_failclosed.sh
 # does for tiers 1-2) the call is refused and nothing runs
