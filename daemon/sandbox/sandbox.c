@@ -90,10 +90,7 @@ int wd_sandbox_run(const struct wd_call *call, struct wd_result *res,
 	struct wd_call c = *call;
 	uint64_t t0 = wd_now_ns();
 	int r;
-	/* a tier-3 call with network.allow starts cold: its link, filter
-	 * and resolver are made for it (sandbox/gvisor_net.c) */
-	if (m->tier == WD_TIER_3 && g_pool && !call->no_pool &&
-	    !m->n_net_allow) {
+	if (m->tier == WD_TIER_3 && g_pool && !call->no_pool) {
 		/* Registration is idempotent; a shape that cannot run in tier
 		 * 3 fails here exactly as the cold path would. A warm
 		 * sandbox holds a uid of its own from its boot (pool.c). */

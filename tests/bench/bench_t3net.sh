@@ -2,8 +2,8 @@
 # Tier 3 call start with a non-empty network.allow (a netns and veth pair of
 # the call's own, tc BPF on the host end, the call's resolver on the link:
 # sandbox/gvisor_net.c) against --network=none: the whole one-shot
-# `warden exec` of /usr/bin/true, cold (a call with a link never comes from
-# the warm pool), alternating the two so both see the same machine. Medians
+# `warden exec` of /usr/bin/true, cold (a one-shot exec has no warm pool),
+# alternating the two so both see the same machine. Medians
 # of N rounds each, in one run. Goal (issue 14): <= 1.3x. Nothing is
 # asserted.
 [ "$(id -u)" -eq 0 ] || { echo "bench_t3net: needs root"; exit 0; }

@@ -2,9 +2,10 @@
 # Tier 3 with a non-empty network.allow through wardend (its own egress
 # object, the node-wide ring routed to calls by cgroup id, one tc object
 # for every call): the run's tool call reaches the allowed loopback
-# listener at its gateway and nothing else; the call starts cold (never
-# from the warm pool); its denial is in the trace, named by the host-side
-# program's record. Judged outside: the host listener's log, the trace.
+# listener at its gateway and nothing else, cold and then from the warm
+# pool (a warm sandbox boots with a link of its own); its denial is in the
+# trace, named by the host-side program's record. Judged outside: the host
+# listener's log, the trace.
 . tests/lib.sh
 . tests/integration/daemon_lib/common.sh
 [ "$(id -u)" -eq 0 ] || { skip daemon-t3net "needs root"; finish; }
@@ -56,6 +57,19 @@ tr=$(recs_of "$id" tool_result)
 expect_match t3net-cold "$(printf '%s' "$tr" | jq_py '[x.get("enforcement",{}).get("pool") for x in d]')" 'cold start'
 expect_match t3net-link "$(printf '%s' "$tr" | jq_py '[x.get("enforcement",{}).get("network") for x in d]')" 'tc BPF allow-list'
 expect_match t3net-denial-recorded "$(recs_of "$id" denial | jq_py '[x["event"].get("target") for x in d]')" "127\.0\.0\.1:$B"
+# the pool refilled with a sandbox of this shape (its own link, filter
+# and resolver, made at its boot): the next call takes it, same outcome
+metric() { api GET /metrics | sed -n "s/^$1 //p"; }
+pool_ready() { [ "$(metric warden_pool_ready)" = 1 ]; }
+wait_until 30 pool_ready || fail t3net-pool-ready "no warm sandbox: $(api GET /metrics | grep warden_pool_ | tr '\n' ' ')"
+: >"$T/hits"
+out=$(as_user 1000 "$WARDEN" run --json py go 2>&1)
+id=$(printf '%s\n' "$out" | grep -o 'run_[0-9a-f]\{16\}' | head -1)
+expect_match t3net-pool-allowed-reached "$out" "$A pong"
+expect_match t3net-pool-other-refused "$out" "$B ConnectionRefusedError"
+expect_eq t3net-pool-listener-hits "$(sort "$T/hits" | tr '\n' ' ')" "A "
+expect_match t3net-pool-hit "$(recs_of "$id" tool_result | jq_py '[x.get("enforcement",{}).get("pool") for x in d]')" 'warm'
+expect_match t3net-pool-denial "$(recs_of "$id" denial | jq_py '[x["event"].get("target") for x in d]')" "127\.0\.0\.1:$B"
 stop_daemon
 kill "$LPID" 2>/dev/null
 finish
