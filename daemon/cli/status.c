@@ -210,9 +210,18 @@ static void row_network(struct report *r, const char *t2m, const char *t3m)
 	if (t3m)
 		w->t[2] = no("%s", t3m);
 	else
-		w->t[2] = yes("a non-empty list has no tier-3 mechanism "
-			      "(DESIGN.md §2): such a manifest is refused",
-			      "runsc --network=none (empty list)");
+		w->t[2] = yes(
+		    "the link carries IPv4 and reaches only the node's own "
+		    "addresses (its host end forwards nothing; the node's "
+		    "127.0.0.1 is the host end as the sandbox sees it): a "
+		    "rule beyond the node is refused; tc BPF is loaded at the "
+		    "first such call, which is refused if it cannot load or "
+		    "attach",
+		    "runsc --network=none (empty list); a non-empty list: a "
+		    "netns + veth pair of the call's own (runsc "
+		    "--network=sandbox), tc BPF on the host end judges every "
+		    "packet against the call's allow map (as tiers 1-2, keyed "
+		    "by cgroup id) and records what it drops");
 }
 
 /* Names in network.allow ("host:port", "*.suffix:port"): who resolves
@@ -243,8 +252,15 @@ static void row_names(struct report *r, const char *t2m, const char *t3m)
 	w->t[0] = names_cell(r->f);
 	w->t[1] = t2m ? no("%s", t2m) : names_cell(r->f);
 	w->t[2] = t3m ? no("%s", t3m)
-		      : no("not held in tier 3: a non-empty network.allow is "
-			   "refused there (gVisor runs with --network=none)");
+		      : yes("an answer the sandbox cannot reach is withheld "
+			    "and recorded (dns.answer); AAAA answers are left "
+			    "out (the link carries IPv4)",
+			    "the call's own resolver on its link's host end "
+			    "(port 53, UDP and TCP, sockets bound to the "
+			    "link; the sandbox's resolv.conf names it): tc BPF "
+			    "drops every other packet to port 53 or 853; each "
+			    "answer is pinned in the call's allow map for its "
+			    "TTL");
 }
 
 static void row_families(struct report *r, const char *t2m, const char *t3m)
@@ -338,8 +354,11 @@ static void row_inbound(struct report *r, const char *t2m, const char *t3m)
 			      "own");
 	w->t[2] = t3m ? no("%s", t3m)
 		      : yes("listen: true is refused by policy check",
-			    "runsc --network=none: a listener is in the "
-			    "sentry's own netstack, unreachable from outside");
+			    "a listener is in the sentry's own netstack: "
+			    "unreachable with --network=none; on a call's "
+			    "link the host end's tc BPF lets no connection "
+			    "in (a SYN without ACK toward the sandbox is "
+			    "dropped)");
 }
 
 static void row_fs(struct report *r, const char *t2m, const char *t3m,

@@ -515,7 +515,7 @@ int wd_egress_attach(struct wd_egress *e, int cgroup_fd, uint64_t cgid,
 		     uint64_t families_mask, struct wd_err *err)
 {
 	int rc = 0;
-	if (!e || cgroup_fd < 0 || n < 0 || (n && !rules))
+	if (!e || cgroup_fd < -1 || n < 0 || (n && !rules))
 		return wd_err_set(err, -EINVAL, "egress: bad arguments");
 	pthread_mutex_lock(&e->lock);
 	for (struct wd_egress_call *c = e->calls; c; c = c->next)
@@ -561,6 +561,8 @@ int wd_egress_attach(struct wd_egress *e, int cgroup_fd, uint64_t cgid,
 			   (unsigned long long)cgid, strerror(-rc));
 		goto fail;
 	}
+	if (cgroup_fd < 0)
+		goto filed; /* maps only: tier 3's tc programs (t3net.h) */
 	c->cgfd = fcntl(cgroup_fd, F_DUPFD_CLOEXEC, 3);
 	if (c->cgfd < 0) {
 		rc = -errno;
@@ -585,6 +587,7 @@ int wd_egress_attach(struct wd_egress *e, int cgroup_fd, uint64_t cgid,
 			goto fail;
 		}
 	}
+filed:
 	c->next = e->calls;
 	e->calls = c;
 	pthread_mutex_unlock(&e->lock);

@@ -90,10 +90,12 @@ uint32_t wd_egress_shared_ring_size(void);
  * whose id is cgid). Rules with needs_resolve are resolved here with
  * getaddrinfo (every address of the name, each as a /128 or v4 /32 with the
  * rule's port); a name that does not resolve fails the attach (-EHOSTUNREACH,
- * fail closed). families_mask: bit n = AF n may be used; 0 = no family check
- * here (seccomp holds that line). audit: allow and report what would be
- * denied. On failure nothing stays attached or in the maps. -EEXIST if the
- * cgid is already attached. */
+ * fail closed). cgroup_fd -1: the policy and rules only, no program
+ * attached (tier 3: the programs holding the call are tc programs on its
+ * link, enforce/t3net.h). families_mask: bit n = AF n may be used; 0 = no
+ * family check here (seccomp holds that line). audit: allow and report what
+ * would be denied. On failure nothing stays attached or in the maps. -EEXIST if
+ * the cgid is already attached. */
 int wd_egress_attach(struct wd_egress *e, int cgroup_fd, uint64_t cgid,
 		     const struct wd_net_rule *rules, int n, bool audit,
 		     uint64_t families_mask, struct wd_err *err);

@@ -56,6 +56,9 @@ struct wd_resolver {
 
 	int udp, tcp, stopfd, evfd;
 	int udp6, tcp6; /* on [::1] at the same port, or -1 */
+	int udpd, tcpd; /* on dev_addr:53 of tier 3's link, or -1 */
+	int (*shown)(void *, const uint8_t[16], uint8_t[16], char *, size_t);
+	void *shown_arg;
 	uint16_t port;
 	struct conn conns[MAX_CONN];
 	pthread_t th;
@@ -397,6 +400,27 @@ static size_t handle(struct wd_resolver *r, const uint8_t *msg, size_t len,
 						 : WD_DNS_SERVFAIL;
 		}
 	}
+	/* what the asker can reach (tier 3), as the private ranges are
+	 * judged: an answer withheld is recorded, REFUSED if none is left */
+	uint8_t told[WD_DNS_MAX_RR][16];
+	int kept = 0, withheld = 0;
+	for (int i = 0; i < d.n && r->shown; i++) {
+		char why[160] = "";
+		int sr = r->shown(r->shown_arg, d.rr[i].addr, told[kept], why,
+				  sizeof(why));
+		if (sr < 0 && !withheld++) {
+			char t[256];
+			snprintf(t, sizeof(t), "%s (%s)", q.name, why);
+			queue_denial(r, "dns.answer", t, 0);
+		}
+		if (sr == 0)
+			d.rr[kept++] = d.rr[i];
+	}
+	if (r->shown) {
+		d.n = kept;
+		if (withheld && !kept)
+			d.rcode = WD_DNS_REFUSED;
+	}
 	uint64_t now = wd_now_ns();
 	for (int i = 0; i < d.n; i++) {
 		uint64_t life = (uint64_t)d.rr[i].ttl * 1000000000ull;
@@ -425,6 +449,9 @@ static size_t handle(struct wd_resolver *r, const uint8_t *msg, size_t len,
 		r->answered++;
 		pthread_mutex_unlock(&r->mu);
 	}
+	/* pinned as answered, told as the asker reaches it */
+	for (int i = 0; i < d.n && r->shown; i++)
+		memcpy(d.rr[i].addr, told[i], 16);
 	return wd_dns_answer(&q, msg, d.rcode, d.rr, d.n, out, cap);
 }
 
@@ -483,7 +510,8 @@ static void udp_read(struct wd_resolver *r, int fd)
 				     (void *)&from, &fl);
 		if (m < 0)
 			break;
-		if (!from_call(r, IPPROTO_UDP, &from))
+		/* the device's socket: only the call's link reaches it */
+		if (fd != r->udpd && !from_call(r, IPPROTO_UDP, &from))
 			continue; /* not the call's: unanswered */
 		/* UDP answers fit 512 bytes unless EDNS says more; ours are
 		 * at most 16 records (TC set past that) */
@@ -500,7 +528,7 @@ static void tcp_accept(struct wd_resolver *r, int lfd)
 	int fd = accept4(lfd, (void *)&from, &fl, SOCK_CLOEXEC | SOCK_NONBLOCK);
 	if (fd < 0)
 		return;
-	if (!from_call(r, IPPROTO_TCP, &from)) {
+	if (lfd != r->tcpd && !from_call(r, IPPROTO_TCP, &from)) {
 		close(fd); /* not the call's */
 		return;
 	}
@@ -517,13 +545,15 @@ static void *resolver_main(void *arg)
 {
 	struct wd_resolver *r = arg;
 	for (;;) {
-		struct pollfd p[5 + MAX_CONN];
+		struct pollfd p[7 + MAX_CONN];
 		int n = 0;
 		p[n++] = (struct pollfd){r->stopfd, POLLIN, 0};
 		p[n++] = (struct pollfd){r->udp, POLLIN, 0};
 		p[n++] = (struct pollfd){r->tcp, POLLIN, 0};
 		p[n++] = (struct pollfd){r->udp6, POLLIN, 0}; /* -1: none */
 		p[n++] = (struct pollfd){r->tcp6, POLLIN, 0};
+		p[n++] = (struct pollfd){r->udpd, POLLIN, 0};
+		p[n++] = (struct pollfd){r->tcpd, POLLIN, 0};
 		int first_conn = n;
 		for (int i = 0; i < MAX_CONN; i++)
 			if (r->conns[i].fd >= 0)
@@ -547,6 +577,10 @@ static void *resolver_main(void *arg)
 			tcp_accept(r, r->tcp);
 		if (p[4].revents)
 			tcp_accept(r, r->tcp6);
+		if (p[5].revents)
+			udp_read(r, r->udpd);
+		if (p[6].revents)
+			tcp_accept(r, r->tcpd);
 		for (int j = first_conn; j < n; j++) {
 			if (!p[j].revents)
 				continue;
@@ -561,6 +595,28 @@ static void *resolver_main(void *arg)
 				conn_close(&r->conns[i]);
 	}
 	return NULL;
+}
+
+/* dev_addr:53 on tier 3's link, UDP and TCP, bound to the device: 0 or
+ * -errno. */
+static int open_dev(struct wd_resolver *r, const char *dev, uint32_t addr)
+{
+	struct sockaddr_in s4 = {.sin_family = AF_INET,
+				 .sin_port = htons(53),
+				 .sin_addr.s_addr = addr};
+	int one = 1;
+	r->udpd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	r->tcpd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int fds[2] = {r->udpd, r->tcpd};
+	for (int i = 0; i < 2; i++)
+		if (fds[i] < 0 ||
+		    setsockopt(fds[i], SOL_SOCKET, SO_BINDTODEVICE, dev,
+			       (socklen_t)strlen(dev)) ||
+		    setsockopt(fds[i], SOL_SOCKET, SO_REUSEADDR, &one,
+			       sizeof(one)) ||
+		    bind(fds[i], (void *)&s4, sizeof(s4)))
+			return -errno;
+	return listen(r->tcpd, MAX_CONN) ? -errno : 0;
 }
 
 /* [::1] at the v4 side's port, UDP and TCP, v6 only; false (nothing
@@ -598,6 +654,7 @@ int wd_resolver_start(const struct wd_resolver_opts *o,
 	pthread_mutex_init(&r->mu, NULL);
 	r->udp = r->tcp = r->stopfd = r->evfd = r->diag = -1;
 	r->udp6 = r->tcp6 = -1;
+	r->udpd = r->tcpd = -1;
 	for (int i = 0; i < MAX_CONN; i++)
 		r->conns[i].fd = -1;
 	r->n = o->n;
@@ -620,6 +677,8 @@ int wd_resolver_start(const struct wd_resolver_opts *o,
 	r->cgid = o->cgroup_id;
 	r->uid = o->uid;
 	r->audit = o->audit;
+	r->shown = o->shown;
+	r->shown_arg = o->shown_arg;
 	int rc = 0;
 	struct sockaddr_in sin = {.sin_family = AF_INET};
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -657,6 +716,14 @@ int wd_resolver_start(const struct wd_resolver_opts *o,
 		return rc ? rc : -EADDRINUSE;
 	}
 	open_v6(r);
+	if (o->dev && (rc = open_dev(r, o->dev, o->dev_addr)) < 0) {
+		wd_err_set(err, rc,
+			   "network.allow names: the call's resolver cannot "
+			   "listen on its tier-3 link '%s' (port 53): %s",
+			   o->dev, strerror(-rc));
+		wd_resolver_stop(r);
+		return rc;
+	}
 	r->diag =
 	    socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
 	if (r->diag < 0) {
@@ -784,8 +851,8 @@ void wd_resolver_stop(struct wd_resolver *r)
 	for (int i = 0; i < MAX_CONN; i++)
 		if (r->conns[i].fd >= 0)
 			close(r->conns[i].fd);
-	int fds[] = {r->udp,	r->tcp,	 r->udp6, r->tcp6,
-		     r->stopfd, r->evfd, r->diag};
+	int fds[] = {r->udp,  r->tcp,	 r->udp6, r->tcp6, r->udpd,
+		     r->tcpd, r->stopfd, r->evfd, r->diag};
 	for (size_t i = 0; i < WD_ARRAY_SIZE(fds); i++)
 		if (fds[i] >= 0)
 			close(fds[i]);

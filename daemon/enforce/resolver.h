@@ -34,6 +34,22 @@ struct wd_resolver_opts {
 	void *pin_arg;
 	uint64_t cgroup_id; /* put in the events */
 	uint32_t uid;
+	/* Tier 3 (sandbox/t3link.h): also listen on dev_addr:53 (network
+	 * order), UDP and TCP, on sockets bound to device dev: only what
+	 * arrives over the call's own link reaches them, so what they
+	 * receive is the call's (no uid check: the sender is gVisor's
+	 * netstack, not a host socket). NULL: none. */
+	const char *dev;
+	uint32_t dev_addr;
+	/* What the asker is told for an answered address (called before it
+	 * is pinned; the pin is the address as answered): 0 = told `shown`
+	 * (filled in, may be the same), 1 = left out of the answer without a
+	 * denial (a family the call cannot use), -errno = withheld and
+	 * recorded as a denial of the name, `why` saying why. NULL: every
+	 * address as answered. */
+	int (*shown)(void *arg, const uint8_t addr[16], uint8_t shown[16],
+		     char *why, size_t why_len);
+	void *shown_arg;
 };
 
 /* Where every call's resolver looks names up (wardend --dns-upstream,

@@ -92,21 +92,30 @@ static void cross_field(struct wd_ywalk *w, struct mctx *c)
 			    m->exec[0], ce ? ce : "?");
 		free(ce);
 	}
-	/* Tier 3 runs with --network=none (sandbox/gvisor.c): a listener
-	 * there is in gVisor's own empty netstack, which nothing outside
-	 * can reach, so `listen: true` could not be given as written. */
-	/* nor is an allow-list: no tier-3 mechanism holds one (names
-	 * included), so it is refused here rather than at the first call */
-	if (m->n_net_allow && m->tier == WD_TIER_3)
-		wd_y_err(w, c->allow_node,
-			 "'network.allow': tier 3 runs with --network=none: a "
-			 "non-empty allow-list (addresses or names) has no "
-			 "tier-3 mechanism (use tier 1 or 2, or allow: [])");
+	/* Tier 3 (sandbox/gvisor.c): a listener there is in gVisor's own
+	 * netstack, which nothing outside reaches (its link, if any, lets no
+	 * connection in), so `listen: true` could not be given as written. */
+	/* An allow-list in tier 3 is its link's (sandbox/gvisor_net.c),
+	 * which carries IPv4 only: an IPv6 rule could not be given as
+	 * written. (That an IPv4 rule holds an address of the node is
+	 * checked where it runs, at call start.) */
+	for (int i = 0; m->tier == WD_TIER_3 && i < m->n_net_allow; i++) {
+		const struct wd_net_rule *r = &m->net_allow[i];
+		static const uint8_t v4[12] = {0, 0, 0, 0, 0,	 0,
+					       0, 0, 0, 0, 0xff, 0xff};
+		if (!r->needs_resolve &&
+		    (memcmp(r->addr, v4, sizeof(v4)) || r->prefix < 96)) {
+			wd_y_err(w, c->allow_node,
+				 "'network.allow' '%s': tier 3's link "
+				 "carries IPv4 only (use tier 1 or 2)",
+				 r->text);
+			break;
+		}
+	}
 	if (m->net_listen && m->tier == WD_TIER_3)
 		wd_y_err(w, c->listen_node,
-			 "'network.listen': tier 3 runs with --network=none: "
-			 "nothing outside the sandbox can reach a listener "
-			 "(use tier 1 or 2)");
+			 "'network.listen': in tier 3 nothing outside the "
+			 "sandbox can reach a listener (use tier 1 or 2)");
 }
 
 struct load_state {

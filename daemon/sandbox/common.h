@@ -33,5 +33,11 @@ int wd_sb_copy_root_symlinks(const char *root);
  * caller keeps draining the pipe) and *truncated set. */
 void wd_sb_take(struct wd_buf *b, const char *p, size_t n, size_t cap,
 		bool *truncated);
+/* A kernel denial of a connect to an address the call's resolver answered
+ * for a name names it: "10.1.2.3:9200" -> "search-svc.internal:9200
+ * (10.1.2.3)" (native_supervise.c). NULL resolver: unchanged. */
+struct wd_resolver;
+struct wd_event;
+void wd_sb_name_target(struct wd_resolver *resolver, struct wd_event *e);
 
 #endif

@@ -15,7 +15,10 @@
  *   started   only the boot log's "Process should have started" proves
  *             the program ran; without it the call is refused (125),
  *             whatever runsc exited with.
- *   runsc     `runsc --network=none --platform=ptrace run` under a shim: a
+ *   network   `--network=none` for `network.allow: []`; else
+ *             `--network=sandbox` in a netns of the call's own whose only
+ *             link is held on the host end (gvisor_net.c)
+ *   runsc     `runsc --network=... --platform=ptrace run` under a shim: a
  *             forked child that is PR_SET_CHILD_SUBREAPER, so the sandbox,
  *             gofer and helper processes runsc leaves behind are reaped by us
  *             and not by the node's init (which here does not reap them: a
@@ -59,6 +62,8 @@
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -122,12 +127,9 @@ int wd_t3_precheck(const struct wd_manifest *m, uid_t uid, gid_t gid,
 		   struct wd_err *err)
 {
 	char p[PATH_MAX];
-	if (m->n_net_allow > 0)
-		return wd_err_set(
-		    err, -ENOTSUP,
-		    "network.allow: tier 3 cannot enforce an egress "
-		    "allow-list (gVisor runs with --network=none only; no "
-		    "filtered netns yet): refused rather than full network");
+	int r;
+	if ((r = wd_t3_net_check(m, err)) < 0)
+		return r;
 	if (uid == 0 || gid == 0)
 		return wd_err_set(err, -EPERM,
 				  "tier 3: refusing to run as uid/gid 0");
@@ -141,10 +143,25 @@ int wd_t3_precheck(const struct wd_manifest *m, uid_t uid, gid_t gid,
  * killed); 126 when runsc could not be started. */
 static void __attribute__((noreturn))
 shim_main(int in, int out, int errfd, const char *path, char **argv,
-	  char **envp)
+	  char **envp, bool net)
 {
 	int st;
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
+		_exit(126);
+	/* --network=sandbox: this runsc tells the root network namespace
+	 * from others by /proc/sys/net/core/rmem_default being there, which
+	 * kernels since 5.x show in every namespace, and then refuses to
+	 * run ("cannot run with network enabled in root network
+	 * namespace"). runsc and what it starts see an empty, read-only
+	 * /proc/sys/net in a mount namespace of their own: the sandbox's
+	 * netns is ours, never the root one (gvisor_net.c), and nothing of
+	 * runsc's reads that tree otherwise. The host's mounts are not
+	 * touched (private propagation first). */
+	if (net && (unshare(CLONE_NEWNS) < 0 ||
+		    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+		    mount("none", "/proc/sys/net", "tmpfs",
+			  MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+			  "size=4k") < 0))
 		_exit(126);
 	if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(errfd, 2) < 0)
 		_exit(126);
@@ -285,7 +302,7 @@ int wd_t3_spawn(const struct wd_manifest *m, char *const *argv, uid_t uid,
 {
 	int r;
 	char **av = NULL, **env = NULL, **rargv = NULL;
-	cleanup_free char *cgpath = NULL;
+	cleanup_free char *cgpath = NULL, *resolv = NULL;
 	int pin[2] = {-1, -1}, pout[2] = {-1, -1}, perr[2] = {-1, -1};
 	const struct wd_features *f = wd_probe_tier3();
 	struct wd_t3 *s = wd_calloc(1, sizeof(*s));
@@ -356,15 +373,6 @@ int wd_t3_spawn(const struct wd_manifest *m, char *const *argv, uid_t uid,
 		env[5 + i] = wd_strdup(m->env[i]);
 
 	cgpath = wd_asprintf("/warden/%s", s->id);
-	struct wd_oci_opts o = {.argv = av,
-				.envp = env,
-				.uid = uid,
-				.gid = gid,
-				.cgroups_path = cgpath,
-				.hostname = "warden"};
-	if ((r = wd_oci_bundle_write(s->dir, m, &o, err)) < 0)
-		goto fail;
-
 	struct wd_cg_limits lim = {
 	    .memory_bytes = ((uint64_t)(m->memory_mb ? m->memory_mb
 						     : WD_DEFAULT_MEMORY_MB) +
@@ -378,6 +386,22 @@ int wd_t3_spawn(const struct wd_manifest *m, char *const *argv, uid_t uid,
 	/* runsc joins the leaves by path: they must be the same path in
 	 * every v1 hierarchy and (pure v2) on v2. */
 
+	/* a non-empty allow-list: the filtered link, before anything runs */
+	if (m->n_net_allow > 0 && (r = wd_t3_net_start(s, m, err)) < 0)
+		goto fail;
+	if (s->net)
+		resolv = wd_asprintf("%s/resolv.conf", s->dir);
+	struct wd_oci_opts o = {.argv = av,
+				.envp = env,
+				.uid = uid,
+				.gid = gid,
+				.cgroups_path = cgpath,
+				.hostname = "warden",
+				.netns_path = wd_t3_net_ns_path(s),
+				.resolv_conf = resolv};
+	if ((r = wd_oci_bundle_write(s->dir, m, &o, err)) < 0)
+		goto fail;
+
 	if (pipe2(pin, O_CLOEXEC) < 0 || pipe2(pout, O_CLOEXEC) < 0 ||
 	    pipe2(perr, O_CLOEXEC) < 0) {
 		r = wd_err_set(err, -errno, "pipes: %s", strerror(errno));
@@ -390,8 +414,9 @@ int wd_t3_spawn(const struct wd_manifest *m, char *const *argv, uid_t uid,
 	rargv[k++] = wd_strdup(s->runsc);
 	rargv[k++] = wd_asprintf("--root=%s", s->root);
 	rargv[k++] = wd_asprintf("--platform=%s", plat);
-	/* Only loopback inside; network.allow non-empty was refused. */
-	rargv[k++] = wd_strdup("--network=none");
+	/* Only loopback inside, or the call's filtered link (its netns is
+	 * the spec's: gvisor_net.c) */
+	rargv[k++] = wd_strdup(s->net ? "--network=sandbox" : "--network=none");
 	rargv[k++] = wd_asprintf("--log=%s/runsc.log", s->dir);
 	rargv[k++] = wd_strdup("--log-format=json");
 	rargv[k++] = wd_asprintf("--debug-log=%s/%%COMMAND%%.log", s->dir);
@@ -413,7 +438,8 @@ int wd_t3_spawn(const struct wd_manifest *m, char *const *argv, uid_t uid,
 		goto fail;
 	}
 	if (s->shim == 0)
-		shim_main(pin[0], pout[1], perr[1], s->runsc, rargv, renv);
+		shim_main(pin[0], pout[1], perr[1], s->runsc, rargv, renv,
+			  s->net != NULL);
 	close(pin[0]);
 	close(pout[1]);
 	close(perr[1]);
@@ -473,6 +499,8 @@ void wd_t3_destroy(struct wd_t3 *s)
 			wd_warn("tier 3 '%s': runsc delete --force: %d", s->id,
 				r);
 	}
+	/* every process of the sandbox is dead: its link can go */
+	wd_t3_net_stop(s);
 	wd_cgroup_destroy(&s->cg);
 	if (s->in >= 0)
 		close(s->in);
@@ -494,7 +522,7 @@ static void enforcement(const struct wd_manifest *m, struct wd_t3 *s,
 	const char *plat = f->runsc_platform[0] ? f->runsc_platform : "ptrace";
 	wd_result_enf(res, "gvisor", "runsc %s, platform %s",
 		      f->runsc_version[0] ? f->runsc_version : "?", plat);
-	wd_result_enf(res, "network", "none (--network=none, loopback only)");
+	wd_t3_net_enforcement(s, res);
 	wd_result_enf(res, "filesystem",
 		      "OCI: read-only empty root + %d read, %d write (noexec), "
 		      "%d exec binds + loader/libs (ro); tmpfs /tmp (noexec)",

@@ -34,15 +34,18 @@ struct wd_t3 {
 	struct wd_uid_lease *lease;
 	bool finished;
 	bool started; /* the boot log shows the program was started */
+	/* network.allow non-empty: the call's link, filter and resolver
+	 * (gvisor_net.c); NULL: --network=none */
+	struct wd_t3_net *net;
 };
 
 /* Path of the runsc binary: $WARDEN_RUNSC, else `runsc` on $PATH. 0 or
  * -ENOENT with a message naming what is missing. */
 int wd_t3_runsc_path(char *out, size_t len, struct wd_err *err);
 
-/* Checks that need no sandbox: network.allow must be empty (tier 3 has no
- * in-kernel egress filter yet: refused, never full network), runsc must be
- * there, identity not 0. */
+/* Checks that need no sandbox: network.allow rules tier 3 can hold
+ * (gvisor_net.c: IPv4, the node's own addresses), runsc must be there,
+ * identity not 0. */
 int wd_t3_precheck(const struct wd_manifest *m, uid_t uid, gid_t gid,
 		   struct wd_err *err);
 

@@ -295,7 +295,7 @@ int wd_t3_finish(struct wd_t3 *s, const struct wd_manifest *m,
 		wd_debug("tier 3 '%s': pidfd_open: %s", s->id, strerror(errno));
 	}
 	while (s->out >= 0 || s->err >= 0 || !exited) {
-		struct pollfd p[4];
+		struct pollfd p[6];
 		int n = 0, i_out = -1, i_err = -1, i_in = -1, i_pid = -1;
 		if (s->out >= 0)
 			p[i_out = n++] = (struct pollfd){s->out, POLLIN, 0};
@@ -316,7 +316,16 @@ int wd_t3_finish(struct wd_t3 *s, const struct wd_manifest *m,
 					  (uint64_t)INT32_MAX);
 		if (pidfd < 0 && !exited)
 			tmo = WD_MIN(tmo, 20);
+		/* the link's denials as they come: each named by the answer
+		 * its address had then (records are also read without a
+		 * wake-up: bpf/lib/events.h) */
+		int i_net = n;
+		n += wd_t3_net_fds(s, p + n);
+		if (n > i_net)
+			tmo = WD_MIN(tmo, 50);
 		int pr = poll(p, n, tmo);
+		if (n > i_net)
+			wd_t3_net_drain(s, call, res);
 		if (pr < 0 && errno != EINTR)
 			return wd_err_set(err, -errno, "poll: %s",
 					  strerror(errno));
@@ -370,6 +379,7 @@ int wd_t3_finish(struct wd_t3 *s, const struct wd_manifest *m,
 	if (!sandbox_started(s))
 		return not_started(s, res, msg, code, timed_out, tmo_ms, err);
 	parse_boot_log(s, m, call, res);
+	wd_t3_net_collect(s, call, res);
 	uint64_t ooms = wd_cgroup_oom_kills(&s->cg);
 	uint64_t pmax = pids_max_events(s);
 	if (pmax > 0) {

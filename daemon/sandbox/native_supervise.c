@@ -77,10 +77,9 @@ struct collect {
  * call's resolver answered that address for the name: a denial of a
  * connect to a resolved name names it (the port is another than its
  * rule's, or the answer's TTL ran out). */
-static void name_target(struct collect *c, struct wd_event *e)
+void wd_sb_name_target(struct wd_resolver *resolver, struct wd_event *e)
 {
-	if (!c->resolver ||
-	    (e->source != WD_SRC_BPF && e->source != WD_SRC_LSM))
+	if (!resolver || (e->source != WD_SRC_BPF && e->source != WD_SRC_LSM))
 		return;
 	char host[64];
 	const char *t = e->target, *colon = strrchr(t, ':');
@@ -101,7 +100,7 @@ static void name_target(struct collect *c, struct wd_event *e)
 	else if (inet_pton(AF_INET6, host, a) != 1)
 		return;
 	char name[254];
-	if (!wd_resolver_name_of(c->resolver, a, name, sizeof(name)))
+	if (!wd_resolver_name_of(resolver, a, name, sizeof(name)))
 		return;
 	char nt[sizeof(e->target)];
 	snprintf(nt, sizeof(nt), "%s%s (%s)", name, colon, host);
@@ -141,7 +140,7 @@ static void on_event(const struct wd_event *ev, void *arg)
 	struct collect *c = arg;
 	struct wd_event e = *ev;
 	wd_strlcpy(e.call_id, c->res->call_id, sizeof(e.call_id));
-	name_target(c, &e);
+	wd_sb_name_target(c->resolver, &e);
 	wd_result_add_denial(c->res, &e);
 	if (c->call->on_event)
 		c->call->on_event(&e, c->call->on_event_arg);

@@ -357,9 +357,12 @@ json_t *wd_oci_config(const struct wd_manifest *m, const struct wd_oci_opts *o,
 				    json_pack("{s:I, s:I}", "quota",
 					      (json_int_t)(m->cpus * 100000),
 					      "period", (json_int_t)100000));
-	json_t *ns = json_pack("[{s:s}, {s:s}, {s:s}, {s:s}, {s:s}]", "type",
-			       "pid", "type", "network", "type", "ipc", "type",
-			       "uts", "type", "mount");
+	json_t *ns = json_pack("[{s:s}, {s:s}, {s:s}, {s:s}]", "type", "pid",
+			       "type", "ipc", "type", "uts", "type", "mount");
+	json_t *netns = json_pack("{s:s}", "type", "network");
+	if (o->netns_path)
+		json_object_set_new(netns, "path", json_string(o->netns_path));
+	json_array_append_new(ns, netns);
 	json_t *linux_ =
 	    json_pack("{s:o, s:o, s:s}", "namespaces", ns, "resources", res,
 		      "cgroupsPath", o->cgroups_path);
@@ -372,6 +375,13 @@ json_t *wd_oci_config(const struct wd_manifest *m, const struct wd_oci_opts *o,
 		errno = e;
 		return NULL;
 	}
+	/* last: over a host /etc the manifest may bind */
+	static const char *const rc_opts[] = {"rbind", "ro",	 "nosuid",
+					      "nodev", "noexec", NULL};
+	if (o->resolv_conf)
+		json_array_append_new(mounts,
+				      mount_json("/etc/resolv.conf", "bind",
+						 o->resolv_conf, rc_opts));
 	json_t *c = json_pack("{s:s, s:o, s:{s:s, s:b}, s:s, s:o, s:o}",
 			      "ociVersion", "1.0.0", "process", proc, "root",
 			      "path", "rootfs", "readonly", 1, "hostname",

@@ -43,6 +43,11 @@ struct wd_oci_opts {
 	gid_t gid;
 	const char *cgroups_path; /* "/warden/<id>" */
 	const char *hostname;
+	/* tier 3 with network.allow (gvisor_net.c): the netns to join and
+	 * the resolv.conf bound on /etc/resolv.conf; NULL: a new, empty one
+	 * (--network=none) */
+	const char *netns_path;
+	const char *resolv_conf;
 };
 
 /* Build the bundle in `dir` (which must exist and be empty): rootfs/ and

@@ -212,6 +212,11 @@ ok("status_json_lsm_fallback_reported",
    ("BPF LSM socket_connect not used" in (net.get("note") or "")), str(net))
 t3 = rows["tier"]["tier3"]
 ok("status_json_tier3_matches_runsc", t3["enforced"] == bool(rs["platform"]), str(t3))
+# tier 3 holds names with the resolver on the call's link, tc BPF on its host end
+n3, e3 = rows["network.allow names"]["tier3"], rows["network.allow"]["tier3"]
+ok("status_json_tier3_names_mechanism", not t3["enforced"] or (
+   n3["enforced"] and "link" in n3["mechanism"] and "tc BPF" in n3["mechanism"]
+   and e3["enforced"] and "tc BPF on the host end" in e3["mechanism"]), str(n3))
 
 # audit mode
 a = j["audit"]

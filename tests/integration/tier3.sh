@@ -389,9 +389,9 @@ print('ptrace', r, ctypes.get_errno())
 expect_match t3_syscall_deny_eperm "$(field .stdout)" "ptrace -1 1"
 expect_match t3_syscall_deny_event "$(jq -c '.denials[] | select(.source == "gvisor")' "$T/out.json" 2>/dev/null)" '"syscall":"ptrace"'
 
-# -- refusals: egress allow-list, runsc missing -----------------------------------------------
+# -- refusals: an allow-list beyond the node (tier 3's link forwards nothing), runsc missing --
 manifest "$T/net.yaml" net 128 32 20000
-sed -i 's|network: {allow: \[\]}|network: {allow: ["127.0.0.1:80"]}|' "$T/net.yaml"
+sed -i 's|network: {allow: \[\]}|network: {allow: ["198.51.100.1:80"]}|' "$T/net.yaml"
 py "print(1)" "$T/net.yaml" >/dev/null
 expect_eq t3_network_allow_refused_exit "$(cat "$T/rc")" 125
 expect_match t3_network_allow_refused_msg "$(cat "$T/err.txt")" "network.allow.*tier 3"

@@ -14,6 +14,8 @@
 #include "enforce/egress.h"
 #include "lib/events.h"
 #include "lib/policy.h"
+#include "lib/t3net.h"
+#include "t3net.skel.h"
 #include "t.h"
 
 struct field {
@@ -164,6 +166,24 @@ int main(void)
 	};
 	check(btf, "wd_egress_val", sizeof(struct wd_egress_val), val,
 	      (int)(sizeof(val) / sizeof(val[0])));
+	bpf_object__close(obj);
+	/* tier 3's link object: its own map's value, and the allow map's key
+	 * it builds (the same header as egress's) */
+	elf = t3net_bpf__elf_bytes(&sz);
+	obj = bpf_object__open_mem(elf, sz, NULL);
+	btf = obj ? bpf_object__btf(obj) : NULL;
+	if (!btf) {
+		T_FAIL("layout_t3net_btf", "t3net object has no BTF");
+	} else {
+		const struct field link[] = {
+		    F(wd_t3_link, cgid), F(wd_t3_link, sbx), F(wd_t3_link, gw),
+		    F(wd_t3_link, uid),	 F(wd_t3_link, pad),
+		};
+		check(btf, "wd_t3_link", sizeof(struct wd_t3_link), link,
+		      (int)(sizeof(link) / sizeof(link[0])));
+		check(btf, "wd_egress_key", sizeof(struct wd_egress_key), key,
+		      (int)(sizeof(key) / sizeof(key[0])));
+	}
 	bpf_object__close(obj);
 	short_records();
 	return T_DONE();

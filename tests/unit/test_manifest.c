@@ -308,9 +308,8 @@ static const struct bad_case bad[] = {
       "18:34: network.allow_private: 'example.com' is not an address or "
       "range (10.0.0.0/8, fd00::/8)"}},
     {"bad-tier3-allow.yaml",
-     {"4:10: 'network.allow': tier 3 runs with --network=none: a non-empty "
-      "allow-list (addresses or names) has no tier-3 mechanism (use tier 1 "
-      "or 2, or allow: [])"}},
+     {"4:10: 'network.allow' '[::1]:9200': tier 3's link carries IPv4 "
+      "only (use tier 1 or 2)"}},
     {"bad-paths.yaml",
      {"3:8: 'exec[0]' must be an absolute path, not 'bin/sh'",
       "5:18: 'filesystem.read': path 'usr/lib' must be absolute",
