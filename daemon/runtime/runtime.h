@@ -156,7 +156,9 @@ char *wd_rt_metrics(struct wd_rt *rt);
  * uid that started each run, never its user name). _grep returns one page,
  * {records: [...], more, next_after}: at most q->limit records (1 to
  * WD_TRACE_RECORDS_MAX, else -EINVAL) with seq > q->after_seq; when `more`,
- * the next page is after=next_after. */
+ * the next page is after=next_after. _runs the same by runs: {runs, more,
+ * next_after}, at most q->limit (1 to WD_TRACE_RUNS_MAX) after the cursor
+ * (q->after_started, q->after_run; next_after is "START.RUN_ID"). */
 struct wd_trace_query;
 int wd_rt_trace_records(struct wd_rt *rt, const struct wd_caller *c,
 			const char *run_id, json_t **out, struct wd_err *err);

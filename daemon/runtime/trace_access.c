@@ -429,11 +429,61 @@ int rt_readable_runs(struct wd_rt *rt, const struct wd_caller *c,
 	return readable_query(rt, c, q, false, out, err);
 }
 
+/* A page of the runs c may read: {runs, more, next_after}. The SQL query
+ * holds the read rule, so a page is a page of readable runs; the cursor is
+ * the page's last row as the query returned it ("START.RUN_ID"), taken
+ * before readable_query judges each row again, so a row that judgement
+ * drops never stalls or repeats the paging. */
 int wd_rt_trace_runs(struct wd_rt *rt, const struct wd_caller *c,
 		     const struct wd_trace_query *q, json_t **out,
 		     struct wd_err *err)
 {
-	return readable_query(rt, c, q, false, out, err);
+	if (!q->limit || q->limit > WD_TRACE_RUNS_MAX)
+		return wd_err_set(err, -EINVAL,
+				  "limit must be 1 to %u runs a page",
+				  WD_TRACE_RUNS_MAX);
+	struct wd_trace_query pq = *q;
+	pq.page = true;
+	pq.limit = q->limit + 1; /* one more: whether another page follows */
+	struct wd_pset *ps = cur_pset(rt);
+	struct wd_read_scope sc;
+	wd_users_read_scope(ps->users, c->uid, &sc);
+	struct wd_trace_reader rd = {
+	    .uid = c->uid, .teams = sc.teams, .n_teams = (size_t)sc.n_teams};
+	pq.reader = sc.all ? NULL : &rd;
+	json_t *a = NULL;
+	int rc = wd_trace_query_runs(rt->trace, &pq, &a, err);
+	wd_read_scope_free(&sc);
+	if (rc) {
+		wd_pset_unref(ps);
+		return rc;
+	}
+	bool more = json_array_size(a) > q->limit;
+	if (more)
+		json_array_remove(a, q->limit);
+	json_t *last = json_array_get(a, json_array_size(a) - 1);
+	char *cursor =
+	    more ? wd_asprintf("%lld.%s",
+			       (long long)json_integer_value(
+				   json_object_get(last, "page_started")),
+			       jstr(last, "run_id") ?: "")
+		 : NULL;
+	json_t *ok = json_array();
+	size_t i;
+	json_t *r;
+	json_array_foreach(a, i, r)
+	{
+		json_object_del(r, "page_started");
+		if (may_read(ps, c, r, NULL))
+			json_array_append(ok, r);
+	}
+	json_decref(a);
+	wd_pset_unref(ps);
+	*out = json_pack("{s:o,s:b}", "runs", ok, "more", more);
+	if (cursor)
+		json_object_set_new(*out, "next_after", json_string(cursor));
+	free(cursor);
+	return 0;
 }
 
 int wd_rt_trace_grep(struct wd_rt *rt, const struct wd_caller *c,

@@ -187,6 +187,12 @@ struct wd_trace_query {
 	const struct wd_trace_reader *reader;
 	uint64_t
 	    after_seq; /* records: only seq > after_seq (a page's cursor) */
+	/* runs, a page: each row gets page_started (its start, the
+	 * cursor's first half; 0 when unknown), and with after_run only
+	 * runs after (after_started, after_run) in the page order */
+	bool page;
+	uint64_t after_started;
+	const char *after_run;
 };
 /* Runs matching: [{run_id, agent, team, user, uid, model, status, started,
  * ended, cost_usd, input_tokens, output_tokens, steps, flagged, ...,
@@ -198,6 +204,9 @@ int wd_trace_query_runs(struct wd_trace *t, const struct wd_trace_query *q,
  */
 #define WD_TRACE_RECORDS_PAGE 1000u
 #define WD_TRACE_RECORDS_MAX  10000u
+/* A page of runs (GET /v1/trace/runs?limit=N&after=CURSOR), the same way */
+#define WD_TRACE_RUNS_PAGE 1000u
+#define WD_TRACE_RUNS_MAX  5000u
 /* Records matching tool/status/prompt_hash/result_hash, by seq:
  * [{seq, run_id, step, type, tool, status, prompt_hash, result_hash, ts,
  * check}] (check: the broker check of a refused tool_result) */

@@ -253,6 +253,21 @@ def many(st, n_own=1200, n_other=300):
         end(st, run, n)
 
 
+def manyruns(st, n_own=1200, n_other=300):
+    """More runs than a page of /v1/trace/runs: n_own of alice (uid 1000,
+    team cs), n_other of uid 1001 (team ops), interleaved; one record
+    each besides start and end, every one started at its own time."""
+    for i in range(n_own + n_other):
+        own = i % 5 != 4 if i < 5 * n_other else True
+        run = "run-r%05d" % i
+        if own:
+            start(st, run, user="alice", uid=1000, team="cs")
+        else:
+            start(st, run, user="1001", uid=1001, team="ops")
+        model(st, run, 0, "p", "a")
+        end(st, run, 1)
+
+
 def hashold(st):
     """run-h: a hash_only run whose denial targets an older build wrote
     verbatim (a host and a path from its arguments)."""
@@ -280,6 +295,8 @@ if __name__ == "__main__":
         big(st)
     elif scen == "many":
         many(st)
+    elif scen == "manyruns":
+        manyruns(st)
     elif scen == "hashold":
         hashold(st)
     else:
