@@ -249,7 +249,7 @@ static json_t *note_output_read(struct wd_rt *rt, const struct wd_caller *c,
 	if (!out)
 		return o;
 	char h[WD_TRACE_REF_LEN];
-	wd_trace_ref_of(out, strlen(out), h);
+	wd_trace_ref_redacted(rt->trace, out, strlen(out), h);
 	v->what = "run_view";
 	v->content = h;
 	int rc = rt_note_view_read(

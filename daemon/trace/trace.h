@@ -260,6 +260,14 @@ const char *wd_trace_dir(struct wd_trace *t);
  * nothing matched. */
 char *wd_trace_redact_text(struct wd_trace *t, const char *s, size_t len,
 			   size_t *out_len);
+/* The hashes a record carries (prompt_hash, output_hash, args_hash,
+ * result_hash) are of what the store keeps, redacted: a hash of the text
+ * before redaction would confirm a guess of the secret it hid. These two
+ * give the text's sha256:<hex> redacted as a blob is, and a copy of a
+ * JSON value redacted as a record's values are (json_decref it). */
+void wd_trace_ref_redacted(struct wd_trace *t, const char *s, size_t len,
+			   char out[WD_TRACE_REF_LEN]);
+json_t *wd_trace_redacted_copy(struct wd_trace *t, const json_t *v);
 
 /* ---- segment reader (exposed for the fuzzer and verify) ---- */
 /* Check one line (without '\n'): frame (crc) and JSON. On success returns 0,
