@@ -185,7 +185,8 @@ static void note_args_read(struct wd_rt *rt, const struct wd_caller *c,
 				 .step = a->step,
 				 .what = "approval",
 				 .content = content,
-				 .access = a->approver ? "approver" : NULL};
+				 .access = a->approver ? "approver" : NULL,
+				 .returned = o};
 	struct wd_err err = {0};
 	int rc =
 	    rt_note_view_read(rt, c, &v,

@@ -757,6 +757,14 @@ void wd_rt_close(struct wd_rt *rt)
 	free(rt);
 }
 
+uint64_t wd_rt_policy_gen(struct wd_rt *rt)
+{
+	pthread_mutex_lock(&rt->mu);
+	uint64_t g = rt->ps_gen;
+	pthread_mutex_unlock(&rt->mu);
+	return g;
+}
+
 int wd_rt_reload(struct wd_rt *rt, struct wd_err *err)
 {
 	struct wd_pset *ps = NULL;
@@ -775,6 +783,9 @@ int wd_rt_reload(struct wd_rt *rt, struct wd_err *err)
 	pthread_mutex_lock(&rt->mu);
 	struct wd_pset *old = rt->ps;
 	rt->ps = ps;
+	rt->ps_gen++;
+	/* streams waiting for lines judge their reader again (views.c) */
+	pthread_cond_broadcast(&rt->ecood);
 	if (rt->pool) {
 		rt->retired =
 		    wd_realloc(rt->retired, (size_t)(rt->n_retired + 1) *
