@@ -100,6 +100,10 @@ int wd_rt_note_event_read(struct wd_rt *rt, const struct wd_caller *c,
 	/* the run's events from here on are handed out as this one is:
 	 * its fields are what the reader gets */
 	json_t *evj = wd_event_to_json(ev);
+	/* as wd_stream_render writes the line: the event, its type and
+	 * its seq (the event stream's, not a record's: not listed) */
+	json_object_set_new(evj, "type", json_string("event"));
+	json_object_set_new(evj, "seq", json_null());
 	v.returned = evj;
 	int rc = rt_note_view_read(rt, c, &v,
 				   json_pack("[{s:s,s:s,s:s}]", "field",
