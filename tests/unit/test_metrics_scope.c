@@ -45,7 +45,8 @@ int main(void)
 	T_OK(strstr(s, "warden_api_connections 3\n") != NULL &&
 		 strstr(s, "warden_model_route_open{provider=\"fa\"") != NULL,
 	     "node-wide-kept", "%s", s);
-	T_OK(strstr(s, "# TYPE warden_tool_call_duration_seconds histogram") != NULL,
+	T_OK(strstr(s, "# TYPE warden_tool_call_duration_seconds histogram") !=
+		 NULL,
 	     "help-type-kept", "%s", s);
 	free(s);
 	/* a reader of no team: no labelled series of any team */
