@@ -143,7 +143,6 @@ json_t *wd_rt_status(struct wd_rt *rt);
  * auditors the whole node; anyone else the runs they may read and the
  * agents, tools and labelled series of their own teams (status: with
  * scope {teams}; metrics: the text `full` filtered, wd_metrics_scoped). */
-bool wd_rt_sees_all(struct wd_rt *rt, const struct wd_caller *c);
 json_t *wd_rt_status_for(struct wd_rt *rt, const struct wd_caller *c);
 char *wd_rt_metrics_for(struct wd_rt *rt, const struct wd_caller *c,
 			const char *full);

@@ -19,16 +19,6 @@ static bool sees_all_locked(struct wd_rt *rt, const struct wd_caller *c,
 	return c->uid == 0 || c->uid == geteuid() || sc->all;
 }
 
-bool wd_rt_sees_all(struct wd_rt *rt, const struct wd_caller *c)
-{
-	struct wd_read_scope sc;
-	pthread_mutex_lock(&rt->mu);
-	bool all = sees_all_locked(rt, c, &sc);
-	pthread_mutex_unlock(&rt->mu);
-	wd_read_scope_free(&sc);
-	return all;
-}
-
 char *wd_rt_metrics_for(struct wd_rt *rt, const struct wd_caller *c,
 			const char *full)
 {
