@@ -56,7 +56,7 @@ script gate <<'S'
 {"text": "done"}
 S
 # three refused connects, a pause, three more: the reload falls between
-tool knock '["/bin/bash", "-c", "for i in 1 2 3; do : 3<>/dev/tcp/127.0.0.1/9; done 2>/dev/null; /usr/bin/sleep 5; for i in 1 2 3; do : 3<>/dev/tcp/127.0.0.1/9; done 2>/dev/null; echo tried"]' \
+tool knock '["/bin/bash", "-c", "for i in 1 2 3; do : 3<>/dev/tcp/127.0.0.1/9; done 2>/dev/null; /usr/bin/sleep 8; for i in 1 2 3; do : 3<>/dev/tcp/127.0.0.1/9; done 2>/dev/null; echo tried"]' \
 	"input: stdin" "args_schema: {type: object}" \
 	"auth: {mode: on_behalf_of_user, scopes: [\"test:knock\"]}" "side_effects: none"
 sed -i 's|exec: \["/bin/bash"\]}|exec: ["/bin/bash", "/usr/bin/sleep"]}|' "$POL/tools/knock.yaml"
@@ -136,7 +136,7 @@ PIDS+=($!)
 wait_until 10 grep -q run_start "$T/erin.stream" || fail scope-erin-stream-open "$(cat "$T/erin.stream")"
 kid=$(as_user 1000 "$WARDEN" run --detach knocker go)
 denials() { grep -c "\"run_id\":\"$kid\".*127.0.0.1:9\|127.0.0.1:9.*\"run_id\":\"$kid\"" "$1"; }
-wait_until 5 sh -c "grep -q '\"run_id\":\"$kid\"' '$T/erin.events'" || fail scope-erin-events-before "erin saw no denial of $kid before the reload"
+wait_until 15 sh -c "grep -q '\"run_id\":\"$kid\"' '$T/erin.events'" || fail scope-erin-events-before "erin saw no denial of $kid before the reload"
 users "eng"
 kill -HUP "$WPID"
 revoked() { [ "$(as_user 1004 curl -s -o /dev/null -w '%{http_code}' --unix-socket "$SOCK" "http://w/v1/runs/$gid")" = 403 ]; }
