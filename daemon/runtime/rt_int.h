@@ -141,8 +141,9 @@ struct wd_rt {
 	/* metrics */
 	struct wd_metrics *metrics; /* labelled families (rt_metrics.c) */
 	uint64_t m_overhead_ns;	    /* platform time per step, summed */
-	/* policy generation: +1 at each reload (under mu); a stream's read
-	 * decision is made again when it changed (views.c, server.c) */
+	/* policy generation: +1 at each reload (under mu, atomically: read
+	 * without it by wd_rt_policy_gen); a stream's read decision is made
+	 * again when it changed (views.c, server.c) */
 	uint64_t ps_gen;
 	/* something was freed since the last malloc_trim (under mu) */
 	bool trim_pending;

@@ -757,12 +757,11 @@ void wd_rt_close(struct wd_rt *rt)
 	free(rt);
 }
 
+/* Without rt->mu: the event stream asks per event (server.c), which its
+ * per-run cache exists to keep off the runtime's lock. */
 uint64_t wd_rt_policy_gen(struct wd_rt *rt)
 {
-	pthread_mutex_lock(&rt->mu);
-	uint64_t g = rt->ps_gen;
-	pthread_mutex_unlock(&rt->mu);
-	return g;
+	return __atomic_load_n(&rt->ps_gen, __ATOMIC_ACQUIRE);
 }
 
 int wd_rt_reload(struct wd_rt *rt, struct wd_err *err)
@@ -783,7 +782,7 @@ int wd_rt_reload(struct wd_rt *rt, struct wd_err *err)
 	pthread_mutex_lock(&rt->mu);
 	struct wd_pset *old = rt->ps;
 	rt->ps = ps;
-	rt->ps_gen++;
+	__atomic_add_fetch(&rt->ps_gen, 1, __ATOMIC_RELEASE);
 	/* streams waiting for lines judge their reader again (views.c) */
 	pthread_cond_broadcast(&rt->ecood);
 	if (rt->pool) {
