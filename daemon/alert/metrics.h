@@ -68,4 +68,11 @@ void wd_metrics_family(struct wd_buf *b, const char *name, const char *type,
 void wd_metrics_label(struct wd_buf *b, const char *name, const char *value,
 		      bool first);
 
+/* The exposition text for a reader of teams[] only (metrics_scope.c): a
+ * series with a `team` label is kept when it is one of theirs; one naming
+ * an agent, a tool or an alert key without a team is left out; the rest
+ * (node-wide) is kept. Allocated. */
+char *wd_metrics_scoped(const char *text, const char *const *teams,
+			size_t n_teams);
+
 #endif

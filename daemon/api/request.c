@@ -241,18 +241,51 @@ static int trace_filters(const char *(*query)(void *arg, const char *key),
 	return 0;
 }
 
+/* GET /v1/trace/runs pages: limit=N (1..WD_TRACE_RUNS_MAX, default
+ * WD_TRACE_RUNS_PAGE) runs after=CURSOR (the previous page's next_after,
+ * "START.RUN_ID": the last run's start in microseconds and its id). */
+static int runs_page(const char *l, const char *a, struct wd_api_req *req,
+		     struct wd_err *err)
+{
+	uint64_t v = WD_TRACE_RUNS_PAGE;
+	if (l && (parse_u64(l, &v) || v < 1 || v > WD_TRACE_RUNS_MAX))
+		return wd_err_set(err, 400,
+				  "limit must be 1 to %u runs a page "
+				  "(page on with after=next_after)",
+				  WD_TRACE_RUNS_MAX);
+	req->limit = (unsigned)v;
+	if (!a)
+		return 0;
+	const char *dot = strchr(a, '.');
+	char num[24];
+	if (!dot || (size_t)(dot - a) >= sizeof(num) || !wd_api_id_ok(dot + 1))
+		goto bad;
+	memcpy(num, a, (size_t)(dot - a));
+	num[dot - a] = 0;
+	if (parse_u64(num, &req->after_seq))
+		goto bad;
+	wd_strlcpy(req->after_run, dot + 1, sizeof(req->after_run));
+	return 0;
+bad:
+	return wd_err_set(err, 400,
+			  "after must be the previous page's next_after "
+			  "(START.RUN_ID)");
+}
+
 /* GET /v1/trace/records pages: limit=N (1..WD_TRACE_RECORDS_MAX, default
  * WD_TRACE_RECORDS_PAGE) records with seq > after=SEQ (the previous page's
- * next_after). /v1/trace/runs takes neither: refused, not ignored. */
+ * next_after). /v1/trace/runs pages by runs (runs_page). */
 static int trace_page(const char *(*query)(void *arg, const char *key),
 		      void *qarg, struct wd_api_req *req, struct wd_err *err)
 {
 	const char *l = query(qarg, "limit"), *a = query(qarg, "after");
+	if (req->ep == WD_EP_TRACE_RUNS)
+		return runs_page(l, a, req, err);
 	if (req->ep != WD_EP_TRACE_RECORDS) {
 		if (l || a)
 			return wd_err_set(err, 400,
-					  "%s: only /v1/trace/records is "
-					  "paged",
+					  "%s: only /v1/trace/records and "
+					  "/v1/trace/runs are paged",
 					  l ? "limit" : "after");
 		return 0;
 	}

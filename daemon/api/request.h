@@ -70,8 +70,10 @@ struct wd_api_req {
 	/* trace reads */
 	char *tq[WD_TQ__COUNT];
 	int64_t step;	    /* payload */
-	unsigned limit;	    /* records: page size (always set, 1..max) */
-	uint64_t after_seq; /* records: seq > after_seq */
+	unsigned limit;	    /* records, runs: page size (always set, 1..max) */
+	uint64_t after_seq; /* records: seq > after_seq; runs: the cursor's
+			       start */
+	char after_run[WD_API_ID_MAX + 1]; /* runs: the cursor's run id */
 	/* events / stream */
 	bool follow;
 	uint64_t since_seq;

@@ -387,7 +387,8 @@ int wd_broker_execute(const struct wd_broker_run *run,
 	if (!args_text)
 		args_text = wd_strdup("{}");
 	char args_hash[72];
-	wd_trace_ref_of(args_text, strlen(args_text), args_hash);
+	wd_trace_ref_redacted(run->trace, args_text, strlen(args_text),
+			      args_hash);
 	json_object_set_new(att, "args_hash", json_string(args_hash));
 	/* a side-effecting tool's attempt is fdatasync'ed before the tool
 	 * starts; a read-only one's is written to its segment (the disk gets
@@ -553,7 +554,7 @@ int wd_broker_execute(const struct wd_broker_run *run,
 	if (payload) {
 		char ref[WD_TRACE_REF_LEN], h[72];
 		size_t plen = strlen(payload);
-		wd_trace_ref_of(payload, plen, h);
+		wd_trace_ref_redacted(run->trace, payload, plen, h);
 		json_object_set_new(r, "result_hash", json_string(h));
 		json_object_set_new(r, "bytes", json_integer((json_int_t)plen));
 		struct wd_err berr = {0};

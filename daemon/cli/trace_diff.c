@@ -10,7 +10,17 @@
  * missing/extra, changed model output, different tool, different
  * arguments, different result; the first step that is not `same` is the first
  * divergence. No payload is read: hashes are compared, so a diff through
- * wardend needs only the records (and is authorised like `trace show`). */
+ * wardend needs only the records (and is authorised like `trace show`).
+ *
+ * The steps are aligned by what they did, not by their numbers: one step
+ * more in B (a retry, a tool call the other run did not need) is one
+ * `extra in B` row and the steps after it pair with the steps that did the
+ * same, instead of every later step reading as changed. The alignment is
+ * an edit distance over the steps' signatures (align()): a pair that is
+ * the same costs 0, a pair that differs costs less with the same tools
+ * than with other tools, and either costs less than a step missing on one
+ * side plus one extra on the other, so an original and its replay that
+ * diverge at step 3 pair step 3 with step 3. */
 #include "cli/cli.h"
 #include "cli/html.h"
 #include "cli/trace_int.h"
@@ -22,6 +32,7 @@
 /* What one run did at one step. */
 struct side {
 	bool present;
+	int64_t step;
 	const char *response; /* response hash, "" when none (shown) */
 	const char *output;   /* what is compared: output_hash, else response */
 	char output_buf[72];
@@ -311,6 +322,199 @@ static void html_side(FILE *f, const struct side *s)
 	fprintf(f, "</td>");
 }
 
+/* The present steps of a run, in step order (n: how many). */
+static struct side *collect(struct run_recs *rr, size_t *n)
+{
+	int64_t last = max_step(rr->recs);
+	struct side *v = wd_calloc((size_t)(last + 2), sizeof(*v));
+	size_t k = 0;
+	for (int64_t st = 0; st <= last; st++) {
+		/* in place: a side's output may point into its own buffer */
+		side_of(rr, st, &v[k]);
+		if (!v[k].present) {
+			side_free(&v[k]);
+			continue;
+		}
+		v[k++].step = st;
+	}
+	*n = k;
+	return v;
+}
+
+/* A row of the diff: A's step index and B's (-1: none on that side). */
+struct pair {
+	long a, b;
+};
+
+#define COST_INDEL 2u /* a step only one run has */
+/* a pair that differs: cheaper than a step missing plus one extra (4),
+ * so two runs that diverge still pair step by step */
+static unsigned pair_cost(const struct side *x, const struct side *y)
+{
+	unsigned d = compare(x, y);
+	if (!d)
+		return 0;
+	return json_equal(x->tools, y->tools) ? 2u : 3u;
+}
+
+/* Beyond this many cells the middle part is paired by position (and the
+ * output says so): a run's steps are bounded by max_steps, but two runs
+ * read from the store are not. */
+#define ALIGN_MAX_CELLS (4u << 20)
+
+/* The rows aligning A and B (at most na + nb into rows): the common
+ * prefix and suffix pair as they are, the part between by the least-cost
+ * edit script (ties: a pair before a missing step before an extra one).
+ * Returns the number of rows; *by_position when the middle was too big. */
+static size_t align(const struct side *A, size_t na, const struct side *B,
+		    size_t nb, struct pair *rows, bool *by_position)
+{
+	size_t pre = 0, suf = 0, n = 0;
+	while (pre < na && pre < nb && !compare(&A[pre], &B[pre]))
+		pre++;
+	while (suf < na - pre && suf < nb - pre &&
+	       !compare(&A[na - 1 - suf], &B[nb - 1 - suf]))
+		suf++;
+	for (size_t i = 0; i < pre; i++)
+		rows[n++] = (struct pair){(long)i, (long)i};
+	size_t m = na - pre - suf, k = nb - pre - suf;
+	const struct side *a = A + pre, *b = B + pre;
+	*by_position = (m + 1) * (k + 1) > ALIGN_MAX_CELLS;
+	if (*by_position) {
+		for (size_t i = 0; i < WD_MAX(m, k); i++)
+			rows[n++] = (struct pair){i < m ? (long)(pre + i) : -1,
+						  i < k ? (long)(pre + i) : -1};
+	} else {
+		/* c[i][j]: the cost of aligning a[i..] with b[j..] */
+		size_t w = k + 1;
+		uint32_t *c = wd_calloc((m + 1) * w, sizeof(*c));
+		for (size_t i = m + 1; i-- > 0;)
+			for (size_t j = k + 1; j-- > 0;) {
+				uint32_t best = UINT32_MAX;
+				if (i < m && j < k)
+					best = c[(i + 1) * w + j + 1] +
+					       pair_cost(&a[i], &b[j]);
+				if (i < m)
+					best = WD_MIN(best, c[(i + 1) * w + j] +
+								COST_INDEL);
+				if (j < k)
+					best = WD_MIN(best, c[i * w + j + 1] +
+								COST_INDEL);
+				c[i * w + j] = i == m && j == k ? 0 : best;
+			}
+		size_t i = 0, j = 0;
+		while (i < m || j < k) {
+			uint32_t here = c[i * w + j];
+			if (i < m && j < k &&
+			    here == c[(i + 1) * w + j + 1] +
+					pair_cost(&a[i], &b[j])) {
+				rows[n++] = (struct pair){(long)(pre + i),
+							  (long)(pre + j)};
+				i++, j++;
+			} else if (i < m &&
+				   here == c[(i + 1) * w + j] + COST_INDEL) {
+				rows[n++] = (struct pair){(long)(pre + i), -1};
+				i++;
+			} else {
+				rows[n++] = (struct pair){-1, (long)(pre + j)};
+				j++;
+			}
+		}
+		free(c);
+	}
+	for (size_t i = 0; i < suf; i++)
+		rows[n++] =
+		    (struct pair){(long)(na - suf + i), (long)(nb - suf + i)};
+	return n;
+}
+
+/* "3", or "3/4" when the paired steps have other numbers, or the one
+ * side's number. */
+static void step_label(const struct side *x, const struct side *y, char *buf,
+		       size_t n)
+{
+	if (x->present && y->present && x->step != y->step)
+		snprintf(buf, n, "%lld/%lld", (long long)x->step,
+			 (long long)y->step);
+	else
+		snprintf(buf, n, "%lld",
+			 (long long)(x->present ? x->step : y->step));
+}
+
+static void html_header(FILE *f, const char *a, const char *b, const char *rel)
+{
+	char title[200];
+	snprintf(title, sizeof(title), "warden diff %s %s", a, b);
+	html_head(f, title, NULL);
+	fprintf(f, "<header><h1>diff ");
+	html_esc(f, a);
+	fprintf(f, " &harr; ");
+	html_esc(f, b);
+	fprintf(f, "</h1><p>");
+	html_esc(f, rel);
+	fprintf(f, "</p></header><main><table class=\"diff\">"
+		   "<tr><th>step</th><th>verdict</th><th>A ");
+	html_esc(f, a);
+	fprintf(f, "</th><th>B ");
+	html_esc(f, b);
+	fprintf(f, "</th></tr>\n");
+}
+
+static void html_row(FILE *f, json_t *row, const struct side *x,
+		     const struct side *y)
+{
+	bool first = json_is_true(json_object_get(row, "first"));
+	bool same = !strcmp(ts_js(row, "verdict"), "same");
+	fprintf(f, "<tr class=\"%s%s\" data-step=\"%lld\"",
+		same ? "same" : "differs", first ? " first" : "",
+		(long long)ts_num(row, "step"));
+	if (x->present)
+		fprintf(f, " data-a-step=\"%lld\"", (long long)x->step);
+	if (y->present)
+		fprintf(f, " data-b-step=\"%lld\"", (long long)y->step);
+	fprintf(f, "%s><td>", first ? " id=\"first-divergence\"" : "");
+	html_esc(f, ts_js(row, "label"));
+	fprintf(f, "</td><td class=\"verdict\">");
+	html_esc(f, ts_js(row, "verdict"));
+	if (*ts_js(row, "arguments_differ")) {
+		fprintf(f, "<br>");
+		html_esc(f, ts_js(row, "arguments_differ"));
+	}
+	fprintf(f, "</td>");
+	html_side(f, x);
+	html_side(f, y);
+	fprintf(f, "</tr>\n");
+}
+
+/* The row of one aligned pair (x or y not present: missing/extra). */
+static json_t *row_of(const struct side *x, const struct side *y,
+		      unsigned *d_out)
+{
+	char vb[200], sa[400], sb[400], keys[300], label[48];
+	unsigned d = compare(x, y);
+	verdict(d, vb, sizeof(vb));
+	keys[0] = 0;
+	if (d & D_ARGS)
+		arg_keys(x, y, keys, sizeof(keys));
+	summary(x, sa, sizeof(sa));
+	summary(y, sb, sizeof(sb));
+	step_label(x, y, label, sizeof(label));
+	json_t *row = json_pack(
+	    "{s:I,s:s,s:o,s:o,s:s,s:b,s:s,s:s,s:{s:O,s:O,s:O,s:s},"
+	    "s:{s:O,s:O,s:O,s:s}}",
+	    "step", (json_int_t)(x->present ? x->step : y->step), "label",
+	    label, "a_step", x->present ? json_integer(x->step) : json_null(),
+	    "b_step", y->present ? json_integer(y->step) : json_null(),
+	    "verdict", vb, "first", 0, "a_summary", sa, "b_summary", sb, "a",
+	    "tools", x->tools, "args", x->args, "results", x->results,
+	    "response", x->response, "b", "tools", y->tools, "args", y->args,
+	    "results", y->results, "response", y->response);
+	if (*keys)
+		json_object_set_new(row, "arguments_differ", json_string(keys));
+	*d_out = d;
+	return row;
+}
+
 int trace_diff_cmd(struct tsrc *s, struct trace_opts *o)
 {
 	if (o->argc != 2) {
@@ -336,106 +540,79 @@ int trace_diff_cmd(struct tsrc *s, struct trace_opts *o)
 		return WD_EXIT_FAIL;
 	}
 	FILE *f = dst.f;
-	int64_t n = max_step(ra);
-	if (max_step(rb) > n)
-		n = max_step(rb);
 	struct run_recs xa = {.recs = ra}, xb = {.recs = rb};
 	load_orig(s, &xa, a, ra, b, rb);
 	load_orig(s, &xb, b, rb, a, ra);
-	char rel[300], vb[200], sa[400], sb[400], keys[300];
+	char rel[300];
 	relation(ra, rb, a, b, rel, sizeof(rel));
-	int64_t first = -1;
-	json_t *steps = json_array();
-	for (int64_t st = 0; st <= n; st++) {
-		struct side x, y;
-		side_of(&xa, st, &x);
-		side_of(&xb, st, &y);
-		unsigned d = compare(&x, &y);
-		if (d && first < 0)
-			first = st;
-		verdict(d, vb, sizeof(vb));
-		keys[0] = 0;
-		if (d & D_ARGS)
-			arg_keys(&x, &y, keys, sizeof(keys));
-		summary(&x, sa, sizeof(sa));
-		summary(&y, sb, sizeof(sb));
-		json_t *row = json_pack(
-		    "{s:I,s:s,s:b,s:s,s:s,s:{s:O,s:O,s:O,s:s},"
-		    "s:{s:O,s:O,s:O,s:s}}",
-		    "step", (json_int_t)st, "verdict", vb, "first", st == first,
-		    "a_summary", sa, "b_summary", sb, "a", "tools", x.tools,
-		    "args", x.args, "results", x.results, "response",
-		    x.response, "b", "tools", y.tools, "args", y.args,
-		    "results", y.results, "response", y.response);
-		if (*keys)
-			json_object_set_new(row, "arguments_differ",
-					    json_string(keys));
+	size_t na = 0, nb = 0;
+	struct side *sa = collect(&xa, &na), *sb = collect(&xb, &nb);
+	struct pair *rows = wd_calloc(na + nb + 1, sizeof(*rows));
+	bool by_position = false;
+	size_t nrows = align(sa, na, sb, nb, rows, &by_position);
+	json_t *steps = json_array(), *first = NULL;
+	unsigned counts[4] = {0}; /* same, changed, missing, extra */
+	/* the other side of a missing or extra step */
+	struct side none = {.response = "",
+			    .output = "",
+			    .tools = json_array(),
+			    .args = json_array(),
+			    .results = json_array()};
+	if (o->html)
+		html_header(f, a, b, rel);
+	for (size_t r = 0; r < nrows; r++) {
+		const struct side *x = rows[r].a >= 0 ? &sa[rows[r].a] : &none;
+		const struct side *y = rows[r].b >= 0 ? &sb[rows[r].b] : &none;
+		unsigned d;
+		json_t *row = row_of(x, y, &d);
+		counts[!d ? 0 : (d & D_MISSING) ? 2 : (d & D_EXTRA) ? 3 : 1]++;
+		if (d && !first) {
+			first = row;
+			json_object_set_new(row, "first", json_true());
+		}
 		json_array_append_new(steps, row);
-		if (o->html && st == 0) {
-			char title[200];
-			snprintf(title, sizeof(title), "warden diff %s %s", a,
-				 b);
-			html_head(f, title, NULL);
-			fprintf(f, "<header><h1>diff ");
-			html_esc(f, a);
-			fprintf(f, " &harr; ");
-			html_esc(f, b);
-			fprintf(f, "</h1><p>");
-			html_esc(f, rel);
-			fprintf(f, "</p></header><main><table class=\"diff\">"
-				   "<tr><th>step</th><th>verdict</th><th>A ");
-			html_esc(f, a);
-			fprintf(f, "</th><th>B ");
-			html_esc(f, b);
-			fprintf(f, "</th></tr>\n");
-		}
-		if (o->html) {
-			fprintf(f,
-				"<tr class=\"%s%s\" data-step=\"%lld\"%s>"
-				"<td>%lld</td><td class=\"verdict\">",
-				d ? "differs" : "same",
-				st == first ? " first" : "", (long long)st,
-				st == first ? " id=\"first-divergence\"" : "",
-				(long long)st);
-			html_esc(f, vb);
-			if (*keys) {
-				fprintf(f, "<br>");
-				html_esc(f, keys);
-			}
-			fprintf(f, "</td>");
-			html_side(f, &x);
-			html_side(f, &y);
-			fprintf(f, "</tr>\n");
-		}
-		side_free(&x);
-		side_free(&y);
+		if (o->html)
+			html_row(f, row, x, y);
 	}
 	const char *ea = end_status(ra), *eb = end_status(rb);
+	json_t *cnt =
+	    json_pack("{s:I,s:I,s:I,s:I}", "same", (json_int_t)counts[0],
+		      "changed", (json_int_t)counts[1], "missing",
+		      (json_int_t)counts[2], "extra", (json_int_t)counts[3]);
+	const char *align_by = by_position ? "position" : "content";
 	if (o->json) {
 		json_t *out = json_pack(
-		    "{s:s,s:s,s:s,s:o,s:o,s:{s:s,s:s}}", "a", a, "b", b,
-		    "relation", rel, "steps", steps, "first_divergence",
-		    first < 0 ? json_null() : json_integer(first), "end", "a",
-		    ea, "b", eb);
+		    "{s:s,s:s,s:s,s:s,s:O,s:O,s:O,s:O,s:O,s:{s:s,s:s}}", "a", a,
+		    "b", b, "relation", rel, "aligned_by", align_by, "steps",
+		    steps, "counts", cnt, "first_divergence",
+		    first ? json_object_get(first, "step") : json_null(),
+		    "first_divergence_a_step",
+		    first ? json_object_get(first, "a_step") : json_null(),
+		    "first_divergence_b_step",
+		    first ? json_object_get(first, "b_step") : json_null(),
+		    "end", "a", ea, "b", eb);
 		char *t = json_dumps(out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 		fprintf(f, "%s\n", t ? t : "null");
 		free(t);
 		json_decref(out);
 	} else if (o->html) {
-		fprintf(f,
-			"</table><p>end: A %s, B %s</p><p "
-			"class=\"first-divergence\">",
-			ea, eb);
-		if (first < 0)
+		fprintf(
+		    f,
+		    "</table><p class=\"counts\">%u same, %u changed, %u "
+		    "missing in B, %u extra in B (aligned by %s)</p><p>end: "
+		    "A %s, B %s</p><p class=\"first-divergence\">",
+		    counts[0], counts[1], counts[2], counts[3], align_by, ea,
+		    eb);
+		if (!first) {
 			fprintf(f, "no divergence: every step is the same");
-		else
-			fprintf(f,
-				"<a href=\"#first-divergence\">first "
-				"divergence: step %lld</a>",
-				(long long)first);
+		} else {
+			fprintf(f, "<a href=\"#first-divergence\">first "
+				   "divergence: step ");
+			html_esc(f, ts_js(first, "label"));
+			fprintf(f, "</a>");
+		}
 		fprintf(f, "</p></main>\n");
 		html_foot(f);
-		json_decref(steps);
 	} else {
 		fprintf(f, "diff %s %s%s%s%s\n", a, b, *rel ? " (" : "", rel,
 			*rel ? ")" : "");
@@ -445,26 +622,35 @@ int trace_diff_cmd(struct tsrc *s, struct trace_opts *o)
 		json_t *r;
 		json_array_foreach(steps, i, r)
 		{
-			fprintf(f, "%s%-4lld %-34s %-30s %s\n",
-				json_is_true(json_object_get(r, "first")) ? ">"
-									  : " ",
-				(long long)ts_num(r, "step"),
+			fprintf(f, "%s%-4s %-34s %-30s %s\n",
+				r == first ? ">" : " ", ts_js(r, "label"),
 				ts_js(r, "verdict"), ts_js(r, "a_summary"),
 				ts_js(r, "b_summary"));
 			if (*ts_js(r, "arguments_differ"))
 				fprintf(f, "      arguments differ: %s\n",
 					ts_js(r, "arguments_differ"));
 		}
+		fprintf(f,
+			"%u same, %u changed, %u missing in B, %u extra in B "
+			"(aligned by %s)\n",
+			counts[0], counts[1], counts[2], counts[3], align_by);
 		fprintf(f, "end: A %s, B %s\n", ea, eb);
-		if (first < 0)
+		if (!first)
 			fprintf(f, "no divergence: every step is the same\n");
 		else
-			fprintf(f, "first divergence: step %lld: %s\n",
-				(long long)first,
-				ts_js(json_array_get(steps, (size_t)first),
-				      "verdict"));
-		json_decref(steps);
+			fprintf(f, "first divergence: step %s: %s\n",
+				ts_js(first, "label"), ts_js(first, "verdict"));
 	}
+	json_decref(cnt);
+	json_decref(steps);
+	side_free(&none);
+	for (size_t i = 0; i < na; i++)
+		side_free(&sa[i]);
+	for (size_t i = 0; i < nb; i++)
+		side_free(&sb[i]);
+	free(sa);
+	free(sb);
+	free(rows);
 	json_decref(xa.orig);
 	json_decref(xb.orig);
 	json_decref(ra);

@@ -170,12 +170,46 @@ int ts_runs(struct tsrc *s, const struct wd_trace_query *q, json_t **out,
 {
 	if (s->t)
 		return wd_trace_query_runs(s->t, q, out, err);
-	struct wd_buf b = {0};
-	wd_buf_printf(&b, "/v1/trace/runs");
-	query_of(&b, q);
-	int rc = get(s, b.data, out, err);
-	wd_buf_free(&b);
-	return rc;
+	/* wardend answers a page at a time ({runs, more, next_after}, the
+	 * cursor a string): every page */
+	json_t *all = json_array();
+	char *after = NULL;
+	for (int pages = 0;; pages++) {
+		struct wd_buf b = {0};
+		wd_buf_printf(&b, "/v1/trace/runs");
+		query_of(&b, q);
+		add_q(&b, "after", after);
+		json_t *page = NULL;
+		int rc = get_json(s, b.data, true, &page, err);
+		wd_buf_free(&b);
+		if (rc) {
+			free(after);
+			json_decref(all);
+			return rc;
+		}
+		json_t *runs = json_object_get(page, "runs");
+		const char *next = ts_js(page, "next_after");
+		bool more = json_is_true(json_object_get(page, "more"));
+		/* a cursor that does not move would page forever */
+		if (!json_is_array(runs) ||
+		    (more && (!*next || (after && !strcmp(next, after))))) {
+			json_decref(page);
+			free(after);
+			json_decref(all);
+			return wd_err_set(err, -EPROTO,
+					  "wardend answered /v1/trace/runs "
+					  "with a page that is not {runs, "
+					  "more, next_after} going forward");
+		}
+		json_array_extend(all, runs);
+		free(after);
+		after = more ? wd_strdup(next) : NULL;
+		json_decref(page);
+		if (!more)
+			break;
+	}
+	*out = all;
+	return 0;
 }
 
 int ts_grep(struct tsrc *s, const struct wd_trace_query *q, json_t **out,

@@ -146,7 +146,7 @@ static json_t *approval_copy_locked(struct wd_rt *rt, json_t *ap, bool approver)
 			     JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
 	char ref[WD_TRACE_REF_LEN] = "";
 	if (a)
-		wd_trace_ref_of(a, strlen(a), ref);
+		wd_trace_ref_redacted(rt->trace, a, strlen(a), ref);
 	free(a);
 	json_object_del(o, "args");
 	json_object_set_new(o, "args_hash", json_string(ref));
@@ -176,7 +176,7 @@ static void note_args_read(struct wd_rt *rt, const struct wd_caller *c,
 	    json_dumps(args, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
 	char ref[WD_TRACE_REF_LEN] = "";
 	if (txt)
-		wd_trace_ref_of(txt, strlen(txt), ref);
+		wd_trace_ref_redacted(rt->trace, txt, strlen(txt), ref);
 	free(txt);
 	cleanup_free char *content = wd_asprintf("%s|%s", a->aid, ref);
 	struct rt_view_read v = {.run_id = a->run_id,
@@ -185,7 +185,8 @@ static void note_args_read(struct wd_rt *rt, const struct wd_caller *c,
 				 .step = a->step,
 				 .what = "approval",
 				 .content = content,
-				 .access = a->approver ? "approver" : NULL};
+				 .access = a->approver ? "approver" : NULL,
+				 .returned = o};
 	struct wd_err err = {0};
 	int rc =
 	    rt_note_view_read(rt, c, &v,

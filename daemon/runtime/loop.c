@@ -258,7 +258,7 @@ static int model_step(struct wd_run *r, struct wd_err *err)
 	cleanup_free char *prompt = rt_conv_text(r);
 	if (prompt) {
 		char ref[WD_TRACE_REF_LEN], h[WD_TRACE_REF_LEN];
-		wd_trace_ref_of(prompt, strlen(prompt), h);
+		wd_trace_ref_redacted(r->rt->trace, prompt, strlen(prompt), h);
 		json_object_set_new(rec, "prompt_hash", json_string(h));
 		struct wd_err be = {0};
 		if (!wd_trace_put_blob(r->rt->trace, r->id, prompt,
@@ -306,9 +306,11 @@ static int model_step(struct wd_run *r, struct wd_err *err)
 		/* what the model said and called, without the provider's
 		 * per-call ids: compared by `warden trace diff` */
 		char oh[72];
-		if (!wd_rec_output_hash(rj, oh))
+		json_t *red = wd_trace_redacted_copy(r->rt->trace, rj);
+		if (red && !wd_rec_output_hash(red, oh))
 			json_object_set_new(rec, "output_hash",
 					    json_string(oh));
+		json_decref(red);
 		if (!a->hash_only)
 			json_object_set(rec, "response", rj);
 		else

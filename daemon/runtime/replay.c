@@ -356,11 +356,11 @@ int rt_replay_model(struct wd_run *r, struct wd_complete_req *req,
 	if (!rp->diverged) {
 		char *p = rt_conv_text(r);
 		char h[WD_TRACE_REF_LEN];
-		wd_trace_ref_of(p, strlen(p), h);
-		free(p);
 		const char *oh =
 		    json_string_value(json_object_get(mc, "prompt_hash"));
-		if (oh && strcmp(oh, h)) {
+		bool same = rt_prompt_hash_matches(r->rt, p, oh, h);
+		free(p);
+		if (oh && !same) {
 			cleanup_free char *a =
 			    wd_asprintf("conversation %.23s", oh);
 			cleanup_free char *b =

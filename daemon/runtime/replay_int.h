@@ -4,6 +4,7 @@
 
 #include "broker/broker.h"
 #include "runtime/rt_int.h"
+#include "trace/trace.h"
 
 /* The original run as the trace holds it. */
 struct rp_orig {
@@ -65,5 +66,12 @@ json_t *rt_replay_orig_prompt(struct wd_rt *rt, struct rt_replay *rp, int step,
 			      struct wd_err *err);
 json_t *rt_replay_orig_response(struct wd_rt *rt, struct rt_replay *rp,
 				int step, struct wd_err *err);
+
+/* Does a rebuilt conversation's text hash to the recorded prompt_hash?
+ * The hash is of the redacted text (loop.c, wd_trace_ref_redacted); a
+ * record written before that holds the hash of the text as sent, which
+ * matches too. h gets the redacted text's hash (for messages). */
+bool rt_prompt_hash_matches(struct wd_rt *rt, const char *prompt,
+			    const char *want, char h[WD_TRACE_REF_LEN]);
 
 #endif

@@ -19,6 +19,20 @@ static json_t *sha_of(const char *text)
 	return json_string(h);
 }
 
+bool rt_prompt_hash_matches(struct wd_rt *rt, const char *prompt,
+			    const char *want, char h[WD_TRACE_REF_LEN])
+{
+	size_t n = strlen(prompt);
+	wd_trace_ref_redacted(rt->trace, prompt, n, h);
+	if (!want)
+		return false;
+	if (!strcmp(want, h))
+		return true;
+	char raw[WD_TRACE_REF_LEN];
+	wd_trace_ref_of(prompt, n, raw);
+	return !strcmp(want, raw);
+}
+
 static bool all_strings(json_t *o)
 {
 	const char *k;
@@ -258,8 +272,7 @@ static int check_hash(struct wd_run *r, int s, struct wd_err *err)
 	    json_string_value(json_object_get(mc, "prompt_hash"));
 	cleanup_free char *p = rt_conv_text(r);
 	char h[WD_TRACE_REF_LEN];
-	wd_trace_ref_of(p, strlen(p), h);
-	if (!want || strcmp(want, h))
+	if (!rt_prompt_hash_matches(r->rt, p, want, h))
 		return wd_err_set(err, -EBADMSG,
 				  "the record cannot be reproduced: step %d: "
 				  "the rebuilt conversation hashes to %s, the "

@@ -141,6 +141,10 @@ struct wd_rt {
 	/* metrics */
 	struct wd_metrics *metrics; /* labelled families (rt_metrics.c) */
 	uint64_t m_overhead_ns;	    /* platform time per step, summed */
+	/* policy generation: +1 at each reload (under mu, atomically: read
+	 * without it by wd_rt_policy_gen); a stream's read decision is made
+	 * again when it changed (views.c, server.c) */
+	uint64_t ps_gen;
 	/* something was freed since the last malloc_trim (under mu) */
 	bool trim_pending;
 	uint64_t trim_last_ns;
@@ -172,7 +176,12 @@ struct rt_view_read {
 	uint64_t since; /* the stream's since= */
 	/* why allowed when not as a reader of the run (an approver) */
 	const char *access;
+	/* what is handed out (borrowed): an object or an array of them; the
+	 * payload_read names their fields (rt_fields_returned) */
+	json_t *returned;
 };
+/* [{fields, seqs, count}] of the objects in objs (an array or one). */
+json_t *rt_fields_returned(json_t *objs);
 /* Record the read unless c is the run's own user or read the same content
  * before; 0, or -EAGAIN (err set): not recorded, not to be handed out.
  * Takes `read` ([{seq|hash, field}]); call without rt->mu. */

@@ -757,6 +757,13 @@ void wd_rt_close(struct wd_rt *rt)
 	free(rt);
 }
 
+/* Without rt->mu: the event stream asks per event (server.c), which its
+ * per-run cache exists to keep off the runtime's lock. */
+uint64_t wd_rt_policy_gen(struct wd_rt *rt)
+{
+	return __atomic_load_n(&rt->ps_gen, __ATOMIC_ACQUIRE);
+}
+
 int wd_rt_reload(struct wd_rt *rt, struct wd_err *err)
 {
 	struct wd_pset *ps = NULL;
@@ -775,6 +782,9 @@ int wd_rt_reload(struct wd_rt *rt, struct wd_err *err)
 	pthread_mutex_lock(&rt->mu);
 	struct wd_pset *old = rt->ps;
 	rt->ps = ps;
+	__atomic_add_fetch(&rt->ps_gen, 1, __ATOMIC_RELEASE);
+	/* streams waiting for lines judge their reader again (views.c) */
+	pthread_cond_broadcast(&rt->ecood);
 	if (rt->pool) {
 		rt->retired =
 		    wd_realloc(rt->retired, (size_t)(rt->n_retired + 1) *

@@ -71,6 +71,9 @@ void wd_rt_close(struct wd_rt *rt);
 
 /* Reload policy/. On any error the old policy stays and err says why. */
 int wd_rt_reload(struct wd_rt *rt, struct wd_err *err);
+/* +1 at each successful reload: a stream that judged its reader's access
+ * under another generation judges it again. */
+uint64_t wd_rt_policy_gen(struct wd_rt *rt);
 
 /* Start a run. -ENOENT unknown agent, -EACCES caller may not run it. */
 int wd_rt_run_create(struct wd_rt *rt, const struct wd_caller *c,
@@ -136,6 +139,13 @@ int wd_rt_approval_decide(struct wd_rt *rt, const struct wd_caller *c,
 json_t *wd_rt_cost(struct wd_rt *rt, const struct wd_caller *c, const char *by,
 		   uint64_t since_ns, struct wd_err *err);
 json_t *wd_rt_status(struct wd_rt *rt);
+/* What the node-wide views show c (scope.c): root, the daemon's uid and
+ * auditors the whole node; anyone else the runs they may read and the
+ * agents, tools and labelled series of their own teams (status: with
+ * scope {teams}; metrics: the text `full` filtered, wd_metrics_scoped). */
+json_t *wd_rt_status_for(struct wd_rt *rt, const struct wd_caller *c);
+char *wd_rt_metrics_for(struct wd_rt *rt, const struct wd_caller *c,
+			const char *full);
 /* The daemon's health for /healthz and /v1/status: 0 when the trace store
  * takes records; else its latched -errno, with `why` saying what failed,
  * since when and when it is probed next (the store recovers by itself).
@@ -156,7 +166,9 @@ char *wd_rt_metrics(struct wd_rt *rt);
  * uid that started each run, never its user name). _grep returns one page,
  * {records: [...], more, next_after}: at most q->limit records (1 to
  * WD_TRACE_RECORDS_MAX, else -EINVAL) with seq > q->after_seq; when `more`,
- * the next page is after=next_after. */
+ * the next page is after=next_after. _runs the same by runs: {runs, more,
+ * next_after}, at most q->limit (1 to WD_TRACE_RUNS_MAX) after the cursor
+ * (q->after_started, q->after_run; next_after is "START.RUN_ID"). */
 struct wd_trace_query;
 int wd_rt_trace_records(struct wd_rt *rt, const struct wd_caller *c,
 			const char *run_id, json_t **out, struct wd_err *err);

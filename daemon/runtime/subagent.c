@@ -326,7 +326,7 @@ static void child_done(struct wd_run *r, json_t *pc, struct wd_run *k,
 	if (payload) {
 		size_t plen = strlen(payload);
 		char h[WD_TRACE_REF_LEN], ref[WD_TRACE_REF_LEN];
-		wd_trace_ref_of(payload, plen, h);
+		wd_trace_ref_redacted(rt->trace, payload, plen, h);
 		json_object_set_new(rec, "result_hash", json_string(h));
 		json_object_set_new(rec, "bytes",
 				    json_integer((json_int_t)plen));

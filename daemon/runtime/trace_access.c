@@ -97,11 +97,21 @@ int wd_rt_note_event_read(struct wd_rt *rt, const struct wd_caller *c,
 	pthread_mutex_unlock(&rt->mu);
 	if (hash_only)
 		return 0;
-	return rt_note_view_read(rt, c, &v,
-				 json_pack("[{s:s,s:s,s:s}]", "field", "target",
-					   "kind", ev->kind, "call_id",
-					   ev->call_id),
-				 err);
+	/* the run's events from here on are handed out as this one is:
+	 * its fields are what the reader gets */
+	json_t *evj = wd_event_to_json(ev);
+	/* as wd_stream_render writes the line: the event, its type and
+	 * its seq (the event stream's, not a record's: not listed) */
+	json_object_set_new(evj, "type", json_string("event"));
+	json_object_set_new(evj, "seq", json_null());
+	v.returned = evj;
+	int rc = rt_note_view_read(rt, c, &v,
+				   json_pack("[{s:s,s:s,s:s}]", "field",
+					     "target", "kind", ev->kind,
+					     "call_id", ev->call_id),
+				   err);
+	json_decref(evj);
+	return rc;
 }
 
 static int refuse(struct wd_pset *ps, const struct wd_caller *c,
@@ -169,18 +179,98 @@ static int authorised_records(struct wd_rt *rt, const struct wd_caller *c,
 	return 0;
 }
 
-/* Append a payload_read (who, why allowed, what) and wait until it is
- * written: a read that cannot be recorded does not happen (-EAGAIN). */
+/* Every member path of o ("event.target": an object's members are named
+ * too, arrays are values) into set. */
+static void member_paths(json_t *o, const char *prefix, json_t *set, int depth)
+{
+	const char *k;
+	json_t *v;
+	json_object_foreach(o, k, v)
+	{
+		cleanup_free char *p =
+		    *prefix ? wd_asprintf("%s.%s", prefix, k) : wd_strdup(k);
+		json_object_set_new(set, p, json_true());
+		if (json_is_object(v) && depth < 4)
+			member_paths(v, p, set, depth + 1);
+	}
+}
+
+static int str_cmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* What a read handed out, field by field: [{fields: [path...], seqs:
+ * [seq...], count}], one entry per set of fields, the objects (records,
+ * payload entries, a view, an approval, an event) with that set counted
+ * and, when they have one, their seqs listed. `objs`: an array of the
+ * objects, or one object. So the payload_read names exactly what was
+ * returned, not only the members known to hold payload. */
+json_t *rt_fields_returned(json_t *objs)
+{
+	json_t *groups = json_object();
+	json_t *one = json_is_array(objs) ? NULL : json_pack("[O]", objs);
+	size_t i;
+	json_t *x;
+	json_array_foreach(one ? one : objs, i, x)
+	{
+		if (!json_is_object(x))
+			continue;
+		json_t *set = json_object();
+		member_paths(x, "", set, 0);
+		size_t n = json_object_size(set), j = 0;
+		const char **names = wd_calloc(n + 1, sizeof(*names));
+		const char *k;
+		json_t *v;
+		json_object_foreach(set, k, v) names[j++] = k;
+		qsort(names, n, sizeof(*names), str_cmp);
+		json_t *fields = json_array();
+		for (j = 0; j < n; j++)
+			json_array_append_new(fields, json_string(names[j]));
+		free(names);
+		json_decref(set);
+		char *key = json_dumps(fields, JSON_COMPACT);
+		json_t *g = json_object_get(groups, key ? key : "");
+		if (!g) {
+			g = json_pack("{s:O,s:[],s:I}", "fields", fields,
+				      "seqs", "count", (json_int_t)0);
+			json_object_set_new(groups, key ? key : "", g);
+		}
+		free(key);
+		json_decref(fields);
+		json_t *seq = json_object_get(x, "seq");
+		if (json_is_integer(seq))
+			json_array_append(json_object_get(g, "seqs"), seq);
+		json_object_set_new(
+		    g, "count",
+		    json_integer(
+			json_integer_value(json_object_get(g, "count")) + 1));
+	}
+	json_decref(one);
+	json_t *out = json_array();
+	const char *k;
+	json_object_foreach(groups, k, x) json_array_append(out, x);
+	json_decref(groups);
+	return out;
+}
+
+/* Append a payload_read (who, why allowed, what: `read` the payload
+ * members with their hashes, `returned` every field handed out) and wait
+ * until it is written: a read that cannot be recorded does not happen
+ * (-EAGAIN). `returned` (borrowed): the objects handed out. */
 static int record_read(struct wd_rt *rt, const struct wd_caller *c,
 		       const char *run_id, int64_t step, const char *reader,
 		       const char *why, const char *what, json_t *read,
-		       json_t *extra, struct wd_err *err)
+		       json_t *returned, json_t *extra, struct wd_err *err)
 {
 	json_t *rec = json_pack("{s:s,s:I,s:s,s:s,s:i,s:s,s:s?,s:o}", "run_id",
 				run_id, "step", (json_int_t)step, "type",
 				wd_rec_type_name(WD_REC_PAYLOAD_READ), "reader",
 				reader, "uid", (int)c->uid, "access", why,
 				"payload_type", what, "read", read);
+	if (returned)
+		json_object_set_new(rec, "returned",
+				    rt_fields_returned(returned));
 	if (extra)
 		json_object_update_missing(rec, extra);
 	uint64_t seq = 0;
@@ -266,7 +356,7 @@ int wd_rt_trace_records(struct wd_rt *rt, const struct wd_caller *c,
 			rt, c, run_id,
 			json_integer_value(json_object_get(
 			    json_array_get(a, json_array_size(a) - 1), "step")),
-			reader, why, "records", read, NULL, err))) {
+			reader, why, "records", read, a, NULL, err))) {
 		json_decref(a);
 		return rc;
 	}
@@ -314,7 +404,7 @@ int wd_rt_trace_payload(struct wd_rt *rt, const struct wd_caller *c,
 	if (!json_array_size(read)) {
 		json_decref(read);
 	} else if ((rc = record_read(rt, c, run_id, step, reader, why, type,
-				     read, NULL, err))) {
+				     read, a, NULL, err))) {
 		json_decref(a);
 		return rc;
 	}
@@ -365,7 +455,7 @@ int rt_note_view_read(struct wd_rt *rt, const struct wd_caller *c,
 					      (json_int_t)v->since)
 				  : NULL;
 	int rc = record_read(rt, c, v->run_id, v->step, reader, why, v->what,
-			     read, extra, err);
+			     read, v->returned, extra, err);
 	json_decref(extra);
 	if (rc)
 		return rc;
@@ -382,7 +472,9 @@ int rt_note_stream_read(struct wd_rt *rt, const struct wd_caller *c,
 			const struct rt_view_read *v, json_t *recs,
 			struct wd_err *err)
 {
-	return rt_note_view_read(rt, c, v, inline_reads(recs), err);
+	struct rt_view_read sv = *v;
+	sv.returned = recs;
+	return rt_note_view_read(rt, c, &sv, inline_reads(recs), err);
 }
 
 /* The index's rows of the runs c may read: the rule as a set of runs
@@ -429,11 +521,61 @@ int rt_readable_runs(struct wd_rt *rt, const struct wd_caller *c,
 	return readable_query(rt, c, q, false, out, err);
 }
 
+/* A page of the runs c may read: {runs, more, next_after}. The SQL query
+ * holds the read rule, so a page is a page of readable runs; the cursor is
+ * the page's last row as the query returned it ("START.RUN_ID"), taken
+ * before readable_query judges each row again, so a row that judgement
+ * drops never stalls or repeats the paging. */
 int wd_rt_trace_runs(struct wd_rt *rt, const struct wd_caller *c,
 		     const struct wd_trace_query *q, json_t **out,
 		     struct wd_err *err)
 {
-	return readable_query(rt, c, q, false, out, err);
+	if (!q->limit || q->limit > WD_TRACE_RUNS_MAX)
+		return wd_err_set(err, -EINVAL,
+				  "limit must be 1 to %u runs a page",
+				  WD_TRACE_RUNS_MAX);
+	struct wd_trace_query pq = *q;
+	pq.page = true;
+	pq.limit = q->limit + 1; /* one more: whether another page follows */
+	struct wd_pset *ps = cur_pset(rt);
+	struct wd_read_scope sc;
+	wd_users_read_scope(ps->users, c->uid, &sc);
+	struct wd_trace_reader rd = {
+	    .uid = c->uid, .teams = sc.teams, .n_teams = (size_t)sc.n_teams};
+	pq.reader = sc.all ? NULL : &rd;
+	json_t *a = NULL;
+	int rc = wd_trace_query_runs(rt->trace, &pq, &a, err);
+	wd_read_scope_free(&sc);
+	if (rc) {
+		wd_pset_unref(ps);
+		return rc;
+	}
+	bool more = json_array_size(a) > q->limit;
+	if (more)
+		json_array_remove(a, q->limit);
+	json_t *last = json_array_get(a, json_array_size(a) - 1);
+	char *cursor =
+	    more ? wd_asprintf("%lld.%s",
+			       (long long)json_integer_value(
+				   json_object_get(last, "page_started")),
+			       jstr(last, "run_id") ?: "")
+		 : NULL;
+	json_t *ok = json_array();
+	size_t i;
+	json_t *r;
+	json_array_foreach(a, i, r)
+	{
+		json_object_del(r, "page_started");
+		if (may_read(ps, c, r, NULL))
+			json_array_append(ok, r);
+	}
+	json_decref(a);
+	wd_pset_unref(ps);
+	*out = json_pack("{s:o,s:b}", "runs", ok, "more", more);
+	if (cursor)
+		json_object_set_new(*out, "next_after", json_string(cursor));
+	free(cursor);
+	return 0;
 }
 
 int wd_rt_trace_grep(struct wd_rt *rt, const struct wd_caller *c,

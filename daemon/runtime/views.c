@@ -23,6 +23,10 @@ struct wd_rt_stream {
 	json_t *recs;	    /* when run == NULL */
 	size_t idx;
 	uint64_t since;
+	/* who reads, and the policy generation their access was judged
+	 * under: a reload (users.yaml changed) judges them again */
+	struct wd_caller who;
+	uint64_t gen;
 };
 
 struct wd_rt_stream *wd_rt_stream_open(struct wd_rt *rt,
@@ -33,6 +37,7 @@ struct wd_rt_stream *wd_rt_stream_open(struct wd_rt *rt,
 	struct wd_rt_stream *s = wd_calloc(1, sizeof(*s));
 	s->rt = rt;
 	s->since = since_seq;
+	s->who = *c;
 	int rc = 0;
 	/* a run's steps carry its task, arguments and answers: read by
 	 * those who may read its trace */
@@ -43,6 +48,7 @@ struct wd_rt_stream *wd_rt_stream_open(struct wd_rt *rt,
 	json_t *shown = NULL; /* the records handed out now, when payload */
 	char team[64] = "";
 	pthread_mutex_lock(&rt->mu);
+	s->gen = rt->ps_gen;
 	s->run = rt_find_run_locked(rt, run_id);
 	bool held = false;
 	if (s->run && !(rc = rt_check_read_locked(rt, c, s->run, err))) {
@@ -163,9 +169,28 @@ int wd_rt_stream_next(struct wd_rt_stream *s, int timeout_ms,
 	ts.tv_nsec = (long)(t % 1000000000ull);
 	pthread_mutex_lock(&rt->mu);
 	while (s->idx >= s->run->n_lines && s->run->state != R_DONE &&
-	       !rt->stopping) {
+	       !rt->stopping && s->gen == rt->ps_gen) {
 		if (pthread_cond_timedwait(&rt->ecood, &rt->mu, &ts))
 			break;
+	}
+	/* the policy was reloaded since the reader's access was judged:
+	 * judged again before another line leaves; a reader who lost it
+	 * gets one line saying so and the end of the stream */
+	if (s->gen != rt->ps_gen) {
+		s->gen = rt->ps_gen;
+		struct wd_err err = {0};
+		if (rt_check_read_locked(rt, &s->who, s->run, &err)) {
+			pthread_mutex_unlock(&rt->mu);
+			json_t *o =
+			    json_pack("{s:s,s:s,s:s}", "type", "access_revoked",
+				      "run_id", s->run->id, "error", err.msg);
+			char *l = json_dumps(o, JSON_COMPACT);
+			if (l)
+				wd_buf_printf(out, "%s\n", l);
+			free(l);
+			json_decref(o);
+			return 0;
+		}
 	}
 	for (; s->idx < s->run->n_lines; s->idx++) {
 		if (s->since && s->run->line_seq[s->idx] <= s->since)
@@ -249,9 +274,10 @@ static json_t *note_output_read(struct wd_rt *rt, const struct wd_caller *c,
 	if (!out)
 		return o;
 	char h[WD_TRACE_REF_LEN];
-	wd_trace_ref_of(out, strlen(out), h);
+	wd_trace_ref_redacted(rt->trace, out, strlen(out), h);
 	v->what = "run_view";
 	v->content = h;
+	v->returned = o;
 	int rc = rt_note_view_read(
 	    rt, c, v, json_pack("[{s:s,s:s}]", "field", "output", "hash", h),
 	    err);

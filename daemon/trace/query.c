@@ -99,14 +99,16 @@ int wd_trace_query_runs(struct wd_trace *t, const struct wd_trace_query *q,
 	cleanup_free const char **args = wd_calloc(8 + nt, sizeof(*args));
 	size_t n = 0;
 	wd_buf_printf(
-	    &sql, "SELECT run_id, agent, team, user, uid, model, status, "
-		  "started, ended, last_ts, cost_nusd / 1e9 AS cost_usd, "
-		  "input_tokens, "
-		  "output_tokens, model_calls, steps, records, "
-		  "flagged, payloads, retention_days, "
-		  "payloads_dropped, cached_tokens, replay_of, replay_from, "
-		  "replay_converged, replay_diverged_at, reason FROM runs "
-		  "WHERE 1");
+	    &sql,
+	    "SELECT run_id, agent, team, user, uid, model, status, "
+	    "started, ended, last_ts, cost_nusd / 1e9 AS cost_usd, "
+	    "input_tokens, "
+	    "output_tokens, model_calls, steps, records, "
+	    "flagged, payloads, retention_days, "
+	    "payloads_dropped, cached_tokens, replay_of, replay_from, "
+	    "replay_converged, replay_diverged_at, reason%s FROM runs "
+	    "WHERE 1",
+	    q->page ? ", coalesce(started, 0) AS page_started" : "");
 #define F(field, col)                                                          \
 	if (q->field) {                                                        \
 		wd_buf_printf(&sql, " AND " col " = ?");                       \
@@ -144,7 +146,18 @@ int wd_trace_query_runs(struct wd_trace *t, const struct wd_trace_query *q,
 		wd_buf_printf(&sql, " AND ");
 		reader_cond(&sql, q->reader, args, &n);
 	}
-	wd_buf_printf(&sql, " ORDER BY started, run_id");
+	/* a page goes on after the previous page's last (start, run id):
+	 * the order below, with an unknown start first as SQLite sorts it */
+	if (q->page && q->after_run) {
+		wd_buf_printf(&sql,
+			      " AND (coalesce(started, 0) > %llu OR "
+			      "(coalesce(started, 0) = %llu AND run_id > ?))",
+			      (unsigned long long)q->after_started,
+			      (unsigned long long)q->after_started);
+		args[n++] = q->after_run;
+	}
+	wd_buf_printf(&sql, q->page ? " ORDER BY coalesce(started, 0), run_id"
+				    : " ORDER BY started, run_id");
 	if (q->limit)
 		wd_buf_printf(&sql, " LIMIT %u", q->limit);
 	int r = run_query(t, &sql, args, n, array, err, tscols);

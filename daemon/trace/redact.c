@@ -272,3 +272,23 @@ void wd_trace_redact_json(struct wd_trace *t, json_t *v)
 		}
 	}
 }
+
+void wd_trace_ref_redacted(struct wd_trace *t, const char *s, size_t len,
+			   char out[WD_TRACE_REF_LEN])
+{
+	size_t n = 0;
+	char *r = wd_trace_redact_text(t, s, len, &n);
+	if (r)
+		wd_trace_ref_of(r, n, out);
+	else
+		wd_trace_ref_of(s, len, out);
+	free(r);
+}
+
+json_t *wd_trace_redacted_copy(struct wd_trace *t, const json_t *v)
+{
+	json_t *c = json_deep_copy(v);
+	if (c)
+		wd_trace_redact_json(t, c);
+	return c;
+}

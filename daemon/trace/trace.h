@@ -187,6 +187,12 @@ struct wd_trace_query {
 	const struct wd_trace_reader *reader;
 	uint64_t
 	    after_seq; /* records: only seq > after_seq (a page's cursor) */
+	/* runs, a page: each row gets page_started (its start, the
+	 * cursor's first half; 0 when unknown), and with after_run only
+	 * runs after (after_started, after_run) in the page order */
+	bool page;
+	uint64_t after_started;
+	const char *after_run;
 };
 /* Runs matching: [{run_id, agent, team, user, uid, model, status, started,
  * ended, cost_usd, input_tokens, output_tokens, steps, flagged, ...,
@@ -198,6 +204,9 @@ int wd_trace_query_runs(struct wd_trace *t, const struct wd_trace_query *q,
  */
 #define WD_TRACE_RECORDS_PAGE 1000u
 #define WD_TRACE_RECORDS_MAX  10000u
+/* A page of runs (GET /v1/trace/runs?limit=N&after=CURSOR), the same way */
+#define WD_TRACE_RUNS_PAGE 1000u
+#define WD_TRACE_RUNS_MAX  5000u
 /* Records matching tool/status/prompt_hash/result_hash, by seq:
  * [{seq, run_id, step, type, tool, status, prompt_hash, result_hash, ts,
  * check}] (check: the broker check of a refused tool_result) */
@@ -251,6 +260,14 @@ const char *wd_trace_dir(struct wd_trace *t);
  * nothing matched. */
 char *wd_trace_redact_text(struct wd_trace *t, const char *s, size_t len,
 			   size_t *out_len);
+/* The hashes a record carries (prompt_hash, output_hash, args_hash,
+ * result_hash) are of what the store keeps, redacted: a hash of the text
+ * before redaction would confirm a guess of the secret it hid. These two
+ * give the text's sha256:<hex> redacted as a blob is, and a copy of a
+ * JSON value redacted as a record's values are (json_decref it). */
+void wd_trace_ref_redacted(struct wd_trace *t, const char *s, size_t len,
+			   char out[WD_TRACE_REF_LEN]);
+json_t *wd_trace_redacted_copy(struct wd_trace *t, const json_t *v);
 
 /* ---- segment reader (exposed for the fuzzer and verify) ---- */
 /* Check one line (without '\n'): frame (crc) and JSON. On success returns 0,

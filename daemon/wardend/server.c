@@ -121,6 +121,7 @@ struct stream_cb {
 	 * instead of under the runtime's lock per event */
 	char seen_run[40];
 	bool seen_ok;
+	uint64_t gen; /* the policy generation seen_ok was judged under */
 	bool follow;
 	struct wd_buf buf;
 	size_t off;
@@ -138,6 +139,13 @@ static bool srv_stopping(struct wd_server *srv)
 static bool event_visible(const struct wd_event *ev, void *arg)
 {
 	struct stream_cb *s = arg;
+	/* a reload (users.yaml changed) may have taken the reader's access
+	 * away: the run's next event is judged again */
+	uint64_t gen = wd_rt_policy_gen(s->srv->rt);
+	if (gen != s->gen) {
+		s->gen = gen;
+		s->seen_run[0] = 0;
+	}
 	if (ev->run_id[0] && !strcmp(ev->run_id, s->seen_run))
 		return s->seen_ok;
 	bool ok = wd_rt_event_visible(s->srv->rt, &s->who, ev);
@@ -416,6 +424,13 @@ static enum MHD_Result dispatch(struct wd_server *srv,
 		return healthz(srv, con);
 	case WD_EP_METRICS: {
 		char *m = metrics_text(srv);
+		/* the unix socket's callers see their own teams' series
+		 * (scope.c); the TCP listener (uid -1) is the operator's */
+		if (who->uid != (uid_t)-1) {
+			char *s = wd_rt_metrics_for(srv->rt, who, m);
+			free(m);
+			m = s;
+		}
 		struct MHD_Response *r = MHD_create_response_from_buffer(
 		    strlen(m), m, MHD_RESPMEM_MUST_FREE);
 		MHD_add_response_header(r, "Content-Type",
@@ -493,7 +508,7 @@ static enum MHD_Result dispatch(struct wd_server *srv,
 		return send_json(con, 200,
 				 json_pack("{s:s}", "status", "reloaded"));
 	case WD_EP_STATUS:
-		return send_json(con, 200, wd_rt_status(srv->rt));
+		return send_json(con, 200, wd_rt_status_for(srv->rt, who));
 	case WD_EP_RUN_REPLAY: {
 		uint64_t pus = 0;
 		rc = wd_rt_replay_create(srv->rt, who, q->id, q->replay, id,

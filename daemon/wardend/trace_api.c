@@ -37,6 +37,12 @@ int wd_trace_api(struct wd_rt *rt, const struct wd_caller *who,
 				    .since_ns = q->since_ns,
 				    .limit = q->limit,
 				    .after_seq = q->after_seq};
+	if (q->ep == WD_EP_TRACE_RUNS) {
+		tq.after_seq = 0;
+		tq.page = true;
+		tq.after_started = q->after_seq;
+		tq.after_run = q->after_run[0] ? q->after_run : NULL;
+	}
 	json_t *o = NULL;
 	int rc = -EINVAL;
 	switch (q->ep) {

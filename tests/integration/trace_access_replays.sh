@@ -81,7 +81,7 @@ expect_eq replays-html-no-read-in-replay "$(reads_in "$rid")" 1
 # the filter itself: only /v1/trace/runs takes it; readers see only the
 # replays they may read
 expect_match replays-api-filter "$(as_user 1003 curl -s --unix-socket "$SOCK" "http://w/v1/trace/runs?replay_of=$orig")" "\"run_id\": *\"$rid\""
-expect_eq replays-api-filter-only "$(as_user 1003 curl -s --unix-socket "$SOCK" "http://w/v1/trace/runs?replay_of=$orig" | jq_py 'len(d)')" 1
+expect_eq replays-api-filter-only "$(as_user 1003 curl -s --unix-socket "$SOCK" "http://w/v1/trace/runs?replay_of=$orig" | jq_py 'len(d["runs"])')" 1
 expect_eq replays-api-records-refuse "$(curl -s -o /dev/null -w '%{http_code}' --unix-socket "$SOCK" "http://w/v1/trace/records?replay_of=$orig")" 400
 # --state: the same links from the index
 expect_match replays-state-links "$("$WARDEN" trace show --state "$T/state" "$orig")" "replayed by $rid from step 0: converged"

@@ -6,6 +6,10 @@
 # changed output, the differing argument and the missing step; another run
 # with a different tool at step 1 and a different result at step 2 is told
 # apart; a run against itself has no divergence; --json and --html agree.
+# The steps are aligned by what they did: run-d is run-a with one step
+# more inserted at step 2, and the diff says exactly that (one extra step
+# at 2, every other step the same, paired 2/3 3/4 4/5), in text, --json
+# and --html; the other way round it is one missing step.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib.sh
 
@@ -51,5 +55,17 @@ print(" ".join("%s:%s%s" % (st, "first" if "first" in c.split() else ("differs" 
 PY
 )
 expect_eq trace-diff-html-rows "$first" "0:same 1:same 2:same 3:first# 4:differs"
+out=$(D run-a run-d 2>&1)
+expect_match trace-diff-insert-first "$out" 'first divergence: step 2: extra in B'
+expect_match trace-diff-insert-counts "$out" '5 same, 0 changed, 0 missing in B, 1 extra in B'
+expect_eq trace-diff-insert-rows "$(printf '%s\n' "$out" | sed -n 's/^[ >]\([0-9/]*\) \+\(same\|extra in B\|missing in B\|changed[^ ]*\|different [a-z]*\).*/\1:\2/p' | tr '\n' ' ')" \
+	"0:same 1:same 2:extra in B 2/3:same 3/4:same 4/5:same "
+j=$(D run-a run-d --json)
+expect_eq trace-diff-insert-json "$(printf '%s' "$j" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["first_divergence"], d["first_divergence_a_step"], d["first_divergence_b_step"], d["counts"], [(s["a_step"], s["b_step"], s["verdict"]) for s in d["steps"]])')" \
+	"2 None 2 {'same': 5, 'changed': 0, 'missing': 0, 'extra': 1} [(0, 0, 'same'), (1, 1, 'same'), (None, 2, 'extra in B'), (2, 3, 'same'), (3, 4, 'same'), (4, 5, 'same')]"
+expect_match trace-diff-insert-reverse "$(D run-d run-a 2>&1)" '5 same, 0 changed, 1 missing in B, 0 extra in B'
+h=$(D run-a run-d --html -o -)
+expect_eq trace-diff-insert-html "$(printf '%s' "$h" | grep -o '<tr class="[a-z ]*" data-step="[0-9]*"\( data-a-step="[0-9]*"\)\?\( data-b-step="[0-9]*"\)\?' | sed 's/<tr class="\([a-z ]*\)" data-step="\([0-9]*\)"\( data-a-step="\([0-9]*\)"\)\?\( data-b-step="\([0-9]*\)"\)\?/\2:\4:\6:\1/' | tr '\n' ' ')" \
+	"0:0:0:same 1:1:1:same 2::2:differs first 2:2:3:same 3:3:4:same 4:4:5:same "
 expect_eq trace-diff-usage "$(D run-a >/dev/null 2>&1; echo $?)" 2
 finish

@@ -82,7 +82,7 @@ expect_eq trace-page-reader-all "$(sort -un "$T/seqs" | wc -l) $(cat "$T/pages")
 expect_eq trace-page-uid-owner "$(as_user 1001 "$WARDEN" trace grep --tool lookup --json | jq_py '(len(d), sorted(set(x["run_id"] for x in d)))')" \
 	"(600, ['run-m1'])"
 expect_eq trace-page-name-not-owner "$(as_user 1002 "$WARDEN" trace grep --tool lookup --json 2>/dev/null | jq_py 'len(d)' 2>/dev/null || echo 0)" 0
-expect_eq trace-page-name-not-owner-runs "$(as_user 1002 curl -s --unix-socket "$SOCK" "http://w/v1/trace/runs" | jq_py 'len(d)')" 0
+expect_eq trace-page-name-not-owner-runs "$(as_user 1002 curl -s --unix-socket "$SOCK" "http://w/v1/trace/runs" | jq_py 'len(d["runs"])')" 0
 
 # out of range: 400, saying the range
 for bad in 10001 0 -1 1x; do
@@ -94,8 +94,6 @@ r=$(get "/v1/trace/records?tool=lookup&after=x")
 expect_eq trace-page-after-bad "$(code "$r")" 400
 r=$(get "/v1/trace/records?tool=lookup&limit=10000")
 expect_eq trace-page-max "$(body "$r" | jq_py '(len(d["records"]), d["more"], "next_after" in d)')" "(3000, False, False)"
-r=$(get "/v1/trace/runs?limit=5")
-expect_eq trace-page-runs-not-paged "$(code "$r")" 400
 
 # the CLI through wardend pages: every record
 expect_eq trace-page-cli-root "$("$WARDEN" trace grep --tool lookup --json | jq_py 'len(d)')" 3000

@@ -164,9 +164,14 @@ def diff(st):
     """run-a: 5 steps; run-b: its replay from step 3 (steps 0-2 from the
     record, then a different answer with different send_mail arguments,
     refused, and no step 4); run-c: like run-a but another tool at step 1
-    and another result at step 2."""
+    and another result at step 2; run-d: like run-a with one step more
+    inserted at step 2 (a lookup), its steps 2-4 at 3-5."""
     def steps(run, variant):
         for s in range(5):
+            if variant == "d" and s == 2:
+                model(st, run, 2, "prompt 1b", "answer 1b")
+                tool(st, run, 2, "lookup", {"id": "x"}, "row x", call="c-d-ins")
+            at = s + 1 if variant == "d" and s >= 2 else s
             if variant == "b" and s == 4:
                 break
             answer = "answer %d" % s
@@ -179,7 +184,7 @@ def diff(st):
                 continue
             if variant == "b" and s == 3:
                 answer = "answer 3, in the new voice"
-            model(st, run, s, "prompt %d" % s, answer)
+            model(st, run, at, "prompt %d" % s, answer)
             name, args, result = "search", {"q": "s%d" % s}, "result %d" % s
             if s == 3:
                 name, args = "send_mail", {"to": "acme", "body": "hello"}
@@ -198,7 +203,7 @@ def diff(st):
                 name = "http_get"
             if variant == "c" and s == 2:
                 result = "result 2, but another"
-            tool(st, run, s, name, args, result)
+            tool(st, run, at, name, args, result, call="c-%s-%d" % (run, at))
     start(st, "run-a")
     steps("run-a", "a")
     end(st, "run-a", 5)
@@ -209,6 +214,9 @@ def diff(st):
     start(st, "run-c")
     steps("run-c", "c")
     end(st, "run-c", 5)
+    start(st, "run-d")
+    steps("run-d", "d")
+    end(st, "run-d", 6)
 
 
 def failures(st, n=400):
@@ -245,6 +253,21 @@ def many(st, n_own=1200, n_other=300):
         end(st, run, n)
 
 
+def manyruns(st, n_own=1200, n_other=300):
+    """More runs than a page of /v1/trace/runs: n_own of alice (uid 1000,
+    team cs), n_other of uid 1001 (team ops), interleaved; one record
+    each besides start and end, every one started at its own time."""
+    for i in range(n_own + n_other):
+        own = i % 5 != 4 if i < 5 * n_other else True
+        run = "run-r%05d" % i
+        if own:
+            start(st, run, user="alice", uid=1000, team="cs")
+        else:
+            start(st, run, user="1001", uid=1001, team="ops")
+        model(st, run, 0, "p", "a")
+        end(st, run, 1)
+
+
 def hashold(st):
     """run-h: a hash_only run whose denial targets an older build wrote
     verbatim (a host and a path from its arguments)."""
@@ -272,6 +295,8 @@ if __name__ == "__main__":
         big(st)
     elif scen == "many":
         many(st)
+    elif scen == "manyruns":
+        manyruns(st)
     elif scen == "hashold":
         hashold(st)
     else:
