@@ -214,12 +214,17 @@ static int parse(int argc, char **argv, struct trace_opts *o)
 			return WD_EXIT_USAGE;
 		}
 	}
+	/* only --state reads the store straight: the reads (ls, show,
+	 * payload, ...) go through wardend otherwise, so that a user who has
+	 * $WARDEN_STATE set (as wardend's environment does) still sees what
+	 * the daemon lets them see; $WARDEN_STATE names the store for the
+	 * maintenance verbs (verify, reindex, gc) */
+	o->state_given = o->state != NULL;
 	if (!o->state) {
 		o->state = getenv("WARDEN_STATE");
 		if (!o->state || !*o->state)
 			o->state = NULL;
 	}
-	o->state_given = o->state != NULL;
 	if (!o->state)
 		o->state = "/var/lib/warden";
 	o->argc = argc - optind;

@@ -38,6 +38,8 @@ struct side {
 	char output_buf[72];
 	json_t *tools;	 /* [name...] of tool_attempts */
 	json_t *args;	 /* [args json text | args_ref...] */
+	json_t *ahash;	 /* [args_hash | null...], one per attempt */
+	size_t inline_args; /* attempts whose args are held inline */
 	json_t *results; /* ["status result_hash" | "refused"...] */
 };
 
@@ -80,6 +82,7 @@ static void side_free(struct side *s)
 {
 	json_decref(s->tools);
 	json_decref(s->args);
+	json_decref(s->ahash);
 	json_decref(s->results);
 }
 
@@ -98,6 +101,7 @@ static void side_of(struct run_recs *rr, int64_t step, struct side *s)
 	s->output = "";
 	s->tools = json_array();
 	s->args = json_array();
+	s->ahash = json_array();
 	s->results = json_array();
 	size_t i;
 	json_t *r;
@@ -146,6 +150,12 @@ static void side_of(struct run_recs *rr, int64_t step, struct side *s)
 			      : NULL;
 			json_array_append_new(
 			    s->args, json_string(t ? t : ts_js(r, "args_ref")));
+			json_array_append(s->ahash,
+					  json_is_string(json_object_get(
+					      r, "args_hash"))
+					      ? json_object_get(r, "args_hash")
+					      : json_null());
+			s->inline_args += a != NULL;
 			free(t);
 			break;
 		}
@@ -166,6 +176,28 @@ static void side_of(struct run_recs *rr, int64_t step, struct side *s)
 	}
 }
 
+/* The same arguments: the values when both sides hold them inline (keys
+ * sorted), else the broker's args_hash when both have one (a hash_only
+ * run holds no values: a full run and a hash_only one compare by hash),
+ * else whatever each holds (an older record's args_ref). */
+static bool args_same(const struct side *a, const struct side *b)
+{
+	size_t n = json_array_size(a->args);
+	if (n != json_array_size(b->args))
+		return false;
+	bool both_inline = a->inline_args == n && b->inline_args == n;
+	for (size_t i = 0; i < n; i++) {
+		json_t *ha = json_array_get(a->ahash, i);
+		json_t *hb = json_array_get(b->ahash, i);
+		bool by_hash = !both_inline && json_is_string(ha) &&
+			       json_is_string(hb);
+		if (!json_equal(by_hash ? ha : json_array_get(a->args, i),
+				by_hash ? hb : json_array_get(b->args, i)))
+			return false;
+	}
+	return true;
+}
+
 static unsigned compare(const struct side *a, const struct side *b)
 {
 	if (a->present != b->present)
@@ -173,7 +205,7 @@ static unsigned compare(const struct side *a, const struct side *b)
 	unsigned d = 0;
 	if (!json_equal(a->tools, b->tools))
 		d |= D_TOOL;
-	else if (!json_equal(a->args, b->args))
+	else if (!args_same(a, b))
 		d |= D_ARGS;
 	if (strcmp(a->output, b->output))
 		d |= D_OUTPUT;
@@ -557,6 +589,7 @@ int trace_diff_cmd(struct tsrc *s, struct trace_opts *o)
 			    .output = "",
 			    .tools = json_array(),
 			    .args = json_array(),
+			    .ahash = json_array(),
 			    .results = json_array()};
 	if (o->html)
 		html_header(f, a, b, rel);

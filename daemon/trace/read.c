@@ -109,6 +109,12 @@ int wd_trace_step_payloads(struct wd_trace *t, const char *run_id, int64_t step,
 	int r = wd_trace_run_records(t, run_id, &recs, err);
 	if (r < 0)
 		return r;
+	/* a hash_only run's payloads are never handed out, by any path (the
+	 * store's --state readers as well as wardend's): a blob with the same
+	 * hash may be kept for another run that stored it */
+	json_t *tr = json_object_get(json_array_get(recs, 0), "trace");
+	const char *mode = json_string_value(json_object_get(tr, "payloads"));
+	bool hash_only = mode && !strcmp(mode, "hash_only");
 	json_t *out = json_array();
 	bool found = false;
 	size_t i;
@@ -135,7 +141,13 @@ int wd_trace_step_payloads(struct wd_trace *t, const char *run_id, int64_t step,
 			char *data = NULL;
 			size_t len = 0;
 			struct wd_err e = {0};
-			if (wd_trace_get_blob(t, ref, &data, &len, &e) < 0)
+			if (hash_only)
+				json_object_set_new(
+				    o, "error",
+				    json_string("hash_only run: payloads are "
+						"not shown, only their "
+						"hashes"));
+			else if (wd_trace_get_blob(t, ref, &data, &len, &e) < 0)
 				json_object_set_new(o, "error",
 						    json_string(e.msg));
 			else if (json_object_set_new(o, "payload",

@@ -170,4 +170,8 @@ r=$(python3 tests/integration/trace_lib/dom.py "$T/after.html" steps "$id" 1) &&
 expect_match trace-access-html-readers "$(tr -d '\n' <"$T/after.html")" 'Payload reads.*read by</b> alice.*read by</b> bob.*read by</b> dave'
 expect_match trace-access-show-reads "$("$WARDEN" trace show --state "$T/state" "$id")" 'payload_read +by dave \(uid 1003, auditor\)'
 
+# $WARDEN_STATE set (as in wardend's environment) does not turn a user's
+# read into a read of the store's files: only --state does
+expect_match trace-access-env-state-via-daemon \
+	"$(as_user 1000 env WARDEN_STATE="$T/state" "$WARDEN" trace show "$id" 2>&1 | grep tool_result)" "tool_result +echo "
 finish

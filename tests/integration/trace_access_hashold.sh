@@ -31,5 +31,18 @@ expect_match hashold-api-path-hashed "$out" "\"target\": ?\"$path_ref\""
 no_secret hashold-api-stream "$(as_user 1000 curl -s -m 10 --unix-socket "$SOCK" http://w/v1/runs/run-h/stream)"
 no_secret hashold-cli-show "$(as_user 1000 "$WARDEN" trace show run-h 2>&1)"
 no_secret hashold-cli-html "$(as_user 1000 "$WARDEN" trace html run-h -o - 2>&1)"
+# the store read straight (--state: root on the node) keeps the rule too:
+# run-h's model call names blobs run-f stored, and they are not shown
+shared() { # NAME TEXT: the text run-f stored is absent
+	if printf '%s' "$2" | grep -q -F SHARED-SECRET; then
+		fail "$1" "$(printf '%s' "$2" | grep -o -F -e SHARED-SECRET-PROMPT -e SHARED-SECRET-ANSWER | sort | uniq -c | tr '\n' ' ')"
+	else pass "$1"; fi
+}
+shared hashold-state-payload "$("$WARDEN" trace payload run-h 0 --state "$T/state" --json 2>&1)"
+shared hashold-state-html "$("$WARDEN" trace html run-h -o - --state "$T/state" 2>&1)"
+shared hashold-api-payload "$(curl -s --unix-socket "$SOCK" http://w/v1/runs/run-h/payload/0)"
+expect_match hashold-state-says-why "$("$WARDEN" trace payload run-h 0 --state "$T/state" 2>&1)" "hash_only run: payloads are not shown"
+# control: the full run's own payload is shown
+expect_match hashold-state-control "$("$WARDEN" trace payload run-f 0 --state "$T/state" 2>&1)" "SHARED-SECRET-ANSWER"
 stop_daemon
 finish

@@ -67,5 +67,11 @@ expect_match trace-diff-insert-reverse "$(D run-d run-a 2>&1)" '5 same, 0 change
 h=$(D run-a run-d --html -o -)
 expect_eq trace-diff-insert-html "$(printf '%s' "$h" | grep -o '<tr class="[a-z ]*" data-step="[0-9]*"\( data-a-step="[0-9]*"\)\?\( data-b-step="[0-9]*"\)\?' | sed 's/<tr class="\([a-z ]*\)" data-step="\([0-9]*\)"\( data-a-step="\([0-9]*\)"\)\?\( data-b-step="\([0-9]*\)"\)\?/\2:\4:\6:\1/' | tr '\n' ' ')" \
 	"0:0:0:same 1:1:1:same 2::2:differs first 2:2:3:same 3:3:4:same 4:4:5:same "
+# a hash_only run holds no argument values: its calls compare with a full
+# run's by args_hash (steps 0-3 the same), and the call it made otherwise
+# (step 4) is still told apart
+out=$(D run-a run-e 2>&1)
+expect_match trace-diff-hashonly-counts "$out" '4 same, 1 changed, 0 missing in B, 0 extra in B'
+expect_match trace-diff-hashonly-first "$out" 'first divergence: step 4: different arguments'
 expect_eq trace-diff-usage "$(D run-a >/dev/null 2>&1; echo $?)" 2
 finish

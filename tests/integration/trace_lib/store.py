@@ -75,10 +75,13 @@ def model(st, run, step, prompt, response, tin=1000, tout=100, cost=0.01):
            cost_usd=cost, latency_ms=800, prompt_hash=p, prompt_ref=p, response_ref=r)
 
 
-def tool(st, run, step, name, args, result, status="ok", call=None):
+def tool(st, run, step, name, args, result, status="ok", call=None, hash_only=False):
     call = call or "c-%s-%d" % (run, step)
+    # args_hash: sha256 of the compact arguments, as the broker writes it
+    ah = "sha256:" + hashlib.sha256(json.dumps(args, separators=(",", ":")).encode()).hexdigest()
+    kw = {} if hash_only else {"args": args}
     st.rec(run, step, "tool_attempt", gen_ai__tool__name=name, gen_ai__tool__call__id=call,
-           side_effects="none", args=args)
+           side_effects="none", args_hash=ah, **kw)
     r = st.blob(result)
     st.rec(run, step, "tool_result", gen_ai__tool__name=name, gen_ai__tool__call__id=call,
            status=status, exit_code=0 if status == "ok" else 1, latency_ms=30,
@@ -165,7 +168,8 @@ def diff(st):
     record, then a different answer with different send_mail arguments,
     refused, and no step 4); run-c: like run-a but another tool at step 1
     and another result at step 2; run-d: like run-a with one step more
-    inserted at step 2 (a lookup), its steps 2-4 at 3-5."""
+    inserted at step 2 (a lookup), its steps 2-4 at 3-5; run-e: run-a as a
+    hash_only run (arguments by args_hash only) asking step 4 otherwise."""
     def steps(run, variant):
         for s in range(5):
             if variant == "d" and s == 2:
@@ -203,7 +207,10 @@ def diff(st):
                 name = "http_get"
             if variant == "c" and s == 2:
                 result = "result 2, but another"
-            tool(st, run, at, name, args, result, call="c-%s-%d" % (run, at))
+            if variant == "e" and s == 4:
+                args = {"q": "s4, asked otherwise"}
+            tool(st, run, at, name, args, result, call="c-%s-%d" % (run, at),
+                 hash_only=variant == "e")
     start(st, "run-a")
     steps("run-a", "a")
     end(st, "run-a", 5)
@@ -217,6 +224,9 @@ def diff(st):
     start(st, "run-d")
     steps("run-d", "d")
     end(st, "run-d", 6)
+    start(st, "run-e", payloads="hash_only")
+    steps("run-e", "e")
+    end(st, "run-e", 5)
 
 
 def failures(st, n=400):
@@ -270,7 +280,8 @@ def manyruns(st, n_own=1200, n_other=300):
 
 def hashold(st):
     """run-h: a hash_only run whose denial targets an older build wrote
-    verbatim (a host and a path from its arguments)."""
+    verbatim (a host and a path from its arguments), and whose model call
+    names blobs a full run (run-f) stored."""
     run = "run-h"
     start(st, run, payloads="hash_only")
     st.rec(run, 0, "tool_attempt", gen_ai__tool__name="dial", gen_ai__tool__call__id="c-h",
@@ -279,8 +290,17 @@ def hashold(st):
            event={"kind": "connect", "target": "10.77.66.55:443", "source": "bpf"})
     st.rec(run, 0, "denial", gen_ai__tool__name="dial", call_id="c-h",
            event={"kind": "file_open", "target": "/srv/secret-hold/file", "source": "lsm"})
+    # a full run stored the text this hash_only run only hashed (the blob
+    # store is shared: the same text is the same blob); run-h's model call
+    # names those blobs by their hashes
+    start(st, "run-f")
+    model(st, "run-f", 0, "SHARED-SECRET-PROMPT", "SHARED-SECRET-ANSWER")
+    end(st, "run-f", 1)
+    p, r = st.blob("SHARED-SECRET-PROMPT"), st.blob("SHARED-SECRET-ANSWER")
+    st.rec(run, 0, "model_call", gen_ai__request__model="m-large",
+           gen_ai__usage__input_tokens=10, gen_ai__usage__output_tokens=5,
+           cost_usd=0.01, latency_ms=80, prompt_hash=p, prompt_ref=p, response_ref=r)
     end(st, run, 1)
-
 
 if __name__ == "__main__":
     st = Store(sys.argv[1])
