@@ -36,11 +36,11 @@ struct side {
 	const char *response; /* response hash, "" when none (shown) */
 	const char *output;   /* what is compared: output_hash, else response */
 	char output_buf[72];
-	json_t *tools;	 /* [name...] of tool_attempts */
-	json_t *args;	 /* [args json text | args_ref...] */
-	json_t *ahash;	 /* [args_hash | null...], one per attempt */
+	json_t *tools;	    /* [name...] of tool_attempts */
+	json_t *args;	    /* [args json text | args_ref...] */
+	json_t *ahash;	    /* [args_hash | null...], one per attempt */
 	size_t inline_args; /* attempts whose args are held inline */
-	json_t *results; /* ["status result_hash" | "refused"...] */
+	json_t *results;    /* ["status result_hash" | "refused"...] */
 };
 
 enum {
@@ -150,11 +150,11 @@ static void side_of(struct run_recs *rr, int64_t step, struct side *s)
 			      : NULL;
 			json_array_append_new(
 			    s->args, json_string(t ? t : ts_js(r, "args_ref")));
-			json_array_append(s->ahash,
-					  json_is_string(json_object_get(
-					      r, "args_hash"))
-					      ? json_object_get(r, "args_hash")
-					      : json_null());
+			json_array_append(
+			    s->ahash,
+			    json_is_string(json_object_get(r, "args_hash"))
+				? json_object_get(r, "args_hash")
+				: json_null());
 			s->inline_args += a != NULL;
 			free(t);
 			break;
@@ -189,8 +189,8 @@ static bool args_same(const struct side *a, const struct side *b)
 	for (size_t i = 0; i < n; i++) {
 		json_t *ha = json_array_get(a->ahash, i);
 		json_t *hb = json_array_get(b->ahash, i);
-		bool by_hash = !both_inline && json_is_string(ha) &&
-			       json_is_string(hb);
+		bool by_hash =
+		    !both_inline && json_is_string(ha) && json_is_string(hb);
 		if (!json_equal(by_hash ? ha : json_array_get(a->args, i),
 				by_hash ? hb : json_array_get(b->args, i)))
 			return false;
