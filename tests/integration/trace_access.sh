@@ -108,6 +108,8 @@ raw=$(as_user 1002 curl -s --unix-socket "$SOCK" -w '\n%{http_code}' "http://w/v
 expect_eq trace-access-other-team-raw-trace "$(printf '%s' "$raw" | tail -1)" 403
 if as_user 1002 "$WARDEN" trace ls 2>&1 | grep -q "$id"; then fail trace-access-other-team-ls "listed"; else pass trace-access-other-team-ls; fi
 if as_user 1002 "$WARDEN" trace grep --tool echo 2>&1 | grep -q "$id"; then fail trace-access-other-team-grep "listed"; else pass trace-access-other-team-grep; fi
+out=$(as_user 1002 "$WARDEN" trace diff "$id" "$id" 2>&1); rc=$?
+expect_eq trace-access-other-team-diff "$rc:$(printf '%s' "$out" | grep -c -e "$SECRET" -e 'same')" "1:0"
 expect_eq trace-access-other-team-nothing-recorded "$(run_records "$id" | jq_py 'len(d)')" "$nrec"
 # the daemon's other views of a run (its stream, its view, the list, its
 # pending approval) hold the same data: the same rule

@@ -73,5 +73,11 @@ expect_eq trace-diff-insert-html "$(printf '%s' "$h" | grep -o '<tr class="[a-z 
 out=$(D run-a run-e 2>&1)
 expect_match trace-diff-hashonly-counts "$out" '4 same, 1 changed, 0 missing in B, 0 extra in B'
 expect_match trace-diff-hashonly-first "$out" 'first divergence: step 4: different arguments'
+# the replay's own page: the divergence marked at its step (3, and no
+# other), a link to the original, and the original's page linking back
+h=$("$WARDEN" trace html --state "$S" run-b -o -)
+expect_eq trace-diff-replay-html-divergence "$(printf '%s' "$h" | grep -o '<section class="step has-divergence" data-step="[0-9]*"' | grep -o '[0-9]*"$' | tr -d '"' | tr '\n' ' ')" "3 "
+expect_match trace-diff-replay-html-link "$h" 'replay of <a href="run-a.html"'
+expect_match trace-diff-original-html-link "$("$WARDEN" trace html --state "$S" run-a -o -)" 'replayed by <a href="run-b.html">run-b</a> from step 3'
 expect_eq trace-diff-usage "$(D run-a >/dev/null 2>&1; echo $?)" 2
 finish
