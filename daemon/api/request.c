@@ -408,6 +408,20 @@ int wd_api_parse(const char *method, const char *path,
 		   !strcmp(seg[2], "reload")) {
 		req->ep = WD_EP_POLICY_RELOAD;
 		rc = post ? 0 : wd_err_set(err, 405, "use POST");
+	} else if (!strcmp(res, "fleet") && n == 4 && !strcmp(seg[2], "runs")) {
+		req->ep = WD_EP_FLEET_RUN_GET;
+		if (!get)
+			rc = wd_err_set(err, 405, "use GET");
+		else if (!wd_api_id_ok(seg[3]))
+			rc = wd_err_set(err, 400, "bad run id");
+		else {
+			memcpy(req->id, seg[3], sizeof(req->id));
+			rc = 0;
+		}
+	} else if (!strcmp(res, "fleet") && n == 3 &&
+		   !strcmp(seg[2], "nodes")) {
+		req->ep = WD_EP_FLEET_NODES;
+		rc = get ? 0 : wd_err_set(err, 405, "use GET");
 	} else if (!strcmp(res, "status") && n == 2) {
 		req->ep = WD_EP_STATUS;
 		rc = get ? 0 : wd_err_set(err, 405, "use GET");

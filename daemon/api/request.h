@@ -36,6 +36,9 @@ enum wd_api_ep {
 	WD_EP_TRACE_RECORDS, /* GET  /v1/trace/records?tool,status,
 			      * prompt_hash,result_hash,agent,team,user,
 			      * since,limit,after: one page */
+	/* with --fleet (fleet/fleet.h) */
+	WD_EP_FLEET_RUN_GET, /* GET  /v1/fleet/runs/ID */
+	WD_EP_FLEET_NODES,   /* GET  /v1/fleet/nodes */
 };
 
 /* The filters of the trace endpoints (query string; NULL = absent). */

@@ -275,6 +275,33 @@ static int f_temperature(struct wd_ywalk *w, yaml_node_t *v, void *o)
 	return 0;
 }
 
+/* Fleet (fleet/fleet.h): a run whose node is lost is interrupted and never
+ * run again elsewhere; `never` says so. Resuming a read-only run on
+ * another node is not built: accepting the word would promise it. */
+static int f_resume(struct wd_ywalk *w, yaml_node_t *v, void *o)
+{
+	static const char *const words[] = {"never", "if_read_only"};
+	int i;
+	if (wd_y_enum(w, v, "'resume'", words, 2, &i) < 0)
+		return -EINVAL;
+	if (i != 0) {
+		wd_y_err(w, v,
+			 "'resume': if_read_only is not built; a fleet run "
+			 "whose node is lost is marked interrupted and never "
+			 "resumed (use never)");
+		return -EINVAL;
+	}
+	return 0;
+}
+static int f_placement(struct wd_ywalk *w, yaml_node_t *v, void *o)
+{
+	wd_y_err(w, v,
+		 "'placement' is not built: node labels (wardend "
+		 "--fleet-label) are recorded but a fleet run goes to any "
+		 "node with room");
+	return -EINVAL;
+}
+
 static const struct wd_y_key agent_keys[] = {
     {"name", f_name, true},
     {"description", f_description, false},
@@ -287,6 +314,8 @@ static const struct wd_y_key agent_keys[] = {
     {"context", f_context, false},
     {"trace", f_trace, false},
     {"temperature", f_temperature, false},
+    {"resume", f_resume, false},
+    {"placement", f_placement, false},
 };
 
 struct load_state {

@@ -12,6 +12,7 @@
  *   bounds: {max_steps: 30, token_budget: 200000, wall_clock_s: 300,
  *            cost_cap_usd: 2.0}
  *   context: {budget_tokens: 32000, strategy: sliding_window}
+ *   resume: never                  # fleet: a lost node's run is not resumed
  *   trace: {payloads: full, retention_days: 30,
  *           unrecorded_read_only: refuse}
  *

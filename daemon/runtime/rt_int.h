@@ -138,6 +138,9 @@ struct wd_rt {
 	/* "run|uid|what|content" of view and stream reads recorded
 	 * (trace_access.c rt_note_view_read): recorded once each */
 	json_t *reads_noted;
+	/* told of every run's end, after it is recorded (fleet/) */
+	wd_rt_run_end_fn end_hook;
+	void *end_hook_arg;
 	/* metrics */
 	struct wd_metrics *metrics; /* labelled families (rt_metrics.c) */
 	uint64_t m_overhead_ns;	    /* platform time per step, summed */

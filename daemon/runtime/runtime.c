@@ -348,10 +348,25 @@ void rt_finish(struct wd_run *r, const char *status, const char *reason,
 		unlink(active);
 	}
 	pthread_cond_broadcast(&rt->ecood);
+	wd_rt_run_end_fn hook = rt->end_hook;
+	void *hook_arg = rt->end_hook_arg;
+	/* r stays allocated while its worker holds it: the hook reads the
+	 * run's own copies, after the lock */
 	trim_done_locked(rt);
 	pthread_mutex_unlock(&rt->mu);
 	wd_info("run %s: %s%s%s", r->id, status, reason ? ": " : "",
 		reason ? reason : "");
+	if (hook) {
+		struct wd_rt_run_end e = {
+		    .run_id = r->id,
+		    .status = status,
+		    .reason = reason,
+		    .output = r->hash_only ? NULL : text,
+		    .steps = r->step,
+		    .cost_usd = r->cost,
+		};
+		hook(hook_arg, &e);
+	}
 }
 
 static void *worker(void *arg)
@@ -506,6 +521,13 @@ int wd_rt_run_create(struct wd_rt *rt, const struct wd_caller *c,
 		     const char *agent, const char *task, char id[64],
 		     struct wd_err *err)
 {
+	return wd_rt_run_create_id(rt, c, agent, task, NULL, id, err);
+}
+
+int wd_rt_run_create_id(struct wd_rt *rt, const struct wd_caller *c,
+			const char *agent, const char *task,
+			const char *given_id, char id[64], struct wd_err *err)
+{
 	pthread_mutex_lock(&rt->mu);
 	struct wd_pset *ps = wd_pset_ref(rt->ps);
 	pthread_mutex_unlock(&rt->mu);
@@ -522,9 +544,28 @@ int wd_rt_run_create(struct wd_rt *rt, const struct wd_caller *c,
 		rc = wd_err_set(err, -EACCES, "%s", why);
 		goto out;
 	}
+	if (given_id) {
+		pthread_mutex_lock(&rt->mu);
+		bool dup = rt_find_run_locked(rt, given_id) != NULL;
+		pthread_mutex_unlock(&rt->mu);
+		cleanup_free char *mark = rt_run_path(rt, given_id, "active");
+		if (dup || access(mark, F_OK) == 0) {
+			rc = wd_err_set(err, -EEXIST,
+					"run %s exists on this "
+					"node",
+					given_id);
+			goto out;
+		}
+	}
 	struct wd_run *r = rt_run_new(rt, ps, a, c, task);
-	memcpy(r->id, "run_", 4);
-	wd_rand_hex(r->id + 4, 16);
+	if (given_id) {
+		/* the fleet's id (fleet/queue.c): the same name on every
+		 * node, checked like an API id by the submitting node */
+		snprintf(r->id, sizeof(r->id), "%s", given_id);
+	} else {
+		memcpy(r->id, "run_", 4);
+		wd_rand_hex(r->id + 4, 16);
+	}
 	r->started_wall = wd_wall_ns();
 	r->msgs = json_array();
 	if (a->system_prompt && *a->system_prompt)

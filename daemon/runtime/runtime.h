@@ -77,6 +77,31 @@ int wd_rt_run_create(struct wd_rt *rt, const struct wd_caller *c,
 		     const char *agent, const char *task, char id[64],
 		     struct wd_err *err);
 
+/* The same with the run's id given (NULL: a new one): a run queued in the
+ * fleet keeps the id it was queued under (fleet/queue.c). -EEXIST when a
+ * run of that id is in this node's memory. */
+int wd_rt_run_create_id(struct wd_rt *rt, const struct wd_caller *c,
+			const char *agent, const char *task,
+			const char *given_id, char id[64], struct wd_err *err);
+/* What wd_rt_run_create checks before it creates anything: the agent
+ * exists and c may run it (team: the agent's). 0, -ENOENT, -EACCES. */
+int wd_rt_run_check(struct wd_rt *rt, const struct wd_caller *c,
+		    const char *agent, char team[64], struct wd_err *err);
+/* The trace's read rule (policy/users.h wd_users_may_read_run) for a run
+ * known only by its uid and team (a fleet run of another node). */
+bool wd_rt_may_read(struct wd_rt *rt, const struct wd_caller *c,
+		    int64_t run_uid, const char *team);
+/* A run's end, as recorded in its run_end (output NULL for hash_only). */
+struct wd_rt_run_end {
+	const char *run_id, *status, *reason, *output;
+	int steps;
+	double cost_usd;
+};
+/* Called by the worker that ended the run, after run_end is written and
+ * without any runtime lock; must not block on the network. One hook. */
+typedef void (*wd_rt_run_end_fn)(void *arg, const struct wd_rt_run_end *e);
+void wd_rt_set_run_end_hook(struct wd_rt *rt, wd_rt_run_end_fn fn, void *arg);
+
 /* Replay run `of` (DESIGN §4 "Replay (execution)") as the caller, who
  * must be the run's user or root. opts: {from (required), determinism
  * "divergent"|"pinned"|"recorded-model", tools "live"|"recorded",

@@ -12,6 +12,7 @@
 #include "api/request.h"
 #include "common/log.h"
 #include "events/stream.h"
+#include "fleet/fleet.h"
 #include "trace/trace.h"
 #include "wardend/conn.h"
 #include "wardend/trace_api.h"
@@ -30,6 +31,7 @@ struct stream_cb;
 
 struct wd_server {
 	struct wd_rt *rt;
+	struct wd_fleet *fleet; /* NULL: one node */
 	bool stopping; /* ends open streams so MHD_stop_daemon can join */
 	struct MHD_Daemon *d, *metrics;
 	struct wd_gate *mgate; /* the TCP listener's front door */
@@ -397,6 +399,8 @@ static char *metrics_text(struct wd_server *srv)
 	    (unsigned long long)st.refused_uid,
 	    (unsigned long long)st.refused_total,
 	    (unsigned long long)st.request_timeouts);
+	if (srv->fleet)
+		wd_fleet_metrics(srv->fleet, &b);
 	return b.data ? b.data : wd_strdup("");
 }
 
@@ -425,6 +429,18 @@ static enum MHD_Result dispatch(struct wd_server *srv,
 		return ret;
 	}
 	case WD_EP_RUN_CREATE:
+		if (srv->fleet) {
+			/* queued: whichever node has room runs it; the
+			 * client follows /v1/fleet/runs/ID */
+			rc = wd_fleet_submit(srv->fleet, who, q->agent, q->task,
+					     id, &err);
+			if (rc)
+				return send_err(con, errno_status(rc), err.msg);
+			return send_json(con, 201,
+					 json_pack("{s:s,s:b,s:s}", "run_id",
+						   id, "fleet", 1, "follow",
+						   "/v1/fleet/runs/ID"));
+		}
 		rc =
 		    wd_rt_run_create(srv->rt, who, q->agent, q->task, id, &err);
 		if (rc)
@@ -432,6 +448,24 @@ static enum MHD_Result dispatch(struct wd_server *srv,
 		return send_json(con, 201,
 				 json_pack("{s:s,s:s}", "run_id", id, "stream",
 					   "/v1/runs/ID/stream"));
+	case WD_EP_FLEET_RUN_GET:
+		if (!srv->fleet)
+			return send_err(con, 404,
+					"this node is not in a fleet (wardend "
+					"--fleet URL)");
+		o = wd_fleet_run_get(srv->fleet, who, q->id, &err);
+		if (!o)
+			return send_err(con, errno_status(-errno), err.msg);
+		return send_json(con, 200, o);
+	case WD_EP_FLEET_NODES:
+		if (!srv->fleet)
+			return send_err(con, 404,
+					"this node is not in a fleet (wardend "
+					"--fleet URL)");
+		o = wd_fleet_nodes(srv->fleet, &err);
+		if (!o)
+			return send_err(con, 503, err.msg);
+		return send_json(con, 200, o);
 	case WD_EP_RUN_LIST:
 		return send_json(con, 200, wd_rt_runs_list(srv->rt, who));
 	case WD_EP_RUN_GET:
@@ -493,7 +527,11 @@ static enum MHD_Result dispatch(struct wd_server *srv,
 		return send_json(con, 200,
 				 json_pack("{s:s}", "status", "reloaded"));
 	case WD_EP_STATUS:
-		return send_json(con, 200, wd_rt_status(srv->rt));
+		o = wd_rt_status(srv->rt);
+		if (srv->fleet)
+			json_object_set_new(o, "fleet",
+					    wd_fleet_status(srv->fleet));
+		return send_json(con, 200, o);
 	case WD_EP_RUN_REPLAY: {
 		uint64_t pus = 0;
 		rc = wd_rt_replay_create(srv->rt, who, q->id, q->replay, id,
@@ -612,9 +650,9 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 
 static void wd_server_free(struct wd_server *s);
 
-int wd_server_start(struct wd_rt *rt, const char *socket_path,
-		    const struct wd_api_limits *lim, struct wd_server **out,
-		    struct wd_err *err)
+int wd_server_start(struct wd_rt *rt, struct wd_fleet *fleet,
+		    const char *socket_path, const struct wd_api_limits *lim,
+		    struct wd_server **out, struct wd_err *err)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	if (wd_strlcpy(sa.sun_path, socket_path, sizeof(sa.sun_path)))
@@ -649,6 +687,7 @@ int wd_server_start(struct wd_rt *rt, const char *socket_path,
 				  strerror(errno));
 	struct wd_server *s = wd_calloc(1, sizeof(*s));
 	s->rt = rt;
+	s->fleet = fleet;
 	s->lim = *lim;
 	pthread_mutex_init(&s->pmu, NULL);
 	pthread_condattr_t ca;

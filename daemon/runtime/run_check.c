@@ -1,0 +1,46 @@
+/* What other boxes ask of the runtime about runs without running them:
+ * the fleet's queue (fleet/queue.c) checks a run before it is queued, reads
+ * fleet runs with the trace's rule, and hears of each run's end. */
+#include <string.h>
+
+#include "policy/users.h"
+#include "runtime/rt_int.h"
+
+int wd_rt_run_check(struct wd_rt *rt, const struct wd_caller *c,
+		    const char *agent, char team[64], struct wd_err *err)
+{
+	pthread_mutex_lock(&rt->mu);
+	struct wd_pset *ps = wd_pset_ref(rt->ps);
+	pthread_mutex_unlock(&rt->mu);
+	int rc = 0;
+	char why[256];
+	const struct wd_agent_def *a = wd_pset_agent(ps, agent);
+	if (!a)
+		rc = wd_err_set(err, -ENOENT, "no agent '%s' in %s", agent,
+				ps->dir);
+	else if (!wd_pset_may_run(ps, c->uid, a, why, sizeof(why)))
+		rc = wd_err_set(err, -EACCES, "%s", why);
+	else
+		snprintf(team, 64, "%s", a->team ? a->team : "");
+	wd_pset_unref(ps);
+	return rc;
+}
+
+bool wd_rt_may_read(struct wd_rt *rt, const struct wd_caller *c,
+		    int64_t run_uid, const char *team)
+{
+	pthread_mutex_lock(&rt->mu);
+	struct wd_pset *ps = wd_pset_ref(rt->ps);
+	pthread_mutex_unlock(&rt->mu);
+	bool ok = wd_users_may_read_run(ps->users, c->uid, run_uid, team, NULL);
+	wd_pset_unref(ps);
+	return ok;
+}
+
+void wd_rt_set_run_end_hook(struct wd_rt *rt, wd_rt_run_end_fn fn, void *arg)
+{
+	pthread_mutex_lock(&rt->mu);
+	rt->end_hook = fn;
+	rt->end_hook_arg = arg;
+	pthread_mutex_unlock(&rt->mu);
+}

@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# The fleet's run queue on a real PostgreSQL: three wardend nodes (own
+# state, runtime dir, socket; capacity 2 each) started together migrate the
+# schema once and register; 30 runs submitted to node A (a model answering
+# after 200 ms) all complete, spread over the three nodes, each node's
+# concurrency (from the database's claim and end times) never above its
+# capacity; each run is in the trace of the node that ran it; `warden run`
+# follows a fleet run to its end and exit code. Fair share: 100 queued runs
+# of team A and 5 of team B, claimed by two nodes -> B's 5 start before A's
+# tenth. Options without --fleet, bad URLs and unbuilt agent fields are
+# refused.
+. tests/lib.sh
+. tests/integration/daemon_lib/common.sh
+. tests/integration/fleet_lib/common.sh
+[ "$(id -u)" -eq 0 ] || { skip fleet-queue "needs root"; finish; }
+[ -x "$PGBIN/postgres" ] || { skip fleet-queue "no PostgreSQL at $PGBIN (scripts/deps.sh installs postgresql)"; finish; }
+
+base_policy
+start_fake
+fake_ctl '{"lane": "a", "reset": true, "default": {"delay_ms": 200, "reply": {"text": "slow done"}}}'
+echo "  slow: [{provider: fa, model: m1}]" >>"$POL/aliases.part"
+script quick <<'S'
+{"text": "quick {{task}}"}
+S
+agent work slow '[echo]'
+agent ta quick '[echo]'
+agent tb quick '[echo]'
+write_gateway
+
+# --- refusals before anything starts
+out=$("$WARDEND" --state "$T/x" --policy "$POL" --socket "$T/x.sock" --fleet-capacity 2 2>&1)
+expect_eq capacity-without-fleet-exit "$?" 2
+expect_match capacity-without-fleet-says "$out" 'need --fleet URL'
+out=$("$WARDEND" --state "$T/x" --policy "$POL" --socket "$T/x.sock" --fleet 'host=/tmp port=notaport =x' 2>&1)
+expect_eq bad-url-exit "$?" 2
+expect_match bad-url-says "$out" '^wardend: --fleet: '
+out=$("$WARDEND" --state "$T/x" --policy "$POL" --socket "$T/x.sock" --fleet "@$T/nope" 2>&1)
+expect_eq url-file-missing-exit "$?" 2
+mkdir -p "$T/pc/agents"
+cp "$POL/agents/work.yaml" "$T/pc/agents/r.yaml"
+printf 'resume: if_read_only\n' >>"$T/pc/agents/r.yaml"
+out=$("$WARDEN" policy check "$T/pc/agents/r.yaml" 2>&1)
+expect_match resume-refused "$out" 'r.yaml:[0-9]+:[0-9]+: .resume.: if_read_only is not built'
+sed -i 's/if_read_only/never/' "$T/pc/agents/r.yaml"
+check resume-never-ok "$WARDEN" policy check "$T/pc/agents/r.yaml"
+printf 'placement: {gpu: "yes"}\n' >>"$T/pc/agents/r.yaml"
+expect_match placement-refused "$("$WARDEN" policy check "$T/pc/agents/r.yaml" 2>&1)" \
+	'r.yaml:[0-9]+:[0-9]+: .placement. is not built'
+
+start_pg || { fail pg-start "see above"; finish; }
+# the URL from a file, as a Secret would hold it
+printf '%s\n' "$FLEET_URL" >"$T/fleet.url"
+FLEET_URL="@$T/fleet.url"
+
+# --- three nodes starting together: one migration, three registrations
+launch_node A 2 --fleet-label zone=a
+launch_node B 2
+launch_node C 2
+wait_node A && wait_node B && wait_node C || { fail nodes-start "see logs"; finish; }
+expect_eq schema-once "$(psql_q 'SELECT count(*), max(version) FROM warden.schema_version')" "1|1"
+expect_eq migrated-once-in-logs "$(cat "$T"/[ABC].log | grep -c 'schema migrated to version 1')" 1
+expect_eq nodes-registered "$(psql_q "SELECT count(*) FROM warden.nodes WHERE state = 'up' AND capacity = 2")" 3
+expect_eq node-label "$(psql_q "SELECT labels->>'zone' FROM warden.nodes WHERE id = '$(node_id A)'")" a
+expect_match node-version "$(psql_q "SELECT version FROM warden.nodes WHERE id = '$(node_id A)'")" '^gnu:[0-9a-f]+'
+expect_match status-fleet "$(node_api B GET /v1/status)" '"fleet":\{[^}]*"state":"up"'
+expect_match nodes-view "$(node_api C GET /v1/fleet/nodes | cut -d' ' -f2- | jq_py 'len(d)')" '^3$'
+# a restarted node re-registers under the same id (state dir)
+idb=$(node_id B)
+stop_node B
+expect_eq node-stopped "$(psql_q "SELECT state FROM warden.nodes WHERE id = '$idb'")" stopped
+start_node B 2 || { fail node-restart "see log"; finish; }
+expect_eq node-same-id "$(node_id B)" "$idb"
+expect_eq node-up-again "$(psql_q "SELECT state FROM warden.nodes WHERE id = '$idb'")" up
+
+# --- 30 runs through node A
+export WARDEN_SOCKET=$T/A.sock
+ids=()
+for i in $(seq 25); do
+	ids+=("$(as_user 1000 "$WARDEN" run --detach work "w$i")")
+done
+fpids=()
+for i in $(seq 26 30); do
+	as_user 1000 "$WARDEN" run work "w$i" >"$T/f$i.out" 2>&1 & fpids+=($!)
+done
+fok=0
+for i in $(seq 26 30); do
+	wait "${fpids[$((i - 26))]}" && grep -q '^\[fleet\] run_end status=ok' "$T/f$i.out" &&
+		grep -q '^slow done' "$T/f$i.out" && fok=$((fok + 1))
+done
+expect_eq follow-exit-ok "$fok" 5
+expect_match follow-says-node "$(cat "$T/f26.out")" '\[fleet\] claimed by node_[0-9a-f]{16}'
+all_done() { [ "$(psql_q "SELECT count(*) FROM warden.runs WHERE agent = 'work' AND state = 'done'")" = 30 ]; }
+wait_until 60 all_done && pass runs-30-done || fail runs-30-done "$(psql_q "SELECT state, count(*) FROM warden.runs GROUP BY 1")"
+expect_eq runs-30-ok "$(psql_q "SELECT count(*) FROM warden.runs WHERE agent = 'work' AND status = 'ok' AND output = 'slow done'")" 30
+expect_eq runs-spread "$(psql_q "SELECT count(DISTINCT node_id) FROM warden.runs WHERE agent = 'work'")" 3
+psql_q "SELECT node_id, count(*) FROM warden.runs WHERE agent = 'work' GROUP BY 1" | sed 's/^/  per node: /'
+# the most runs a node held at once: at each claim, the runs of that node
+# claimed before and not yet ended (the end is written before the next
+# claim by the same thread)
+maxc=$(psql_q "SELECT max(c) FROM (SELECT (SELECT count(*) FROM warden.runs b WHERE b.node_id = a.node_id
+	AND b.claimed_at <= a.claimed_at AND b.ended_at > a.claimed_at) c FROM warden.runs a WHERE a.agent = 'work') x")
+expect_eq capacity-never-exceeded "$maxc" 2
+# 30 runs x 200 ms on 6 slots: ~1 s if they overlap, 6 s on one slot
+span=$(psql_q "SELECT round(extract(epoch FROM max(ended_at) - min(claimed_at)) * 1000) FROM warden.runs WHERE agent = 'work'")
+echo "  30 runs: first claim to last end ${span} ms"
+[ "${span%.*}" -lt 4000 ] && pass runs-in-parallel || fail runs-in-parallel "${span} ms"
+# each run is in the trace of the node that ran it, under the same id
+r0=${ids[0]}
+on=$(psql_q "SELECT node_id FROM warden.runs WHERE id = '$r0'")
+for n in A B C; do [ "$(node_id $n)" = "$on" ] && rn=$n; done
+expect_match run-in-node-trace "$("$WARDEN" trace show --state "$T/$rn/state" "$r0" 2>&1)" 'run_end +status=ok'
+expect_match run-view "$(node_api C GET "/v1/fleet/runs/$r0")" '^200 .*"state":"done"'
+# the trace's read rule: alice's run is not carol's to read
+expect_match run-view-refused "$(as_user 1002 curl -s --unix-socket "$T/C.sock" "http://w/v1/fleet/runs/$r0")" 'readable by its user'
+expect_match metrics "$(curl -s --unix-socket "$T/A.sock" http://w/metrics)" 'warden_fleet_runs_submitted_total 30'
+
+# --- fair share: a submit-only node queues 100 runs of team A, then 5 of
+# team B; two nodes then claim
+for n in A B C; do stop_node $n; done
+start_node Q 0 || { fail node-q "see log"; finish; }
+export WARDEN_SOCKET=$T/Q.sock
+for i in $(seq 100); do as_user 1000 "$WARDEN" run --detach ta "a$i" >/dev/null || break; done
+for i in $(seq 5); do as_user 1000 "$WARDEN" run --detach tb "b$i" >/dev/null || break; done
+expect_eq fair-queued "$(psql_q "SELECT count(*) FROM warden.runs WHERE state = 'queued'")" 105
+launch_node B 2
+launch_node C 2
+wait_node B && wait_node C || { fail fair-nodes "see logs"; finish; }
+fair_done() { [ "$(psql_q "SELECT count(*) FROM warden.runs WHERE agent IN ('ta','tb') AND state = 'done'")" = 105 ]; }
+wait_until 90 fair_done && pass fair-all-done || fail fair-all-done "$(psql_q "SELECT state, count(*) FROM warden.runs WHERE agent IN ('ta','tb') GROUP BY 1")"
+a10=$(psql_q "SELECT claim_order FROM warden.runs WHERE team = 'team-ta' ORDER BY claim_order OFFSET 9 LIMIT 1")
+blast=$(psql_q "SELECT max(claim_order) FROM warden.runs WHERE team = 'team-tb'")
+echo "  team B's last claim #$blast, team A's tenth #$a10"
+[ -n "$blast" ] && [ -n "$a10" ] && [ "$blast" -lt "$a10" ] && pass fair-share-b-before-a10 ||
+	fail fair-share-b-before-a10 "B's last $blast, A's tenth $a10"
+expect_eq fair-ok "$(psql_q "SELECT count(*) FROM warden.runs WHERE agent IN ('ta','tb') AND status = 'ok'")" 105
+finish
