@@ -26,8 +26,9 @@ struct wd_fleet {
 
 	pthread_t thread;
 	bool thread_started;
-	int wake_fd; /* eventfd: a run ended, or stop */
-	PGconn *db;  /* the fleet thread's */
+	int wake_fd;	 /* eventfd: a run ended, or stop */
+	PGconn *db;	 /* the fleet thread's */
+	bool registered; /* once in this process: later ones reconnect */
 
 	pthread_mutex_t api_mu;
 	PGconn *api;

@@ -84,8 +84,8 @@ int fl_register(struct wd_fleet *f, PGconn *c, struct wd_err *err)
 	    "started_at = now(), heartbeat_at = now(), "
 	    "lease_until = now() + $6::integer * interval '1 millisecond'",
 	    6, pv, "register", NULL, err);
-	if (rc)
-		return rc;
+	if (rc || f->registered)
+		return rc; /* a reconnection: the runs held here go on */
 	/* what this node held before it (re)started ran in a process that
 	 * is gone: the runtime's own recovery ends them in the local trace
 	 * (runtime.h "Restart"), and they are never run again */
@@ -97,6 +97,8 @@ int fl_register(struct wd_fleet *f, PGconn *c, struct wd_err *err)
 		       "ended_at = clock_timestamp(), lease_until = NULL "
 		       "WHERE node_id = $1 AND state = 'running'",
 		       1, pv, "register: earlier runs", &n, err);
+	if (!rc)
+		f->registered = true;
 	if (!rc && n)
 		wd_warn("fleet: %lld run%s this node held before it restarted "
 			"marked interrupted",
@@ -122,20 +124,32 @@ int fl_heartbeat(struct wd_fleet *f, PGconn *c, struct wd_err *err)
 	    2, pv, "heartbeat", NULL, err);
 }
 
+/* Not within a lease of the database's own start: while it was down no
+ * node could renew anything, and every lease ran out with nobody at fault;
+ * the live nodes renew theirs as soon as they are back. */
 int fl_reap(struct wd_fleet *f, PGconn *c, int64_t *n, struct wd_err *err)
 {
-	PGresult *r = PQexec(
-	    c, "WITH lost AS (UPDATE warden.runs SET state = 'interrupted', "
-	       "status = 'interrupted', reason = 'node ' || node_id || "
-	       "' stopped renewing its lease (until ' || lease_until || ')', "
-	       "ended_at = clock_timestamp() WHERE state = 'running' AND "
-	       "lease_until < clock_timestamp() RETURNING id), "
-	       "gone AS (UPDATE warden.nodes SET state = 'lost' WHERE state "
-	       "= 'up' AND lease_until < clock_timestamp() RETURNING id) "
-	       "SELECT (SELECT count(*) FROM lost), (SELECT count(*) FROM "
-	       "gone), (SELECT count(*) FROM warden.runs WHERE state = "
-	       "'queued'), (SELECT count(*) FROM warden.nodes WHERE state = "
-	       "'up')");
+	char lease[16];
+	snprintf(lease, sizeof(lease), "%u", f->lease_ms);
+	const char *pv[1] = {lease};
+	PGresult *r = PQexecParams(
+	    c,
+	    "WITH ok AS (SELECT clock_timestamp() > pg_postmaster_start_time() "
+	    "+ $1::integer * interval '1 millisecond' AS may), "
+	    "lost AS (UPDATE warden.runs SET state = 'interrupted', "
+	    "status = 'interrupted', reason = 'node ' || node_id || "
+	    "' stopped renewing its lease (until ' || lease_until || ')', "
+	    "ended_at = clock_timestamp() WHERE state = 'running' AND "
+	    "lease_until < clock_timestamp() AND (SELECT may FROM ok) "
+	    "RETURNING id), "
+	    "gone AS (UPDATE warden.nodes SET state = 'lost' WHERE state "
+	    "= 'up' AND lease_until < clock_timestamp() AND (SELECT may FROM "
+	    "ok) RETURNING id) "
+	    "SELECT (SELECT count(*) FROM lost), (SELECT count(*) FROM "
+	    "gone), (SELECT count(*) FROM warden.runs WHERE state = "
+	    "'queued'), (SELECT count(*) FROM warden.nodes WHERE state = "
+	    "'up')",
+	    1, NULL, pv, NULL, NULL, 0);
 	if (PQresultStatus(r) != PGRES_TUPLES_OK)
 		return fl_pg_err(r, c, "reap", err);
 	*n = strtoll(PQgetvalue(r, 0, 0), NULL, 10);

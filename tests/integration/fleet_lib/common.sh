@@ -21,6 +21,10 @@ start_pg() {
 	chmod 755 "$PGSOCK"
 	(cd / && as_nobody "$PGBIN/initdb" -D "$PGDATA_T" -U warden -A trust --no-sync >"$T/initdb.log" 2>&1) ||
 		{ cat "$T/initdb.log"; return 1; }
+	pg_up_again
+}
+# (again) after stop_pg: the same cluster
+pg_up_again() {
 	(cd / && as_nobody "$PGBIN/pg_ctl" -D "$PGDATA_T" -l "$T/pglog/pg.log" -w -t 30 \
 		-o "-k $PGSOCK -p $PGPORT -c listen_addresses='' -c fsync=off -c max_connections=200" start >/dev/null) ||
 		{ tail -20 "$T/pglog/pg.log"; return 1; }

@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# Leases and outages on a real PostgreSQL, three nodes of capacity 2: each
+# run's first tool appends its task to a HOST file (outside the sandbox,
+# read by this script), then a slow tool runs. kill -9 of node B mid-run ->
+# B's runs are `interrupted` fleet-wide within its lease, B is `lost`, the
+# followers of those runs exit 1; no run is executed twice (one witness line
+# per task) or claimed again; B restarted ends them in its own trace too.
+# Then PostgreSQL stops while runs are in progress: the runs go on on their
+# nodes, a new submission is refused (503, not queued), status says
+# degraded; when it is back the nodes reconnect, nothing is interrupted for
+# the outage, and every end is written.
+. tests/lib.sh
+. tests/integration/daemon_lib/common.sh
+. tests/integration/fleet_lib/common.sh
+[ "$(id -u)" -eq 0 ] || { skip fleet-lease "needs root"; finish; }
+[ -x "$PGBIN/postgres" ] || { skip fleet-lease "no PostgreSQL at $PGBIN (scripts/deps.sh installs postgresql)"; finish; }
+SLOW_MARK=3.$$1 # the slow tool's sleep: ~3 s, unique to this test
+LEASE_MS=2000
+
+base_policy
+mkdir -p "$T/witness"
+chmod 777 "$T/witness"
+W=$T/witness/sent.log
+: >"$W"
+chmod 666 "$W" # every call has a uid of its own: each appends
+tool mail "[\"/usr/bin/tee\", \"-a\", \"$W\"]" "input: stdin" \
+	"args_schema: {type: object, required: [to], properties: {to: {type: string}}}" \
+	"auth: {mode: on_behalf_of_user, scopes: [\"test:mail\"]}" "side_effects: external"
+sed -i "s|write: \[\]|write: [\"$T/witness\"]|" "$POL/tools/mail.yaml"
+tool slow "[\"/usr/bin/sleep\", \"$SLOW_MARK\"]" "input: argv" "args_schema: {type: object}" \
+	"auth: {mode: on_behalf_of_user, scopes: [\"test:slow\"]}" "side_effects: none"
+script wit <<'S'
+{"step": 0, "tool_calls": [{"name": "mail", "arguments": {"to": "{{task}}"}}]}
+{"step": 1, "tool_calls": [{"name": "slow", "arguments": {}}]}
+{"text": "done {{task}}"}
+S
+agent wit wit '[mail, slow]'
+write_gateway
+start_pg || { fail pg-start "see above"; finish; }
+launch_node A 2
+launch_node B 2
+launch_node C 2
+wait_node A && wait_node B && wait_node C || { fail nodes-start "see logs"; finish; }
+export WARDEN_SOCKET=$T/A.sock
+idb=$(node_id B)
+
+sent() { grep -o '"to"' "$W" | wc -l; }
+fpids=()
+for i in $(seq 6); do
+	as_user 1000 "$WARDEN" run wit "k$i" >"$T/k$i.out" 2>&1 & fpids+=($!)
+done
+# B holds runs whose witness line is written (now in the slow tool)
+b_mid() {
+	local ids
+	ids=$(psql_q "SELECT task FROM warden.runs WHERE node_id = '$idb' AND state = 'running'")
+	[ -n "$ids" ] || return 1
+	local t
+	for t in $ids; do grep -q "\"$t\"" "$W" 2>/dev/null || return 1; done
+}
+wait_until 20 b_mid || { fail b-mid-run "$(psql_q "SELECT node_id, state FROM warden.runs")"; finish; }
+bruns=$(psql_q "SELECT count(*) FROM warden.runs WHERE node_id = '$idb' AND state = 'running'")
+echo "  node B holds $bruns run(s); kill -9"
+t0=$(date +%s%N)
+kill9_node B
+b_gone() { [ "$(psql_q "SELECT count(*) FROM warden.runs WHERE node_id = '$idb' AND state = 'running'")" = 0 ]; }
+while ! b_gone && [ $(($(date +%s%N) - t0)) -lt 10000000000 ]; do sleep 0.02; done
+dt=$((($(date +%s%N) - t0) / 1000000))
+echo "  B's runs interrupted ${dt} ms after the kill (lease ${LEASE_MS} ms)"
+expect_eq b-runs-interrupted "$(psql_q "SELECT count(*) FROM warden.runs WHERE node_id = '$idb' AND state = 'interrupted' AND status = 'interrupted'")" "$bruns"
+# within the lease (+ the reaper's period, lease/10, and this poll); not
+# before the last heartbeat's lease (lease - lease/3) could have run out
+[ "$dt" -le $((LEASE_MS + LEASE_MS / 10 + 300)) ] && [ "$dt" -ge $((LEASE_MS - LEASE_MS / 3 - 100)) ] &&
+	pass interrupted-within-lease || fail interrupted-within-lease "${dt} ms"
+expect_match interrupted-reason "$(psql_q "SELECT reason FROM warden.runs WHERE node_id = '$idb' LIMIT 1")" \
+	"node $idb stopped renewing its lease"
+expect_eq b-lost "$(psql_q "SELECT state FROM warden.nodes WHERE id = '$idb'")" lost
+all_ended() { [ "$(psql_q "SELECT count(*) FROM warden.runs WHERE state IN ('queued', 'running')")" = 0 ]; }
+wait_until 20 all_ended || fail runs-ended "$(psql_q "SELECT node_id, state FROM warden.runs")"
+expect_eq others-ok "$(psql_q "SELECT count(*) FROM warden.runs WHERE node_id <> '$idb' AND status = 'ok'")" $((6 - bruns))
+# followers: B's runs exit 1 (interrupted), the others 0
+okf=0 intf=0
+for i in $(seq 6); do
+	wait "${fpids[$((i - 1))]}"
+	rc=$?
+	if grep -q 'run_end status=ok' "$T/k$i.out" && [ $rc = 0 ]; then okf=$((okf + 1)); fi
+	if grep -q 'run_end status=interrupted.*stopped renewing its lease' "$T/k$i.out" && [ $rc = 1 ]; then intf=$((intf + 1)); fi
+done
+expect_eq followers-ok-exit-0 "$okf" $((6 - bruns))
+expect_eq followers-interrupted-exit-1 "$intf" "$bruns"
+# nothing executed twice, nothing claimed again after a further lease
+sleep $((LEASE_MS / 1000 + 1))
+expect_eq witness-once-each "$(sent)|$(grep -o '"to":"k[0-9]*"' "$W" | sort -u | wc -l)" "6|6"
+expect_eq not-reclaimed "$(psql_q "SELECT count(*) FROM warden.runs WHERE node_id = '$idb' AND state = 'interrupted'")" "$bruns"
+expect_eq claims-once "$(psql_q "SELECT count(*) FROM warden.runs WHERE claim_order IS NOT NULL")" 6
+m=$( (curl -s --unix-socket "$T/A.sock" http://w/metrics; curl -s --unix-socket "$T/C.sock" http://w/metrics) |
+	awk '/^warden_fleet_runs_interrupted_total/ {s += $2} END {print s}')
+expect_eq metrics-interrupted "$m" "$bruns"
+# B back: the same node, its runs ended in its own trace as interrupted
+start_node B 2 || fail b-restart "see log"
+expect_eq b-up "$(psql_q "SELECT state FROM warden.nodes WHERE id = '$idb'")" up
+r=$(psql_q "SELECT id FROM warden.runs WHERE node_id = '$idb' LIMIT 1")
+expect_match b-trace-interrupted "$("$WARDEN" trace show --state "$T/B/state" "$r" 2>&1)" 'run_end +status=interrupted'
+expect_eq b-still-interrupted "$(psql_q "SELECT state FROM warden.runs WHERE id = '$r'")" interrupted
+
+# --- the database goes away during runs
+: >"$W"
+fpids=()
+for i in $(seq 4); do
+	as_user 1000 "$WARDEN" run wit "d$i" >"$T/d$i.out" 2>&1 & fpids+=($!)
+done
+four_mid() { [ "$(sent)" = 4 ]; }
+wait_until 20 four_mid || fail outage-runs-started "$(sent) started"
+stop_pg
+out=$(as_user 1000 "$WARDEN" run --detach wit x 2>&1)
+expect_eq submit-refused-exit "$?" 1
+expect_match submit-refused-says "$(printf '%s' "$out" | tr '\n' ' ')" 'fleet database unreachable.*the run was not queued'
+expect_match status-degraded "$(node_api A GET /v1/status)" '"fleet":\{[^}]*"state":"degraded"'
+sleep $((LEASE_MS / 1000 + 2)) # longer than a lease; the slow tools end meanwhile
+expect_match metrics-pending "$(curl -s --unix-socket "$T/A.sock" http://w/metrics)" 'warden_fleet_up 0'
+pg_up_again || { fail pg-again "see log"; finish; }
+all_ok() { [ "$(psql_q "SELECT count(*) FROM warden.runs WHERE task LIKE 'd_' AND status = 'ok'")" = 4 ]; }
+wait_until 20 all_ok && pass outage-runs-ended-ok ||
+	fail outage-runs-ended-ok "$(psql_q "SELECT task, state, status, reason FROM warden.runs WHERE task LIKE 'd_'")"
+okf=0
+for i in $(seq 4); do
+	wait "${fpids[$((i - 1))]}" && grep -q 'run_end status=ok' "$T/d$i.out" && okf=$((okf + 1))
+done
+expect_eq outage-followers-ok "$okf" 4
+expect_eq outage-nothing-interrupted "$(psql_q "SELECT count(*) FROM warden.runs WHERE task LIKE 'd_' AND state = 'interrupted'")" 0
+expect_match status-up-again "$(node_api A GET /v1/status)" '"fleet":\{[^}]*"state":"up"'
+expect_eq outage-witness "$(sent)" 4
+expect_eq submit-not-queued "$(psql_q "SELECT count(*) FROM warden.runs WHERE task = 'x'")" 0
+finish
