@@ -359,26 +359,10 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if (!fo.url && (fleet_cap >= 0 || fo.lease_ms || fo.n_labels)) {
-		fprintf(stderr, "wardend: --fleet-capacity, --fleet-lease-ms "
-				"and --fleet-label need --fleet URL\n");
+	if (fo.lease_ms && fo.lease_ms < WD_FLEET_LEASE_MS_MIN) {
+		fprintf(stderr, "wardend: --fleet-lease-ms: at least %u\n",
+			WD_FLEET_LEASE_MS_MIN);
 		return 2;
-	}
-	if (fo.url) {
-		/* the URL's syntax and file now: a typo is a usage error,
-		 * not a node that starts degraded */
-		struct wd_err fe = {0};
-		cleanup_free char *ci = NULL;
-		if (wd_fleet_conninfo(fo.url, &ci, &fe)) {
-			fprintf(stderr, "wardend: %s\n", fe.msg);
-			return 2;
-		}
-		if (fo.lease_ms && fo.lease_ms < WD_FLEET_LEASE_MS_MIN) {
-			fprintf(stderr,
-				"wardend: --fleet-lease-ms: at least %u\n",
-				WD_FLEET_LEASE_MS_MIN);
-			return 2;
-		}
 	}
 	if (!sock || !*sock)
 		sock = "/run/warden/wardend.sock";
@@ -452,6 +436,36 @@ int main(int argc, char **argv)
 	}
 	if (dns_set || dns_up.have_server || dns_up.zone_path[0])
 		wd_resolver_set_upstream(&dns_up);
+	/* the fleet: daemon.yaml's fleet block, each setting overridden by
+	 * its flag */
+	if (!fo.url)
+		fo.url = dc->fleet.url;
+	if (fleet_cap < 0)
+		fleet_cap = dc->fleet.capacity;
+	if (!fo.lease_ms)
+		fo.lease_ms = dc->fleet.lease_ms;
+	for (int i = 0; !fo.n_labels && i < dc->fleet.n_labels; i++)
+		fo.labels[i] = dc->fleet.labels[i];
+	if (!fo.n_labels)
+		fo.n_labels = (unsigned)dc->fleet.n_labels;
+	if (!fo.url && (fleet_cap >= 0 || fo.lease_ms || fo.n_labels)) {
+		fprintf(stderr, "wardend: --fleet-capacity, --fleet-lease-ms "
+				"and --fleet-label need --fleet URL (or "
+				"fleet.url in daemon.yaml)\n");
+		wd_daemon_config_free(dc);
+		return 2;
+	}
+	if (fo.url) {
+		/* the URL's syntax and file now: a typo is a usage error,
+		 * not a node that starts degraded */
+		struct wd_err fe = {0};
+		cleanup_free char *ci = NULL;
+		if (wd_fleet_conninfo(fo.url, &ci, &fe)) {
+			fprintf(stderr, "wardend: %s\n", fe.msg);
+			wd_daemon_config_free(dc);
+			return 2;
+		}
+	}
 	if (!otlp_url)
 		otlp_url = dc->otlp.endpoint;
 	if (otlp_url) {

@@ -117,7 +117,12 @@ expect_match metrics "$(curl -s --unix-socket "$T/A.sock" http://w/metrics)" 'wa
 # --- fair share: a submit-only node queues 100 runs of team A, then 5 of
 # team B; two nodes then claim
 for n in A B C; do stop_node $n; done
-start_node Q 0 || { fail node-q "see log"; finish; }
+# Q takes its fleet settings from daemon.yaml (no --fleet flag)
+cp -r "$POL" "$T/polq"
+printf 'fleet: {url: "%s", capacity: 0, lease_ms: 3000, labels: ["role=queue"]}\n' "$FLEET_URL" >"$T/polq/daemon.yaml"
+check daemon-yaml-fleet-checks "$WARDEN" policy check "$T/polq/daemon.yaml"
+NODE_POL=$T/polq start_node Q - || { fail node-q "see log"; finish; }
+expect_eq daemon-yaml-fleet "$(psql_q "SELECT capacity, labels->>'role' FROM warden.nodes WHERE id = '$(node_id Q)'")" "0|queue"
 export WARDEN_SOCKET=$T/Q.sock
 for i in $(seq 100); do as_user 1000 "$WARDEN" run --detach ta "a$i" >/dev/null || break; done
 for i in $(seq 5); do as_user 1000 "$WARDEN" run --detach tb "b$i" >/dev/null || break; done

@@ -46,9 +46,11 @@ launch_node() {
 	mkdir -p "$T/$n/state"
 	mkdir -p -m 711 "$T/$n/run"
 	rm -f "$T/$n.sock"
+	# capacity "-": the fleet's settings from NODE_POL's daemon.yaml
+	local fl=(--fleet "$FLEET_URL" --fleet-capacity "$cap" --fleet-lease-ms "${LEASE_MS:-3000}")
+	[ "$cap" = - ] && fl=()
 	WARDEN_RUNTIME_DIR=$T/$n/run FAKE_KEY=test-key "$WARDEND" --state "$T/$n/state" \
-		--policy "$POL" --socket "$T/$n.sock" --workers 4 --fleet "$FLEET_URL" \
-		--fleet-capacity "$cap" --fleet-lease-ms "${LEASE_MS:-3000}" "$@" >>"$T/$n.log" 2>&1 &
+		--policy "${NODE_POL:-$POL}" --socket "$T/$n.sock" --workers 4 "${fl[@]}" "$@" >>"$T/$n.log" 2>&1 &
 	pid=$!
 	eval "PID_$n=$pid"
 	NODES+=("$pid")
