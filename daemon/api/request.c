@@ -179,6 +179,34 @@ static int parse_u64(const char *s, uint64_t *out)
 	return 0;
 }
 
+/* GET /v1/fleet/runs?state=queued|running|done|interrupted&limit=N */
+static int fleet_runs_query(const char *(*query)(void *, const char *),
+			    void *qarg, struct wd_api_req *req,
+			    struct wd_err *err)
+{
+	static const char *const states[] = {"queued", "running", "done",
+					     "interrupted"};
+	const char *st = query(qarg, "state");
+	if (st) {
+		size_t i = 0;
+		while (i < WD_ARRAY_SIZE(states) && strcmp(st, states[i]))
+			i++;
+		if (i == WD_ARRAY_SIZE(states))
+			return wd_err_set(err, 400,
+					  "state must be queued, running, done "
+					  "or interrupted");
+		req->tq[WD_TQ_STATUS] = wd_strdup(st);
+	}
+	req->limit = 100;
+	const char *l = query(qarg, "limit");
+	uint64_t v;
+	if (l && (parse_u64(l, &v) || v < 1 || v > 1000))
+		return wd_err_set(err, 400, "limit must be 1..1000");
+	if (l)
+		req->limit = (unsigned)v;
+	return 0;
+}
+
 /* Split "/v1/runs/ID/stream" into at most 5 segments, each bounded. */
 static int split_path(const char *path, char seg[5][WD_API_ID_MAX + 1], int *n)
 {
@@ -418,6 +446,10 @@ int wd_api_parse(const char *method, const char *path,
 			memcpy(req->id, seg[3], sizeof(req->id));
 			rc = 0;
 		}
+	} else if (!strcmp(res, "fleet") && n == 3 && !strcmp(seg[2], "runs")) {
+		req->ep = WD_EP_FLEET_RUNS;
+		rc = get ? fleet_runs_query(query, qarg, req, err)
+			 : wd_err_set(err, 405, "use GET");
 	} else if (!strcmp(res, "fleet") && n == 3 &&
 		   !strcmp(seg[2], "nodes")) {
 		req->ep = WD_EP_FLEET_NODES;

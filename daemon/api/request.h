@@ -38,6 +38,8 @@ enum wd_api_ep {
 			      * since,limit,after: one page */
 	/* with --fleet (fleet/fleet.h) */
 	WD_EP_FLEET_RUN_GET, /* GET  /v1/fleet/runs/ID */
+	WD_EP_FLEET_RUNS,    /* GET  /v1/fleet/runs?state=S&limit=N (tq[STATUS],
+			      * limit: 1..1000, default 100) */
 	WD_EP_FLEET_NODES,   /* GET  /v1/fleet/nodes */
 };
 

@@ -77,6 +77,11 @@ int wd_fleet_submit(struct wd_fleet *f, const struct wd_caller *c,
  * trace's rule). NULL with errno ENOENT, EACCES or EAGAIN and err. */
 json_t *wd_fleet_run_get(struct wd_fleet *f, const struct wd_caller *c,
 			 const char *id, struct wd_err *err);
+/* GET /v1/fleet/runs: the newest `limit` rows the caller may read (state:
+ * NULL or one of queued|running|done|interrupted), without tasks and
+ * outputs. NULL with errno EAGAIN. */
+json_t *wd_fleet_runs(struct wd_fleet *f, const struct wd_caller *c,
+		      const char *state, unsigned limit, struct wd_err *err);
 /* GET /v1/fleet/nodes: every node's row. NULL with errno EAGAIN. */
 json_t *wd_fleet_nodes(struct wd_fleet *f, struct wd_err *err);
 /* The node's fleet state for /v1/status (new reference). */

@@ -152,6 +152,45 @@ json_t *wd_fleet_run_get(struct wd_fleet *f, const struct wd_caller *c,
 	return o;
 }
 
+json_t *wd_fleet_runs(struct wd_fleet *f, const struct wd_caller *c,
+		      const char *state, unsigned limit, struct wd_err *err)
+{
+	/* the read rule as a set, in the query: a page of rows is a page of
+	 * readable rows (team names are [a-z0-9_-], an array literal of them
+	 * is a parameter like any other) */
+	json_t *sc = wd_rt_read_scope(f->rt, c);
+	struct wd_buf teams = {0};
+	wd_buf_printf(&teams, "{");
+	size_t i;
+	json_t *t;
+	json_array_foreach(json_object_get(sc, "teams"), i, t) wd_buf_printf(
+	    &teams, "%s\"%s\"", i ? "," : "", json_string_value(t));
+	wd_buf_printf(&teams, "}");
+	char uid[24], lim[16];
+	snprintf(uid, sizeof(uid), "%lld",
+		 (long long)json_integer_value(json_object_get(sc, "uid")));
+	snprintf(lim, sizeof(lim), "%u", limit);
+	const char *pv[5] = {json_is_true(json_object_get(sc, "all")) ? "true"
+								      : "false",
+			     uid, teams.data, state, lim};
+	json_t *o = row_json(
+	    f,
+	    "SELECT coalesce(json_agg(x ORDER BY x.submitted_at DESC, "
+	    "x.run_id), '[]')::text FROM (SELECT r.id AS run_id, r.team, "
+	    "r.agent, r.uid, r.user_name AS user, r.state, r.status, "
+	    "r.node_id AS node, r.submitted_node, r.submitted_at, "
+	    "r.claimed_at, r.ended_at, r.steps, r.cost_usd FROM warden.runs r "
+	    "WHERE ($1::boolean OR r.uid = $2::bigint OR r.team = "
+	    "ANY($3::text[])) AND ($4::text IS NULL OR r.state = $4) "
+	    "ORDER BY r.submitted_at DESC, r.id LIMIT $5::integer) x",
+	    5, pv, err);
+	wd_buf_free(&teams);
+	json_decref(sc);
+	if (!o && errno == ENOENT)
+		o = json_array();
+	return o;
+}
+
 json_t *wd_fleet_nodes(struct wd_fleet *f, struct wd_err *err)
 {
 	json_t *o = row_json(

@@ -44,3 +44,20 @@ void wd_rt_set_run_end_hook(struct wd_rt *rt, wd_rt_run_end_fn fn, void *arg)
 	rt->end_hook_arg = arg;
 	pthread_mutex_unlock(&rt->mu);
 }
+
+json_t *wd_rt_read_scope(struct wd_rt *rt, const struct wd_caller *c)
+{
+	pthread_mutex_lock(&rt->mu);
+	struct wd_pset *ps = wd_pset_ref(rt->ps);
+	pthread_mutex_unlock(&rt->mu);
+	struct wd_read_scope sc;
+	wd_users_read_scope(ps->users, c->uid, &sc);
+	json_t *teams = json_array();
+	for (int i = 0; i < sc.n_teams; i++)
+		json_array_append_new(teams, json_string(sc.teams[i]));
+	json_t *o = json_pack("{s:b,s:I,s:o}", "all", sc.all != NULL, "uid",
+			      (json_int_t)c->uid, "teams", teams);
+	wd_read_scope_free(&sc);
+	wd_pset_unref(ps);
+	return o;
+}

@@ -91,6 +91,9 @@ int wd_rt_run_check(struct wd_rt *rt, const struct wd_caller *c,
  * known only by its uid and team (a fleet run of another node). */
 bool wd_rt_may_read(struct wd_rt *rt, const struct wd_caller *c,
 		    int64_t run_uid, const char *team);
+/* The same rule as a set, for queries over many runs: {all: bool, uid,
+ * teams: [...]} (policy/users.h wd_read_scope; a copy). */
+json_t *wd_rt_read_scope(struct wd_rt *rt, const struct wd_caller *c);
 /* A run's end, as recorded in its run_end (output NULL for hash_only). */
 struct wd_rt_run_end {
 	const char *run_id, *status, *reason, *output;

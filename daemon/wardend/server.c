@@ -18,6 +18,7 @@
 #include "wardend/trace_api.h"
 
 #define BODY_LIMIT (1u << 20)
+#define NO_FLEET   "this node is not in a fleet (wardend --fleet URL)"
 /* A parked run stream is looked at this often (the latency a follower
  * sees for a new step: the runtime offers no wake-up to wait on from
  * outside; events wake the pump at once, see events_waiter), and every
@@ -450,18 +451,22 @@ static enum MHD_Result dispatch(struct wd_server *srv,
 					   "/v1/runs/ID/stream"));
 	case WD_EP_FLEET_RUN_GET:
 		if (!srv->fleet)
-			return send_err(con, 404,
-					"this node is not in a fleet (wardend "
-					"--fleet URL)");
+			return send_err(con, 404, NO_FLEET);
 		o = wd_fleet_run_get(srv->fleet, who, q->id, &err);
 		if (!o)
 			return send_err(con, errno_status(-errno), err.msg);
 		return send_json(con, 200, o);
+	case WD_EP_FLEET_RUNS:
+		if (!srv->fleet)
+			return send_err(con, 404, NO_FLEET);
+		o = wd_fleet_runs(srv->fleet, who, q->tq[WD_TQ_STATUS],
+				  q->limit, &err);
+		if (!o)
+			return send_err(con, 503, err.msg);
+		return send_json(con, 200, o);
 	case WD_EP_FLEET_NODES:
 		if (!srv->fleet)
-			return send_err(con, 404,
-					"this node is not in a fleet (wardend "
-					"--fleet URL)");
+			return send_err(con, 404, NO_FLEET);
 		o = wd_fleet_nodes(srv->fleet, &err);
 		if (!o)
 			return send_err(con, 503, err.msg);

@@ -47,6 +47,14 @@ printf 'placement: {gpu: "yes"}\n' >>"$T/pc/agents/r.yaml"
 expect_match placement-refused "$("$WARDEN" policy check "$T/pc/agents/r.yaml" 2>&1)" \
 	'r.yaml:[0-9]+:[0-9]+: .placement. is not built'
 
+# one node without --fleet: no database, the fleet views say so
+start_daemon || { fail single-node-start "see log"; finish; }
+expect_match single-status "$("$WARDEN" status 2>&1 | sed -n '/^Fleet/,$p')" 'not in a fleet \(wardend without --fleet\)'
+out=$("$WARDEN" fleet nodes 2>&1)
+expect_eq single-fleet-nodes-exit "$?" 1
+expect_match single-fleet-nodes "$out" 'not in a fleet'
+expect_match single-run-local "$(as_user 1000 "$WARDEN" run work x 2>&1)" 'run_end +status=ok'
+stop_daemon
 start_pg || { fail pg-start "see above"; finish; }
 # the URL from a file, as a Secret would hold it
 printf '%s\n' "$FLEET_URL" >"$T/fleet.url"
@@ -113,6 +121,17 @@ expect_match run-view "$(node_api C GET "/v1/fleet/runs/$r0")" '^200 .*"state":"
 # the trace's read rule: alice's run is not carol's to read
 expect_match run-view-refused "$(as_user 1002 curl -s --unix-socket "$T/C.sock" "http://w/v1/fleet/runs/$r0")" 'readable by its user'
 expect_match metrics "$(curl -s --unix-socket "$T/A.sock" http://w/metrics)" 'warden_fleet_runs_submitted_total 30'
+# the CLI's views: nodes, runs by the read rule, one run, status
+out=$("$WARDEN" fleet nodes --socket "$T/B.sock")
+expect_eq cli-nodes "$(printf '%s\n' "$out" | grep -c ' up ')" 3
+expect_match cli-nodes-label "$out" '"zone":"a"'
+expect_eq cli-runs-alice "$(as_user 1000 "$WARDEN" fleet runs --json --limit 1000 | jq_py 'len(d)')" 30
+expect_eq cli-runs-carol "$(as_user 1002 "$WARDEN" fleet runs --json | jq_py 'len(d)')" 0
+expect_eq cli-runs-limit "$("$WARDEN" fleet runs --json --limit 7 --state done | jq_py 'len(d)')" 7
+expect_eq cli-runs-bad-state "$("$WARDEN" fleet runs --state nope >/dev/null 2>&1; echo $?)" 2
+expect_match cli-run "$(as_user 1000 "$WARDEN" fleet run "$r0")" "claimed by $on"
+expect_match status-text "$("$WARDEN" status 2>&1 | sed -n '/^Fleet/,$p')" "node $(node_id A) \([^)]*\): up; capacity 2"
+expect_match status-json "$("$WARDEN" status --json | jq_py 'd["fleet"]["state"]')" '^up$'
 
 # --- fair share: a submit-only node queues 100 runs of team A, then 5 of
 # team B; two nodes then claim

@@ -98,7 +98,7 @@ node_id() { cat "$T/$1/state/fleet-node-id"; }
 
 fleet_cleanup() {
 	local p
-	for p in "${NODES[@]}"; do kill -KILL "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
+	for p in "${NODES[@]}" $WPID; do kill -KILL "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
 	[ -n "$FAKE_PID" ] && kill "$FAKE_PID" 2>/dev/null && wait "$FAKE_PID" 2>/dev/null
 	kill_slow_tools
 	stop_pg
