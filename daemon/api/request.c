@@ -450,6 +450,23 @@ int wd_api_parse(const char *method, const char *path,
 		req->ep = WD_EP_FLEET_RUNS;
 		rc = get ? fleet_runs_query(query, qarg, req, err)
 			 : wd_err_set(err, 405, "use GET");
+	} else if (!strcmp(res, "fleet") && (n == 4 || n == 5) &&
+		   !strcmp(seg[2], "trace") && !strcmp(seg[3], "runs")) {
+		req->ep =
+		    n == 4 ? WD_EP_FLEET_TRACE_RUNS : WD_EP_FLEET_TRACE_RUN;
+		if (!get)
+			rc = wd_err_set(err, 405, "use GET");
+		else if (n == 4) {
+			rc = fleet_runs_query(query, qarg, req, err);
+			if (!rc && req->tq[WD_TQ_STATUS])
+				rc = wd_err_set(err, 400,
+						"state is for /v1/fleet/runs");
+		} else if (!wd_api_id_ok(seg[4]))
+			rc = wd_err_set(err, 400, "bad run id");
+		else {
+			memcpy(req->id, seg[4], sizeof(req->id));
+			rc = 0;
+		}
 	} else if (!strcmp(res, "fleet") && n == 3 &&
 		   !strcmp(seg[2], "nodes")) {
 		req->ep = WD_EP_FLEET_NODES;

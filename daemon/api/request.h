@@ -41,6 +41,8 @@ enum wd_api_ep {
 	WD_EP_FLEET_RUNS,    /* GET  /v1/fleet/runs?state=S&limit=N (tq[STATUS],
 			      * limit: 1..1000, default 100) */
 	WD_EP_FLEET_NODES,   /* GET  /v1/fleet/nodes */
+	WD_EP_FLEET_TRACE_RUNS, /* GET  /v1/fleet/trace/runs?limit=N */
+	WD_EP_FLEET_TRACE_RUN,	/* GET  /v1/fleet/trace/runs/ID */
 };
 
 /* The filters of the trace endpoints (query string; NULL = absent). */

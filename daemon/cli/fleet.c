@@ -15,8 +15,14 @@ static void usage(FILE *f)
 		   "interrupted] [--limit N]\n"
 		   "                         [--json] [--socket PATH]\n"
 		   "       warden fleet run ID [--json] [--socket PATH]\n"
+		   "       warden fleet trace [RUN] [--limit N] [--json] "
+		   "[--socket PATH]\n"
 		   "  The nodes of the fleet this wardend is in, and its runs "
-		   "(wardend --fleet URL).\n");
+		   "(wardend --fleet URL).\n"
+		   "  trace: the runs of every node's trace index as shipped "
+		   "to the database,\n"
+		   "  newest first, or one run's index rows (payloads stay on "
+		   "its node).\n");
 }
 
 static const char *js(const json_t *o, const char *k)
@@ -93,6 +99,45 @@ static void print_run(const json_t *r)
 		printf("\n%s\n", js(r, "output"));
 }
 
+static void print_trace_runs(const json_t *a)
+{
+	printf("%-20s %-22s %-14s %-12s %-10s %5s %10s  %s\n", "RUN", "NODE",
+	       "AGENT", "TEAM", "STATUS", "STEPS", "COST", "STARTED");
+	size_t i;
+	json_t *r;
+	json_array_foreach(a, i, r)
+	{
+		char st[20];
+		ts(r, "started", st);
+		printf("%-20s %-22s %-14.14s %-12.12s %-10s %5lld %10.6f  %s\n",
+		       js(r, "run_id"), js(r, "node"), js(r, "agent"),
+		       js(r, "team"), js(r, "status"),
+		       json_integer_value(json_object_get(r, "steps")),
+		       json_number_value(json_object_get(r, "cost_usd")), st);
+	}
+}
+
+static void print_trace_run(const json_t *o)
+{
+	const json_t *r = json_object_get(o, "run");
+	printf("run %s on %s: agent %s, team %s, user %s, status %s\n",
+	       js(r, "run_id"), js(r, "node_id"), js(r, "agent"), js(r, "team"),
+	       js(r, "user"), js(r, "status"));
+	size_t i;
+	json_t *x;
+	json_array_foreach(json_object_get(o, "records"), i, x)
+	{
+		const char *st =
+		    json_string_value(json_object_get(x, "status"));
+		printf("  #%-6lld [step %lld] %-17s %s%s%s\n",
+		       json_integer_value(json_object_get(x, "seq")),
+		       json_integer_value(json_object_get(x, "step")),
+		       js(x, "type"),
+		       json_string_value(json_object_get(x, "tool")) ?: "",
+		       st ? " status=" : "", st ? st : "");
+	}
+}
+
 static int verb_fleet(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -134,16 +179,20 @@ static int verb_fleet(int argc, char **argv)
 	bool nodes = !strcmp(sub, "nodes") && npos == 1;
 	bool runs = !strcmp(sub, "runs") && npos == 1;
 	bool run = !strcmp(sub, "run") && npos == 2;
-	if ((!nodes && !runs && !run) || ((state || limit) && !runs)) {
+	bool trace = !strcmp(sub, "trace") && (npos == 1 || npos == 2);
+	bool trace_run = trace && npos == 2;
+	if ((!nodes && !runs && !run && !trace) || (state && !runs) ||
+	    (limit && !runs && !(trace && !trace_run))) {
 		usage(stderr);
 		return WD_EXIT_USAGE;
 	}
 	/* values go into a path or query string: only their own alphabets
 	 * (the daemon checks them again) */
-	if ((run && strspn(argv[optind + 1],
-			   "abcdefghijklmnopqrstuvwxyz"
-			   "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-			   "0123456789_-") != strlen(argv[optind + 1])) ||
+	if (((run || trace_run) &&
+	     strspn(argv[optind + 1],
+		    "abcdefghijklmnopqrstuvwxyz"
+		    "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+		    "0123456789_-") != strlen(argv[optind + 1])) ||
 	    (state &&
 	     strspn(state, "abcdefghijklmnopqrstuvwxyz") != strlen(state)) ||
 	    (limit && strspn(limit, "0123456789") != strlen(limit))) {
@@ -156,6 +205,12 @@ static int verb_fleet(int argc, char **argv)
 		wd_buf_printf(&path, "/v1/fleet/nodes");
 	else if (run)
 		wd_buf_printf(&path, "/v1/fleet/runs/%s", argv[optind + 1]);
+	else if (trace_run)
+		wd_buf_printf(&path, "/v1/fleet/trace/runs/%s",
+			      argv[optind + 1]);
+	else if (trace)
+		wd_buf_printf(&path, "/v1/fleet/trace/runs?limit=%s",
+			      limit ? limit : "100");
 	else
 		wd_buf_printf(&path, "/v1/fleet/runs?limit=%s%s%s",
 			      limit ? limit : "100", state ? "&state=" : "",
@@ -172,6 +227,10 @@ static int verb_fleet(int argc, char **argv)
 		print_nodes(resp);
 	else if (runs)
 		print_runs(resp);
+	else if (trace_run)
+		print_trace_run(resp);
+	else if (trace)
+		print_trace_runs(resp);
 	else
 		print_run(resp);
 	json_decref(resp);

@@ -186,7 +186,16 @@ static void *fleet_thread(void *arg)
 				wd_warn("fleet: wake: %s", strerror(errno));
 		}
 		if (f->db && (p[1].revents & (POLLIN | POLLHUP | POLLERR))) {
-			PQconsumeInput(f->db);
+			/* a closed connection reads as input: degraded now,
+			 * not at the next heartbeat */
+			if (!PQconsumeInput(f->db) || fl_pg_lost(f->db)) {
+				struct wd_err le = {0};
+				fl_pg_err(NULL, f->db, "fleet database", &le);
+				went_down(f, &le);
+				PQfinish(f->db);
+				f->db = NULL;
+				continue;
+			}
 			PGnotify *nt;
 			while ((nt = PQnotifies(f->db)))
 				PQfreemem(nt);
@@ -218,6 +227,9 @@ static void fleet_free(struct wd_fleet *f)
 		PQfinish(f->db);
 	if (f->api)
 		PQfinish(f->api);
+	if (f->ship_db)
+		PQfinish(f->ship_db);
+	pthread_cond_destroy(&f->ship_cond);
 	if (f->wake_fd >= 0)
 		close(f->wake_fd);
 	json_decref(f->held);
@@ -237,6 +249,12 @@ int wd_fleet_start(const struct wd_fleet_opts *o, struct wd_rt *rt,
 	f->wake_fd = -1;
 	pthread_mutex_init(&f->mu, NULL);
 	pthread_mutex_init(&f->api_mu, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&f->ship_cond, &ca);
+	pthread_condattr_destroy(&ca);
+	f->shipped_seq = -1;
 	f->held = json_object();
 	f->ended = json_array();
 	f->queue_depth = -1;
@@ -287,6 +305,11 @@ int wd_fleet_start(const struct wd_fleet_opts *o, struct wd_rt *rt,
 		goto fail;
 	}
 	f->thread_started = true;
+	if (pthread_create(&f->ship_thread, NULL, fl_ship_thread, f) == 0)
+		f->ship_started = true;
+	else
+		wd_warn("fleet: cannot start the trace shipper thread: the "
+			"trace stays on this node only");
 	wd_info("fleet: node %s (%s), capacity %u, lease %u ms, labels %s: "
 		"%s",
 		f->node_id, f->hostname, f->capacity, f->lease_ms,
@@ -304,6 +327,7 @@ void wd_fleet_stop_claims(struct wd_fleet *f)
 		return;
 	pthread_mutex_lock(&f->mu);
 	f->stopping = true;
+	pthread_cond_broadcast(&f->ship_cond);
 	pthread_mutex_unlock(&f->mu);
 	uint64_t one = 1;
 	if (write(f->wake_fd, &one, sizeof(one)) < 0)
@@ -317,6 +341,8 @@ void wd_fleet_stop(struct wd_fleet *f)
 	wd_fleet_stop_claims(f);
 	if (f->thread_started)
 		pthread_join(f->thread, NULL);
+	if (f->ship_started)
+		pthread_join(f->ship_thread, NULL);
 	wd_rt_set_run_end_hook(f->rt, NULL, NULL);
 	struct wd_err err = {0};
 	if (f->db &&
@@ -384,12 +410,21 @@ void wd_fleet_metrics(struct wd_fleet *f, struct wd_buf *b)
 	    "# HELP warden_fleet_run_ends_pending Ends of runs held here not "
 	    "written to the database yet.\n"
 	    "# TYPE warden_fleet_run_ends_pending gauge\n"
-	    "warden_fleet_run_ends_pending %zu\n",
+	    "warden_fleet_run_ends_pending %zu\n"
+	    "# HELP warden_fleet_trace_shipped_total Trace index rows this "
+	    "process shipped to the database.\n"
+	    "# TYPE warden_fleet_trace_shipped_total counter\n"
+	    "warden_fleet_trace_shipped_total %llu\n"
+	    "# HELP warden_fleet_trace_shipped_seq The last seq of this "
+	    "node's trace in the database (-1: not known yet).\n"
+	    "# TYPE warden_fleet_trace_shipped_seq gauge\n"
+	    "warden_fleet_trace_shipped_seq %lld\n",
 	    f->up ? 1 : 0, f->capacity, json_object_size(f->held),
 	    (long long)f->queue_depth, (unsigned long long)f->m_submitted,
 	    (unsigned long long)f->m_claimed,
 	    (unsigned long long)f->m_lease_lost,
 	    (unsigned long long)f->m_interrupted,
-	    (unsigned long long)f->m_db_errors, json_array_size(f->ended));
+	    (unsigned long long)f->m_db_errors, json_array_size(f->ended),
+	    (unsigned long long)f->m_shipped, (long long)f->shipped_seq);
 	pthread_mutex_unlock(&f->mu);
 }

@@ -82,6 +82,14 @@ json_t *wd_fleet_run_get(struct wd_fleet *f, const struct wd_caller *c,
  * outputs. NULL with errno EAGAIN. */
 json_t *wd_fleet_runs(struct wd_fleet *f, const struct wd_caller *c,
 		      const char *state, unsigned limit, struct wd_err *err);
+/* GET /v1/fleet/trace/runs: the newest `limit` runs of the shipped trace
+ * index (every node's) the caller may read. NULL with errno EAGAIN. */
+json_t *wd_fleet_trace_runs(struct wd_fleet *f, const struct wd_caller *c,
+			    unsigned limit, struct wd_err *err);
+/* GET /v1/fleet/trace/runs/ID: {run, records: [index rows]}; NULL with
+ * errno ENOENT (none the caller may read) or EAGAIN. */
+json_t *wd_fleet_trace_run(struct wd_fleet *f, const struct wd_caller *c,
+			   const char *id, struct wd_err *err);
 /* GET /v1/fleet/nodes: every node's row. NULL with errno EAGAIN. */
 json_t *wd_fleet_nodes(struct wd_fleet *f, struct wd_err *err);
 /* The node's fleet state for /v1/status (new reference). */

@@ -42,13 +42,20 @@ struct wd_fleet {
 	uint64_t m_claimed, m_submitted, m_lease_lost, m_interrupted,
 	    m_db_errors, m_ends_written;
 	int64_t queue_depth; /* at the last heartbeat; -1 unknown */
+	/* the trace shipper (ship.c): its thread owns ship_db */
+	pthread_t ship_thread;
+	bool ship_started;
+	PGconn *ship_db;
+	int64_t shipped_seq;	  /* the database's cursor; -1 not read yet */
+	uint64_t m_shipped;	  /* index rows shipped by this process */
+	pthread_cond_t ship_cond; /* with mu: stopping */
 	int64_t nodes_up;
 };
 
 /* schema.c: create or migrate the schema on c. 0, -EPROTO (the database
  * is newer than this build), -EIO (err: the server's message). */
 int fl_schema_migrate(PGconn *c, struct wd_err *err);
-#define WD_FLEET_SCHEMA_VERSION 1
+#define WD_FLEET_SCHEMA_VERSION 2
 
 /* node.c */
 int fl_register(struct wd_fleet *f, PGconn *c, struct wd_err *err);
@@ -64,6 +71,26 @@ int fl_claim_one(struct wd_fleet *f, PGconn *c, struct wd_err *err);
 /* Write the ends of runs held here; 0 or -errno (the rest stay queued). */
 int fl_write_ends(struct wd_fleet *f, PGconn *c, struct wd_err *err);
 void fl_on_run_end(void *arg, const struct wd_rt_run_end *e);
+
+/* ship.c: the shipper thread (started by wd_fleet_start, joined by
+ * wd_fleet_stop after `stopping` is set and ship_cond signalled). */
+void *fl_ship_thread(void *arg);
+
+/* queue.c: one row of JSON text made by the server (row_to_json,
+ * json_agg), parsed; NULL with errno ENOENT (no row) or EAGAIN (err). On
+ * the API's connection. */
+json_t *fl_row_json(struct wd_fleet *f, const char *sql, int n, const char **pv,
+		    struct wd_err *err);
+/* The trace's read rule as query parameters: $all ("true"/"false"), $uid,
+ * $teams (a text[] literal of the caller's groups: names of [a-z0-9_-],
+ * passed as a parameter like any other value). Free teams. */
+struct fl_scope {
+	const char *all;
+	char uid[24];
+	struct wd_buf teams;
+};
+void fl_scope_params(struct wd_fleet *f, const struct wd_caller *c,
+		     struct fl_scope *s);
 
 /* A statement's failure as -EIO with the server's words. Clears r. */
 int fl_pg_err(PGresult *r, PGconn *c, const char *what, struct wd_err *err);

@@ -88,8 +88,8 @@ int wd_fleet_submit(struct wd_fleet *f, const struct wd_caller *c,
 
 /* One row as JSON text by the server (row_to_json), parsed. NULL with
  * errno ENOENT (no row) or EAGAIN (err). */
-static json_t *row_json(struct wd_fleet *f, const char *sql, int n,
-			const char **pv, struct wd_err *err)
+json_t *fl_row_json(struct wd_fleet *f, const char *sql, int n, const char **pv,
+		    struct wd_err *err)
 {
 	pthread_mutex_lock(&f->api_mu);
 	PGconn *db = api_conn(f, err);
@@ -127,7 +127,7 @@ json_t *wd_fleet_run_get(struct wd_fleet *f, const struct wd_caller *c,
 		return NULL;
 	}
 	const char *pv[1] = {id};
-	json_t *o = row_json(
+	json_t *o = fl_row_json(
 	    f,
 	    "SELECT row_to_json(x)::text FROM (SELECT r.id AS run_id, "
 	    "r.team, r.agent, r.uid, r.user_name AS user, r.state, r.status, "
@@ -152,28 +152,37 @@ json_t *wd_fleet_run_get(struct wd_fleet *f, const struct wd_caller *c,
 	return o;
 }
 
+void fl_scope_params(struct wd_fleet *f, const struct wd_caller *c,
+		     struct fl_scope *s)
+{
+	json_t *sc = wd_rt_read_scope(f->rt, c);
+	memset(s, 0, sizeof(*s));
+	wd_buf_printf(&s->teams, "{");
+	size_t i;
+	json_t *t;
+	json_array_foreach(json_object_get(sc, "teams"), i, t)
+	{
+		wd_buf_printf(&s->teams, "%s\"%s\"", i ? "," : "",
+			      json_string_value(t));
+	}
+	wd_buf_printf(&s->teams, "}");
+	snprintf(s->uid, sizeof(s->uid), "%lld",
+		 (long long)json_integer_value(json_object_get(sc, "uid")));
+	s->all = json_is_true(json_object_get(sc, "all")) ? "true" : "false";
+	json_decref(sc);
+}
+
 json_t *wd_fleet_runs(struct wd_fleet *f, const struct wd_caller *c,
 		      const char *state, unsigned limit, struct wd_err *err)
 {
 	/* the read rule as a set, in the query: a page of rows is a page of
-	 * readable rows (team names are [a-z0-9_-], an array literal of them
-	 * is a parameter like any other) */
-	json_t *sc = wd_rt_read_scope(f->rt, c);
-	struct wd_buf teams = {0};
-	wd_buf_printf(&teams, "{");
-	size_t i;
-	json_t *t;
-	json_array_foreach(json_object_get(sc, "teams"), i, t) wd_buf_printf(
-	    &teams, "%s\"%s\"", i ? "," : "", json_string_value(t));
-	wd_buf_printf(&teams, "}");
-	char uid[24], lim[16];
-	snprintf(uid, sizeof(uid), "%lld",
-		 (long long)json_integer_value(json_object_get(sc, "uid")));
+	 * readable rows */
+	struct fl_scope sc;
+	fl_scope_params(f, c, &sc);
+	char lim[16];
 	snprintf(lim, sizeof(lim), "%u", limit);
-	const char *pv[5] = {json_is_true(json_object_get(sc, "all")) ? "true"
-								      : "false",
-			     uid, teams.data, state, lim};
-	json_t *o = row_json(
+	const char *pv[5] = {sc.all, sc.uid, sc.teams.data, state, lim};
+	json_t *o = fl_row_json(
 	    f,
 	    "SELECT coalesce(json_agg(x ORDER BY x.submitted_at DESC, "
 	    "x.run_id), '[]')::text FROM (SELECT r.id AS run_id, r.team, "
@@ -184,8 +193,7 @@ json_t *wd_fleet_runs(struct wd_fleet *f, const struct wd_caller *c,
 	    "ANY($3::text[])) AND ($4::text IS NULL OR r.state = $4) "
 	    "ORDER BY r.submitted_at DESC, r.id LIMIT $5::integer) x",
 	    5, pv, err);
-	wd_buf_free(&teams);
-	json_decref(sc);
+	wd_buf_free(&sc.teams);
 	if (!o && errno == ENOENT)
 		o = json_array();
 	return o;
@@ -193,7 +201,7 @@ json_t *wd_fleet_runs(struct wd_fleet *f, const struct wd_caller *c,
 
 json_t *wd_fleet_nodes(struct wd_fleet *f, struct wd_err *err)
 {
-	json_t *o = row_json(
+	json_t *o = fl_row_json(
 	    f,
 	    "SELECT coalesce(json_agg(x ORDER BY x.id), '[]')::text FROM "
 	    "(SELECT n.id, n.hostname, n.version, n.capacity, n.labels, "

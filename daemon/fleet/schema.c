@@ -95,11 +95,49 @@ static const char *const v1[] = {
     " END $$",
 };
 
+/* The trace index, shipped (ship.c): each node's index rows by (node,
+ * seq), the runs they belong to, and each node's cursor. */
+static const char *const v2[] = {
+    "CREATE TABLE warden.trace_records ("
+    " node_id text NOT NULL,"
+    " seq bigint NOT NULL,"
+    " run_id text,"
+    " step integer,"
+    " type text NOT NULL,"
+    " tool text,"
+    " call_id text,"
+    " status text,"
+    " prompt_hash text,"
+    " result_hash text,"
+    " ts timestamptz,"
+    " PRIMARY KEY (node_id, seq))",
+    "CREATE INDEX trace_records_run ON warden.trace_records (run_id, seq)",
+    "CREATE TABLE warden.trace_runs ("
+    " run_id text PRIMARY KEY,"
+    " node_id text NOT NULL,"
+    " agent text,"
+    " team text,"
+    " user_name text,"
+    " uid bigint,"
+    " model text,"
+    " status text,"
+    " started timestamptz,"
+    " ended timestamptz,"
+    " cost_usd double precision,"
+    " steps integer)",
+    "CREATE INDEX trace_runs_started ON warden.trace_runs (started)",
+    "CREATE TABLE warden.trace_ship ("
+    " node_id text PRIMARY KEY,"
+    " seq bigint NOT NULL,"
+    " shipped_at timestamptz NOT NULL)",
+};
+
 static const struct {
 	const char *const *sql;
 	size_t n;
 } versions[] = {
     {v1, WD_ARRAY_SIZE(v1)},
+    {v2, WD_ARRAY_SIZE(v2)},
 };
 
 _Static_assert(WD_ARRAY_SIZE(versions) == WD_FLEET_SCHEMA_VERSION,

@@ -464,6 +464,20 @@ static enum MHD_Result dispatch(struct wd_server *srv,
 		if (!o)
 			return send_err(con, 503, err.msg);
 		return send_json(con, 200, o);
+	case WD_EP_FLEET_TRACE_RUNS:
+		if (!srv->fleet)
+			return send_err(con, 404, NO_FLEET);
+		o = wd_fleet_trace_runs(srv->fleet, who, q->limit, &err);
+		if (!o)
+			return send_err(con, 503, err.msg);
+		return send_json(con, 200, o);
+	case WD_EP_FLEET_TRACE_RUN:
+		if (!srv->fleet)
+			return send_err(con, 404, NO_FLEET);
+		o = wd_fleet_trace_run(srv->fleet, who, q->id, &err);
+		if (!o)
+			return send_err(con, errno_status(-errno), err.msg);
+		return send_json(con, 200, o);
 	case WD_EP_FLEET_NODES:
 		if (!srv->fleet)
 			return send_err(con, 404, NO_FLEET);

@@ -114,7 +114,8 @@ stop_pg
 out=$(as_user 1000 "$WARDEN" run --detach wit x 2>&1)
 expect_eq submit-refused-exit "$?" 1
 expect_match submit-refused-says "$(printf '%s' "$out" | tr '\n' ' ')" 'fleet database unreachable.*the run was not queued'
-expect_match status-degraded "$(node_api A GET /v1/status)" '"fleet":\{[^}]*"state":"degraded"'
+degraded() { node_api A GET /v1/status | grep -q '"fleet":{[^}]*"state":"degraded"'; }
+wait_until 2 degraded && pass status-degraded || fail status-degraded "$(node_api A GET /v1/status)"
 sleep $((LEASE_MS / 1000 + 2)) # longer than a lease; the slow tools end meanwhile
 expect_match metrics-pending "$(curl -s --unix-socket "$T/A.sock" http://w/metrics)" 'warden_fleet_up 0'
 pg_up_again || { fail pg-again "see log"; finish; }
@@ -130,4 +131,35 @@ expect_eq outage-nothing-interrupted "$(psql_q "SELECT count(*) FROM warden.runs
 expect_match status-up-again "$(node_api A GET /v1/status)" '"fleet":\{[^}]*"state":"up"'
 expect_eq outage-witness "$(sent)" 4
 expect_eq submit-not-queued "$(psql_q "SELECT count(*) FROM warden.runs WHERE task = 'x'")" 0
+
+# --- the trace index, shipped: every node's records once, in order, none
+# missing -- across B's kill -9 and restart and the database's outage
+local_last() { # NODE: the last seq of its store
+	local r m=0 x
+	for r in $("$WARDEN" trace ls --json --state "$T/$1/state" | jq_py '" ".join(x["run_id"] for x in d)'); do
+		x=$("$WARDEN" trace show --json --state "$T/$1/state" "$r" | jq_py 'max(x["seq"] for x in d)')
+		[ "$x" -gt "$m" ] && m=$x
+	done
+	echo "$m"
+}
+for n in A B C; do
+	id=$(node_id $n)
+	want=$(local_last $n)
+	shipped() { [ "$(psql_q "SELECT coalesce(max(seq), 0) FROM warden.trace_records WHERE node_id = '$id'")" = "$want" ]; }
+	wait_until 15 shipped || fail "ship-caught-up-$n" "local $want, shipped $(psql_q "SELECT max(seq) FROM warden.trace_records WHERE node_id = '$id'")"
+	expect_eq "ship-once-in-order-$n" "$(psql_q "SELECT count(*), min(seq), max(seq) FROM warden.trace_records WHERE node_id = '$id'")" "$want|1|$want"
+done
+expect_eq ship-outage-runs "$(psql_q "SELECT count(*) FROM warden.trace_runs t JOIN warden.runs r ON r.id = t.run_id AND r.node_id = t.node_id WHERE r.task LIKE 'd_' AND t.status = 'ok'")" 4
+expect_eq ship-interrupted-runs "$(psql_q "SELECT count(*) FROM warden.trace_runs WHERE node_id = '$idb' AND status = 'interrupted'")" "$bruns"
+# read fleet-wide through any node, by the trace's rule
+rid=$(psql_q "SELECT id FROM warden.runs WHERE task = 'd1'")
+out=$(as_user 1000 "$WARDEN" fleet trace "$rid" --socket "$T/C.sock")
+expect_match fleet-trace-run "$out" "run $rid on node_[0-9a-f]+: agent wit"
+expect_match fleet-trace-records "$(printf '%s\n' "$out" | grep -c 'tool_attempt')" '^2$'
+expect_eq fleet-trace-ls-alice "$(as_user 1000 "$WARDEN" fleet trace --json --limit 1000 | jq_py 'len(d)')" \
+	"$(psql_q "SELECT count(*) FROM warden.trace_runs WHERE uid = 1000")"
+expect_eq fleet-trace-ls-carol "$(as_user 1002 "$WARDEN" fleet trace --json | jq_py 'len(d)')" 0
+expect_eq fleet-trace-run-carol "$(as_user 1002 "$WARDEN" fleet trace "$rid" >/dev/null 2>&1; echo $?)" 1
+expect_match metrics-shipped "$(curl -s --unix-socket "$T/A.sock" http://w/metrics)" 'warden_fleet_trace_shipped_seq [1-9]'
+expect_eq schema-v2 "$(psql_q 'SELECT max(version) FROM warden.schema_version')" 2
 finish
