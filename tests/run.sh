@@ -80,7 +80,8 @@ SAN_IT_ASAN="daemon_api daemon_restart daemon_diskfull daemon_conn agent_approva
 # plain build runs it, and ASan runs the sandbox's integration tests.
 SAN_UNIT_TSAN="test_trace test_trace_crash test_events_stream test_event_wakeup
 	test_gvisor_pool test_alert test_resolver"
-SAN_IT_TSAN="agent_approval_storm daemon_api daemon_conn daemon_diskfull replay_effects"
+SAN_IT_TSAN="agent_approval_storm daemon_api daemon_conn daemon_diskfull replay_effects
+	fleet_queue fleet_lease"
 ASAN_BUILD=${ASAN_BUILD:-$BUILD-asan}
 TSAN_BUILD=${TSAN_BUILD:-$BUILD-tsan}
 if [ -n "${SKIP_SANITIZE:-}" ]; then

@@ -69,10 +69,22 @@ int wd_fleet_label_check(const char *kv, struct wd_err *err)
 	return 0;
 }
 
+PGconn *fl_connect(struct wd_fleet *f)
+{
+	/* connect_timeout and application_name first: the URL's own
+	 * settings, expanded from dbname, override them; without one an
+	 * unreachable host would hold the API's connection (and its callers)
+	 * for the kernel's SYN timeout */
+	const char *const keys[] = {"connect_timeout", "application_name",
+				    "dbname", NULL};
+	const char *const vals[] = {"5", "wardend", f->conninfo, NULL};
+	return PQconnectdbParams(keys, vals, 1);
+}
+
 /* Connect, migrate, register, LISTEN. 0 or -errno with err. */
 static int connect_db(struct wd_fleet *f, struct wd_err *err)
 {
-	PGconn *c = PQconnectdb(f->conninfo);
+	PGconn *c = fl_connect(f);
 	if (PQstatus(c) != CONNECTION_OK) {
 		int rc = fl_pg_err(NULL, c, "fleet database unreachable", err);
 		PQfinish(c);
@@ -103,12 +115,14 @@ static int connect_db(struct wd_fleet *f, struct wd_err *err)
 static void went_down(struct wd_fleet *f, const struct wd_err *err)
 {
 	pthread_mutex_lock(&f->mu);
-	bool was = f->up;
+	/* said once per state and reason, not every retry */
+	bool say = f->up ||
+		   strncmp(f->db_error, err->msg, sizeof(f->db_error) - 1) != 0;
 	f->up = false;
 	f->m_db_errors++;
 	snprintf(f->db_error, sizeof(f->db_error), "%s", err->msg);
 	pthread_mutex_unlock(&f->mu);
-	if (was)
+	if (say)
 		wd_warn("fleet: %s; degraded: runs held here keep running, "
 			"nothing is claimed until the database is back",
 			err->msg);

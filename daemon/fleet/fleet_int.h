@@ -92,6 +92,10 @@ struct fl_scope {
 void fl_scope_params(struct wd_fleet *f, const struct wd_caller *c,
 		     struct fl_scope *s);
 
+/* fleet.c: a new connection (check PQstatus), with a connect timeout
+ * unless the URL sets one. */
+PGconn *fl_connect(struct wd_fleet *f);
+
 /* A statement's failure as -EIO with the server's words. Clears r. */
 int fl_pg_err(PGresult *r, PGconn *c, const char *what, struct wd_err *err);
 /* Is the connection gone (to be dropped and made again)? */

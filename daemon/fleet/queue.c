@@ -18,9 +18,8 @@ static PGconn *api_conn(struct wd_fleet *f, struct wd_err *err)
 	if (f->api && PQstatus(f->api) == CONNECTION_OK)
 		return f->api;
 	if (f->api)
-		PQreset(f->api);
-	else
-		f->api = PQconnectdb(f->conninfo);
+		PQfinish(f->api);
+	f->api = fl_connect(f);
 	if (PQstatus(f->api) != CONNECTION_OK) {
 		fl_pg_err(NULL, f->api, "fleet database unreachable", err);
 		pthread_mutex_lock(&f->mu);
