@@ -179,6 +179,22 @@ static int parse_u64(const char *s, uint64_t *out)
 	return 0;
 }
 
+/* GET /v1/cost and /v1/fleet/cost: by=team|agent|user, since=WHEN */
+static int cost_query(const char *(*query)(void *, const char *), void *qarg,
+		      struct wd_api_req *req, struct wd_err *err)
+{
+	const char *by = query(qarg, "by");
+	if (!by)
+		by = "team";
+	if (strcmp(by, "team") && strcmp(by, "agent") && strcmp(by, "user"))
+		return wd_err_set(err, 400, "by must be team, agent or user");
+	wd_strlcpy(req->by, by, sizeof(req->by));
+	const char *since = query(qarg, "since");
+	if (since && wd_api_parse_since(since, wd_wall_ns(), &req->since_ns))
+		return wd_err_set(err, 400, "bad since (YYYY-MM-DD, 24h, 7d)");
+	return 0;
+}
+
 /* GET /v1/fleet/runs?state=queued|running|done|interrupted&limit=N */
 static int fleet_runs_query(const char *(*query)(void *, const char *),
 			    void *qarg, struct wd_api_req *req,
@@ -409,21 +425,8 @@ int wd_api_parse(const char *method, const char *path,
 		}
 	} else if (!strcmp(res, "cost") && n == 2) {
 		req->ep = WD_EP_COST;
-		rc = get ? 0 : wd_err_set(err, 405, "use GET");
-		const char *by = query(qarg, "by");
-		if (!rc && !by)
-			by = "team";
-		if (!rc && strcmp(by, "team") && strcmp(by, "agent") &&
-		    strcmp(by, "user"))
-			rc = wd_err_set(err, 400,
-					"by must be team, agent or user");
-		if (!rc)
-			wd_strlcpy(req->by, by, sizeof(req->by));
-		const char *since = query(qarg, "since");
-		if (!rc && since &&
-		    wd_api_parse_since(since, wd_wall_ns(), &req->since_ns))
-			rc = wd_err_set(err, 400,
-					"bad since (YYYY-MM-DD, 24h, 7d)");
+		rc = get ? cost_query(query, qarg, req, err)
+			 : wd_err_set(err, 405, "use GET");
 	} else if (!strcmp(res, "events") && n == 2) {
 		req->ep = WD_EP_EVENTS;
 		rc = get ? 0 : wd_err_set(err, 405, "use GET");
@@ -467,6 +470,10 @@ int wd_api_parse(const char *method, const char *path,
 			memcpy(req->id, seg[4], sizeof(req->id));
 			rc = 0;
 		}
+	} else if (!strcmp(res, "fleet") && n == 3 && !strcmp(seg[2], "cost")) {
+		req->ep = WD_EP_FLEET_COST;
+		rc = get ? cost_query(query, qarg, req, err)
+			 : wd_err_set(err, 405, "use GET");
 	} else if (!strcmp(res, "fleet") && n == 3 &&
 		   !strcmp(seg[2], "nodes")) {
 		req->ep = WD_EP_FLEET_NODES;

@@ -43,6 +43,7 @@ enum wd_api_ep {
 	WD_EP_FLEET_NODES,   /* GET  /v1/fleet/nodes */
 	WD_EP_FLEET_TRACE_RUNS, /* GET  /v1/fleet/trace/runs?limit=N */
 	WD_EP_FLEET_TRACE_RUN,	/* GET  /v1/fleet/trace/runs/ID */
+	WD_EP_FLEET_COST, /* GET  /v1/fleet/cost?by=team|agent|user&since= */
 };
 
 /* The filters of the trace endpoints (query string; NULL = absent). */

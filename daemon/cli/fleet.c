@@ -17,12 +17,18 @@ static void usage(FILE *f)
 		   "       warden fleet run ID [--json] [--socket PATH]\n"
 		   "       warden fleet trace [RUN] [--limit N] [--json] "
 		   "[--socket PATH]\n"
+		   "       warden fleet cost [--by team|agent|user] [--since "
+		   "WHEN] [--json]\n"
+		   "                         [--socket PATH]\n"
 		   "  The nodes of the fleet this wardend is in, and its runs "
 		   "(wardend --fleet URL).\n"
 		   "  trace: the runs of every node's trace index as shipped "
 		   "to the database,\n"
 		   "  newest first, or one run's index rows (payloads stay on "
-		   "its node).\n");
+		   "its node).\n"
+		   "  cost: the ended runs of every node's shipped trace you "
+		   "may read, each run's\n"
+		   "  own cost (WHEN: 2026-11-29, 24h, 7d, 30m).\n");
 }
 
 static const char *js(const json_t *o, const char *k)
@@ -138,18 +144,41 @@ static void print_trace_run(const json_t *o)
 	}
 }
 
+static void print_cost(const json_t *o)
+{
+	const char *by = js(o, "by");
+	printf("%-20s %6s %6s %12s %12s %12s\n", by, "RUNS", "NODES",
+	       "INPUT_TOK", "OUTPUT_TOK", "COST_USD");
+	size_t i;
+	json_t *g;
+	json_array_foreach(json_object_get(o, "groups"), i, g)
+	{
+		printf("%-20.20s %6lld %6lld %12lld %12lld %12.6f\n", js(g, by),
+		       json_integer_value(json_object_get(g, "runs")),
+		       json_integer_value(json_object_get(g, "nodes")),
+		       json_integer_value(json_object_get(g, "input_tokens")),
+		       json_integer_value(json_object_get(g, "output_tokens")),
+		       json_number_value(json_object_get(g, "cost_usd")));
+	}
+	printf("%-20s %6s %6s %12s %12s %12.6f\n", "total", "", "", "", "",
+	       json_number_value(json_object_get(o, "total_usd")));
+}
+
 static int verb_fleet(int argc, char **argv)
 {
 	static const struct option opts[] = {
 	    {"json", no_argument, 0, 'j'},
 	    {"state", required_argument, 0, 't'},
 	    {"limit", required_argument, 0, 'l'},
+	    {"by", required_argument, 0, 'b'},
+	    {"since", required_argument, 0, 'S'},
 	    {"socket", required_argument, 0, 's'},
 	    {"help", no_argument, 0, 'h'},
 	    {0, 0, 0, 0},
 	};
 	bool json = false;
-	const char *sock = NULL, *state = NULL, *limit = NULL;
+	const char *sock = NULL, *state = NULL, *limit = NULL, *by = NULL,
+		   *since = NULL;
 	int c;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
@@ -162,6 +191,12 @@ static int verb_fleet(int argc, char **argv)
 			break;
 		case 'l':
 			limit = optarg;
+			break;
+		case 'b':
+			by = optarg;
+			break;
+		case 'S':
+			since = optarg;
 			break;
 		case 's':
 			sock = optarg;
@@ -181,7 +216,9 @@ static int verb_fleet(int argc, char **argv)
 	bool run = !strcmp(sub, "run") && npos == 2;
 	bool trace = !strcmp(sub, "trace") && (npos == 1 || npos == 2);
 	bool trace_run = trace && npos == 2;
-	if ((!nodes && !runs && !run && !trace) || (state && !runs) ||
+	bool cost = !strcmp(sub, "cost") && npos == 1;
+	if ((!nodes && !runs && !run && !trace && !cost) ||
+	    ((by || since) && !cost) || (state && !runs) ||
 	    (limit && !runs && !(trace && !trace_run))) {
 		usage(stderr);
 		return WD_EXIT_USAGE;
@@ -195,7 +232,9 @@ static int verb_fleet(int argc, char **argv)
 		    "0123456789_-") != strlen(argv[optind + 1])) ||
 	    (state &&
 	     strspn(state, "abcdefghijklmnopqrstuvwxyz") != strlen(state)) ||
-	    (limit && strspn(limit, "0123456789") != strlen(limit))) {
+	    (limit && strspn(limit, "0123456789") != strlen(limit)) ||
+	    (by && strspn(by, "abcdefghijklmnopqrstuvwxyz") != strlen(by)) ||
+	    (since && strspn(since, "0123456789-:TZsmhd") != strlen(since))) {
 		fprintf(stderr, "warden fleet: bad argument\n");
 		return WD_EXIT_USAGE;
 	}
@@ -211,6 +250,10 @@ static int verb_fleet(int argc, char **argv)
 	else if (trace)
 		wd_buf_printf(&path, "/v1/fleet/trace/runs?limit=%s",
 			      limit ? limit : "100");
+	else if (cost)
+		wd_buf_printf(&path, "/v1/fleet/cost?by=%s%s%s",
+			      by ? by : "team", since ? "&since=" : "",
+			      since ? since : "");
 	else
 		wd_buf_printf(&path, "/v1/fleet/runs?limit=%s%s%s",
 			      limit ? limit : "100", state ? "&state=" : "",
@@ -231,6 +274,8 @@ static int verb_fleet(int argc, char **argv)
 		print_trace_run(resp);
 	else if (trace)
 		print_trace_runs(resp);
+	else if (cost)
+		print_cost(resp);
 	else
 		print_run(resp);
 	json_decref(resp);

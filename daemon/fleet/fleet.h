@@ -90,6 +90,13 @@ json_t *wd_fleet_trace_runs(struct wd_fleet *f, const struct wd_caller *c,
  * errno ENOENT (none the caller may read) or EAGAIN. */
 json_t *wd_fleet_trace_run(struct wd_fleet *f, const struct wd_caller *c,
 			   const char *id, struct wd_err *err);
+/* GET /v1/fleet/cost: the cost of the ended runs of every node's shipped
+ * trace the caller may read, by team, agent or user, started since
+ * since_ns: {by, groups: [{<by>, runs, cost_usd, input_tokens,
+ * output_tokens, nodes}], total_usd}. Each run's own cost (a sub-agent's
+ * run is counted as itself). NULL with errno EAGAIN / EINVAL. */
+json_t *wd_fleet_cost(struct wd_fleet *f, const struct wd_caller *c,
+		      const char *by, uint64_t since_ns, struct wd_err *err);
 /* GET /v1/fleet/nodes: every node's row. NULL with errno EAGAIN. */
 json_t *wd_fleet_nodes(struct wd_fleet *f, struct wd_err *err);
 /* The node's fleet state for /v1/status (new reference). */

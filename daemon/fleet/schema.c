@@ -124,6 +124,8 @@ static const char *const v2[] = {
     " started timestamptz,"
     " ended timestamptz,"
     " cost_usd double precision,"
+    " input_tokens bigint,"
+    " output_tokens bigint,"
     " steps integer)",
     "CREATE INDEX trace_runs_started ON warden.trace_runs (started)",
     "CREATE TABLE warden.trace_ship ("

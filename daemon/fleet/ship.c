@@ -54,6 +54,11 @@ static json_t *run_row(struct wd_trace *t, const char *id)
 	if (wd_trace_run_records(t, id, &recs, &err))
 		return NULL;
 	json_t *row = json_pack("{s:s}", "run_id", id);
+	/* as the node's index counts it (trace/index.c): run_end's cost when
+	 * it has one, else what its records spent (a run ended by recovery
+	 * after a crash has none of its own) */
+	double spent = 0;
+	json_int_t in = 0, out = 0;
 	size_t i;
 	json_t *r;
 	json_array_foreach(recs, i, r)
@@ -61,6 +66,14 @@ static json_t *run_row(struct wd_trace *t, const char *id)
 		const char *type = str(r, "type");
 		if (!type)
 			continue;
+		if (strcmp(type, "run_end")) {
+			spent +=
+			    json_number_value(json_object_get(r, "cost_usd"));
+			in += json_integer_value(
+			    json_object_get(r, "gen_ai.usage.input_tokens"));
+			out += json_integer_value(
+			    json_object_get(r, "gen_ai.usage.output_tokens"));
+		}
 		if (!strcmp(type, "run_start")) {
 			json_object_set(row, "agent",
 					json_object_get(r, "agent"));
@@ -78,15 +91,41 @@ static json_t *run_row(struct wd_trace *t, const char *id)
 			json_object_set(row, "status",
 					json_object_get(r, "status"));
 			json_object_set(row, "ended", json_object_get(r, "ts"));
-			json_t *tot = json_object_get(r, "total");
-			json_object_set(row, "cost_usd",
-					json_object_get(tot, "cost_usd")
-					    ?: json_object_get(r, "cost_usd"));
+			/* the run's own (a sub-agent's run is a row of
+			 * its own): each dollar is counted once */
+			json_object_set(row, "end_cost",
+					json_object_get(r, "cost_usd"));
+			json_object_set(
+			    row, "end_in",
+			    json_object_get(r, "gen_ai.usage.input_tokens"));
+			json_object_set(
+			    row, "end_out",
+			    json_object_get(r, "gen_ai.usage.output_tokens"));
 			json_object_set(row, "steps",
 					json_object_get(r, "steps"));
 		}
 	}
 	json_decref(recs);
+	if (json_object_get(row, "ended")) {
+		json_t *ec = json_object_get(row, "end_cost");
+		json_object_set_new(row, "cost_usd",
+				    json_is_number(ec)
+					? json_real(json_number_value(ec))
+					: json_real(spent));
+		json_t *ei = json_object_get(row, "end_in");
+		json_t *eo = json_object_get(row, "end_out");
+		json_object_set_new(row, "input_tokens",
+				    json_integer(json_is_integer(ei)
+						     ? json_integer_value(ei)
+						     : in));
+		json_object_set_new(row, "output_tokens",
+				    json_integer(json_is_integer(eo)
+						     ? json_integer_value(eo)
+						     : out));
+	}
+	json_object_del(row, "end_cost");
+	json_object_del(row, "end_in");
+	json_object_del(row, "end_out");
 	return row;
 }
 
@@ -164,13 +203,16 @@ static int ship_batch(struct wd_fleet *f, PGconn *c, size_t *n,
 		    c,
 		    "INSERT INTO warden.trace_runs (run_id, node_id, agent, "
 		    "team, user_name, uid, model, status, started, ended, "
-		    "cost_usd, steps) SELECT x.run_id, $1, x.agent, x.team, "
-		    "x.user_name, x.uid, x.model, x.status, "
-		    "x.started::timestamptz, x.ended::timestamptz, x.cost_usd, "
-		    "x.steps FROM jsonb_to_recordset($2::jsonb) AS x(run_id "
-		    "text, agent text, team text, user_name text, uid bigint, "
-		    "model text, status text, started text, ended text, "
-		    "cost_usd double precision, steps integer) "
+		    "cost_usd, input_tokens, output_tokens, steps) SELECT "
+		    "x.run_id, $1, x.agent, x.team, x.user_name, x.uid, "
+		    "x.model, x.status, x.started::timestamptz, "
+		    "x.ended::timestamptz, x.cost_usd, x.input_tokens, "
+		    "x.output_tokens, x.steps FROM "
+		    "jsonb_to_recordset($2::jsonb) "
+		    "AS x(run_id text, agent text, team text, user_name text, "
+		    "uid bigint, model text, status text, started text, ended "
+		    "text, cost_usd double precision, input_tokens bigint, "
+		    "output_tokens bigint, steps integer) "
 		    "ON CONFLICT (run_id) DO UPDATE SET "
 		    "agent = coalesce(EXCLUDED.agent, trace_runs.agent), "
 		    "team = coalesce(EXCLUDED.team, trace_runs.team), "
@@ -183,6 +225,10 @@ static int ship_batch(struct wd_fleet *f, PGconn *c, size_t *n,
 		    "ended = coalesce(EXCLUDED.ended, trace_runs.ended), "
 		    "cost_usd = coalesce(EXCLUDED.cost_usd, "
 		    "trace_runs.cost_usd), "
+		    "input_tokens = coalesce(EXCLUDED.input_tokens, "
+		    "trace_runs.input_tokens), "
+		    "output_tokens = coalesce(EXCLUDED.output_tokens, "
+		    "trace_runs.output_tokens), "
 		    "steps = coalesce(EXCLUDED.steps, trace_runs.steps)",
 		    2, p3, "ship: runs", err);
 	if (!rc)

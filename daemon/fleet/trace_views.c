@@ -58,3 +58,62 @@ json_t *wd_fleet_trace_run(struct wd_fleet *f, const struct wd_caller *c,
 			   id);
 	return o;
 }
+
+/* One statement per grouping: the column is chosen here, never spliced
+ * from the request. */
+static const struct {
+	const char *by, *sql;
+} cost_sql[] = {
+#define COST_SQL(col)                                                          \
+	"SELECT coalesce(json_agg(x ORDER BY x.cost_usd DESC), "               \
+	"'[]')::text FROM (SELECT coalesce(" col ", '(unknown)') AS key, "     \
+	"count(*) AS runs, coalesce(sum(cost_usd), 0) AS cost_usd, "           \
+	"coalesce(sum(input_tokens), 0) AS input_tokens, "                     \
+	"coalesce(sum(output_tokens), 0) AS output_tokens, "                   \
+	"count(DISTINCT node_id) AS nodes FROM warden.trace_runs WHERE "       \
+	"ended IS NOT NULL AND started >= to_timestamp($4::double precision) " \
+	"AND ($1::boolean OR uid = $2::bigint OR team = ANY($3::text[])) "     \
+	"GROUP BY 1) x"
+    {"team", COST_SQL("team")},
+    {"agent", COST_SQL("agent")},
+    {"user", COST_SQL("user_name")},
+#undef COST_SQL
+};
+
+json_t *wd_fleet_cost(struct wd_fleet *f, const struct wd_caller *c,
+		      const char *by, uint64_t since_ns, struct wd_err *err)
+{
+	const char *sql = NULL;
+	for (size_t i = 0; i < WD_ARRAY_SIZE(cost_sql); i++)
+		if (!strcmp(by, cost_sql[i].by))
+			sql = cost_sql[i].sql;
+	if (!sql) {
+		wd_err_set(err, -EINVAL, "by must be team, agent or user");
+		errno = EINVAL;
+		return NULL;
+	}
+	struct fl_scope sc;
+	fl_scope_params(f, c, &sc);
+	char since[32];
+	snprintf(since, sizeof(since), "%.6f", (double)since_ns / 1e9);
+	const char *pv[4] = {sc.all, sc.uid, sc.teams.data, since};
+	json_t *rows = fl_row_json(f, sql, 4, pv, err);
+	wd_buf_free(&sc.teams);
+	if (!rows && errno == ENOENT)
+		rows = json_array();
+	if (!rows)
+		return NULL;
+	/* the key under the grouping's own name, as `warden cost` has it */
+	double total = 0;
+	size_t i;
+	json_t *g;
+	json_array_foreach(rows, i, g)
+	{
+		json_object_set(g, by, json_object_get(g, "key"));
+		json_object_del(g, "key");
+		total += json_number_value(json_object_get(g, "cost_usd"));
+	}
+	return json_pack("{s:s,s:o,s:f,s:s}", "by", by, "groups", rows,
+			 "total_usd", total, "counted",
+			 "ended runs shipped from every node's trace");
+}

@@ -478,6 +478,13 @@ static enum MHD_Result dispatch(struct wd_server *srv,
 		if (!o)
 			return send_err(con, errno_status(-errno), err.msg);
 		return send_json(con, 200, o);
+	case WD_EP_FLEET_COST:
+		if (!srv->fleet)
+			return send_err(con, 404, NO_FLEET);
+		o = wd_fleet_cost(srv->fleet, who, q->by, q->since_ns, &err);
+		if (!o)
+			return send_err(con, errno_status(-errno), err.msg);
+		return send_json(con, 200, o);
 	case WD_EP_FLEET_NODES:
 		if (!srv->fleet)
 			return send_err(con, 404, NO_FLEET);
