@@ -8,9 +8,13 @@
  *   node.c    this node's row: registration, heartbeat, its lease; the
  *             reaper that interrupts the runs of a node whose lease ran out
  *   queue.c   the run queue: submit (POST /v1/runs), claim (fair share
- *             between teams, FOR UPDATE SKIP LOCKED), run ends
+ *             between teams, an agent's placement held by the node's
+ *             labels, FOR UPDATE SKIP LOCKED), run ends, the queue's views
  *   fleet.c   the node's fleet thread (LISTEN/NOTIFY, heartbeats, claims),
- *             views for the API, metrics
+ *             status, metrics
+ *   ship.c    the trace shipper: the node's trace index rows, in order,
+ *             with the cursor in the same transaction
+ *   trace_views.c  the shipped index read fleet-wide: runs, a run, cost
  *
  * Leases: a node's claimed runs carry lease_until (database time), renewed
  * by every heartbeat; when it passes, any node's reaper marks them

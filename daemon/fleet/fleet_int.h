@@ -55,7 +55,7 @@ struct wd_fleet {
 /* schema.c: create or migrate the schema on c. 0, -EPROTO (the database
  * is newer than this build), -EIO (err: the server's message). */
 int fl_schema_migrate(PGconn *c, struct wd_err *err);
-#define WD_FLEET_SCHEMA_VERSION 2
+#define WD_FLEET_SCHEMA_VERSION 3
 
 /* node.c */
 int fl_register(struct wd_fleet *f, PGconn *c, struct wd_err *err);

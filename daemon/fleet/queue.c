@@ -42,15 +42,17 @@ int wd_fleet_submit(struct wd_fleet *f, const struct wd_caller *c,
 		    struct wd_err *err)
 {
 	char team[64];
-	int rc = wd_rt_run_check(f->rt, c, agent, team, err);
+	cleanup_free char *placement = NULL;
+	int rc = wd_rt_run_check(f->rt, c, agent, team, &placement, err);
 	if (rc)
 		return rc;
 	char rid[24] = "run_", uid[16], gid[16];
 	wd_rand_hex(rid + 4, 16);
 	snprintf(uid, sizeof(uid), "%u", (unsigned)c->uid);
 	snprintf(gid, sizeof(gid), "%u", (unsigned)c->gid);
-	const char *pv[8] = {rid, team, agent,	 task,
-			     uid, gid,	c->user, f->node_id};
+	const char *pv[9] = {rid,     team,	  agent,
+			     task,    uid,	  gid,
+			     c->user, f->node_id, placement ? placement : "{}"};
 	pthread_mutex_lock(&f->api_mu);
 	PGconn *db = api_conn(f, err);
 	if (!db) {
@@ -58,15 +60,43 @@ int wd_fleet_submit(struct wd_fleet *f, const struct wd_caller *c,
 		return wd_err_set(err, -EAGAIN, "%s; the run was not queued",
 				  err->msg);
 	}
+	/* a placement no node up could take would wait for ever: refused
+	 * (a node may be up and full: then it waits for room) */
+	if (placement) {
+		const char *ppv[1] = {placement};
+		PGresult *pr = PQexecParams(
+		    db,
+		    "SELECT count(*) FROM warden.nodes WHERE state = 'up' AND "
+		    "capacity > 0 AND labels @> $1::jsonb",
+		    1, NULL, ppv, NULL, NULL, 0);
+		if (PQresultStatus(pr) != PGRES_TUPLES_OK) {
+			fl_pg_err(pr, db, "placement", err);
+			pthread_mutex_unlock(&f->api_mu);
+			api_failed(f);
+			return wd_err_set(err, -EAGAIN,
+					  "%s; the run was not queued",
+					  err->msg);
+		}
+		bool none = !strcmp(PQgetvalue(pr, 0, 0), "0");
+		PQclear(pr);
+		if (none) {
+			pthread_mutex_unlock(&f->api_mu);
+			return wd_err_set(err, -EINVAL,
+					  "agent '%s' has placement %s and no "
+					  "node up with capacity has those "
+					  "labels; the run was not queued",
+					  agent, placement);
+		}
+	}
 	/* the notification is delivered at commit: a claimer woken by it
 	 * finds the row */
 	PGresult *r = PQexecParams(
 	    db,
 	    "WITH ins AS (INSERT INTO warden.runs (id, team, agent, task, "
-	    "uid, gid, user_name, submitted_node) VALUES ($1, $2, $3, $4, "
-	    "$5::bigint, $6::bigint, $7, $8) RETURNING id) "
-	    "SELECT pg_notify('" WD_FLEET_CHANNEL "', id) FROM ins",
-	    8, NULL, pv, NULL, NULL, 0);
+	    "uid, gid, user_name, submitted_node, placement) VALUES ($1, $2, "
+	    "$3, $4, $5::bigint, $6::bigint, $7, $8, $9::jsonb) RETURNING "
+	    "id) SELECT pg_notify('" WD_FLEET_CHANNEL "', id) FROM ins",
+	    9, NULL, pv, NULL, NULL, 0);
 	if (PQresultStatus(r) != PGRES_TUPLES_OK) {
 		rc = fl_pg_err(r, db, "queueing the run", err);
 		pthread_mutex_unlock(&f->api_mu);
@@ -310,12 +340,12 @@ int fl_claim_one(struct wd_fleet *f, PGconn *c, struct wd_err *err)
 {
 	char lease[16];
 	snprintf(lease, sizeof(lease), "%u", f->lease_ms);
-	const char *pv[2] = {f->node_id, lease};
+	const char *pv[3] = {f->node_id, lease, f->labels_json};
 	PGresult *r = PQexecParams(
 	    c,
 	    "SELECT c_id, c_agent, c_task, c_uid, c_gid, c_user FROM "
-	    "warden.claim($1, $2::integer)",
-	    2, NULL, pv, NULL, NULL, 0);
+	    "warden.claim($1, $2::integer, $3::jsonb)",
+	    3, NULL, pv, NULL, NULL, 0);
 	if (PQresultStatus(r) != PGRES_TUPLES_OK)
 		return fl_pg_err(r, c, "claim", err);
 	if (PQntuples(r) != 1) {

@@ -134,12 +134,56 @@ static const char *const v2[] = {
     " shipped_at timestamptz NOT NULL)",
 };
 
+/* Placement: a run's labels (its agent's `placement`), which a node's own
+ * labels must contain for it to claim the run; fair share as in v1, over
+ * the runs the claiming node may take. */
+static const char *const v3[] = {
+    "ALTER TABLE warden.runs ADD COLUMN placement jsonb NOT NULL "
+    "DEFAULT '{}'",
+    "DROP FUNCTION warden.claim(text, integer)",
+    "CREATE FUNCTION warden.claim(p_node text, p_lease_ms integer,"
+    " p_labels jsonb)"
+    " RETURNS TABLE (c_id text, c_agent text, c_task text, c_uid bigint,"
+    "  c_gid bigint, c_user text)"
+    " LANGUAGE plpgsql AS $$"
+    " DECLARE t record; rid text;"
+    " BEGIN"
+    "  FOR t IN"
+    "   SELECT q.team FROM"
+    "    (SELECT team, min(submitted_at) AS oldest FROM warden.runs"
+    "     WHERE state = 'queued' AND placement <@ p_labels"
+    "     GROUP BY team) q"
+    "   LEFT JOIN (SELECT team, count(*) AS n FROM warden.runs"
+    "     WHERE state = 'running' GROUP BY team) h ON h.team = q.team"
+    "   ORDER BY coalesce(h.n, 0), q.oldest"
+    "  LOOP"
+    "   SELECT r.id INTO rid FROM warden.runs r"
+    "    WHERE r.state = 'queued' AND r.team = t.team"
+    "    AND r.placement <@ p_labels"
+    "    ORDER BY r.submitted_at, r.id LIMIT 1 FOR UPDATE SKIP LOCKED;"
+    "   IF FOUND THEN"
+    "    UPDATE warden.runs r SET state = 'running',"
+    "     node_id = p_node, claim_order = nextval('warden.claim_order'),"
+    "     claimed_at = clock_timestamp(),"
+    "     lease_until = clock_timestamp()"
+    "      + p_lease_ms * interval '1 millisecond'"
+    "     WHERE r.id = rid"
+    "     RETURNING r.id, r.agent, r.task, r.uid, r.gid, r.user_name"
+    "     INTO c_id, c_agent, c_task, c_uid, c_gid, c_user;"
+    "    RETURN NEXT;"
+    "    RETURN;"
+    "   END IF;"
+    "  END LOOP;"
+    " END $$",
+};
+
 static const struct {
 	const char *const *sql;
 	size_t n;
 } versions[] = {
     {v1, WD_ARRAY_SIZE(v1)},
     {v2, WD_ARRAY_SIZE(v2)},
+    {v3, WD_ARRAY_SIZE(v3)},
 };
 
 _Static_assert(WD_ARRAY_SIZE(versions) == WD_FLEET_SCHEMA_VERSION,

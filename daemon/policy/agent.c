@@ -1,6 +1,9 @@
 /* Agent definitions: YAML -> struct wd_agent, strictly (ywalk.h). */
 #include "policy/agent.h"
+#include "fleet/fleet.h"
 #include "policy/ywalk.h"
+
+#include <jansson.h>
 
 #include <string.h>
 
@@ -293,13 +296,47 @@ static int f_resume(struct wd_ywalk *w, yaml_node_t *v, void *o)
 	}
 	return 0;
 }
+/* placement: {label: value}: each pair a node label as --fleet-label
+ * takes it (fleet/fleet.h wd_fleet_label_check). */
 static int f_placement(struct wd_ywalk *w, yaml_node_t *v, void *o)
 {
-	wd_y_err(w, v,
-		 "'placement' is not built: node labels (wardend "
-		 "--fleet-label) are recorded but a fleet run goes to any "
-		 "node with room");
-	return -EINVAL;
+	if (v->type != YAML_MAPPING_NODE || !v->data.mapping.pairs.top ||
+	    v->data.mapping.pairs.top == v->data.mapping.pairs.start) {
+		wd_y_err(w, v,
+			 "'placement' must be a non-empty mapping of node "
+			 "labels {key: value}");
+		return -EINVAL;
+	}
+	json_t *m = json_object();
+	int rc = 0;
+	for (yaml_node_pair_t *p = v->data.mapping.pairs.start;
+	     p < v->data.mapping.pairs.top; p++) {
+		yaml_node_t *k = wd_y_get(w, p->key),
+			    *x = wd_y_get(w, p->value);
+		const char *ks = k ? wd_y_scalar(k) : NULL;
+		const char *xs = x ? wd_y_scalar(x) : NULL;
+		struct wd_err e = {0};
+		cleanup_free char *kv =
+		    wd_asprintf("%s=%s", ks ? ks : "", xs ? xs : "");
+		if (!ks || !xs || json_object_size(m) >= WD_FLEET_LABELS_MAX ||
+		    json_object_get(m, ks) || wd_fleet_label_check(kv, &e)) {
+			wd_y_err(w, k ? k : v, "'placement': %s",
+				 !ks || !xs ? "keys and values are words"
+				 : json_object_get(m, ks)
+				     ? "a label given twice"
+				 : e.msg[0] ? e.msg
+					    : "too many labels");
+			rc = -EINVAL;
+			break;
+		}
+		json_object_set_new(m, ks, json_string(xs));
+	}
+	if (!rc) {
+		free(A(o)->placement);
+		A(o)->placement = json_dumps(m, JSON_COMPACT | JSON_SORT_KEYS);
+	}
+	json_decref(m);
+	return rc;
 }
 
 static const struct wd_y_key agent_keys[] = {
@@ -424,6 +461,7 @@ void wd_agent_free(struct wd_agent *a)
 	free(a->team);
 	free(a->model);
 	free(a->system_prompt);
+	free(a->placement);
 	wd_y_strv_free(a->tools, a->n_tools);
 	free(a->tool_line);
 	free(a->tool_col);
@@ -543,6 +581,12 @@ int wd_agents_check_subagents(struct wd_agent *const *v, int n,
 			else if (plen + strlen(s) > 64)
 				why = "the sub-agent's tool name would be "
 				      "longer than 64 characters";
+			else if (v[agent_index(v, n, s)]->placement)
+				/* its runs are the parent's steps */
+				why =
+				    "the sub-agent has a placement, but a "
+				    "sub-agent runs on its parent's node: "
+				    "drop it or make the agent top-level only";
 			else if (a->trace.payloads == WD_TRACE_HASH_ONLY &&
 				 v[agent_index(v, n, s)]->trace.payloads !=
 				     WD_TRACE_HASH_ONLY)

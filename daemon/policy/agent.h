@@ -13,6 +13,7 @@
  *            cost_cap_usd: 2.0}
  *   context: {budget_tokens: 32000, strategy: sliding_window}
  *   resume: never                  # fleet: a lost node's run is not resumed
+ *   placement: {gpu: "yes"}        # fleet: only on nodes with these labels
  *   trace: {payloads: full, retention_days: 30,
  *           unrecorded_read_only: refuse}
  *
@@ -98,6 +99,10 @@ struct wd_agent {
 	char **subagents; /* agent names, NULL-terminated (never NULL) */
 	int n_subagents;
 	int *subagent_line, *subagent_col;
+	/* placement: {label: value, ...}: the fleet runs this agent's
+	 * top-level runs only on nodes with all these labels (wardend
+	 * --fleet-label); compact JSON, keys sorted; NULL when absent */
+	char *placement;
 };
 
 /* The tool name a sub-agent is offered under: "agent__<name>" (providers

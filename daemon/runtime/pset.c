@@ -66,6 +66,7 @@ void wd_agent_def_from(struct wd_agent_def *d, const struct wd_agent *a)
 	d->n_tools = a->n_tools;
 	d->subagents = strv_dup(a->subagents, a->n_subagents);
 	d->n_subagents = a->n_subagents;
+	d->placement = a->placement ? wd_strdup(a->placement) : NULL;
 	d->max_steps = (int)a->bounds.max_steps;
 	d->token_budget = (long long)a->bounds.token_budget;
 	d->wall_clock_s = a->bounds.wall_clock_s;
@@ -92,6 +93,7 @@ void wd_agent_def_free(struct wd_agent_def *d)
 	free(d->system_prompt);
 	wd_pset_strv_free(d->tools, d->n_tools);
 	wd_pset_strv_free(d->subagents, d->n_subagents);
+	free(d->placement);
 	free(d->def_text);
 }
 

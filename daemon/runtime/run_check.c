@@ -7,7 +7,8 @@
 #include "runtime/rt_int.h"
 
 int wd_rt_run_check(struct wd_rt *rt, const struct wd_caller *c,
-		    const char *agent, char team[64], struct wd_err *err)
+		    const char *agent, char team[64], char **placement,
+		    struct wd_err *err)
 {
 	pthread_mutex_lock(&rt->mu);
 	struct wd_pset *ps = wd_pset_ref(rt->ps);
@@ -20,8 +21,10 @@ int wd_rt_run_check(struct wd_rt *rt, const struct wd_caller *c,
 				ps->dir);
 	else if (!wd_pset_may_run(ps, c->uid, a, why, sizeof(why)))
 		rc = wd_err_set(err, -EACCES, "%s", why);
-	else
+	else {
 		snprintf(team, 64, "%s", a->team ? a->team : "");
+		*placement = a->placement ? wd_strdup(a->placement) : NULL;
+	}
 	wd_pset_unref(ps);
 	return rc;
 }

@@ -544,6 +544,16 @@ int wd_rt_run_create_id(struct wd_rt *rt, const struct wd_caller *c,
 		rc = wd_err_set(err, -EACCES, "%s", why);
 		goto out;
 	}
+	if (a->placement && !given_id) {
+		/* a placement is a promise about which node runs it: only a
+		 * fleet's queue keeps it (fleet/queue.c) */
+		rc = wd_err_set(err, -EINVAL,
+				"agent '%s' has placement %s: its runs are "
+				"placed by a fleet's queue (wardend --fleet), "
+				"not started on this node",
+				a->name, a->placement);
+		goto out;
+	}
 	if (given_id) {
 		pthread_mutex_lock(&rt->mu);
 		bool dup = rt_find_run_locked(rt, given_id) != NULL;

@@ -84,9 +84,13 @@ int wd_rt_run_create_id(struct wd_rt *rt, const struct wd_caller *c,
 			const char *agent, const char *task,
 			const char *given_id, char id[64], struct wd_err *err);
 /* What wd_rt_run_create checks before it creates anything: the agent
- * exists and c may run it (team: the agent's). 0, -ENOENT, -EACCES. */
+ * exists and c may run it (team: the agent's; *placement: its placement
+ * as JSON text to free, or NULL). 0, -ENOENT, -EACCES. An agent with a
+ * placement runs only under an id the fleet gave (wd_rt_run_create:
+ * -EINVAL). */
 int wd_rt_run_check(struct wd_rt *rt, const struct wd_caller *c,
-		    const char *agent, char team[64], struct wd_err *err);
+		    const char *agent, char team[64], char **placement,
+		    struct wd_err *err);
 /* The trace's read rule (policy/users.h wd_users_may_read_run) for a run
  * known only by its uid and team (a fleet run of another node). */
 bool wd_rt_may_read(struct wd_rt *rt, const struct wd_caller *c,

@@ -25,6 +25,10 @@ S
 agent work slow '[echo]'
 agent ta quick '[echo]'
 agent tb quick '[echo]'
+agent placed slow '[echo]'
+printf 'placement: {zone: "a"}\n' >>"$POL/agents/placed.yaml"
+agent mars slow '[echo]'
+printf 'placement: {zone: mars}\n' >>"$POL/agents/mars.yaml"
 write_gateway
 
 # --- refusals before anything starts
@@ -43,9 +47,20 @@ out=$("$WARDEN" policy check "$T/pc/agents/r.yaml" 2>&1)
 expect_match resume-refused "$out" 'r.yaml:[0-9]+:[0-9]+: .resume.: if_read_only is not built'
 sed -i 's/if_read_only/never/' "$T/pc/agents/r.yaml"
 check resume-never-ok "$WARDEN" policy check "$T/pc/agents/r.yaml"
-printf 'placement: {gpu: "yes"}\n' >>"$T/pc/agents/r.yaml"
-expect_match placement-refused "$("$WARDEN" policy check "$T/pc/agents/r.yaml" 2>&1)" \
-	'r.yaml:[0-9]+:[0-9]+: .placement. is not built'
+printf 'placement: {gpu: "yes", rack: r1}\n' >>"$T/pc/agents/r.yaml"
+check placement-ok "$WARDEN" policy check "$T/pc/agents/r.yaml"
+sed -i 's/placement: .*/placement: {GPU: "a b"}/' "$T/pc/agents/r.yaml"
+expect_match placement-bad-label "$("$WARDEN" policy check "$T/pc/agents/r.yaml" 2>&1)" \
+	'r.yaml:[0-9]+:[0-9]+: .placement.: --fleet-label GPU=a b: want KEY=VALUE'
+sed -i 's/placement: .*/placement: []/' "$T/pc/agents/r.yaml"
+expect_match placement-not-map "$("$WARDEN" policy check "$T/pc/agents/r.yaml" 2>&1)" \
+	'r.yaml:[0-9]+:[0-9]+: .placement. must be a non-empty mapping'
+# a sub-agent runs on its parent's node: a placement there is refused
+cp -r "$POL" "$T/pc2"
+sed -e 's/^name: work/name: boss/' "$POL/agents/work.yaml" >"$T/pc2/agents/boss.yaml"
+printf 'subagents: [placed]\n' >>"$T/pc2/agents/boss.yaml"
+expect_match placement-subagent "$("$WARDEN" policy check "$T/pc2" 2>&1)" \
+	"boss.yaml:[0-9]+:[0-9]+: agent 'boss': sub-agent 'placed': the sub-agent has a placement"
 
 # one node without --fleet: no database, the fleet views say so
 start_daemon || { fail single-node-start "see log"; finish; }
@@ -54,6 +69,9 @@ out=$("$WARDEN" fleet nodes 2>&1)
 expect_eq single-fleet-nodes-exit "$?" 1
 expect_match single-fleet-nodes "$out" 'not in a fleet'
 expect_match single-run-local "$(as_user 1000 "$WARDEN" run work x 2>&1)" 'run_end +status=ok'
+out=$(as_user 1000 "$WARDEN" run placed x 2>&1)
+expect_eq single-placed-exit "$?" 1
+expect_match single-placed-refused "$out" "agent 'placed' has placement \\{\"zone\":\"a\"\\}: its runs are placed by a fleet's queue"
 stop_daemon
 start_pg || { fail pg-start "see above"; finish; }
 # the URL from a file, as a Secret would hold it
@@ -65,8 +83,8 @@ launch_node A 2 --fleet-label zone=a
 launch_node B 2
 launch_node C 2
 wait_node A && wait_node B && wait_node C || { fail nodes-start "see logs"; finish; }
-expect_eq schema-each-version-once "$(psql_q "SELECT string_agg(version::text, ',' ORDER BY version) FROM warden.schema_version")" "1,2"
-expect_eq migrated-once-in-logs "$(cat "$T"/[ABC].log | grep -o 'schema migrated to version [0-9]*' | sort | uniq -c | awk '{print $1}' | tr '\n' ' ')" "1 1 "
+expect_eq schema-each-version-once "$(psql_q "SELECT string_agg(version::text, ',' ORDER BY version) FROM warden.schema_version")" "1,2,3"
+expect_eq migrated-once-in-logs "$(cat "$T"/[ABC].log | grep -o 'schema migrated to version [0-9]*' | sort | uniq -c | awk '{print $1}' | tr '\n' ' ')" "1 1 1 "
 expect_eq nodes-registered "$(psql_q "SELECT count(*) FROM warden.nodes WHERE state = 'up' AND capacity = 2")" 3
 expect_eq node-label "$(psql_q "SELECT labels->>'zone' FROM warden.nodes WHERE id = '$(node_id A)'")" a
 expect_match node-version "$(psql_q "SELECT version FROM warden.nodes WHERE id = '$(node_id A)'")" '^gnu:[0-9a-f]+'
@@ -121,11 +139,23 @@ expect_match run-view "$(node_api C GET "/v1/fleet/runs/$r0")" '^200 .*"state":"
 # the trace's read rule: alice's run is not carol's to read
 expect_match run-view-refused "$(as_user 1002 curl -s --unix-socket "$T/C.sock" "http://w/v1/fleet/runs/$r0")" 'readable by its user'
 expect_match metrics "$(curl -s --unix-socket "$T/A.sock" http://w/metrics)" 'warden_fleet_runs_submitted_total 30'
+# placement: runs of an agent placed on zone=a, submitted to B, all run on
+# A (the only node labelled so); a placement no node has is not queued
+pids=()
+for i in $(seq 6); do as_user 1000 "$WARDEN" run placed "p$i" --socket "$T/B.sock" >"$T/p$i.out" 2>&1 & pids+=($!); done
+pok=0
+for p in "${pids[@]}"; do wait "$p" && pok=$((pok + 1)); done
+expect_eq placed-ok "$pok" 6
+expect_eq placed-on-a "$(psql_q "SELECT string_agg(DISTINCT node_id, ',') FROM warden.runs WHERE agent = 'placed'")" "$(node_id A)"
+out=$(as_user 1000 "$WARDEN" run mars x --socket "$T/B.sock" 2>&1)
+expect_eq placed-nowhere-exit "$?" 1
+expect_match placed-nowhere "$out" 'no node up with capacity has those labels; the run was not queued'
 # the CLI's views: nodes, runs by the read rule, one run, status
 out=$("$WARDEN" fleet nodes --socket "$T/B.sock")
 expect_eq cli-nodes "$(printf '%s\n' "$out" | grep -c ' up ')" 3
 expect_match cli-nodes-label "$out" '"zone":"a"'
-expect_eq cli-runs-alice "$(as_user 1000 "$WARDEN" fleet runs --json --limit 1000 | jq_py 'len(d)')" 30
+expect_eq cli-runs-alice "$(as_user 1000 "$WARDEN" fleet runs --json --limit 1000 | jq_py 'len(d)')" \
+	"$(psql_q "SELECT count(*) FROM warden.runs WHERE uid = 1000")"
 expect_eq cli-runs-carol "$(as_user 1002 "$WARDEN" fleet runs --json | jq_py 'len(d)')" 0
 expect_eq cli-runs-limit "$("$WARDEN" fleet runs --json --limit 7 --state done | jq_py 'len(d)')" 7
 expect_eq cli-runs-bad-state "$("$WARDEN" fleet runs --state nope >/dev/null 2>&1; echo $?)" 2
