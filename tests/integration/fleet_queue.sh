@@ -25,6 +25,7 @@ S
 agent work slow '[echo]'
 agent ta quick '[echo]'
 agent tb quick '[echo]'
+agent one quick '[echo]'
 agent placed slow '[echo]'
 printf 'placement: {zone: "a"}\n' >>"$POL/agents/placed.yaml"
 agent mars slow '[echo]'
@@ -115,6 +116,7 @@ for i in $(seq 26 30); do
 done
 expect_eq follow-exit-ok "$fok" 5
 expect_match follow-says-node "$(cat "$T/f26.out")" '\[fleet\] claimed by node_[0-9a-f]{16}'
+expect_match follow-json "$(as_user 1000 "$WARDEN" run --json one wj)" '^\{.*"state": *"done".*"status": *"ok"'
 all_done() { [ "$(psql_q "SELECT count(*) FROM warden.runs WHERE agent = 'work' AND state = 'done'")" = 30 ]; }
 wait_until 60 all_done && pass runs-30-done || fail runs-30-done "$(psql_q "SELECT state, count(*) FROM warden.runs GROUP BY 1")"
 expect_eq runs-30-ok "$(psql_q "SELECT count(*) FROM warden.runs WHERE agent = 'work' AND status = 'ok' AND output = 'slow done'")" 30
@@ -138,7 +140,7 @@ expect_match run-in-node-trace "$("$WARDEN" trace show --state "$T/$rn/state" "$
 expect_match run-view "$(node_api C GET "/v1/fleet/runs/$r0")" '^200 .*"state":"done"'
 # the trace's read rule: alice's run is not carol's to read
 expect_match run-view-refused "$(as_user 1002 curl -s --unix-socket "$T/C.sock" "http://w/v1/fleet/runs/$r0")" 'readable by its user'
-expect_match metrics "$(curl -s --unix-socket "$T/A.sock" http://w/metrics)" 'warden_fleet_runs_submitted_total 30'
+expect_match metrics "$(curl -s --unix-socket "$T/A.sock" http://w/metrics)" 'warden_fleet_runs_submitted_total 31'
 # placement: runs of an agent placed on zone=a, submitted to B, all run on
 # A (the only node labelled so); a placement no node has is not queued
 pids=()

@@ -81,9 +81,12 @@ stop_node() { # NAME: SIGTERM, wait
 kill9_node() {
 	local p
 	p=$(node_pid "$1")
-	kill -KILL "$p" 2>/dev/null
-	while kill -0 "$p" 2>/dev/null; do sleep 0.02; done
-	wait "$p" 2>/dev/null
+	# (the shell's "Killed" job notice goes to this block's stderr)
+	{
+		kill -KILL "$p"
+		while kill -0 "$p"; do sleep 0.02; done
+		wait "$p"
+	} 2>/dev/null
 	eval "PID_$1="
 }
 node_api() { # NAME METHOD PATH [BODY]
