@@ -138,7 +138,9 @@ struct wd_rt {
 	/* "run|uid|what|content" of view and stream reads recorded
 	 * (trace_access.c rt_note_view_read): recorded once each */
 	json_t *reads_noted;
-	/* told of every run's end, after it is recorded (fleet/) */
+	/* told of every run's end, after it is recorded (fleet/); called
+	 * and changed under end_hook_mu, never under mu */
+	pthread_mutex_t end_hook_mu;
 	wd_rt_run_end_fn end_hook;
 	void *end_hook_arg;
 	/* metrics */

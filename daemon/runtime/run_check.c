@@ -42,10 +42,10 @@ bool wd_rt_may_read(struct wd_rt *rt, const struct wd_caller *c,
 
 void wd_rt_set_run_end_hook(struct wd_rt *rt, wd_rt_run_end_fn fn, void *arg)
 {
-	pthread_mutex_lock(&rt->mu);
+	pthread_mutex_lock(&rt->end_hook_mu);
 	rt->end_hook = fn;
 	rt->end_hook_arg = arg;
-	pthread_mutex_unlock(&rt->mu);
+	pthread_mutex_unlock(&rt->end_hook_mu);
 }
 
 json_t *wd_rt_read_scope(struct wd_rt *rt, const struct wd_caller *c)

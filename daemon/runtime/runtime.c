@@ -348,15 +348,15 @@ void rt_finish(struct wd_run *r, const char *status, const char *reason,
 		unlink(active);
 	}
 	pthread_cond_broadcast(&rt->ecood);
-	wd_rt_run_end_fn hook = rt->end_hook;
-	void *hook_arg = rt->end_hook_arg;
-	/* r stays allocated while its worker holds it: the hook reads the
-	 * run's own copies, after the lock */
 	trim_done_locked(rt);
 	pthread_mutex_unlock(&rt->mu);
 	wd_info("run %s: %s%s%s", r->id, status, reason ? ": " : "",
 		reason ? reason : "");
-	if (hook) {
+	/* under its own lock, held for the call: the hook's owner clears it
+	 * (wd_rt_set_run_end_hook) before freeing what arg points to, and
+	 * that waits for a call in progress */
+	pthread_mutex_lock(&rt->end_hook_mu);
+	if (rt->end_hook) {
 		struct wd_rt_run_end e = {
 		    .run_id = r->id,
 		    .status = status,
@@ -365,8 +365,9 @@ void rt_finish(struct wd_run *r, const char *status, const char *reason,
 		    .steps = r->step,
 		    .cost_usd = r->cost,
 		};
-		hook(hook_arg, &e);
+		rt->end_hook(rt->end_hook_arg, &e);
 	}
+	pthread_mutex_unlock(&rt->end_hook_mu);
 }
 
 static void *worker(void *arg)
@@ -689,6 +690,7 @@ int wd_rt_open(const struct wd_rt_opts *o, struct wd_rt **out,
 	wd_stream_set_loss_probe(rt->events, WD_LOST_LANDLOCK_AUDIT,
 				 landlock_loss_probe, NULL);
 	pthread_mutex_init(&rt->mu, NULL);
+	pthread_mutex_init(&rt->end_hook_mu, NULL);
 	pthread_cond_init(&rt->qcond, NULL);
 	pthread_cond_init(&rt->ecood, NULL);
 	curl_global_init(CURL_GLOBAL_DEFAULT);

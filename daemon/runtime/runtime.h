@@ -104,8 +104,10 @@ struct wd_rt_run_end {
 	int steps;
 	double cost_usd;
 };
-/* Called by the worker that ended the run, after run_end is written and
- * without any runtime lock; must not block on the network. One hook. */
+/* Called by the thread that ended the run, after run_end is written,
+ * under the hook's own lock only (not the runtime's): it must not block on
+ * the network nor call back into the runtime. Setting it (NULL to clear)
+ * waits for a call in progress. One hook. */
 typedef void (*wd_rt_run_end_fn)(void *arg, const struct wd_rt_run_end *e);
 void wd_rt_set_run_end_hook(struct wd_rt *rt, wd_rt_run_end_fn fn, void *arg);
 
