@@ -94,7 +94,8 @@ static int connect_db(struct wd_fleet *f, struct wd_err *err)
 	if (!rc)
 		rc = fl_register(f, c, err);
 	if (!rc) {
-		PGresult *r = PQexec(c, "LISTEN " WD_FLEET_CHANNEL);
+		PGresult *r = PQexec(c, "LISTEN " WD_FLEET_CHANNEL
+					"; LISTEN " WD_FLEET_APPROVALS);
 		if (PQresultStatus(r) != PGRES_COMMAND_OK)
 			rc = fl_pg_err(r, c, "listen", err);
 		else
@@ -176,6 +177,10 @@ static void *fleet_thread(void *arg)
 		}
 		if (!rc)
 			rc = fl_write_ends(f, f->db, &err);
+		if (!rc)
+			rc = fl_apply_decisions(f, f->db, &err);
+		if (!rc)
+			rc = fl_publish_approvals(f, f->db, &err);
 		while (!rc && free_slots(f) &&
 		       (rc = fl_claim_one(f, f->db, &err)) > 0)
 			rc = 0;
@@ -249,6 +254,7 @@ static void fleet_free(struct wd_fleet *f)
 	json_decref(f->held);
 	json_decref(f->ended);
 	free(f->labels_json);
+	free(f->published);
 	free(f->conninfo);
 	pthread_mutex_destroy(&f->mu);
 	pthread_mutex_destroy(&f->api_mu);

@@ -101,6 +101,19 @@ json_t *wd_fleet_trace_run(struct wd_fleet *f, const struct wd_caller *c,
  * run is counted as itself). NULL with errno EAGAIN / EINVAL. */
 json_t *wd_fleet_cost(struct wd_fleet *f, const struct wd_caller *c,
 		      const char *by, uint64_t since_ns, struct wd_err *err);
+/* GET /v1/approvals in a fleet, the other nodes' part: their pending
+ * approvals for approvers and the runs' readers, without arguments (those
+ * are read on the run's node, where the read is recorded). NULL with
+ * errno EAGAIN. */
+json_t *wd_fleet_approvals(struct wd_fleet *f, const struct wd_caller *c,
+			   struct wd_err *err);
+/* POST /v1/approvals/ID for an approval another node holds: the decision
+ * is written and that node applies it as c (its own approver check); waits
+ * up to 5 s for its verdict. 0, -ENOENT (no such pending approval), the
+ * run's node's -errno (-EPERM not an approver there), -EAGAIN. */
+int wd_fleet_approval_decide(struct wd_fleet *f, const struct wd_caller *c,
+			     const char *id, bool approve, const char *reason,
+			     struct wd_err *err);
 /* GET /v1/fleet/nodes: every node's row. NULL with errno EAGAIN. */
 json_t *wd_fleet_nodes(struct wd_fleet *f, struct wd_err *err);
 /* The node's fleet state for /v1/status (new reference). */

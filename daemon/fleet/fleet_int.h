@@ -14,6 +14,9 @@
 
 /* the channel submissions notify (payload: the run id) */
 #define WD_FLEET_CHANNEL "warden_runs"
+/* the channel decisions taken on another node notify (payload: the node
+ * that holds the approval) */
+#define WD_FLEET_APPROVALS "warden_approvals"
 
 struct wd_fleet {
 	struct wd_rt *rt;
@@ -49,13 +52,15 @@ struct wd_fleet {
 	int64_t shipped_seq;	  /* the database's cursor; -1 not read yet */
 	uint64_t m_shipped;	  /* index rows shipped by this process */
 	pthread_cond_t ship_cond; /* with mu: stopping */
+	/* approvals.c, the fleet thread's: the ids last published */
+	char *published;
 	int64_t nodes_up;
 };
 
 /* schema.c: create or migrate the schema on c. 0, -EPROTO (the database
  * is newer than this build), -EIO (err: the server's message). */
 int fl_schema_migrate(PGconn *c, struct wd_err *err);
-#define WD_FLEET_SCHEMA_VERSION 3
+#define WD_FLEET_SCHEMA_VERSION 4
 
 /* node.c */
 int fl_register(struct wd_fleet *f, PGconn *c, struct wd_err *err);
@@ -71,6 +76,12 @@ int fl_claim_one(struct wd_fleet *f, PGconn *c, struct wd_err *err);
 /* Write the ends of runs held here; 0 or -errno (the rest stay queued). */
 int fl_write_ends(struct wd_fleet *f, PGconn *c, struct wd_err *err);
 void fl_on_run_end(void *arg, const struct wd_rt_run_end *e);
+
+/* approvals.c, on the fleet thread's connection: publish this node's
+ * pending approvals (when they changed), apply decisions other nodes
+ * wrote for them. 0 or -errno. */
+int fl_publish_approvals(struct wd_fleet *f, PGconn *c, struct wd_err *err);
+int fl_apply_decisions(struct wd_fleet *f, PGconn *c, struct wd_err *err);
 
 /* ship.c: the shipper thread (started by wd_fleet_start, joined by
  * wd_fleet_stop after `stopping` is set and ship_cond signalled). */

@@ -177,6 +177,35 @@ static const char *const v3[] = {
     " END $$",
 };
 
+/* Approvals across nodes (approvals.c): each node publishes its pending
+ * approvals (no arguments: those are payload, read on the run's node); a
+ * decision taken on another node is written here and applied by the
+ * run's node, under its own approver check. */
+static const char *const v4[] = {
+    "CREATE TABLE warden.approvals ("
+    " id text PRIMARY KEY,"
+    " node_id text NOT NULL,"
+    " run_id text NOT NULL,"
+    " agent text,"
+    " team text,"
+    " user_name text,"
+    " uid bigint,"
+    " tool text,"
+    " reason text,"
+    " created_at timestamptz,"
+    " expires_at timestamptz,"
+    " state text NOT NULL CHECK (state IN ('pending', 'decided', 'done')),"
+    " decision text CHECK (decision IN ('approve', 'deny')),"
+    " decided_by_uid bigint,"
+    " decided_by text,"
+    " decision_reason text,"
+    " decided_on text,"
+    " decided_at timestamptz,"
+    " result_code integer,"
+    " result text)",
+    "CREATE INDEX approvals_node ON warden.approvals (node_id, state)",
+};
+
 static const struct {
 	const char *const *sql;
 	size_t n;
@@ -184,6 +213,7 @@ static const struct {
     {v1, WD_ARRAY_SIZE(v1)},
     {v2, WD_ARRAY_SIZE(v2)},
     {v3, WD_ARRAY_SIZE(v3)},
+    {v4, WD_ARRAY_SIZE(v4)},
 };
 
 _Static_assert(WD_ARRAY_SIZE(versions) == WD_FLEET_SCHEMA_VERSION,

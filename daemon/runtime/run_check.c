@@ -64,3 +64,39 @@ json_t *wd_rt_read_scope(struct wd_rt *rt, const struct wd_caller *c)
 	wd_pset_unref(ps);
 	return o;
 }
+
+bool wd_rt_is_approver(struct wd_rt *rt, uid_t uid)
+{
+	pthread_mutex_lock(&rt->mu);
+	bool ok = wd_pset_is_approver(rt->ps, uid);
+	pthread_mutex_unlock(&rt->mu);
+	return ok;
+}
+
+json_t *wd_rt_approvals_meta(struct wd_rt *rt)
+{
+	json_t *out = json_array();
+	pthread_mutex_lock(&rt->mu);
+	const char *k;
+	json_t *ap;
+	json_object_foreach(rt->approvals, k, ap)
+	{
+		struct wd_run *r = rt_find_run_locked(
+		    rt, json_string_value(json_object_get(ap, "run_id")));
+		json_t *o = json_pack(
+		    "{s:s,s:O?,s:O?,s:O?,s:O?,s:O?,s:O?,s:O?,s:O?,s:I}", "id",
+		    k, "run_id", json_object_get(ap, "run_id"), "tool",
+		    json_object_get(ap, "tool"), "reason",
+		    json_object_get(ap, "reason"), "agent",
+		    json_object_get(ap, "agent"), "team",
+		    json_object_get(ap, "team"), "user",
+		    json_object_get(ap, "user"), "created_ns",
+		    json_object_get(ap, "created_ns"), "expires_ns",
+		    json_object_get(ap, "expires_ns"), "uid",
+		    (json_int_t)(r ? (int64_t)r->caller.uid : -1));
+		if (o)
+			json_array_append_new(out, o);
+	}
+	pthread_mutex_unlock(&rt->mu);
+	return out;
+}

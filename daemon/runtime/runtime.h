@@ -98,6 +98,13 @@ bool wd_rt_may_read(struct wd_rt *rt, const struct wd_caller *c,
 /* The same rule as a set, for queries over many runs: {all: bool, uid,
  * teams: [...]} (policy/users.h wd_read_scope; a copy). */
 json_t *wd_rt_read_scope(struct wd_rt *rt, const struct wd_caller *c);
+/* Is uid an approver (users.yaml approvers)? */
+bool wd_rt_is_approver(struct wd_rt *rt, uid_t uid);
+/* Every pending approval without its call's arguments (a payload, read
+ * only through wd_rt_approvals_list, which records the read): [{id,
+ * run_id, tool, reason, agent, team, user, uid, created_ns, expires_ns}]
+ * (the fleet publishes them: fleet/approvals.c). */
+json_t *wd_rt_approvals_meta(struct wd_rt *rt);
 /* A run's end, as recorded in its run_end (output NULL for hash_only). */
 struct wd_rt_run_end {
 	const char *run_id, *status, *reason, *output;

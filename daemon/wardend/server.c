@@ -512,10 +512,25 @@ static enum MHD_Result dispatch(struct wd_server *srv,
 		return send_stream(con, s);
 	}
 	case WD_EP_APPROVAL_LIST:
-		return send_json(con, 200, wd_rt_approvals_list(srv->rt, who));
+		o = wd_rt_approvals_list(srv->rt, who);
+		if (srv->fleet) {
+			/* the other nodes' too, when the database answers */
+			json_t *more =
+			    wd_fleet_approvals(srv->fleet, who, &err);
+			json_array_extend(o, more);
+			json_decref(more);
+		}
+		return send_json(con, 200, o);
 	case WD_EP_APPROVAL_DECIDE:
 		rc = wd_rt_approval_decide(srv->rt, who, q->id, q->approve,
 					   q->reason, &err);
+		if (rc == -ENOENT && srv->fleet) {
+			/* held by another node: it applies the decision */
+			memset(&err, 0, sizeof(err));
+			rc = wd_fleet_approval_decide(srv->fleet, who, q->id,
+						      q->approve, q->reason,
+						      &err);
+		}
 		if (rc)
 			return send_err(con, errno_status(rc), err.msg);
 		return send_json(con, 200,

@@ -29,6 +29,14 @@ agent one quick '[echo]'
 agent placed slow '[echo]'
 printf 'placement: {zone: "a"}\n' >>"$POL/agents/placed.yaml"
 agent mars slow '[echo]'
+tool gated '["/usr/bin/cat"]' "input: stdin" "args_schema: {type: object}" \
+	"auth: {mode: on_behalf_of_user, scopes: [\"test:gated\"]}" "side_effects: none" "approval: always"
+script gate <<'S'
+{"step": 0, "tool_calls": [{"name": "gated", "arguments": {"to": "x@example.com"}}]}
+{"text": "after approval: {{result}}"}
+S
+agent gate gate '[gated]'
+printf 'placement: {zone: "a"}\n' >>"$POL/agents/gate.yaml"
 printf 'placement: {zone: mars}\n' >>"$POL/agents/mars.yaml"
 write_gateway
 
@@ -84,8 +92,8 @@ launch_node A 2 --fleet-label zone=a
 launch_node B 2
 launch_node C 2
 wait_node A && wait_node B && wait_node C || { fail nodes-start "see logs"; finish; }
-expect_eq schema-each-version-once "$(psql_q "SELECT string_agg(version::text, ',' ORDER BY version) FROM warden.schema_version")" "1,2,3"
-expect_eq migrated-once-in-logs "$(cat "$T"/[ABC].log | grep -o 'schema migrated to version [0-9]*' | sort | uniq -c | awk '{print $1}' | tr '\n' ' ')" "1 1 1 "
+expect_eq schema-each-version-once "$(psql_q "SELECT string_agg(version::text, ',' ORDER BY version) FROM warden.schema_version")" "1,2,3,4"
+expect_eq migrated-once-in-logs "$(cat "$T"/[ABC].log | grep -o 'schema migrated to version [0-9]*' | sort | uniq -c | awk '{print $1}' | tr '\n' ' ')" "1 1 1 1 "
 expect_eq nodes-registered "$(psql_q "SELECT count(*) FROM warden.nodes WHERE state = 'up' AND capacity = 2")" 3
 expect_eq node-label "$(psql_q "SELECT labels->>'zone' FROM warden.nodes WHERE id = '$(node_id A)'")" a
 expect_match node-version "$(psql_q "SELECT version FROM warden.nodes WHERE id = '$(node_id A)'")" '^gnu:[0-9a-f]+'
@@ -149,6 +157,26 @@ pok=0
 for p in "${pids[@]}"; do wait "$p" && pok=$((pok + 1)); done
 expect_eq placed-ok "$pok" 6
 expect_eq placed-on-a "$(psql_q "SELECT string_agg(DISTINCT node_id, ',') FROM warden.runs WHERE agent = 'placed'")" "$(node_id A)"
+# an approval of a run on A (placed there), listed and decided on C
+gid=$(as_user 1000 "$WARDEN" run --detach gate go --socket "$T/B.sock")
+ap_of() { as_user 1001 "$WARDEN" approvals ls --json --socket "$T/C.sock" | jq_py "[x for x in d if x['run_id'] == '$gid']"; }
+listed() { [ "$(ap_of | jq_py 'len(d)')" = 1 ]; }
+wait_until 10 listed && pass approval-listed-on-c || fail approval-listed-on-c "$(ap_of)"
+expect_eq approval-node-args-withheld "$(ap_of | jq_py '(d[0]["node"], "args" in d[0], d[0]["you_may_decide"])')" \
+	"('$(node_id A)', False, True)"
+aid=$(ap_of | jq_py 'd[0]["id"]')
+out=$(as_user 1002 "$WARDEN" approvals approve "$aid" --socket "$T/C.sock" 2>&1)
+expect_eq approval-carol-exit "$?" 1
+expect_match approval-carol-refused "$out" 'not an approver'
+t0=$(date +%s%N)
+check approval-bob-on-c as_user 1001 "$WARDEN" approvals approve "$aid" --reason "checked on C" --socket "$T/C.sock"
+gate_done() { [ "$(psql_q "SELECT state || status FROM warden.runs WHERE id = '$gid'")" = doneok ]; }
+wait_until 10 gate_done && pass approval-run-resumed-on-a || fail approval-run-resumed-on-a "$(psql_q "SELECT state, status FROM warden.runs WHERE id = '$gid'")"
+echo "  approved on C -> run ended on A in $((($(date +%s%N) - t0) / 1000000)) ms (the approve command waits for A's verdict)"
+expect_eq approval-ran-on-a "$(psql_q "SELECT node_id FROM warden.runs WHERE id = '$gid'")" "$(node_id A)"
+expect_match approval-recorded-on-a "$("$WARDEN" trace show --json --state "$T/A/state" "$gid" | jq_py '[(x["decision"], x["by"]) for x in d if x["type"] == "approval_decision"]')" \
+	"approved.*bob"
+expect_eq approval-gone "$(as_user 1001 "$WARDEN" approvals ls --json --socket "$T/C.sock" | jq_py "len([x for x in d if x['run_id'] == '$gid'])")" 0
 out=$(as_user 1000 "$WARDEN" run mars x --socket "$T/B.sock" 2>&1)
 expect_eq placed-nowhere-exit "$?" 1
 expect_match placed-nowhere "$out" 'no node up with capacity has those labels; the run was not queued'
