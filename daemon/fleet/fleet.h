@@ -15,6 +15,8 @@
  *   ship.c    the trace shipper: the node's trace index rows, in order,
  *             with the cursor in the same transaction
  *   trace_views.c  the shipped index read fleet-wide: runs, a run, cost
+ *   approvals.c    pending approvals published by the run's node, decided
+ *             on any node, applied by the run's node as the approver
  *
  * Leases: a node's claimed runs carry lease_until (database time), renewed
  * by every heartbeat; when it passes, any node's reaper marks them
