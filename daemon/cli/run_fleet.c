@@ -23,7 +23,7 @@ int wd_cli_run_follow_fleet(const char *sock, const char *run_id, bool json)
 	if (!json)
 		printf("run %s (queued in the fleet)\n", run_id);
 	fflush(stdout);
-	bool claimed = false;
+	char last_node[64] = "";
 	int unreachable = 0;
 	for (;;) {
 		long st = 0;
@@ -43,14 +43,21 @@ int wd_cli_run_follow_fleet(const char *sock, const char *run_id, bool json)
 		    json_string_value(json_object_get(o, "state"));
 		const char *node =
 		    json_string_value(json_object_get(o, "node"));
-		if (!claimed && node && !json) {
+		/* a run queued again (resume: if_read_only) is claimed
+		 * again, by another node */
+		if (node && strcmp(node, last_node) && !json) {
+			const char *lid = json_string_value(
+			    json_object_get(o, "local_run_id"));
 			printf(
-			    "[fleet] claimed by %s (%s)\n", node,
+			    "[fleet] claimed by %s (%s)%s%s\n", node,
 			    json_string_value(json_object_get(o, "node_host"))
-				?: "?");
+				?: "?",
+			    last_node[0] ? ", run again as " : "",
+			    last_node[0] && lid ? lid : "");
 			fflush(stdout);
 		}
-		claimed = node != NULL;
+		if (node)
+			snprintf(last_node, sizeof(last_node), "%s", node);
 		if (state &&
 		    (!strcmp(state, "done") || !strcmp(state, "interrupted"))) {
 			const char *status =

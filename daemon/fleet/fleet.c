@@ -423,6 +423,10 @@ void wd_fleet_metrics(struct wd_fleet *f, struct wd_buf *b)
 	    "this node marked interrupted.\n"
 	    "# TYPE warden_fleet_runs_interrupted_total counter\n"
 	    "warden_fleet_runs_interrupted_total %llu\n"
+	    "# HELP warden_fleet_runs_requeued_total Runs of lost nodes this "
+	    "node queued again (resume: if_read_only).\n"
+	    "# TYPE warden_fleet_runs_requeued_total counter\n"
+	    "warden_fleet_runs_requeued_total %llu\n"
 	    "# HELP warden_fleet_db_errors_total Failed connections and "
 	    "statements.\n"
 	    "# TYPE warden_fleet_db_errors_total counter\n"
@@ -444,6 +448,7 @@ void wd_fleet_metrics(struct wd_fleet *f, struct wd_buf *b)
 	    (unsigned long long)f->m_claimed,
 	    (unsigned long long)f->m_lease_lost,
 	    (unsigned long long)f->m_interrupted,
+	    (unsigned long long)f->m_requeued,
 	    (unsigned long long)f->m_db_errors, json_array_size(f->ended),
 	    (unsigned long long)f->m_shipped, (long long)f->shipped_seq);
 	pthread_mutex_unlock(&f->mu);

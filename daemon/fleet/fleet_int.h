@@ -40,10 +40,11 @@ struct wd_fleet {
 	bool stopping;
 	bool up; /* the fleet thread's connection works */
 	char db_error[256];
-	json_t *held;  /* run id -> true: claimed here, not ended */
+	json_t *held;  /* local run id -> fleet run id: claimed here, not
+			* ended (they differ from the second attempt on) */
 	json_t *ended; /* [{run_id, status, reason, output, steps, cost}] */
 	uint64_t m_claimed, m_submitted, m_lease_lost, m_interrupted,
-	    m_db_errors, m_ends_written;
+	    m_db_errors, m_ends_written, m_requeued;
 	int64_t queue_depth; /* at the last heartbeat; -1 unknown */
 	/* the trace shipper (ship.c): its thread owns ship_db */
 	pthread_t ship_thread;
@@ -60,7 +61,9 @@ struct wd_fleet {
 /* schema.c: create or migrate the schema on c. 0, -EPROTO (the database
  * is newer than this build), -EIO (err: the server's message). */
 int fl_schema_migrate(PGconn *c, struct wd_err *err);
-#define WD_FLEET_SCHEMA_VERSION 4
+#define WD_FLEET_SCHEMA_VERSION 5
+/* a resumable run is run at most this many times in all */
+#define WD_FLEET_ATTEMPTS 3
 
 /* node.c */
 int fl_register(struct wd_fleet *f, PGconn *c, struct wd_err *err);

@@ -51,6 +51,30 @@ int fl_node_id_load(const char *state_dir, char id[40], struct wd_err *err)
 	return 0;
 }
 
+/* A run its node lost (restarted, stopped, silent past its lease):
+ * interrupted, or -- its agent says resume: if_read_only, attempts remain
+ * (WD_FLEET_ATTEMPTS in all) -- queued again for any node, to be run from
+ * its task (policy/agent.h wd_agents_check_resume: nothing it does can
+ * happen twice). Columns in the expressions are the values before the
+ * update. WHY: an SQL text expression. The statement RETURNs id, state;
+ * LOST_SELECT counts them and wakes the claimers for those queued. */
+#define STR_(x) #x
+#define STR(x)	STR_(x)
+#define AGAIN	"(resume AND attempt + 1 < " STR(WD_FLEET_ATTEMPTS) ")"
+#define LOSE_RUN(WHY)                                                          \
+	"state = CASE WHEN " AGAIN " THEN 'queued' ELSE 'interrupted' END, "   \
+	"status = CASE WHEN " AGAIN " THEN NULL ELSE 'interrupted' END, "      \
+	"attempt = CASE WHEN " AGAIN " THEN attempt + 1 ELSE attempt END, "    \
+	"node_id = CASE WHEN " AGAIN " THEN NULL ELSE node_id END, "           \
+	"reason = " WHY " || CASE WHEN " AGAIN " THEN ': queued again "        \
+	"(resume: if_read_only)' ELSE '' END, "                                \
+	"ended_at = CASE WHEN " AGAIN " THEN NULL ELSE clock_timestamp() "     \
+	"END, lease_until = NULL"
+#define LOST_SELECT                                                            \
+	"SELECT (SELECT count(*) FROM lost), (SELECT "                         \
+	"count(pg_notify('" WD_FLEET_CHANNEL                                   \
+	"', id)) FROM lost WHERE state = 'queued')"
+
 static int params_cmd(PGconn *c, const char *sql, int n, const char **pv,
 		      const char *what, int64_t *rows, struct wd_err *err)
 {
@@ -62,6 +86,21 @@ static int params_cmd(PGconn *c, const char *sql, int n, const char **pv,
 		*rows = st == PGRES_TUPLES_OK
 			    ? PQntuples(r)
 			    : strtoll(PQcmdTuples(r), NULL, 10);
+	PQclear(r);
+	return 0;
+}
+
+/* A LOSE_RUN statement of one node ($1): *n lost, *again queued again. */
+static int lose_runs(PGconn *c, const char *sql, const char *node,
+		     const char *what, int64_t *n, int64_t *again,
+		     struct wd_err *err)
+{
+	const char *pv[1] = {node};
+	PGresult *r = PQexecParams(c, sql, 1, NULL, pv, NULL, NULL, 0);
+	if (PQresultStatus(r) != PGRES_TUPLES_OK)
+		return fl_pg_err(r, c, what, err);
+	*n = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+	*again = strtoll(PQgetvalue(r, 0, 1), NULL, 10);
 	PQclear(r);
 	return 0;
 }
@@ -89,20 +128,20 @@ int fl_register(struct wd_fleet *f, PGconn *c, struct wd_err *err)
 	/* what this node held before it (re)started ran in a process that
 	 * is gone: the runtime's own recovery ends them in the local trace
 	 * (runtime.h "Restart"), and they are never run again */
-	int64_t n = 0;
-	rc =
-	    params_cmd(c,
-		       "UPDATE warden.runs SET state = 'interrupted', "
-		       "status = 'interrupted', reason = 'its node restarted', "
-		       "ended_at = clock_timestamp(), lease_until = NULL "
-		       "WHERE node_id = $1 AND state = 'running'",
-		       1, pv, "register: earlier runs", &n, err);
+	int64_t n = 0, again = 0;
+	rc = lose_runs(
+	    c,
+	    "WITH lost AS (UPDATE warden.runs SET " LOSE_RUN(
+		"'its node restarted'") " WHERE node_id = $1 AND "
+					"state = 'running' "
+					"RETURNING id, state) " LOST_SELECT,
+	    f->node_id, "register: earlier runs", &n, &again, err);
 	if (!rc)
 		f->registered = true;
 	if (!rc && n)
 		wd_warn("fleet: %lld run%s this node held before it restarted "
-			"marked interrupted",
-			(long long)n, n == 1 ? "" : "s");
+			"marked interrupted (%lld queued again)",
+			(long long)n, n == 1 ? "" : "s", (long long)again);
 	return rc;
 }
 
@@ -136,35 +175,46 @@ int fl_reap(struct wd_fleet *f, PGconn *c, int64_t *n, struct wd_err *err)
 	    c,
 	    "WITH ok AS (SELECT clock_timestamp() > pg_postmaster_start_time() "
 	    "+ $1::integer * interval '1 millisecond' AS may), "
-	    "lost AS (UPDATE warden.runs SET state = 'interrupted', "
-	    "status = 'interrupted', reason = 'node ' || node_id || "
-	    "' stopped renewing its lease (until ' || lease_until || ')', "
-	    "ended_at = clock_timestamp() WHERE state = 'running' AND "
-	    "lease_until < clock_timestamp() AND (SELECT may FROM ok) "
-	    "RETURNING id), "
-	    "gone AS (UPDATE warden.nodes SET state = 'lost' WHERE state "
-	    "= 'up' AND lease_until < clock_timestamp() AND (SELECT may FROM "
-	    "ok) RETURNING id) "
-	    "SELECT (SELECT count(*) FROM lost), (SELECT count(*) FROM "
-	    "gone), (SELECT count(*) FROM warden.runs WHERE state = "
-	    "'queued'), (SELECT count(*) FROM warden.nodes WHERE state = "
-	    "'up')",
+	    "lost AS (UPDATE warden.runs SET " LOSE_RUN(
+		"'node ' || node_id || ' stopped renewing its lease (until ' "
+		"|| lease_until || ')'") " WHERE state = 'running' AND "
+					 "lease_until < clock_timestamp() AND "
+					 "(SELECT may FROM ok) "
+					 "RETURNING id, state), "
+					 "gone AS (UPDATE warden.nodes SET "
+					 "state = 'lost' WHERE state "
+					 "= 'up' AND lease_until < "
+					 "clock_timestamp() AND (SELECT may "
+					 "FROM "
+					 "ok) RETURNING id) "
+					 "SELECT (SELECT count(*) FROM lost), "
+					 "(SELECT count(*) FROM "
+					 "gone), (SELECT count(*) FROM "
+					 "warden.runs WHERE state = "
+					 "'queued'), (SELECT count(*) FROM "
+					 "warden.nodes WHERE state = "
+					 "'up'), (SELECT "
+					 "count(pg_notify('" WD_FLEET_CHANNEL
+					 "', id)) FROM "
+					 "lost WHERE state = 'queued')",
 	    1, NULL, pv, NULL, NULL, 0);
 	if (PQresultStatus(r) != PGRES_TUPLES_OK)
 		return fl_pg_err(r, c, "reap", err);
 	*n = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
 	long long nodes = strtoll(PQgetvalue(r, 0, 1), NULL, 10);
+	long long again = strtoll(PQgetvalue(r, 0, 4), NULL, 10);
 	pthread_mutex_lock(&f->mu);
 	f->queue_depth = strtoll(PQgetvalue(r, 0, 2), NULL, 10);
 	f->nodes_up = strtoll(PQgetvalue(r, 0, 3), NULL, 10);
-	f->m_interrupted += (uint64_t)*n;
+	f->m_interrupted += (uint64_t)(*n - again);
+	f->m_requeued += (uint64_t)again;
 	pthread_mutex_unlock(&f->mu);
 	PQclear(r);
 	if (*n || nodes)
-		wd_warn("fleet: %lld node%s lost, %lld run%s interrupted "
-			"(their lease ran out)",
-			nodes, nodes == 1 ? "" : "s", (long long)*n,
-			*n == 1 ? "" : "s");
+		wd_warn("fleet: %lld node%s lost; of their runs %lld "
+			"interrupted, %lld queued again (their lease ran out)",
+			nodes, nodes == 1 ? "" : "s", (long long)*n - again,
+			again);
 	return 0;
 }
 
@@ -173,22 +223,22 @@ int fl_reap(struct wd_fleet *f, PGconn *c, int64_t *n, struct wd_err *err)
 int fl_node_stopped(struct wd_fleet *f, PGconn *c, struct wd_err *err)
 {
 	const char *pv[1] = {f->node_id};
-	int64_t n = 0;
-	int rc = params_cmd(c,
-			    "UPDATE warden.runs SET state = 'interrupted', "
-			    "status = 'interrupted', reason = 'its node "
-			    "stopped', ended_at = clock_timestamp(), "
-			    "lease_until = NULL WHERE node_id = $1 AND state "
-			    "= 'running'",
-			    1, pv, "stop: runs", &n, err);
+	int64_t n = 0, again = 0;
+	int rc = lose_runs(
+	    c,
+	    "WITH lost AS (UPDATE warden.runs SET " LOSE_RUN(
+		"'its node stopped'") " WHERE node_id = $1 AND state = "
+				      "'running' RETURNING id, "
+				      "state) " LOST_SELECT,
+	    f->node_id, "stop: runs", &n, &again, err);
 	if (!rc)
 		rc = params_cmd(c,
 				"UPDATE warden.nodes SET state = 'stopped', "
 				"lease_until = now() WHERE id = $1",
 				1, pv, "stop: node", NULL, err);
 	if (!rc && n)
-		wd_warn("fleet: %lld run%s in progress marked interrupted "
-			"(node stopping)",
-			(long long)n, n == 1 ? "" : "s");
+		wd_warn("fleet: %lld run%s in progress given up (node "
+			"stopping): %lld queued again, the rest interrupted",
+			(long long)n, n == 1 ? "" : "s", (long long)again);
 	return rc;
 }

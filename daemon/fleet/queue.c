@@ -41,18 +41,25 @@ int wd_fleet_submit(struct wd_fleet *f, const struct wd_caller *c,
 		    const char *agent, const char *task, char id[64],
 		    struct wd_err *err)
 {
-	char team[64];
-	cleanup_free char *placement = NULL;
-	int rc = wd_rt_run_check(f->rt, c, agent, team, &placement, err);
+	struct wd_rt_agent_facts af = {0};
+	int rc = wd_rt_run_check(f->rt, c, agent, &af, err);
 	if (rc)
 		return rc;
+	cleanup_free char *placement = af.placement;
 	char rid[24] = "run_", uid[16], gid[16];
 	wd_rand_hex(rid + 4, 16);
 	snprintf(uid, sizeof(uid), "%u", (unsigned)c->uid);
 	snprintf(gid, sizeof(gid), "%u", (unsigned)c->gid);
-	const char *pv[9] = {rid,     team,	  agent,
-			     task,    uid,	  gid,
-			     c->user, f->node_id, placement ? placement : "{}"};
+	const char *pv[10] = {rid,
+			      af.team,
+			      agent,
+			      task,
+			      uid,
+			      gid,
+			      c->user,
+			      f->node_id,
+			      placement ? placement : "{}",
+			      af.resume ? "true" : "false"};
 	pthread_mutex_lock(&f->api_mu);
 	PGconn *db = api_conn(f, err);
 	if (!db) {
@@ -93,10 +100,11 @@ int wd_fleet_submit(struct wd_fleet *f, const struct wd_caller *c,
 	PGresult *r = PQexecParams(
 	    db,
 	    "WITH ins AS (INSERT INTO warden.runs (id, team, agent, task, "
-	    "uid, gid, user_name, submitted_node, placement) VALUES ($1, $2, "
-	    "$3, $4, $5::bigint, $6::bigint, $7, $8, $9::jsonb) RETURNING "
-	    "id) SELECT pg_notify('" WD_FLEET_CHANNEL "', id) FROM ins",
-	    9, NULL, pv, NULL, NULL, 0);
+	    "uid, gid, user_name, submitted_node, placement, resume) VALUES "
+	    "($1, $2, $3, $4, $5::bigint, $6::bigint, $7, $8, $9::jsonb, "
+	    "$10::boolean) RETURNING id) SELECT pg_notify('" WD_FLEET_CHANNEL
+	    "', id) FROM ins",
+	    10, NULL, pv, NULL, NULL, 0);
 	if (PQresultStatus(r) != PGRES_TUPLES_OK) {
 		rc = fl_pg_err(r, db, "queueing the run", err);
 		pthread_mutex_unlock(&f->api_mu);
@@ -162,7 +170,9 @@ json_t *wd_fleet_run_get(struct wd_fleet *f, const struct wd_caller *c,
 	    "r.team, r.agent, r.uid, r.user_name AS user, r.state, r.status, "
 	    "r.reason, r.output, r.steps, r.cost_usd, r.submitted_node, "
 	    "r.node_id AS node, n.hostname AS node_host, r.submitted_at, "
-	    "r.claimed_at, r.ended_at, r.claim_order FROM warden.runs r "
+	    "r.claimed_at, r.ended_at, r.claim_order, r.attempt, CASE WHEN "
+	    "r.attempt > 0 THEN r.id || '-a' || r.attempt ELSE r.id END AS "
+	    "local_run_id FROM warden.runs r "
 	    "LEFT JOIN warden.nodes n ON n.id = r.node_id WHERE r.id = $1) x",
 	    1, pv, err);
 	if (!o)
@@ -249,15 +259,16 @@ void fl_on_run_end(void *arg, const struct wd_rt_run_end *e)
 {
 	struct wd_fleet *f = arg;
 	pthread_mutex_lock(&f->mu);
-	if (!json_object_get(f->held, e->run_id)) {
+	json_t *fid = json_incref(json_object_get(f->held, e->run_id));
+	if (!fid) {
 		/* a local run (a sub-agent's, a replay's): not the fleet's */
 		pthread_mutex_unlock(&f->mu);
 		return;
 	}
 	json_object_del(f->held, e->run_id);
 	json_t *o =
-	    json_pack("{s:s,s:s,s:i,s:f}", "run_id", e->run_id, "status",
-		      e->status, "steps", e->steps, "cost", e->cost_usd);
+	    json_pack("{s:o,s:s,s:i,s:f}", "run_id", fid, "status", e->status,
+		      "steps", e->steps, "cost", e->cost_usd);
 	if (e->reason)
 		json_object_set_new(o, "reason", json_string(e->reason));
 	if (e->output)
@@ -329,7 +340,7 @@ static void start_failed(struct wd_fleet *f, const char *id, const char *why)
 {
 	wd_warn("fleet: run %s claimed but not started: %s", id, why);
 	pthread_mutex_lock(&f->mu);
-	json_object_set_new(f->held, id, json_true());
+	json_object_set_new(f->held, id, json_string(id));
 	pthread_mutex_unlock(&f->mu);
 	struct wd_rt_run_end e = {
 	    .run_id = id, .status = "failed", .reason = why};
@@ -343,8 +354,8 @@ int fl_claim_one(struct wd_fleet *f, PGconn *c, struct wd_err *err)
 	const char *pv[3] = {f->node_id, lease, f->labels_json};
 	PGresult *r = PQexecParams(
 	    c,
-	    "SELECT c_id, c_agent, c_task, c_uid, c_gid, c_user FROM "
-	    "warden.claim($1, $2::integer, $3::jsonb)",
+	    "SELECT c_id, c_agent, c_task, c_uid, c_gid, c_user, c_attempt "
+	    "FROM warden.claim($1, $2::integer, $3::jsonb)",
 	    3, NULL, pv, NULL, NULL, 0);
 	if (PQresultStatus(r) != PGRES_TUPLES_OK)
 		return fl_pg_err(r, c, "claim", err);
@@ -353,6 +364,14 @@ int fl_claim_one(struct wd_fleet *f, PGconn *c, struct wd_err *err)
 		return 0;
 	}
 	const char *id = PQgetvalue(r, 0, 0);
+	/* a run queued again (node.c LOSE_RUN) runs under a local id of its
+	 * own: the first attempt's trace, on the lost node, has the first */
+	long attempt = strtol(PQgetvalue(r, 0, 6), NULL, 10);
+	char lid[64];
+	if (attempt > 0)
+		snprintf(lid, sizeof(lid), "%s-a%ld", id, attempt);
+	else
+		snprintf(lid, sizeof(lid), "%s", id);
 	struct wd_caller who;
 	wd_caller_from_uid((uid_t)strtoul(PQgetvalue(r, 0, 3), NULL, 10),
 			   (gid_t)strtoul(PQgetvalue(r, 0, 4), NULL, 10), &who);
@@ -360,22 +379,24 @@ int fl_claim_one(struct wd_fleet *f, PGconn *c, struct wd_err *err)
 	f->m_claimed++;
 	/* held before the run exists: its end may come before
 	 * wd_rt_run_create_id returns */
-	json_object_set_new(f->held, id, json_true());
+	json_object_set_new(f->held, lid, json_string(id));
 	pthread_mutex_unlock(&f->mu);
 	char out[64];
 	struct wd_err re = {0};
-	int rc = wd_api_id_ok(id)
+	int rc = wd_api_id_ok(lid)
 		     ? wd_rt_run_create_id(f->rt, &who, PQgetvalue(r, 0, 1),
-					   PQgetvalue(r, 0, 2), id, out, &re)
+					   PQgetvalue(r, 0, 2), lid, out, &re)
 		     : wd_err_set(&re, -EINVAL, "bad run id");
 	if (rc) {
 		pthread_mutex_lock(&f->mu);
-		json_object_del(f->held, id);
+		json_object_del(f->held, lid);
 		pthread_mutex_unlock(&f->mu);
 		start_failed(f, id, re.msg);
 	} else {
-		wd_info("fleet: run %s claimed (agent %s, submitted for %s)",
-			id, PQgetvalue(r, 0, 1), PQgetvalue(r, 0, 5));
+		wd_info(
+		    "fleet: run %s claimed (agent %s, submitted for %s)%s%s",
+		    id, PQgetvalue(r, 0, 1), PQgetvalue(r, 0, 5),
+		    attempt ? ", run again as " : "", attempt ? lid : "");
 	}
 	PQclear(r);
 	return 1;

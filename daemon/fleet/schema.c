@@ -134,6 +134,44 @@ static const char *const v2[] = {
     " shipped_at timestamptz NOT NULL)",
 };
 
+/* warden.claim() of v3 and later (v5 adds the run's attempt) */
+#define CLAIM_FN(EXTRA_OUT, EXTRA_RET, EXTRA_INTO)                             \
+	"CREATE FUNCTION warden.claim(p_node text, p_lease_ms integer,"        \
+	" p_labels jsonb)"                                                     \
+	" RETURNS TABLE (c_id text, c_agent text, c_task text, c_uid bigint,"  \
+	"  c_gid bigint, c_user text" EXTRA_OUT ")"                            \
+	" LANGUAGE plpgsql AS $$"                                              \
+	" DECLARE t record; rid text;"                                         \
+	" BEGIN"                                                               \
+	"  FOR t IN"                                                           \
+	"   SELECT q.team FROM"                                                \
+	"    (SELECT team, min(submitted_at) AS oldest FROM warden.runs"       \
+	"     WHERE state = 'queued' AND placement <@ p_labels"                \
+	"     GROUP BY team) q"                                                \
+	"   LEFT JOIN (SELECT team, count(*) AS n FROM warden.runs"            \
+	"     WHERE state = 'running' GROUP BY team) h ON h.team = q.team"     \
+	"   ORDER BY coalesce(h.n, 0), q.oldest"                               \
+	"  LOOP"                                                               \
+	"   SELECT r.id INTO rid FROM warden.runs r"                           \
+	"    WHERE r.state = 'queued' AND r.team = t.team"                     \
+	"    AND r.placement <@ p_labels"                                      \
+	"    ORDER BY r.submitted_at, r.id LIMIT 1 FOR UPDATE SKIP LOCKED;"    \
+	"   IF FOUND THEN"                                                     \
+	"    UPDATE warden.runs r SET state = 'running',"                      \
+	"     node_id = p_node, claim_order = nextval('warden.claim_order'),"  \
+	"     claimed_at = clock_timestamp(),"                                 \
+	"     lease_until = clock_timestamp()"                                 \
+	"      + p_lease_ms * interval '1 millisecond'"                        \
+	"     WHERE r.id = rid"                                                \
+	"     RETURNING r.id, r.agent, r.task, r.uid, r.gid, "                 \
+	"r.user_name" EXTRA_RET                                                \
+	"     INTO c_id, c_agent, c_task, c_uid, c_gid, c_user" EXTRA_INTO ";" \
+	"    RETURN NEXT;"                                                     \
+	"    RETURN;"                                                          \
+	"   END IF;"                                                           \
+	"  END LOOP;"                                                          \
+	" END $$"
+
 /* Placement: a run's labels (its agent's `placement`), which a node's own
  * labels must contain for it to claim the run; fair share as in v1, over
  * the runs the claiming node may take. */
@@ -141,40 +179,7 @@ static const char *const v3[] = {
     "ALTER TABLE warden.runs ADD COLUMN placement jsonb NOT NULL "
     "DEFAULT '{}'",
     "DROP FUNCTION warden.claim(text, integer)",
-    "CREATE FUNCTION warden.claim(p_node text, p_lease_ms integer,"
-    " p_labels jsonb)"
-    " RETURNS TABLE (c_id text, c_agent text, c_task text, c_uid bigint,"
-    "  c_gid bigint, c_user text)"
-    " LANGUAGE plpgsql AS $$"
-    " DECLARE t record; rid text;"
-    " BEGIN"
-    "  FOR t IN"
-    "   SELECT q.team FROM"
-    "    (SELECT team, min(submitted_at) AS oldest FROM warden.runs"
-    "     WHERE state = 'queued' AND placement <@ p_labels"
-    "     GROUP BY team) q"
-    "   LEFT JOIN (SELECT team, count(*) AS n FROM warden.runs"
-    "     WHERE state = 'running' GROUP BY team) h ON h.team = q.team"
-    "   ORDER BY coalesce(h.n, 0), q.oldest"
-    "  LOOP"
-    "   SELECT r.id INTO rid FROM warden.runs r"
-    "    WHERE r.state = 'queued' AND r.team = t.team"
-    "    AND r.placement <@ p_labels"
-    "    ORDER BY r.submitted_at, r.id LIMIT 1 FOR UPDATE SKIP LOCKED;"
-    "   IF FOUND THEN"
-    "    UPDATE warden.runs r SET state = 'running',"
-    "     node_id = p_node, claim_order = nextval('warden.claim_order'),"
-    "     claimed_at = clock_timestamp(),"
-    "     lease_until = clock_timestamp()"
-    "      + p_lease_ms * interval '1 millisecond'"
-    "     WHERE r.id = rid"
-    "     RETURNING r.id, r.agent, r.task, r.uid, r.gid, r.user_name"
-    "     INTO c_id, c_agent, c_task, c_uid, c_gid, c_user;"
-    "    RETURN NEXT;"
-    "    RETURN;"
-    "   END IF;"
-    "  END LOOP;"
-    " END $$",
+    CLAIM_FN("", "", ""),
 };
 
 /* Approvals across nodes (approvals.c): each node publishes its pending
@@ -206,14 +211,22 @@ static const char *const v4[] = {
     "CREATE INDEX approvals_node ON warden.approvals (node_id, state)",
 };
 
+/* resume: if_read_only: a lost node's run of such an agent is queued again
+ * (node.c), at most WD_FLEET_ATTEMPTS times; a claim says which attempt it
+ * is (the local run's id, queue.c). */
+static const char *const v5[] = {
+    "ALTER TABLE warden.runs ADD COLUMN resume boolean NOT NULL DEFAULT "
+    "false, ADD COLUMN attempt integer NOT NULL DEFAULT 0",
+    "DROP FUNCTION warden.claim(text, integer, jsonb)",
+    CLAIM_FN(", c_attempt integer", ", r.attempt", ", c_attempt"),
+};
+
 static const struct {
 	const char *const *sql;
 	size_t n;
 } versions[] = {
-    {v1, WD_ARRAY_SIZE(v1)},
-    {v2, WD_ARRAY_SIZE(v2)},
-    {v3, WD_ARRAY_SIZE(v3)},
-    {v4, WD_ARRAY_SIZE(v4)},
+    {v1, WD_ARRAY_SIZE(v1)}, {v2, WD_ARRAY_SIZE(v2)}, {v3, WD_ARRAY_SIZE(v3)},
+    {v4, WD_ARRAY_SIZE(v4)}, {v5, WD_ARRAY_SIZE(v5)},
 };
 
 _Static_assert(WD_ARRAY_SIZE(versions) == WD_FLEET_SCHEMA_VERSION,

@@ -278,22 +278,19 @@ static int f_temperature(struct wd_ywalk *w, yaml_node_t *v, void *o)
 	return 0;
 }
 
-/* Fleet (fleet/fleet.h): a run whose node is lost is interrupted and never
- * run again elsewhere; `never` says so. Resuming a read-only run on
- * another node is not built: accepting the word would promise it. */
+/* Fleet (fleet/fleet.h): a run whose node is lost is interrupted (never,
+ * the default) or, if_read_only, queued again and run from its task on
+ * another node -- only for agents that can do nothing twice
+ * (wd_agents_check_resume). */
 static int f_resume(struct wd_ywalk *w, yaml_node_t *v, void *o)
 {
 	static const char *const words[] = {"never", "if_read_only"};
 	int i;
 	if (wd_y_enum(w, v, "'resume'", words, 2, &i) < 0)
 		return -EINVAL;
-	if (i != 0) {
-		wd_y_err(w, v,
-			 "'resume': if_read_only is not built; a fleet run "
-			 "whose node is lost is marked interrupted and never "
-			 "resumed (use never)");
-		return -EINVAL;
-	}
+	A(o)->resume_if_read_only = i == 1;
+	A(o)->resume_line = (int)v->start_mark.line + 1;
+	A(o)->resume_col = (int)v->start_mark.column + 1;
 	return 0;
 }
 /* placement: {label: value}: each pair a node label as --fleet-label
@@ -562,6 +559,44 @@ static int walk(struct graph *g, int i)
 	g->colour[i] = 2;
 	g->depth[i] = best;
 	return best;
+}
+
+int wd_agents_check_resume(struct wd_agent *const *v, int n,
+			   struct wd_manifest *const *tools, int n_tools,
+			   struct wd_diag *diag)
+{
+	int problems = 0;
+	for (int i = 0; i < n; i++) {
+		const struct wd_agent *a = v[i];
+		if (!a->resume_if_read_only)
+			continue;
+		if (a->n_subagents) {
+			wd_diag_add(diag, a->source, a->resume_line,
+				    a->resume_col,
+				    "agent '%s': 'resume: if_read_only' with "
+				    "sub-agents is not built (their runs are "
+				    "not run again)",
+				    a->name);
+			problems++;
+		}
+		for (int k = 0; k < a->n_tools; k++)
+			for (int t = 0; t < n_tools; t++) {
+				if (strcmp(tools[t]->name, a->tools[k]) ||
+				    tools[t]->side_effects == WD_SE_NONE)
+					continue;
+				wd_diag_add(
+				    diag, a->source, a->resume_line,
+				    a->resume_col,
+				    "agent '%s': 'resume: if_read_only' but "
+				    "tool '%s' has side_effects: %s: running "
+				    "the task again could do it twice",
+				    a->name, a->tools[k],
+				    wd_side_effects_words[tools[t]
+							      ->side_effects]);
+				problems++;
+			}
+	}
+	return problems;
 }
 
 int wd_agents_check_subagents(struct wd_agent *const *v, int n,

@@ -7,7 +7,7 @@
 #include "runtime/rt_int.h"
 
 int wd_rt_run_check(struct wd_rt *rt, const struct wd_caller *c,
-		    const char *agent, char team[64], char **placement,
+		    const char *agent, struct wd_rt_agent_facts *out,
 		    struct wd_err *err)
 {
 	pthread_mutex_lock(&rt->mu);
@@ -22,8 +22,10 @@ int wd_rt_run_check(struct wd_rt *rt, const struct wd_caller *c,
 	else if (!wd_pset_may_run(ps, c->uid, a, why, sizeof(why)))
 		rc = wd_err_set(err, -EACCES, "%s", why);
 	else {
-		snprintf(team, 64, "%s", a->team ? a->team : "");
-		*placement = a->placement ? wd_strdup(a->placement) : NULL;
+		snprintf(out->team, sizeof(out->team), "%s",
+			 a->team ? a->team : "");
+		out->placement = a->placement ? wd_strdup(a->placement) : NULL;
+		out->resume = a->resume;
 	}
 	wd_pset_unref(ps);
 	return rc;

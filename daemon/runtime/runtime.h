@@ -84,12 +84,16 @@ int wd_rt_run_create_id(struct wd_rt *rt, const struct wd_caller *c,
 			const char *agent, const char *task,
 			const char *given_id, char id[64], struct wd_err *err);
 /* What wd_rt_run_create checks before it creates anything: the agent
- * exists and c may run it (team: the agent's; *placement: its placement
- * as JSON text to free, or NULL). 0, -ENOENT, -EACCES. An agent with a
- * placement runs only under an id the fleet gave (wd_rt_run_create:
- * -EINVAL). */
+ * exists and c may run it. 0 with what the fleet's queue needs to know of
+ * the agent (free placement), -ENOENT, -EACCES. An agent with a placement
+ * runs only under an id the fleet gave (wd_rt_run_create: -EINVAL). */
+struct wd_rt_agent_facts {
+	char team[64];
+	char *placement; /* its placement as JSON text, or NULL */
+	bool resume;	 /* resume: if_read_only */
+};
 int wd_rt_run_check(struct wd_rt *rt, const struct wd_caller *c,
-		    const char *agent, char team[64], char **placement,
+		    const char *agent, struct wd_rt_agent_facts *out,
 		    struct wd_err *err);
 /* The trace's read rule (policy/users.h wd_users_may_read_run) for a run
  * known only by its uid and team (a fleet run of another node). */

@@ -35,6 +35,14 @@ script wit <<'S'
 {"text": "done {{task}}"}
 S
 agent wit wit '[mail, slow]'
+# read-only (its one tool side_effects: none): run again elsewhere when
+# its node is lost; placed on the nodes labelled pool=ro
+script ro <<'S'
+{"step": 0, "tool_calls": [{"name": "slow", "arguments": {}}]}
+{"text": "ro done {{task}}"}
+S
+agent ro ro '[slow]'
+printf 'resume: if_read_only\nplacement: {pool: ro}\n' >>"$POL/agents/ro.yaml"
 write_gateway
 start_pg || { fail pg-start "see above"; finish; }
 launch_node A 2
@@ -161,7 +169,7 @@ expect_eq fleet-trace-ls-alice "$(as_user 1000 "$WARDEN" fleet trace --json --li
 expect_eq fleet-trace-ls-carol "$(as_user 1002 "$WARDEN" fleet trace --json | jq_py 'len(d)')" 0
 expect_eq fleet-trace-run-carol "$(as_user 1002 "$WARDEN" fleet trace "$rid" >/dev/null 2>&1; echo $?)" 1
 expect_match metrics-shipped "$(curl -s --unix-socket "$T/A.sock" http://w/metrics)" 'warden_fleet_trace_shipped_seq [1-9]'
-expect_eq schema-latest "$(psql_q 'SELECT max(version) FROM warden.schema_version')" 4
+expect_eq schema-latest "$(psql_q 'SELECT max(version) FROM warden.schema_version')" 5
 # cost, fleet-wide: what alice may read on each node, summed, is what the
 # fleet answers through any one of them (runs and dollars)
 local_sum=$(for n in A B C; do as_user 1000 "$WARDEN" cost --by team --json --socket "$T/$n.sock"; done |
@@ -179,4 +187,38 @@ expect_eq fleet-cost-is-sum-of-nodes "$fleet_sum" "$local_sum"
 expect_match fleet-cost-text "$(as_user 1000 "$WARDEN" fleet cost --by agent)" '^wit +[0-9]+ +3 '
 expect_eq fleet-cost-carol "$(as_user 1002 "$WARDEN" fleet cost --json | jq_py 'len(d["groups"])')" 0
 expect_eq fleet-cost-bad-by "$("$WARDEN" fleet cost --by nope >/dev/null 2>&1; echo $?)" 2
+
+# --- resume: if_read_only: B and C labelled pool=ro, four runs of the
+# read-only agent; kill -9 of B -> its two are queued again and run on C
+# under local ids of their own, followers exit 0
+stop_node C
+start_node C 2 --fleet-label pool=ro || fail c-relabel "see log"
+stop_node B
+start_node B 2 --fleet-label pool=ro || fail b-relabel "see log"
+fpids=()
+for i in $(seq 4); do
+	as_user 1000 "$WARDEN" run ro "r$i" >"$T/r$i.out" 2>&1 & fpids+=($!)
+done
+b_two() { [ "$(psql_q "SELECT count(*) FROM warden.runs WHERE agent = 'ro' AND node_id = '$idb' AND state = 'running'")" = 2 ]; }
+wait_until 20 b_two || fail ro-on-b "$(psql_q "SELECT node_id, state FROM warden.runs WHERE agent = 'ro'")"
+robs=$(psql_q "SELECT string_agg(id, ' ') FROM warden.runs WHERE agent = 'ro' AND node_id = '$idb'")
+kill9_node B
+ro_done() { [ "$(psql_q "SELECT count(*) FROM warden.runs WHERE agent = 'ro' AND state = 'done'")" = 4 ]; }
+wait_until 30 ro_done && pass ro-all-done || fail ro-all-done "$(psql_q "SELECT id, node_id, state, attempt, reason FROM warden.runs WHERE agent = 'ro'")"
+idc=$(node_id C)
+expect_eq ro-ok "$(psql_q "SELECT count(*) FROM warden.runs WHERE agent = 'ro' AND status = 'ok' AND output LIKE 'ro done r_'")" 4
+for r in $robs; do
+	expect_eq "ro-again-on-c-$r" "$(psql_q "SELECT node_id, attempt FROM warden.runs WHERE id = '$r'")" "$idc|1"
+	expect_match "ro-again-trace-$r" "$("$WARDEN" trace show --state "$T/C/state" "$r-a1" 2>&1)" 'run_end +status=ok'
+done
+rok=0 ragain=0
+for i in $(seq 4); do
+	wait "${fpids[$((i - 1))]}" && grep -q 'run_end status=ok' "$T/r$i.out" && rok=$((rok + 1))
+	grep -q 'run again as run_[0-9a-f]*-a1' "$T/r$i.out" && ragain=$((ragain + 1))
+done
+expect_eq ro-followers-ok "$rok" 4
+expect_eq ro-followers-saw-again "$ragain" 2
+m=$( (curl -s --unix-socket "$T/A.sock" http://w/metrics; curl -s --unix-socket "$T/C.sock" http://w/metrics) |
+	awk '/^warden_fleet_runs_requeued_total/ {s += $2} END {print s}')
+expect_eq metrics-requeued "$m" 2
 finish

@@ -51,10 +51,22 @@ out=$("$WARDEND" --state "$T/x" --policy "$POL" --socket "$T/x.sock" --fleet "@$
 expect_eq url-file-missing-exit "$?" 2
 mkdir -p "$T/pc/agents"
 cp "$POL/agents/work.yaml" "$T/pc/agents/r.yaml"
-printf 'resume: if_read_only\n' >>"$T/pc/agents/r.yaml"
-out=$("$WARDEN" policy check "$T/pc/agents/r.yaml" 2>&1)
-expect_match resume-refused "$out" 'r.yaml:[0-9]+:[0-9]+: .resume.: if_read_only is not built'
-sed -i 's/if_read_only/never/' "$T/pc/agents/r.yaml"
+# resume: if_read_only only where running the task again does nothing
+# twice: every tool side_effects: none, no sub-agents
+cp -r "$POL" "$T/pc3"
+tool mailer '["/usr/bin/cat"]' "input: stdin" "args_schema: {type: object}" \
+	"auth: {mode: on_behalf_of_user, scopes: [\"test:mail\"]}" "side_effects: external"
+mv "$POL/tools/mailer.yaml" "$T/pc3/tools/"
+sed -e 's/^name: work/name: rr/' -e 's/^tools: .*/tools: [echo, mailer]/' "$POL/agents/work.yaml" >"$T/pc3/agents/rr.yaml"
+printf 'resume: if_read_only\n' >>"$T/pc3/agents/rr.yaml"
+expect_match resume-side-effects-refused "$("$WARDEN" policy check "$T/pc3" 2>&1)" \
+	"rr.yaml:[0-9]+:9: agent 'rr': 'resume: if_read_only' but tool 'mailer' has side_effects: external"
+sed -i 's/^tools: .*/tools: [echo]/' "$T/pc3/agents/rr.yaml"
+check resume-read-only-ok "$WARDEN" policy check "$T/pc3"
+printf 'subagents: [work]\n' >>"$T/pc3/agents/rr.yaml"
+expect_match resume-subagents-refused "$("$WARDEN" policy check "$T/pc3" 2>&1)" \
+	"rr.yaml:[0-9]+:9: agent 'rr': 'resume: if_read_only' with sub-agents is not built"
+printf 'resume: never\n' >>"$T/pc/agents/r.yaml"
 check resume-never-ok "$WARDEN" policy check "$T/pc/agents/r.yaml"
 printf 'placement: {gpu: "yes", rack: r1}\n' >>"$T/pc/agents/r.yaml"
 check placement-ok "$WARDEN" policy check "$T/pc/agents/r.yaml"
@@ -92,8 +104,8 @@ launch_node A 2 --fleet-label zone=a
 launch_node B 2
 launch_node C 2
 wait_node A && wait_node B && wait_node C || { fail nodes-start "see logs"; finish; }
-expect_eq schema-each-version-once "$(psql_q "SELECT string_agg(version::text, ',' ORDER BY version) FROM warden.schema_version")" "1,2,3,4"
-expect_eq migrated-once-in-logs "$(cat "$T"/[ABC].log | grep -o 'schema migrated to version [0-9]*' | sort | uniq -c | awk '{print $1}' | tr '\n' ' ')" "1 1 1 1 "
+expect_eq schema-each-version-once "$(psql_q "SELECT string_agg(version::text, ',' ORDER BY version) FROM warden.schema_version")" "1,2,3,4,5"
+expect_eq migrated-once-in-logs "$(cat "$T"/[ABC].log | grep -o 'schema migrated to version [0-9]*' | sort | uniq -c | awk '{print $1}' | tr '\n' ' ')" "1 1 1 1 1 "
 expect_eq nodes-registered "$(psql_q "SELECT count(*) FROM warden.nodes WHERE state = 'up' AND capacity = 2")" 3
 expect_eq node-label "$(psql_q "SELECT labels->>'zone' FROM warden.nodes WHERE id = '$(node_id A)'")" a
 expect_match node-version "$(psql_q "SELECT version FROM warden.nodes WHERE id = '$(node_id A)'")" '^gnu:[0-9a-f]+'
