@@ -20,8 +20,9 @@
  *
  * Leases: a node's claimed runs carry lease_until (database time), renewed
  * by every heartbeat; when it passes, any node's reaper marks them
- * `interrupted` fleet-wide. Nothing is resumed elsewhere: an agent's
- * `resume:` other than never is refused at policy load.
+ * `interrupted` fleet-wide -- or, for an agent with `resume: if_read_only`
+ * (every tool side_effects: none, no sub-agents: policy/agent.h), queued
+ * again to be run from its task elsewhere (node.c LOSE_RUN).
  *
  * Degraded mode: with the database unreachable a node keeps running the
  * runs it holds (their ends are written when it is back), claims nothing,
