@@ -72,7 +72,7 @@ fi # ONLY_SANITIZE
 # is RSS, which ASan's quarantine (256 MB of freed blocks) doubles.
 SAN_IT_ASAN="daemon_api daemon_restart daemon_diskfull daemon_conn agent_approvals
 	agent_broker agent_bounds agent_subagent trace_cli trace_failclosed exec_confine
-	exec_escape exec_limits exec_failclosed egress_names"
+	exec_escape exec_limits exec_failclosed egress_names fleet_queue fleet_lease"
 # Not test_sandbox_threads under TSan: its calls spawn through clone3
 # CLONE_VM children with fd tables of their own, which TSan's fd tracking
 # cannot model (it reported races on the parent's closes, and once failed
