@@ -120,7 +120,7 @@ json_t *wd_fleet_approvals(struct wd_fleet *f, const struct wd_caller *c,
 	const char *pv[5] = {approver ? "true" : sc.all, sc.uid, sc.teams.data,
 			     f->node_id, approver ? "true" : "false"};
 	/* as wd_rt_approvals_list shows them to approvers and to the run's
-	 * readers, less the arguments */
+	 * readers, less the arguments; a lost node's are not decidable */
 	json_t *o = fl_row_json(
 	    f,
 	    "SELECT coalesce(json_agg(x ORDER BY x.created), '[]')::text FROM "
@@ -129,7 +129,8 @@ json_t *wd_fleet_approvals(struct wd_fleet *f, const struct wd_caller *c,
 	    "a.expires_at AS expires, $5::boolean AS you_may_decide, "
 	    "'on node ' || a.node_id || ', where reading them is recorded' "
 	    "AS args_withheld FROM warden.approvals a WHERE a.state = "
-	    "'pending' AND a.node_id <> $4 AND ($1::boolean OR a.uid = "
+	    "'pending' AND a.node_id <> $4 AND a.node_id IN (SELECT id FROM "
+	    "warden.nodes WHERE state = 'up') AND ($1::boolean OR a.uid = "
 	    "$2::bigint OR a.team = ANY($3::text[]))) x",
 	    5, pv, err);
 	wd_buf_free(&sc.teams);
