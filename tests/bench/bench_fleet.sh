@@ -7,7 +7,7 @@
 #    100 runs with 3 nodes (goal p99 <= 20 ms);
 #  - runs/s across 3 nodes of capacity 2 vs one such node, for runs whose
 #    time is spent waiting on the model (the fake model answers after
-#    200 ms): 60 runs submitted at once (8 CLIs in parallel) to a node,
+#    200 ms): 120 runs submitted at once (8 CLIs in parallel) to a node,
 #    from the first submission to the last end (goal >= 2.7x).
 cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build}
@@ -16,7 +16,7 @@ BUILD=${BUILD:-build}
 . tests/integration/fleet_lib/common.sh
 [ "$(id -u)" -eq 0 ] || { echo "bench_fleet: needs root"; exit 0; }
 [ -x "$PGBIN/postgres" ] || { echo "bench_fleet: no PostgreSQL at $PGBIN"; exit 0; }
-N=${FLEET_BENCH_RUNS:-60}
+N=${FLEET_BENCH_RUNS:-120}
 
 base_policy
 start_fake
