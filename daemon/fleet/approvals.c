@@ -72,8 +72,8 @@ int fl_apply_decisions(struct wd_fleet *f, PGconn *c, struct wd_err *err)
 	    1, NULL, pv, NULL, NULL, 0);
 	if (PQresultStatus(r) != PGRES_TUPLES_OK)
 		return fl_pg_err(r, c, "approvals: decisions", err);
-	int rc = 0;
-	for (int i = 0; !rc && i < PQntuples(r); i++) {
+	int rc = 0, n = PQntuples(r);
+	for (int i = 0; !rc && i < n; i++) {
 		const char *id = PQgetvalue(r, i, 0);
 		bool approve = !strcmp(PQgetvalue(r, i, 1), "approve");
 		uid_t uid = (uid_t)strtoul(PQgetvalue(r, i, 2), NULL, 10);
@@ -103,7 +103,7 @@ int fl_apply_decisions(struct wd_fleet *f, PGconn *c, struct wd_err *err)
 			PQclear(u);
 	}
 	PQclear(r);
-	if (!rc && PQntuples(r) > 0) {
+	if (!rc && n > 0) {
 		/* what was decided is no longer pending here */
 		free(f->published);
 		f->published = NULL;

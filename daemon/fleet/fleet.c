@@ -188,6 +188,14 @@ static void *fleet_thread(void *arg)
 			went_down(f, &err);
 			goto wait;
 		}
+		/* a statement that failed on a connection that stayed up
+		 * degraded the node too: this round went through */
+		pthread_mutex_lock(&f->mu);
+		bool back = !f->up;
+		f->up = true;
+		pthread_mutex_unlock(&f->mu);
+		if (back)
+			wd_info("fleet: database statements go through again");
 		now = wd_now_ns();
 		uint64_t due = next_hb < next_reap ? next_hb : next_reap;
 		timeout = due > now ? (int)((due - now) / 1000000ull) + 1 : 0;
