@@ -203,6 +203,9 @@ int rt_record(struct wd_run *r, json_t *rec, bool durable, struct wd_err *err);
 json_t *rt_rec_new(struct wd_run *r, const char *type);
 void rt_finish(struct wd_run *r, const char *status, const char *reason,
 	       const char *text);
+/* run_check.c */
+int rt_run_id_check(struct wd_rt *rt, const struct wd_agent_def *a,
+		    const char *given_id, struct wd_err *err);
 int rt_save_snapshot(struct wd_run *r);
 void rt_drop_snapshot(struct wd_run *r);
 /* Append a record's JSON line to the run's stream and wake readers

@@ -2,6 +2,7 @@
  * the fleet's queue (fleet/queue.c) checks a run before it is queued, reads
  * fleet runs with the trace's rule, and hears of each run's end. */
 #include <string.h>
+#include <unistd.h>
 
 #include "policy/users.h"
 #include "runtime/rt_int.h"
@@ -101,4 +102,30 @@ json_t *wd_rt_approvals_meta(struct wd_rt *rt)
 	}
 	pthread_mutex_unlock(&rt->mu);
 	return out;
+}
+
+/* Before a run of `a` is created under given_id (NULL: a new id): a placed
+ * agent runs only under the fleet's id, and that id must be new here. 0,
+ * -EINVAL, -EEXIST (err set). */
+int rt_run_id_check(struct wd_rt *rt, const struct wd_agent_def *a,
+		    const char *given_id, struct wd_err *err)
+{
+	if (a->placement && !given_id)
+		/* a placement is a promise about which node runs it: only a
+		 * fleet's queue keeps it (fleet/queue.c) */
+		return wd_err_set(err, -EINVAL,
+				  "agent '%s' has placement %s: its runs are "
+				  "placed by a fleet's queue (wardend "
+				  "--fleet), not started on this node",
+				  a->name, a->placement);
+	if (!given_id)
+		return 0;
+	pthread_mutex_lock(&rt->mu);
+	bool dup = rt_find_run_locked(rt, given_id) != NULL;
+	pthread_mutex_unlock(&rt->mu);
+	cleanup_free char *mark = rt_run_path(rt, given_id, "active");
+	if (dup || access(mark, F_OK) == 0)
+		return wd_err_set(err, -EEXIST, "run %s exists on this node",
+				  given_id);
+	return 0;
 }

@@ -545,29 +545,8 @@ int wd_rt_run_create_id(struct wd_rt *rt, const struct wd_caller *c,
 		rc = wd_err_set(err, -EACCES, "%s", why);
 		goto out;
 	}
-	if (a->placement && !given_id) {
-		/* a placement is a promise about which node runs it: only a
-		 * fleet's queue keeps it (fleet/queue.c) */
-		rc = wd_err_set(err, -EINVAL,
-				"agent '%s' has placement %s: its runs are "
-				"placed by a fleet's queue (wardend --fleet), "
-				"not started on this node",
-				a->name, a->placement);
+	if ((rc = rt_run_id_check(rt, a, given_id, err)))
 		goto out;
-	}
-	if (given_id) {
-		pthread_mutex_lock(&rt->mu);
-		bool dup = rt_find_run_locked(rt, given_id) != NULL;
-		pthread_mutex_unlock(&rt->mu);
-		cleanup_free char *mark = rt_run_path(rt, given_id, "active");
-		if (dup || access(mark, F_OK) == 0) {
-			rc = wd_err_set(err, -EEXIST,
-					"run %s exists on this "
-					"node",
-					given_id);
-			goto out;
-		}
-	}
 	struct wd_run *r = rt_run_new(rt, ps, a, c, task);
 	if (given_id) {
 		/* the fleet's id (fleet/queue.c): the same name on every
