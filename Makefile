@@ -36,10 +36,10 @@ endif
 .DELETE_ON_ERROR:
 .SUFFIXES:
 
-PKGS     := libbpf libseccomp yaml-0.1 jansson zlib libcrypto sqlite3 libcurl libmicrohttpd
+PKGS     := libbpf libseccomp yaml-0.1 jansson zlib libcrypto sqlite3 libcurl libmicrohttpd libpq
 CFLAGS   ?= -O2 -g
 WARN     := -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow -Wformat=2 -Wvla -Wno-format-truncation
-CPPFLAGS += -D_GNU_SOURCE -Idaemon -I$(BUILD)/include -Ibpf
+CPPFLAGS += -D_GNU_SOURCE -Idaemon -I$(BUILD)/include -Ibpf $(shell pkg-config --cflags libpq 2>/dev/null)
 ALL_CFLAGS = $(CFLAGS) $(WARN) -std=gnu11 -fno-strict-aliasing -MMD -MP
 LDLIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lelf -lz -lpthread -lm -lresolv
 
@@ -74,7 +74,7 @@ $(BUILD)/include/%.sha256.h: $(BUILD)/bpf/%.bpf.o
 .SECONDARY: $(BPF_SKELS) $(BUILD)/include/egress.sha256.h
 
 # ---- user space --------------------------------------------------------------
-LIB_DIRS := common policy sandbox enforce trace gateway runtime broker events alert api
+LIB_DIRS := common policy sandbox enforce trace gateway runtime broker events alert api fleet
 LIB_SRCS := $(foreach d,$(LIB_DIRS),$(wildcard daemon/$(d)/*.c))
 LIB_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(LIB_SRCS))
 CLI_SRCS := $(wildcard daemon/cli/*.c)
@@ -170,7 +170,7 @@ sanitize-build:
 # libFuzzer targets (clang), built with ASan/UBSan against one instrumented
 # copy of the library (compiled once, shared by every target)
 FUZZ_SAN    := -fsanitize=address,undefined
-FUZZ_CFLAGS := -g -O1 -D_GNU_SOURCE -Idaemon -I$(BUILD)/include -Ibpf -std=gnu11 -MMD -MP
+FUZZ_CFLAGS := -g -O1 -D_GNU_SOURCE -Idaemon -I$(BUILD)/include -Ibpf $(shell pkg-config --cflags libpq 2>/dev/null) -std=gnu11 -MMD -MP
 FUZZ_LIB_OBJS := $(patsubst %.c,$(BUILD)/fuzzobj/%.o,$(LIB_SRCS))
 $(BUILD)/fuzzobj/%.o: %.c | $(BPF_SKELS)
 	@mkdir -p $(@D)

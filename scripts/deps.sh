@@ -12,6 +12,7 @@ PKGS=(
   busybox-static qemu-system-x86 cpio
   chromium fonts-dejavu-core   # tests/integration/trace_html.sh renders the run viewer
   prometheus prometheus-alertmanager   # tests/integration/monitoring.sh: real scrape, rules, routing
+  libpq-dev postgresql   # wardend --fleet (libpq); tests/integration/fleet_*.sh start a real server
 )
 [ "${WARDEN_DEPS_EXTRA:-}" ] && PKGS+=(${WARDEN_DEPS_EXTRA})
 

@@ -179,6 +179,50 @@ static int parse_u64(const char *s, uint64_t *out)
 	return 0;
 }
 
+/* GET /v1/cost and /v1/fleet/cost: by=team|agent|user, since=WHEN */
+static int cost_query(const char *(*query)(void *, const char *), void *qarg,
+		      struct wd_api_req *req, struct wd_err *err)
+{
+	const char *by = query(qarg, "by");
+	if (!by)
+		by = "team";
+	if (strcmp(by, "team") && strcmp(by, "agent") && strcmp(by, "user"))
+		return wd_err_set(err, 400, "by must be team, agent or user");
+	wd_strlcpy(req->by, by, sizeof(req->by));
+	const char *since = query(qarg, "since");
+	if (since && wd_api_parse_since(since, wd_wall_ns(), &req->since_ns))
+		return wd_err_set(err, 400, "bad since (YYYY-MM-DD, 24h, 7d)");
+	return 0;
+}
+
+/* GET /v1/fleet/runs?state=queued|running|done|interrupted&limit=N */
+static int fleet_runs_query(const char *(*query)(void *, const char *),
+			    void *qarg, struct wd_api_req *req,
+			    struct wd_err *err)
+{
+	static const char *const states[] = {"queued", "running", "done",
+					     "interrupted"};
+	const char *st = query(qarg, "state");
+	if (st) {
+		size_t i = 0;
+		while (i < WD_ARRAY_SIZE(states) && strcmp(st, states[i]))
+			i++;
+		if (i == WD_ARRAY_SIZE(states))
+			return wd_err_set(err, 400,
+					  "state must be queued, running, done "
+					  "or interrupted");
+		req->tq[WD_TQ_STATUS] = wd_strdup(st);
+	}
+	req->limit = 100;
+	const char *l = query(qarg, "limit");
+	uint64_t v;
+	if (l && (parse_u64(l, &v) || v < 1 || v > 1000))
+		return wd_err_set(err, 400, "limit must be 1..1000");
+	if (l)
+		req->limit = (unsigned)v;
+	return 0;
+}
+
 /* Split "/v1/runs/ID/stream" into at most 5 segments, each bounded. */
 static int split_path(const char *path, char seg[5][WD_API_ID_MAX + 1], int *n)
 {
@@ -414,21 +458,8 @@ int wd_api_parse(const char *method, const char *path,
 		}
 	} else if (!strcmp(res, "cost") && n == 2) {
 		req->ep = WD_EP_COST;
-		rc = get ? 0 : wd_err_set(err, 405, "use GET");
-		const char *by = query(qarg, "by");
-		if (!rc && !by)
-			by = "team";
-		if (!rc && strcmp(by, "team") && strcmp(by, "agent") &&
-		    strcmp(by, "user"))
-			rc = wd_err_set(err, 400,
-					"by must be team, agent or user");
-		if (!rc)
-			wd_strlcpy(req->by, by, sizeof(req->by));
-		const char *since = query(qarg, "since");
-		if (!rc && since &&
-		    wd_api_parse_since(since, wd_wall_ns(), &req->since_ns))
-			rc = wd_err_set(err, 400,
-					"bad since (YYYY-MM-DD, 24h, 7d)");
+		rc = get ? cost_query(query, qarg, req, err)
+			 : wd_err_set(err, 405, "use GET");
 	} else if (!strcmp(res, "events") && n == 2) {
 		req->ep = WD_EP_EVENTS;
 		rc = get ? 0 : wd_err_set(err, 405, "use GET");
@@ -441,6 +472,45 @@ int wd_api_parse(const char *method, const char *path,
 		   !strcmp(seg[2], "reload")) {
 		req->ep = WD_EP_POLICY_RELOAD;
 		rc = post ? 0 : wd_err_set(err, 405, "use POST");
+	} else if (!strcmp(res, "fleet") && n == 4 && !strcmp(seg[2], "runs")) {
+		req->ep = WD_EP_FLEET_RUN_GET;
+		if (!get)
+			rc = wd_err_set(err, 405, "use GET");
+		else if (!wd_api_id_ok(seg[3]))
+			rc = wd_err_set(err, 400, "bad run id");
+		else {
+			memcpy(req->id, seg[3], sizeof(req->id));
+			rc = 0;
+		}
+	} else if (!strcmp(res, "fleet") && n == 3 && !strcmp(seg[2], "runs")) {
+		req->ep = WD_EP_FLEET_RUNS;
+		rc = get ? fleet_runs_query(query, qarg, req, err)
+			 : wd_err_set(err, 405, "use GET");
+	} else if (!strcmp(res, "fleet") && (n == 4 || n == 5) &&
+		   !strcmp(seg[2], "trace") && !strcmp(seg[3], "runs")) {
+		req->ep =
+		    n == 4 ? WD_EP_FLEET_TRACE_RUNS : WD_EP_FLEET_TRACE_RUN;
+		if (!get)
+			rc = wd_err_set(err, 405, "use GET");
+		else if (n == 4) {
+			rc = fleet_runs_query(query, qarg, req, err);
+			if (!rc && req->tq[WD_TQ_STATUS])
+				rc = wd_err_set(err, 400,
+						"state is for /v1/fleet/runs");
+		} else if (!wd_api_id_ok(seg[4]))
+			rc = wd_err_set(err, 400, "bad run id");
+		else {
+			memcpy(req->id, seg[4], sizeof(req->id));
+			rc = 0;
+		}
+	} else if (!strcmp(res, "fleet") && n == 3 && !strcmp(seg[2], "cost")) {
+		req->ep = WD_EP_FLEET_COST;
+		rc = get ? cost_query(query, qarg, req, err)
+			 : wd_err_set(err, 405, "use GET");
+	} else if (!strcmp(res, "fleet") && n == 3 &&
+		   !strcmp(seg[2], "nodes")) {
+		req->ep = WD_EP_FLEET_NODES;
+		rc = get ? 0 : wd_err_set(err, 405, "use GET");
 	} else if (!strcmp(res, "status") && n == 2) {
 		req->ep = WD_EP_STATUS;
 		rc = get ? 0 : wd_err_set(err, 405, "use GET");

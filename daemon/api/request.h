@@ -36,6 +36,14 @@ enum wd_api_ep {
 	WD_EP_TRACE_RECORDS, /* GET  /v1/trace/records?tool,status,
 			      * prompt_hash,result_hash,agent,team,user,
 			      * since,limit,after: one page */
+	/* with --fleet (fleet/fleet.h) */
+	WD_EP_FLEET_RUN_GET, /* GET  /v1/fleet/runs/ID */
+	WD_EP_FLEET_RUNS,    /* GET  /v1/fleet/runs?state=S&limit=N (tq[STATUS],
+			      * limit: 1..1000, default 100) */
+	WD_EP_FLEET_NODES,   /* GET  /v1/fleet/nodes */
+	WD_EP_FLEET_TRACE_RUNS, /* GET  /v1/fleet/trace/runs?limit=N */
+	WD_EP_FLEET_TRACE_RUN,	/* GET  /v1/fleet/trace/runs/ID */
+	WD_EP_FLEET_COST, /* GET  /v1/fleet/cost?by=team|agent|user&since= */
 };
 
 /* The filters of the trace endpoints (query string; NULL = absent). */

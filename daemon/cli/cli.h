@@ -23,6 +23,9 @@ enum {
 	WD_EXIT_CONTEXT = 5,
 };
 int wd_cli_run_exit(const char *status); /* run_end status -> exit code */
+/* Follow a run queued in the fleet (run_fleet.c) until it ended or was
+ * interrupted; prints where it ran and how it ended; the exit code. */
+int wd_cli_run_follow_fleet(const char *sock, const char *run_id, bool json);
 
 struct wd_verb {
 	const char *name;

@@ -268,6 +268,8 @@ static void cross_check(struct ctx *c, const char *root)
 	struct tree *t = c->tree;
 	/* sub-agents: defined, no cycle, bounded delegation depth */
 	wd_agents_check_subagents(t->agents, t->n_agents, &c->diag);
+	wd_agents_check_resume(t->agents, t->n_agents, t->tools, t->n_tools,
+			       &c->diag);
 	for (int i = 0; i < t->n_tools; i++)
 		for (int j = 0; j < i; j++)
 			if (!strcmp(t->tools[i]->name, t->tools[j]->name))

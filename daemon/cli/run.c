@@ -254,6 +254,7 @@ static int verb_run(int argc, char **argv)
 	const char *id = json_string_value(json_object_get(resp, "run_id"));
 	char rid[80];
 	snprintf(rid, sizeof(rid), "%s", id ? id : "");
+	bool fleet = json_is_true(json_object_get(resp, "fleet"));
 	json_decref(resp);
 	if (!follow) {
 		if (json)
@@ -262,6 +263,8 @@ static int verb_run(int argc, char **argv)
 			printf("%s\n", rid);
 		return WD_EXIT_OK;
 	}
+	if (fleet)
+		return wd_cli_run_follow_fleet(sock, rid, json);
 	if (!json)
 		printf("run %s\n", rid);
 	struct follow_ctx f = {.json = json};

@@ -849,6 +849,9 @@ static int verb_status(int argc, char **argv)
 		json_t *mr = wd_status_model_routes(why, sizeof(why));
 		json_object_set_new(o, "model_routes",
 				    mr ? mr : json_pack("{s:s}", "error", why));
+		json_t *fl = wd_status_fleet(why, sizeof(why));
+		json_object_set_new(o, "fleet",
+				    fl ? fl : json_pack("{s:s}", "none", why));
 		char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 		if (!s) {
 			json_decref(o);
@@ -862,6 +865,7 @@ static int verb_status(int argc, char **argv)
 	} else {
 		wd_status_text_report(&r);
 		wd_status_model_routes_text();
+		wd_status_fleet_text();
 	}
 	report_free(&r);
 	return WD_EXIT_OK;

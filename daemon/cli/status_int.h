@@ -63,5 +63,12 @@ void wd_status_text_report(const struct report *r);
  * model_routes array, or NULL with why (daemon not reachable, ...). */
 json_t *wd_status_model_routes(char *why, size_t n);
 void wd_status_model_routes_text(void);
+/* wardend's fleet state (status_fleet.c): a new reference to /v1/status's
+ * "fleet", or NULL with why (not in a fleet, daemon not reachable). */
+json_t *wd_status_fleet(char *why, size_t n);
+void wd_status_fleet_text(void);
+/* Print t as the report's text: words wrapped at 78 columns, indented 2,
+ * continuation lines 4 (status_routes.c). */
+void wd_status_wrap(const char *t);
 
 #endif

@@ -30,7 +30,7 @@ json_t *wd_status_model_routes(char *why, size_t n)
 
 /* The report fits 80 columns (tests/integration/status.sh): words wrapped
  * at 78, continuation lines indented 4. */
-static void wrap(const char *t)
+void wd_status_wrap(const char *t)
 {
 	int col = 2;
 	printf("  ");
@@ -58,7 +58,7 @@ void wd_status_model_routes_text(void)
 	json_t *routes = wd_status_model_routes(why, sizeof(why));
 	printf("\nModel routes (circuit breakers, from wardend)\n");
 	if (!routes) {
-		wrap(why);
+		wd_status_wrap(why);
 		return;
 	}
 	if (!json_array_size(routes))
@@ -85,7 +85,7 @@ void wd_status_model_routes_text(void)
 					  1000.0);
 		if (le && strcmp(state, "closed"))
 			wd_buf_printf(&b, "; last error: %s", le);
-		wrap(b.data);
+		wd_status_wrap(b.data);
 		wd_buf_free(&b);
 	}
 	json_decref(routes);

@@ -1,6 +1,9 @@
 /* Agent definitions: YAML -> struct wd_agent, strictly (ywalk.h). */
 #include "policy/agent.h"
+#include "fleet/fleet.h"
 #include "policy/ywalk.h"
+
+#include <jansson.h>
 
 #include <string.h>
 
@@ -275,6 +278,64 @@ static int f_temperature(struct wd_ywalk *w, yaml_node_t *v, void *o)
 	return 0;
 }
 
+/* Fleet (fleet/fleet.h): a run whose node is lost is interrupted (never,
+ * the default) or, if_read_only, queued again and run from its task on
+ * another node -- only for agents that can do nothing twice
+ * (wd_agents_check_resume). */
+static int f_resume(struct wd_ywalk *w, yaml_node_t *v, void *o)
+{
+	static const char *const words[] = {"never", "if_read_only"};
+	int i;
+	if (wd_y_enum(w, v, "'resume'", words, 2, &i) < 0)
+		return -EINVAL;
+	A(o)->resume_if_read_only = i == 1;
+	A(o)->resume_line = (int)v->start_mark.line + 1;
+	A(o)->resume_col = (int)v->start_mark.column + 1;
+	return 0;
+}
+/* placement: {label: value}: each pair a node label as --fleet-label
+ * takes it (fleet/fleet.h wd_fleet_label_check). */
+static int f_placement(struct wd_ywalk *w, yaml_node_t *v, void *o)
+{
+	if (v->type != YAML_MAPPING_NODE || !v->data.mapping.pairs.top ||
+	    v->data.mapping.pairs.top == v->data.mapping.pairs.start) {
+		wd_y_err(w, v,
+			 "'placement' must be a non-empty mapping of node "
+			 "labels {key: value}");
+		return -EINVAL;
+	}
+	json_t *m = json_object();
+	int rc = 0;
+	for (yaml_node_pair_t *p = v->data.mapping.pairs.start;
+	     p < v->data.mapping.pairs.top; p++) {
+		yaml_node_t *k = wd_y_get(w, p->key),
+			    *x = wd_y_get(w, p->value);
+		const char *ks = k ? wd_y_scalar(k) : NULL;
+		const char *xs = x ? wd_y_scalar(x) : NULL;
+		struct wd_err e = {0};
+		cleanup_free char *kv =
+		    wd_asprintf("%s=%s", ks ? ks : "", xs ? xs : "");
+		if (!ks || !xs || json_object_size(m) >= WD_FLEET_LABELS_MAX ||
+		    json_object_get(m, ks) || wd_fleet_label_check(kv, &e)) {
+			wd_y_err(w, k ? k : v, "'placement': %s",
+				 !ks || !xs ? "keys and values are words"
+				 : json_object_get(m, ks)
+				     ? "a label given twice"
+				 : e.msg[0] ? e.msg
+					    : "too many labels");
+			rc = -EINVAL;
+			break;
+		}
+		json_object_set_new(m, ks, json_string(xs));
+	}
+	if (!rc) {
+		free(A(o)->placement);
+		A(o)->placement = json_dumps(m, JSON_COMPACT | JSON_SORT_KEYS);
+	}
+	json_decref(m);
+	return rc;
+}
+
 static const struct wd_y_key agent_keys[] = {
     {"name", f_name, true},
     {"description", f_description, false},
@@ -287,6 +348,8 @@ static const struct wd_y_key agent_keys[] = {
     {"context", f_context, false},
     {"trace", f_trace, false},
     {"temperature", f_temperature, false},
+    {"resume", f_resume, false},
+    {"placement", f_placement, false},
 };
 
 struct load_state {
@@ -395,6 +458,7 @@ void wd_agent_free(struct wd_agent *a)
 	free(a->team);
 	free(a->model);
 	free(a->system_prompt);
+	free(a->placement);
 	wd_y_strv_free(a->tools, a->n_tools);
 	free(a->tool_line);
 	free(a->tool_col);
@@ -497,6 +561,44 @@ static int walk(struct graph *g, int i)
 	return best;
 }
 
+int wd_agents_check_resume(struct wd_agent *const *v, int n,
+			   struct wd_manifest *const *tools, int n_tools,
+			   struct wd_diag *diag)
+{
+	int problems = 0;
+	for (int i = 0; i < n; i++) {
+		const struct wd_agent *a = v[i];
+		if (!a->resume_if_read_only)
+			continue;
+		if (a->n_subagents) {
+			wd_diag_add(diag, a->source, a->resume_line,
+				    a->resume_col,
+				    "agent '%s': 'resume: if_read_only' with "
+				    "sub-agents is not built (their runs are "
+				    "not run again)",
+				    a->name);
+			problems++;
+		}
+		for (int k = 0; k < a->n_tools; k++)
+			for (int t = 0; t < n_tools; t++) {
+				if (strcmp(tools[t]->name, a->tools[k]) ||
+				    tools[t]->side_effects == WD_SE_NONE)
+					continue;
+				wd_diag_add(
+				    diag, a->source, a->resume_line,
+				    a->resume_col,
+				    "agent '%s': 'resume: if_read_only' but "
+				    "tool '%s' has side_effects: %s: running "
+				    "the task again could do it twice",
+				    a->name, a->tools[k],
+				    wd_side_effects_words[tools[t]
+							      ->side_effects]);
+				problems++;
+			}
+	}
+	return problems;
+}
+
 int wd_agents_check_subagents(struct wd_agent *const *v, int n,
 			      struct wd_diag *diag)
 {
@@ -514,6 +616,12 @@ int wd_agents_check_subagents(struct wd_agent *const *v, int n,
 			else if (plen + strlen(s) > 64)
 				why = "the sub-agent's tool name would be "
 				      "longer than 64 characters";
+			else if (v[agent_index(v, n, s)]->placement)
+				/* its runs are the parent's steps */
+				why =
+				    "the sub-agent has a placement, but a "
+				    "sub-agent runs on its parent's node: "
+				    "drop it or make the agent top-level only";
 			else if (a->trace.payloads == WD_TRACE_HASH_ONLY &&
 				 v[agent_index(v, n, s)]->trace.payloads !=
 				     WD_TRACE_HASH_ONLY)

@@ -12,6 +12,11 @@
  *   bounds: {max_steps: 30, token_budget: 200000, wall_clock_s: 300,
  *            cost_cap_usd: 2.0}
  *   context: {budget_tokens: 32000, strategy: sliding_window}
+ *   resume: never                  # fleet: a lost node's run is not run
+ *                                  # again; if_read_only: run again from
+ *                                  # its task elsewhere (every tool
+ *                                  # side_effects: none, no sub-agents)
+ *   placement: {gpu: "yes"}        # fleet: only on nodes with these labels
  *   trace: {payloads: full, retention_days: 30,
  *           unrecorded_read_only: refuse}
  *
@@ -97,6 +102,15 @@ struct wd_agent {
 	char **subagents; /* agent names, NULL-terminated (never NULL) */
 	int n_subagents;
 	int *subagent_line, *subagent_col;
+	/* placement: {label: value, ...}: the fleet runs this agent's
+	 * top-level runs only on nodes with all these labels (wardend
+	 * --fleet-label); compact JSON, keys sorted; NULL when absent */
+	char *placement;
+	/* resume: if_read_only (wd_agents_check_resume): a fleet run whose
+	 * node is lost is queued again and run from its task on another
+	 * node; where it was written */
+	bool resume_if_read_only;
+	int resume_line, resume_col;
 };
 
 /* The tool name a sub-agent is offered under: "agent__<name>" (providers
@@ -131,6 +145,14 @@ bool wd_agent_has_tool(const struct wd_agent *a, const char *tool);
  * the offending list entry; returns the number of problems found. */
 int wd_agents_check_subagents(struct wd_agent *const *v, int n,
 			      struct wd_diag *diag);
+/* resume: if_read_only only where running the task again elsewhere can
+ * do nothing twice: every tool of the agent (found in tools[]) has
+ * side_effects: none, and it has no sub-agents. Diagnostics at the
+ * `resume` value; returns the number of problems. */
+struct wd_manifest;
+int wd_agents_check_resume(struct wd_agent *const *v, int n,
+			   struct wd_manifest *const *tools, int n_tools,
+			   struct wd_diag *diag);
 const char *wd_context_strategy_name(enum wd_context_strategy s);
 
 #endif

@@ -288,12 +288,19 @@ static int f_dns(struct wd_ywalk *w, yaml_node_t *v, void *o)
 	return wd_y_map(w, v, "'dns'", keys, WD_ARRAY_SIZE(keys), o);
 }
 
+static int f_fleet(struct wd_ywalk *w, yaml_node_t *v, void *o)
+{
+	return wd_daemon_config_parse_fleet(w, v,
+					    &((struct dctx *)o)->c->fleet);
+}
+
 static const struct wd_y_key top_keys[] = {
     {"warm_pool", f_warm_pool, false},
     {"trace", f_trace, false},
     {"api", f_api, false},
     {"uids", f_uids, false},
     {"dns", f_dns, false},
+    {"fleet", f_fleet, false},
 };
 
 static void load_doc(struct wd_ywalk *w, yaml_node_t *root, void *arg)
@@ -314,6 +321,7 @@ struct wd_daemon_config *wd_daemon_config_new(void)
 	struct wd_daemon_config *c = wd_calloc(1, sizeof(*c));
 	c->warm_pool.idle_s = 300;
 	wd_api_limits_defaults(&c->api);
+	c->fleet.capacity = -1;
 	c->redact = wd_calloc(1, sizeof(char *));
 	return c;
 }
@@ -391,6 +399,7 @@ void wd_daemon_config_free(struct wd_daemon_config *c)
 	free(c->otlp.service_name);
 	wd_y_strv_free(c->redact, c->n_redact);
 	free(c->dns.hosts);
+	wd_fleet_config_free(&c->fleet);
 	free(c);
 }
 
@@ -436,4 +445,5 @@ void wd_daemon_config_diff(const struct wd_daemon_config *a,
 	DIFF(!str_eq(a->dns.hosts, b->dns.hosts), "dns.hosts");
 #undef DIFF
 	wd_api_limits_diff(&a->api, &b->api, out);
+	wd_fleet_config_diff(&a->fleet, &b->fleet, out);
 }

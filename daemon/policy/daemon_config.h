@@ -32,6 +32,11 @@
  *     listen_backlog: 4096      # capped by net.core.somaxconn
  *   uids:
  *     range: "2000000000-2000004095"  # the per-call uids (FIRST-LAST)
+ *   fleet:                      # many nodes on one PostgreSQL (fleet.h)
+ *     url: "@/etc/warden/fleet.url"
+ *     capacity: 8
+ *     lease_ms: 10000
+ *     labels: ["zone=a"]
  *
  * Every setting is read when wardend starts; wardend's flags override the
  * file (--warm-pool N, --otlp URL). A reload (SIGHUP, POST
@@ -60,6 +65,14 @@ struct wd_api_limits {
 	unsigned listen_backlog;
 };
 
+/* fleet: (daemon_config_fleet.c); wardend's --fleet flags override */
+struct wd_fleet_config {
+	char *url;	   /* NULL: not in a fleet */
+	int capacity;	   /* -1: not set */
+	unsigned lease_ms; /* 0: not set */
+	char **labels;	   /* "key=value", NULL-terminated or NULL */
+	int n_labels;
+};
 struct wd_daemon_config {
 	char *source; /* the file it came from; NULL = built-in defaults */
 	struct {
@@ -82,6 +95,7 @@ struct wd_daemon_config {
 	char **redact; /* NULL-terminated, never NULL */
 	int n_redact;
 	struct wd_api_limits api;
+	struct wd_fleet_config fleet;
 	/* dns: where calls' resolvers look names up (enforce/resolver.h);
 	 * --dns-upstream / --dns-hosts override */
 	struct {
@@ -116,6 +130,11 @@ void wd_daemon_config_diff(const struct wd_daemon_config *a,
 struct wd_ywalk;
 struct yaml_node_s;
 void wd_api_limits_defaults(struct wd_api_limits *l);
+int wd_daemon_config_parse_fleet(struct wd_ywalk *w, struct yaml_node_s *v,
+				 struct wd_fleet_config *f);
+void wd_fleet_config_free(struct wd_fleet_config *f);
+void wd_fleet_config_diff(const struct wd_fleet_config *a,
+			  const struct wd_fleet_config *b, struct wd_buf *out);
 int wd_daemon_config_parse_api(struct wd_ywalk *w, struct yaml_node_s *v,
 			       struct wd_api_limits *l);
 void wd_api_limits_diff(const struct wd_api_limits *a,

@@ -66,6 +66,8 @@ void wd_agent_def_from(struct wd_agent_def *d, const struct wd_agent *a)
 	d->n_tools = a->n_tools;
 	d->subagents = strv_dup(a->subagents, a->n_subagents);
 	d->n_subagents = a->n_subagents;
+	d->placement = a->placement ? wd_strdup(a->placement) : NULL;
+	d->resume = a->resume_if_read_only;
 	d->max_steps = (int)a->bounds.max_steps;
 	d->token_budget = (long long)a->bounds.token_budget;
 	d->wall_clock_s = a->bounds.wall_clock_s;
@@ -92,6 +94,7 @@ void wd_agent_def_free(struct wd_agent_def *d)
 	free(d->system_prompt);
 	wd_pset_strv_free(d->tools, d->n_tools);
 	wd_pset_strv_free(d->subagents, d->n_subagents);
+	free(d->placement);
 	free(d->def_text);
 }
 
@@ -205,8 +208,10 @@ int wd_pset_load(const char *dir, struct wd_pset **out, struct wd_err *err)
 		free(files[i]);
 	}
 	free(files);
-	/* sub-agents: defined, no cycle, bounded depth */
-	if (wd_agents_check_subagents(all, n_all, &dg)) {
+	/* sub-agents: defined, no cycle, bounded depth; resume only where
+	 * nothing can happen twice */
+	if (wd_agents_check_subagents(all, n_all, &dg) +
+	    wd_agents_check_resume(all, n_all, p->tools, p->n_tools, &dg)) {
 		diag_into(&dg, &msg);
 		wd_diag_free(&dg);
 		memset(&dg, 0, sizeof(dg));

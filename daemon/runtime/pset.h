@@ -31,6 +31,8 @@ struct wd_agent_def {
 	int retention_days;
 	unsigned approval_ttl_s;
 	double temperature; /* < 0 = provider default */
+	char *placement;    /* policy/agent.h; NULL = any node */
+	bool resume;	    /* resume: if_read_only */
 	/* the text of the file the definition came from (a run's run_start
 	 * names it by sha256, replay parses it back) */
 	char *def_text;

@@ -138,6 +138,11 @@ struct wd_rt {
 	/* "run|uid|what|content" of view and stream reads recorded
 	 * (trace_access.c rt_note_view_read): recorded once each */
 	json_t *reads_noted;
+	/* told of every run's end, after it is recorded (fleet/); called
+	 * and changed under end_hook_mu, never under mu */
+	pthread_mutex_t end_hook_mu;
+	wd_rt_run_end_fn end_hook;
+	void *end_hook_arg;
 	/* metrics */
 	struct wd_metrics *metrics; /* labelled families (rt_metrics.c) */
 	uint64_t m_overhead_ns;	    /* platform time per step, summed */
@@ -207,6 +212,9 @@ int rt_record(struct wd_run *r, json_t *rec, bool durable, struct wd_err *err);
 json_t *rt_rec_new(struct wd_run *r, const char *type);
 void rt_finish(struct wd_run *r, const char *status, const char *reason,
 	       const char *text);
+/* run_check.c */
+int rt_run_id_check(struct wd_rt *rt, const struct wd_agent_def *a,
+		    const char *given_id, struct wd_err *err);
 int rt_save_snapshot(struct wd_run *r);
 void rt_drop_snapshot(struct wd_run *r);
 /* Append a record's JSON line to the run's stream and wake readers

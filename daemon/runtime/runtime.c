@@ -352,6 +352,22 @@ void rt_finish(struct wd_run *r, const char *status, const char *reason,
 	pthread_mutex_unlock(&rt->mu);
 	wd_info("run %s: %s%s%s", r->id, status, reason ? ": " : "",
 		reason ? reason : "");
+	/* under its own lock, held for the call: the hook's owner clears it
+	 * (wd_rt_set_run_end_hook) before freeing what arg points to, and
+	 * that waits for a call in progress */
+	pthread_mutex_lock(&rt->end_hook_mu);
+	if (rt->end_hook) {
+		struct wd_rt_run_end e = {
+		    .run_id = r->id,
+		    .status = status,
+		    .reason = reason,
+		    .output = r->hash_only ? NULL : text,
+		    .steps = r->step,
+		    .cost_usd = r->cost,
+		};
+		rt->end_hook(rt->end_hook_arg, &e);
+	}
+	pthread_mutex_unlock(&rt->end_hook_mu);
 }
 
 static void *worker(void *arg)
@@ -506,6 +522,13 @@ int wd_rt_run_create(struct wd_rt *rt, const struct wd_caller *c,
 		     const char *agent, const char *task, char id[64],
 		     struct wd_err *err)
 {
+	return wd_rt_run_create_id(rt, c, agent, task, NULL, id, err);
+}
+
+int wd_rt_run_create_id(struct wd_rt *rt, const struct wd_caller *c,
+			const char *agent, const char *task,
+			const char *given_id, char id[64], struct wd_err *err)
+{
 	pthread_mutex_lock(&rt->mu);
 	struct wd_pset *ps = wd_pset_ref(rt->ps);
 	pthread_mutex_unlock(&rt->mu);
@@ -522,9 +545,17 @@ int wd_rt_run_create(struct wd_rt *rt, const struct wd_caller *c,
 		rc = wd_err_set(err, -EACCES, "%s", why);
 		goto out;
 	}
+	if ((rc = rt_run_id_check(rt, a, given_id, err)))
+		goto out;
 	struct wd_run *r = rt_run_new(rt, ps, a, c, task);
-	memcpy(r->id, "run_", 4);
-	wd_rand_hex(r->id + 4, 16);
+	if (given_id) {
+		/* the fleet's id (fleet/queue.c): the same name on every
+		 * node, checked like an API id by the submitting node */
+		snprintf(r->id, sizeof(r->id), "%s", given_id);
+	} else {
+		memcpy(r->id, "run_", 4);
+		wd_rand_hex(r->id + 4, 16);
+	}
 	r->started_wall = wd_wall_ns();
 	r->msgs = json_array();
 	if (a->system_prompt && *a->system_prompt)
@@ -638,6 +669,7 @@ int wd_rt_open(const struct wd_rt_opts *o, struct wd_rt **out,
 	wd_stream_set_loss_probe(rt->events, WD_LOST_LANDLOCK_AUDIT,
 				 landlock_loss_probe, NULL);
 	pthread_mutex_init(&rt->mu, NULL);
+	pthread_mutex_init(&rt->end_hook_mu, NULL);
 	pthread_cond_init(&rt->qcond, NULL);
 	pthread_cond_init(&rt->ecood, NULL);
 	curl_global_init(CURL_GLOBAL_DEFAULT);

@@ -80,6 +80,51 @@ int wd_rt_run_create(struct wd_rt *rt, const struct wd_caller *c,
 		     const char *agent, const char *task, char id[64],
 		     struct wd_err *err);
 
+/* The same with the run's id given (NULL: a new one): a run queued in the
+ * fleet keeps the id it was queued under (fleet/queue.c). -EEXIST when a
+ * run of that id is in this node's memory. */
+int wd_rt_run_create_id(struct wd_rt *rt, const struct wd_caller *c,
+			const char *agent, const char *task,
+			const char *given_id, char id[64], struct wd_err *err);
+/* What wd_rt_run_create checks before it creates anything: the agent
+ * exists and c may run it. 0 with what the fleet's queue needs to know of
+ * the agent (free placement), -ENOENT, -EACCES. An agent with a placement
+ * runs only under an id the fleet gave (wd_rt_run_create: -EINVAL). */
+struct wd_rt_agent_facts {
+	char team[64];
+	char *placement; /* its placement as JSON text, or NULL */
+	bool resume;	 /* resume: if_read_only */
+};
+int wd_rt_run_check(struct wd_rt *rt, const struct wd_caller *c,
+		    const char *agent, struct wd_rt_agent_facts *out,
+		    struct wd_err *err);
+/* The trace's read rule (policy/users.h wd_users_may_read_run) for a run
+ * known only by its uid and team (a fleet run of another node). */
+bool wd_rt_may_read(struct wd_rt *rt, const struct wd_caller *c,
+		    int64_t run_uid, const char *team);
+/* The same rule as a set, for queries over many runs: {all: bool, uid,
+ * teams: [...]} (policy/users.h wd_read_scope; a copy). */
+json_t *wd_rt_read_scope(struct wd_rt *rt, const struct wd_caller *c);
+/* Is uid an approver (users.yaml approvers)? */
+bool wd_rt_is_approver(struct wd_rt *rt, uid_t uid);
+/* Every pending approval without its call's arguments (a payload, read
+ * only through wd_rt_approvals_list, which records the read): [{id,
+ * run_id, tool, reason, agent, team, user, uid, created_ns, expires_ns}]
+ * (the fleet publishes them: fleet/approvals.c). */
+json_t *wd_rt_approvals_meta(struct wd_rt *rt);
+/* A run's end, as recorded in its run_end (output NULL for hash_only). */
+struct wd_rt_run_end {
+	const char *run_id, *status, *reason, *output;
+	int steps;
+	double cost_usd;
+};
+/* Called by the thread that ended the run, after run_end is written,
+ * under the hook's own lock only (not the runtime's): it must not block on
+ * the network nor call back into the runtime. Setting it (NULL to clear)
+ * waits for a call in progress. One hook. */
+typedef void (*wd_rt_run_end_fn)(void *arg, const struct wd_rt_run_end *e);
+void wd_rt_set_run_end_hook(struct wd_rt *rt, wd_rt_run_end_fn fn, void *arg);
+
 /* Replay run `of` (DESIGN §4 "Replay (execution)") as the caller, who
  * must be the run's user or root. opts: {from (required), determinism
  * "divergent"|"pinned"|"recorded-model", tools "live"|"recorded",

@@ -14,6 +14,7 @@
 #include "common/log.h"
 #include "enforce/egress.h"
 #include "enforce/resolver.h"
+#include "fleet/fleet.h"
 #include "policy/daemon_config.h"
 #include "sandbox/sandbox.h"
 #include "sandbox/uidpool.h"
@@ -40,6 +41,26 @@ static void usage(FILE *f)
 	    "               [--event-ring-bytes BYTES] [--dns-upstream "
 	    "ADDR:PORT]\n"
 	    "               [--dns-hosts FILE]\n"
+	    "               [--fleet URL|@FILE [--fleet-capacity N] "
+	    "[--fleet-lease-ms MS]\n"
+	    "                [--fleet-label KEY=VALUE]...]\n"
+	    "  --fleet URL     join a fleet on this PostgreSQL database "
+	    "(libpq URL or\n"
+	    "                  key=value string; @FILE or /path: read from "
+	    "that file's first\n"
+	    "                  line): `warden run` queues there and runs "
+	    "where there is room\n"
+	    "                  (README \"More than one node\")\n"
+	    "  --fleet-capacity N  fleet runs this node runs at once "
+	    "(default: --workers;\n"
+	    "                  0: it only queues)\n"
+	    "  --fleet-lease-ms MS  a node silent this long loses its runs: "
+	    "they are\n"
+	    "                  marked interrupted fleet-wide (default %u, "
+	    "at least %u)\n"
+	    "  --fleet-label KEY=VALUE  this node's labels: runs of an agent "
+	    "with a placement\n"
+	    "                  go to nodes with all its labels\n"
 	    "  --dns-upstream ADDR:PORT  where calls' resolvers look up "
 	    "the names of\n"
 	    "                  network.allow (IPv4; default: /etc/hosts, then "
@@ -84,6 +105,7 @@ static void usage(FILE *f)
 	    "SIGHUP reloads the policy (daemon.yaml is checked; its "
 	    "settings apply at\nthe next start); SIGTERM stops the "
 	    "daemon.\n",
+	    WD_FLEET_LEASE_MS_DEFAULT, WD_FLEET_LEASE_MS_MIN,
 	    WD_EGRESS_RING_DEFAULT, sysconf(_SC_PAGESIZE), WD_EGRESS_RING_MAX,
 	    DEFAULT_STATE, DEFAULT_POLICY, "/run/warden/wardend.sock");
 }
@@ -152,6 +174,10 @@ int main(int argc, char **argv)
 	    {"event-ring-bytes", required_argument, 0, 'R'},
 	    {"dns-upstream", required_argument, 0, 'D'},
 	    {"dns-hosts", required_argument, 0, 'H'},
+	    {"fleet", required_argument, 0, 'F'},
+	    {"fleet-capacity", required_argument, 0, 'C'},
+	    {"fleet-lease-ms", required_argument, 0, 'L'},
+	    {"fleet-label", required_argument, 0, 'l'},
 	    {"help", no_argument, 0, 'h'},
 	    {0, 0, 0, 0},
 	};
@@ -163,6 +189,8 @@ int main(int argc, char **argv)
 	struct wd_dns_upstream dns_up = {0};
 	bool dns_set = false;
 	struct wd_rt_opts ro = {0};
+	struct wd_fleet_opts fo = {0};
+	long fleet_cap = -1;		 /* -1: the workers */
 	struct wd_alert_config ac = {0}; /* defaults: 60 s / 1 h, x5, min 20 */
 	/* the daemon's spike alerts judge denials: an agent whose manifest
 	 * is in audit mode is being tried out, not attacked (the same as
@@ -278,6 +306,45 @@ int main(int argc, char **argv)
 			ring_bytes = (uint32_t)v;
 			break;
 		}
+		case 'F':
+			fo.url = optarg;
+			break;
+		case 'C':
+		case 'L': {
+			char *end = NULL;
+			errno = 0;
+			long v = strtol(optarg, &end, 10);
+			if (errno || !end || end == optarg || *end || v < 0 ||
+			    v > 1000000) {
+				fprintf(stderr,
+					"wardend: --%s wants a number, not "
+					"'%s'\n",
+					c == 'C' ? "fleet-capacity"
+						 : "fleet-lease-ms",
+					optarg);
+				return 2;
+			}
+			if (c == 'C')
+				fleet_cap = v;
+			else
+				fo.lease_ms = (unsigned)v;
+			break;
+		}
+		case 'l': {
+			struct wd_err le = {0};
+			if (fo.n_labels == WD_FLEET_LABELS_MAX) {
+				fprintf(stderr,
+					"wardend: at most %d --fleet-label\n",
+					WD_FLEET_LABELS_MAX);
+				return 2;
+			}
+			if (wd_fleet_label_check(optarg, &le)) {
+				fprintf(stderr, "wardend: %s\n", le.msg);
+				return 2;
+			}
+			fo.labels[fo.n_labels++] = optarg;
+			break;
+		}
 		case 'v':
 			wd_log_set_level(WD_LOG_DEBUG);
 			break;
@@ -291,6 +358,11 @@ int main(int argc, char **argv)
 	}
 	if (optind != argc) {
 		usage(stderr);
+		return 2;
+	}
+	if (fo.lease_ms && fo.lease_ms < WD_FLEET_LEASE_MS_MIN) {
+		fprintf(stderr, "wardend: --fleet-lease-ms: at least %u\n",
+			WD_FLEET_LEASE_MS_MIN);
 		return 2;
 	}
 	if (!sock || !*sock)
@@ -365,6 +437,36 @@ int main(int argc, char **argv)
 	}
 	if (dns_set || dns_up.have_server || dns_up.zone_path[0])
 		wd_resolver_set_upstream(&dns_up);
+	/* the fleet: daemon.yaml's fleet block, each setting overridden by
+	 * its flag */
+	if (!fo.url)
+		fo.url = dc->fleet.url;
+	if (fleet_cap < 0)
+		fleet_cap = dc->fleet.capacity;
+	if (!fo.lease_ms)
+		fo.lease_ms = dc->fleet.lease_ms;
+	for (int i = 0; !fo.n_labels && i < dc->fleet.n_labels; i++)
+		fo.labels[i] = dc->fleet.labels[i];
+	if (!fo.n_labels)
+		fo.n_labels = (unsigned)dc->fleet.n_labels;
+	if (!fo.url && (fleet_cap >= 0 || fo.lease_ms || fo.n_labels)) {
+		fprintf(stderr, "wardend: --fleet-capacity, --fleet-lease-ms "
+				"and --fleet-label need --fleet URL (or "
+				"fleet.url in daemon.yaml)\n");
+		wd_daemon_config_free(dc);
+		return 2;
+	}
+	if (fo.url) {
+		/* the URL's syntax and file now: a typo is a usage error,
+		 * not a node that starts degraded */
+		struct wd_err fe = {0};
+		cleanup_free char *ci = NULL;
+		if (wd_fleet_conninfo(fo.url, &ci, &fe)) {
+			fprintf(stderr, "wardend: %s\n", fe.msg);
+			wd_daemon_config_free(dc);
+			return 2;
+		}
+	}
 	if (!otlp_url)
 		otlp_url = dc->otlp.endpoint;
 	if (otlp_url) {
@@ -423,9 +525,24 @@ int main(int argc, char **argv)
 		dc->api.threads, dc->api.max_connections,
 		dc->api.max_connections_per_uid, dc->api.request_timeout_s,
 		dc->api.idle_timeout_s, dc->api.listen_backlog);
+	struct wd_fleet *fleet = NULL;
+	if (fo.url) {
+		fo.state_dir = state;
+		fo.capacity = fleet_cap >= 0
+				  ? (unsigned)fleet_cap
+				  : (unsigned)(ro.workers > 0 ? ro.workers : 8);
+		if (wd_fleet_start(&fo, rt, &fleet, &err)) {
+			wd_error("fleet: %s", err.msg);
+			wd_rt_close(rt);
+			wd_otlp_stop(otlp);
+			wd_daemon_config_free(dc);
+			return 1;
+		}
+	}
 	struct wd_server *srv = NULL;
-	if (wd_server_start(rt, sock, &dc->api, &srv, &err)) {
+	if (wd_server_start(rt, fleet, sock, &dc->api, &srv, &err)) {
 		wd_error("%s", err.msg);
+		wd_fleet_stop(fleet);
 		wd_rt_close(rt);
 		wd_otlp_stop(otlp);
 		wd_daemon_config_free(dc);
@@ -461,7 +578,12 @@ int main(int argc, char **argv)
 		wd_info("signal %d: stopping", sig);
 		break;
 	}
+	wd_fleet_stop_claims(fleet);
 	wd_server_stop(srv);
+	/* before the runtime: it stops claiming, writes the ends it has and
+	 * marks what is still running interrupted (the runtime's close
+	 * leaves those runs to its recovery at the next start) */
+	wd_fleet_stop(fleet);
 	wd_rt_close(rt);
 	/* after the trace store: it feeds the exporter until it closes */
 	if (otlp) {

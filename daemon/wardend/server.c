@@ -12,11 +12,13 @@
 #include "api/request.h"
 #include "common/log.h"
 #include "events/stream.h"
+#include "fleet/fleet.h"
 #include "trace/trace.h"
 #include "wardend/conn.h"
 #include "wardend/trace_api.h"
 
 #define BODY_LIMIT (1u << 20)
+#define NO_FLEET   "this node is not in a fleet (wardend --fleet URL)"
 /* A parked run stream is looked at this often (the latency a follower
  * sees for a new step: the runtime offers no wake-up to wait on from
  * outside; events wake the pump at once, see events_waiter), and every
@@ -30,6 +32,7 @@ struct stream_cb;
 
 struct wd_server {
 	struct wd_rt *rt;
+	struct wd_fleet *fleet; /* NULL: one node */
 	bool stopping; /* ends open streams so MHD_stop_daemon can join */
 	struct MHD_Daemon *d, *metrics;
 	struct wd_gate *mgate; /* the TCP listener's front door */
@@ -405,6 +408,8 @@ static char *metrics_text(struct wd_server *srv)
 	    (unsigned long long)st.refused_uid,
 	    (unsigned long long)st.refused_total,
 	    (unsigned long long)st.request_timeouts);
+	if (srv->fleet)
+		wd_fleet_metrics(srv->fleet, &b);
 	return b.data ? b.data : wd_strdup("");
 }
 
@@ -440,6 +445,18 @@ static enum MHD_Result dispatch(struct wd_server *srv,
 		return ret;
 	}
 	case WD_EP_RUN_CREATE:
+		if (srv->fleet) {
+			/* queued: whichever node has room runs it; the
+			 * client follows /v1/fleet/runs/ID */
+			rc = wd_fleet_submit(srv->fleet, who, q->agent, q->task,
+					     id, &err);
+			if (rc)
+				return send_err(con, errno_status(rc), err.msg);
+			return send_json(con, 201,
+					 json_pack("{s:s,s:b,s:s}", "run_id",
+						   id, "fleet", 1, "follow",
+						   "/v1/fleet/runs/ID"));
+		}
 		rc =
 		    wd_rt_run_create(srv->rt, who, q->agent, q->task, id, &err);
 		if (rc)
@@ -447,6 +464,49 @@ static enum MHD_Result dispatch(struct wd_server *srv,
 		return send_json(con, 201,
 				 json_pack("{s:s,s:s}", "run_id", id, "stream",
 					   "/v1/runs/ID/stream"));
+	case WD_EP_FLEET_RUN_GET:
+		if (!srv->fleet)
+			return send_err(con, 404, NO_FLEET);
+		o = wd_fleet_run_get(srv->fleet, who, q->id, &err);
+		if (!o)
+			return send_err(con, errno_status(-errno), err.msg);
+		return send_json(con, 200, o);
+	case WD_EP_FLEET_RUNS:
+		if (!srv->fleet)
+			return send_err(con, 404, NO_FLEET);
+		o = wd_fleet_runs(srv->fleet, who, q->tq[WD_TQ_STATUS],
+				  q->limit, &err);
+		if (!o)
+			return send_err(con, 503, err.msg);
+		return send_json(con, 200, o);
+	case WD_EP_FLEET_TRACE_RUNS:
+		if (!srv->fleet)
+			return send_err(con, 404, NO_FLEET);
+		o = wd_fleet_trace_runs(srv->fleet, who, q->limit, &err);
+		if (!o)
+			return send_err(con, 503, err.msg);
+		return send_json(con, 200, o);
+	case WD_EP_FLEET_TRACE_RUN:
+		if (!srv->fleet)
+			return send_err(con, 404, NO_FLEET);
+		o = wd_fleet_trace_run(srv->fleet, who, q->id, &err);
+		if (!o)
+			return send_err(con, errno_status(-errno), err.msg);
+		return send_json(con, 200, o);
+	case WD_EP_FLEET_COST:
+		if (!srv->fleet)
+			return send_err(con, 404, NO_FLEET);
+		o = wd_fleet_cost(srv->fleet, who, q->by, q->since_ns, &err);
+		if (!o)
+			return send_err(con, errno_status(-errno), err.msg);
+		return send_json(con, 200, o);
+	case WD_EP_FLEET_NODES:
+		if (!srv->fleet)
+			return send_err(con, 404, NO_FLEET);
+		o = wd_fleet_nodes(srv->fleet, &err);
+		if (!o)
+			return send_err(con, 503, err.msg);
+		return send_json(con, 200, o);
 	case WD_EP_RUN_LIST:
 		return send_json(con, 200, wd_rt_runs_list(srv->rt, who));
 	case WD_EP_RUN_GET:
@@ -467,10 +527,25 @@ static enum MHD_Result dispatch(struct wd_server *srv,
 		return send_stream(con, s);
 	}
 	case WD_EP_APPROVAL_LIST:
-		return send_json(con, 200, wd_rt_approvals_list(srv->rt, who));
+		o = wd_rt_approvals_list(srv->rt, who);
+		if (srv->fleet) {
+			/* the other nodes' too, when the database answers */
+			json_t *more =
+			    wd_fleet_approvals(srv->fleet, who, &err);
+			json_array_extend(o, more);
+			json_decref(more);
+		}
+		return send_json(con, 200, o);
 	case WD_EP_APPROVAL_DECIDE:
 		rc = wd_rt_approval_decide(srv->rt, who, q->id, q->approve,
 					   q->reason, &err);
+		if (rc == -ENOENT && srv->fleet) {
+			/* held by another node: it applies the decision */
+			memset(&err, 0, sizeof(err));
+			rc = wd_fleet_approval_decide(srv->fleet, who, q->id,
+						      q->approve, q->reason,
+						      &err);
+		}
 		if (rc)
 			return send_err(con, errno_status(rc), err.msg);
 		return send_json(con, 200,
@@ -508,7 +583,11 @@ static enum MHD_Result dispatch(struct wd_server *srv,
 		return send_json(con, 200,
 				 json_pack("{s:s}", "status", "reloaded"));
 	case WD_EP_STATUS:
-		return send_json(con, 200, wd_rt_status_for(srv->rt, who));
+		o = wd_rt_status_for(srv->rt, who);
+		if (srv->fleet) /* node-wide: names no team */
+			json_object_set_new(o, "fleet",
+					    wd_fleet_status(srv->fleet));
+		return send_json(con, 200, o);
 	case WD_EP_RUN_REPLAY: {
 		uint64_t pus = 0;
 		rc = wd_rt_replay_create(srv->rt, who, q->id, q->replay, id,
@@ -627,9 +706,9 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 
 static void wd_server_free(struct wd_server *s);
 
-int wd_server_start(struct wd_rt *rt, const char *socket_path,
-		    const struct wd_api_limits *lim, struct wd_server **out,
-		    struct wd_err *err)
+int wd_server_start(struct wd_rt *rt, struct wd_fleet *fleet,
+		    const char *socket_path, const struct wd_api_limits *lim,
+		    struct wd_server **out, struct wd_err *err)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	if (wd_strlcpy(sa.sun_path, socket_path, sizeof(sa.sun_path)))
@@ -664,6 +743,7 @@ int wd_server_start(struct wd_rt *rt, const char *socket_path,
 				  strerror(errno));
 	struct wd_server *s = wd_calloc(1, sizeof(*s));
 	s->rt = rt;
+	s->fleet = fleet;
 	s->lim = *lim;
 	pthread_mutex_init(&s->pmu, NULL);
 	pthread_condattr_t ca;

@@ -11,11 +11,14 @@
 
 struct wd_server;
 
+struct wd_fleet;
 /* Bind `socket_path` (mode 0666: any local user may talk to the daemon;
- * what they may do is decided from their SO_PEERCRED uid) and serve. */
-int wd_server_start(struct wd_rt *rt, const char *socket_path,
-		    const struct wd_api_limits *lim, struct wd_server **out,
-		    struct wd_err *err);
+ * what they may do is decided from their SO_PEERCRED uid) and serve.
+ * fleet (may be NULL: one node): POST /v1/runs queues in the fleet, and
+ * /v1/fleet/... answers. */
+int wd_server_start(struct wd_rt *rt, struct wd_fleet *fleet,
+		    const char *socket_path, const struct wd_api_limits *lim,
+		    struct wd_server **out, struct wd_err *err);
 /* Optional TCP listener for GET /metrics and /healthz only ("ADDR:PORT"). */
 int wd_server_start_metrics(struct wd_server *s, const char *addr,
 			    struct wd_err *err);

@@ -1,0 +1,463 @@
+/* The node's fleet thread and its views (fleet.h). The thread owns its
+ * connection: it LISTENs for submissions, heartbeats every lease/3, reaps
+ * expired leases every lease/10, writes the ends of runs held here and
+ * claims while there is room. A lost connection is dropped and made again
+ * (degraded meanwhile: runs held keep running, their ends wait). */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "enforce/probe.h"
+#include "fleet/fleet_int.h"
+
+int wd_fleet_conninfo(const char *url, char **conninfo, struct wd_err *err)
+{
+	const char *path = NULL;
+	if (url[0] == '@')
+		path = url + 1;
+	else if (url[0] == '/')
+		path = url;
+	cleanup_free char *text = NULL;
+	if (path) {
+		FILE *fp = fopen(path, "re");
+		if (!fp)
+			return wd_err_set(err, -errno, "--fleet %s: %s", path,
+					  strerror(errno));
+		size_t cap = 0;
+		ssize_t n = getline(&text, &cap, fp);
+		fclose(fp);
+		if (n <= 0)
+			return wd_err_set(err, -EINVAL,
+					  "--fleet %s: no connection string "
+					  "on its first line",
+					  path);
+		while (n && (text[n - 1] == '\n' || text[n - 1] == '\r'))
+			text[--n] = 0;
+		url = text;
+	}
+	if (!*url)
+		return wd_err_set(err, -EINVAL, "--fleet: empty URL");
+	char *perr = NULL;
+	PQconninfoOption *o = PQconninfoParse(url, &perr);
+	if (!o) {
+		int rc = wd_err_set(err, -EINVAL, "--fleet: %s",
+				    perr ? perr : "not a connection string");
+		PQfreemem(perr);
+		return rc;
+	}
+	PQconninfoFree(o);
+	*conninfo = wd_strdup(url);
+	return 0;
+}
+
+int wd_fleet_label_check(const char *kv, struct wd_err *err)
+{
+	const char *eq = strchr(kv, '=');
+	size_t kn = eq ? (size_t)(eq - kv) : 0;
+	if (!eq || !kn || kn > 63 ||
+	    strspn(kv, "abcdefghijklmnopqrstuvwxyz0123456789_.-/") != kn ||
+	    strlen(eq + 1) > 255)
+		return wd_err_set(err, -EINVAL,
+				  "--fleet-label %s: want KEY=VALUE (key of "
+				  "[a-z0-9_./-], 1..63; value up to 255)",
+				  kv);
+	return 0;
+}
+
+PGconn *fl_connect(struct wd_fleet *f)
+{
+	/* connect_timeout and application_name first: the URL's own
+	 * settings, expanded from dbname, override them; without one an
+	 * unreachable host would hold the API's connection (and its callers)
+	 * for the kernel's SYN timeout */
+	const char *const keys[] = {"connect_timeout", "application_name",
+				    "dbname", NULL};
+	const char *const vals[] = {"5", "wardend", f->conninfo, NULL};
+	return PQconnectdbParams(keys, vals, 1);
+}
+
+/* Connect, migrate, register, LISTEN. 0 or -errno with err. */
+static int connect_db(struct wd_fleet *f, struct wd_err *err)
+{
+	PGconn *c = fl_connect(f);
+	if (PQstatus(c) != CONNECTION_OK) {
+		int rc = fl_pg_err(NULL, c, "fleet database unreachable", err);
+		PQfinish(c);
+		return rc;
+	}
+	int rc = fl_schema_migrate(c, err);
+	if (!rc)
+		rc = fl_register(f, c, err);
+	if (!rc) {
+		PGresult *r = PQexec(c, "LISTEN " WD_FLEET_CHANNEL
+					"; LISTEN " WD_FLEET_APPROVALS);
+		if (PQresultStatus(r) != PGRES_COMMAND_OK)
+			rc = fl_pg_err(r, c, "listen", err);
+		else
+			PQclear(r);
+	}
+	if (rc) {
+		PQfinish(c);
+		return rc;
+	}
+	f->db = c;
+	pthread_mutex_lock(&f->mu);
+	f->up = true;
+	f->db_error[0] = 0;
+	pthread_mutex_unlock(&f->mu);
+	return 0;
+}
+
+static void went_down(struct wd_fleet *f, const struct wd_err *err)
+{
+	pthread_mutex_lock(&f->mu);
+	/* said once per state and reason, not every retry */
+	bool say = f->up ||
+		   strncmp(f->db_error, err->msg, sizeof(f->db_error) - 1) != 0;
+	f->up = false;
+	f->m_db_errors++;
+	snprintf(f->db_error, sizeof(f->db_error), "%s", err->msg);
+	pthread_mutex_unlock(&f->mu);
+	if (say)
+		wd_warn("fleet: %s; degraded: runs held here keep running, "
+			"nothing is claimed until the database is back",
+			err->msg);
+	if (f->db && fl_pg_lost(f->db)) {
+		PQfinish(f->db);
+		f->db = NULL;
+	}
+}
+
+/* A run occupies its slot until its end is in the database, not only
+ * until it ended here: the database's claimed_at/ended_at then never show
+ * a node above its capacity (tests/integration/fleet_queue.sh measures it
+ * so). */
+static unsigned free_slots(struct wd_fleet *f)
+{
+	pthread_mutex_lock(&f->mu);
+	size_t held = json_object_size(f->held) + json_array_size(f->ended);
+	bool stop = f->stopping;
+	pthread_mutex_unlock(&f->mu);
+	return stop || held >= f->capacity ? 0 : f->capacity - (unsigned)held;
+}
+
+static void *fleet_thread(void *arg)
+{
+	struct wd_fleet *f = arg;
+	uint64_t next_hb = 0, next_reap = 0;
+	uint64_t hb_ns = (uint64_t)f->lease_ms * 1000000ull / 3;
+	uint64_t reap_ns = (uint64_t)f->lease_ms * 1000000ull / 10;
+	for (;;) {
+		pthread_mutex_lock(&f->mu);
+		bool stop = f->stopping;
+		pthread_mutex_unlock(&f->mu);
+		if (stop)
+			break;
+		struct wd_err err = {0};
+		int timeout = 1000;
+		if (!f->db && connect_db(f, &err)) {
+			went_down(f, &err);
+			goto wait;
+		}
+		uint64_t now = wd_now_ns();
+		int rc = 0;
+		if (now >= next_hb) {
+			rc = fl_heartbeat(f, f->db, &err);
+			next_hb = now + hb_ns;
+		}
+		if (!rc && now >= next_reap) {
+			int64_t n = 0;
+			rc = fl_reap(f, f->db, &n, &err);
+			next_reap = now + reap_ns;
+		}
+		if (!rc)
+			rc = fl_write_ends(f, f->db, &err);
+		if (!rc)
+			rc = fl_apply_decisions(f, f->db, &err);
+		if (!rc)
+			rc = fl_publish_approvals(f, f->db, &err);
+		while (!rc && free_slots(f) &&
+		       (rc = fl_claim_one(f, f->db, &err)) > 0)
+			rc = 0;
+		if (rc < 0) {
+			went_down(f, &err);
+			goto wait;
+		}
+		/* a statement that failed on a connection that stayed up
+		 * degraded the node too: this round went through */
+		pthread_mutex_lock(&f->mu);
+		bool back = !f->up;
+		f->up = true;
+		pthread_mutex_unlock(&f->mu);
+		if (back)
+			wd_info("fleet: database statements go through again");
+		now = wd_now_ns();
+		uint64_t due = next_hb < next_reap ? next_hb : next_reap;
+		timeout = due > now ? (int)((due - now) / 1000000ull) + 1 : 0;
+	wait:;
+		struct pollfd p[2] = {
+		    {.fd = f->wake_fd, .events = POLLIN},
+		    {.fd = f->db ? PQsocket(f->db) : -1, .events = POLLIN}};
+		int pr = poll(p, 2, timeout);
+		if (pr < 0 && errno != EINTR)
+			wd_warn("fleet: poll: %s", strerror(errno));
+		if (p[0].revents & POLLIN) {
+			uint64_t v;
+			if (read(f->wake_fd, &v, sizeof(v)) < 0 &&
+			    errno != EAGAIN)
+				wd_warn("fleet: wake: %s", strerror(errno));
+		}
+		if (f->db && (p[1].revents & (POLLIN | POLLHUP | POLLERR))) {
+			/* a closed connection reads as input: degraded now,
+			 * not at the next heartbeat */
+			if (!PQconsumeInput(f->db) || fl_pg_lost(f->db)) {
+				struct wd_err le = {0};
+				fl_pg_err(NULL, f->db, "fleet database", &le);
+				went_down(f, &le);
+				PQfinish(f->db);
+				f->db = NULL;
+				continue;
+			}
+			PGnotify *nt;
+			while ((nt = PQnotifies(f->db)))
+				PQfreemem(nt);
+		}
+	}
+	return NULL;
+}
+
+static char *labels_json(const struct wd_fleet_opts *o)
+{
+	json_t *l = json_object();
+	for (unsigned i = 0; i < o->n_labels; i++) {
+		const char *eq = strchr(o->labels[i], '=');
+		char key[64];
+		snprintf(key, sizeof(key), "%.*s", (int)(eq - o->labels[i]),
+			 o->labels[i]);
+		json_object_set_new(l, key, json_string(eq + 1));
+	}
+	char *s = json_dumps(l, JSON_COMPACT | JSON_SORT_KEYS);
+	json_decref(l);
+	return s;
+}
+
+static void fleet_free(struct wd_fleet *f)
+{
+	if (!f)
+		return;
+	if (f->db)
+		PQfinish(f->db);
+	if (f->api)
+		PQfinish(f->api);
+	if (f->ship_db)
+		PQfinish(f->ship_db);
+	pthread_cond_destroy(&f->ship_cond);
+	if (f->wake_fd >= 0)
+		close(f->wake_fd);
+	json_decref(f->held);
+	json_decref(f->ended);
+	free(f->labels_json);
+	free(f->published);
+	free(f->conninfo);
+	pthread_mutex_destroy(&f->mu);
+	pthread_mutex_destroy(&f->api_mu);
+	free(f);
+}
+
+int wd_fleet_start(const struct wd_fleet_opts *o, struct wd_rt *rt,
+		   struct wd_fleet **out, struct wd_err *err)
+{
+	struct wd_fleet *f = wd_calloc(1, sizeof(*f));
+	f->rt = rt;
+	f->wake_fd = -1;
+	pthread_mutex_init(&f->mu, NULL);
+	pthread_mutex_init(&f->api_mu, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&f->ship_cond, &ca);
+	pthread_condattr_destroy(&ca);
+	f->shipped_seq = -1;
+	f->held = json_object();
+	f->ended = json_array();
+	f->queue_depth = -1;
+	f->nodes_up = -1;
+	f->capacity = o->capacity;
+	f->lease_ms = o->lease_ms ? o->lease_ms : WD_FLEET_LEASE_MS_DEFAULT;
+	int rc = 0;
+	if (f->lease_ms < WD_FLEET_LEASE_MS_MIN) {
+		rc = wd_err_set(err, -EINVAL,
+				"--fleet-lease-ms %u: at least %u ms",
+				f->lease_ms, WD_FLEET_LEASE_MS_MIN);
+		goto fail;
+	}
+	for (unsigned i = 0; i < o->n_labels; i++)
+		if ((rc = wd_fleet_label_check(o->labels[i], err)))
+			goto fail;
+	if ((rc = wd_fleet_conninfo(o->url, &f->conninfo, err)) ||
+	    (rc = fl_node_id_load(o->state_dir, f->node_id, err)))
+		goto fail;
+	f->labels_json = labels_json(o);
+	if (gethostname(f->hostname, sizeof(f->hostname) - 1) < 0)
+		snprintf(f->hostname, sizeof(f->hostname), "?");
+	struct wd_probe_key k;
+	if (wd_probe_key_now(&k) == 0 && k.build[0])
+		snprintf(f->version, sizeof(f->version), "%s", k.build);
+	else
+		snprintf(f->version, sizeof(f->version), "unknown build");
+	f->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (f->wake_fd < 0) {
+		rc = wd_err_set(err, -errno, "eventfd: %s", strerror(errno));
+		goto fail;
+	}
+	/* the first connection now: a schema this build cannot use stops
+	 * the start; an unreachable database does not (degraded) */
+	struct wd_err ce = {0};
+	rc = connect_db(f, &ce);
+	if (rc == -EPROTO) {
+		wd_err_set(err, rc, "%s", ce.msg);
+		goto fail;
+	}
+	if (rc)
+		went_down(f, &ce);
+	rc = 0;
+	wd_rt_set_run_end_hook(rt, fl_on_run_end, f);
+	if (pthread_create(&f->thread, NULL, fleet_thread, f)) {
+		wd_rt_set_run_end_hook(rt, NULL, NULL);
+		rc = wd_err_set(err, -EAGAIN, "cannot start the fleet thread");
+		goto fail;
+	}
+	f->thread_started = true;
+	if (pthread_create(&f->ship_thread, NULL, fl_ship_thread, f) == 0)
+		f->ship_started = true;
+	else
+		wd_warn("fleet: cannot start the trace shipper thread: the "
+			"trace stays on this node only");
+	wd_info("fleet: node %s (%s), capacity %u, lease %u ms, labels %s: "
+		"%s",
+		f->node_id, f->hostname, f->capacity, f->lease_ms,
+		f->labels_json, f->up ? "registered" : "database unreachable");
+	*out = f;
+	return 0;
+fail:
+	fleet_free(f);
+	return rc;
+}
+
+void wd_fleet_stop_claims(struct wd_fleet *f)
+{
+	if (!f)
+		return;
+	pthread_mutex_lock(&f->mu);
+	f->stopping = true;
+	pthread_cond_broadcast(&f->ship_cond);
+	pthread_mutex_unlock(&f->mu);
+	uint64_t one = 1;
+	if (write(f->wake_fd, &one, sizeof(one)) < 0)
+		wd_warn("fleet: wake: %s", strerror(errno));
+}
+
+void wd_fleet_stop(struct wd_fleet *f)
+{
+	if (!f)
+		return;
+	wd_fleet_stop_claims(f);
+	if (f->thread_started)
+		pthread_join(f->thread, NULL);
+	if (f->ship_started)
+		pthread_join(f->ship_thread, NULL);
+	wd_rt_set_run_end_hook(f->rt, NULL, NULL);
+	struct wd_err err = {0};
+	if (f->db &&
+	    (fl_write_ends(f, f->db, &err) || fl_node_stopped(f, f->db, &err)))
+		wd_warn("fleet: stopping: %s", err.msg);
+	fleet_free(f);
+}
+
+json_t *wd_fleet_status(struct wd_fleet *f)
+{
+	pthread_mutex_lock(&f->mu);
+	json_t *o = json_pack(
+	    "{s:s,s:s,s:s,s:i,s:i,s:I,s:I,s:o,s:s}", "node", f->node_id, "host",
+	    f->hostname, "state", f->up ? "up" : "degraded", "capacity",
+	    (int)f->capacity, "lease_ms", (int)f->lease_ms, "held",
+	    (json_int_t)json_object_size(f->held), "queued",
+	    (json_int_t)f->queue_depth, "labels",
+	    json_loads(f->labels_json, 0, NULL), "version", f->version);
+	if (!f->up)
+		json_object_set_new(o, "error", json_string(f->db_error));
+	if (f->nodes_up >= 0)
+		json_object_set_new(o, "nodes_up", json_integer(f->nodes_up));
+	pthread_mutex_unlock(&f->mu);
+	return o;
+}
+
+void wd_fleet_metrics(struct wd_fleet *f, struct wd_buf *b)
+{
+	pthread_mutex_lock(&f->mu);
+	wd_buf_printf(
+	    b,
+	    "# HELP warden_fleet_up 1 when this node's fleet connection "
+	    "works, 0 when degraded.\n"
+	    "# TYPE warden_fleet_up gauge\n"
+	    "warden_fleet_up %d\n"
+	    "# HELP warden_fleet_capacity Runs this node holds at most.\n"
+	    "# TYPE warden_fleet_capacity gauge\n"
+	    "warden_fleet_capacity %u\n"
+	    "# HELP warden_fleet_runs_held Fleet runs running here.\n"
+	    "# TYPE warden_fleet_runs_held gauge\n"
+	    "warden_fleet_runs_held %zu\n"
+	    "# HELP warden_fleet_queue_depth Runs queued fleet-wide (at the "
+	    "last reap; -1 unknown).\n"
+	    "# TYPE warden_fleet_queue_depth gauge\n"
+	    "warden_fleet_queue_depth %lld\n"
+	    "# HELP warden_fleet_runs_submitted_total Runs queued through "
+	    "this node.\n"
+	    "# TYPE warden_fleet_runs_submitted_total counter\n"
+	    "warden_fleet_runs_submitted_total %llu\n"
+	    "# HELP warden_fleet_runs_claimed_total Runs this node claimed.\n"
+	    "# TYPE warden_fleet_runs_claimed_total counter\n"
+	    "warden_fleet_runs_claimed_total %llu\n"
+	    "# HELP warden_fleet_lease_losses_total Runs of this node that "
+	    "ended after their lease ran out (interrupted fleet-wide).\n"
+	    "# TYPE warden_fleet_lease_losses_total counter\n"
+	    "warden_fleet_lease_losses_total %llu\n"
+	    "# HELP warden_fleet_runs_interrupted_total Runs of lost nodes "
+	    "this node marked interrupted.\n"
+	    "# TYPE warden_fleet_runs_interrupted_total counter\n"
+	    "warden_fleet_runs_interrupted_total %llu\n"
+	    "# HELP warden_fleet_runs_requeued_total Runs of lost nodes this "
+	    "node queued again (resume: if_read_only).\n"
+	    "# TYPE warden_fleet_runs_requeued_total counter\n"
+	    "warden_fleet_runs_requeued_total %llu\n"
+	    "# HELP warden_fleet_db_errors_total Failed connections and "
+	    "statements.\n"
+	    "# TYPE warden_fleet_db_errors_total counter\n"
+	    "warden_fleet_db_errors_total %llu\n"
+	    "# HELP warden_fleet_run_ends_pending Ends of runs held here not "
+	    "written to the database yet.\n"
+	    "# TYPE warden_fleet_run_ends_pending gauge\n"
+	    "warden_fleet_run_ends_pending %zu\n"
+	    "# HELP warden_fleet_trace_shipped_total Trace index rows this "
+	    "process shipped to the database.\n"
+	    "# TYPE warden_fleet_trace_shipped_total counter\n"
+	    "warden_fleet_trace_shipped_total %llu\n"
+	    "# HELP warden_fleet_trace_shipped_seq The last seq of this "
+	    "node's trace in the database (-1: not known yet).\n"
+	    "# TYPE warden_fleet_trace_shipped_seq gauge\n"
+	    "warden_fleet_trace_shipped_seq %lld\n",
+	    f->up ? 1 : 0, f->capacity, json_object_size(f->held),
+	    (long long)f->queue_depth, (unsigned long long)f->m_submitted,
+	    (unsigned long long)f->m_claimed,
+	    (unsigned long long)f->m_lease_lost,
+	    (unsigned long long)f->m_interrupted,
+	    (unsigned long long)f->m_requeued,
+	    (unsigned long long)f->m_db_errors, json_array_size(f->ended),
+	    (unsigned long long)f->m_shipped, (long long)f->shipped_seq);
+	pthread_mutex_unlock(&f->mu);
+}

@@ -1,0 +1,127 @@
+/* The fleet: many wardend nodes sharing one PostgreSQL database (README
+ * "More than one node"). Off unless wardend is given --fleet; a node
+ * without it needs no database and behaves as it always did.
+ *
+ *   schema.c  the tables, created and migrated by wardend itself: numbered
+ *             steps applied in one transaction under an advisory lock, so
+ *             nodes starting together apply each step once
+ *   node.c    this node's row: registration, heartbeat, its lease; the
+ *             reaper that interrupts the runs of a node whose lease ran out
+ *   queue.c   the run queue: submit (POST /v1/runs), claim (fair share
+ *             between teams, an agent's placement held by the node's
+ *             labels, FOR UPDATE SKIP LOCKED), run ends, the queue's views
+ *   fleet.c   the node's fleet thread (LISTEN/NOTIFY, heartbeats, claims),
+ *             status, metrics
+ *   ship.c    the trace shipper: the node's trace index rows, in order,
+ *             with the cursor in the same transaction
+ *   trace_views.c  the shipped index read fleet-wide: runs, a run, cost
+ *   approvals.c    pending approvals published by the run's node, decided
+ *             on any node, applied by the run's node as the approver
+ *
+ * Leases: a node's claimed runs carry lease_until (database time), renewed
+ * by every heartbeat; when it passes, any node's reaper marks them
+ * `interrupted` fleet-wide -- or, for an agent with `resume: if_read_only`
+ * (every tool side_effects: none, no sub-agents: policy/agent.h), queued
+ * again to be run from its task elsewhere (node.c LOSE_RUN).
+ *
+ * Degraded mode: with the database unreachable a node keeps running the
+ * runs it holds (their ends are written when it is back), claims nothing,
+ * and refuses new submissions with 503; it reconnects by itself.
+ */
+#ifndef WD_FLEET_H
+#define WD_FLEET_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "common/util.h"
+#include "runtime/runtime.h"
+
+struct wd_fleet;
+
+#define WD_FLEET_LABELS_MAX 16
+
+struct wd_fleet_opts {
+	/* a libpq connection string or URI ("postgresql://...", "host=..."),
+	 * or "@FILE" / an absolute path of a file holding one */
+	const char *url;
+	const char *state_dir; /* STATE/fleet-node-id names the node */
+	unsigned capacity;     /* runs held at once; 0 = submit only */
+	unsigned lease_ms;     /* 0 = WD_FLEET_LEASE_MS_DEFAULT */
+	const char *labels[WD_FLEET_LABELS_MAX]; /* "key=value" */
+	unsigned n_labels;
+};
+
+#define WD_FLEET_LEASE_MS_DEFAULT 10000u
+#define WD_FLEET_LEASE_MS_MIN	  300u
+
+/* Read the URL (a file's first line for @FILE or a path), check its
+ * syntax with libpq, and the other options. 0 or -EINVAL / -errno with
+ * err. *conninfo is malloc'd. */
+int wd_fleet_conninfo(const char *url, char **conninfo, struct wd_err *err);
+int wd_fleet_label_check(const char *kv, struct wd_err *err);
+
+/* Connect, migrate, register and start the fleet thread. A database that
+ * cannot be reached is not an error: the node starts degraded and retries
+ * (err is then a warning in the log). -EINVAL for options, -EPROTO for a
+ * schema newer than this build. */
+int wd_fleet_start(const struct wd_fleet_opts *o, struct wd_rt *rt,
+		   struct wd_fleet **out, struct wd_err *err);
+/* Claims nothing more from now on (a stopping node: called before the API
+ * closes, which may take a while). */
+void wd_fleet_stop_claims(struct wd_fleet *f);
+/* Stops claiming, writes what it can, marks the node stopped. Runs still
+ * held are interrupted by the runtime's own close (their run_end). */
+void wd_fleet_stop(struct wd_fleet *f);
+
+/* POST /v1/runs in a fleet: checks the agent and the caller as a local run
+ * would (wd_rt_run_check), then queues it. id: the run's id. -ENOENT,
+ * -EACCES, -EAGAIN (database unreachable: not queued). */
+int wd_fleet_submit(struct wd_fleet *f, const struct wd_caller *c,
+		    const char *agent, const char *task, char id[64],
+		    struct wd_err *err);
+/* GET /v1/fleet/runs/ID: the run's row for a caller who may read it (the
+ * trace's rule). NULL with errno ENOENT, EACCES or EAGAIN and err. */
+json_t *wd_fleet_run_get(struct wd_fleet *f, const struct wd_caller *c,
+			 const char *id, struct wd_err *err);
+/* GET /v1/fleet/runs: the newest `limit` rows the caller may read (state:
+ * NULL or one of queued|running|done|interrupted), without tasks and
+ * outputs. NULL with errno EAGAIN. */
+json_t *wd_fleet_runs(struct wd_fleet *f, const struct wd_caller *c,
+		      const char *state, unsigned limit, struct wd_err *err);
+/* GET /v1/fleet/trace/runs: the newest `limit` runs of the shipped trace
+ * index (every node's) the caller may read. NULL with errno EAGAIN. */
+json_t *wd_fleet_trace_runs(struct wd_fleet *f, const struct wd_caller *c,
+			    unsigned limit, struct wd_err *err);
+/* GET /v1/fleet/trace/runs/ID: {run, records: [index rows]}; NULL with
+ * errno ENOENT (none the caller may read) or EAGAIN. */
+json_t *wd_fleet_trace_run(struct wd_fleet *f, const struct wd_caller *c,
+			   const char *id, struct wd_err *err);
+/* GET /v1/fleet/cost: the cost of the ended runs of every node's shipped
+ * trace the caller may read, by team, agent or user, started since
+ * since_ns: {by, groups: [{<by>, runs, cost_usd, input_tokens,
+ * output_tokens, nodes}], total_usd}. Each run's own cost (a sub-agent's
+ * run is counted as itself). NULL with errno EAGAIN / EINVAL. */
+json_t *wd_fleet_cost(struct wd_fleet *f, const struct wd_caller *c,
+		      const char *by, uint64_t since_ns, struct wd_err *err);
+/* GET /v1/approvals in a fleet, the other nodes' part: their pending
+ * approvals for approvers and the runs' readers, without arguments (those
+ * are read on the run's node, where the read is recorded). NULL with
+ * errno EAGAIN. */
+json_t *wd_fleet_approvals(struct wd_fleet *f, const struct wd_caller *c,
+			   struct wd_err *err);
+/* POST /v1/approvals/ID for an approval another node holds: the decision
+ * is written and that node applies it as c (its own approver check); waits
+ * up to 5 s for its verdict. 0, -ENOENT (no such pending approval), the
+ * run's node's -errno (-EPERM not an approver there), -EAGAIN. */
+int wd_fleet_approval_decide(struct wd_fleet *f, const struct wd_caller *c,
+			     const char *id, bool approve, const char *reason,
+			     struct wd_err *err);
+/* GET /v1/fleet/nodes: every node's row. NULL with errno EAGAIN. */
+json_t *wd_fleet_nodes(struct wd_fleet *f, struct wd_err *err);
+/* The node's fleet state for /v1/status (new reference). */
+json_t *wd_fleet_status(struct wd_fleet *f);
+/* warden_fleet_* metrics (Prometheus text appended to b). */
+void wd_fleet_metrics(struct wd_fleet *f, struct wd_buf *b);
+
+#endif

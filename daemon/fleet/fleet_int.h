@@ -1,0 +1,118 @@
+/* Inside the fleet box (fleet.h): the node's state and the steps each file
+ * owns. One libpq connection per thread that talks: the fleet thread's
+ * (heartbeats, claims, LISTEN, run ends) and the API's (submit, views),
+ * the latter under api_mu. Every statement that carries a value from
+ * outside is PQexecParams with parameters. */
+#ifndef WD_FLEET_INT_H
+#define WD_FLEET_INT_H
+
+#include <libpq-fe.h>
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "fleet/fleet.h"
+
+/* the channel submissions notify (payload: the run id) */
+#define WD_FLEET_CHANNEL "warden_runs"
+/* the channel decisions taken on another node notify (payload: the node
+ * that holds the approval) */
+#define WD_FLEET_APPROVALS "warden_approvals"
+
+struct wd_fleet {
+	struct wd_rt *rt;
+	char *conninfo;
+	char node_id[40];
+	char hostname[256];
+	char version[96];
+	char *labels_json; /* {"key": "value", ...} */
+	unsigned capacity, lease_ms;
+
+	pthread_t thread;
+	bool thread_started;
+	int wake_fd;	 /* eventfd: a run ended, or stop */
+	PGconn *db;	 /* the fleet thread's */
+	bool registered; /* once in this process: later ones reconnect */
+
+	pthread_mutex_t api_mu;
+	PGconn *api;
+
+	pthread_mutex_t mu; /* everything below */
+	bool stopping;
+	bool up; /* the fleet thread's connection works */
+	char db_error[256];
+	json_t *held;  /* local run id -> fleet run id: claimed here, not
+			* ended (they differ from the second attempt on) */
+	json_t *ended; /* [{run_id, status, reason, output, steps, cost}] */
+	uint64_t m_claimed, m_submitted, m_lease_lost, m_interrupted,
+	    m_db_errors, m_ends_written, m_requeued;
+	int64_t queue_depth; /* at the last heartbeat; -1 unknown */
+	/* the trace shipper (ship.c): its thread owns ship_db */
+	pthread_t ship_thread;
+	bool ship_started;
+	PGconn *ship_db;
+	int64_t shipped_seq;	  /* the database's cursor; -1 not read yet */
+	uint64_t m_shipped;	  /* index rows shipped by this process */
+	pthread_cond_t ship_cond; /* with mu: stopping */
+	/* approvals.c, the fleet thread's: the ids last published */
+	char *published;
+	int64_t nodes_up;
+};
+
+/* schema.c: create or migrate the schema on c. 0, -EPROTO (the database
+ * is newer than this build), -EIO (err: the server's message). */
+int fl_schema_migrate(PGconn *c, struct wd_err *err);
+#define WD_FLEET_SCHEMA_VERSION 5
+/* a resumable run is run at most this many times in all */
+#define WD_FLEET_ATTEMPTS 3
+
+/* node.c */
+int fl_register(struct wd_fleet *f, PGconn *c, struct wd_err *err);
+int fl_heartbeat(struct wd_fleet *f, PGconn *c, struct wd_err *err);
+/* interrupt the runs whose lease ran out (any node's); count in *n */
+int fl_reap(struct wd_fleet *f, PGconn *c, int64_t *n, struct wd_err *err);
+int fl_node_stopped(struct wd_fleet *f, PGconn *c, struct wd_err *err);
+int fl_node_id_load(const char *state_dir, char id[40], struct wd_err *err);
+
+/* queue.c */
+/* Claim one run and start it here. 1 claimed, 0 none queued, -errno. */
+int fl_claim_one(struct wd_fleet *f, PGconn *c, struct wd_err *err);
+/* Write the ends of runs held here; 0 or -errno (the rest stay queued). */
+int fl_write_ends(struct wd_fleet *f, PGconn *c, struct wd_err *err);
+void fl_on_run_end(void *arg, const struct wd_rt_run_end *e);
+
+/* approvals.c, on the fleet thread's connection: publish this node's
+ * pending approvals (when they changed), apply decisions other nodes
+ * wrote for them. 0 or -errno. */
+int fl_publish_approvals(struct wd_fleet *f, PGconn *c, struct wd_err *err);
+int fl_apply_decisions(struct wd_fleet *f, PGconn *c, struct wd_err *err);
+
+/* ship.c: the shipper thread (started by wd_fleet_start, joined by
+ * wd_fleet_stop after `stopping` is set and ship_cond signalled). */
+void *fl_ship_thread(void *arg);
+
+/* queue.c: one row of JSON text made by the server (row_to_json,
+ * json_agg), parsed; NULL with errno ENOENT (no row) or EAGAIN (err). On
+ * the API's connection. */
+json_t *fl_row_json(struct wd_fleet *f, const char *sql, int n, const char **pv,
+		    struct wd_err *err);
+/* The trace's read rule as query parameters: $all ("true"/"false"), $uid,
+ * $teams (a text[] literal of the caller's groups: names of [a-z0-9_-],
+ * passed as a parameter like any other value). Free teams. */
+struct fl_scope {
+	const char *all;
+	char uid[24];
+	struct wd_buf teams;
+};
+void fl_scope_params(struct wd_fleet *f, const struct wd_caller *c,
+		     struct fl_scope *s);
+
+/* fleet.c: a new connection (check PQstatus), with a connect timeout
+ * unless the URL sets one. */
+PGconn *fl_connect(struct wd_fleet *f);
+
+/* A statement's failure as -EIO with the server's words. Clears r. */
+int fl_pg_err(PGresult *r, PGconn *c, const char *what, struct wd_err *err);
+/* Is the connection gone (to be dropped and made again)? */
+bool fl_pg_lost(PGconn *c);
+
+#endif

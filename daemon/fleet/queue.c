@@ -1,0 +1,403 @@
+/* The fleet's run queue (fleet.h): a run submitted on any node is a row in
+ * warden.runs; nodes with room claim rows (warden.claim, schema.c: fair
+ * share between teams, FOR UPDATE SKIP LOCKED) and run them through the
+ * same path as a local run (wd_rt_run_create_id), under the id the
+ * submitter gave it; the executing node writes how it ended. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "api/request.h"
+#include "common/log.h"
+#include "fleet/fleet_int.h"
+
+/* The API's connection, made again once when it was lost. Under api_mu. */
+static PGconn *api_conn(struct wd_fleet *f, struct wd_err *err)
+{
+	if (f->api && PQstatus(f->api) == CONNECTION_OK)
+		return f->api;
+	if (f->api)
+		PQfinish(f->api);
+	f->api = fl_connect(f);
+	if (PQstatus(f->api) != CONNECTION_OK) {
+		fl_pg_err(NULL, f->api, "fleet database unreachable", err);
+		pthread_mutex_lock(&f->mu);
+		f->m_db_errors++;
+		pthread_mutex_unlock(&f->mu);
+		return NULL;
+	}
+	return f->api;
+}
+
+static void api_failed(struct wd_fleet *f)
+{
+	pthread_mutex_lock(&f->mu);
+	f->m_db_errors++;
+	pthread_mutex_unlock(&f->mu);
+}
+
+int wd_fleet_submit(struct wd_fleet *f, const struct wd_caller *c,
+		    const char *agent, const char *task, char id[64],
+		    struct wd_err *err)
+{
+	struct wd_rt_agent_facts af = {0};
+	int rc = wd_rt_run_check(f->rt, c, agent, &af, err);
+	if (rc)
+		return rc;
+	cleanup_free char *placement = af.placement;
+	char rid[24] = "run_", uid[16], gid[16];
+	wd_rand_hex(rid + 4, 16);
+	snprintf(uid, sizeof(uid), "%u", (unsigned)c->uid);
+	snprintf(gid, sizeof(gid), "%u", (unsigned)c->gid);
+	const char *pv[10] = {rid,
+			      af.team,
+			      agent,
+			      task,
+			      uid,
+			      gid,
+			      c->user,
+			      f->node_id,
+			      placement ? placement : "{}",
+			      af.resume ? "true" : "false"};
+	pthread_mutex_lock(&f->api_mu);
+	PGconn *db = api_conn(f, err);
+	if (!db) {
+		pthread_mutex_unlock(&f->api_mu);
+		return wd_err_set(err, -EAGAIN, "%s; the run was not queued",
+				  err->msg);
+	}
+	/* a placement no node up could take would wait for ever: refused
+	 * (a node may be up and full: then it waits for room) */
+	if (placement) {
+		const char *ppv[1] = {placement};
+		PGresult *pr = PQexecParams(
+		    db,
+		    "SELECT count(*) FROM warden.nodes WHERE state = 'up' AND "
+		    "capacity > 0 AND labels @> $1::jsonb",
+		    1, NULL, ppv, NULL, NULL, 0);
+		if (PQresultStatus(pr) != PGRES_TUPLES_OK) {
+			fl_pg_err(pr, db, "placement", err);
+			pthread_mutex_unlock(&f->api_mu);
+			api_failed(f);
+			return wd_err_set(err, -EAGAIN,
+					  "%s; the run was not queued",
+					  err->msg);
+		}
+		bool none = !strcmp(PQgetvalue(pr, 0, 0), "0");
+		PQclear(pr);
+		if (none) {
+			pthread_mutex_unlock(&f->api_mu);
+			return wd_err_set(err, -EINVAL,
+					  "agent '%s' has placement %s and no "
+					  "node up with capacity has those "
+					  "labels; the run was not queued",
+					  agent, placement);
+		}
+	}
+	/* the notification is delivered at commit: a claimer woken by it
+	 * finds the row */
+	PGresult *r = PQexecParams(
+	    db,
+	    "WITH ins AS (INSERT INTO warden.runs (id, team, agent, task, "
+	    "uid, gid, user_name, submitted_node, placement, resume) VALUES "
+	    "($1, $2, $3, $4, $5::bigint, $6::bigint, $7, $8, $9::jsonb, "
+	    "$10::boolean) RETURNING id) SELECT pg_notify('" WD_FLEET_CHANNEL
+	    "', id) FROM ins",
+	    10, NULL, pv, NULL, NULL, 0);
+	if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+		rc = fl_pg_err(r, db, "queueing the run", err);
+		pthread_mutex_unlock(&f->api_mu);
+		api_failed(f);
+		return wd_err_set(err, -EAGAIN, "%s; the run was not queued",
+				  err->msg);
+	}
+	PQclear(r);
+	pthread_mutex_unlock(&f->api_mu);
+	pthread_mutex_lock(&f->mu);
+	f->m_submitted++;
+	pthread_mutex_unlock(&f->mu);
+	snprintf(id, 64, "%s", rid);
+	wd_info("fleet: run %s queued: agent %s for %s (uid %u)", rid, agent,
+		c->user, (unsigned)c->uid);
+	return 0;
+}
+
+/* One row as JSON text by the server (row_to_json), parsed. NULL with
+ * errno ENOENT (no row) or EAGAIN (err). */
+json_t *fl_row_json(struct wd_fleet *f, const char *sql, int n, const char **pv,
+		    struct wd_err *err)
+{
+	pthread_mutex_lock(&f->api_mu);
+	PGconn *db = api_conn(f, err);
+	if (!db) {
+		pthread_mutex_unlock(&f->api_mu);
+		errno = EAGAIN;
+		return NULL;
+	}
+	PGresult *r = PQexecParams(db, sql, n, NULL, pv, NULL, NULL, 0);
+	if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+		fl_pg_err(r, db, "fleet database", err);
+		pthread_mutex_unlock(&f->api_mu);
+		api_failed(f);
+		errno = EAGAIN;
+		return NULL;
+	}
+	json_t *o = NULL;
+	if (PQntuples(r) == 1 && !PQgetisnull(r, 0, 0))
+		o = json_loads(PQgetvalue(r, 0, 0), 0, NULL);
+	PQclear(r);
+	pthread_mutex_unlock(&f->api_mu);
+	if (!o) {
+		wd_err_set(err, -ENOENT, "no such run in the fleet");
+		errno = ENOENT;
+	}
+	return o;
+}
+
+json_t *wd_fleet_run_get(struct wd_fleet *f, const struct wd_caller *c,
+			 const char *id, struct wd_err *err)
+{
+	if (!wd_api_id_ok(id)) {
+		wd_err_set(err, -ENOENT, "no such run in the fleet");
+		errno = ENOENT;
+		return NULL;
+	}
+	const char *pv[1] = {id};
+	json_t *o = fl_row_json(
+	    f,
+	    "SELECT row_to_json(x)::text FROM (SELECT r.id AS run_id, "
+	    "r.team, r.agent, r.uid, r.user_name AS user, r.state, r.status, "
+	    "r.reason, r.output, r.steps, r.cost_usd, r.submitted_node, "
+	    "r.node_id AS node, n.hostname AS node_host, r.submitted_at, "
+	    "r.claimed_at, r.ended_at, r.claim_order, r.attempt, CASE WHEN "
+	    "r.attempt > 0 THEN r.id || '-a' || r.attempt ELSE r.id END AS "
+	    "local_run_id FROM warden.runs r "
+	    "LEFT JOIN warden.nodes n ON n.id = r.node_id WHERE r.id = $1) x",
+	    1, pv, err);
+	if (!o)
+		return NULL;
+	int64_t uid = json_integer_value(json_object_get(o, "uid"));
+	const char *team = json_string_value(json_object_get(o, "team"));
+	if (!wd_rt_may_read(f->rt, c, uid, team ? team : "")) {
+		json_decref(o);
+		wd_err_set(err, -EACCES,
+			   "run %s is readable by its user, its team's group "
+			   "and auditors",
+			   id);
+		errno = EACCES;
+		return NULL;
+	}
+	return o;
+}
+
+void fl_scope_params(struct wd_fleet *f, const struct wd_caller *c,
+		     struct fl_scope *s)
+{
+	json_t *sc = wd_rt_read_scope(f->rt, c);
+	memset(s, 0, sizeof(*s));
+	wd_buf_printf(&s->teams, "{");
+	size_t i;
+	json_t *t;
+	json_array_foreach(json_object_get(sc, "teams"), i, t)
+	{
+		wd_buf_printf(&s->teams, "%s\"%s\"", i ? "," : "",
+			      json_string_value(t));
+	}
+	wd_buf_printf(&s->teams, "}");
+	snprintf(s->uid, sizeof(s->uid), "%lld",
+		 (long long)json_integer_value(json_object_get(sc, "uid")));
+	s->all = json_is_true(json_object_get(sc, "all")) ? "true" : "false";
+	json_decref(sc);
+}
+
+json_t *wd_fleet_runs(struct wd_fleet *f, const struct wd_caller *c,
+		      const char *state, unsigned limit, struct wd_err *err)
+{
+	/* the read rule as a set, in the query: a page of rows is a page of
+	 * readable rows */
+	struct fl_scope sc;
+	fl_scope_params(f, c, &sc);
+	char lim[16];
+	snprintf(lim, sizeof(lim), "%u", limit);
+	const char *pv[5] = {sc.all, sc.uid, sc.teams.data, state, lim};
+	json_t *o = fl_row_json(
+	    f,
+	    "SELECT coalesce(json_agg(x ORDER BY x.submitted_at DESC, "
+	    "x.run_id), '[]')::text FROM (SELECT r.id AS run_id, r.team, "
+	    "r.agent, r.uid, r.user_name AS user, r.state, r.status, "
+	    "r.node_id AS node, r.submitted_node, r.submitted_at, "
+	    "r.claimed_at, r.ended_at, r.steps, r.cost_usd FROM warden.runs r "
+	    "WHERE ($1::boolean OR r.uid = $2::bigint OR r.team = "
+	    "ANY($3::text[])) AND ($4::text IS NULL OR r.state = $4) "
+	    "ORDER BY r.submitted_at DESC, r.id LIMIT $5::integer) x",
+	    5, pv, err);
+	wd_buf_free(&sc.teams);
+	if (!o && errno == ENOENT)
+		o = json_array();
+	return o;
+}
+
+json_t *wd_fleet_nodes(struct wd_fleet *f, struct wd_err *err)
+{
+	json_t *o = fl_row_json(
+	    f,
+	    "SELECT coalesce(json_agg(x ORDER BY x.id), '[]')::text FROM "
+	    "(SELECT n.id, n.hostname, n.version, n.capacity, n.labels, "
+	    "n.state, n.started_at, n.heartbeat_at, n.lease_until, "
+	    "(SELECT count(*) FROM warden.runs r WHERE r.node_id = n.id AND "
+	    "r.state = 'running') AS running FROM warden.nodes n) x",
+	    0, NULL, err);
+	if (!o && errno == ENOENT)
+		o = json_array();
+	return o;
+}
+
+/* ---- the fleet thread's side ---- */
+
+void fl_on_run_end(void *arg, const struct wd_rt_run_end *e)
+{
+	struct wd_fleet *f = arg;
+	pthread_mutex_lock(&f->mu);
+	json_t *fid = json_incref(json_object_get(f->held, e->run_id));
+	if (!fid) {
+		/* a local run (a sub-agent's, a replay's): not the fleet's */
+		pthread_mutex_unlock(&f->mu);
+		return;
+	}
+	json_object_del(f->held, e->run_id);
+	json_t *o =
+	    json_pack("{s:o,s:s,s:i,s:f}", "run_id", fid, "status", e->status,
+		      "steps", e->steps, "cost", e->cost_usd);
+	if (e->reason)
+		json_object_set_new(o, "reason", json_string(e->reason));
+	if (e->output)
+		json_object_set_new(o, "output", json_string(e->output));
+	json_array_append_new(f->ended, o);
+	pthread_mutex_unlock(&f->mu);
+	uint64_t one = 1;
+	if (write(f->wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		wd_warn("fleet: wake: %s", strerror(errno));
+}
+
+int fl_write_ends(struct wd_fleet *f, PGconn *c, struct wd_err *err)
+{
+	for (;;) {
+		pthread_mutex_lock(&f->mu);
+		json_t *o = json_incref(json_array_get(f->ended, 0));
+		pthread_mutex_unlock(&f->mu);
+		if (!o)
+			return 0;
+		char steps[16], cost[32];
+		snprintf(
+		    steps, sizeof(steps), "%lld",
+		    (long long)json_integer_value(json_object_get(o, "steps")));
+		snprintf(cost, sizeof(cost), "%.17g",
+			 json_number_value(json_object_get(o, "cost")));
+		const char *id =
+		    json_string_value(json_object_get(o, "run_id"));
+		const char *pv[7] = {
+		    id,
+		    f->node_id,
+		    json_string_value(json_object_get(o, "status")),
+		    json_string_value(json_object_get(o, "reason")),
+		    json_string_value(json_object_get(o, "output")),
+		    steps,
+		    cost};
+		PGresult *r = PQexecParams(
+		    c,
+		    "UPDATE warden.runs SET state = 'done', status = $3, "
+		    "reason = $4, output = $5, steps = $6::integer, cost_usd = "
+		    "$7::double precision, ended_at = clock_timestamp(), "
+		    "lease_until = NULL WHERE id = $1 AND node_id = $2 AND "
+		    "state = 'running'",
+		    7, NULL, pv, NULL, NULL, 0);
+		if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+			json_decref(o);
+			return fl_pg_err(r, c, "writing a run's end", err);
+		}
+		bool lost = strcmp(PQcmdTuples(r), "1") != 0;
+		PQclear(r);
+		if (lost)
+			wd_warn("fleet: run %s ended %s after its lease ran "
+				"out: the fleet has it interrupted; its end is "
+				"in this node's trace",
+				id, pv[2]);
+		pthread_mutex_lock(&f->mu);
+		json_array_remove(f->ended, 0);
+		if (lost)
+			f->m_lease_lost++;
+		else
+			f->m_ends_written++;
+		pthread_mutex_unlock(&f->mu);
+		json_decref(o);
+	}
+}
+
+/* A claimed run that cannot start here (its agent is not in this node's
+ * policy, the caller may not run it here): it ends at once, `failed`. */
+static void start_failed(struct wd_fleet *f, const char *id, const char *why)
+{
+	wd_warn("fleet: run %s claimed but not started: %s", id, why);
+	pthread_mutex_lock(&f->mu);
+	json_object_set_new(f->held, id, json_string(id));
+	pthread_mutex_unlock(&f->mu);
+	struct wd_rt_run_end e = {
+	    .run_id = id, .status = "failed", .reason = why};
+	fl_on_run_end(f, &e);
+}
+
+int fl_claim_one(struct wd_fleet *f, PGconn *c, struct wd_err *err)
+{
+	char lease[16];
+	snprintf(lease, sizeof(lease), "%u", f->lease_ms);
+	const char *pv[3] = {f->node_id, lease, f->labels_json};
+	PGresult *r = PQexecParams(
+	    c,
+	    "SELECT c_id, c_agent, c_task, c_uid, c_gid, c_user, c_attempt "
+	    "FROM warden.claim($1, $2::integer, $3::jsonb)",
+	    3, NULL, pv, NULL, NULL, 0);
+	if (PQresultStatus(r) != PGRES_TUPLES_OK)
+		return fl_pg_err(r, c, "claim", err);
+	if (PQntuples(r) != 1) {
+		PQclear(r);
+		return 0;
+	}
+	const char *id = PQgetvalue(r, 0, 0);
+	/* a run queued again (node.c LOSE_RUN) runs under a local id of its
+	 * own: the first attempt's trace, on the lost node, has the first */
+	long attempt = strtol(PQgetvalue(r, 0, 6), NULL, 10);
+	char lid[64];
+	if (attempt > 0)
+		snprintf(lid, sizeof(lid), "%s-a%ld", id, attempt);
+	else
+		snprintf(lid, sizeof(lid), "%s", id);
+	struct wd_caller who;
+	wd_caller_from_uid((uid_t)strtoul(PQgetvalue(r, 0, 3), NULL, 10),
+			   (gid_t)strtoul(PQgetvalue(r, 0, 4), NULL, 10), &who);
+	pthread_mutex_lock(&f->mu);
+	f->m_claimed++;
+	/* held before the run exists: its end may come before
+	 * wd_rt_run_create_id returns */
+	json_object_set_new(f->held, lid, json_string(id));
+	pthread_mutex_unlock(&f->mu);
+	char out[64];
+	struct wd_err re = {0};
+	int rc = wd_api_id_ok(lid)
+		     ? wd_rt_run_create_id(f->rt, &who, PQgetvalue(r, 0, 1),
+					   PQgetvalue(r, 0, 2), lid, out, &re)
+		     : wd_err_set(&re, -EINVAL, "bad run id");
+	if (rc) {
+		pthread_mutex_lock(&f->mu);
+		json_object_del(f->held, lid);
+		pthread_mutex_unlock(&f->mu);
+		start_failed(f, id, re.msg);
+	} else {
+		wd_info(
+		    "fleet: run %s claimed (agent %s, submitted for %s)%s%s",
+		    id, PQgetvalue(r, 0, 1), PQgetvalue(r, 0, 5),
+		    attempt ? ", run again as " : "", attempt ? lid : "");
+	}
+	PQclear(r);
+	return 1;
+}

@@ -1,0 +1,323 @@
+/* The fleet's schema, created and migrated by wardend itself (README "More
+ * than one node"). Each version is a list of statements; a node applies
+ * the versions the database lacks, in order, in one transaction that first
+ * takes a transaction-scoped advisory lock: nodes starting together queue
+ * on the lock, and the second one finds the work done (the version table
+ * is read after the lock, never before). A database at a version this
+ * build does not know is refused: an older wardend must not write tables
+ * whose meaning changed under it. Statements here carry no outside value
+ * (constant text); everything else goes through PQexecParams. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "fleet/fleet_int.h"
+
+/* "warden" in ASCII: the advisory lock's key */
+#define MIGRATE_LOCK "7775716110734414"
+
+static const char *const v1[] = {
+    "CREATE SCHEMA IF NOT EXISTS warden",
+    "CREATE TABLE warden.nodes ("
+    " id text PRIMARY KEY,"
+    " hostname text NOT NULL,"
+    " version text NOT NULL,"
+    " capacity integer NOT NULL CHECK (capacity >= 0),"
+    " labels jsonb NOT NULL DEFAULT '{}',"
+    " state text NOT NULL CHECK (state IN ('up', 'lost', 'stopped')),"
+    " started_at timestamptz NOT NULL,"
+    " heartbeat_at timestamptz NOT NULL,"
+    " lease_until timestamptz NOT NULL)",
+    "CREATE SEQUENCE warden.claim_order",
+    "CREATE TABLE warden.runs ("
+    " id text PRIMARY KEY,"
+    " team text NOT NULL,"
+    " agent text NOT NULL,"
+    " task text NOT NULL,"
+    " uid bigint NOT NULL,"
+    " gid bigint NOT NULL,"
+    " user_name text NOT NULL,"
+    " submitted_node text NOT NULL,"
+    " submitted_at timestamptz NOT NULL DEFAULT clock_timestamp(),"
+    " state text NOT NULL DEFAULT 'queued'"
+    "  CHECK (state IN ('queued', 'running', 'done', 'interrupted')),"
+    " node_id text,"
+    " claim_order bigint,"
+    " claimed_at timestamptz,"
+    " lease_until timestamptz,"
+    " ended_at timestamptz,"
+    " status text,"
+    " reason text,"
+    " output text,"
+    " steps integer,"
+    " cost_usd double precision)",
+    "CREATE INDEX runs_queued ON warden.runs (team, submitted_at, id)"
+    " WHERE state = 'queued'",
+    "CREATE INDEX runs_running ON warden.runs (node_id)"
+    " WHERE state = 'running'",
+    "CREATE INDEX runs_lease ON warden.runs (lease_until)"
+    " WHERE state = 'running'",
+    /* Fair share: teams in order of the runs they hold fleet-wide (then
+     * their oldest queued run); the first team whose oldest queued run
+     * is not locked by another claimer gets it. A team with 100 queued
+     * runs is one candidate like a team with 5. */
+    "CREATE FUNCTION warden.claim(p_node text, p_lease_ms integer)"
+    " RETURNS TABLE (c_id text, c_agent text, c_task text, c_uid bigint,"
+    "  c_gid bigint, c_user text)"
+    " LANGUAGE plpgsql AS $$"
+    " DECLARE t record; rid text;"
+    " BEGIN"
+    "  FOR t IN"
+    "   SELECT q.team FROM"
+    "    (SELECT team, min(submitted_at) AS oldest FROM warden.runs"
+    "     WHERE state = 'queued' GROUP BY team) q"
+    "   LEFT JOIN (SELECT team, count(*) AS n FROM warden.runs"
+    "     WHERE state = 'running' GROUP BY team) h ON h.team = q.team"
+    "   ORDER BY coalesce(h.n, 0), q.oldest"
+    "  LOOP"
+    "   SELECT r.id INTO rid FROM warden.runs r"
+    "    WHERE r.state = 'queued' AND r.team = t.team"
+    "    ORDER BY r.submitted_at, r.id LIMIT 1 FOR UPDATE SKIP LOCKED;"
+    "   IF FOUND THEN"
+    "    UPDATE warden.runs r SET state = 'running',"
+    "     node_id = p_node, claim_order = nextval('warden.claim_order'),"
+    "     claimed_at = clock_timestamp(),"
+    "     lease_until = clock_timestamp()"
+    "      + p_lease_ms * interval '1 millisecond'"
+    "     WHERE r.id = rid"
+    "     RETURNING r.id, r.agent, r.task, r.uid, r.gid, r.user_name"
+    "     INTO c_id, c_agent, c_task, c_uid, c_gid, c_user;"
+    "    RETURN NEXT;"
+    "    RETURN;"
+    "   END IF;"
+    "  END LOOP;"
+    " END $$",
+};
+
+/* The trace index, shipped (ship.c): each node's index rows by (node,
+ * seq), the runs they belong to, and each node's cursor. */
+static const char *const v2[] = {
+    "CREATE TABLE warden.trace_records ("
+    " node_id text NOT NULL,"
+    " seq bigint NOT NULL,"
+    " run_id text,"
+    " step integer,"
+    " type text NOT NULL,"
+    " tool text,"
+    " call_id text,"
+    " status text,"
+    " prompt_hash text,"
+    " result_hash text,"
+    " ts timestamptz,"
+    " PRIMARY KEY (node_id, seq))",
+    "CREATE INDEX trace_records_run ON warden.trace_records (run_id, seq)",
+    "CREATE TABLE warden.trace_runs ("
+    " run_id text PRIMARY KEY,"
+    " node_id text NOT NULL,"
+    " agent text,"
+    " team text,"
+    " user_name text,"
+    " uid bigint,"
+    " model text,"
+    " status text,"
+    " started timestamptz,"
+    " ended timestamptz,"
+    " cost_usd double precision,"
+    " input_tokens bigint,"
+    " output_tokens bigint,"
+    " steps integer)",
+    "CREATE INDEX trace_runs_started ON warden.trace_runs (started)",
+    "CREATE TABLE warden.trace_ship ("
+    " node_id text PRIMARY KEY,"
+    " seq bigint NOT NULL,"
+    " shipped_at timestamptz NOT NULL)",
+};
+
+/* warden.claim() of v3 and later (v5 adds the run's attempt) */
+#define CLAIM_FN(EXTRA_OUT, EXTRA_RET, EXTRA_INTO)                             \
+	"CREATE FUNCTION warden.claim(p_node text, p_lease_ms integer,"        \
+	" p_labels jsonb)"                                                     \
+	" RETURNS TABLE (c_id text, c_agent text, c_task text, c_uid bigint,"  \
+	"  c_gid bigint, c_user text" EXTRA_OUT ")"                            \
+	" LANGUAGE plpgsql AS $$"                                              \
+	" DECLARE t record; rid text;"                                         \
+	" BEGIN"                                                               \
+	"  FOR t IN"                                                           \
+	"   SELECT q.team FROM"                                                \
+	"    (SELECT team, min(submitted_at) AS oldest FROM warden.runs"       \
+	"     WHERE state = 'queued' AND placement <@ p_labels"                \
+	"     GROUP BY team) q"                                                \
+	"   LEFT JOIN (SELECT team, count(*) AS n FROM warden.runs"            \
+	"     WHERE state = 'running' GROUP BY team) h ON h.team = q.team"     \
+	"   ORDER BY coalesce(h.n, 0), q.oldest"                               \
+	"  LOOP"                                                               \
+	"   SELECT r.id INTO rid FROM warden.runs r"                           \
+	"    WHERE r.state = 'queued' AND r.team = t.team"                     \
+	"    AND r.placement <@ p_labels"                                      \
+	"    ORDER BY r.submitted_at, r.id LIMIT 1 FOR UPDATE SKIP LOCKED;"    \
+	"   IF FOUND THEN"                                                     \
+	"    UPDATE warden.runs r SET state = 'running',"                      \
+	"     node_id = p_node, claim_order = nextval('warden.claim_order'),"  \
+	"     claimed_at = clock_timestamp(),"                                 \
+	"     lease_until = clock_timestamp()"                                 \
+	"      + p_lease_ms * interval '1 millisecond'"                        \
+	"     WHERE r.id = rid"                                                \
+	"     RETURNING r.id, r.agent, r.task, r.uid, r.gid, "                 \
+	"r.user_name" EXTRA_RET                                                \
+	"     INTO c_id, c_agent, c_task, c_uid, c_gid, c_user" EXTRA_INTO ";" \
+	"    RETURN NEXT;"                                                     \
+	"    RETURN;"                                                          \
+	"   END IF;"                                                           \
+	"  END LOOP;"                                                          \
+	" END $$"
+
+/* Placement: a run's labels (its agent's `placement`), which a node's own
+ * labels must contain for it to claim the run; fair share as in v1, over
+ * the runs the claiming node may take. */
+static const char *const v3[] = {
+    "ALTER TABLE warden.runs ADD COLUMN placement jsonb NOT NULL "
+    "DEFAULT '{}'",
+    "DROP FUNCTION warden.claim(text, integer)",
+    CLAIM_FN("", "", ""),
+};
+
+/* Approvals across nodes (approvals.c): each node publishes its pending
+ * approvals (no arguments: those are payload, read on the run's node); a
+ * decision taken on another node is written here and applied by the
+ * run's node, under its own approver check. */
+static const char *const v4[] = {
+    "CREATE TABLE warden.approvals ("
+    " id text PRIMARY KEY,"
+    " node_id text NOT NULL,"
+    " run_id text NOT NULL,"
+    " agent text,"
+    " team text,"
+    " user_name text,"
+    " uid bigint,"
+    " tool text,"
+    " reason text,"
+    " created_at timestamptz,"
+    " expires_at timestamptz,"
+    " state text NOT NULL CHECK (state IN ('pending', 'decided', 'done')),"
+    " decision text CHECK (decision IN ('approve', 'deny')),"
+    " decided_by_uid bigint,"
+    " decided_by text,"
+    " decision_reason text,"
+    " decided_on text,"
+    " decided_at timestamptz,"
+    " result_code integer,"
+    " result text)",
+    "CREATE INDEX approvals_node ON warden.approvals (node_id, state)",
+};
+
+/* resume: if_read_only: a lost node's run of such an agent is queued again
+ * (node.c), at most WD_FLEET_ATTEMPTS times; a claim says which attempt it
+ * is (the local run's id, queue.c). */
+static const char *const v5[] = {
+    "ALTER TABLE warden.runs ADD COLUMN resume boolean NOT NULL DEFAULT "
+    "false, ADD COLUMN attempt integer NOT NULL DEFAULT 0",
+    "DROP FUNCTION warden.claim(text, integer, jsonb)",
+    CLAIM_FN(", c_attempt integer", ", r.attempt", ", c_attempt"),
+};
+
+static const struct {
+	const char *const *sql;
+	size_t n;
+} versions[] = {
+    {v1, WD_ARRAY_SIZE(v1)}, {v2, WD_ARRAY_SIZE(v2)}, {v3, WD_ARRAY_SIZE(v3)},
+    {v4, WD_ARRAY_SIZE(v4)}, {v5, WD_ARRAY_SIZE(v5)},
+};
+
+_Static_assert(WD_ARRAY_SIZE(versions) == WD_FLEET_SCHEMA_VERSION,
+	       "one entry per schema version");
+
+int fl_pg_err(PGresult *r, PGconn *c, const char *what, struct wd_err *err)
+{
+	const char *m = r ? PQresultErrorMessage(r) : NULL;
+	if (!m || !*m)
+		m = PQerrorMessage(c);
+	char buf[400];
+	snprintf(buf, sizeof(buf), "%s", m ? m : "?");
+	size_t n = strlen(buf);
+	while (n && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+		buf[--n] = 0;
+	PQclear(r);
+	return wd_err_set(err, -EIO, "%s: %s", what, buf);
+}
+
+bool fl_pg_lost(PGconn *c)
+{
+	return !c || PQstatus(c) != CONNECTION_OK;
+}
+
+static int exec_ok(PGconn *c, const char *sql, const char *what,
+		   struct wd_err *err)
+{
+	PGresult *r = PQexec(c, sql);
+	ExecStatusType st = PQresultStatus(r);
+	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+		return fl_pg_err(r, c, what, err);
+	PQclear(r);
+	return 0;
+}
+
+int fl_schema_migrate(PGconn *c, struct wd_err *err)
+{
+	int rc = exec_ok(c, "BEGIN", "schema: begin", err);
+	if (rc)
+		return rc;
+	rc = exec_ok(c, "SELECT pg_advisory_xact_lock(" MIGRATE_LOCK ")",
+		     "schema: lock", err);
+	if (!rc)
+		rc = exec_ok(c, "CREATE SCHEMA IF NOT EXISTS warden",
+			     "schema: create", err);
+	if (!rc)
+		rc = exec_ok(c,
+			     "CREATE TABLE IF NOT EXISTS warden.schema_version"
+			     " (version integer PRIMARY KEY,"
+			     " applied_at timestamptz NOT NULL DEFAULT now())",
+			     "schema: version table", err);
+	long have = 0;
+	if (!rc) {
+		PGresult *r = PQexec(c, "SELECT coalesce(max(version), 0)"
+					" FROM warden.schema_version");
+		if (PQresultStatus(r) != PGRES_TUPLES_OK)
+			rc = fl_pg_err(r, c, "schema: version", err);
+		else {
+			have = strtol(PQgetvalue(r, 0, 0), NULL, 10);
+			PQclear(r);
+		}
+	}
+	if (!rc && have > WD_FLEET_SCHEMA_VERSION)
+		rc = wd_err_set(err, -EPROTO,
+				"the fleet database is at schema version %ld, "
+				"newer than this wardend's %d: upgrade "
+				"wardend",
+				have, WD_FLEET_SCHEMA_VERSION);
+	for (long v = have; !rc && v < WD_FLEET_SCHEMA_VERSION; v++) {
+		for (size_t i = 0; !rc && i < versions[v].n; i++)
+			rc = exec_ok(c, versions[v].sql[i], "schema: migrate",
+				     err);
+		if (rc)
+			break;
+		char vs[16];
+		snprintf(vs, sizeof(vs), "%ld", v + 1);
+		const char *pv[1] = {vs};
+		PGresult *r = PQexecParams(
+		    c,
+		    "INSERT INTO warden.schema_version (version) VALUES ($1)",
+		    1, NULL, pv, NULL, NULL, 0);
+		if (PQresultStatus(r) != PGRES_COMMAND_OK)
+			rc = fl_pg_err(r, c, "schema: record version", err);
+		else
+			PQclear(r);
+		if (!rc)
+			wd_info("fleet: schema migrated to version %ld", v + 1);
+	}
+	if (rc) {
+		PQclear(PQexec(c, "ROLLBACK"));
+		return rc;
+	}
+	return exec_ok(c, "COMMIT", "schema: commit", err);
+}

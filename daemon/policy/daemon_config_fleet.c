@@ -1,0 +1,124 @@
+/* policy/daemon.yaml, block `fleet:` -- the same settings as wardend's
+ * --fleet flags (fleet/fleet.h), which override them one by one:
+ *
+ *   fleet:
+ *     url: "@/etc/warden/fleet.url"   # libpq URL or key=value string, or
+ *                                     # @FILE / an absolute path holding it
+ *     capacity: 8                     # fleet runs held at once (0: queue
+ *                                     # only); default wardend's workers
+ *     lease_ms: 10000                 # see fleet.h "Leases"
+ *     labels: ["zone=a"]              # KEY=VALUE, recorded in the node's row
+ *
+ * The URL's syntax and file are checked when wardend starts (with libpq);
+ * here only its form. */
+#include <string.h>
+
+#include "fleet/fleet.h"
+#include "policy/daemon_config.h"
+#include "policy/ywalk.h"
+
+#define FC(o) ((struct wd_fleet_config *)(o))
+
+static int k_url(struct wd_ywalk *w, yaml_node_t *v, void *o)
+{
+	char *s = NULL;
+	if (wd_y_str(w, v, "'fleet.url'", &s) < 0)
+		return -EINVAL;
+	if (!*s || (s[0] == '@' && s[1] != '/')) {
+		wd_y_err(w, v,
+			 "'fleet.url': a connection string, or @FILE with an "
+			 "absolute path");
+		free(s);
+		return -EINVAL;
+	}
+	free(FC(o)->url);
+	FC(o)->url = s;
+	return 0;
+}
+
+static int k_capacity(struct wd_ywalk *w, yaml_node_t *v, void *o)
+{
+	uint64_t x;
+	if (wd_y_uint(w, v, "'fleet.capacity'", 0, 1000000, &x) < 0)
+		return -EINVAL;
+	FC(o)->capacity = (int)x;
+	return 0;
+}
+
+static int k_lease(struct wd_ywalk *w, yaml_node_t *v, void *o)
+{
+	uint64_t x;
+	if (wd_y_uint(w, v, "'fleet.lease_ms'", WD_FLEET_LEASE_MS_MIN, 1000000,
+		      &x) < 0)
+		return -EINVAL;
+	FC(o)->lease_ms = (unsigned)x;
+	return 0;
+}
+
+static int label_ok(struct wd_ywalk *w, yaml_node_t *item, const char *s,
+		    void *arg)
+{
+	struct wd_err e = {0};
+	if (wd_fleet_label_check(s, &e) == 0)
+		return 0;
+	wd_y_err(w, item, "'fleet.labels': %s", e.msg);
+	return -EINVAL;
+}
+
+static int k_labels(struct wd_ywalk *w, yaml_node_t *v, void *o)
+{
+	wd_y_strv_free(FC(o)->labels, FC(o)->n_labels);
+	FC(o)->labels = NULL;
+	FC(o)->n_labels = 0;
+	int rc = wd_y_strlist(w, v, "'fleet.labels'", &FC(o)->labels,
+			      &FC(o)->n_labels, label_ok, NULL);
+	if (rc == 0 && FC(o)->n_labels > WD_FLEET_LABELS_MAX) {
+		wd_y_err(w, v, "'fleet.labels': at most %d",
+			 WD_FLEET_LABELS_MAX);
+		return -EINVAL;
+	}
+	return rc;
+}
+
+int wd_daemon_config_parse_fleet(struct wd_ywalk *w, yaml_node_t *v,
+				 struct wd_fleet_config *f)
+{
+	static const struct wd_y_key keys[] = {
+	    {"url", k_url, true},
+	    {"capacity", k_capacity, false},
+	    {"lease_ms", k_lease, false},
+	    {"labels", k_labels, false},
+	};
+	return wd_y_map(w, v, "'fleet'", keys, WD_ARRAY_SIZE(keys), f);
+}
+
+void wd_fleet_config_free(struct wd_fleet_config *f)
+{
+	free(f->url);
+	wd_y_strv_free(f->labels, f->n_labels);
+	memset(f, 0, sizeof(*f));
+	f->capacity = -1;
+}
+
+void wd_fleet_config_diff(const struct wd_fleet_config *a,
+			  const struct wd_fleet_config *b, struct wd_buf *out)
+{
+	bool lab = a->n_labels != b->n_labels;
+	for (int i = 0; !lab && i < a->n_labels; i++)
+		lab = strcmp(a->labels[i], b->labels[i]) != 0;
+	const struct {
+		bool differ;
+		const char *name;
+	} d[] = {
+	    {!(a->url == b->url ||
+	       (a->url && b->url && !strcmp(a->url, b->url))),
+	     "fleet.url"},
+	    {a->capacity != b->capacity, "fleet.capacity"},
+	    {a->lease_ms != b->lease_ms, "fleet.lease_ms"},
+	    {lab, "fleet.labels"},
+	};
+	for (size_t i = 0; i < WD_ARRAY_SIZE(d); i++)
+		if (d[i].differ)
+			wd_buf_printf(out, "%s%s", out->len ? ", " : "",
+				      d[i].name);
+}

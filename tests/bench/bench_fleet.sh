@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# The fleet's queue on a real PostgreSQL (started here, as the fleet tests
+# do), measured now on this machine (nothing asserted):
+#  - claim latency: a run submitted while nodes have room, from its INSERT
+#    (submitted_at) to a node's claim (claimed_at), both the database's
+#    clock: commit + NOTIFY + the node waking + warden.claim(); p50/p99 over
+#    100 runs with 3 nodes (goal p99 <= 20 ms);
+#  - runs/s across 3 nodes of capacity 2 vs one such node, for runs whose
+#    time is spent waiting on the model (the fake model answers after
+#    200 ms): 120 runs submitted at once (8 CLIs in parallel) to a node,
+#    from the first submission to the last end (goal >= 2.7x).
+cd "$(dirname "$0")/../.."
+BUILD=${BUILD:-build}
+. tests/lib.sh
+. tests/integration/daemon_lib/common.sh
+. tests/integration/fleet_lib/common.sh
+[ "$(id -u)" -eq 0 ] || { echo "bench_fleet: needs root"; exit 0; }
+[ -x "$PGBIN/postgres" ] || { echo "bench_fleet: no PostgreSQL at $PGBIN"; exit 0; }
+N=${FLEET_BENCH_RUNS:-120}
+
+base_policy
+start_fake
+fake_ctl '{"lane": "a", "reset": true, "default": {"delay_ms": 200, "reply": {"text": "slow done"}}}'
+echo "  slow: [{provider: fa, model: m1}]" >>"$POL/aliases.part"
+script quick <<'S'
+{"text": "quick"}
+S
+agent quick quick '[echo]'
+agent one slow '[echo]'
+agent three slow '[echo]'
+write_gateway
+start_pg >/dev/null || { echo "bench_fleet: PostgreSQL did not start"; exit 0; }
+
+# throughput: AGENT NODE -> runs/s (first submission to last end)
+burst() {
+	local agent=$1 node=$2
+	seq "$N" | WARDEN_SOCKET=$T/$node.sock xargs -P 8 -I{} \
+		setpriv --reuid 1000 --regid 1000 --clear-groups "$WARDEN" run --detach "$agent" "t{}" >/dev/null
+	local end=$(($(date +%s) + 120))
+	while [ "$(psql_q "SELECT count(*) FROM warden.runs WHERE agent = '$agent' AND state = 'done'")" != "$N" ]; do
+		[ "$(date +%s)" -lt $end ] || { echo "bench_fleet: $agent did not finish" >&2; return 1; }
+		sleep 0.1
+	done
+	psql_q "SELECT round(($N / extract(epoch FROM max(ended_at) - min(submitted_at)))::numeric, 2)
+		FROM warden.runs WHERE agent = '$agent'"
+}
+
+start_node A 2 >/dev/null || exit 1
+one=$(burst one A) || exit 1
+maxc() { psql_q "SELECT max(c) FROM (SELECT (SELECT count(*) FROM warden.runs b WHERE b.node_id = a.node_id
+	AND b.claimed_at <= a.claimed_at AND b.ended_at > a.claimed_at) c FROM warden.runs a WHERE a.agent = '$1') x"; }
+printf 'one node, capacity 2: %s runs/s (%d runs of 200 ms model time; most at once on a node: %s)\n' \
+	"$one" "$N" "$(maxc one)"
+launch_node B 2
+launch_node C 2
+wait_node B >/dev/null && wait_node C >/dev/null || exit 1
+three=$(burst three A) || exit 1
+printf '3 nodes, capacity 2 each: %s runs/s (spread %s; most at once on a node: %s)\n' "$three" \
+	"$(psql_q "SELECT string_agg(n::text, '/' ORDER BY n DESC) FROM (SELECT count(*) n FROM warden.runs WHERE agent = 'three' GROUP BY node_id) x")" \
+	"$(maxc three)"
+awk -v a="$one" -v b="$three" 'BEGIN{ printf "3 nodes vs one: %.2fx (goal >= 2.7x; ideal 3.0)\n", b / a }'
+
+# claim latency: one submission at a time, nodes idle
+for i in $(seq 100); do
+	WARDEN_SOCKET=$T/A.sock as_user 1000 "$WARDEN" run --detach quick "q$i" >/dev/null
+	sleep 0.02
+done
+sleep 1
+psql_q "SELECT 'claim latency, 3 nodes, ' || count(*) || ' runs: p50 ' ||
+	round((percentile_cont(0.5) WITHIN GROUP (ORDER BY ms))::numeric, 2) || ' ms, p99 ' ||
+	round((percentile_cont(0.99) WITHIN GROUP (ORDER BY ms))::numeric, 2) || ' ms, max ' ||
+	round(max(ms)::numeric, 2) || ' ms (goal p99 <= 20 ms)'
+	FROM (SELECT extract(epoch FROM claimed_at - submitted_at) * 1000 AS ms FROM warden.runs
+	WHERE agent = 'quick' AND claimed_at IS NOT NULL) x"
