@@ -147,9 +147,13 @@ run() { # POLICY WHAT OUT: the probes WHAT (ip, name) in a call inside N
 		--stdin "$T/in.py" >"$3" 2>"$T/err.txt"
 }
 links_left() { inN ip -o link show 2>/dev/null | grep -c ' w3h' || true; }
-tables_left() { inN nft list tables 2>/dev/null | grep -c 'warden_' || true; }
+tables_left() { inN nft list tables 2>/dev/null | grep -c 'warden_w3h' || true; }
 
-# 1. an IP rule beyond the node, the node forwarding
+# 1. an IP rule beyond the node, the node forwarding. A table left by a
+# supervisor that died (its link gone) is removed by the next call that
+# makes one; another table of the node is not touched.
+inN nft add table ip warden_w3hdead000000
+inN nft add table ip warden_keep
 policy "$T/ip.yaml" "10.231.0.2:$OK"
 run "$T/ip.yaml" ip "$T/ip.json"
 rc=$?
@@ -179,6 +183,8 @@ expect_match t3b_enforcement "$(jq -r .enforcement.network_beyond "$T/ip.json")"
 for _ in $(seq 50); do [ "$(links_left)" = 0 ] && break; sleep 0.1; done
 expect_eq t3b_no_links_left "$(links_left)" 0
 expect_eq t3b_no_table_left "$(tables_left)" 0
+expect_eq t3b_other_table_kept "$(inN nft list tables)" "table ip warden_keep"
+inN nft delete table ip warden_keep
 
 # 2. a name whose answer is beyond the node: given, pinned, reached on
 # its port only (forwarding and NAT turned on at the answer)
