@@ -146,7 +146,12 @@ static int check_rule(const struct wd_net_rule *r, bool *beyond,
 	if (local)
 		return 0; /* the node's own addresses in it only */
 	return wd_err_set(err, -ENOTSUP,
-			  "network.allow '%s': beyond this node, and %s",
+			  "network.allow '%s': beyond this node, and %s: tier "
+			  "3 reaches beyond the node only by forwarding from "
+			  "the call's link where the node already forwards "
+			  "(the replies arrive on the device of its route, and "
+			  "IPv4 forwards by the device a packet arrives on); "
+			  "warden never turns forwarding on for the node",
 			  r->text, why);
 }
 

@@ -128,17 +128,12 @@ int wd_t3_beyond_can(uint32_t dst, char *why, size_t why_len)
 	if (f != 1) {
 		if (f < 0)
 			snprintf(why, why_len,
-				 "net.ipv4.ip_forward cannot be read (%s): "
-				 "tier 3 reaches beyond the node only where "
-				 "the node forwards IPv4",
+				 "net.ipv4.ip_forward cannot be read (%s)",
 				 strerror(-f));
 		else
 			snprintf(why, why_len,
 				 "this node does not forward IPv4 "
-				 "(net.ipv4.ip_forward=%d): tier 3 reaches "
-				 "beyond the node only where the node already "
-				 "routes (warden never turns forwarding on "
-				 "for the node)",
+				 "(net.ipv4.ip_forward=%d)",
 				 f);
 		return -ENETUNREACH;
 	}
@@ -171,9 +166,7 @@ int wd_t3_beyond_can(uint32_t dst, char *why, size_t why_len)
 		 * the uplink and are forwarded to the sandbox from there */
 		snprintf(why, why_len,
 			 "the route to %s leaves by '%s', which does not "
-			 "forward IPv4 (net.ipv4.conf.%s.forwarding=%d): the "
-			 "replies arrive there and the kernel forwards by the "
-			 "device a packet arrives on",
+			 "forward IPv4 (net.ipv4.conf.%s.forwarding=%d)",
 			 t, dev, dev, f);
 		return -ENETUNREACH;
 	}

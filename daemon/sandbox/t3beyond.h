@@ -40,7 +40,7 @@
  * order) and their replies back: net.ipv4.ip_forward is 1, the node has a
  * route to dst (not over another call's link), and the device of that
  * route forwards. 0, or -errno with the reason in `why` (the sysctl or
- * route named). */
+ * route named, short enough for a denial's target). */
 int wd_t3_beyond_can(uint32_t dst, char *why, size_t why_len);
 
 /* Masquerade what comes from link l's sandbox and leaves the node, then
