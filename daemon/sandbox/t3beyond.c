@@ -232,11 +232,15 @@ static void sweep_stale(void)
 		char *sv = NULL;
 		for (char *ln = strtok_r(out, "\n", &sv); ln;
 		     ln = strtok_r(NULL, "\n", &sv)) {
-			char dev[IF_NAMESIZE];
-			char cmd[96];
-			if (sscanf(ln, "table ip warden_%15[0-9a-z]", dev) !=
-				1 ||
-			    strncmp(dev, "w3h", 3) || if_nametoindex(dev))
+			/* only names as t3link.c makes them: w3h + 10 hex */
+			char hex[11] = "", dev[IF_NAMESIZE], cmd[96];
+			int end = 0;
+			if (sscanf(ln, "table ip warden_w3h%10[0-9a-f]%n", hex,
+				   &end) != 1 ||
+			    strlen(hex) != 10 || ln[end])
+				continue;
+			snprintf(dev, sizeof(dev), "w3h%s", hex);
+			if (if_nametoindex(dev))
 				continue;
 			snprintf(cmd, sizeof(cmd),
 				 "delete table ip warden_%s\n", dev);
