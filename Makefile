@@ -36,7 +36,7 @@ endif
 .DELETE_ON_ERROR:
 .SUFFIXES:
 
-PKGS     := libbpf libseccomp yaml-0.1 jansson zlib libcrypto sqlite3 libcurl libmicrohttpd libpq
+PKGS     := libbpf libseccomp yaml-0.1 jansson zlib libcrypto sqlite3 libcurl libmicrohttpd libpq libnftables
 CFLAGS   ?= -O2 -g
 WARN     := -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow -Wformat=2 -Wvla -Wno-format-truncation
 CPPFLAGS += -D_GNU_SOURCE -Idaemon -I$(BUILD)/include -Ibpf $(shell pkg-config --cflags libpq 2>/dev/null)

@@ -24,8 +24,10 @@
  *        route_localnet so the kernel delivers it, and the egress program
  *        rewrites the replies' source 127.0.0.1 back to gw.
  *   any other destination is judged as it is: the node's own addresses
- *   are delivered locally; the host end does not forward, so nothing else
- *   is reached (daemon/sandbox/t3link.c).
+ *   are delivered locally; beyond the node, the host end forwards (and
+ *   the node source-NATs) only for a call routed there, where the node
+ *   forwards (daemon/sandbox/t3beyond.h) — after this program, which runs
+ *   before the IP stack sees the frame, let it through.
  * Port 53 and 853 anywhere but gw:53 are dropped and recorded: no DNS
  * packet of the call reaches any resolver but its own.
  * Not IPv4 (but ARP), IP options, fragments, protocols other than TCP and

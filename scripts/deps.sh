@@ -8,6 +8,7 @@ PKGS=(
   libseccomp-dev libyaml-dev libjansson-dev zlib1g-dev
   libssl-dev libsqlite3-dev libcurl4-openssl-dev libmicrohttpd-dev
   clang-format libclang-rt-14-dev
+  libnftables-dev nftables   # tier 3 beyond the node: source NAT (sandbox/t3beyond.c); nft in tests
   runsc bubblewrap iproute2 curl python3 gcc jq strace
   busybox-static qemu-system-x86 cpio
   chromium fonts-dejavu-core   # tests/integration/trace_html.sh renders the run viewer

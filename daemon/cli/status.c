@@ -16,6 +16,7 @@
 #include "enforce/probe.h"
 #include "policy/families.h"
 #include "sandbox/oci.h"
+#include "sandbox/t3beyond.h"
 
 #include <getopt.h>
 #include <jansson.h>
@@ -207,16 +208,19 @@ static void row_network(struct report *r, const char *t2m, const char *t3m)
 			      "%s; an empty list: a new, empty network "
 			      "namespace",
 			      bpf.text);
+	char far[700], t3note[1100];
+	wd_t3_beyond_describe(far, sizeof(far));
+	snprintf(t3note, sizeof(t3note),
+		 "the link carries IPv4; it reaches the node's own addresses "
+		 "(the node's 127.0.0.1 is the host end as the sandbox sees "
+		 "it) and %s; tc BPF is loaded at the first such call, which "
+		 "is refused if it cannot load or attach",
+		 far);
 	if (t3m)
 		w->t[2] = no("%s", t3m);
 	else
 		w->t[2] = yes(
-		    "the link carries IPv4 and reaches only the node's own "
-		    "addresses (its host end forwards nothing; the node's "
-		    "127.0.0.1 is the host end as the sandbox sees it): a "
-		    "rule beyond the node is refused; tc BPF is loaded at the "
-		    "first such call, which is refused if it cannot load or "
-		    "attach",
+		    t3note,
 		    "runsc --network=none (empty list); a non-empty list: a "
 		    "netns + veth pair of the call's own (runsc "
 		    "--network=sandbox), tc BPF on the host end judges every "
@@ -251,10 +255,18 @@ static void row_names(struct report *r, const char *t2m, const char *t3m)
 	struct row *w = add_row(r, "network.allow names");
 	w->t[0] = names_cell(r->f);
 	w->t[1] = t2m ? no("%s", t2m) : names_cell(r->f);
+	char far[700], t3note[1000];
+	bool can = wd_t3_beyond_describe(far, sizeof(far));
+	snprintf(t3note, sizeof(t3note),
+		 "an answer beyond the node is %s; an answer the sandbox "
+		 "cannot reach is withheld and recorded (dns.answer); AAAA "
+		 "answers are left out (the link carries IPv4)",
+		 can ? "given and pinned (the call is then routed beyond "
+		       "the node, see network.allow)"
+		     : "withheld: this node does not route tier 3 beyond it "
+		       "(see network.allow)");
 	w->t[2] = t3m ? no("%s", t3m)
-		      : yes("an answer the sandbox cannot reach is withheld "
-			    "and recorded (dns.answer); AAAA answers are left "
-			    "out (the link carries IPv4)",
+		      : yes(t3note,
 			    "the call's own resolver on its link's host end "
 			    "(port 53, UDP and TCP, sockets bound to the "
 			    "link; the sandbox's resolv.conf names it): tc BPF "

@@ -97,8 +97,9 @@ static void cross_field(struct wd_ywalk *w, struct mctx *c)
 	 * connection in), so `listen: true` could not be given as written. */
 	/* An allow-list in tier 3 is its link's (sandbox/gvisor_net.c),
 	 * which carries IPv4 only: an IPv6 rule could not be given as
-	 * written. (That an IPv4 rule holds an address of the node is
-	 * checked where it runs, at call start.) */
+	 * written. (Whether an IPv4 rule lies beyond the node, and the node
+	 * routes there, is checked where it runs, at call start:
+	 * sandbox/t3beyond.h.) */
 	for (int i = 0; m->tier == WD_TIER_3 && i < m->n_net_allow; i++) {
 		const struct wd_net_rule *r = &m->net_allow[i];
 		static const uint8_t v4[12] = {0, 0, 0, 0, 0,	 0,

@@ -6,16 +6,21 @@
  * configuration is not what enforces: every frame its netstack writes
  * crosses the host end, where bpf/t3net.bpf.c judges it against the same
  * allow map (wd_egress_rules under the call's cgroup id) tiers 1-2 use,
- * drops what is not allowed and records it on the same ring; the host end
- * forwards nothing, so only the node's own addresses can be reached at
- * all. Names: the sandbox's resolv.conf names gw, where the call's resolver
- * listens (enforce/resolver.h, sockets bound to the link); every other
- * packet to port 53 or 853 is dropped. Its answers are pinned in the
- * allow map for their TTL, as in tiers 1-2. The node's loopback is gw as
- * the sandbox sees it (bpf/t3net.bpf.c says why): an answer 127.0.0.1 is
- * told as gw, pinned as 127.0.0.1; an IP rule 127.0.0.1:P is reached at
- * gw:P and judged as 127.0.0.1:P. Any setup step failing refuses the call
- * (fail closed): nothing runs with a link that is not filtered.
+ * drops what is not allowed and records it on the same ring. What the
+ * link reaches: the node's own addresses always; beyond the node only
+ * where the node already forwards IPv4 (sandbox/t3beyond.h), by
+ * forwarding from the call's host end and source NAT, turned on when an
+ * IP rule or a name's answer lies beyond the node. A rule wholly beyond a
+ * node that does not forward is refused at call start, such an answer
+ * withheld and recorded. Names: the sandbox's resolv.conf names gw, where
+ * the call's resolver listens (enforce/resolver.h, sockets bound to the
+ * link); every other packet to port 53 or 853 is dropped. Its answers are
+ * pinned in the allow map for their TTL, as in tiers 1-2. The node's
+ * loopback is gw as the sandbox sees it (bpf/t3net.bpf.c says why): an
+ * answer 127.0.0.1 is told as gw, pinned as 127.0.0.1; an IP rule
+ * 127.0.0.1:P is reached at gw:P and judged as 127.0.0.1:P. Any setup
+ * step failing refuses the call (fail closed): nothing runs with a link
+ * that is not filtered.
  */
 #include "sandbox/common.h"
 #include "sandbox/gvisor.h"
@@ -24,6 +29,7 @@
 #include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <poll.h>
+#include <pthread.h>
 #include <string.h>
 
 #include "common/log.h"
@@ -31,6 +37,7 @@
 #include "enforce/resolver.h"
 #include "enforce/t3net.h"
 #include "events/bpf_route.h"
+#include "sandbox/t3beyond.h"
 #include "sandbox/t3link.h"
 
 struct wd_t3_net {
@@ -41,6 +48,11 @@ struct wd_t3_net {
 	bool filed, attached, routed;
 	struct wd_bpf_route route;
 	struct wd_resolver *resolver;
+	/* forwarding and source NAT on (t3beyond.h): at start for an IP
+	 * rule beyond the node, at the first answer beyond it for names
+	 * (the resolver's thread), under mu */
+	pthread_mutex_t mu;
+	bool beyond;
 };
 
 static bool v4_of(const uint8_t a[16], uint32_t *out)
@@ -87,11 +99,25 @@ static bool rule_holds(const struct wd_net_rule *r, uint32_t a_be)
 	return true;
 }
 
-/* An IP rule tier 3 can hold as written: IPv4, holding 127.0.0.1 or an
- * address of this node (the link forwards nothing beyond the node). */
-static int check_rule(const struct wd_net_rule *r, struct wd_err *err)
+/* A rule's range holds an address other than 127.0.0.1 and this node's:
+ * what it allows lies (partly) beyond the node. */
+static bool rule_beyond(const struct wd_net_rule *r, uint32_t a_be)
+{
+	if (r->prefix < 128)
+		return true;
+	return a_be != htonl(INADDR_LOOPBACK) && !node_local(a_be);
+}
+
+/* An IP rule tier 3 can hold as written: IPv4; holding 127.0.0.1 or an
+ * address of this node, or beyond it where the node routes there
+ * (t3beyond.h). *beyond: the call should route beyond the node for it
+ * (the node can; a range that also holds the node's own addresses is
+ * held without routing where the node cannot). */
+static int check_rule(const struct wd_net_rule *r, bool *beyond,
+		      struct wd_err *err)
 {
 	uint32_t a;
+	*beyond = false;
 	if (r->needs_resolve)
 		return 0;
 	if (!v4_of(r->addr, &a) || r->prefix < 96)
@@ -99,35 +125,66 @@ static int check_rule(const struct wd_net_rule *r, struct wd_err *err)
 				  "network.allow '%s': tier 3's link carries "
 				  "IPv4 only",
 				  r->text);
-	if (rule_holds(r, htonl(INADDR_LOOPBACK)))
-		return 0;
+	bool local = rule_holds(r, htonl(INADDR_LOOPBACK));
 	struct ifaddrs *ifa = NULL;
-	bool ok = false;
-	if (getifaddrs(&ifa) == 0) {
-		for (struct ifaddrs *i = ifa; i && !ok; i = i->ifa_next)
-			ok = i->ifa_addr && i->ifa_addr->sa_family == AF_INET &&
-			     strncmp(i->ifa_name, "w3h", 3) &&
-			     rule_holds(r, ((struct sockaddr_in *)i->ifa_addr)
-					       ->sin_addr.s_addr);
+	if (!local && getifaddrs(&ifa) == 0) {
+		for (struct ifaddrs *i = ifa; i && !local; i = i->ifa_next)
+			local =
+			    i->ifa_addr && i->ifa_addr->sa_family == AF_INET &&
+			    strncmp(i->ifa_name, "w3h", 3) &&
+			    rule_holds(r, ((struct sockaddr_in *)i->ifa_addr)
+					      ->sin_addr.s_addr);
 		freeifaddrs(ifa);
 	}
-	if (!ok)
-		return wd_err_set(err, -ENOTSUP,
-				  "network.allow '%s': no address of this node "
-				  "in it: tier 3 reaches only the node's own "
-				  "addresses (its link does not forward)",
-				  r->text);
+	if (!rule_beyond(r, a))
+		return 0;
+	char why[320];
+	if (wd_t3_beyond_can(a, why, sizeof(why)) == 0) {
+		*beyond = true;
+		return 0;
+	}
+	if (local)
+		return 0; /* the node's own addresses in it only */
+	return wd_err_set(err, -ENOTSUP,
+			  "network.allow '%s': beyond this node, and %s: tier "
+			  "3 reaches beyond the node only by forwarding from "
+			  "the call's link where the node already forwards "
+			  "(the replies arrive on the device of its route, and "
+			  "IPv4 forwards by the device a packet arrives on); "
+			  "warden never turns forwarding on for the node",
+			  r->text, why);
+}
+
+/* wd_t3_net_check, and whether some IP rule routes beyond the node. */
+static int check_rules(const struct wd_manifest *m, bool *beyond,
+		       struct wd_err *err)
+{
+	*beyond = false;
+	for (int i = 0; i < m->n_net_allow; i++) {
+		bool b;
+		int r = check_rule(&m->net_allow[i], &b, err);
+		if (r < 0)
+			return r;
+		*beyond |= b;
+	}
 	return 0;
 }
 
 int wd_t3_net_check(const struct wd_manifest *m, struct wd_err *err)
 {
-	for (int i = 0; i < m->n_net_allow; i++) {
-		int r = check_rule(&m->net_allow[i], err);
-		if (r < 0)
-			return r;
-	}
-	return 0;
+	bool beyond;
+	return check_rules(m, &beyond, err);
+}
+
+/* Forwarding and source NAT for the call, once: 0 or -errno. */
+static int beyond_on(struct wd_t3_net *n, struct wd_err *err)
+{
+	int r = 0;
+	pthread_mutex_lock(&n->mu);
+	if (!n->beyond && (r = wd_t3_beyond_on(&n->link, err)) == 0)
+		n->beyond = true;
+	pthread_mutex_unlock(&n->mu);
+	return r;
 }
 
 static int pin(void *arg, const uint8_t addr[16], uint16_t port, bool add)
@@ -151,12 +208,18 @@ static int shown(void *arg, const uint8_t addr[16], uint8_t out[16], char *why,
 	}
 	if (node_local(a))
 		return 0;
-	char t[INET_ADDRSTRLEN];
+	/* beyond the node: given (and pinned) where the node routes it,
+	 * through the call's forwarding and source NAT */
+	char t[INET_ADDRSTRLEN], cond[320];
 	inet_ntop(AF_INET, &a, t, sizeof(t));
-	snprintf(why, why_len,
-		 "answer %s is beyond the node: tier 3 reaches only the "
-		 "node's own addresses",
-		 t);
+	int r = wd_t3_beyond_can(a, cond, sizeof(cond));
+	if (r == 0) {
+		struct wd_err e = {0};
+		if ((r = beyond_on(n, &e)) == 0)
+			return 0;
+		snprintf(cond, sizeof(cond), "%s", e.msg);
+	}
+	snprintf(why, why_len, "answer %s is beyond the node: %s", t, cond);
 	return -EHOSTUNREACH;
 }
 
@@ -170,9 +233,11 @@ int wd_t3_net_start(struct wd_t3 *s, const struct wd_manifest *m,
 				  "cgroup v2 leaf (its allow map's key)");
 	struct wd_t3_net *n = wd_calloc(1, sizeof(*n));
 	n->link.netns_fd = -1;
+	pthread_mutex_init(&n->mu, NULL);
 	s->net = n;
 	n->cgid = s->cg.v2_id;
-	if ((r = wd_t3_net_check(m, err)) < 0 ||
+	bool beyond;
+	if ((r = check_rules(m, &beyond, err)) < 0 ||
 	    (r = wd_t3link_make(&n->link, err)) < 0)
 		return r;
 	if (!(n->eg = wd_egress_shared(err)) ||
@@ -193,6 +258,10 @@ int wd_t3_net_start(struct wd_t3 *s, const struct wd_manifest *m,
 	if ((r = wd_t3net_attach(n->tn, n->link.host_ifindex, &tl, err)) < 0)
 		return r;
 	n->attached = true;
+	/* an IP rule beyond the node: routed from the start, the filter
+	 * attached first (nothing is forwarded that it did not judge) */
+	if (beyond && (r = beyond_on(n, err)) < 0)
+		return r;
 	/* the resolver is gw:53 whether or not a rule names a host: with
 	 * none, every name is NXDOMAIN and recorded */
 	struct wd_resolver_opts ro = {.rules = m->net_allow,
@@ -278,6 +347,23 @@ void wd_t3_net_drain(struct wd_t3 *s, const struct wd_call *call,
 	}
 }
 
+/* Whether the call was routed beyond the node: set at start, and again
+ * at its end (a name's answer may have turned it on meanwhile). */
+static void beyond_enf(struct wd_t3_net *n, struct wd_result *res)
+{
+	pthread_mutex_lock(&n->mu);
+	bool beyond = n->beyond;
+	pthread_mutex_unlock(&n->mu);
+	if (beyond)
+		wd_result_enf(res, "network_beyond",
+			      "forwarded from %s, source NAT (nftables table "
+			      "warden_%s)",
+			      n->link.host_name, n->link.host_name);
+	else
+		wd_result_enf(res, "network_beyond",
+			      "not routed: the node's own addresses only");
+}
+
 void wd_t3_net_collect(struct wd_t3 *s, const struct wd_call *call,
 		       struct wd_result *res)
 {
@@ -285,6 +371,7 @@ void wd_t3_net_collect(struct wd_t3 *s, const struct wd_call *call,
 	if (!n || !n->filed)
 		return;
 	wd_t3_net_drain(s, call, res);
+	beyond_enf(n, res);
 	/* the sandbox is gone: the kernel's count of its drops is final */
 	if (!wd_egress_call_counts(n->eg, n->cgid, &res->kernel_counts[0],
 				   &res->kernel_counts[1]))
@@ -297,6 +384,9 @@ void wd_t3_net_stop(struct wd_t3 *s)
 	if (!n)
 		return;
 	wd_resolver_stop(n->resolver);
+	/* the resolver's thread is gone: nothing turns it on any more */
+	if (n->beyond)
+		wd_t3_beyond_off(&n->link);
 	int ifindex = n->link.host_ifindex;
 	/* the pair goes with the netns, which the kernel frees in the
 	 * background once we drop it (no process of the sandbox is left):
@@ -310,13 +400,14 @@ void wd_t3_net_stop(struct wd_t3 *s)
 		wd_egress_detach(n->eg, n->cgid);
 	if (n->routed)
 		wd_bpf_route_del(&n->route);
+	pthread_mutex_destroy(&n->mu);
 	free(n);
 	s->net = NULL;
 }
 
 void wd_t3_net_enforcement(const struct wd_t3 *s, struct wd_result *res)
 {
-	const struct wd_t3_net *n = s->net;
+	struct wd_t3_net *n = s->net;
 	if (!n) {
 		wd_result_enf(res, "network",
 			      "none (--network=none, loopback only)");
@@ -328,4 +419,5 @@ void wd_t3_net_enforcement(const struct wd_t3 *s, struct wd_result *res)
 		      "netns + veth %s: tc BPF allow-list (cgroup %llu); "
 		      "resolver %s:53",
 		      n->link.host_name, (unsigned long long)n->cgid, gw);
+	beyond_enf(n, res);
 }

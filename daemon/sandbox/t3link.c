@@ -309,7 +309,8 @@ int wd_t3link_make(struct wd_t3link *l, struct wd_err *err)
 	l->gw = htonl(base + 1);
 	l->sbx = htonl(base + 2);
 	/* the host end: IPv6 off (the link carries IPv4), no forwarding
-	 * (only the node's own addresses are reached), route_localnet (the
+	 * (only the node's own addresses are reached, until the call is
+	 * routed beyond the node: sandbox/t3beyond.h), route_localnet (the
 	 * node's loopback at gw, translated by the tc programs) */
 	const char *step = "ipv6 disable_ipv6";
 	if (!(rc = dev_sysctl("ipv6", l->host_name, "disable_ipv6", "1"))) {

@@ -5,7 +5,9 @@
  *   sandbox netns:  lo (up), eth0 = sbx/30, default route via gw
  *   host:           w3h<...> = gw/30, route_localnet=1 (the node's
  *                   loopback is reached at gw: bpf/t3net.bpf.c says why),
- *                   forwarding=0 (nothing beyond the node is reached),
+ *                   forwarding=0 (nothing beyond the node is reached;
+ *                   sandbox/t3beyond.h turns it on for a call routed
+ *                   beyond the node, where the node forwards),
  *                   IPv6 off
  *
  * The /30 is 169.254.X.Y (link-local, never 169.254.169.0/24, the metadata

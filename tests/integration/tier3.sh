@@ -389,12 +389,16 @@ print('ptrace', r, ctypes.get_errno())
 expect_match t3_syscall_deny_eperm "$(field .stdout)" "ptrace -1 1"
 expect_match t3_syscall_deny_event "$(jq -c '.denials[] | select(.source == "gvisor")' "$T/out.json" 2>/dev/null)" '"syscall":"ptrace"'
 
-# -- refusals: an allow-list beyond the node (tier 3's link forwards nothing), runsc missing --
-manifest "$T/net.yaml" net 128 32 20000
-sed -i 's|network: {allow: \[\]}|network: {allow: ["198.51.100.1:80"]}|' "$T/net.yaml"
-py "print(1)" "$T/net.yaml" >/dev/null
-expect_eq t3_network_allow_refused_exit "$(cat "$T/rc")" 125
-expect_match t3_network_allow_refused_msg "$(cat "$T/err.txt")" "network.allow.*tier 3"
+# -- refusals: an allow-list beyond a node that does not forward (sandbox/t3beyond.h), runsc missing --
+if [ "$(cat /proc/sys/net/ipv4/ip_forward)" = 0 ]; then
+	manifest "$T/net.yaml" net 128 32 20000
+	sed -i 's|network: {allow: \[\]}|network: {allow: ["198.51.100.1:80"]}|' "$T/net.yaml"
+	py "print(1)" "$T/net.yaml" >/dev/null
+	expect_eq t3_network_allow_refused_exit "$(cat "$T/rc")" 125
+	expect_match t3_network_allow_refused_msg "$(cat "$T/err.txt")" "network.allow '198\.51\.100\.1:80': beyond this node, and this node does not forward IPv4"
+else
+	skip t3_network_allow_refused "this node forwards IPv4: a rule beyond it is routed (tier3_beyond.sh)"
+fi
 printf 'print(1)' >"$T/one.py"
 WARDEN_RUNSC=/nonexistent "$WARDEN" exec --policy "$T/p.yaml" --stdin "$T/one.py" >/dev/null 2>"$T/err.txt"
 expect_eq t3_runsc_missing_exit "$?" 125

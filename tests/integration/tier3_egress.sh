@@ -128,6 +128,7 @@ expect_match t3e_denial_udp "$den" "bpf sendmsg 127\.0\.0\.1:$U"
 expect_match t3e_denial_beyond "$den" "bpf connect 198\.51\.100\.9:80"
 [ -z "$HOSTIP" ] || expect_match t3e_denial_host "$den" "bpf connect ${HOSTIP//./\\.}:$C"
 expect_match t3e_enforcement "$(jq -r .enforcement.network "$T/out.json")" 'tc BPF allow-list'
+expect_eq t3e_not_routed_beyond "$(jq -r .enforcement.network_beyond "$T/out.json")" "not routed: the node's own addresses only"
 # the call's link is gone with it
 # (the kernel deletes a call's pair with its netns, in the background)
 links_left() { ip -o link show 2>/dev/null | grep -c ' w3h' || true; }
@@ -204,11 +205,17 @@ else
 	skip t3e_failclosed "no /sys/kernel/btf/vmlinux on this node"
 fi
 
-# a rule beyond the node is refused at call start, never run unfiltered
-sed "s|\"127.0.0.1:$A\"|\"198.51.100.9:80\"|" "$T/p.yaml" >"$T/far.yaml"
-"$WARDEN" exec --policy "$T/far.yaml" --stdin "$T/probe.py" >/dev/null 2>"$T/err.txt"
-expect_eq t3e_beyond_node_rule_refused "$?" 125
-expect_match t3e_beyond_node_rule_msg "$(cat "$T/err.txt")" "198.51.100.9:80.*tier 3 reaches only the node's own addresses"
+# a rule beyond a node that does not forward is refused at call start,
+# never run unfiltered (where the node forwards: tier3_beyond.sh, in a
+# node of its own)
+if [ "$(cat /proc/sys/net/ipv4/ip_forward)" = 0 ]; then
+	sed "s|\"127.0.0.1:$A\"|\"198.51.100.9:80\"|" "$T/p.yaml" >"$T/far.yaml"
+	"$WARDEN" exec --policy "$T/far.yaml" --stdin "$T/probe.py" >/dev/null 2>"$T/err.txt"
+	expect_eq t3e_beyond_node_rule_refused "$?" 125
+	expect_match t3e_beyond_node_rule_msg "$(cat "$T/err.txt")" "'198\.51\.100\.9:80': beyond this node, and this node does not forward IPv4 \(net\.ipv4\.ip_forward=0\)"
+else
+	skip t3e_beyond_node_rule "this node forwards IPv4: a rule beyond it is routed (tier3_beyond.sh)"
+fi
 # an IPv6 rule: policy check names it
 sed "s|\"127.0.0.1:$A\"|\"[::1]:$A\"|" "$T/p.yaml" >"$T/v6.yaml"
 out=$("$WARDEN" policy check "$T/v6.yaml" 2>&1)
