@@ -82,6 +82,12 @@ CLI_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(CLI_SRCS))
 D_SRCS   := $(wildcard daemon/wardend/*.c)
 D_OBJS   := $(patsubst %.c,$(BUILD)/%.o,$(D_SRCS))
 LIBWARDEN := $(BUILD)/libwarden.a
+# the CLI's: every box but fleet/ (wardend's PostgreSQL client); with no
+# -lpq, and libcurl and libnftables loaded at their first call
+# (cli/curl_lazy.c, cli/nft_lazy.c): a one-shot `warden exec` loads none
+CLI_LIB_OBJS := $(filter-out $(BUILD)/daemon/fleet/%,$(LIB_OBJS))
+LIBWARDEN_CLI := $(BUILD)/libwarden-cli.a
+CLI_LDLIBS = $(filter-out -lcurl -lpq -lnftables,$(LDLIBS))
 
 $(BUILD)/%.o: %.c | $(BPF_SKELS) $(BUILD)/include/egress.sha256.h
 	@mkdir -p $(@D)
@@ -92,11 +98,14 @@ $(LIBWARDEN): $(LIB_OBJS)
 	$(Q)rm -f $@
 	$(Q)ar rcs $@ $^
 
-# --whole-archive: CLI verbs and self-registering tables live in the library;
-# no -lcurl: daemon/cli/curl_lazy.c loads libcurl at its first call
-$(BUILD)/warden: $(CLI_OBJS) $(LIBWARDEN)
+$(LIBWARDEN_CLI): $(CLI_LIB_OBJS)
+	$(Q)rm -f $@
+	$(Q)ar rcs $@ $^
+
+# --whole-archive: CLI verbs and self-registering tables live in the library
+$(BUILD)/warden: $(CLI_OBJS) $(LIBWARDEN_CLI)
 	$(if $(Q),@echo "  LD      $@")
-	$(Q)$(CC) $(CFLAGS) -o $@ $(CLI_OBJS) -Wl,--whole-archive $(LIBWARDEN) -Wl,--no-whole-archive $(filter-out -lcurl,$(LDLIBS))
+	$(Q)$(CC) $(CFLAGS) -o $@ $(CLI_OBJS) -Wl,--whole-archive $(LIBWARDEN_CLI) -Wl,--no-whole-archive $(CLI_LDLIBS)
 
 $(BUILD)/wardend: $(D_OBJS) $(LIBWARDEN)
 	$(if $(Q),@echo "  LD      $@")

@@ -10,82 +10,66 @@
  * and forward to it. wardend and the tests link libcurl directly.
  *
  * If libcurl cannot be loaded every call fails the way libcurl reports a
- * failure (NULL, CURLE_FAILED_INIT) and the reason is logged once. */
-#include "common/log.h"
+ * failure (NULL, CURLE_FAILED_INIT) and the reason is logged once
+ * (cli/lazy.c). */
+#include "cli/lazy.h"
 
 /* these are the definitions: curl.h's type-checking macros would rename them */
 #define CURL_DISABLE_TYPECHECK
 #include <curl/curl.h>
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdarg.h>
 
-static struct {
-	CURLcode (*global_init)(long);
-	CURL *(*easy_init)(void);
-	void (*easy_cleanup)(CURL *);
-	void (*easy_reset)(CURL *);
-	CURLcode (*easy_perform)(CURL *);
-	CURLcode (*easy_setopt)(CURL *, CURLoption, ...);
-	CURLcode (*easy_getinfo)(CURL *, CURLINFO, ...);
-	const char *(*easy_strerror)(CURLcode);
-	CURLSH *(*share_init)(void);
-	CURLSHcode (*share_cleanup)(CURLSH *);
-	CURLSHcode (*share_setopt)(CURLSH *, CURLSHoption, ...);
-	struct curl_slist *(*slist_append)(struct curl_slist *, const char *);
-	void (*slist_free_all)(struct curl_slist *);
-	int ok;
-} lc;
+enum {
+	GLOBAL_INIT,
+	EASY_INIT,
+	EASY_CLEANUP,
+	EASY_RESET,
+	EASY_PERFORM,
+	EASY_SETOPT,
+	EASY_GETINFO,
+	EASY_STRERROR,
+	SHARE_INIT,
+	SHARE_CLEANUP,
+	SHARE_SETOPT,
+	SLIST_APPEND,
+	SLIST_FREE_ALL,
+	N_SYM
+};
+static const char *const names[N_SYM] = {
+    "curl_global_init",	   "curl_easy_init",	 "curl_easy_cleanup",
+    "curl_easy_reset",	   "curl_easy_perform",	 "curl_easy_setopt",
+    "curl_easy_getinfo",   "curl_easy_strerror", "curl_share_init",
+    "curl_share_cleanup",  "curl_share_setopt",	 "curl_slist_append",
+    "curl_slist_free_all",
+};
+static void *sym[N_SYM];
+static int loaded;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-static pthread_once_t lc_once = PTHREAD_ONCE_INIT;
-
-#define LC_SYM(field, name)                                                    \
-	do {                                                                   \
-		*(void **)&lc.field = dlsym(h, name);                          \
-		if (!lc.field) {                                               \
-			wd_warn("libcurl: no symbol %s in libcurl.so.4",       \
-				name);                                         \
-			return;                                                \
-		}                                                              \
-	} while (0)
-
-static void lc_load(void)
+static void load(void)
 {
-	void *h = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
-	if (!h) {
-		wd_warn("libcurl: cannot load libcurl.so.4: %s", dlerror());
-		return;
-	}
-	LC_SYM(global_init, "curl_global_init");
-	LC_SYM(easy_init, "curl_easy_init");
-	LC_SYM(easy_cleanup, "curl_easy_cleanup");
-	LC_SYM(easy_reset, "curl_easy_reset");
-	LC_SYM(easy_perform, "curl_easy_perform");
-	LC_SYM(easy_setopt, "curl_easy_setopt");
-	LC_SYM(easy_getinfo, "curl_easy_getinfo");
-	LC_SYM(easy_strerror, "curl_easy_strerror");
-	LC_SYM(share_init, "curl_share_init");
-	LC_SYM(share_cleanup, "curl_share_cleanup");
-	LC_SYM(share_setopt, "curl_share_setopt");
-	LC_SYM(slist_append, "curl_slist_append");
-	LC_SYM(slist_free_all, "curl_slist_free_all");
-	lc.ok = 1; /* the handle stays open for the process's life */
+	loaded = wd_lazy_open("libcurl.so.4", names, sym, N_SYM) == 0;
 }
 
 static int lc_ready(void)
 {
-	pthread_once(&lc_once, lc_load);
-	return lc.ok;
+	pthread_once(&once, load);
+	return loaded;
 }
+
+/* the loaded function of slot S, as type T */
+#define F(T, S) ((T)sym[S])
 
 CURLcode curl_global_init(long flags)
 {
-	return lc_ready() ? lc.global_init(flags) : CURLE_FAILED_INIT;
+	return lc_ready() ? F(CURLcode(*)(long), GLOBAL_INIT)(flags)
+			  : CURLE_FAILED_INIT;
 }
 
 CURL *curl_easy_init(void)
 {
-	return lc_ready() ? lc.easy_init() : NULL;
+	return lc_ready() ? F(CURL * (*)(void), EASY_INIT)() : NULL;
 }
 
 /* the handle-taking calls below can only see handles libcurl made, so
@@ -93,18 +77,19 @@ CURL *curl_easy_init(void)
 void curl_easy_cleanup(CURL *c)
 {
 	if (lc_ready())
-		lc.easy_cleanup(c);
+		F(void (*)(CURL *), EASY_CLEANUP)(c);
 }
 
 void curl_easy_reset(CURL *c)
 {
 	if (lc_ready())
-		lc.easy_reset(c);
+		F(void (*)(CURL *), EASY_RESET)(c);
 }
 
 CURLcode curl_easy_perform(CURL *c)
 {
-	return lc_ready() ? lc.easy_perform(c) : CURLE_FAILED_INIT;
+	return lc_ready() ? F(CURLcode(*)(CURL *), EASY_PERFORM)(c)
+			  : CURLE_FAILED_INIT;
 }
 
 /* The option's number says the type of its one argument (curl.h:
@@ -115,19 +100,21 @@ CURLcode curl_easy_setopt(CURL *c, CURLoption opt, ...)
 {
 	if (!lc_ready())
 		return CURLE_FAILED_INIT;
+	CURLcode (*setopt)(CURL *, CURLoption, ...) =
+	    F(CURLcode(*)(CURL *, CURLoption, ...), EASY_SETOPT);
 	va_list ap;
 	CURLcode rc;
 	va_start(ap, opt);
 	if (opt < CURLOPTTYPE_OBJECTPOINT)
-		rc = lc.easy_setopt(c, opt, va_arg(ap, long));
+		rc = setopt(c, opt, va_arg(ap, long));
 	else if (opt < CURLOPTTYPE_FUNCTIONPOINT)
-		rc = lc.easy_setopt(c, opt, va_arg(ap, void *));
+		rc = setopt(c, opt, va_arg(ap, void *));
 	else if (opt < CURLOPTTYPE_OFF_T)
-		rc = lc.easy_setopt(c, opt, va_arg(ap, void (*)(void)));
+		rc = setopt(c, opt, va_arg(ap, void (*)(void)));
 	else if (opt < CURLOPTTYPE_BLOB)
-		rc = lc.easy_setopt(c, opt, va_arg(ap, curl_off_t));
+		rc = setopt(c, opt, va_arg(ap, curl_off_t));
 	else
-		rc = lc.easy_setopt(c, opt, va_arg(ap, void *));
+		rc = setopt(c, opt, va_arg(ap, void *));
 	va_end(ap);
 	return rc;
 }
@@ -141,22 +128,25 @@ CURLcode curl_easy_getinfo(CURL *c, CURLINFO info, ...)
 	va_start(ap, info);
 	void *out = va_arg(ap, void *);
 	va_end(ap);
-	return lc.easy_getinfo(c, info, out);
+	return F(CURLcode(*)(CURL *, CURLINFO, ...), EASY_GETINFO)(c, info,
+								   out);
 }
 
 const char *curl_easy_strerror(CURLcode rc)
 {
-	return lc_ready() ? lc.easy_strerror(rc) : "libcurl not loaded";
+	return lc_ready() ? F(const char *(*)(CURLcode), EASY_STRERROR)(rc)
+			  : "libcurl not loaded";
 }
 
 CURLSH *curl_share_init(void)
 {
-	return lc_ready() ? lc.share_init() : NULL;
+	return lc_ready() ? F(CURLSH * (*)(void), SHARE_INIT)() : NULL;
 }
 
 CURLSHcode curl_share_cleanup(CURLSH *sh)
 {
-	return lc_ready() ? lc.share_cleanup(sh) : CURLSHE_NOT_BUILT_IN;
+	return lc_ready() ? F(CURLSHcode(*)(CURLSH *), SHARE_CLEANUP)(sh)
+			  : CURLSHE_NOT_BUILT_IN;
 }
 
 /* CURLSHOPT_SHARE/UNSHARE take an int (curl_lock_data), LOCKFUNC and
@@ -165,20 +155,22 @@ CURLSHcode curl_share_setopt(CURLSH *sh, CURLSHoption opt, ...)
 {
 	if (!lc_ready())
 		return CURLSHE_NOT_BUILT_IN;
+	CURLSHcode (*shopt)(CURLSH *, CURLSHoption, ...) =
+	    F(CURLSHcode(*)(CURLSH *, CURLSHoption, ...), SHARE_SETOPT);
 	va_list ap;
 	CURLSHcode rc;
 	va_start(ap, opt);
 	switch (opt) {
 	case CURLSHOPT_SHARE:
 	case CURLSHOPT_UNSHARE:
-		rc = lc.share_setopt(sh, opt, va_arg(ap, int));
+		rc = shopt(sh, opt, va_arg(ap, int));
 		break;
 	case CURLSHOPT_LOCKFUNC:
 	case CURLSHOPT_UNLOCKFUNC:
-		rc = lc.share_setopt(sh, opt, va_arg(ap, void (*)(void)));
+		rc = shopt(sh, opt, va_arg(ap, void (*)(void)));
 		break;
 	case CURLSHOPT_USERDATA:
-		rc = lc.share_setopt(sh, opt, va_arg(ap, void *));
+		rc = shopt(sh, opt, va_arg(ap, void *));
 		break;
 	default:
 		rc = CURLSHE_BAD_OPTION;
@@ -189,11 +181,14 @@ CURLSHcode curl_share_setopt(CURLSH *sh, CURLSHoption opt, ...)
 
 struct curl_slist *curl_slist_append(struct curl_slist *l, const char *s)
 {
-	return lc_ready() ? lc.slist_append(l, s) : NULL;
+	return lc_ready() ? F(struct curl_slist *
+				  (*)(struct curl_slist *, const char *),
+			      SLIST_APPEND)(l, s)
+			  : NULL;
 }
 
 void curl_slist_free_all(struct curl_slist *l)
 {
 	if (lc_ready())
-		lc.slist_free_all(l);
+		F(void (*)(struct curl_slist *), SLIST_FREE_ALL)(l);
 }

@@ -55,20 +55,6 @@ int wd_fleet_conninfo(const char *url, char **conninfo, struct wd_err *err)
 	return 0;
 }
 
-int wd_fleet_label_check(const char *kv, struct wd_err *err)
-{
-	const char *eq = strchr(kv, '=');
-	size_t kn = eq ? (size_t)(eq - kv) : 0;
-	if (!eq || !kn || kn > 63 ||
-	    strspn(kv, "abcdefghijklmnopqrstuvwxyz0123456789_.-/") != kn ||
-	    strlen(eq + 1) > 255)
-		return wd_err_set(err, -EINVAL,
-				  "--fleet-label %s: want KEY=VALUE (key of "
-				  "[a-z0-9_./-], 1..63; value up to 255)",
-				  kv);
-	return 0;
-}
-
 PGconn *fl_connect(struct wd_fleet *f)
 {
 	/* connect_timeout and application_name first: the URL's own

@@ -122,3 +122,19 @@ void wd_fleet_config_diff(const struct wd_fleet_config *a,
 			wd_buf_printf(out, "%s%s", out->len ? ", " : "",
 				      d[i].name);
 }
+
+/* here, not in fleet/: the CLI (policy check) judges labels and is linked
+ * without the fleet box (libpq) */
+int wd_fleet_label_check(const char *kv, struct wd_err *err)
+{
+	const char *eq = strchr(kv, '=');
+	size_t kn = eq ? (size_t)(eq - kv) : 0;
+	if (!eq || !kn || kn > 63 ||
+	    strspn(kv, "abcdefghijklmnopqrstuvwxyz0123456789_.-/") != kn ||
+	    strlen(eq + 1) > 255)
+		return wd_err_set(err, -EINVAL,
+				  "--fleet-label %s: want KEY=VALUE (key of "
+				  "[a-z0-9_./-], 1..63; value up to 255)",
+				  kv);
+	return 0;
+}

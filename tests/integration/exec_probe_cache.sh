@@ -81,14 +81,15 @@ for t in 1 2; do
 			fail "pcache/tier$t-$k-no-runsc" "$(grep runsc "$T/ex" | head -3; cat "$T/runsc.log" 2>/dev/null)"
 	done
 done
-# A one-shot call loads neither libcurl (cli/curl_lazy.c: loaded at the
-# first libcurl call, which `warden exec` never makes) nor libcrypto's
+# A one-shot call loads neither libcurl nor libnftables (cli/curl_lazy.c,
+# nft_lazy.c: loaded at their first call, which a call on the node never
+# makes), nor libpq (the CLI has no fleet box), nor libcrypto's
 # configuration (no hashing on its path: the probe cache is crc32, the BPF
 # object's hash comes from the build). Control: a verb that asks wardend
 # does load libcurl, and reports the peer that hung up.
 strace -f -qq -o "$T/op" -e trace=openat "$WARDEN" exec --policy "$T/t1.yaml" -- /usr/bin/true >"$T/out" 2>&1
 rc=$?
-expect_eq pcache/exec-no-libcurl "rc=$rc $(grep -c 'libcurl' "$T/op")" "rc=0 0"
+expect_eq pcache/exec-no-libcurl "rc=$rc $(grep -c -e 'libcurl' -e 'libnftables' -e 'libpq' "$T/op")" "rc=0 0"
 expect_eq pcache/exec-no-openssl-config "$(grep -c 'openssl.cnf' "$T/op")" 0
 python3 -c '
 import socket, sys
