@@ -76,7 +76,9 @@ void wd_fleet_stop(struct wd_fleet *f);
 
 /* POST /v1/runs in a fleet: checks the agent and the caller as a local run
  * would (wd_rt_run_check), then queues it. id: the run's id. -ENOENT,
- * -EACCES, -EAGAIN (database unreachable: not queued). */
+ * -EACCES, -EAGAIN (database unreachable: not queued), -EINVAL; 1: not
+ * queued, to be run on this node (a hash_only agent: its task is not put
+ * in the shared database). */
 int wd_fleet_submit(struct wd_fleet *f, const struct wd_caller *c,
 		    const char *agent, const char *task, char id[64],
 		    struct wd_err *err);

@@ -46,6 +46,18 @@ int wd_fleet_submit(struct wd_fleet *f, const struct wd_caller *c,
 	if (rc)
 		return rc;
 	cleanup_free char *placement = af.placement;
+	/* a hash_only agent's task would sit in the shared database in
+	 * plain text (and its row's output too): its runs stay on the node
+	 * they were submitted to; with a placement they cannot be placed */
+	if (af.hash_only && placement)
+		return wd_err_set(err, -EINVAL,
+				  "agent '%s' keeps hash_only traces and has "
+				  "a placement: its task would be queued in "
+				  "the fleet database in plain text; the run "
+				  "was not queued",
+				  agent);
+	if (af.hash_only)
+		return 1;
 	char rid[24] = "run_", uid[16], gid[16];
 	wd_rand_hex(rid + 4, 16);
 	snprintf(uid, sizeof(uid), "%u", (unsigned)c->uid);

@@ -27,6 +27,7 @@ int wd_rt_run_check(struct wd_rt *rt, const struct wd_caller *c,
 			 a->team ? a->team : "");
 		out->placement = a->placement ? wd_strdup(a->placement) : NULL;
 		out->resume = a->resume;
+		out->hash_only = a->hash_only;
 	}
 	wd_pset_unref(ps);
 	return rc;

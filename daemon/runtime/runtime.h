@@ -94,6 +94,7 @@ struct wd_rt_agent_facts {
 	char team[64];
 	char *placement; /* its placement as JSON text, or NULL */
 	bool resume;	 /* resume: if_read_only */
+	bool hash_only;	 /* trace.payloads: hash_only */
 };
 int wd_rt_run_check(struct wd_rt *rt, const struct wd_caller *c,
 		    const char *agent, struct wd_rt_agent_facts *out,

@@ -450,12 +450,15 @@ static enum MHD_Result dispatch(struct wd_server *srv,
 			 * client follows /v1/fleet/runs/ID */
 			rc = wd_fleet_submit(srv->fleet, who, q->agent, q->task,
 					     id, &err);
-			if (rc)
+			if (rc < 0)
 				return send_err(con, errno_status(rc), err.msg);
-			return send_json(con, 201,
-					 json_pack("{s:s,s:b,s:s}", "run_id",
-						   id, "fleet", 1, "follow",
-						   "/v1/fleet/runs/ID"));
+			if (rc == 0)
+				return send_json(
+				    con, 201,
+				    json_pack("{s:s,s:b,s:s}", "run_id", id,
+					      "fleet", 1, "follow",
+					      "/v1/fleet/runs/ID"));
+			/* 1: a hash_only agent's run, run here */
 		}
 		rc =
 		    wd_rt_run_create(srv->rt, who, q->agent, q->task, id, &err);

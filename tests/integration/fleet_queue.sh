@@ -29,6 +29,9 @@ agent one quick '[echo]'
 agent placed slow '[echo]'
 printf 'placement: {zone: "a"}\n' >>"$POL/agents/placed.yaml"
 agent mars slow '[echo]'
+agent secret quick '[echo]'
+sed -i 's/payloads: full/payloads: hash_only/' "$POL/agents/secret.yaml"
+grep -q 'payloads: hash_only' "$POL/agents/secret.yaml" || fail hash-only-agent "no hash_only agent written"
 tool gated '["/usr/bin/cat"]' "input: stdin" "args_schema: {type: object}" \
 	"auth: {mode: on_behalf_of_user, scopes: [\"test:gated\"]}" "side_effects: none" "approval: always"
 script gate <<'S'
@@ -192,6 +195,12 @@ expect_eq approval-gone "$(as_user 1001 "$WARDEN" approvals ls --json --socket "
 out=$(as_user 1000 "$WARDEN" run mars x --socket "$T/B.sock" 2>&1)
 expect_eq placed-nowhere-exit "$?" 1
 expect_match placed-nowhere "$out" 'no node up with capacity has those labels; the run was not queued'
+# a hash_only agent's task is not put in the shared database: its run
+# stays on the node it was submitted to (B), in B's trace
+out=$(as_user 1000 "$WARDEN" run secret "HIDDEN-TASK-$$" --socket "$T/B.sock" 2>&1)
+expect_match hash-only-runs-here "$out" 'run_end +status=ok'
+expect_eq hash-only-not-queued "$(psql_q "SELECT count(*) FROM warden.runs WHERE agent = 'secret' OR task LIKE '%HIDDEN-TASK%'")" 0
+expect_match hash-only-in-b-trace "$("$WARDEN" trace ls --state "$T/B/state" --agent secret 2>&1)" 'secret'
 # the CLI's views: nodes, runs by the read rule, one run, status
 out=$("$WARDEN" fleet nodes --socket "$T/B.sock")
 expect_eq cli-nodes "$(printf '%s\n' "$out" | grep -c ' up ')" 3
