@@ -5,6 +5,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -57,6 +58,8 @@ struct wd_resolver {
 	int udp, tcp, stopfd, evfd;
 	int udp6, tcp6; /* on [::1] at the same port, or -1 */
 	int udpd, tcpd; /* on dev_addr:53 of tier 3's link, or -1 */
+	uint32_t dev_addr, dev_peer; /* the link's two ends (network order) */
+	int dev_ifindex;
 	int (*shown)(void *, const uint8_t[16], uint8_t[16], char *, size_t);
 	void *shown_arg;
 	uint16_t port;
@@ -365,6 +368,31 @@ static bool from_call(struct wd_resolver *r, int proto,
 	return ok;
 }
 
+/* Tier 3's link sockets: a query is the sandbox's when it comes from the
+ * sandbox's own address (gVisor's netstack, behind the link) and (UDP)
+ * arrived over the link, and no socket of this node's owns that source:
+ * a host process sends to the link's address over loopback, and one that
+ * made the sandbox's address its source (IP_FREEBIND) has a socket that
+ * /proc/net lists. */
+static bool from_link(struct wd_resolver *r, int proto,
+		      const struct sockaddr_storage *peer, int ifindex)
+{
+	const struct sockaddr_in *p4 = (const void *)peer;
+	bool ok = peer->ss_family == AF_INET &&
+		  p4->sin_addr.s_addr == r->dev_peer &&
+		  (proto == IPPROTO_TCP || ifindex == r->dev_ifindex) &&
+		  /* no socket of the node's has the peer's end (nor the
+		   * port on any address): /proc/net, which lists them all
+		   * whatever modules the socket diagnostics have */
+		  proc_uid(proto, peer, 53) < 0;
+	if (!ok) {
+		pthread_mutex_lock(&r->mu);
+		r->foreign++;
+		pthread_mutex_unlock(&r->mu);
+	}
+	return ok;
+}
+
 /* One query: the answer's length in out (0: none is sent). */
 static size_t handle(struct wd_resolver *r, const uint8_t *msg, size_t len,
 		     uint8_t *out, size_t cap)
@@ -505,13 +533,29 @@ static void udp_read(struct wd_resolver *r, int fd)
 	for (int i = 0; i < 64; i++) {
 		uint8_t in[1500], out[1500];
 		struct sockaddr_storage from;
-		socklen_t fl = sizeof(from);
-		ssize_t m = recvfrom(fd, in, sizeof(in), MSG_DONTWAIT,
-				     (void *)&from, &fl);
+		char cb[CMSG_SPACE(sizeof(struct in_pktinfo))];
+		struct iovec iov = {in, sizeof(in)};
+		struct msghdr mh = {.msg_name = &from,
+				    .msg_namelen = sizeof(from),
+				    .msg_iov = &iov,
+				    .msg_iovlen = 1,
+				    .msg_control = cb,
+				    .msg_controllen = sizeof(cb)};
+		ssize_t m = recvmsg(fd, &mh, MSG_DONTWAIT);
 		if (m < 0)
 			break;
-		/* the device's socket: only the call's link reaches it */
-		if (fd != r->udpd && !from_call(r, IPPROTO_UDP, &from))
+		socklen_t fl = mh.msg_namelen;
+		int ifindex = 0; /* where it arrived (the link's socket) */
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c;
+		     c = CMSG_NXTHDR(&mh, c))
+			if (c->cmsg_level == IPPROTO_IP &&
+			    c->cmsg_type == IP_PKTINFO) {
+				struct in_pktinfo pi;
+				memcpy(&pi, CMSG_DATA(c), sizeof(pi));
+				ifindex = pi.ipi_ifindex;
+			}
+		if (fd == r->udpd ? !from_link(r, IPPROTO_UDP, &from, ifindex)
+				  : !from_call(r, IPPROTO_UDP, &from))
 			continue; /* not the call's: unanswered */
 		/* UDP answers fit 512 bytes unless EDNS says more; ours are
 		 * at most 16 records (TC set past that) */
@@ -528,7 +572,8 @@ static void tcp_accept(struct wd_resolver *r, int lfd)
 	int fd = accept4(lfd, (void *)&from, &fl, SOCK_CLOEXEC | SOCK_NONBLOCK);
 	if (fd < 0)
 		return;
-	if (lfd != r->tcpd && !from_call(r, IPPROTO_TCP, &from)) {
+	if (lfd == r->tcpd ? !from_link(r, IPPROTO_TCP, &from, 0)
+			   : !from_call(r, IPPROTO_TCP, &from)) {
 		close(fd); /* not the call's */
 		return;
 	}
@@ -614,6 +659,8 @@ static int open_dev(struct wd_resolver *r, const char *dev, uint32_t addr)
 			       (socklen_t)strlen(dev)) ||
 		    setsockopt(fds[i], SOL_SOCKET, SO_REUSEADDR, &one,
 			       sizeof(one)) ||
+		    (i == 0 && setsockopt(fds[i], IPPROTO_IP, IP_PKTINFO, &one,
+					  sizeof(one))) ||
 		    bind(fds[i], (void *)&s4, sizeof(s4)))
 			return -errno;
 	return listen(r->tcpd, MAX_CONN) ? -errno : 0;
@@ -716,6 +763,9 @@ int wd_resolver_start(const struct wd_resolver_opts *o,
 		return rc ? rc : -EADDRINUSE;
 	}
 	open_v6(r);
+	r->dev_addr = o->dev_addr;
+	r->dev_peer = o->dev_peer;
+	r->dev_ifindex = o->dev ? (int)if_nametoindex(o->dev) : 0;
 	if (o->dev && (rc = open_dev(r, o->dev, o->dev_addr)) < 0) {
 		wd_err_set(err, rc,
 			   "network.allow names: the call's resolver cannot "

@@ -35,12 +35,14 @@ struct wd_resolver_opts {
 	uint64_t cgroup_id; /* put in the events */
 	uint32_t uid;
 	/* Tier 3 (sandbox/t3link.h): also listen on dev_addr:53 (network
-	 * order), UDP and TCP, on sockets bound to device dev: only what
-	 * arrives over the call's own link reaches them, so what they
-	 * receive is the call's (no uid check: the sender is gVisor's
-	 * netstack, not a host socket). NULL: none. */
+	 * order), UDP and TCP, on sockets bound to device dev. A device's
+	 * socket still hears the node's own processes (they reach dev_addr
+	 * over loopback): it answers only queries from dev_peer, the
+	 * sandbox's end (gVisor's netstack, no host socket), that (UDP)
+	 * arrived over dev and that no socket of the node sent (socket
+	 * diagnostics). NULL: none. */
 	const char *dev;
-	uint32_t dev_addr;
+	uint32_t dev_addr, dev_peer;
 	/* What the asker is told for an answered address (called before it
 	 * is pinned; the pin is the address as answered): 0 = told `shown`
 	 * (filled in, may be the same), 1 = left out of the answer without a

@@ -274,6 +274,7 @@ int wd_t3_net_start(struct wd_t3 *s, const struct wd_manifest *m,
 				      .uid = s->uid,
 				      .dev = n->link.host_name,
 				      .dev_addr = n->link.gw,
+				      .dev_peer = n->link.sbx,
 				      .shown = shown,
 				      .shown_arg = n};
 	wd_resolver_upstream(&ro.up);

@@ -147,6 +147,43 @@ exec: ["/usr/bin/python3"]
 network: {allow: ["svc.test:19200", "far.test:19200", "*.wild.test:19200"], allow_private: ["127.0.0.1/32", "::1/128"]}
 filesystem: {read: ["/usr/lib/python3", "/usr/lib/python3.11", "/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/etc/ld.so.cache"], exec: ["/usr/bin/python3"]}
 Y
+# the node's own processes try the call's resolver on the link while the
+# call runs (its address is the host end's: reached over loopback): a
+# query for a name the manifest allows and one it does not, UDP and TCP;
+# none may be answered nor show in the call's denials (they are not the
+# sandbox's)
+cat >"$S/hostprobe.py" <<'PY'
+import socket, struct, subprocess, sys, time
+def q(name):
+    b = b"".join(bytes([len(p)]) + p.encode() for p in name.split(".")) + b"\0"
+    return struct.pack(">HHHHHH", 0x4242, 0x0100, 1, 0, 0, 0) + b + struct.pack(">HH", 1, 1)
+gw = None
+for _ in range(200):
+    o = subprocess.run(["ip", "-4", "-o", "addr", "show"], capture_output=True, text=True).stdout
+    for l in o.splitlines():
+        f = l.split()
+        if f[1].startswith("w3h"):
+            gw = f[3].split("/")[0]
+    if gw:
+        break
+    time.sleep(0.05)
+if not gw:
+    print("no-link"); sys.exit()
+time.sleep(0.5)
+for name in ("svc.test", "hostprobe.test"):
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.settimeout(1.5)
+    try:
+        u.sendto(q(name), (gw, 53)); u.recvfrom(1500); print("udp-%s: answered" % name)
+    except Exception as e:
+        print("udp-%s: %s" % (name, type(e).__name__))
+    t = socket.socket(); t.settimeout(1.5)
+    try:
+        t.connect((gw, 53)); m = q(name); t.sendall(struct.pack(">H", len(m)) + m)
+        r = t.recv(2); print("tcp-%s: %s" % (name, "answered" if len(r) == 2 else "closed"))
+    except Exception as e:
+        print("tcp-%s: %s" % (name, type(e).__name__))
+PY
+python3 "$S/hostprobe.py" >"$S/hostprobe.out" 2>&1 & HP=$!
 : >"$S/hits"
 : >"$S/zone.log"
 out=$("$WARDEN" exec --json --dns-upstream "127.0.0.1:$ZP" --policy "$S/t3.yaml" \
@@ -192,6 +229,11 @@ expect_eq t3-listener-hits "$(sort "$S/hits" | tr '\n' ' ')" "svc:19200 "
 expect_eq t3-evil-never-upstream "$(grep -c evil "$S/zone.log")" 0
 expect_match t3-svc-upstream "$(cat "$S/zone.log")" 'svc\.test A'
 den=$(printf '%s' "$out" | jq_py '"\n".join("%s %s %s" % (x["source"], x["kind"], x["target"]) for x in d["denials"])')
+wait "$HP"
+hp=$(cat "$S/hostprobe.out")
+expect_match t3-host-queries-unanswered "$(printf '%s\n' "$hp" | sort | tr '\n' ' ')" \
+	'^tcp-hostprobe.test: (closed|ConnectionResetError) tcp-svc.test: (closed|ConnectionResetError) udp-hostprobe.test: TimeoutError udp-svc.test: TimeoutError $'
+if printf '%s' "$den" | grep -q hostprobe; then fail t3-host-queries-not-denials "$(printf '%s' "$den" | grep hostprobe)"; else pass t3-host-queries-not-denials; fi
 expect_match t3-denial-name "$den" 'resolver dns.name evil.test'
 expect_match t3-denial-names-target "$den" 'bpf connect svc.test:19201 \(127.0.0.1\)'
 expect_match t3-denial-node-resolver-udp "$den" "bpf sendmsg ${NODE_NS//./\\.}:53"
