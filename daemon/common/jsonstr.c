@@ -5,7 +5,7 @@
 /* Length of the valid UTF-8 sequence at s (n bytes left), 0 if invalid:
  * no overlong forms, no surrogates, nothing above U+10FFFF (what jansson
  * accepts). */
-static size_t utf8_len(const unsigned char *s, size_t n)
+size_t wd_utf8_len(const unsigned char *s, size_t n)
 {
 	unsigned char c = s[0];
 	size_t len;
@@ -69,7 +69,7 @@ char *wd_json_put_str(char *out, const char *str, size_t n, bool check_utf8)
 			break;
 		unsigned char c = s[i];
 		if (c >= 0x80) { /* check_utf8 */
-			size_t l = utf8_len(s + i, n - i);
+			size_t l = wd_utf8_len(s + i, n - i);
 			if (!l) {
 				memcpy(p, "\\uFFFD", 6);
 				p += 6;

@@ -228,7 +228,7 @@ char *wd_trace_redact_text(struct wd_trace *t, const char *s, size_t len,
 	return a;
 }
 
-static bool secret_key(const char *k)
+bool wd_trace_secret_key(const char *k)
 {
 	static const char *const keys[] = {
 	    "authorization",  "x-api-key",	"api_key",
@@ -253,7 +253,7 @@ void wd_trace_redact_json(struct wd_trace *t, json_t *v)
 	if (json_is_object(v)) {
 		json_object_foreach(v, k, x)
 		{
-			if (secret_key(k) && json_is_string(x)) {
+			if (wd_trace_secret_key(k) && json_is_string(x)) {
 				if (strcmp(json_string_value(x), RED))
 					json_string_set(x, RED);
 				continue;
