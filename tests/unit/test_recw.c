@@ -6,6 +6,7 @@
  * redaction on the typed path, misuse refused with nothing written,
  * hash_only runs noted, invalid UTF-8, a record begun inside another. */
 #include "t.h"
+#include "events/event.h"
 #include "trace/recw.h"
 #include "trace/trace.h"
 
@@ -113,6 +114,43 @@ static void mk_result(struct wd_trace *t, int i, json_t **j, struct wd_recw **w)
 	wd_recw_obj_begin(r, "enforcement");
 	wd_recw_str(r, "egress", "bpf");
 	wd_recw_obj_end(r);
+	*w = r;
+}
+
+/* a denial: wd_event_to_json against wd_event_recw, every optional
+ * member set (even steps) or none (odd) */
+static void mk_denial(struct wd_trace *t, int i, json_t **j, struct wd_recw **w)
+{
+	struct wd_event e = {.ts_ns = 1764645296123456789ull,
+			     .cgroup_id = 0x8000000000000123ull,
+			     .pid = 42,
+			     .uid = 4294967294u,
+			     .source = WD_SRC_BPF,
+			     .syscall_nr = -1,
+			     .err = 1,
+			     .verdict = i % 2 ? WD_VERDICT_AUDITED
+					      : WD_VERDICT_DENIED};
+	snprintf(e.kind, sizeof(e.kind), "connect");
+	if (i % 2 == 0) {
+		snprintf(e.call_id, sizeof(e.call_id), "c-1");
+		e.syscall_nr = 42;
+		snprintf(e.syscall, sizeof(e.syscall), "connect");
+		snprintf(e.target, sizeof(e.target),
+			 "10.0.0.1:443 Bearer abcdefghijkl \"x\"");
+		snprintf(e.run_id, sizeof(e.run_id), "run-a");
+		e.step = 3;
+		snprintf(e.tool, sizeof(e.tool), "fetch");
+		snprintf(e.agent, sizeof(e.agent), "triage");
+		snprintf(e.team, sizeof(e.team), "sec");
+		e.domain_id = 0xabcdef;
+	}
+	*j = json_pack("{s:s,s:i,s:s,s:s,s:s,s:o}", "run_id", "run-a", "step",
+		       i, "type", "denial", "gen_ai.tool.name", "fetch",
+		       "call_id", "c-1", "event", wd_event_to_json(&e));
+	struct wd_recw *r = wd_recw_begin(t, "run-a", i, WD_REC_DENIAL);
+	wd_recw_str(r, "gen_ai.tool.name", "fetch");
+	wd_recw_str(r, "call_id", "c-1");
+	wd_event_recw(r, "event", &e);
 	*w = r;
 }
 
@@ -232,8 +270,9 @@ static bool same_json(json_t *a, json_t *b, const char *name)
 
 static void both_ways(struct wd_trace *ta, struct wd_trace *tb)
 {
-	static const mk_fn mk[] = {mk_start,  mk_model_call, mk_attempt,
-				   mk_result, mk_model_call, mk_end};
+	static const mk_fn mk[] = {mk_start,	  mk_model_call, mk_attempt,
+				   mk_result,	  mk_denial,	 mk_denial,
+				   mk_model_call, mk_end};
 	bool ok_line = true, ok_seq = true, ok_live = true;
 	for (size_t i = 0; i < WD_ARRAY_SIZE(mk); i++) {
 		json_t *j;
@@ -303,7 +342,7 @@ int main(void)
 		return T_DONE();
 	}
 	/* the payloads the records name, in both stores (verify checks) */
-	for (int i = 0; i < 6; i++) {
+	for (int i = 0; i < 8; i++) {
 		char r[WD_TRACE_REF_LEN];
 		wd_trace_put_blob(ta, NULL, &i, sizeof(i), r, NULL);
 		wd_trace_put_blob(tb, NULL, &i, sizeof(i), r, NULL);
@@ -391,7 +430,7 @@ int main(void)
 		if (id && strcmp(id, "run-c"))
 			json_array_append(ub2, x);
 	}
-	T_OK(ra && json_array_size(ra) == 6 && same_json(ra, rb6, "records") &&
+	T_OK(ra && json_array_size(ra) == 8 && same_json(ra, rb6, "records") &&
 		 same_json(ua, ub2, "runs"),
 	     "recw index rows = the JSON path's", "differ");
 	T_OK(wd_trace_reindex(tb, &err) == 0, "recw reindex", "%s", err.msg);
@@ -426,7 +465,7 @@ int main(void)
 	/* the bytes on disk between head and crc, record by record */
 	struct lines la = {0}, lb = {0};
 	bool same = read_seg(da, &la) == 0 && read_seg(db, &lb) == 0 &&
-		    la.n == 6 && lb.n == 8;
+		    la.n == 8 && lb.n == 10;
 	bool red = false;
 	for (size_t k = 0; same && k < la.n; k++) {
 		size_t n1 = 0, n2 = 0;
@@ -449,9 +488,9 @@ int main(void)
 	T_OK(same, "recw bytes on disk = the JSON path's", "differ");
 	T_OK(red, "recw redacts (secret key, built-in patterns, extra regex)",
 	     "a secret reached the segment");
-	bool fffd = lb.n == 8 && strstr(lb.v[6], "bad\\uFFFD\\uFFFD(utf8");
+	bool fffd = lb.n == 10 && strstr(lb.v[8], "bad\\uFFFD\\uFFFD(utf8");
 	T_OK(fffd, "recw invalid UTF-8 written as U+FFFD", "%s",
-	     lb.n == 8 ? lb.v[6] : "?");
+	     lb.n == 10 ? lb.v[8] : "?");
 	for (size_t k = 0; k < la.n; k++)
 		free(la.v[k]);
 	for (size_t k = 0; k < lb.n; k++)
