@@ -105,11 +105,15 @@ struct slot {
 	const char *key; /* NULL for an array element */
 };
 
-static bool reserved(const char *k)
+/* A top-level key the store writes itself: run_id, step and type are
+ * index members (im), seq, ts, prev and crc are not. */
+static bool reserved(const char *k, size_t kl, int im)
 {
-	return !strcmp(k, "seq") || !strcmp(k, "ts") || !strcmp(k, "prev") ||
-	       !strcmp(k, "crc") || !strcmp(k, "run_id") ||
-	       !strcmp(k, "step") || !strcmp(k, "type");
+	if (im == WD_IM_RUN || im == WD_IM_STEP || im == WD_IM_TYPE)
+		return true;
+	return (kl == 2 && !memcmp(k, "ts", 2)) ||
+	       (kl == 3 && (!memcmp(k, "seq", 3) || !memcmp(k, "crc", 3))) ||
+	       (kl == 4 && !memcmp(k, "prev", 4));
 }
 
 static struct slot put_key(struct wd_recw *w, const char *k, bool top)
@@ -145,11 +149,11 @@ static struct slot put_key(struct wd_recw *w, const char *k, bool top)
 	w->keys[w->nkeys++].len = (uint32_t)el;
 	wd_buf_append(&w->b, ":", 1);
 	if (d == 1) {
-		if (!top && reserved(k)) {
+		s.im = wd_idx_member(k, kl);
+		if (!top && reserved(k, kl, s.im)) {
 			fail(w);
 			return s;
 		}
-		s.im = wd_idx_member(k, kl);
 		s.ref = kl > 4 && !memcmp(k + kl - 4, "_ref", 4);
 	} else if (d == 2 && w->parent[1] >= 0) {
 		s.im = wd_idx_submember(w->parent[1], k, kl);
