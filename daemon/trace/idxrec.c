@@ -123,7 +123,7 @@ static struct wd_iv iv_of(json_t *v)
 	return x;
 }
 
-struct wd_idxrec *wd_idx_extract(json_t *rec)
+void wd_idx_extract_vals(json_t *rec, struct wd_idxvals *out)
 {
 	struct wd_idxvals v = {.nrefs = 0};
 	const char *k;
@@ -155,6 +155,13 @@ struct wd_idxrec *wd_idx_extract(json_t *rec)
 			}
 		}
 	}
+	*out = v;
+}
+
+struct wd_idxrec *wd_idx_extract(json_t *rec)
+{
+	struct wd_idxvals v;
+	wd_idx_extract_vals(rec, &v);
 	return wd_idx_build(&v);
 }
 
@@ -204,7 +211,7 @@ static void keep_str(struct strs *s, const char *v)
 	s->bytes += l;
 }
 
-struct wd_idxrec *wd_idx_build(const struct wd_idxvals *v)
+size_t wd_idx_build_into(const struct wd_idxvals *v, struct wd_buf *out)
 {
 	const char *pl = str_of(v, WD_IM_TRACE_PAYLOADS, WD_IM_PAYLOADS);
 	const struct wd_iv *rd = either(v, WD_IM_TRACE_RD, WD_IM_RD);
@@ -242,11 +249,17 @@ struct wd_idxrec *wd_idx_build(const struct wd_idxvals *v)
 	for (size_t i = 0; i < v->nrefs; i++)
 		keep_str(&all, v->refs[i]);
 	size_t head = sizeof(struct wd_idxrec) + v->nrefs * sizeof(char *);
-	struct wd_idxrec *f = wd_malloc(head + all.bytes);
-	char *arena = (char *)f + head;
+	size_t size = (head + all.bytes + 15) & ~(size_t)15;
+	size_t at = (out->len + 15) & ~(size_t)15;
+	char *pad = wd_buf_room(out, at - out->len + size);
+	char *blk = pad + (at - out->len);
+	memset(pad, 0, at - out->len + size);
+	wd_buf_end(out, blk + size);
+	struct wd_idxrec *f = (struct wd_idxrec *)(void *)blk;
+	size_t pos = head; /* strings: offsets from f, + 1 (0: NULL) */
 	const struct wd_iv *step = &v->m[WD_IM_STEP];
 	*f = (struct wd_idxrec){
-	    .size = head + all.bytes,
+	    .size = size,
 	    .step = step->kind == WD_IV_INT ? step->i : 0,
 	    .in_tokens = (int64_t)num(either(v, WD_IM_IN_A, WD_IM_IN_B)),
 	    .out_tokens = (int64_t)num(either(v, WD_IM_OUT_A, WD_IM_OUT_B)),
@@ -266,19 +279,42 @@ struct wd_idxrec *wd_idx_build(const struct wd_idxvals *v)
 	    .has_diverged = dat->kind == WD_IV_INT,
 	    .diverged_at = dat->kind == WD_IV_INT ? dat->i : 0,
 	    .nrefs = v->nrefs,
-	    .refs = (const char **)(f + 1),
+	    .refs = (const char **)(uintptr_t)sizeof(struct wd_idxrec),
 	};
+	const char **refs = (const char **)(f + 1);
 	for (size_t i = 0; i < all.n; i++) {
 		const char *dst = NULL;
 		if (all.v[i]) {
-			memcpy(arena, all.v[i], all.len[i]);
-			dst = arena;
-			arena += all.len[i];
+			memcpy(blk + pos, all.v[i], all.len[i]);
+			dst = (const char *)(uintptr_t)(pos + 1);
+			pos += all.len[i];
 		}
 		if (i < WD_IDXREC_NSTR)
 			f->s[i] = dst;
 		else
-			f->refs[i - WD_IDXREC_NSTR] = dst;
+			refs[i - WD_IDXREC_NSTR] = dst;
 	}
+	return at;
+}
+
+/* The block holds offsets until it sits where it is read. */
+void wd_idx_resolve(struct wd_idxrec *f)
+{
+	char *base = (char *)f;
+	for (int i = 0; i < WD_IDXREC_NSTR; i++)
+		if (f->s[i])
+			f->s[i] = base + (uintptr_t)f->s[i] - 1;
+	f->refs = (const char **)(void *)(base + (uintptr_t)f->refs);
+	for (unsigned i = 0; i < f->nrefs; i++)
+		if (f->refs[i])
+			f->refs[i] = base + (uintptr_t)f->refs[i] - 1;
+}
+
+struct wd_idxrec *wd_idx_build(const struct wd_idxvals *v)
+{
+	struct wd_buf b = {0};
+	wd_idx_build_into(v, &b); /* at offset 0 of a new buffer */
+	struct wd_idxrec *f = (struct wd_idxrec *)(void *)b.data;
+	wd_idx_resolve(f);
 	return f;
 }

@@ -459,10 +459,16 @@ int wd_trace_append_w(struct wd_trace *t, struct wd_recw *w, bool durable,
 			w->v.m[i].s = w->arena.data + w->v.m[i].i;
 	for (unsigned i = 0; i < w->v.nrefs; i++)
 		w->v.refs[i] = w->arena.data + w->refoff[i];
-	struct wd_idxrec *idx =
-	    t->idx && !__atomic_load_n(&t->iq_overflow, __ATOMIC_RELAXED)
-		? wd_idx_build(&w->v)
-		: NULL;
+	/* the index block after the record, in the same buffer (no
+	 * allocation once the buffer has grown) */
+	size_t ib = 0, blen = w->b.len;
+	bool want_idx =
+	    t->idx && !__atomic_load_n(&t->iq_overflow, __ATOMIC_RELAXED);
+	if (want_idx)
+		ib = wd_idx_build_into(&w->v, &w->b);
+	const struct wd_idxrec *idx =
+	    want_idx ? (const struct wd_idxrec *)(void *)(w->b.data + ib)
+		     : NULL;
 	const char *run_id = w->v.m[WD_IM_RUN].s;
 	const char *pl = w->v.m[WD_IM_TRACE_PAYLOADS].kind == WD_IV_STR
 			     ? w->v.m[WD_IM_TRACE_PAYLOADS].s
@@ -472,9 +478,9 @@ int wd_trace_append_w(struct wd_trace *t, struct wd_recw *w, bool durable,
 	wd_trace_note_run(t, w->v.m[WD_IM_TYPE].s, run_id, pl);
 	struct wd_trace_head h;
 	char prev_hex[65];
-	int r = wd_trace_append_body(t, w->b.data, w->b.len, idx, durable,
-				     &h.seq, h.ts, prev_hex, err);
-	w->b.len--; /* the body again, for wd_recw_line */
+	int r = wd_trace_append_body(t, w->b.data, blen, idx, durable, &h.seq,
+				     h.ts, prev_hex, err);
+	w->b.len = blen - 1; /* the body again, for wd_recw_line */
 	if (r < 0)
 		return r;
 	memcpy(h.prev, "sha256:", 7);

@@ -87,10 +87,9 @@ bool wd_trace_healthy(struct wd_trace *t, int *code)
 
 static void batch_reset(struct wd_batch *b)
 {
-	for (size_t i = 0; i < b->n; i++)
-		free(b->v[i].idx);
 	b->n = 0;
 	b->buf.len = 0;
+	b->ia.len = 0;
 	b->want_sync = false;
 	b->t0 = 0;
 }
@@ -100,6 +99,7 @@ static void batch_free(struct wd_batch *b)
 	batch_reset(b);
 	free(b->v);
 	wd_buf_free(&b->buf);
+	wd_buf_free(&b->ia);
 }
 
 static int open_segment(struct wd_trace *t, uint64_t first)
@@ -415,8 +415,9 @@ static void enc_done(struct wd_buf *b)
 }
 
 int wd_trace_append_body(struct wd_trace *t, const char *mid, size_t midlen,
-			 struct wd_idxrec *idx, bool durable, uint64_t *seq_out,
-			 char ts[40], char prev_hex[65], struct wd_err *err)
+			 const struct wd_idxrec *idx, bool durable,
+			 uint64_t *seq_out, char ts[40], char prev_hex[65],
+			 struct wd_err *err)
 {
 	pthread_mutex_lock(&t->mu);
 	while (!t->error && t->cur.buf.len > PENDING_LIMIT)
@@ -424,7 +425,6 @@ int wd_trace_append_body(struct wd_trace *t, const char *mid, size_t midlen,
 	if (t->error) {
 		int e = t->error;
 		pthread_mutex_unlock(&t->mu);
-		free(idx);
 		return wd_err_set(err, e, "trace store unhealthy: %s",
 				  strerror(-e));
 	}
@@ -456,11 +456,16 @@ int wd_trace_append_body(struct wd_trace *t, const char *mid, size_t midlen,
 		b->cap = b->cap ? b->cap * 2 : 256;
 		b->v = wd_realloc(b->v, b->cap * sizeof(*b->v));
 	}
+	/* the index block, copied in place (blocks are 16-byte sized) */
+	size_t ioff = b->ia.len;
+	if (idx)
+		wd_buf_append(&b->ia, idx, idx->size);
 	b->v[b->n++] = (struct wd_pend){.seq = seq,
 					.ts_us = wall / 1000,
 					.off = off,
 					.len = len,
-					.idx = idx};
+					.idx_off = ioff,
+					.idx_len = idx ? idx->size : 0};
 	if (durable) {
 		b->want_sync = true;
 		pthread_cond_signal(&t->wake);
@@ -521,6 +526,7 @@ int wd_trace_append(struct wd_trace *t, json_t *rec, bool durable,
 		er |= wd_trace_emit_member(mb, k, v);
 	}
 	wd_buf_append(mb, "}", 1);
+	size_t midlen = mb->len;
 	if (er) {
 		enc_done(mb);
 		wd_buf_free(&own);
@@ -529,11 +535,18 @@ int wd_trace_append(struct wd_trace *t, json_t *rec, bool durable,
 				  "infinity?)");
 	}
 	/* while the index thread catches up from the segments, the writer
-	 * queues nothing: skip the extraction */
-	struct wd_idxrec *idx =
-	    t->idx && !__atomic_load_n(&t->iq_overflow, __ATOMIC_RELAXED)
-		? wd_idx_extract(rec)
-		: NULL;
+	 * queues nothing: skip the extraction. The index block goes after
+	 * the record in the same buffer. */
+	size_t ib = 0;
+	bool want_idx =
+	    t->idx && !__atomic_load_n(&t->iq_overflow, __ATOMIC_RELAXED);
+	if (want_idx) {
+		struct wd_idxvals iv;
+		wd_idx_extract_vals(rec, &iv);
+		ib = wd_idx_build_into(&iv, mb);
+	}
+	const struct wd_idxrec *idx =
+	    want_idx ? (const struct wd_idxrec *)(void *)(mb->data + ib) : NULL;
 	json_t *tr = json_object_get(rec, "trace");
 	const char *pl = json_string_value(json_object_get(tr, "payloads"));
 	if (!pl)
@@ -542,7 +555,7 @@ int wd_trace_append(struct wd_trace *t, json_t *rec, bool durable,
 
 	uint64_t seq;
 	char ts[40], prev_hex[65];
-	int r = wd_trace_append_body(t, mb->data, mb->len, idx, durable, &seq,
+	int r = wd_trace_append_body(t, mb->data, midlen, idx, durable, &seq,
 				     ts, prev_hex, err);
 	enc_done(mb);
 	wd_buf_free(&own);
@@ -805,9 +818,8 @@ void wd_trace_close(struct wd_trace *t)
 		pthread_mutex_unlock(&t->mu);
 		pthread_join(t->indexer, NULL);
 	}
-	for (size_t i = 0; i < t->iq.n; i++)
-		free(t->iq.v[i].idx);
 	free(t->iq.v);
+	wd_buf_free(&t->iq.ia);
 	if (t->segfd >= 0)
 		close(t->segfd);
 	wd_idx_close(t->idx);

@@ -133,6 +133,15 @@ int wd_idx_member(const char *k, size_t n);
 int wd_idx_submember(int parent, const char *k, size_t n);
 /* The wd_idxrec of what was found (one allocation; free() it). */
 struct wd_idxrec *wd_idx_build(const struct wd_idxvals *v);
+/* The same appended to out as one block, 16-byte aligned and movable (its
+ * string pointers are offsets until wd_idx_resolve() at the block's final
+ * place): the append path copies it into the batch, the index queue, and
+ * allocates nothing per record. Returns the block's offset in out; its
+ * size is ->size. */
+size_t wd_idx_build_into(const struct wd_idxvals *v, struct wd_buf *out);
+void wd_idx_resolve(struct wd_idxrec *f);
+/* wd_idx_extract's first half: the members of a parsed record. */
+void wd_idx_extract_vals(json_t *rec, struct wd_idxvals *out);
 
 /* One record waiting in the group-commit buffer: where its line sits in the
  * batch buffer and what the index needs from it. */
@@ -140,7 +149,8 @@ struct wd_pend {
 	uint64_t seq;
 	uint64_t ts_us;
 	size_t off, len;       /* line in the batch buffer, without '\n' */
-	struct wd_idxrec *idx; /* index fields (owned; free()) */
+	size_t idx_off;	       /* index fields: a wd_idx_build_into block */
+	size_t idx_len;	       /* in the batch's (queue's) idx arena; 0 none */
 	uint64_t seg, fileoff; /* where the writer put it */
 };
 
@@ -156,6 +166,7 @@ struct wd_blob_pend {
 
 struct wd_batch {
 	struct wd_buf buf;
+	struct wd_buf ia; /* the records' index blocks (wd_pend.idx_off) */
 	struct wd_pend *v;
 	size_t n, cap;
 	bool want_sync;
@@ -231,6 +242,7 @@ struct wd_trace {
 	struct {
 		struct wd_pend *v;
 		size_t n, cap;
+		struct wd_buf ia; /* their index blocks */
 	} iq;
 	size_t iq_bytes;
 	bool iq_overflow; /* written under mu, read racily by appenders */
@@ -299,11 +311,13 @@ void wd_trace_redact_json(struct wd_trace *t, json_t *v);
 bool wd_trace_secret_key(const char *k);
 /* Frame one record into the group-commit batch (store.c): mid is its
  * compact JSON ({"run_id":...}, midlen bytes, redacted), idx its index
- * fields (owned, may be NULL). Fills the seq, ts and the previous line's
- * hash it got; waits for the disk when durable. 0 or -errno. */
+ * fields (a wd_idx_build_into block, copied; may be NULL). Fills the seq, ts
+ * and the previous line's hash it got; waits for the disk when durable. 0 or
+ * -errno. */
 int wd_trace_append_body(struct wd_trace *t, const char *mid, size_t midlen,
-			 struct wd_idxrec *idx, bool durable, uint64_t *seq_out,
-			 char ts[40], char prev_hex[65], struct wd_err *err);
+			 const struct wd_idxrec *idx, bool durable,
+			 uint64_t *seq_out, char ts[40], char prev_hex[65],
+			 struct wd_err *err);
 /* A run_start saying payloads: hash_only (payloads: trace.payloads, else
  * the top-level payloads) adds run_id to the store's hash_only runs, a
  * run_end takes it out (put_blob stores nothing for those runs). */
