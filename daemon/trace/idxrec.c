@@ -253,7 +253,9 @@ size_t wd_idx_build_into(const struct wd_idxvals *v, struct wd_buf *out)
 	size_t at = (out->len + 15) & ~(size_t)15;
 	char *pad = wd_buf_room(out, at - out->len + size);
 	char *blk = pad + (at - out->len);
-	memset(pad, 0, at - out->len + size);
+	/* the padding before and after the block: defined bytes */
+	memset(pad, 0, at - out->len);
+	memset(blk + head + all.bytes, 0, size - head - all.bytes);
 	wd_buf_end(out, blk + size);
 	struct wd_idxrec *f = (struct wd_idxrec *)(void *)blk;
 	size_t pos = head; /* strings: offsets from f, + 1 (0: NULL) */
