@@ -25,6 +25,7 @@ static char cg_path[256];
 /* A child in the cgroup makes n denied connect() calls. */
 static int deny_n(int n)
 {
+	fflush(stdout); /* a child must not print the parent's lines again */
 	pid_t p = fork();
 	if (p == 0) {
 		char procs[300];
