@@ -664,7 +664,14 @@ int wd_trace_open(const char *state_dir, const struct wd_trace_opts *o,
 	t->blobdir = wd_asprintf("%s/blobs", t->root);
 	t->segfd = -1;
 	t->hash_only = json_object();
-	pthread_mutex_init(&t->mu, NULL);
+	/* appenders hold mu for the framing of one line (a microsecond or
+	 * so): spinning briefly beats sleeping in the kernel and being woken
+	 * when two threads append at once */
+	pthread_mutexattr_t ma;
+	pthread_mutexattr_init(&ma);
+	pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ADAPTIVE_NP);
+	pthread_mutex_init(&t->mu, &ma);
+	pthread_mutexattr_destroy(&ma);
 	pthread_mutex_init(&t->idx_mu, NULL);
 	pthread_mutex_init(&t->runs_mu, NULL);
 	pthread_mutex_init(&t->blob_mu, NULL);
