@@ -165,8 +165,7 @@ static void next_rec(json_t *r, int thr, uint64_t i, unsigned nprompts)
 /* The same record through the typed encoder (trace/recw.h), built whole
  * for every append: the typed path's figure includes its building. */
 static int append_typed(struct wd_trace *t, int thr, uint64_t i,
-			unsigned nprompts, const char *text,
-			struct wd_err *err)
+			unsigned nprompts, const char *text, struct wd_err *err)
 {
 	char run[40], ph[80];
 	snprintf(run, sizeof(run), "run-%d-%06llu", thr,
@@ -319,10 +318,10 @@ static double peer_rate(const char *dir, uint64_t total, int threads)
 }
 
 struct figs {
-	double ret, dur, all;	      /* appends/s: returned, synced, indexed */
-	double caller_us, proc_us;    /* CPU per append */
-	double writer_us, index_us;   /* the store's threads, per record */
-	double build_us;	      /* building a jansson record */
+	double ret, dur, all;	    /* appends/s: returned, synced, indexed */
+	double caller_us, proc_us;  /* CPU per append */
+	double writer_us, index_us; /* the store's threads, per record */
+	double build_us;	    /* building a jansson record */
 	uint64_t raw;
 };
 
