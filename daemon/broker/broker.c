@@ -437,6 +437,7 @@ int wd_broker_execute(const struct wd_broker_run *run,
 	bool may_skip = !durable && run->unrecorded_read_only;
 	int rc = 0;
 	char args_ref[WD_TRACE_REF_LEN] = "";
+	bool by_ref = false;
 	if (run->hash_only || strlen(args_text) > WD_BROKER_ARGS_INLINE_MAX) {
 		rc = wd_trace_put_blob(run->trace, run->run_id, args_text,
 				       strlen(args_text), args_ref, err);
@@ -445,6 +446,7 @@ int wd_broker_execute(const struct wd_broker_run *run,
 			free_argv(argv);
 			return rc;
 		}
+		by_ref = !rc;
 	}
 	struct wd_recw *att = base_w(run, call, WD_REC_TOOL_ATTEMPT);
 	wd_recw_str(att, "side_effects", se_name(m->side_effects));
@@ -459,9 +461,9 @@ int wd_broker_execute(const struct wd_broker_run *run,
 	 * (cgroup names, event attribution) gets one unique on this node */
 	wd_recw_str(att, "sandbox_call_id", sb_id);
 	wd_recw_str(att, "args_hash", args_hash);
-	if (args_ref[0])
+	if (by_ref)
 		wd_recw_str(att, "args_ref", args_ref);
-	else if (!rc)
+	else if (!rc && call->args)
 		wd_recw_json(att, "args", call->args);
 	if (approval)
 		wd_recw_json(att, "approval", approval);
