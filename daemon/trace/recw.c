@@ -6,9 +6,12 @@
 #include <math.h>
 #include <string.h>
 
-#define RED	 "[REDACTED]"
-#define DEPTH	 32
-#define NKEYS	 512
+#define RED "[REDACTED]"
+/* as deep as jansson parses (JSON_PARSER_MAX_DEPTH): any args a model
+ * sent fit; keys past NKEYS open at once are written unchecked for
+ * duplicates (only a typed caller's own keys could repeat) */
+#define DEPTH	 2048
+#define NKEYS	 4096
 #define ENC_KEEP (256u << 10) /* a buffer grown past this is given back */
 
 struct wd_recw {
@@ -141,12 +144,10 @@ static struct slot put_key(struct wd_recw *w, const char *k, bool top)
 			fail(w);
 			return s;
 		}
-	if (w->nkeys == NKEYS) {
-		fail(w);
-		return s;
+	if (w->nkeys < NKEYS) {
+		w->keys[w->nkeys].off = (uint32_t)at;
+		w->keys[w->nkeys++].len = (uint32_t)el;
 	}
-	w->keys[w->nkeys].off = (uint32_t)at;
-	w->keys[w->nkeys++].len = (uint32_t)el;
 	wd_buf_append(&w->b, ":", 1);
 	if (d == 1) {
 		s.im = wd_idx_member(k, kl);

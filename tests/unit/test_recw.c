@@ -154,6 +154,33 @@ static void mk_denial(struct wd_trace *t, int i, json_t **j, struct wd_recw **w)
 	*w = r;
 }
 
+/* big and deep: an args object of 5000 members, arrays 300 deep (jansson
+ * writes both; so must the typed path) */
+static void mk_big(struct wd_trace *t, int i, json_t **j, struct wd_recw **w)
+{
+	json_t *args = json_object();
+	for (int k = 0; k < 5000; k++) {
+		char key[16];
+		snprintf(key, sizeof(key), "k%d", k);
+		json_object_set_new(args, key, json_integer(k));
+	}
+	json_t *deep = json_array();
+	for (int d = 0; d < 300; d++) {
+		json_t *up = json_array();
+		json_array_append_new(up, deep);
+		deep = up;
+	}
+	json_object_set_new(args, "deep", deep);
+	*j = json_pack("{s:s,s:i,s:s,s:s,s:O}", "run_id", "run-a", "step", i,
+		       "type", "tool_attempt", "gen_ai.tool.name", "big",
+		       "args", args);
+	struct wd_recw *r = wd_recw_begin(t, "run-a", i, WD_REC_TOOL_ATTEMPT);
+	wd_recw_str(r, "gen_ai.tool.name", "big");
+	wd_recw_json(r, "args", args);
+	json_decref(args);
+	*w = r;
+}
+
 static void mk_start(struct wd_trace *t, int i, json_t **j, struct wd_recw **w)
 {
 	*j = json_pack("{s:s,s:i,s:s,s:s,s:s,s:s,s:i,s:s,s:{s:s,s:i},s:{s:s,"
@@ -270,9 +297,9 @@ static bool same_json(json_t *a, json_t *b, const char *name)
 
 static void both_ways(struct wd_trace *ta, struct wd_trace *tb)
 {
-	static const mk_fn mk[] = {mk_start,	  mk_model_call, mk_attempt,
-				   mk_result,	  mk_denial,	 mk_denial,
-				   mk_model_call, mk_end};
+	static const mk_fn mk[] = {mk_start,  mk_model_call, mk_attempt,
+				   mk_result, mk_denial,     mk_denial,
+				   mk_big,    mk_model_call, mk_end};
 	bool ok_line = true, ok_seq = true, ok_live = true;
 	for (size_t i = 0; i < WD_ARRAY_SIZE(mk); i++) {
 		json_t *j;
@@ -342,7 +369,7 @@ int main(void)
 		return T_DONE();
 	}
 	/* the payloads the records name, in both stores (verify checks) */
-	for (int i = 0; i < 8; i++) {
+	for (int i = 0; i < 9; i++) {
 		char r[WD_TRACE_REF_LEN];
 		wd_trace_put_blob(ta, NULL, &i, sizeof(i), r, NULL);
 		wd_trace_put_blob(tb, NULL, &i, sizeof(i), r, NULL);
@@ -430,7 +457,7 @@ int main(void)
 		if (id && strcmp(id, "run-c"))
 			json_array_append(ub2, x);
 	}
-	T_OK(ra && json_array_size(ra) == 8 && same_json(ra, rb6, "records") &&
+	T_OK(ra && json_array_size(ra) == 9 && same_json(ra, rb6, "records") &&
 		 same_json(ua, ub2, "runs"),
 	     "recw index rows = the JSON path's", "differ");
 	T_OK(wd_trace_reindex(tb, &err) == 0, "recw reindex", "%s", err.msg);
@@ -465,7 +492,7 @@ int main(void)
 	/* the bytes on disk between head and crc, record by record */
 	struct lines la = {0}, lb = {0};
 	bool same = read_seg(da, &la) == 0 && read_seg(db, &lb) == 0 &&
-		    la.n == 8 && lb.n == 10;
+		    la.n == 9 && lb.n == 11;
 	bool red = false;
 	for (size_t k = 0; same && k < la.n; k++) {
 		size_t n1 = 0, n2 = 0;
@@ -488,9 +515,9 @@ int main(void)
 	T_OK(same, "recw bytes on disk = the JSON path's", "differ");
 	T_OK(red, "recw redacts (secret key, built-in patterns, extra regex)",
 	     "a secret reached the segment");
-	bool fffd = lb.n == 10 && strstr(lb.v[8], "bad\\uFFFD\\uFFFD(utf8");
+	bool fffd = lb.n == 11 && strstr(lb.v[9], "bad\\uFFFD\\uFFFD(utf8");
 	T_OK(fffd, "recw invalid UTF-8 written as U+FFFD", "%s",
-	     lb.n == 10 ? lb.v[8] : "?");
+	     lb.n == 11 ? lb.v[9] : "?");
 	for (size_t k = 0; k < la.n; k++)
 		free(la.v[k]);
 	for (size_t k = 0; k < lb.n; k++)
