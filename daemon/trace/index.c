@@ -168,6 +168,7 @@ struct wd_idx {
 	struct agg *agg;
 	size_t nagg, capagg;
 	json_t *aggmap; /* run_id -> index in agg */
+	size_t last;	/* agg of the last record (runs come in streaks) */
 };
 
 static int agg_flush_one(struct wd_idx *x, struct agg *a)
@@ -219,15 +220,20 @@ static int agg_flush(struct wd_idx *x)
 
 static struct agg *agg_get(struct wd_idx *x, const char *run, uint64_t ts)
 {
+	if (x->last < x->nagg && !strcmp(x->agg[x->last].run, run))
+		return &x->agg[x->last];
 	json_t *i = json_object_get(x->aggmap, run);
-	if (i)
-		return &x->agg[json_integer_value(i)];
+	if (i) {
+		x->last = (size_t)json_integer_value(i);
+		return &x->agg[x->last];
+	}
 	if (x->nagg == x->capagg) {
 		x->capagg = x->capagg ? x->capagg * 2 : 64;
 		x->agg = wd_realloc(x->agg, x->capagg * sizeof(*x->agg));
 	}
 	struct agg *a = &x->agg[x->nagg];
 	*a = (struct agg){.run = wd_strdup(run), .first_ts = ts};
+	x->last = x->nagg;
 	json_object_set_new(x->aggmap, run, json_integer(x->nagg++));
 	return a;
 }
@@ -329,8 +335,18 @@ static int idx_file_mode(const char *path)
 	return 0;
 }
 
+/* SQLite's allocation statistics take a global mutex per malloc (the
+ * index thread's largest lock traffic); nothing here reads them. Set
+ * before SQLite initializes; refused (harmlessly) after. */
+static pthread_once_t sqlite_once = PTHREAD_ONCE_INIT;
+static void sqlite_conf(void)
+{
+	sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+}
+
 int wd_idx_open(const char *path, struct wd_idx **out, struct wd_err *err)
 {
+	pthread_once(&sqlite_once, sqlite_conf);
 	int r = idx_file_mode(path);
 	if (r < 0)
 		return wd_err_set(err, r, "trace index %s: %s", path,
