@@ -9,6 +9,7 @@
 #include "trace/trace_int.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <string.h>
 
 #define MN(name)                                                               \
@@ -59,6 +60,7 @@ static const struct {
     [WD_IM_REPLAY_DIV] = MN("diverged_at"),
 };
 #undef MN
+_Static_assert(WD_IM_N < 127, "member numbers fit a signed char");
 
 static bool is(int i, const char *k, size_t n)
 {
@@ -66,11 +68,47 @@ static bool is(int i, const char *k, size_t n)
 	       !memcmp(mnames[i].name, k, n);
 }
 
+/* The top-level names by length (every key of every record is looked
+ * up): at most MAXLEN bytes, at most 7 names of one length. */
+#define MAXLEN 32
+static signed char by_len[MAXLEN + 1][8];
+static bool by_len_off; /* a name longer, or a row full: scan them all */
+static pthread_once_t by_len_once = PTHREAD_ONCE_INIT;
+
+static void by_len_make(void)
+{
+	memset(by_len, -1, sizeof(by_len));
+	for (int i = 0; i < WD_IM_N; i++) {
+		if (mnames[i].len > MAXLEN) {
+			by_len_off = true;
+			return;
+		}
+		signed char *row = by_len[mnames[i].len];
+		int j = 0;
+		while (j < 7 && row[j] >= 0)
+			j++;
+		if (j == 7) {
+			by_len_off = true;
+			return;
+		}
+		row[j] = (signed char)i;
+	}
+}
+
 int wd_idx_member(const char *k, size_t n)
 {
-	for (int i = 0; i < WD_IM_N; i++)
-		if (is(i, k, n))
-			return i;
+	pthread_once(&by_len_once, by_len_make);
+	if (by_len_off) {
+		for (int i = 0; i < WD_IM_N; i++)
+			if (is(i, k, n))
+				return i;
+		return -1;
+	}
+	if (n > MAXLEN)
+		return -1;
+	for (const signed char *row = by_len[n]; *row >= 0; row++)
+		if (is(*row, k, n))
+			return *row;
 	return -1;
 }
 
