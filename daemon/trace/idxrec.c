@@ -218,6 +218,13 @@ static double num(const struct wd_iv *v)
 	}
 }
 
+/* A count as the index keeps it: a value out of int64's range (a record
+ * anyone may have written: 1e300 tokens) is 0, not an undefined cast. */
+static int64_t to_i64(double d)
+{
+	return d >= -9.2e18 && d <= 9.2e18 ? (int64_t)d : 0;
+}
+
 static bool is_num(const struct wd_iv *v)
 {
 	return v->kind == WD_IV_INT || v->kind == WD_IV_REAL;
@@ -301,14 +308,14 @@ size_t wd_idx_build_into(const struct wd_idxvals *v, struct wd_buf *out)
 	*f = (struct wd_idxrec){
 	    .size = size,
 	    .step = step->kind == WD_IV_INT ? step->i : 0,
-	    .in_tokens = (int64_t)num(either(v, WD_IM_IN_A, WD_IM_IN_B)),
-	    .out_tokens = (int64_t)num(either(v, WD_IM_OUT_A, WD_IM_OUT_B)),
-	    .cached_tokens = (int64_t)num(&v->m[WD_IM_CACHED]),
+	    .in_tokens = to_i64(num(either(v, WD_IM_IN_A, WD_IM_IN_B))),
+	    .out_tokens = to_i64(num(either(v, WD_IM_OUT_A, WD_IM_OUT_B))),
+	    .cached_tokens = to_i64(num(&v->m[WD_IM_CACHED])),
 	    .has_cost = cost->kind != WD_IV_NONE,
 	    .cost_nusd =
 		cost->kind != WD_IV_NONE ? llround(num(cost) * 1e9) : 0,
 	    .has_rd = is_num(rd),
-	    .rd = is_num(rd) ? (int64_t)num(rd) : 0,
+	    .rd = is_num(rd) ? to_i64(num(rd)) : 0,
 	    .flagged = v->m[WD_IM_FLAGGED].kind == WD_IV_TRUE,
 	    .has_uid = has_uid,
 	    .uid = has_uid ? uid->i : -1,

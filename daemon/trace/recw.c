@@ -440,6 +440,17 @@ char *wd_recw_line(const struct wd_recw *w, const struct wd_trace_head *h)
 	return o.data;
 }
 
+struct wd_idxrec *wd_recw_idx(const struct wd_recw *w)
+{
+	struct wd_idxvals v = w->v;
+	for (int i = 0; i < WD_IM_ALL; i++)
+		if (v.m[i].kind == WD_IV_STR)
+			v.m[i].s = w->arena.data + v.m[i].i;
+	for (unsigned i = 0; i < v.nrefs; i++)
+		v.refs[i] = w->arena.data + w->refoff[i];
+	return wd_idx_build(&v);
+}
+
 int wd_trace_append_w(struct wd_trace *t, struct wd_recw *w, bool durable,
 		      struct wd_trace_head *head, struct wd_err *err)
 {

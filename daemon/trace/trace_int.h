@@ -140,6 +140,10 @@ struct wd_idxrec *wd_idx_build(const struct wd_idxvals *v);
  * size is ->size. */
 size_t wd_idx_build_into(const struct wd_idxvals *v, struct wd_buf *out);
 void wd_idx_resolve(struct wd_idxrec *f);
+/* The index fields a typed record (trace/recw.h) noted so far, as
+ * wd_idx_build gives them (free() it): for the tests and the fuzzer. */
+struct wd_recw;
+struct wd_idxrec *wd_recw_idx(const struct wd_recw *w);
 /* wd_idx_extract's first half: the members of a parsed record. */
 void wd_idx_extract_vals(json_t *rec, struct wd_idxvals *out);
 
