@@ -518,7 +518,7 @@ int main(int argc, char **argv)
 	free(seg);
 	free(idx);
 	free(wal);
-	if (argc < 2)
+	if (dir == tmpl) /* a temporary store (no DIR given, or "") */
 		wd_rm_rf(dir);
 	return 0;
 }
