@@ -10,6 +10,7 @@
 #include "policy/users.h"
 #include "sandbox/sandbox.h"
 #include "trace/trace.h"
+#include "trace/recw.h"
 
 #define PREVIEW_MAX 512
 
@@ -225,6 +226,60 @@ static json_t *base_rec(const struct wd_broker_run *run,
 	return r;
 }
 
+/* A typed record to the run's hook, or to the store. A hook that takes
+ * JSON only gets the record parsed back (the same members). */
+static int rec_append_w(const struct wd_broker_run *run, struct wd_recw *w,
+			bool durable, struct wd_trace_head *head,
+			struct wd_err *err)
+{
+	if (run->record_w)
+		return run->record_w(run->record_arg, w, durable, head, err);
+	if (!run->record)
+		return wd_trace_append_w(run->trace, w, durable, head, err);
+	size_t n;
+	const char *body = wd_recw_body(w, &n);
+	cleanup_free char *text = wd_strndup(body, n);
+	/* the body is the record without its closing brace */
+	struct wd_buf b = {0};
+	wd_buf_append(&b, text, n);
+	wd_buf_append(&b, "}", 1);
+	json_t *rec = json_loadb(b.data, b.len, 0, NULL);
+	wd_buf_free(&b);
+	if (!rec)
+		return wd_err_set(err, -EINVAL, "trace record: cannot encode");
+	int rc = run->record(run->record_arg, rec, durable, err);
+	if (!rc && head) {
+		head->seq = json_integer_value(json_object_get(rec, "seq"));
+		wd_strlcpy(head->ts,
+			   json_string_value(json_object_get(rec, "ts")) ?: "",
+			   sizeof(head->ts));
+		wd_strlcpy(head->prev,
+			   json_string_value(json_object_get(rec, "prev"))
+			       ?: "",
+			   sizeof(head->prev));
+	}
+	json_decref(rec);
+	return rc;
+}
+
+/* base_rec's members in a typed record */
+static struct wd_recw *base_w(const struct wd_broker_run *run,
+			      const struct wd_broker_call *call,
+			      enum wd_rec_type type)
+{
+	struct wd_recw *w =
+	    wd_recw_begin(run->trace, run->run_id, run->step, type);
+	/* json_string(NULL) left a member out of base_rec */
+	const char *k[] = {"gen_ai.tool.name", "gen_ai.tool.call.id", "agent",
+			   "team", "user"};
+	const char *v[] = {call->name, call->call_id, run->agent, run->team,
+			   run->user};
+	for (size_t i = 0; i < WD_ARRAY_SIZE(k); i++)
+		if (v[i])
+			wd_recw_str(w, k[i], v[i]);
+	return w;
+}
+
 int wd_broker_record_refusal(const struct wd_broker_run *run,
 			     const struct wd_broker_call *call,
 			     enum wd_broker_verdict v, const char *check,
@@ -367,68 +422,67 @@ int wd_broker_execute(const struct wd_broker_run *run,
 	}
 
 	/* 6. the attempt, on disk before anything starts */
-	json_t *att = base_rec(run, call, "tool_attempt");
-	json_object_set_new(att, "side_effects",
-			    json_string(se_name(m->side_effects)));
-	json_object_set_new(att, "tier", json_integer(m->tier));
-	json_object_set_new(att, "authz", json_string("allowed"));
-	json_object_set_new(
-	    att, "auth_mode",
-	    json_string(service ? "service" : "on_behalf_of_user"));
-	json_object_set_new(att, "user_uid", json_integer(run->uid));
-	if (replay_env)
-		json_object_set_new(att, "replay", json_string("environment"));
-	/* the model's call ids repeat across runs ("call_0_0"): the sandbox
-	 * (cgroup names, event attribution) gets one unique on this node */
 	char sb_id[24] = {0};
 	wd_rand_hex(sb_id, 16);
-	json_object_set_new(att, "sandbox_call_id", json_string(sb_id));
 	cleanup_free char *args_text = json_dumps(call->args, JSON_COMPACT);
 	if (!args_text)
 		args_text = wd_strdup("{}");
 	char args_hash[72];
+	/* of the redacted text (the store keeps that): a hash must not
+	 * confirm a guess of a redacted secret */
 	wd_trace_ref_redacted(run->trace, args_text, strlen(args_text),
 			      args_hash);
-	json_object_set_new(att, "args_hash", json_string(args_hash));
 	/* a side-effecting tool's attempt is fdatasync'ed before the tool
 	 * starts; a read-only one's is written to its segment (the disk gets
 	 * it with the next group commit), or — only when the agent says
 	 * trace.unrecorded_read_only: allow — may go unrecorded */
 	bool durable = m->side_effects != WD_SE_NONE;
 	bool may_skip = !durable && run->unrecorded_read_only;
-	int rc;
+	int rc = 0;
+	char args_ref[WD_TRACE_REF_LEN] = "";
+	bool by_ref = false;
 	if (run->hash_only || strlen(args_text) > WD_BROKER_ARGS_INLINE_MAX) {
-		char ref[WD_TRACE_REF_LEN];
 		rc = wd_trace_put_blob(run->trace, run->run_id, args_text,
-				       strlen(args_text), ref, err);
+				       strlen(args_text), args_ref, err);
 		if (rc && !may_skip) {
-			json_decref(att);
 			free(stdin_data);
 			free_argv(argv);
 			return rc;
 		}
-		if (!rc)
-			json_object_set_new(att, "args_ref", json_string(ref));
-	} else {
-		json_object_set(att, "args", call->args);
+		by_ref = !rc;
 	}
+	struct wd_recw *att = base_w(run, call, WD_REC_TOOL_ATTEMPT);
+	wd_recw_str(att, "side_effects", se_name(m->side_effects));
+	wd_recw_int(att, "tier", m->tier);
+	wd_recw_str(att, "authz", "allowed");
+	wd_recw_str(att, "auth_mode",
+		    service ? "service" : "on_behalf_of_user");
+	wd_recw_int(att, "user_uid", run->uid);
+	if (replay_env)
+		wd_recw_str(att, "replay", "environment");
+	/* the model's call ids repeat across runs ("call_0_0"): the sandbox
+	 * (cgroup names, event attribution) gets one unique on this node */
+	wd_recw_str(att, "sandbox_call_id", sb_id);
+	wd_recw_str(att, "args_hash", args_hash);
+	if (by_ref)
+		wd_recw_str(att, "args_ref", args_ref);
+	else if (!rc && call->args)
+		wd_recw_json(att, "args", call->args);
 	if (approval)
-		json_object_set(att, "approval", (json_t *)approval);
-	rc = rec_append(run, att, durable, err);
+		wd_recw_json(att, "approval", approval);
+	struct wd_trace_head ah = {0};
+	rc = rec_append_w(run, att, durable, &ah, err);
+	wd_recw_end(att);
 	if (!rc && !durable && !may_skip) {
 		/* the store fails a group commit after append() returned:
 		 * wait for the write (not the sync) to know */
-		json_int_t seq =
-		    json_integer_value(json_object_get(att, "seq"));
-		int wr = seq > 0
-			     ? wd_trace_wait_written(run->trace, (uint64_t)seq)
-			     : 0;
+		int wr =
+		    ah.seq > 0 ? wd_trace_wait_written(run->trace, ah.seq) : 0;
 		if (wr)
 			rc = wd_err_set(err, wr,
 					"trace: tool_attempt not written: %s",
 					strerror(-wr));
 	}
-	json_decref(att);
 	if (rc) {
 		/* seed 000: an unrecorded action that changed the world is
 		 * worse than a failed run; a read-only one runs unrecorded
@@ -466,16 +520,14 @@ int wd_broker_execute(const struct wd_broker_run *run,
 	free(stdin_data);
 	free_argv(argv);
 
-	/* 8. the result and every denial */
+	/* 8. every denial, then the result (the payload the model gets,
+	 * `out`, is JSON; the records are typed) */
 	json_t *out = json_object();
-	json_t *r = base_rec(run, call, "tool_result");
-	if (replay_env)
-		json_object_set_new(r, "replay", json_string("environment"));
 	const char *status;
+	struct wd_denial_counts dc = {0};
 	if (src) {
 		status = "sandbox_error";
 		json_object_set_new(out, "error", json_string(serr.msg));
-		json_object_set_new(r, "reason", json_string(serr.msg));
 	} else {
 		status = res.status == WD_ST_OK		     ? "ok"
 			 : res.status == WD_ST_TIMEOUT	     ? "timeout"
@@ -507,70 +559,87 @@ int wd_broker_execute(const struct wd_broker_run *run,
 					  wd_event_source_name(e->source),
 					  "kind", e->kind, "target", e->target,
 					  "syscall", e->syscall));
-			json_t *d = base_rec(run, call, "denial");
-			json_object_set_new(d, "call_id",
-					    json_string(call->call_id));
-			json_object_set_new(d, "event", wd_event_to_json(e));
+			struct wd_recw *d = base_w(run, call, WD_REC_DENIAL);
+			if (call->call_id)
+				wd_recw_str(d, "call_id", call->call_id);
+			wd_event_recw(d, "event", e);
 			struct wd_err derr = {0};
-			if (rec_append(run, d, false, &derr))
+			if (rec_append_w(run, d, false, NULL, &derr))
 				wd_warn("run %s: denial not recorded: %s",
 					run->run_id, derr.msg);
-			json_decref(d);
+			wd_recw_end(d);
 		}
 		json_object_set_new(out, "denials", dn);
-		json_object_set_new(r, "exit_code",
-				    json_integer(res.exit_code));
-		json_object_set_new(
-		    r, "latency_ms",
-		    json_integer((json_int_t)(res.duration_ns / 1000000)));
-		json_object_set_new(r, "tier", json_integer(res.tier));
-		json_object_set_new(r, "run_as_uid", json_integer(res.run_uid));
-		json_object_set_new(r, "run_as_gid", json_integer(res.run_gid));
-		json_object_set_new(r, "truncated",
-				    json_boolean(res.truncated));
-		json_object_set_new(r, "denials", json_integer(res.n_denials));
-		struct wd_denial_counts dc;
 		wd_result_denial_counts(&res, &dc);
 		if (counts)
 			*counts = dc;
+	}
+	json_object_set_new(out, "status", json_string(status));
+	cleanup_free char *payload = json_dumps(out, JSON_COMPACT);
+	char result_ref[WD_TRACE_REF_LEN] = "", result_hash[72] = "";
+	size_t plen = payload ? strlen(payload) : 0;
+	if (payload) {
+		/* of the redacted text, as the args' (result_ref is the
+		 * blob's: of what the store keeps, redacted) */
+		wd_trace_ref_redacted(run->trace, payload, plen, result_hash);
+		struct wd_err berr = {0};
+		if (wd_trace_put_blob(run->trace, run->run_id, payload, plen,
+				      result_ref, &berr))
+			result_ref[0] = 0;
+	}
+	struct wd_recw *r = base_w(run, call, WD_REC_TOOL_RESULT);
+	if (replay_env)
+		wd_recw_str(r, "replay", "environment");
+	if (src) {
+		wd_recw_str(r, "reason", serr.msg);
+	} else {
+		wd_recw_int(r, "exit_code", res.exit_code);
+		wd_recw_int(r, "latency_ms",
+			    (int64_t)(res.duration_ns / 1000000));
+		wd_recw_int(r, "tier", res.tier);
+		wd_recw_int(r, "run_as_uid", res.run_uid);
+		wd_recw_int(r, "run_as_gid", res.run_gid);
+		wd_recw_bool(r, "truncated", res.truncated);
+		wd_recw_int(r, "denials", res.n_denials);
 		/* what the kernel counted but no record here shows (the
 		 * ring buffer had no room, or over the 4,096 kept) */
 		if (dc.untraced)
-			json_object_set_new(
-			    r, "untraced_denials",
-			    json_integer((json_int_t)dc.untraced));
+			wd_recw_int(r, "untraced_denials",
+				    (int64_t)dc.untraced);
 		if (res.lost_denials)
-			json_object_set_new(r, "lost_denials",
-					    json_integer(res.lost_denials));
-		json_t *enf = json_object();
-		for (int i = 0; i < res.n_enf; i++)
-			json_object_set_new(enf, res.enf[i].name,
-					    json_string(res.enf[i].state));
-		json_object_set_new(r, "enforcement", enf);
+			wd_recw_int(r, "lost_denials", res.lost_denials);
+		wd_recw_obj_begin(r, "enforcement");
+		/* one member per name, the last state said (as a JSON
+		 * object kept it) */
+		for (int i = 0; i < res.n_enf; i++) {
+			int last = i, j;
+			for (j = 0; j < i; j++)
+				if (!strcmp(res.enf[j].name, res.enf[i].name))
+					break;
+			if (j < i)
+				continue; /* written at its first place */
+			for (j = i + 1; j < res.n_enf; j++)
+				if (!strcmp(res.enf[j].name, res.enf[i].name))
+					last = j;
+			wd_recw_str(r, res.enf[i].name, res.enf[last].state);
+		}
+		wd_recw_obj_end(r);
 	}
-	json_object_set_new(out, "status", json_string(status));
-	json_object_set_new(r, "status", json_string(status));
-	cleanup_free char *payload = json_dumps(out, JSON_COMPACT);
+	wd_recw_str(r, "status", status);
 	if (payload) {
-		char ref[WD_TRACE_REF_LEN], h[72];
-		size_t plen = strlen(payload);
-		wd_trace_ref_redacted(run->trace, payload, plen, h);
-		json_object_set_new(r, "result_hash", json_string(h));
-		json_object_set_new(r, "bytes", json_integer((json_int_t)plen));
-		struct wd_err berr = {0};
-		if (!wd_trace_put_blob(run->trace, run->run_id, payload, plen,
-				       ref, &berr))
-			json_object_set_new(r, "result_ref", json_string(ref));
+		wd_recw_str(r, "result_hash", result_hash);
+		wd_recw_int(r, "bytes", (int64_t)plen);
+		if (result_ref[0])
+			wd_recw_str(r, "result_ref", result_ref);
 		if (!run->hash_only)
-			json_object_set_new(
-			    r, "preview",
-			    json_stringn(payload, WD_MIN(plen, PREVIEW_MAX)));
+			wd_recw_strn(r, "preview", payload,
+				     WD_MIN(plen, PREVIEW_MAX));
 	}
 	/* the tool ran: its result goes to the model whatever the store
 	 * says (a store that cannot write stops the run's next tool) */
 	struct wd_err rerr = {0};
-	rc = rec_append(run, r, false, &rerr);
-	json_decref(r);
+	rc = rec_append_w(run, r, false, NULL, &rerr);
+	wd_recw_end(r);
 	snprintf(status_out, 24, "%s", status);
 	wd_result_free(&res);
 	*result_for_model = out;

@@ -39,6 +39,8 @@ struct wd_denial_counts; /* sandbox/sandbox.h */
 struct wd_trace;
 struct wd_stream;
 struct wd_broker_replay;
+struct wd_recw;
+struct wd_trace_head;
 
 /* Who and what a call is made for. */
 struct wd_broker_run {
@@ -61,6 +63,12 @@ struct wd_broker_run {
 	/* Append a record (to the trace and the run's followers); the
 	 * contract of wd_trace_append(). NULL = wd_trace_append(trace). */
 	int (*record)(void *arg, json_t *rec, bool durable, struct wd_err *err);
+	/* The same for a typed record (trace/recw.h; the contract of
+	 * wd_trace_append_w()): the hot records (tool_attempt, tool_result,
+	 * denial) are built without jansson. NULL = through `record` (the
+	 * record parsed back into JSON), else wd_trace_append_w(trace). */
+	int (*record_w)(void *arg, struct wd_recw *w, bool durable,
+			struct wd_trace_head *head, struct wd_err *err);
 	void *record_arg;
 	/* Tools by name (the run's policy snapshot). */
 	const struct wd_manifest *(*tool)(void *arg, const char *name);

@@ -1,11 +1,14 @@
 #include "common/jsonstr.h"
 
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 /* Length of the valid UTF-8 sequence at s (n bytes left), 0 if invalid:
  * no overlong forms, no surrogates, nothing above U+10FFFF (what jansson
  * accepts). */
-static size_t utf8_len(const unsigned char *s, size_t n)
+size_t wd_utf8_len(const unsigned char *s, size_t n)
 {
 	unsigned char c = s[0];
 	size_t len;
@@ -48,6 +51,27 @@ char *wd_json_put_str(char *out, const char *str, size_t n, bool check_utf8)
 	size_t i = 0;
 	while (i < n) {
 		size_t from = i;
+#if defined(__SSE2__)
+		/* 16 bytes a step: a byte below 0x20 is one the unsigned max
+		 * with 0x1f leaves at 0x1f; >= 0x80 is the sign bit */
+		const __m128i lo = _mm_set1_epi8(0x1f);
+		while (i + 16 <= n) {
+			__m128i x = _mm_loadu_si128(
+			    (const __m128i *)(const void *)(s + i));
+			__m128i m = _mm_or_si128(
+			    _mm_cmpeq_epi8(_mm_max_epu8(x, lo), lo),
+			    _mm_or_si128(
+				_mm_cmpeq_epi8(x, _mm_set1_epi8('"')),
+				_mm_cmpeq_epi8(x, _mm_set1_epi8('\\'))));
+			int bits = _mm_movemask_epi8(m) |
+				   (check_utf8 ? _mm_movemask_epi8(x) : 0);
+			if (bits) {
+				i += (size_t)__builtin_ctz((unsigned)bits);
+				break;
+			}
+			i += 16;
+		}
+#endif
 		while (i + 8 <= n) {
 			uint64_t w;
 			memcpy(&w, s + i, 8);
@@ -69,7 +93,7 @@ char *wd_json_put_str(char *out, const char *str, size_t n, bool check_utf8)
 			break;
 		unsigned char c = s[i];
 		if (c >= 0x80) { /* check_utf8 */
-			size_t l = utf8_len(s + i, n - i);
+			size_t l = wd_utf8_len(s + i, n - i);
 			if (!l) {
 				memcpy(p, "\\uFFFD", 6);
 				p += 6;

@@ -21,6 +21,11 @@ static inline uint64_t wd_ltbytes(uint64_t v, uint8_t n) /* n <= 128 */
 	return (v - WD_REP8(n)) & ~v & WD_REP8(0x80);
 }
 
+/* Length of the valid UTF-8 sequence at s (n >= 1 bytes left), 0 if it is
+ * not one (overlong forms, surrogates, above U+10FFFF: what jansson
+ * refuses). */
+size_t wd_utf8_len(const unsigned char *s, size_t n);
+
 /* Room a string of n bytes can need: \uXXXX per byte, and the quotes. */
 #define WD_JSON_STR_MAX(n) (6 * (size_t)(n) + 2)
 

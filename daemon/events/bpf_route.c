@@ -34,10 +34,50 @@ void wd_bpf_route_del(struct wd_bpf_route *rt)
 	pthread_mutex_destroy(&rt->mu);
 }
 
-/* arg: the egress object, which counts a record no live call owns as
- * lost. */
+/* One drain: the draining call's own records go straight to its callback
+ * (in ring order, no copy into its mailbox: at a flood, a drain's records
+ * copied into a growing mailbox and read back were the consumer's largest
+ * cost); every other call's into that call's mailbox. */
+struct drain {
+	struct wd_egress *eg; /* counts a record no live call owns as lost */
+	struct wd_bpf_route *self;
+	void (*cb)(const struct wd_event *ev, void *arg);
+	void *arg;
+	int n;	      /* self's events handed to cb */
+	bool flushed; /* self's mailbox handed over in this consume */
+};
+
+/* Hand over what other drains left in rt's mailbox. */
+static void flush_mail(struct drain *d)
+{
+	struct wd_bpf_route *rt = d->self;
+	pthread_mutex_lock(&rt->mu);
+	struct wd_event *v = rt->v;
+	int n = rt->n;
+	rt->v = NULL;
+	rt->n = rt->cap = 0;
+	pthread_mutex_unlock(&rt->mu);
+	for (int i = 0; i < n; i++)
+		d->cb(&v[i], d->arg);
+	d->n += n;
+	free(v);
+}
+
 static void on_bpf(const struct wd_event *ev, void *arg)
 {
+	struct drain *d = arg;
+	if (ev->cgroup_id == d->self->cgid) {
+		/* The consume lock is held: no other drain adds to the
+		 * mailbox now, and what it holds is older than this record
+		 * (routed by an earlier drain): it goes first. */
+		if (!d->flushed) {
+			d->flushed = true;
+			flush_mail(d);
+		}
+		d->cb(ev, d->arg);
+		d->n++;
+		return;
+	}
 	pthread_mutex_lock(&routes_mu);
 	struct wd_bpf_route *rt = routes;
 	while (rt && rt->cgid != ev->cgroup_id)
@@ -51,7 +91,7 @@ static void on_bpf(const struct wd_event *ev, void *arg)
 		rt->v[rt->n++] = *ev;
 		pthread_mutex_unlock(&rt->mu);
 	} else {
-		wd_egress_count_dropped(arg);
+		wd_egress_count_dropped(d->eg);
 		wd_debug("bpf event of cgroup %llu: no live call",
 			 (unsigned long long)ev->cgroup_id);
 	}
@@ -62,15 +102,10 @@ int wd_bpf_route_drain(struct wd_egress *eg, struct wd_bpf_route *rt,
 		       void (*cb)(const struct wd_event *ev, void *arg),
 		       void *arg)
 {
-	int rc = wd_egress_consume(eg, on_bpf, eg);
-	pthread_mutex_lock(&rt->mu);
-	struct wd_event *v = rt->v;
-	int n = rt->n;
-	rt->v = NULL;
-	rt->n = rt->cap = 0;
-	pthread_mutex_unlock(&rt->mu);
-	for (int i = 0; i < n; i++)
-		cb(&v[i], arg);
-	free(v);
-	return rc < 0 ? rc : n;
+	struct drain d = {.eg = eg, .self = rt, .cb = cb, .arg = arg};
+	int rc = wd_egress_consume(eg, on_bpf, &d);
+	/* the mail routed before this consume (when it read none of rt's
+	 * records), or by drains after it: newer than what went to cb */
+	flush_mail(&d);
+	return rc < 0 ? rc : d.n;
 }

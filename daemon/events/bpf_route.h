@@ -3,13 +3,16 @@
  * the tool call whose cgroup made it.
  *
  * The ring buffer is shared by every call of the process, and any call's
- * supervisor may drain it (sandbox/native_supervise.c): each record goes
- * to the mailbox of the call whose cgroup made it, and each call takes
- * its own mail on its own thread (so a call's event callback runs on its
- * supervising thread). The egress object's consume lock is held across
- * the routing: once a call's last drain returns, every record its
- * processes made is in its mailbox. A record no route owns is counted
- * lost (wd_egress_count_dropped: wd_egress_loss's `dropped`), never
+ * supervisor may drain it (sandbox/native_supervise.c): each record of
+ * another call goes to the mailbox of the call whose cgroup made it, and
+ * each call takes its own mail on its own thread (so a call's event
+ * callback runs on its supervising thread); the draining call's own
+ * records go straight to its callback, in ring order, after any older
+ * mail (its callback runs under the egress object's consume lock, so it
+ * must not drain or route itself). The consume lock is held across the
+ * routing: once a call's last drain returns, every record its processes
+ * made has been handed to it or is in its mailbox. A record no route owns is
+ * counted lost (wd_egress_count_dropped: wd_egress_loss's `dropped`), never
  * silent; none should exist, since a call is routed before anything runs
  * in its cgroup and unrouted after its last drain.
  *

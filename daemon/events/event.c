@@ -2,6 +2,7 @@
 #include "common/jsonstr.h"
 #include "common/util.h"
 #include "trace/trace.h"
+#include "trace/recw.h"
 
 #include <seccomp.h>
 #include <stdio.h>
@@ -114,6 +115,54 @@ json_t *wd_event_to_json(const struct wd_event *e)
 					    ? "denied"
 					    : "audited"));
 	return o;
+}
+
+void wd_event_recw(struct wd_recw *w, const char *key, const struct wd_event *e)
+{
+	char ts[40];
+	wd_iso8601(e->ts_ns, ts, sizeof(ts));
+	wd_recw_obj_begin(w, key);
+	wd_recw_str(w, "ts", ts);
+	wd_recw_str(w, "source", wd_event_source_name(e->source));
+	wd_recw_strn(w, "kind", e->kind, strnlen(e->kind, sizeof(e->kind)));
+	if (e->call_id[0])
+		wd_recw_strn(w, "call_id", e->call_id,
+			     strnlen(e->call_id, sizeof(e->call_id)));
+	wd_recw_int(w, "cgroup_id", (int64_t)e->cgroup_id);
+	wd_recw_int(w, "pid", e->pid);
+	wd_recw_int(w, "uid", e->uid);
+	if (e->syscall_nr >= 0)
+		wd_recw_int(w, "syscall_nr", e->syscall_nr);
+	const char *sys = wd_event_syscall_name(e);
+	if (sys[0])
+		wd_recw_str(w, "syscall", sys);
+	wd_recw_int(w, "errno", e->err);
+	if (e->target[0])
+		wd_recw_strn(w, "target", e->target,
+			     strnlen(e->target, sizeof(e->target)));
+	if (e->run_id[0]) {
+		wd_recw_strn(w, "run_id", e->run_id,
+			     strnlen(e->run_id, sizeof(e->run_id)));
+		wd_recw_int(w, "step", e->step);
+	}
+	if (e->tool[0])
+		wd_recw_strn(w, "tool", e->tool,
+			     strnlen(e->tool, sizeof(e->tool)));
+	if (e->agent[0])
+		wd_recw_strn(w, "agent", e->agent,
+			     strnlen(e->agent, sizeof(e->agent)));
+	if (e->team[0])
+		wd_recw_strn(w, "team", e->team,
+			     strnlen(e->team, sizeof(e->team)));
+	if (e->domain_id) {
+		char d[24];
+		snprintf(d, sizeof(d), "%llx",
+			 (unsigned long long)e->domain_id);
+		wd_recw_str(w, "domain_id", d);
+	}
+	wd_recw_str(w, "verdict",
+		    e->verdict == WD_VERDICT_DENIED ? "denied" : "audited");
+	wd_recw_obj_end(w);
 }
 
 /* ---- wd_event_json_members: the same JSON, written directly ---------- */

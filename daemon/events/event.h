@@ -88,6 +88,13 @@ const char *wd_event_syscall_name(const struct wd_event *e);
 /* JSON object with the fields above (names as in `warden events --json`). */
 json_t *wd_event_to_json(const struct wd_event *e);
 
+/* wd_event_to_json(e) written into a typed trace record (trace/recw.h) as
+ * member `key` (NULL: an array element), without jansson: the broker's
+ * denial records. Same members, same order. */
+struct wd_recw;
+void wd_event_recw(struct wd_recw *w, const char *key,
+		   const struct wd_event *e);
+
 /* The members of wd_event_to_json(e), as json_dumps(JSON_COMPACT) writes
  * them ("ts":"...",...,"verdict":"denied"; no braces, no NUL), written
  * into buf without allocating: the event stream renders every line with

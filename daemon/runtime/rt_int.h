@@ -209,6 +209,12 @@ void rt_hash_old_targets(json_t *recs);
 json_t *rt_recs_first(json_t *recs, const char *type);
 /* Append a record to the trace and to the run's stream. */
 int rt_record(struct wd_run *r, json_t *rec, bool durable, struct wd_err *err);
+/* rt_record for a typed record (trace/recw.h): appended, its line pushed
+ * to the run's followers; head (may be NULL) gets seq, ts, prev. */
+struct wd_recw;
+struct wd_trace_head;
+int rt_record_w(struct wd_run *r, struct wd_recw *w, bool durable,
+		struct wd_trace_head *head, struct wd_err *err);
 json_t *rt_rec_new(struct wd_run *r, const char *type);
 void rt_finish(struct wd_run *r, const char *status, const char *reason,
 	       const char *text);

@@ -14,6 +14,7 @@
 #include "enforce/egress.h"
 #include "events/landlock_audit.h"
 #include "events/stream.h"
+#include "trace/recw.h"
 #include "gateway/gateway.h"
 #include "policy/daemon_config.h"
 #include "sandbox/pool.h"
@@ -97,6 +98,34 @@ int rt_record(struct wd_run *r, json_t *rec, bool durable, struct wd_err *err)
 	char *line = json_dumps(rec, JSON_COMPACT);
 	pthread_mutex_lock(&r->rt->mu);
 	push_text_locked(r, line, rec_seq(rec));
+	pthread_mutex_unlock(&r->rt->mu);
+	return rc;
+}
+
+int rt_record_w(struct wd_run *r, struct wd_recw *w, bool durable,
+		struct wd_trace_head *head, struct wd_err *err)
+{
+	struct wd_trace_head h = {0};
+	int rc = wd_trace_append_w(r->rt->trace, w, durable, &h, err);
+	if (head)
+		*head = h;
+	if (rc == -EINVAL || rc == -EALREADY)
+		return rc; /* nothing valid to show */
+	/* the line followers get, as rt_record's: the record's JSON (with
+	 * seq, ts and prev once appended) even when the store failed */
+	char *line;
+	if (rc) {
+		size_t n;
+		const char *body = wd_recw_body(w, &n);
+		struct wd_buf b = {0};
+		wd_buf_append(&b, body, n);
+		wd_buf_append(&b, "}", 2);
+		line = b.data;
+	} else {
+		line = wd_recw_line(w, &h);
+	}
+	pthread_mutex_lock(&r->rt->mu);
+	push_text_locked(r, line, h.seq);
 	pthread_mutex_unlock(&r->rt->mu);
 	return rc;
 }

@@ -22,6 +22,12 @@ static int rec_hook(void *arg, json_t *rec, bool durable, struct wd_err *err)
 	return rt_record(arg, rec, durable, err);
 }
 
+static int rec_hook_w(void *arg, struct wd_recw *w, bool durable,
+		      struct wd_trace_head *head, struct wd_err *err)
+{
+	return rt_record_w(arg, w, durable, head, err);
+}
+
 static void broker_run(struct wd_run *r, struct wd_broker_run *b)
 {
 	memset(b, 0, sizeof(*b));
@@ -43,6 +49,7 @@ static void broker_run(struct wd_run *r, struct wd_broker_run *b)
 	b->tool_arg = r->ps;
 	b->events = r->rt->events;
 	b->record = rec_hook;
+	b->record_w = rec_hook_w;
 	b->record_arg = r;
 	b->replay = rt_replay_gate(r);
 }

@@ -168,6 +168,7 @@ struct wd_idx {
 	struct agg *agg;
 	size_t nagg, capagg;
 	json_t *aggmap; /* run_id -> index in agg */
+	size_t last;	/* agg of the last record (runs come in streaks) */
 };
 
 static int agg_flush_one(struct wd_idx *x, struct agg *a)
@@ -219,15 +220,20 @@ static int agg_flush(struct wd_idx *x)
 
 static struct agg *agg_get(struct wd_idx *x, const char *run, uint64_t ts)
 {
+	if (x->last < x->nagg && !strcmp(x->agg[x->last].run, run))
+		return &x->agg[x->last];
 	json_t *i = json_object_get(x->aggmap, run);
-	if (i)
-		return &x->agg[json_integer_value(i)];
+	if (i) {
+		x->last = (size_t)json_integer_value(i);
+		return &x->agg[x->last];
+	}
 	if (x->nagg == x->capagg) {
 		x->capagg = x->capagg ? x->capagg * 2 : 64;
 		x->agg = wd_realloc(x->agg, x->capagg * sizeof(*x->agg));
 	}
 	struct agg *a = &x->agg[x->nagg];
 	*a = (struct agg){.run = wd_strdup(run), .first_ts = ts};
+	x->last = x->nagg;
 	json_object_set_new(x->aggmap, run, json_integer(x->nagg++));
 	return a;
 }
@@ -329,8 +335,18 @@ static int idx_file_mode(const char *path)
 	return 0;
 }
 
+/* SQLite's allocation statistics take a global mutex per malloc (the
+ * index thread's largest lock traffic); nothing here reads them. Set
+ * before SQLite initializes; refused (harmlessly) after. */
+static pthread_once_t sqlite_once = PTHREAD_ONCE_INIT;
+static void sqlite_conf(void)
+{
+	sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+}
+
 int wd_idx_open(const char *path, struct wd_idx **out, struct wd_err *err)
 {
+	pthread_once(&sqlite_once, sqlite_conf);
 	int r = idx_file_mode(path);
 	if (r < 0)
 		return wd_err_set(err, r, "trace index %s: %s", path,
@@ -411,249 +427,10 @@ int wd_idx_tail(struct wd_idx *x, uint64_t *seq, uint64_t *seg, uint64_t *end)
 	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : -EIO;
 }
 
-/* cost_usd may be a number or a decimal string ("0.0231", seed 000) */
-static double num(json_t *v)
-{
-	if (json_is_number(v))
-		return json_number_value(v);
-	if (json_is_string(v))
-		return strtod(json_string_value(v), NULL);
-	return 0;
-}
-
 bool wd_trace_is_ref_key(const char *k)
 {
 	size_t n = strlen(k);
 	return n > 4 && !strcmp(k + n - 4, "_ref");
-}
-
-/* The fields of a record the index reads, copied into one allocation: the
- * appender extracts them (in its own thread) and the index thread binds
- * them, so no JSON is copied or re-parsed on the live path. Catch-up and
- * reindex go through the same extraction, so a rebuilt index equals the
- * live one. */
-struct strs {
-	const char *v[WD_IDXREC_NSTR + WD_IDXREC_MAXREFS];
-	size_t len[WD_IDXREC_NSTR + WD_IDXREC_MAXREFS];
-	size_t n, bytes;
-};
-
-static void keep_str(struct strs *s, const char *v)
-{
-	size_t l = v ? strlen(v) + 1 : 0;
-	s->v[s->n] = v;
-	s->len[s->n++] = l;
-	s->bytes += l;
-}
-
-/* The members wd_idx_extract() reads, found in one pass over the record
- * (a hash lookup each cost more than the whole pass). Where two names are
- * listed, the first one wins (A), else the second (B). */
-enum {
-	M_TRACE,
-	M_PAYLOADS,
-	M_RD,
-	M_COST,
-	M_RUN,
-	M_TYPE,
-	M_TOOL_A,
-	M_TOOL_B,
-	M_CALL_A,
-	M_CALL_B,
-	M_STATUS,
-	M_PROMPT_A,
-	M_PROMPT_B,
-	M_RESULT_A,
-	M_RESULT_B,
-	M_MODEL_A,
-	M_MODEL_B,
-	M_AGENT,
-	M_TEAM,
-	M_USER,
-	M_STEP,
-	M_IN_A,
-	M_IN_B,
-	M_OUT_A,
-	M_OUT_B,
-	M_FLAGGED,
-	M_CACHED,
-	M_UID,
-	M_REPLAY_OF,
-	M_REPLAY,
-	M_REASON,
-	M_CHECK,
-	M_N
-};
-
-#define MN(name)                                                               \
-	{                                                                      \
-		name, sizeof(name) - 1                                         \
-	}
-static const struct {
-	const char *name;
-	size_t len;
-} mnames[M_N] = {
-    [M_TRACE] = MN("trace"),
-    [M_PAYLOADS] = MN("payloads"),
-    [M_RD] = MN("retention_days"),
-    [M_COST] = MN("cost_usd"),
-    [M_RUN] = MN("run_id"),
-    [M_TYPE] = MN("type"),
-    [M_TOOL_A] = MN("gen_ai.tool.name"),
-    [M_TOOL_B] = MN("tool"),
-    [M_CALL_A] = MN("gen_ai.tool.call.id"),
-    [M_CALL_B] = MN("call_id"),
-    [M_STATUS] = MN("status"),
-    [M_PROMPT_A] = MN("prompt_hash"),
-    [M_PROMPT_B] = MN("prompt_ref"),
-    [M_RESULT_A] = MN("result_hash"),
-    [M_RESULT_B] = MN("result_ref"),
-    [M_MODEL_A] = MN("gen_ai.request.model"),
-    [M_MODEL_B] = MN("model"),
-    [M_AGENT] = MN("agent"),
-    [M_TEAM] = MN("team"),
-    [M_USER] = MN("user"),
-    [M_STEP] = MN("step"),
-    [M_IN_A] = MN("gen_ai.usage.input_tokens"),
-    [M_IN_B] = MN("input_tokens"),
-    [M_OUT_A] = MN("gen_ai.usage.output_tokens"),
-    [M_OUT_B] = MN("output_tokens"),
-    [M_FLAGGED] = MN("flagged"),
-    [M_CACHED] = MN("cached_tokens"),
-    [M_UID] = MN("uid"),
-    [M_REPLAY_OF] = MN("replay_of"),
-    [M_REPLAY] = MN("replay"),
-    [M_REASON] = MN("reason"),
-    [M_CHECK] = MN("check"),
-};
-#undef MN
-
-/* Which of mnames a key of n bytes is (-1: none). */
-static int member_of(const char *k, size_t n)
-{
-	for (int i = 0; i < M_N; i++)
-		if (mnames[i].len == n && mnames[i].name[0] == k[0] &&
-		    !memcmp(mnames[i].name, k, n))
-			return i;
-	return -1;
-}
-
-static const char *str_of(json_t *const *m, int a, int b)
-{
-	const char *s = json_string_value(m[a]);
-	return s || b < 0 ? s : json_string_value(m[b]);
-}
-
-static json_t *either(json_t *const *m, int a, int b)
-{
-	return m[a] ? m[a] : m[b];
-}
-
-struct wd_idxrec *wd_idx_extract(json_t *rec)
-{
-	struct strs s = {.n = 0};
-	unsigned nrefs = 0;
-	json_t *m[M_N] = {NULL};
-	const char *k;
-	json_t *v;
-	void *it;
-	/* one pass: the members the index reads, and the *_ref values (in
-	 * the record's order) */
-	for (it = json_object_iter(rec); it;
-	     it = json_object_iter_next(rec, it)) {
-		k = json_object_iter_key(it);
-		v = json_object_iter_value(it);
-		size_t kl = json_object_iter_key_len(it);
-		int i = member_of(k, kl);
-		if (i >= 0)
-			m[i] = v;
-		const char *ref = json_string_value(v);
-		if (nrefs < WD_IDXREC_MAXREFS && ref && kl > 4 &&
-		    !memcmp(k + kl - 4, "_ref", 4) && wd_trace_ref_ok(ref)) {
-			nrefs++;
-			keep_str(&s, ref);
-		}
-	}
-	json_t *tr = m[M_TRACE];
-	const char *pl = json_string_value(json_object_get(tr, "payloads"));
-	if (!pl)
-		pl = json_string_value(m[M_PAYLOADS]);
-	json_t *rd = json_object_get(tr, "retention_days");
-	if (!rd)
-		rd = m[M_RD];
-	json_t *cost = m[M_COST];
-	/* run_start's uid (other records' "uid" is someone else's: a
-	 * payload_read's reader; wd_idx_add reads it of run_start only) */
-	json_t *uid = m[M_UID];
-	bool has_uid = json_is_integer(uid) && json_integer_value(uid) >= 0 &&
-		       json_integer_value(uid) < 4294967295ll;
-	/* same order as the WD_IDXREC_* slots */
-	const char *in[WD_IDXREC_NSTR] = {
-	    [WD_IDXREC_RUN] = str_of(m, M_RUN, -1),
-	    [WD_IDXREC_TYPE] = str_of(m, M_TYPE, -1),
-	    [WD_IDXREC_TOOL] = str_of(m, M_TOOL_A, M_TOOL_B),
-	    [WD_IDXREC_CALL] = str_of(m, M_CALL_A, M_CALL_B),
-	    [WD_IDXREC_STATUS] = str_of(m, M_STATUS, -1),
-	    [WD_IDXREC_PROMPT] = str_of(m, M_PROMPT_A, M_PROMPT_B),
-	    [WD_IDXREC_RESULT] = str_of(m, M_RESULT_A, M_RESULT_B),
-	    [WD_IDXREC_MODEL] = str_of(m, M_MODEL_A, M_MODEL_B),
-	    [WD_IDXREC_AGENT] = str_of(m, M_AGENT, -1),
-	    [WD_IDXREC_TEAM] = str_of(m, M_TEAM, -1),
-	    [WD_IDXREC_USER] = str_of(m, M_USER, -1),
-	    [WD_IDXREC_PAYLOADS] = pl,
-	    [WD_IDXREC_REPLAY_OF] =
-		json_string_value(json_object_get(m[M_REPLAY_OF], "run_id")),
-	    [WD_IDXREC_REASON] = str_of(m, M_REASON, -1),
-	    [WD_IDXREC_CHECK] = str_of(m, M_CHECK, -1),
-	};
-	/* run_start.replay_of{from_step}, run_end.replay{converged,
-	 * diverged_at}; wd_idx_add reads them of those records only */
-	json_t *rfrom = json_object_get(m[M_REPLAY_OF], "from_step");
-	json_t *conv = json_object_get(m[M_REPLAY], "converged");
-	json_t *dat = json_object_get(m[M_REPLAY], "diverged_at");
-	/* the strings first, then the refs kept above, in one block */
-	struct strs all = {.n = 0};
-	for (int i = 0; i < WD_IDXREC_NSTR; i++)
-		keep_str(&all, in[i]);
-	for (size_t i = 0; i < s.n; i++)
-		keep_str(&all, s.v[i]);
-	size_t head = sizeof(struct wd_idxrec) + nrefs * sizeof(char *);
-	struct wd_idxrec *f = wd_malloc(head + all.bytes);
-	char *arena = (char *)f + head;
-	*f = (struct wd_idxrec){
-	    .size = head + all.bytes,
-	    .step = json_integer_value(m[M_STEP]),
-	    .in_tokens = (int64_t)num(either(m, M_IN_A, M_IN_B)),
-	    .out_tokens = (int64_t)num(either(m, M_OUT_A, M_OUT_B)),
-	    .cached_tokens = (int64_t)num(m[M_CACHED]),
-	    .has_cost = cost != NULL,
-	    .cost_nusd = cost ? llround(num(cost) * 1e9) : 0,
-	    .has_rd = json_is_number(rd),
-	    .rd = json_is_number(rd) ? (int64_t)num(rd) : 0,
-	    .flagged = json_is_true(m[M_FLAGGED]),
-	    .has_uid = has_uid,
-	    .uid = has_uid ? json_integer_value(uid) : -1,
-	    .replay_from =
-		json_is_integer(rfrom) ? json_integer_value(rfrom) : -1,
-	    .replay_converged = json_is_boolean(conv) ? json_is_true(conv) : -1,
-	    .has_diverged = json_is_integer(dat),
-	    .diverged_at = json_is_integer(dat) ? json_integer_value(dat) : 0,
-	    .nrefs = nrefs,
-	    .refs = (const char **)(f + 1),
-	};
-	for (size_t i = 0; i < all.n; i++) {
-		const char *dst = NULL;
-		if (all.v[i]) {
-			memcpy(arena, all.v[i], all.len[i]);
-			dst = arena;
-			arena += all.len[i];
-		}
-		if (i < WD_IDXREC_NSTR)
-			f->s[i] = dst;
-		else
-			f->refs[i - WD_IDXREC_NSTR] = dst;
-	}
-	return f;
 }
 
 /* Strings bound stay alive until the statement is reset (they live in the

@@ -29,8 +29,8 @@ void wd_trace_index_enqueue(struct wd_trace *t, struct wd_batch *b)
 	size_t bytes = 0;
 	bool ok = !t->iq_overflow;
 	for (size_t i = 0; ok && i < b->n; i++) {
-		ok = b->v[i].idx != NULL;
-		bytes += ok ? b->v[i].idx->size + sizeof(b->v[i]) : 0;
+		ok = b->v[i].idx_len != 0;
+		bytes += ok ? b->v[i].idx_len + sizeof(b->v[i]) : 0;
 	}
 	if (ok && t->iq_bytes + bytes > wd_trace_iq_limit)
 		ok = false;
@@ -49,23 +49,31 @@ void wd_trace_index_enqueue(struct wd_trace *t, struct wd_batch *b)
 			t->iq.v =
 			    wd_realloc(t->iq.v, t->iq.cap * sizeof(*b->v));
 		}
+		/* the batch's index blocks after the queue's (both 16-byte
+		 * aligned: malloc'ed buffers, blocks of 16-byte sizes) */
+		size_t base = t->iq.ia.len;
+		wd_buf_append(&t->iq.ia, b->ia.data, b->ia.len);
 		memcpy(t->iq.v + t->iq.n, b->v, b->n * sizeof(*b->v));
+		for (size_t i = 0; i < b->n; i++)
+			t->iq.v[t->iq.n + i].idx_off += base;
 		t->iq.n += b->n;
 		t->iq_bytes += bytes;
-		for (size_t i = 0; i < b->n; i++)
-			b->v[i].idx = NULL; /* moved */
 	}
 	pthread_cond_signal(&t->iwake);
 }
 
 /* Index thread: one transaction per round over everything queued. */
-static int index_pend(struct wd_trace *t, struct wd_pend *v, size_t n)
+static int index_pend(struct wd_trace *t, struct wd_pend *v, size_t n, char *ia)
 {
 	pthread_mutex_lock(&t->idx_mu);
 	int r = wd_idx_begin(t->idx);
-	for (size_t i = 0; !r && i < n; i++)
+	for (size_t i = 0; !r && i < n; i++) {
+		struct wd_idxrec *f =
+		    (struct wd_idxrec *)(void *)(ia + v[i].idx_off);
+		wd_idx_resolve(f);
 		r = wd_idx_add(t->idx, v[i].seq, v[i].seg, v[i].fileoff,
-			       v[i].len, v[i].ts_us, v[i].idx);
+			       v[i].len, v[i].ts_us, f);
+	}
 	if (!r)
 		r = wd_idx_commit(t->idx);
 	else
@@ -77,7 +85,7 @@ static int index_pend(struct wd_trace *t, struct wd_pend *v, size_t n)
 void *wd_trace_indexer_main(void *arg)
 {
 	struct wd_trace *t = arg;
-	struct wd_batch spare = {0};
+	struct wd_batch spare = {0}; /* v and ia, swapped with the queue's */
 	pthread_setname_np(pthread_self(), "wd-trace-index");
 	/* The index is derived and may lag; appends and the writer (the
 	 * durability path) may not. Under a burst that saturates the CPUs
@@ -91,8 +99,10 @@ void *wd_trace_indexer_main(void *arg)
 		if (t->iq.n) {
 			struct wd_pend *v = t->iq.v;
 			size_t n = t->iq.n, cap = t->iq.cap;
+			struct wd_buf ia = t->iq.ia;
 			t->iq.v = spare.v;
 			t->iq.cap = spare.cap;
+			t->iq.ia = spare.ia;
 			t->iq.n = 0;
 			t->iq_bytes = 0;
 			pthread_mutex_unlock(&t->mu);
@@ -103,7 +113,7 @@ void *wd_trace_indexer_main(void *arg)
 			while (done < n && r == 0) {
 				size_t k =
 				    n - done < IDX_CHUNK ? n - done : IDX_CHUNK;
-				r = index_pend(t, v + done, k);
+				r = index_pend(t, v + done, k, ia.data);
 				if (r < 0)
 					break;
 				done += k;
@@ -122,17 +132,16 @@ void *wd_trace_indexer_main(void *arg)
 					     "trace index '%s'; catching up "
 					     "from the segments",
 					     t->root);
-			for (size_t i = 0; i < n; i++)
-				free(v[i].idx);
 			spare.v = v;
 			spare.cap = cap;
+			ia.len = 0;
+			spare.ia = ia;
 			pthread_mutex_lock(&t->mu);
 			if (r < 0) {
 				/* what was queued since follows the gap: the
 				 * catch-up reads it from the segments too */
-				for (size_t i = 0; i < t->iq.n; i++)
-					free(t->iq.v[i].idx);
 				t->iq.n = 0;
+				t->iq.ia.len = 0;
 				t->iq_bytes = 0;
 				__atomic_store_n(&t->iq_overflow, true,
 						 __ATOMIC_RELAXED);
@@ -167,5 +176,6 @@ void *wd_trace_indexer_main(void *arg)
 	}
 	pthread_mutex_unlock(&t->mu);
 	free(spare.v);
+	wd_buf_free(&spare.ia);
 	return NULL;
 }

@@ -87,10 +87,9 @@ bool wd_trace_healthy(struct wd_trace *t, int *code)
 
 static void batch_reset(struct wd_batch *b)
 {
-	for (size_t i = 0; i < b->n; i++)
-		free(b->v[i].idx);
 	b->n = 0;
 	b->buf.len = 0;
+	b->ia.len = 0;
 	b->want_sync = false;
 	b->t0 = 0;
 }
@@ -100,6 +99,7 @@ static void batch_free(struct wd_batch *b)
 	batch_reset(b);
 	free(b->v);
 	wd_buf_free(&b->buf);
+	wd_buf_free(&b->ia);
 }
 
 static int open_segment(struct wd_trace *t, uint64_t first)
@@ -308,25 +308,23 @@ static bool reserved_key(const char *k)
 	       !strcmp(k, "step") || !strcmp(k, "type");
 }
 
-static void note_hash_only(struct wd_trace *t, const char *run_id, json_t *rec)
+void wd_trace_note_run(struct wd_trace *t, const char *type, const char *run_id,
+		       const char *payloads)
 {
-	json_t *tr = json_object_get(rec, "trace");
-	const char *p = json_string_value(json_object_get(tr, "payloads"));
-	if (!p)
-		p = json_string_value(json_object_get(rec, "payloads"));
-	if (!p || strcmp(p, "hash_only"))
+	if (!type || !run_id)
+		return;
+	/* an ended run writes no more blobs: the set holds live runs only
+	 * (it grew by one entry per hash_only run, for good) */
+	bool start = !strcmp(type, "run_start");
+	if (!start && strcmp(type, "run_end"))
+		return;
+	if (start && (!payloads || strcmp(payloads, "hash_only")))
 		return;
 	pthread_mutex_lock(&t->runs_mu);
-	json_object_set_new(t->hash_only, run_id, json_true());
-	pthread_mutex_unlock(&t->runs_mu);
-}
-
-/* An ended run writes no more blobs: the set holds live runs only (it
- * grew by one entry per hash_only run, for good). */
-static void forget_hash_only(struct wd_trace *t, const char *run_id)
-{
-	pthread_mutex_lock(&t->runs_mu);
-	json_object_del(t->hash_only, run_id);
+	if (start)
+		json_object_set_new(t->hash_only, run_id, json_true());
+	else
+		json_object_del(t->hash_only, run_id);
 	pthread_mutex_unlock(&t->runs_mu);
 }
 
@@ -416,6 +414,80 @@ static void enc_done(struct wd_buf *b)
 		wd_buf_free(b);
 }
 
+int wd_trace_append_body(struct wd_trace *t, const char *mid, size_t midlen,
+			 const struct wd_idxrec *idx, bool durable,
+			 uint64_t *seq_out, char ts[40], char prev_hex[65],
+			 struct wd_err *err)
+{
+	pthread_mutex_lock(&t->mu);
+	while (!t->error && t->cur.buf.len > PENDING_LIMIT)
+		pthread_cond_wait(&t->done, &t->mu);
+	if (t->error) {
+		int e = t->error;
+		pthread_mutex_unlock(&t->mu);
+		return wd_err_set(err, e, "trace store unhealthy: %s",
+				  strerror(-e));
+	}
+	uint64_t seq = t->next_seq++;
+	uint64_t wall = wd_wall_ns();
+	char head[200];
+	fmt_ts(t, wall, ts);
+	int hl = fmt_head(head, seq, ts, t->prev);
+	struct wd_batch *b = &t->cur;
+	if (b->n == 0)
+		b->t0 = wd_now_ns();
+	size_t off = b->buf.len;
+	wd_buf_append(&b->buf, head, hl);
+	wd_buf_append(&b->buf, mid + 1, midlen - 2);
+	uint32_t crc = wd_crc32c(0, b->buf.data + off, b->buf.len - off);
+	char tail[24];
+	memcpy(tail, WD_CRC_TAIL, sizeof(WD_CRC_TAIL) - 1);
+	for (int i = 0; i < 8; i++)
+		tail[sizeof(WD_CRC_TAIL) - 1 + i] =
+		    "0123456789abcdef"[(crc >> (28 - 4 * i)) & 15];
+	memcpy(tail + sizeof(WD_CRC_TAIL) - 1 + 8, "\"}", 2);
+	int tl = WD_CRC_TAIL_LEN;
+	wd_buf_append(&b->buf, tail, tl);
+	size_t len = b->buf.len - off;
+	memcpy(prev_hex, t->prev, 65);
+	wd_sha256_hex(b->buf.data + off, len, t->prev);
+	wd_buf_append(&b->buf, "\n", 1);
+	if (b->n == b->cap) {
+		b->cap = b->cap ? b->cap * 2 : 256;
+		b->v = wd_realloc(b->v, b->cap * sizeof(*b->v));
+	}
+	/* the index block, copied in place (blocks are 16-byte sized) */
+	size_t ioff = b->ia.len;
+	if (idx)
+		wd_buf_append(&b->ia, idx, idx->size);
+	b->v[b->n++] = (struct wd_pend){.seq = seq,
+					.ts_us = wall / 1000,
+					.off = off,
+					.len = len,
+					.idx_off = ioff,
+					.idx_len = idx ? idx->size : 0};
+	if (durable) {
+		b->want_sync = true;
+		pthread_cond_signal(&t->wake);
+	} else if (b->buf.len >= BATCH_URGENT || b->n == 1) {
+		pthread_cond_signal(&t->wake);
+	}
+	int r = 0;
+	if (durable) {
+		uint64_t ep = t->epoch;
+		while (t->synced_seq < seq && !t->error && t->epoch == ep)
+			pthread_cond_wait(&t->done, &t->mu);
+		if (t->synced_seq < seq || t->epoch != ep)
+			r = t->error ? t->error : t->last_error;
+	}
+	pthread_mutex_unlock(&t->mu);
+	if (r < 0)
+		return wd_err_set(err, r, "trace: durable append failed: %s",
+				  strerror(-r));
+	*seq_out = seq;
+	return 0;
+}
+
 int wd_trace_append(struct wd_trace *t, json_t *rec, bool durable,
 		    uint64_t *seq_out, struct wd_err *err)
 {
@@ -454,6 +526,7 @@ int wd_trace_append(struct wd_trace *t, json_t *rec, bool durable,
 		er |= wd_trace_emit_member(mb, k, v);
 	}
 	wd_buf_append(mb, "}", 1);
+	size_t midlen = mb->len;
 	if (er) {
 		enc_done(mb);
 		wd_buf_free(&own);
@@ -461,85 +534,33 @@ int wd_trace_append(struct wd_trace *t, json_t *rec, bool durable,
 				  "trace record: cannot encode (NaN or "
 				  "infinity?)");
 	}
-	char *mid = mb->data;
-	size_t midlen = mb->len;
 	/* while the index thread catches up from the segments, the writer
-	 * queues nothing: skip the extraction */
-	struct wd_idxrec *idx =
-	    t->idx && !__atomic_load_n(&t->iq_overflow, __ATOMIC_RELAXED)
-		? wd_idx_extract(rec)
-		: NULL;
-	if (!strcmp(type, "run_start"))
-		note_hash_only(t, run_id, rec);
-	else if (!strcmp(type, "run_end"))
-		forget_hash_only(t, run_id);
+	 * queues nothing: skip the extraction. The index block goes after
+	 * the record in the same buffer. */
+	size_t ib = 0;
+	bool want_idx =
+	    t->idx && !__atomic_load_n(&t->iq_overflow, __ATOMIC_RELAXED);
+	if (want_idx) {
+		struct wd_idxvals iv;
+		wd_idx_extract_vals(rec, &iv);
+		ib = wd_idx_build_into(&iv, mb);
+	}
+	const struct wd_idxrec *idx =
+	    want_idx ? (const struct wd_idxrec *)(void *)(mb->data + ib) : NULL;
+	json_t *tr = json_object_get(rec, "trace");
+	const char *pl = json_string_value(json_object_get(tr, "payloads"));
+	if (!pl)
+		pl = json_string_value(json_object_get(rec, "payloads"));
+	wd_trace_note_run(t, type, run_id, pl);
 
-	pthread_mutex_lock(&t->mu);
-	while (!t->error && t->cur.buf.len > PENDING_LIMIT)
-		pthread_cond_wait(&t->done, &t->mu);
-	if (t->error) {
-		int e = t->error;
-		pthread_mutex_unlock(&t->mu);
-		enc_done(mb);
-		wd_buf_free(&own);
-		free(idx);
-		return wd_err_set(err, e, "trace store unhealthy: %s",
-				  strerror(-e));
-	}
-	uint64_t seq = t->next_seq++;
-	uint64_t wall = wd_wall_ns();
-	char ts[40], head[200];
-	fmt_ts(t, wall, ts);
-	int hl = fmt_head(head, seq, ts, t->prev);
-	struct wd_batch *b = &t->cur;
-	if (b->n == 0)
-		b->t0 = wd_now_ns();
-	size_t off = b->buf.len;
-	wd_buf_append(&b->buf, head, hl);
-	wd_buf_append(&b->buf, mid + 1, midlen - 2);
-	uint32_t crc = wd_crc32c(0, b->buf.data + off, b->buf.len - off);
-	char tail[24];
-	memcpy(tail, WD_CRC_TAIL, sizeof(WD_CRC_TAIL) - 1);
-	for (int i = 0; i < 8; i++)
-		tail[sizeof(WD_CRC_TAIL) - 1 + i] =
-		    "0123456789abcdef"[(crc >> (28 - 4 * i)) & 15];
-	memcpy(tail + sizeof(WD_CRC_TAIL) - 1 + 8, "\"}", 2);
-	int tl = WD_CRC_TAIL_LEN;
-	wd_buf_append(&b->buf, tail, tl);
-	size_t len = b->buf.len - off;
-	char prev_hex[65];
-	memcpy(prev_hex, t->prev, 65);
-	wd_sha256_hex(b->buf.data + off, len, t->prev);
-	wd_buf_append(&b->buf, "\n", 1);
-	if (b->n == b->cap) {
-		b->cap = b->cap ? b->cap * 2 : 256;
-		b->v = wd_realloc(b->v, b->cap * sizeof(*b->v));
-	}
-	b->v[b->n++] = (struct wd_pend){.seq = seq,
-					.ts_us = wall / 1000,
-					.off = off,
-					.len = len,
-					.idx = idx};
-	if (durable) {
-		b->want_sync = true;
-		pthread_cond_signal(&t->wake);
-	} else if (b->buf.len >= BATCH_URGENT || b->n == 1) {
-		pthread_cond_signal(&t->wake);
-	}
-	int r = 0;
-	if (durable) {
-		uint64_t ep = t->epoch;
-		while (t->synced_seq < seq && !t->error && t->epoch == ep)
-			pthread_cond_wait(&t->done, &t->mu);
-		if (t->synced_seq < seq || t->epoch != ep)
-			r = t->error ? t->error : t->last_error;
-	}
-	pthread_mutex_unlock(&t->mu);
+	uint64_t seq;
+	char ts[40], prev_hex[65];
+	int r = wd_trace_append_body(t, mb->data, midlen, idx, durable, &seq,
+				     ts, prev_hex, err);
 	enc_done(mb);
 	wd_buf_free(&own);
 	if (r < 0)
-		return wd_err_set(err, r, "trace: durable append failed: %s",
-				  strerror(-r));
+		return r;
 	/* the written head, for the caller (and the OTLP feed) */
 	char pv[7 + 64];
 	memcpy(pv, "sha256:", 7);
@@ -643,7 +664,14 @@ int wd_trace_open(const char *state_dir, const struct wd_trace_opts *o,
 	t->blobdir = wd_asprintf("%s/blobs", t->root);
 	t->segfd = -1;
 	t->hash_only = json_object();
-	pthread_mutex_init(&t->mu, NULL);
+	/* appenders hold mu for the framing of one line (a microsecond or
+	 * so): spinning briefly beats sleeping in the kernel and being woken
+	 * when two threads append at once */
+	pthread_mutexattr_t ma;
+	pthread_mutexattr_init(&ma);
+	pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ADAPTIVE_NP);
+	pthread_mutex_init(&t->mu, &ma);
+	pthread_mutexattr_destroy(&ma);
 	pthread_mutex_init(&t->idx_mu, NULL);
 	pthread_mutex_init(&t->runs_mu, NULL);
 	pthread_mutex_init(&t->blob_mu, NULL);
@@ -797,9 +825,8 @@ void wd_trace_close(struct wd_trace *t)
 		pthread_mutex_unlock(&t->mu);
 		pthread_join(t->indexer, NULL);
 	}
-	for (size_t i = 0; i < t->iq.n; i++)
-		free(t->iq.v[i].idx);
 	free(t->iq.v);
+	wd_buf_free(&t->iq.ia);
 	if (t->segfd >= 0)
 		close(t->segfd);
 	wd_idx_close(t->idx);

@@ -119,7 +119,7 @@ int wd_trace_get_blob(struct wd_trace *t, const char *ref, char **data,
  * prev in it. durable=true: returns only after the record is on disk
  * (fdatasync) — use it for a tool_attempt whose side_effects != none.
  * Otherwise the record is group-committed within commit_us.
- * seq_out may be NULL. */
+ * seq_out may be NULL. The same without jansson: trace/recw.h. */
 int wd_trace_append(struct wd_trace *t, json_t *record, bool durable,
 		    uint64_t *seq_out, struct wd_err *err);
 /* Wait until everything appended so far is written and fdatasync'ed. */

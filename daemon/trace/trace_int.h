@@ -56,13 +56,105 @@ struct wd_idxrec {
 	const char **refs; /* *_ref values that are well-formed refs */
 };
 
+/* The record members the index reads (idxrec.c), as found either by
+ * walking a parsed record (wd_idx_extract) or by the typed encoder while it
+ * writes one (recw.c): one rule turns them into a wd_idxrec
+ * (wd_idx_build), so a live row equals a rebuilt one. Where two names are
+ * listed, the first one wins (A), else the second (B). */
+enum {
+	WD_IM_TRACE,
+	WD_IM_PAYLOADS,
+	WD_IM_RD,
+	WD_IM_COST,
+	WD_IM_RUN,
+	WD_IM_TYPE,
+	WD_IM_TOOL_A,
+	WD_IM_TOOL_B,
+	WD_IM_CALL_A,
+	WD_IM_CALL_B,
+	WD_IM_STATUS,
+	WD_IM_PROMPT_A,
+	WD_IM_PROMPT_B,
+	WD_IM_RESULT_A,
+	WD_IM_RESULT_B,
+	WD_IM_MODEL_A,
+	WD_IM_MODEL_B,
+	WD_IM_AGENT,
+	WD_IM_TEAM,
+	WD_IM_USER,
+	WD_IM_STEP,
+	WD_IM_IN_A,
+	WD_IM_IN_B,
+	WD_IM_OUT_A,
+	WD_IM_OUT_B,
+	WD_IM_FLAGGED,
+	WD_IM_CACHED,
+	WD_IM_UID,
+	WD_IM_REPLAY_OF,
+	WD_IM_REPLAY,
+	WD_IM_REASON,
+	WD_IM_CHECK,
+	WD_IM_N,
+	/* members of the objects above the index reads */
+	WD_IM_TRACE_PAYLOADS = WD_IM_N, /* trace.payloads */
+	WD_IM_TRACE_RD,			/* trace.retention_days */
+	WD_IM_REPLAY_OF_RUN,		/* replay_of.run_id */
+	WD_IM_REPLAY_OF_FROM,		/* replay_of.from_step */
+	WD_IM_REPLAY_CONV,		/* replay.converged */
+	WD_IM_REPLAY_DIV,		/* replay.diverged_at */
+	WD_IM_ALL,
+};
+enum wd_iv_kind {
+	WD_IV_NONE = 0, /* absent */
+	WD_IV_STR,
+	WD_IV_INT,
+	WD_IV_REAL,
+	WD_IV_TRUE,
+	WD_IV_FALSE,
+	WD_IV_NULL,
+	WD_IV_OBJECT,
+	WD_IV_ARRAY,
+};
+struct wd_iv {
+	enum wd_iv_kind kind;
+	const char *s; /* WD_IV_STR: NUL-terminated */
+	int64_t i;     /* WD_IV_INT */
+	double d;      /* WD_IV_REAL */
+};
+struct wd_idxvals {
+	struct wd_iv m[WD_IM_ALL];
+	unsigned nrefs;
+	const char *refs[WD_IDXREC_MAXREFS]; /* well-formed *_ref values */
+};
+/* Which member a top-level key of n bytes is (WD_IM_*), -1 if none. */
+int wd_idx_member(const char *k, size_t n);
+/* Which member of the object at top-level member `parent` (WD_IM_TRACE,
+ * WD_IM_REPLAY_OF, WD_IM_REPLAY) a key is, -1 if none. */
+int wd_idx_submember(int parent, const char *k, size_t n);
+/* The wd_idxrec of what was found (one allocation; free() it). */
+struct wd_idxrec *wd_idx_build(const struct wd_idxvals *v);
+/* The same appended to out as one block, 16-byte aligned and movable (its
+ * string pointers are offsets until wd_idx_resolve() at the block's final
+ * place): the append path copies it into the batch, the index queue, and
+ * allocates nothing per record. Returns the block's offset in out; its
+ * size is ->size. */
+size_t wd_idx_build_into(const struct wd_idxvals *v, struct wd_buf *out);
+void wd_idx_resolve(struct wd_idxrec *f);
+/* The index fields a typed record (trace/recw.h) noted so far, as
+ * wd_idx_build gives them (free() it): for the tests and the fuzzer. */
+struct wd_recw;
+struct wd_idxrec *wd_recw_idx(const struct wd_recw *w);
+/* wd_idx_extract's first half: the members of a parsed record. */
+void wd_idx_extract_vals(json_t *rec, struct wd_idxvals *out);
+
 /* One record waiting in the group-commit buffer: where its line sits in the
  * batch buffer and what the index needs from it. */
 struct wd_pend {
 	uint64_t seq;
 	uint64_t ts_us;
 	size_t off, len;       /* line in the batch buffer, without '\n' */
-	struct wd_idxrec *idx; /* index fields (owned; free()) */
+	size_t idx_off;	       /* index fields: a wd_idx_build_into block */
+	size_t idx_len;	       /* in the batch's (queue's) idx arena; 0 none */
 	uint64_t seg, fileoff; /* where the writer put it */
 };
 
@@ -78,6 +170,7 @@ struct wd_blob_pend {
 
 struct wd_batch {
 	struct wd_buf buf;
+	struct wd_buf ia; /* the records' index blocks (wd_pend.idx_off) */
 	struct wd_pend *v;
 	size_t n, cap;
 	bool want_sync;
@@ -153,6 +246,7 @@ struct wd_trace {
 	struct {
 		struct wd_pend *v;
 		size_t n, cap;
+		struct wd_buf ia; /* their index blocks */
 	} iq;
 	size_t iq_bytes;
 	bool iq_overflow; /* written under mu, read racily by appenders */
@@ -216,6 +310,23 @@ char *wd_trace_blob_path(struct wd_trace *t, const char *hex);
 int wd_trace_load_blob(struct wd_trace *t, const char *hex, char **data,
 		       size_t *len);
 void wd_trace_redact_json(struct wd_trace *t, json_t *v);
+/* A key whose string value is redacted whole (authorization, api_key...;
+ * any case). */
+bool wd_trace_secret_key(const char *k);
+/* Frame one record into the group-commit batch (store.c): mid is its
+ * compact JSON ({"run_id":...}, midlen bytes, redacted), idx its index
+ * fields (a wd_idx_build_into block, copied; may be NULL). Fills the seq, ts
+ * and the previous line's hash it got; waits for the disk when durable. 0 or
+ * -errno. */
+int wd_trace_append_body(struct wd_trace *t, const char *mid, size_t midlen,
+			 const struct wd_idxrec *idx, bool durable,
+			 uint64_t *seq_out, char ts[40], char prev_hex[65],
+			 struct wd_err *err);
+/* A run_start saying payloads: hash_only (payloads: trace.payloads, else
+ * the top-level payloads) adds run_id to the store's hash_only runs, a
+ * run_end takes it out (put_blob stores nothing for those runs). */
+void wd_trace_note_run(struct wd_trace *t, const char *type, const char *run_id,
+		       const char *payloads);
 bool wd_trace_is_ref_key(const char *key);
 /* Compact JSON of v appended to b; -EINVAL on NaN/Inf. */
 int wd_trace_emit(struct wd_buf *b, json_t *v);

@@ -6,8 +6,13 @@
  * appended with plain write() and one fdatasync per batch of PEER_BATCH
  * lines, by the same number of threads, into one file on the same
  * filesystem (no framing, no chain, no index: the floor of the I/O).
+ * Both append paths are measured, each in a store of its own: the JSON
+ * path (wd_trace_append of a jansson record each thread reuses: the old
+ * figure) and the typed path (trace/recw.h, each record built whole, as a
+ * caller does), printed side by side as a ratio.
  *   bench_trace [DIR] [N_RECORDS] [noindex]
  *   (default: a temp dir, 1000000 records, with the index) */
+#include "trace/recw.h"
 #include "trace/trace.h"
 
 #include <dirent.h>
@@ -94,6 +99,7 @@ static uint64_t du(const char *path)
 struct job {
 	struct wd_trace *t;
 	int id;
+	bool typed; /* trace/recw.h, each record built whole every time */
 	uint64_t n, raw_bytes;
 	unsigned nprompts;
 	uint64_t cpu_ns; /* this thread's CPU time in wd_trace_append */
@@ -156,10 +162,58 @@ static void next_rec(json_t *r, int thr, uint64_t i, unsigned nprompts)
 	json_object_set_new(r, "prompt_ref", json_string(ph));
 }
 
+/* The same record through the typed encoder (trace/recw.h), built whole
+ * for every append: the typed path's figure includes its building. */
+static int append_typed(struct wd_trace *t, int thr, uint64_t i,
+			unsigned nprompts, const char *text, struct wd_err *err)
+{
+	char run[40], ph[80];
+	snprintf(run, sizeof(run), "run-%d-%06llu", thr,
+		 (unsigned long long)(i / 20));
+	prompt_hash(ph, i * 2654435761u % nprompts);
+	struct wd_recw *w =
+	    wd_recw_begin(t, run, (int64_t)(i % 20), WD_REC_MODEL_CALL);
+	wd_recw_str(w, "gen_ai.request.model", "claude-sonnet-4");
+	wd_recw_str(w, "prompt_hash", ph);
+	wd_recw_str(w, "prompt_ref", ph);
+	wd_recw_int(w, "gen_ai.usage.input_tokens", 6412);
+	wd_recw_int(w, "gen_ai.usage.output_tokens", 184);
+	wd_recw_real(w, "cost_usd", 0.0231);
+	wd_recw_int(w, "latency_ms", 1840);
+	wd_recw_obj_begin(w, "response");
+	wd_recw_str(w, "stop_reason", "tool_use");
+	wd_recw_str(w, "text", text);
+	wd_recw_obj_end(w);
+	int r = wd_trace_append_w(t, w, false, NULL, err);
+	wd_recw_end(w);
+	return r;
+}
+
 static void *appender(void *arg)
 {
 	struct job *j = arg;
 	struct wd_err err = {0};
+	if (j->typed) {
+		json_t *r = mkrec(j->id, 0, j->nprompts);
+		const char *text = json_string_value(
+		    json_object_get(json_object_get(r, "response"), "text"));
+		char *line = json_dumps(r, JSON_COMPACT);
+		size_t rl = line ? strlen(line) + 1 : 0;
+		free(line);
+		uint64_t c0 = thread_cpu_ns();
+		for (uint64_t i = 0; i < j->n; i++) {
+			if (append_typed(j->t, j->id, i, j->nprompts, text,
+					 &err) < 0) {
+				fprintf(stderr, "append: %s\n", err.msg);
+				break;
+			}
+			if (i % 64 == 0) /* raw size, sampled */
+				j->raw_bytes += rl * 64;
+		}
+		j->cpu_ns = thread_cpu_ns() - c0;
+		json_decref(r);
+		return NULL;
+	}
 	/* what building a whole record costs (reported, not in the rate) */
 	uint64_t c0 = thread_cpu_ns();
 	for (uint64_t i = 0; i < 20000; i++)
@@ -263,42 +317,44 @@ static double peer_rate(const char *dir, uint64_t total, int threads)
 	return err ? 0 : total / (dt / 1e9);
 }
 
-int main(int argc, char **argv)
+struct figs {
+	double ret, dur, all;	    /* appends/s: returned, synced, indexed */
+	double caller_us, proc_us;  /* CPU per append */
+	double writer_us, index_us; /* the store's threads, per record */
+	double build_us;	    /* building a jansson record */
+	uint64_t raw;
+};
+
+/* One group-commit run into a store at dir: the JSON path or the typed
+ * one. The store is closed unless keep (then left open there). */
+static int phase(const char *dir, const struct wd_trace_opts *o, bool typed,
+		 uint64_t total, int threads, struct figs *f,
+		 struct wd_trace **keep)
 {
-	char tmpl[] = "/var/tmp/wd-bench-trace.XXXXXX";
-	const char *dir = argc > 1 && *argv[1] ? argv[1] : mkdtemp(tmpl);
-	uint64_t total = argc > 2 ? strtoull(argv[2], NULL, 10) : 1000000;
-	int threads = 2;
-	/* "noindex": the append path alone, without the index thread
-	 * competing for the CPU (the figures below that need the index are
-	 * then meaningless) */
-	struct wd_trace_opts o = {.no_index =
-				      argc > 3 && !strcmp(argv[3], "noindex")};
 	struct wd_trace *t;
 	struct wd_err err = {0};
-	if (!dir || wd_trace_open(dir, &o, &t, &err) < 0) {
+	if (wd_trace_open(dir, o, &t, &err) < 0) {
 		fprintf(stderr, "bench_trace: open: %s\n", err.msg);
-		return 1;
+		return -1;
 	}
-	printf("bench_trace: store %s/trace, %llu records of ~1 KB, %d "
-	       "appender threads%s\n",
-	       dir, (unsigned long long)total, threads,
-	       o.no_index ? ", NO INDEX" : "");
-
-	/* 1. group-commit throughput (until everything is on disk) */
 	pthread_t th[8];
 	struct job jobs[8];
+	struct timespec p0, p1;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &p0);
 	uint64_t t0 = wd_now_ns();
 	for (int i = 0; i < threads; i++) {
-		jobs[i] = (struct job){
-		    .t = t, .id = i, .n = total / threads, .nprompts = 5000};
+		jobs[i] = (struct job){.t = t,
+				       .id = i,
+				       .typed = typed,
+				       .n = total / threads,
+				       .nprompts = 5000};
 		pthread_create(&th[i], NULL, appender, &jobs[i]);
 	}
-	uint64_t raw = 0, cpu = 0;
+	uint64_t cpu = 0;
 	double build = 0;
 	for (int i = 0; i < threads; i++) {
 		pthread_join(th[i], NULL);
-		raw += jobs[i].raw_bytes;
+		f->raw += jobs[i].raw_bytes;
 		cpu += jobs[i].cpu_ns;
 		build += jobs[i].build_ns / threads;
 	}
@@ -312,30 +368,70 @@ int main(int argc, char **argv)
 	uint64_t t_dur = wd_now_ns() - t0;
 	wd_trace_flush(t, &err);
 	uint64_t t_all = wd_now_ns() - t0;
-	printf("appends/s (group commit, returned):     %.0f\n",
-	       total / (t_app / 1e9));
-	printf("appends/s (incl. write+fdatasync):      %.0f\n",
-	       total / (t_dur / 1e9));
-	printf("appends/s (incl. write+fdatasync+index): %.0f (index "
-	       "caught up %.2f s after the last append)\n",
-	       total / (t_all / 1e9), (t_all - t_app) / 1e9);
-	struct timespec pc;
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &pc);
-	double warden_rate = total / (t_dur / 1e9);
-	double proc_us =
-	    (pc.tv_sec * 1e9 + pc.tv_nsec - 20000.0 * threads * build) / 1e3 /
-	    total;
-	printf("CPU per record: writer thread %.2f us, index thread %.2f us "
-	       "(from /proc, 10 ms ticks)\n",
-	       task_cpu_s("wd-trace-write") * 1e6 / total,
-	       task_cpu_s("wd-trace-index") * 1e6 / total);
-	printf("CPU per append: %.2f us in the caller (%.0f appends/s per "
-	       "core); %.2f us for the whole process (caller, writer, "
-	       "index); building a whole ~1 KB record with jansson costs "
-	       "%.2f us more (not in these figures: each thread reuses its "
-	       "record); load average now %s",
-	       cpu / 1e3 / total, total / (cpu / 1e9), proc_us, build / 1e3,
-	       loadavg());
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &p1);
+	f->ret = total / (t_app / 1e9);
+	f->dur = total / (t_dur / 1e9);
+	f->all = total / (t_all / 1e9);
+	f->caller_us = cpu / 1e3 / total;
+	f->build_us = build / 1e3;
+	f->proc_us = ((p1.tv_sec - p0.tv_sec) * 1e9 + p1.tv_nsec - p0.tv_nsec -
+		      (typed ? 0 : 20000.0 * threads * build)) /
+		     1e3 / total;
+	f->writer_us = task_cpu_s("wd-trace-write") * 1e6 / total;
+	f->index_us = task_cpu_s("wd-trace-index") * 1e6 / total;
+	const char *name = typed ? "typed (recw)" : "JSON path";
+	printf("%s: appends/s returned %.0f, incl. write+fdatasync %.0f, "
+	       "incl. write+fdatasync+index %.0f (index caught up %.2f s "
+	       "after the last append)\n",
+	       name, f->ret, f->dur, f->all, (t_all - t_app) / 1e9);
+	printf("%s: CPU per append %.2f us in the caller (%.0f appends/s per "
+	       "core), %.2f us for the whole process; writer thread %.2f us, "
+	       "index thread %.2f us (from /proc, 10 ms ticks); load average "
+	       "now %s",
+	       name, f->caller_us, total / (cpu / 1e9), f->proc_us,
+	       f->writer_us, f->index_us, loadavg());
+	if (keep)
+		*keep = t;
+	else
+		wd_trace_close(t);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	char tmpl[] = "/var/tmp/wd-bench-trace.XXXXXX";
+	const char *dir = argc > 1 && *argv[1] ? argv[1] : mkdtemp(tmpl);
+	uint64_t total = argc > 2 ? strtoull(argv[2], NULL, 10) : 1000000;
+	int threads = 2;
+	/* "noindex": the append path alone, without the index thread
+	 * competing for the CPU (the figures below that need the index are
+	 * then meaningless) */
+	struct wd_trace_opts o = {.no_index =
+				      argc > 3 && !strcmp(argv[3], "noindex")};
+	struct wd_trace *t;
+	struct wd_err err = {0};
+	if (!dir) {
+		fprintf(stderr, "bench_trace: no directory\n");
+		return 1;
+	}
+	printf("bench_trace: store %s/trace, %llu records of ~1 KB, %d "
+	       "appender threads%s\n",
+	       dir, (unsigned long long)total, threads,
+	       o.no_index ? ", NO INDEX" : "");
+
+	/* 1. group-commit throughput (until everything is on disk): the
+	 * JSON path (each thread reuses its jansson record, as before the
+	 * typed path) in a store of its own, then the typed path (each
+	 * record built whole) in the store the rest of the bench reads */
+	struct figs fj = {0}, ft = {0};
+	char *jdir = wd_asprintf("%s/json-path", dir);
+	mkdir(jdir, 0750);
+	if (phase(jdir, &o, false, total, threads, &fj, NULL) < 0 ||
+	    phase(dir, &o, true, total, threads, &ft, &t) < 0)
+		return 1;
+	wd_rm_rf(jdir);
+	free(jdir);
+	double warden_rate = ft.dur;
 
 	/* the peer, in the same run, same filesystem, same threads */
 	double peer = peer_rate(dir, total, threads);
@@ -349,10 +445,21 @@ int main(int argc, char **argv)
 		printf("%-44s %10.0f/s %12s %8s %s\n",
 		       "group commit vs write()+fdatasync/256", warden_rate,
 		       "failed", "-", "goal >= 200k records/s");
+	printf("%-44s %10.0f/s %10.0f/s %7.2fx %s\n",
+	       "typed (recw) vs JSON path, fdatasync'ed", ft.dur, fj.dur,
+	       ft.dur / fj.dur, "goal >= 200k records/s");
+	printf("%-44s %10.0f/s %10.0f/s %7.2fx %s\n",
+	       "typed vs JSON path, index caught up", ft.all, fj.all,
+	       ft.all / fj.all, "goal >= 150k records/s");
+	printf("%-44s %10.2fus %10.2fus %7.2fx %s\n",
+	       "caller CPU per append (typed: incl. build)", ft.caller_us,
+	       fj.caller_us, ft.caller_us / fj.caller_us,
+	       "JSON path: + the jansson build below");
 	printf("(warden: appends until written and fdatasync'ed, %d threads; "
 	       "peer: %d threads, write() per line, fdatasync per %d lines, "
-	       "one file)\n\n",
-	       threads, threads, PEER_BATCH);
+	       "one file; JSON path: wd_trace_append of a reused jansson "
+	       "record, building one costs %.2f us more)\n\n",
+	       threads, threads, PEER_BATCH, fj.build_us);
 
 	/* 2. durable tool_attempt latency */
 	enum { ND = 300 };
@@ -405,12 +512,13 @@ int main(int argc, char **argv)
 	uint64_t dseg = du(seg), didx = du(idx) + du(wal);
 	printf("bytes per step: raw JSON %.0f, segments %.0f (%.2fx), "
 	       "index %.0f, total %.2fx raw\n",
-	       (double)raw / total, (double)dseg / total, (double)dseg / raw,
-	       (double)didx / total, (double)(dseg + didx) / raw);
+	       (double)ft.raw / total, (double)dseg / total,
+	       (double)dseg / ft.raw, (double)didx / total,
+	       (double)(dseg + didx) / ft.raw);
 	free(seg);
 	free(idx);
 	free(wal);
-	if (argc < 2)
+	if (dir == tmpl) /* a temporary store (no DIR given, or "") */
 		wd_rm_rf(dir);
 	return 0;
 }

@@ -25,6 +25,7 @@ static char cg_path[256];
 /* A child in the cgroup makes n denied connect() calls. */
 static int deny_n(int n)
 {
+	fflush(stdout); /* a child must not print the parent's lines again */
 	pid_t p = fork();
 	if (p == 0) {
 		char procs[300];
@@ -50,6 +51,35 @@ static void count(const struct wd_event *ev, void *arg)
 {
 	if (!strcmp(ev->target, "127.0.0.1:9"))
 		(*(int *)arg)++;
+}
+
+/* Events handed to a call, checked for order: ts_ns never goes back, and
+ * the first 500 (one child) come before the next 500 (another child). */
+struct order {
+	int n;
+	bool sorted;
+	uint64_t last_ts;
+	int first_pids[2];
+};
+
+static void in_order(const struct wd_event *ev, void *arg)
+{
+	struct order *o = arg;
+	if (strcmp(ev->target, "127.0.0.1:9"))
+		return;
+	if (o->n == 0)
+		o->sorted = true;
+	if (ev->ts_ns < o->last_ts)
+		o->sorted = false;
+	o->last_ts = ev->ts_ns;
+	if (o->n == 0)
+		o->first_pids[0] = ev->pid;
+	else if (o->n == 500)
+		o->first_pids[1] = ev->pid;
+	else if (o->n < 500 ? ev->pid != o->first_pids[0]
+			    : ev->pid != o->first_pids[1])
+		o->sorted = false;
+	o->n++;
 }
 
 static void publish(const struct wd_event *ev, void *arg)
@@ -140,6 +170,37 @@ int main(void)
 	     rc, (unsigned long long)st.published,
 	     (unsigned long long)l.ringbuf, (unsigned long long)l.invalid,
 	     (unsigned long long)l.dropped, (unsigned long long)lost1);
+
+	/* another call's drain puts this call's records in its mailbox;
+	 * this call's own drain hands that mail over first, then what it
+	 * reads itself: every record once, in the order they were made */
+	struct wd_bpf_route mine_rt, drainer;
+	wd_bpf_route_add(&mine_rt, cgid);
+	wd_bpf_route_add(&drainer, 2); /* a call of another cgroup */
+	struct order o = {0};
+	int rc1 = deny_n(500);
+	for (int i = 0; i < 50; i++) { /* all 500 read by the other call */
+		wd_egress_wait(e, 100);
+		wd_bpf_route_drain(e, &drainer, publish, s);
+		pthread_mutex_lock(&mine_rt.mu);
+		int queued = mine_rt.n;
+		pthread_mutex_unlock(&mine_rt.mu);
+		if (queued >= 500)
+			break;
+	}
+	int rc2 = deny_n(500);
+	for (int i = 0; i < 100 && o.n < 1000; i++) {
+		wd_egress_wait(e, 100);
+		if (wd_bpf_route_drain(e, &mine_rt, in_order, &o) < 0)
+			break;
+	}
+	wd_bpf_route_del(&drainer);
+	wd_bpf_route_del(&mine_rt);
+	T_OK(rc1 == 0 && rc2 == 0 && o.n == 1000 && o.sorted &&
+		 o.first_pids[0] != o.first_pids[1],
+	     "mail_then_own_in_order",
+	     "children %d %d, %d of 1000, in order %d, pids %d %d", rc1, rc2,
+	     o.n, o.sorted, o.first_pids[0], o.first_pids[1]);
 
 	/* a record of a cgroup no call owns is counted lost, not dropped
 	 * silently */
