@@ -113,6 +113,32 @@ static void cross_field(struct wd_ywalk *w, struct mctx *c)
 			break;
 		}
 	}
+	/* DNS is the call's resolver's (enforce/resolver.c): with a name
+	 * listed (tiers 1-2), and always in tier 3, every packet to port 53
+	 * goes to it, and tier 3 drops port 853 too; an IP rule on those
+	 * ports could not be given as written */
+	bool names = false;
+	for (int i = 0; i < m->n_net_allow; i++)
+		names |= m->net_allow[i].needs_resolve;
+	for (int i = 0; i < m->n_net_allow; i++) {
+		const struct wd_net_rule *r = &m->net_allow[i];
+		bool t3 = m->tier == WD_TIER_3;
+		bool dns = r->port == 53 && (names || t3);
+		bool dot = r->port == 853 && t3;
+		if (r->needs_resolve || !(dns || dot))
+			continue;
+		wd_y_err(w, c->allow_node,
+			 "'network.allow' '%s': %s every packet to port %u "
+			 "%s: a rule for DNS servers of its own could not "
+			 "be given as written",
+			 r->text,
+			 t3 ? "in tier 3" : "with a name in network.allow,",
+			 r->port,
+			 r->port == 53 ? "goes to the call's resolver"
+				       : "is dropped (only the call's "
+					 "resolver answers names)");
+		break;
+	}
 	if (m->net_listen && m->tier == WD_TIER_3)
 		wd_y_err(w, c->listen_node,
 			 "'network.listen': in tier 3 nothing outside the "

@@ -229,4 +229,17 @@ Y
 out=$("$WARDEN" policy check "$S/pol" 2>&1)
 expect_match policy-wildcard-named "$out" 'bad.yaml:3:19: network.allow: .\*\.com:443.: a wildcard'
 expect_match policy-private-named "$out" 'bad.yaml:3:49: network.allow_private: .10.0.0.0/40.'
+# an IP rule for DNS that the resolver would take over: refused where it
+# could not mean what it says (port 53 beside a name; 53 and 853 in tier
+# 3), accepted where it does (port 53, no name, tiers 1-2)
+dnsrule() { # TIER RULES: policy check's output for a tool with them
+	rm -f "$S/pol/tools/"*.yaml
+	printf 'name: d\ntier: %s\nnetwork: {allow: [%s]}\n' "$1" "$2" >"$S/pol/tools/d.yaml"
+	"$WARDEN" policy check "$S/pol" 2>&1
+}
+expect_match policy-dns-ip-beside-name "$(dnsrule 1 '"svc.test:80", "10.9.9.9:53"')" \
+	"d.yaml:3:18: 'network.allow' '10.9.9.9:53': with a name in network.allow, every packet to port 53 goes to the call's resolver"
+expect_match policy-dns-ip-tier3 "$(dnsrule 3 '"10.9.9.9:53"')" "'10.9.9.9:53': in tier 3 every packet to port 53 goes to the call's resolver"
+expect_match policy-dot-ip-tier3 "$(dnsrule 3 '"127.0.0.1:853"')" "'127.0.0.1:853': in tier 3 every packet to port 853 is dropped"
+expect_match policy-dns-ip-alone-ok "$(dnsrule 1 '"10.9.9.9:53"')" '^ok: '
 finish
