@@ -303,12 +303,38 @@ static int memfd_exec(char **args)
 	return step(-1, "exec"), 1;
 }
 
-/* N connect() calls to HOST:PORT (127.0.0.1 unless given), as fast as one
- * thread makes them, on one socket (a refused connect leaves it fresh):
- * each denied one is a kernel denial event. Prints how many were refused
- * with EPERM, how many failed otherwise, how many connected. */
+/* The first nameserver of /etc/resolv.conf into out (64 bytes): in tier 3
+ * with an allow-list, the call's link's host end, which stands for the
+ * node's 127.0.0.1 (tier3_parity.sh). */
+static int nameserver(char out[64])
+{
+	FILE *f = fopen("/etc/resolv.conf", "r");
+	if (!f)
+		return -1;
+	char line[256];
+	int r = -1;
+	while (r < 0 && fgets(line, sizeof(line), f))
+		if (sscanf(line, "nameserver %63s", out) == 1)
+			r = 0;
+	fclose(f);
+	if (r < 0)
+		errno = ENOENT;
+	return r;
+}
+
+/* N connect() calls to HOST:PORT (127.0.0.1 unless given; "nameserver":
+ * the first of /etc/resolv.conf), as fast as one thread makes them, on one
+ * socket (a refused connect leaves it fresh): each denied one is a kernel
+ * denial event. Prints how many were refused with EPERM, how many failed
+ * otherwise, how many connected. */
 static int connect_flood(int port, long n, const char *host)
 {
+	char ns[64];
+	if (host && !strcmp(host, "nameserver")) {
+		if (step(nameserver(ns), "nameserver") < 0)
+			return 1;
+		host = ns;
+	}
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
 	if (step(fd, "socket") < 0)
 		return 1;
@@ -455,7 +481,7 @@ int main(int argc, char **argv)
 		"| abstract-listen|abstract-dgram|abstract-pair|abstract-raw|"
 		"abstract-rawpair NAME MS | "
 		"abstract-send NAME | "
-		"reuseport PORT MS | connect-flood PORT N [HOST] | "
+		"reuseport PORT MS | connect-flood PORT N [HOST|nameserver] | "
 		"connect-ramp PORT SECONDS PER | ping|raw 4|6 | "
 		"write-exec PATH ARGS... | "
 		"exec PATH ARGS... | memfd-exec|fd-exec ARGS... | mark FILE | "
