@@ -324,10 +324,13 @@ int wd_fleet_start(const struct wd_fleet_opts *o, struct wd_rt *rt,
 	else
 		wd_warn("fleet: cannot start the trace shipper thread: the "
 			"trace stays on this node only");
+	pthread_mutex_lock(&f->mu); /* the thread sets it from now on */
+	bool up = f->up;
+	pthread_mutex_unlock(&f->mu);
 	wd_info("fleet: node %s (%s), capacity %u, lease %u ms, labels %s: "
 		"%s",
 		f->node_id, f->hostname, f->capacity, f->lease_ms,
-		f->labels_json, f->up ? "registered" : "database unreachable");
+		f->labels_json, up ? "registered" : "database unreachable");
 	*out = f;
 	return 0;
 fail:

@@ -256,7 +256,7 @@ check policy-families-icmp-ok "$WARDEN" policy check "$T/icmp.yaml"
 printf 'name: l3\ntier: 3\nnetwork:\n  allow: []\n  listen: true\n' >"$T/l3.yaml"
 out=$("$WARDEN" policy check "$T/l3.yaml" 2>&1); rc=$?
 expect_eq policy-listen-tier3-exit "$rc" 1
-expect_match policy-listen-tier3-error "$out" "l3.yaml:5:11: 'network.listen': tier 3"
+expect_match policy-listen-tier3-error "$out" "l3.yaml:5:11: 'network.listen': in tier 3 nothing outside the sandbox can reach a listener"
 printf 'name: lx\ntier: 1\nnetwork: {listen: yes please}\n' >"$T/lx.yaml"
 out=$("$WARDEN" policy check "$T/lx.yaml" 2>&1)
 expect_match policy-listen-not-bool "$out" "lx.yaml:3:"
