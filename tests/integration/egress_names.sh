@@ -11,7 +11,8 @@
 #     upstream;
 #   - every DNS path out: UDP and TCP 53 to the node's resolver, to
 #     127.0.0.53, to a listener of ours on 127.0.0.3:53 (it receives
-#     nothing), DoT on 853 (denied);
+#     nothing) by sendto, by a connected UDP socket and from a v6 socket
+#     to its v4-mapped address, DoT on 853 (denied);
 #   - a name answering a loopback address is refused (dns.answer) unless
 #     network.allow_private lists the range;
 #   - the answer's TTL ending removes the address;
@@ -128,6 +129,23 @@ print("resolve-evil:", resolve("evil.test"))
 print("udp-node-evil:", udp(ns, "evil.test"))
 print("tcp-node-evil:", tcp(ns, "evil.test"))
 print("udp-53-evil:", udp("127.0.0.53", "evil.test"))
+print("tcp-53-evil:", tcp("127.0.0.53", "evil.test"))
+def udp_connected(addr, name):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(2)
+    try:
+        s.connect((addr, 53)); s.send(q(name)); m = s.recv(4096)
+        return rcode(m) + " peer=%s:%d" % s.getpeername()
+    except Exception as e:
+        return "error " + type(e).__name__
+def udp_mapped(addr, name):  # a v6 socket to a v4-mapped address
+    s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM); s.settimeout(2)
+    try:
+        s.sendto(q(name), ("::ffff:" + addr, 53)); m, peer = s.recvfrom(4096)
+        return rcode(m) + " from=[%s]:%d" % peer[:2]
+    except Exception as e:
+        return "error " + type(e).__name__
+print("udp-conn-fake-evil:", udp_connected("127.0.0.3", "evil.test"))
+print("udp-mapped-fake-evil:", udp_mapped("127.0.0.3", "evil.test"))
 print("udp-fake-evil:", udp("127.0.0.3", "evil.test"))
 print("tcp-fake-evil:", tcp("127.0.0.3", "evil.test"))
 print("udp-fake-svc:", udp("127.0.0.3", "svc.test"))
@@ -160,7 +178,8 @@ Y
 	expect_eq "t$tier-connect-allowed" "$(line connect-svc)" connected
 	expect_match "t$tier-other-port-denied" "$(line connect-svc-other-port)" 'error PermissionError'
 	expect_match "t$tier-not-allowed-nxdomain" "$(line resolve-evil)" 'error gaierror'
-	for p in udp-node-evil tcp-node-evil udp-53-evil udp-fake-evil tcp-fake-evil; do
+	for p in udp-node-evil tcp-node-evil udp-53-evil tcp-53-evil udp-fake-evil tcp-fake-evil \
+		udp-conn-fake-evil udp-mapped-fake-evil; do
 		expect_match "t$tier-$p-nxdomain" "$(line $p)" '^rcode=3 answers=0'
 	done
 	# the reply shows the address asked for (a resolver library checks it)
