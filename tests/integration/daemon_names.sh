@@ -11,27 +11,7 @@
 . tests/integration/daemon_lib/common.sh
 [ "$(id -u)" -eq 0 ] || { skip daemon-names "needs root"; finish; }
 
-read -r A B < <(python3 -c '
-import socket
-ps = [socket.socket() for _ in range(2)]
-for s in ps: s.bind(("127.0.0.1", 0))
-print(*[s.getsockname()[1] for s in ps])')
-python3 - "$T" "$A" "$B" <<'PY' &
-import socket, sys, threading
-d, A, B = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-def tcp(port, tag):
-    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    s.bind(("127.0.0.1", port)); s.listen(16)
-    def loop():
-        while True:
-            c, _ = s.accept(); open(d + "/hits", "a").write(tag + "\n"); c.sendall(b"pong"); c.close()
-    threading.Thread(target=loop, daemon=True).start()
-tcp(A, "A"); tcp(B, "B")
-open(d + "/listen.ready", "w").write("ok")
-threading.Event().wait()
-PY
-LPID=$!
-for _ in $(seq 100); do [ -f "$T/listen.ready" ] && break; sleep 0.05; done
+two_listeners # A, B, LPID; $T/hits
 : >"$T/hits"
 echo "127.0.0.1 svc.test" >"$T/hosts"
 base_policy

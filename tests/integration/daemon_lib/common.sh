@@ -191,3 +191,30 @@ Y
 		"args_schema: {type: object, required: [n], additionalProperties: false, properties: {n: {type: string}}}" \
 		"auth: {mode: on_behalf_of_user, scopes: [\"test:echo\"]}" "side_effects: none"
 }
+
+# two_listeners: TCP listeners on two free loopback ports, in $A and $B;
+# each accept appends its tag (A or B) to $T/hits and answers "pong".
+# LPID: their process (kill it at the end).
+two_listeners() {
+	read -r A B < <(python3 -c '
+import socket
+ps = [socket.socket() for _ in range(2)]
+for s in ps: s.bind(("127.0.0.1", 0))
+print(*[s.getsockname()[1] for s in ps])')
+	python3 - "$T" "$A" "$B" <<'PY' &
+import socket, sys, threading
+d, A, B = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+def tcp(port, tag):
+    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("127.0.0.1", port)); s.listen(16)
+    def loop():
+        while True:
+            c, _ = s.accept(); open(d + "/hits", "a").write(tag + "\n"); c.sendall(b"pong"); c.close()
+    threading.Thread(target=loop, daemon=True).start()
+tcp(A, "A"); tcp(B, "B")
+open(d + "/listen.ready", "w").write("ok")
+threading.Event().wait()
+PY
+	LPID=$!
+	for _ in $(seq 100); do [ -f "$T/listen.ready" ] && break; sleep 0.05; done
+}
