@@ -278,7 +278,8 @@ static long diag_uid(struct wd_resolver *r, int proto,
 
 /* The same from /proc/net/{udp,tcp}{,6}, for kernels whose socket
  * diagnostics lack the protocol (udp_diag is a module): the uid of the
- * socket whose local end is the peer's port on its address or on any. */
+ * socket whose local end is the peer's port on its address or on any; -1
+ * if none, -2 if neither file could be read. */
 static long proc_uid(int proto, const struct sockaddr_storage *peer,
 		     uint16_t ours)
 {
@@ -297,10 +298,12 @@ static long proc_uid(int proto, const struct sockaddr_storage *peer,
 	    proto == IPPROTO_TCP ? "/proc/net/tcp" : "/proc/net/udp",
 	    proto == IPPROTO_TCP ? "/proc/net/tcp6" : "/proc/net/udp6"};
 	long uid = -1;
+	int read = 0;
 	for (int f = 0; f < 2 && uid < 0; f++) {
 		FILE *fp = fopen(files[f], "re");
 		if (!fp)
 			continue;
+		read++;
 		char line[512];
 		while (uid < 0 && fgets(line, sizeof(line), fp)) {
 			char la[40], ra[40];
@@ -335,7 +338,7 @@ static long proc_uid(int proto, const struct sockaddr_storage *peer,
 		}
 		fclose(fp);
 	}
-	return uid;
+	return read ? uid : -2; /* -2: neither file could be read */
 }
 
 static bool from_call(struct wd_resolver *r, int proto,
@@ -384,7 +387,7 @@ static bool from_link(struct wd_resolver *r, int proto,
 		  /* no socket of the node's has the peer's end (nor the
 		   * port on any address): /proc/net, which lists them all
 		   * whatever modules the socket diagnostics have */
-		  proc_uid(proto, peer, 53) < 0;
+		  proc_uid(proto, peer, 53) == -1; /* -2: unknown, refused */
 	if (!ok) {
 		pthread_mutex_lock(&r->mu);
 		r->foreign++;
