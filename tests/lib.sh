@@ -15,3 +15,23 @@ expect_eq() { if [ "$2" = "$3" ]; then pass "$1"; else fail "$1" "got '$2' want 
 # expect_match NAME TEXT REGEX
 expect_match() { if printf '%s' "$2" | grep -Eq -- "$3"; then pass "$1"; else fail "$1" "'$(printf '%s' "$2" | head -c 300)' !~ /$3/"; fi; }
 finish() { exit $_fail; }
+# remove_calls RUNDIR...: what the calls of a wardend killed with -9 left
+# (their cgroup leaves, v2 and every v1 hierarchy, and whatever still runs
+# in them), by the call ids under RUNDIR/calls -- what a later wardend's
+# start-up sweep would do, for a node no wardend will start on again.
+remove_calls() {
+	local rt id h v2 i
+	v2=$(awk '$3=="cgroup2"{print $2; exit}' /proc/mounts)
+	for rt; do
+		for id in $(ls "$rt/calls" 2>/dev/null); do
+			[ -e "$v2/warden/$id/cgroup.kill" ] && echo 1 >"$v2/warden/$id/cgroup.kill" 2>/dev/null
+			for h in "$v2/warden/$id" /sys/fs/cgroup/*/warden/"$id"; do
+				for i in $(seq 40); do
+					[ -d "$h" ] || break
+					find "$h" -depth -type d -exec rmdir {} + 2>/dev/null
+					[ -d "$h" ] && sleep 0.05
+				done
+			done
+		done
+	done
+}

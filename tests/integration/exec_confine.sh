@@ -19,15 +19,7 @@ PIDS=()
 cleanup() {
 	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
 	[ -n "${WPID:-}" ] && kill -9 "$WPID" 2>/dev/null
-	for rt in "$T"/rt*; do
-		[ -d "$rt/calls" ] || continue
-		for id in $(ls "$rt/calls" 2>/dev/null); do
-			echo 1 > "$V2/warden/$id/cgroup.kill" 2>/dev/null
-			sleep 0.2
-			rmdir "$V2/warden/$id" 2>/dev/null
-			for h in /sys/fs/cgroup/*/warden/$id; do rmdir "$h" 2>/dev/null; done
-		done
-	done
+	remove_calls "$T"/rt*
 	rm -rf "$T"
 }
 trap cleanup EXIT

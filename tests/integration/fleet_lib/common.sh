@@ -104,6 +104,7 @@ fleet_cleanup() {
 	for p in "${NODES[@]}" $WPID; do kill -KILL "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
 	[ -n "$FAKE_PID" ] && kill "$FAKE_PID" 2>/dev/null && wait "$FAKE_PID" 2>/dev/null
 	kill_slow_tools
+	remove_calls "$T"/*/run
 	stop_pg
 	[ -n "${KEEP_T:-}" ] || rm -rf "$T"
 }
