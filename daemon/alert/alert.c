@@ -1,6 +1,6 @@
 /* Denial-rate alerting: the stream follower, spike detection, alert
  * documents and metrics. See alert.h for the model. */
-#include "alert/alert.h"
+#include "alert/alert_int.h"
 
 #include <pthread.h>
 #include <string.h>
@@ -12,14 +12,9 @@
 #include "alert/window.h"
 #include "common/log.h"
 
-#define NS	   1000000000ull
 #define READ_BATCH 256
 
-/* Loss counts: the alerter's own overrun, then the stream's sources
- * (enum wd_stream_lost_src, in its order). */
-enum { LOST_OVERRUN, LOST_STREAM, LOST_KINDS = LOST_STREAM + WD_LOST_NR };
-
-static const char *lost_name(int i)
+const char *wd_alert_lost_name(int i)
 {
 	return i == LOST_OVERRUN
 		   ? "overrun"
@@ -33,7 +28,7 @@ static char *lost_text(const uint64_t v[LOST_KINDS])
 	struct wd_buf b = {0};
 	for (int i = 0; i < LOST_KINDS; i++)
 		wd_buf_printf(&b, "%s%llu %s", i ? ", " : "",
-			      (unsigned long long)v[i], lost_name(i));
+			      (unsigned long long)v[i], wd_alert_lost_name(i));
 	return b.data ? b.data : wd_strdup("");
 }
 
@@ -51,41 +46,6 @@ static const int dim_order[WD_DIM_NR] = {WD_DIM_TOOL,	WD_DIM_AGENT,
 const char *wd_alert_dim_name(enum wd_alert_dim d)
 {
 	return (unsigned)d < WD_DIM_NR ? dim_names[d] : "?";
-}
-
-struct wd_alert {
-	char node[64];
-	uint64_t short_ns, long_ns, cooldown_ns, warmup_ns;
-	double factor;
-	uint32_t min_count, dims;
-	bool denied_only;
-	wd_alert_clock_fn clock;
-	void *clock_arg;
-
-	struct wd_stream *s;
-	struct wd_webhook *wh; /* NULL without a URL */
-	struct wd_am *am;      /* NULL without an Alertmanager */
-
-	pthread_mutex_t mu; /* everything below */
-	pthread_cond_t cv;  /* done_seq advanced / reader ended */
-	struct wd_stream_cursor cur;
-	struct wd_akeys keys;
-	struct wd_stab series;
-	uint64_t start_ns;
-	uint64_t processed, done_seq;
-	uint64_t alerts_spike, alerts_lost, suppressed;
-	uint64_t lost_seen[LOST_KINDS], lost_reported[LOST_KINDS];
-	bool loss_alerted;
-	uint64_t last_loss_alert_ns, last_loss_grew_ns;
-	uint64_t lost_grew_ns[LOST_KINDS]; /* when each reason last grew */
-	uint64_t tick_now; /* the reader loop's now, for am_still */
-	bool stop, reader_done;
-	pthread_t thr;
-};
-
-static uint64_t now_of(struct wd_alert *a)
-{
-	return a->clock(a->clock_arg);
 }
 
 static uint64_t default_clock(void *arg)
@@ -164,14 +124,8 @@ static void dim_value(struct wd_alert *a, int dim, const struct evstr *s,
 
 /* ---- detection ---- */
 
-struct judged {
-	uint64_t sc, lc;
-	double base, thr;
-	bool spike;
-};
-
-static void judge(struct wd_alert *a, struct wd_akey *k, uint64_t now,
-		  struct judged *j)
+void wd_alert_judge(struct wd_alert *a, struct wd_akey *k, uint64_t now,
+		    struct wd_judged *j)
 {
 	j->sc = wd_win_count(&k->s, now);
 	j->lc = wd_win_count(&k->l, now);
@@ -211,7 +165,7 @@ static json_t *lost_json(const uint64_t v[LOST_KINDS])
 {
 	json_t *o = json_object();
 	for (int i = 0; i < LOST_KINDS; i++)
-		json_object_set_new(o, lost_name(i),
+		json_object_set_new(o, wd_alert_lost_name(i),
 				    json_integer((json_int_t)v[i]));
 	return o;
 }
@@ -288,7 +242,7 @@ static void key_labels(json_t *l, int dim, const char *value)
 }
 
 static void am_fire_spike(struct wd_alert *a, struct wd_akey *k,
-			  const struct judged *j)
+			  const struct wd_judged *j)
 {
 	json_t *l =
 	    json_pack("{s:s,s:s,s:s}", "alertname", "WardenDaemonDenialSpike",
@@ -319,7 +273,7 @@ static void am_fire_spike(struct wd_alert *a, struct wd_akey *k,
 		      last, "short_count", n, "baseline", b, "threshold", t);
 	char id[160];
 	snprintf(id, sizeof(id), "%d\x1f%s", k->dim, k->value);
-	wd_am_fire(a->am, id, l, an, now_of(a), wd_wall_ns());
+	wd_am_fire(a->am, id, l, an, wd_alert_now(a), wd_wall_ns());
 }
 
 /* Still firing? (wd_am_tick's question, a->mu held.) A spike ends when
@@ -333,7 +287,7 @@ static bool am_still(void *arg, const char *id)
 		/* one alert per reason: it ends once a short window passed
 		 * with no new loss there */
 		for (int i = 0; i < LOST_KINDS; i++)
-			if (!strcmp(id + 5, lost_name(i)))
+			if (!strcmp(id + 5, wd_alert_lost_name(i)))
 				return now - a->lost_grew_ns[i] < a->short_ns;
 		return false;
 	}
@@ -344,15 +298,15 @@ static bool am_still(void *arg, const char *id)
 	struct wd_akey *k = wd_akeys_find(&a->keys, dim, sep + 1);
 	if (!k)
 		return false; /* evicted: nothing left to judge */
-	struct judged j;
-	judge(a, k, now, &j);
+	struct wd_judged j;
+	wd_alert_judge(a, k, now, &j);
 	if (!j.spike)
 		k->in_spike = false;
 	return j.spike;
 }
 
 static void raise_spike(struct wd_alert *a, struct wd_akey **ks,
-			struct judged *js, int n,
+			struct wd_judged *js, int n,
 			const struct wd_stream_entry *en)
 {
 	struct wd_akey *k = ks[0];
@@ -414,7 +368,7 @@ static void process(struct wd_alert *a, const struct wd_stream_entry *en,
 	 * tool's spike. */
 	bool ongoing = false;
 	struct wd_akey *fire[WD_DIM_NR], *amk[WD_DIM_NR];
-	struct judged fj[WD_DIM_NR], aj[WD_DIM_NR];
+	struct wd_judged fj[WD_DIM_NR], aj[WD_DIM_NR];
 	int nf = 0, na = 0;
 	for (int i = 0; i < WD_DIM_NR; i++) {
 		int dim = dim_order[i];
@@ -433,8 +387,8 @@ static void process(struct wd_alert *a, const struct wd_stream_entry *en,
 		wd_win_add(&k->l, now, 1);
 		if (!warm)
 			continue;
-		struct judged j;
-		judge(a, k, now, &j);
+		struct wd_judged j;
+		wd_alert_judge(a, k, now, &j);
 		if (!j.spike) {
 			k->in_spike = false;
 			continue;
@@ -505,7 +459,7 @@ static void check_loss(struct wd_alert *a, uint64_t now)
 		cleanup_free char *all = lost_text(a->lost_seen);
 		cleanup_free char *sum = wd_asprintf(
 		    "wardend on %s lost denial events at %s: %llu", a->node,
-		    lost_name(i), (unsigned long long)a->lost_seen[i]);
+		    wd_alert_lost_name(i), (unsigned long long)a->lost_seen[i]);
 		cleanup_free char *d = wd_asprintf(
 		    "Lost so far: %s. overrun: the alerter fell behind the "
 		    "event ring; bpf_ringbuf: the kernel's ring buffer was "
@@ -516,12 +470,12 @@ static void check_loss(struct wd_alert *a, uint64_t now)
 		    "were recorded.",
 		    all);
 		char id[48];
-		snprintf(id, sizeof(id), "lost\x1f%s", lost_name(i));
+		snprintf(id, sizeof(id), "lost\x1f%s", wd_alert_lost_name(i));
 		wd_am_fire(
 		    a->am, id,
 		    json_pack("{s:s,s:s,s:s,s:s}", "alertname",
 			      "WardenDaemonEventsLost", "severity", "warning",
-			      "node", a->node, "reason", lost_name(i)),
+			      "node", a->node, "reason", wd_alert_lost_name(i)),
 		    json_pack("{s:s,s:s}", "summary", sum, "description", d),
 		    now, wd_wall_ns());
 	}
@@ -568,7 +522,7 @@ static void *reader(void *arg)
 			pthread_mutex_unlock(&a->mu);
 			break;
 		}
-		uint64_t now = now_of(a);
+		uint64_t now = wd_alert_now(a);
 		for (int i = 0; i < n; i++)
 			process(a, &buf[i], now);
 		check_loss(a, now);
@@ -694,7 +648,7 @@ int wd_alert_new(const struct wd_alert_config *cfg, struct wd_stream *events,
 		      a->short_ns, a->long_ns);
 	wd_stab_init(&a->series, cfg->max_series ? cfg->max_series : 4096);
 	wd_stream_cursor_init(&a->cur, cfg->since_seq);
-	a->start_ns = now_of(a);
+	a->start_ns = wd_alert_now(a);
 	pthread_mutex_init(&a->mu, NULL);
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
@@ -772,208 +726,3 @@ void wd_alert_free(struct wd_alert *a)
 }
 
 /* ---- queries ---- */
-
-void wd_alert_stats(struct wd_alert *a, struct wd_alert_stats *out)
-{
-	memset(out, 0, sizeof(*out));
-	pthread_mutex_lock(&a->mu);
-	out->processed = a->processed;
-	out->next_seq = a->cur.next;
-	out->lost_overrun = a->cur.lost;
-	out->alerts_spike = a->alerts_spike;
-	out->alerts_lost = a->alerts_lost;
-	out->alerts = a->alerts_spike + a->alerts_lost;
-	out->keys = a->keys.n;
-	out->keys_evicted = a->keys.evicted;
-	pthread_mutex_unlock(&a->mu);
-	if (a->wh) {
-		struct wd_webhook_stats w;
-		wd_webhook_stats(a->wh, &w);
-		out->webhook_sent = w.sent;
-		out->webhook_failures = w.failures;
-		out->webhook_retries = w.retries;
-		out->webhook_dropped = w.dropped;
-		out->queue_depth = w.depth;
-	}
-	if (a->am) {
-		struct wd_webhook_stats w;
-		wd_am_stats(a->am, &w);
-		out->am_sent = w.sent;
-		out->am_failures = w.failures;
-		out->am_retries = w.retries;
-		out->am_dropped = w.dropped;
-		pthread_mutex_lock(&a->mu);
-		out->am_active = (uint32_t)wd_am_active(a->am);
-		out->am_overflow = wd_am_overflow(a->am);
-		pthread_mutex_unlock(&a->mu);
-	}
-}
-
-int wd_alert_sync(struct wd_alert *a, uint64_t seq, int timeout_ms)
-{
-	struct timespec dl;
-	clock_gettime(CLOCK_MONOTONIC, &dl);
-	dl.tv_sec += timeout_ms / 1000;
-	dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-	if (dl.tv_nsec >= 1000000000L) {
-		dl.tv_sec++;
-		dl.tv_nsec -= 1000000000L;
-	}
-	int rc = 0;
-	pthread_mutex_lock(&a->mu);
-	while (a->done_seq < seq && !a->reader_done)
-		if (pthread_cond_timedwait(&a->cv, &a->mu, &dl) == ETIMEDOUT)
-			break;
-	if (a->done_seq < seq)
-		rc = -ETIMEDOUT;
-	pthread_mutex_unlock(&a->mu);
-	return rc;
-}
-
-int wd_alert_flush(struct wd_alert *a, int timeout_ms)
-{
-	int rc = a->wh ? wd_webhook_flush(a->wh, timeout_ms) : 0;
-	int rc2 = a->am ? wd_am_flush(a->am, timeout_ms) : 0;
-	return rc ? rc : rc2;
-}
-
-int wd_alert_key(struct wd_alert *a, enum wd_alert_dim dim, const char *value,
-		 struct wd_alert_key_view *out)
-{
-	int rc = -ENOENT;
-	pthread_mutex_lock(&a->mu);
-	struct wd_akey *k = wd_akeys_find(&a->keys, dim, value);
-	if (k) {
-		struct judged j;
-		judge(a, k, now_of(a), &j);
-		out->short_count = j.sc;
-		out->long_count = j.lc;
-		out->baseline_per_short = j.base;
-		out->threshold = j.thr;
-		out->in_spike = k->in_spike;
-		out->alerts = k->alerts;
-		rc = 0;
-	}
-	pthread_mutex_unlock(&a->mu);
-	return rc;
-}
-
-/* ---- metrics ---- */
-
-/* Families (all new; none collides with wd_rt_metrics's):
- *   warden_denial_events_total{source,kind,team,tool,verdict}  counter
- *   warden_denial_events_lost_total{reason}                   counter
- *   warden_denial_rate_per_second{dim,key,window}              gauge
- *   warden_alerts_total{type}                                  counter
- *   warden_alerts_suppressed_total                             counter
- *   warden_alert_webhook_{sent,failures,retries,dropped}_total counter
- *   warden_alert_queue_depth, warden_alert_keys                gauge
- *   warden_alert_keys_evicted_total, warden_alert_events_processed_total
- */
-void wd_alert_metrics_render(struct wd_alert *a, struct wd_buf *out)
-{
-	struct wd_alert_stats st;
-	wd_alert_stats(a, &st);
-	pthread_mutex_lock(&a->mu);
-	uint64_t now = now_of(a);
-	wd_metrics_family(
-	    out, "warden_denial_events_total", "counter",
-	    "Denial and audit events seen on the node's event stream.");
-	for (struct wd_series *s = a->series.first; s; s = s->next) {
-		wd_buf_printf(out, "warden_denial_events_total{");
-		wd_metrics_label(out, "source", s->source, true);
-		wd_metrics_label(out, "kind", s->kind, false);
-		wd_metrics_label(out, "team", s->team, false);
-		wd_metrics_label(out, "tool", s->tool, false);
-		wd_metrics_label(out, "verdict", s->verdict, false);
-		wd_buf_printf(out, "} %llu\n", (unsigned long long)s->count);
-	}
-	if (a->series.other)
-		wd_buf_printf(out,
-			      "warden_denial_events_total{source=\"other\","
-			      "kind=\"other\",team=\"other\",tool=\"other\","
-			      "verdict=\"other\"} %llu\n",
-			      (unsigned long long)a->series.other->count);
-	wd_metrics_family(out, "warden_denial_events_lost_total", "counter",
-			  "Denial events lost before alerting saw them, by "
-			  "where they were lost.");
-	for (int i = 0; i < LOST_KINDS; i++)
-		wd_buf_printf(out,
-			      "warden_denial_events_lost_total{reason=\"%s\"} "
-			      "%llu\n",
-			      lost_name(i),
-			      (unsigned long long)a->lost_seen[i]);
-	wd_metrics_family(
-	    out, "warden_denial_rate_per_second", "gauge",
-	    "Denial rate per key over the short window and baseline.");
-	for (struct wd_akey *k = a->keys.newest; k; k = k->older) {
-		struct judged j;
-		judge(a, k, now, &j);
-		double rs = (double)j.sc * NS / (double)a->short_ns;
-		double rb = j.base * NS / (double)a->short_ns;
-		for (int w = 0; w < 2; w++) {
-			wd_buf_printf(out, "warden_denial_rate_per_second{");
-			wd_metrics_label(out, "dim", dim_names[k->dim], true);
-			wd_metrics_label(out, "key", k->value, false);
-			wd_metrics_label(out, "window",
-					 w ? "baseline" : "short", false);
-			wd_buf_printf(out, "} %.6g\n", w ? rb : rs);
-		}
-	}
-	wd_metrics_family(out, "warden_alerts_total", "counter",
-			  "Alerts raised.");
-	wd_buf_printf(out,
-		      "warden_alerts_total{type=\"denial_spike\"} %llu\n"
-		      "warden_alerts_total{type=\"events_lost\"} %llu\n",
-		      (unsigned long long)a->alerts_spike,
-		      (unsigned long long)a->alerts_lost);
-	wd_metrics_family(
-	    out, "warden_alerts_suppressed_total", "counter",
-	    "Spike crossings the webhook did not post: folded into the "
-	    "alert of a more specific key, or within the key's cool-down "
-	    "(Alertmanager is sent each of them).");
-	wd_buf_printf(out, "warden_alerts_suppressed_total %llu\n",
-		      (unsigned long long)a->suppressed);
-	pthread_mutex_unlock(&a->mu);
-	struct {
-		const char *name, *type, *help;
-		uint64_t v;
-	} m[] = {
-	    {"warden_alert_webhook_sent_total", "counter",
-	     "Alerts the webhook accepted (2xx).", st.webhook_sent},
-	    {"warden_alert_webhook_failures_total", "counter",
-	     "Alerts given up on after all retries.", st.webhook_failures},
-	    {"warden_alert_webhook_retries_total", "counter",
-	     "Webhook attempts retried.", st.webhook_retries},
-	    {"warden_alert_webhook_dropped_total", "counter",
-	     "Alerts dropped: queue full or shutting down.",
-	     st.webhook_dropped},
-	    {"warden_alert_queue_depth", "gauge",
-	     "Alerts waiting for the webhook.", st.queue_depth},
-	    {"warden_alert_keys", "gauge", "Alert keys held.", st.keys},
-	    {"warden_alert_keys_evicted_total", "counter",
-	     "Alert keys evicted by the key cap.", st.keys_evicted},
-	    {"warden_alert_events_processed_total", "counter",
-	     "Events the alerter has read.", st.processed},
-	    {"warden_alertmanager_sent_total", "counter",
-	     "Posts Alertmanager accepted (2xx).", st.am_sent},
-	    {"warden_alertmanager_failures_total", "counter",
-	     "Posts to Alertmanager given up on after all retries.",
-	     st.am_failures},
-	    {"warden_alertmanager_retries_total", "counter",
-	     "Posts to Alertmanager retried.", st.am_retries},
-	    {"warden_alertmanager_dropped_total", "counter",
-	     "Posts to Alertmanager dropped: queue full or shutting down.",
-	     st.am_dropped},
-	    {"warden_alertmanager_alerts_active", "gauge",
-	     "The daemon's own alerts firing at Alertmanager.", st.am_active},
-	    {"warden_alertmanager_overflow_total", "counter",
-	     "Alerts not sent to Alertmanager: 256 were firing already.",
-	     st.am_overflow},
-	};
-	for (size_t i = 0; i < WD_ARRAY_SIZE(m); i++) {
-		wd_metrics_family(out, m[i].name, m[i].type, m[i].help);
-		wd_buf_printf(out, "%s %llu\n", m[i].name,
-			      (unsigned long long)m[i].v);
-	}
-}
