@@ -2,6 +2,7 @@
  * listener on 127.0.0.1 (same port), answers decided by enforce/dns.c,
  * each answered address pinned for its TTL before the answer leaves. */
 #include "enforce/resolver.h"
+#include "enforce/sockowner.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -12,9 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/inet_diag.h>
 #include <linux/netlink.h>
-#include <linux/sock_diag.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -205,142 +204,6 @@ static uint64_t expire(struct wd_resolver *r, uint64_t now)
  * host process or another call could otherwise forge the call's denials
  * (and alerts), fill its queue, or keep its pins alive. */
 
-/* The uid owning the loopback inet socket at peer (proto IPPROTO_UDP or
- * IPPROTO_TCP, family of peer), from the kernel's socket diagnostics; -1
- * if not found. */
-static long diag_uid(struct wd_resolver *r, int proto,
-		     const struct sockaddr_storage *peer, bool peer_is_src)
-{
-	struct {
-		struct nlmsghdr nlh;
-		struct inet_diag_req_v2 req;
-	} m;
-	memset(&m, 0, sizeof(m));
-	m.nlh.nlmsg_len = sizeof(m);
-	m.nlh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
-	m.nlh.nlmsg_flags = NLM_F_REQUEST;
-	m.req.sdiag_family = (uint8_t)peer->ss_family;
-	m.req.sdiag_protocol = (uint8_t)proto;
-	m.req.idiag_states = ~0u;
-	m.req.id.idiag_cookie[0] = m.req.id.idiag_cookie[1] =
-	    INET_DIAG_NOCOOKIE;
-	uint32_t us_addr[4] = {0}, peer_addr[4] = {0};
-	uint16_t us = htons(r->port), peer_port;
-	if (peer->ss_family == AF_INET) {
-		const struct sockaddr_in *p4 = (const void *)peer;
-		us_addr[0] = htonl(INADDR_LOOPBACK);
-		peer_addr[0] = p4->sin_addr.s_addr;
-		peer_port = p4->sin_port;
-	} else {
-		const struct sockaddr_in6 *p6 = (const void *)peer;
-		memcpy(us_addr, &in6addr_loopback, 16);
-		memcpy(peer_addr, &p6->sin6_addr, 16);
-		peer_port = p6->sin6_port;
-	}
-	if (peer_is_src) {
-		memcpy(m.req.id.idiag_src, peer_addr, 16);
-		m.req.id.idiag_sport = peer_port;
-		memcpy(m.req.id.idiag_dst, us_addr, 16);
-		m.req.id.idiag_dport = us;
-	} else {
-		memcpy(m.req.id.idiag_src, us_addr, 16);
-		m.req.id.idiag_sport = us;
-		memcpy(m.req.id.idiag_dst, peer_addr, 16);
-		m.req.id.idiag_dport = peer_port;
-	}
-	struct sockaddr_nl k = {.nl_family = AF_NETLINK};
-	if (r->diag < 0 ||
-	    sendto(r->diag, &m, sizeof(m), 0, (void *)&k, sizeof(k)) < 0)
-		return -1;
-	long uid = -1;
-	for (;;) {
-		char buf[8192];
-		ssize_t n = recv(r->diag, buf, sizeof(buf), 0);
-		if (n <= 0)
-			return -1;
-		for (struct nlmsghdr *h = (void *)buf; NLMSG_OK(h, (size_t)n);
-		     h = NLMSG_NEXT(h, n)) {
-			if (h->nlmsg_type == NLMSG_ERROR ||
-			    h->nlmsg_type == NLMSG_DONE)
-				return uid;
-			if (h->nlmsg_type != SOCK_DIAG_BY_FAMILY)
-				continue;
-			struct inet_diag_msg *d = NLMSG_DATA(h);
-			/* the peer's own socket: its local end is the
-			 * port the query came from */
-			if (d->id.idiag_sport == peer_port)
-				uid = d->idiag_uid;
-			if (!(h->nlmsg_flags & NLM_F_MULTI))
-				return uid;
-		}
-	}
-}
-
-/* The same from /proc/net/{udp,tcp}{,6}, for kernels whose socket
- * diagnostics lack the protocol (udp_diag is a module): the uid of the
- * socket whose local end is the peer's port on its address or on any; -1
- * if none, -2 if neither file could be read. */
-static long proc_uid(int proto, const struct sockaddr_storage *peer,
-		     uint16_t ours)
-{
-	uint16_t port;
-	uint32_t want[4] = {0};
-	if (peer->ss_family == AF_INET) {
-		const struct sockaddr_in *p4 = (const void *)peer;
-		port = ntohs(p4->sin_port);
-		want[0] = p4->sin_addr.s_addr;
-	} else {
-		const struct sockaddr_in6 *p6 = (const void *)peer;
-		port = ntohs(p6->sin6_port);
-		memcpy(want, &p6->sin6_addr, 16);
-	}
-	const char *files[2] = {
-	    proto == IPPROTO_TCP ? "/proc/net/tcp" : "/proc/net/udp",
-	    proto == IPPROTO_TCP ? "/proc/net/tcp6" : "/proc/net/udp6"};
-	long uid = -1;
-	int read = 0;
-	for (int f = 0; f < 2 && uid < 0; f++) {
-		FILE *fp = fopen(files[f], "re");
-		if (!fp)
-			continue;
-		read++;
-		char line[512];
-		while (uid < 0 && fgets(line, sizeof(line), fp)) {
-			char la[40], ra[40];
-			unsigned lp, rp, st, u;
-			if (sscanf(line,
-				   " %*u: %39[0-9A-Fa-f]:%x %39[0-9A-Fa-f]:%x "
-				   "%x %*s %*s %*s %u",
-				   la, &lp, ra, &rp, &st, &u) != 6 ||
-			    lp != port || (proto == IPPROTO_TCP && rp != ours))
-				continue; /* TCP: the connection to us */
-			/* the address as the kernel prints it: each 32-bit
-			 * word of the network-order address, as a number */
-			uint32_t a[4] = {0};
-			int words = strlen(la) == 32 ? 4 : 1;
-			for (int i = 0; i < words; i++) {
-				char w[9];
-				memcpy(w, la + i * 8, 8);
-				w[8] = 0;
-				a[i] = (uint32_t)strtoul(w, NULL, 16);
-			}
-			bool any = !a[0] && !a[1] && !a[2] && !a[3];
-			bool same =
-			    words == 1
-				? a[0] == want[0] && peer->ss_family == AF_INET
-				: !memcmp(a, want, 16) ||
-				      (peer->ss_family == AF_INET &&
-				       a[0] == 0 && a[1] == 0 &&
-				       a[2] == htonl(0xffff) &&
-				       a[3] == want[0]);
-			if (any || same)
-				uid = u;
-		}
-		fclose(fp);
-	}
-	return read ? uid : -2; /* -2: neither file could be read */
-}
-
 static bool from_call(struct wd_resolver *r, int proto,
 		      const struct sockaddr_storage *peer)
 {
@@ -356,11 +219,13 @@ static bool from_call(struct wd_resolver *r, int proto,
 	 * where it receives (dst): asked that way first, then the other */
 	long uid = -1;
 	if (lo) {
-		uid = diag_uid(r, proto, peer, proto == IPPROTO_TCP);
+		uid = wd_sockowner_diag(r->diag, proto, r->port, peer,
+					proto == IPPROTO_TCP);
 		if (uid < 0)
-			uid = diag_uid(r, proto, peer, proto != IPPROTO_TCP);
+			uid = wd_sockowner_diag(r->diag, proto, r->port, peer,
+						proto != IPPROTO_TCP);
 		if (uid < 0)
-			uid = proc_uid(proto, peer, r->port);
+			uid = wd_sockowner_proc(proto, peer, r->port);
 	}
 	bool ok = uid >= 0 && (uint32_t)uid == r->uid;
 	if (!ok) {
@@ -381,13 +246,13 @@ static bool from_link(struct wd_resolver *r, int proto,
 		      const struct sockaddr_storage *peer, int ifindex)
 {
 	const struct sockaddr_in *p4 = (const void *)peer;
-	bool ok = peer->ss_family == AF_INET &&
-		  p4->sin_addr.s_addr == r->dev_peer &&
-		  (proto == IPPROTO_TCP || ifindex == r->dev_ifindex) &&
-		  /* no socket of the node's has the peer's end (nor the
-		   * port on any address): /proc/net, which lists them all
-		   * whatever modules the socket diagnostics have */
-		  proc_uid(proto, peer, 53) == -1; /* -2: unknown, refused */
+	bool ok =
+	    peer->ss_family == AF_INET && p4->sin_addr.s_addr == r->dev_peer &&
+	    (proto == IPPROTO_TCP || ifindex == r->dev_ifindex) &&
+	    /* no socket of the node's has the peer's end (nor the
+	     * port on any address): /proc/net, which lists them all
+	     * whatever modules the socket diagnostics have */
+	    wd_sockowner_proc(proto, peer, 53) == -1; /* -2: unknown, refused */
 	if (!ok) {
 		pthread_mutex_lock(&r->mu);
 		r->foreign++;
