@@ -119,6 +119,10 @@ static const char schema[] =
     "NULL DEFAULT 0, uid INTEGER, replay_of TEXT, replay_from INTEGER, "
     "replay_converged INTEGER, replay_diverged_at INTEGER, reason TEXT);"
     "CREATE INDEX IF NOT EXISTS runs_started ON runs(started);"
+    /* /v1/trace/runs pages in this order (query.c): a page is a range
+     * scan, not a sort of every run */
+    "CREATE INDEX IF NOT EXISTS runs_page ON runs(coalesce(started, 0), "
+    "run_id);"
     "CREATE INDEX IF NOT EXISTS runs_replay ON runs(replay_of) WHERE "
     "replay_of IS NOT NULL;"
     "CREATE TABLE IF NOT EXISTS refs(id INTEGER PRIMARY KEY, seq INTEGER "
