@@ -48,13 +48,17 @@ void wd_status_fleet_text(void)
 		      json_integer_value(json_object_get(f, "capacity")),
 		      json_integer_value(json_object_get(f, "held")),
 		      json_integer_value(json_object_get(f, "lease_ms")));
+	const char *wd = json_string_value(json_object_get(f, "when_down"));
+	bool here = wd && !strcmp(wd, "run_here");
 	if (state && !strcmp(state, "degraded"))
 		wd_buf_printf(&b,
 			      "; database unreachable (%s): runs held here "
 			      "keep running, nothing is claimed, new runs are "
-			      "refused",
+			      "%s",
 			      json_string_value(json_object_get(f, "error"))
-				  ?: "?");
+				  ?: "?",
+			      here ? "run on this node (when_down: run_here)"
+				   : "refused");
 	else if (json_object_get(f, "nodes_up"))
 		wd_buf_printf(
 		    &b, "; %lld node(s) up, %lld run(s) queued fleet-wide",

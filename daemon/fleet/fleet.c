@@ -274,6 +274,7 @@ int wd_fleet_start(const struct wd_fleet_opts *o, struct wd_rt *rt,
 	f->queue_depth = -1;
 	f->nodes_up = -1;
 	f->capacity = o->capacity;
+	f->run_here_when_down = o->run_here_when_down;
 	f->lease_ms = o->lease_ms ? o->lease_ms : WD_FLEET_LEASE_MS_DEFAULT;
 	int rc = 0;
 	if (f->lease_ms < WD_FLEET_LEASE_MS_MIN) {
@@ -382,6 +383,9 @@ json_t *wd_fleet_status(struct wd_fleet *f)
 		json_object_set_new(o, "error", json_string(f->db_error));
 	if (f->nodes_up >= 0)
 		json_object_set_new(o, "nodes_up", json_integer(f->nodes_up));
+	json_object_set_new(
+	    o, "when_down",
+	    json_string(f->run_here_when_down ? "run_here" : "refuse"));
 	pthread_mutex_unlock(&f->mu);
 	return o;
 }
@@ -448,5 +452,12 @@ void wd_fleet_metrics(struct wd_fleet *f, struct wd_buf *b)
 	    (unsigned long long)f->m_requeued,
 	    (unsigned long long)f->m_db_errors, json_array_size(f->ended),
 	    (unsigned long long)f->m_shipped, (long long)f->shipped_seq);
+	wd_buf_printf(b,
+		      "# HELP warden_fleet_runs_run_here_total Runs submitted "
+		      "here while the database was unreachable and run on "
+		      "this node (when_down: run_here).\n"
+		      "# TYPE warden_fleet_runs_run_here_total counter\n"
+		      "warden_fleet_runs_run_here_total %llu\n",
+		      (unsigned long long)f->m_run_here);
 	pthread_mutex_unlock(&f->mu);
 }

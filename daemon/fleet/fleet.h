@@ -26,7 +26,10 @@
  *
  * Degraded mode: with the database unreachable a node keeps running the
  * runs it holds (their ends are written when it is back), claims nothing,
- * and refuses new submissions with 503; it reconnects by itself.
+ * and refuses new submissions with 503 -- or, configured with
+ * `when_down: run_here`, runs them itself as a node without a fleet would
+ * (not when its labels lack the agent's placement; never when the
+ * submission may have reached the queue); it reconnects by itself.
  */
 #ifndef WD_FLEET_H
 #define WD_FLEET_H
@@ -50,6 +53,10 @@ struct wd_fleet_opts {
 	unsigned lease_ms;     /* 0 = WD_FLEET_LEASE_MS_DEFAULT */
 	const char *labels[WD_FLEET_LABELS_MAX]; /* "key=value" */
 	unsigned n_labels;
+	/* with the database unreachable, a submission is run on this node
+	 * (when its labels hold the agent's placement) instead of refused
+	 * (fleet.when_down: run_here) */
+	bool run_here_when_down;
 };
 
 #define WD_FLEET_LEASE_MS_DEFAULT 10000u
@@ -60,6 +67,8 @@ struct wd_fleet_opts {
  * err. *conninfo is malloc'd. */
 int wd_fleet_conninfo(const char *url, char **conninfo, struct wd_err *err);
 int wd_fleet_label_check(const char *kv, struct wd_err *err);
+/* "refuse" 0, "run_here" 1, else -1 (fleet.when_down, --fleet-when-down) */
+int wd_fleet_when_down_parse(const char *s);
 
 /* Connect, migrate, register and start the fleet thread. A database that
  * cannot be reached is not an error: the node starts degraded and retries
@@ -78,7 +87,8 @@ void wd_fleet_stop(struct wd_fleet *f);
  * would (wd_rt_run_check), then queues it. id: the run's id. -ENOENT,
  * -EACCES, -EAGAIN (database unreachable: not queued), -EINVAL; 1: not
  * queued, to be run on this node (a hash_only agent: its task is not put
- * in the shared database). */
+ * in the shared database; or the database is unreachable and the node is
+ * configured to run here then: err says so). */
 int wd_fleet_submit(struct wd_fleet *f, const struct wd_caller *c,
 		    const char *agent, const char *task, char id[64],
 		    struct wd_err *err);

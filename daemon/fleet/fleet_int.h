@@ -26,6 +26,7 @@ struct wd_fleet {
 	char version[96];
 	char *labels_json; /* {"key": "value", ...} */
 	unsigned capacity, lease_ms;
+	bool run_here_when_down;
 
 	pthread_t thread;
 	bool thread_started;
@@ -44,7 +45,7 @@ struct wd_fleet {
 			* ended (they differ from the second attempt on) */
 	json_t *ended; /* [{run_id, status, reason, output, steps, cost}] */
 	uint64_t m_claimed, m_submitted, m_lease_lost, m_interrupted,
-	    m_db_errors, m_ends_written, m_requeued;
+	    m_db_errors, m_ends_written, m_requeued, m_run_here;
 	int64_t queue_depth; /* at the last heartbeat; -1 unknown */
 	/* the trace shipper (ship.c): its thread owns ship_db */
 	pthread_t ship_thread;

@@ -15,7 +15,12 @@
 /* The API's connection, made again once when it was lost. Under api_mu. */
 static PGconn *api_conn(struct wd_fleet *f, struct wd_err *err)
 {
-	if (f->api && PQstatus(f->api) == CONNECTION_OK)
+	/* A server gone since the last statement has closed its end: read
+	 * that now (without blocking), not under the next statement, whose
+	 * fate would then be unknown (a submission refused, never run both
+	 * here and from the queue). */
+	if (f->api && PQstatus(f->api) == CONNECTION_OK &&
+	    (PQconsumeInput(f->api), PQstatus(f->api) == CONNECTION_OK))
 		return f->api;
 	if (f->api)
 		PQfinish(f->api);
@@ -35,6 +40,53 @@ static void api_failed(struct wd_fleet *f)
 	pthread_mutex_lock(&f->mu);
 	f->m_db_errors++;
 	pthread_mutex_unlock(&f->mu);
+}
+
+/* Does this node's labels hold the placement (a JSON object of strings)?
+ * No placement: any node. */
+static bool placement_here(const struct wd_fleet *f, const char *placement)
+{
+	if (!placement)
+		return true;
+	json_t *p = json_loads(placement, 0, NULL);
+	json_t *l = json_loads(f->labels_json, 0, NULL);
+	bool ok = json_is_object(p) && json_is_object(l);
+	const char *k;
+	json_t *v;
+	json_object_foreach(p, k, v)
+	{
+		json_t *have = json_object_get(l, k);
+		if (!ok || !json_is_string(v) || !json_is_string(have) ||
+		    strcmp(json_string_value(v), json_string_value(have)))
+			ok = false;
+	}
+	json_decref(p);
+	json_decref(l);
+	return ok;
+}
+
+/* The database could not be asked and nothing reached the queue: refused
+ * (-EAGAIN), or, on a node configured with when_down: run_here whose
+ * labels hold the agent's placement, 1: run here. err holds the reason. */
+static int submit_down(struct wd_fleet *f, const char *agent,
+		       const char *placement, struct wd_err *err)
+{
+	if (!f->run_here_when_down)
+		return wd_err_set(err, -EAGAIN, "%s; the run was not queued",
+				  err->msg);
+	if (!placement_here(f, placement))
+		return wd_err_set(err, -EAGAIN,
+				  "%s; the run was not queued, nor run here: "
+				  "this node's labels lack agent '%s''s "
+				  "placement %s",
+				  err->msg, agent, placement);
+	pthread_mutex_lock(&f->mu);
+	f->m_run_here++;
+	pthread_mutex_unlock(&f->mu);
+	wd_warn("fleet: %s; agent %s's run is run on this node "
+		"(when_down: run_here)",
+		err->msg, agent);
+	return 1;
 }
 
 int wd_fleet_submit(struct wd_fleet *f, const struct wd_caller *c,
@@ -76,8 +128,7 @@ int wd_fleet_submit(struct wd_fleet *f, const struct wd_caller *c,
 	PGconn *db = api_conn(f, err);
 	if (!db) {
 		pthread_mutex_unlock(&f->api_mu);
-		return wd_err_set(err, -EAGAIN, "%s; the run was not queued",
-				  err->msg);
+		return submit_down(f, agent, placement, err);
 	}
 	/* a placement no node up could take would wait for ever: refused
 	 * (a node may be up and full: then it waits for room) */
@@ -92,9 +143,7 @@ int wd_fleet_submit(struct wd_fleet *f, const struct wd_caller *c,
 			fl_pg_err(pr, db, "placement", err);
 			pthread_mutex_unlock(&f->api_mu);
 			api_failed(f);
-			return wd_err_set(err, -EAGAIN,
-					  "%s; the run was not queued",
-					  err->msg);
+			return submit_down(f, agent, placement, err);
 		}
 		bool none = !strcmp(PQgetvalue(pr, 0, 0), "0");
 		PQclear(pr);
@@ -119,10 +168,18 @@ int wd_fleet_submit(struct wd_fleet *f, const struct wd_caller *c,
 	    10, NULL, pv, NULL, NULL, 0);
 	if (PQresultStatus(r) != PGRES_TUPLES_OK) {
 		rc = fl_pg_err(r, db, "queueing the run", err);
+		/* the connection lost under the INSERT: its commit may have
+		 * happened -- never run it here as well */
+		bool unknown = fl_pg_lost(db);
 		pthread_mutex_unlock(&f->api_mu);
 		api_failed(f);
-		return wd_err_set(err, -EAGAIN, "%s; the run was not queued",
-				  err->msg);
+		if (unknown)
+			return wd_err_set(
+			    err, -EAGAIN,
+			    "%s; whether run %s was queued is unknown: "
+			    "GET /v1/fleet/runs/%s once the database is back",
+			    err->msg, rid, rid);
+		return submit_down(f, agent, placement, err);
 	}
 	PQclear(r);
 	pthread_mutex_unlock(&f->api_mu);

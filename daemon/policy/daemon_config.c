@@ -322,6 +322,7 @@ struct wd_daemon_config *wd_daemon_config_new(void)
 	c->warm_pool.idle_s = 300;
 	wd_api_limits_defaults(&c->api);
 	c->fleet.capacity = -1;
+	c->fleet.when_down = -1;
 	c->redact = wd_calloc(1, sizeof(char *));
 	return c;
 }

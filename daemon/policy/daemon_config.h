@@ -37,6 +37,7 @@
  *     capacity: 8
  *     lease_ms: 10000
  *     labels: ["zone=a"]
+ *     when_down: refuse         # or run_here: the database unreachable
  *
  * Every setting is read when wardend starts; wardend's flags override the
  * file (--warm-pool N, --otlp URL). A reload (SIGHUP, POST
@@ -72,6 +73,7 @@ struct wd_fleet_config {
 	unsigned lease_ms; /* 0: not set */
 	char **labels;	   /* "key=value", NULL-terminated or NULL */
 	int n_labels;
+	int when_down; /* -1: not set, 0: refuse, 1: run_here */
 };
 struct wd_daemon_config {
 	char *source; /* the file it came from; NULL = built-in defaults */

@@ -8,6 +8,8 @@
  *                                     # only); default wardend's workers
  *     lease_ms: 10000                 # see fleet.h "Leases"
  *     labels: ["zone=a"]              # KEY=VALUE, recorded in the node's row
+ *     when_down: refuse               # the database unreachable: refuse a
+ *                                     # submission (503), or run_here
  *
  * The URL's syntax and file are checked when wardend starts (with libpq);
  * here only its form. */
@@ -55,6 +57,21 @@ static int k_lease(struct wd_ywalk *w, yaml_node_t *v, void *o)
 	return 0;
 }
 
+static int k_when_down(struct wd_ywalk *w, yaml_node_t *v, void *o)
+{
+	char *s = NULL;
+	if (wd_y_str(w, v, "'fleet.when_down'", &s) < 0)
+		return -EINVAL;
+	int m = wd_fleet_when_down_parse(s);
+	free(s);
+	if (m < 0) {
+		wd_y_err(w, v, "'fleet.when_down': refuse or run_here");
+		return -EINVAL;
+	}
+	FC(o)->when_down = m;
+	return 0;
+}
+
 static int label_ok(struct wd_ywalk *w, yaml_node_t *item, const char *s,
 		    void *arg)
 {
@@ -88,6 +105,7 @@ int wd_daemon_config_parse_fleet(struct wd_ywalk *w, yaml_node_t *v,
 	    {"capacity", k_capacity, false},
 	    {"lease_ms", k_lease, false},
 	    {"labels", k_labels, false},
+	    {"when_down", k_when_down, false},
 	};
 	return wd_y_map(w, v, "'fleet'", keys, WD_ARRAY_SIZE(keys), f);
 }
@@ -98,6 +116,7 @@ void wd_fleet_config_free(struct wd_fleet_config *f)
 	wd_y_strv_free(f->labels, f->n_labels);
 	memset(f, 0, sizeof(*f));
 	f->capacity = -1;
+	f->when_down = -1;
 }
 
 void wd_fleet_config_diff(const struct wd_fleet_config *a,
@@ -116,11 +135,17 @@ void wd_fleet_config_diff(const struct wd_fleet_config *a,
 	    {a->capacity != b->capacity, "fleet.capacity"},
 	    {a->lease_ms != b->lease_ms, "fleet.lease_ms"},
 	    {lab, "fleet.labels"},
+	    {a->when_down != b->when_down, "fleet.when_down"},
 	};
 	for (size_t i = 0; i < WD_ARRAY_SIZE(d); i++)
 		if (d[i].differ)
 			wd_buf_printf(out, "%s%s", out->len ? ", " : "",
 				      d[i].name);
+}
+
+int wd_fleet_when_down_parse(const char *s)
+{
+	return !strcmp(s, "refuse") ? 0 : !strcmp(s, "run_here") ? 1 : -1;
 }
 
 /* here, not in fleet/: the CLI (policy check) judges labels and is linked

@@ -44,7 +44,8 @@ static void usage(FILE *f)
 	    "               [--dns-hosts FILE]\n"
 	    "               [--fleet URL|@FILE [--fleet-capacity N] "
 	    "[--fleet-lease-ms MS]\n"
-	    "                [--fleet-label KEY=VALUE]...]\n"
+	    "                [--fleet-label KEY=VALUE]... [--fleet-when-down "
+	    "refuse|run_here]]\n"
 	    "  --fleet URL     join a fleet on this PostgreSQL database "
 	    "(libpq URL or\n"
 	    "                  key=value string; @FILE or /path: read from "
@@ -62,6 +63,10 @@ static void usage(FILE *f)
 	    "  --fleet-label KEY=VALUE  this node's labels: runs of an agent "
 	    "with a placement\n"
 	    "                  go to nodes with all its labels\n"
+	    "  --fleet-when-down refuse|run_here  the database unreachable: "
+	    "refuse a new\n"
+	    "                  run (503, the default) or run it on this "
+	    "node\n"
 	    "  --dns-upstream ADDR:PORT  where calls' resolvers look up "
 	    "the names of\n"
 	    "                  network.allow (IPv4; default: /etc/hosts, then "
@@ -195,6 +200,7 @@ int main(int argc, char **argv)
 	    {"fleet-capacity", required_argument, 0, 'C'},
 	    {"fleet-lease-ms", required_argument, 0, 'L'},
 	    {"fleet-label", required_argument, 0, 'l'},
+	    {"fleet-when-down", required_argument, 0, 'X'},
 	    {"help", no_argument, 0, 'h'},
 	    {0, 0, 0, 0},
 	};
@@ -208,6 +214,7 @@ int main(int argc, char **argv)
 	struct wd_rt_opts ro = {0};
 	struct wd_fleet_opts fo = {0};
 	long fleet_cap = -1;		 /* -1: the workers */
+	int when_down = -1;		 /* -1: daemon.yaml's */
 	struct wd_alert_config ac = {0}; /* defaults: 60 s / 1 h, x5, min 20 */
 	/* the daemon's spike alerts judge denials: an agent whose manifest
 	 * is in audit mode is being tried out, not attacked (the same as
@@ -363,6 +370,16 @@ int main(int argc, char **argv)
 			fo.labels[fo.n_labels++] = optarg;
 			break;
 		}
+		case 'X':
+			if ((when_down = wd_fleet_when_down_parse(optarg)) <
+			    0) {
+				fprintf(stderr,
+					"wardend: --fleet-when-down: refuse or "
+					"run_here, not '%s'\n",
+					optarg);
+				return 2;
+			}
+			break;
 		case 'v':
 			wd_log_set_level(WD_LOG_DEBUG);
 			break;
@@ -467,10 +484,14 @@ int main(int argc, char **argv)
 		fo.labels[i] = dc->fleet.labels[i];
 	if (!fo.n_labels)
 		fo.n_labels = (unsigned)dc->fleet.n_labels;
-	if (!fo.url && (fleet_cap >= 0 || fo.lease_ms || fo.n_labels)) {
-		fprintf(stderr, "wardend: --fleet-capacity, --fleet-lease-ms "
-				"and --fleet-label need --fleet URL (or "
-				"fleet.url in daemon.yaml)\n");
+	if (when_down < 0)
+		when_down = dc->fleet.when_down;
+	fo.run_here_when_down = when_down == 1;
+	if (!fo.url &&
+	    (fleet_cap >= 0 || fo.lease_ms || fo.n_labels || when_down >= 0)) {
+		fprintf(stderr, "wardend: --fleet-capacity, --fleet-lease-ms, "
+				"--fleet-label and --fleet-when-down need "
+				"--fleet URL (or fleet.url in daemon.yaml)\n");
 		wd_daemon_config_free(dc);
 		return 2;
 	}

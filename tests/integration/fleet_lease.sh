@@ -7,7 +7,9 @@
 # per task) or claimed again; B restarted ends them in its own trace too.
 # Then PostgreSQL stops while runs are in progress: the runs go on on their
 # nodes, a new submission is refused (503, not queued), status says
-# degraded; when it is back the nodes reconnect, nothing is interrupted for
+# degraded -- except on node D (capacity 0, `--fleet-when-down run_here`),
+# which runs it itself unless the agent's placement is not its labels';
+# when it is back the nodes reconnect, nothing is interrupted for
 # the outage, and every end is written.
 . tests/lib.sh
 . tests/integration/daemon_lib/common.sh
@@ -118,12 +120,23 @@ for i in $(seq 4); do
 done
 four_mid() { [ "$(sent)" = 4 ]; }
 wait_until 20 four_mid || fail outage-runs-started "$(sent) started"
+start_node D 0 --fleet-when-down run_here || fail d-start "see log"
 stop_pg
 out=$(as_user 1000 "$WARDEN" run --detach wit x 2>&1)
 expect_eq submit-refused-exit "$?" 1
 expect_match submit-refused-says "$(printf '%s' "$out" | tr '\n' ' ')" 'fleet database unreachable.*the run was not queued'
 degraded() { node_api A GET /v1/status | grep -q '"fleet":{[^}]*"state":"degraded"'; }
 wait_until 2 degraded && pass status-degraded || fail status-degraded "$(node_api A GET /v1/status)"
+out=$(as_user 1000 "$WARDEN" run wit here1 --socket "$T/D.sock" 2>&1)
+expect_match down-run-here "$(printf '%s' "$out" | tr '\n' ' ')" 'run_end +status=ok'
+expect_eq down-run-here-once "$(grep -c '"here1"' "$W")" 1
+expect_match down-run-here-metric "$(curl -s --unix-socket "$T/D.sock" http://w/metrics)" \
+	'warden_fleet_runs_run_here_total 1'
+out=$(as_user 1000 "$WARDEN" run --detach ro y --socket "$T/D.sock" 2>&1)
+expect_eq down-placed-refused-exit "$?" 1
+expect_match down-placed-refused "$(printf '%s' "$out" | tr '\n' ' ')" "not queued, nor run here: this node's labels lack agent 'ro''s placement"
+d_degraded() { WARDEN_SOCKET=$T/D.sock "$WARDEN" status 2>&1 | tr -s ' \n' ' ' | grep -q 'new runs are run on this node'; }
+wait_until 5 d_degraded && pass down-status-says || fail down-status-says "$(WARDEN_SOCKET=$T/D.sock "$WARDEN" status 2>&1 | grep -A3 Fleet)"
 sleep $((LEASE_MS / 1000 + 2)) # longer than a lease; the slow tools end meanwhile
 expect_match metrics-pending "$(curl -s --unix-socket "$T/A.sock" http://w/metrics)" 'warden_fleet_up 0'
 pg_up_again || { fail pg-again "see log"; finish; }
@@ -137,8 +150,8 @@ done
 expect_eq outage-followers-ok "$okf" 4
 expect_eq outage-nothing-interrupted "$(psql_q "SELECT count(*) FROM warden.runs WHERE task LIKE 'd_' AND state = 'interrupted'")" 0
 expect_match status-up-again "$(node_api A GET /v1/status)" '"fleet":\{[^}]*"state":"up"'
-expect_eq outage-witness "$(sent)" 4
-expect_eq submit-not-queued "$(psql_q "SELECT count(*) FROM warden.runs WHERE task = 'x'")" 0
+expect_eq outage-witness "$(sent)" 5 # the four, and D's own
+expect_eq submit-not-queued "$(psql_q "SELECT count(*) FROM warden.runs WHERE task IN ('x', 'here1', 'y')")" 0
 
 # --- the trace index, shipped: every node's records once, in order, none
 # missing -- across B's kill -9 and restart and the database's outage
@@ -150,7 +163,7 @@ local_last() { # NODE: the last seq of its store
 	done
 	echo "$m"
 }
-for n in A B C; do
+for n in A B C D; do
 	id=$(node_id $n)
 	want=$(local_last $n)
 	shipped() { [ "$(psql_q "SELECT coalesce(max(seq), 0) FROM warden.trace_records WHERE node_id = '$id'")" = "$want" ]; }
@@ -172,7 +185,7 @@ expect_match metrics-shipped "$(curl -s --unix-socket "$T/A.sock" http://w/metri
 expect_eq schema-latest "$(psql_q 'SELECT max(version) FROM warden.schema_version')" 5
 # cost, fleet-wide: what alice may read on each node, summed, is what the
 # fleet answers through any one of them (runs and dollars)
-local_sum=$(for n in A B C; do as_user 1000 "$WARDEN" cost --by team --json --socket "$T/$n.sock"; done |
+local_sum=$(for n in A B C D; do as_user 1000 "$WARDEN" cost --by team --json --socket "$T/$n.sock"; done |
 	python3 -c "import json,sys
 d=json.JSONDecoder(); t=sys.stdin.read(); i=0; usd=0; runs=0
 while i < len(t):
@@ -184,7 +197,7 @@ print('%d %.6f' % (runs, usd))")
 fleet_sum=$(as_user 1000 "$WARDEN" fleet cost --by team --json --socket "$T/B.sock" |
 	jq_py '"%d %.6f" % (sum(g["runs"] for g in d["groups"]), d["total_usd"])')
 expect_eq fleet-cost-is-sum-of-nodes "$fleet_sum" "$local_sum"
-expect_match fleet-cost-text "$(as_user 1000 "$WARDEN" fleet cost --by agent)" '^wit +[0-9]+ +3 '
+expect_match fleet-cost-text "$(as_user 1000 "$WARDEN" fleet cost --by agent)" '^wit +[0-9]+ +4 '
 expect_eq fleet-cost-carol "$(as_user 1002 "$WARDEN" fleet cost --json | jq_py 'len(d["groups"])')" 0
 expect_eq fleet-cost-bad-by "$("$WARDEN" fleet cost --by nope >/dev/null 2>&1; echo $?)" 2
 

@@ -30,24 +30,27 @@ int main(void)
 {
 	struct wd_daemon_config *c = wd_daemon_config_new();
 	T_OK(!c->fleet.url && c->fleet.capacity == -1 && !c->fleet.lease_ms &&
-		 !c->fleet.n_labels,
+		 !c->fleet.n_labels && c->fleet.when_down == -1,
 	     "fleet-default-off", "url %s", c->fleet.url ? c->fleet.url : "");
 	struct wd_daemon_config *def = c;
 
 	struct wd_diag d;
 	int rc = load("fleet: {url: \"host=/run/pg dbname=w\", capacity: 3, "
-		      "lease_ms: 5000, labels: [\"zone=a\", \"rack=r1\"]}\n",
+		      "lease_ms: 5000, labels: [\"zone=a\", \"rack=r1\"], "
+		      "when_down: run_here}\n",
 		      &c, &d);
 	T_OK(rc == 0 && c && !strcmp(c->fleet.url, "host=/run/pg dbname=w") &&
 		 c->fleet.capacity == 3 && c->fleet.lease_ms == 5000 &&
 		 c->fleet.n_labels == 2 &&
-		 !strcmp(c->fleet.labels[1], "rack=r1"),
+		 !strcmp(c->fleet.labels[1], "rack=r1") &&
+		 c->fleet.when_down == 1,
 	     "fleet-every-key", "rc %d: %s", rc, d.n ? d.msgs[0] : "");
 	struct wd_buf b = {0};
 	if (c)
 		wd_daemon_config_diff(def, c, &b);
 	T_OK(b.data && !strcmp(b.data, "fleet.url, fleet.capacity, "
-				       "fleet.lease_ms, fleet.labels"),
+				       "fleet.lease_ms, fleet.labels, "
+				       "fleet.when_down"),
 	     "fleet-diff", "'%s'", b.data ? b.data : "");
 	wd_buf_free(&b);
 	wd_daemon_config_free(c);
@@ -62,6 +65,8 @@ int main(void)
 	    "KEY=VALUE");
 	bad("fleet-unknown-key", "fleet: {url: x, placement: y}\n",
 	    "placement");
+	bad("fleet-when-down-value", "fleet: {url: x, when_down: queue}\n",
+	    "d.yaml:1:28: 'fleet.when_down': refuse or run_here");
 	bad("fleet-url-file-relative", "fleet: {url: \"@fleet.url\"}\n",
 	    "absolute path");
 
