@@ -168,9 +168,10 @@ int fl_heartbeat(struct wd_fleet *f, PGconn *c, struct wd_err *err)
  * the live nodes renew theirs as soon as they are back. */
 int fl_reap(struct wd_fleet *f, PGconn *c, int64_t *n, struct wd_err *err)
 {
-	char lease[16];
+	char lease[16], gone_code[16];
 	snprintf(lease, sizeof(lease), "%u", f->lease_ms);
-	const char *pv[1] = {lease};
+	snprintf(gone_code, sizeof(gone_code), "%d", -ENOENT);
+	const char *pv[2] = {lease, gone_code};
 	PGresult *r = PQexecParams(
 	    c,
 	    "WITH ok AS (SELECT clock_timestamp() > pg_postmaster_start_time() "
@@ -186,7 +187,15 @@ int fl_reap(struct wd_fleet *f, PGconn *c, int64_t *n, struct wd_err *err)
 					 "= 'up' AND lease_until < "
 					 "clock_timestamp() AND (SELECT may "
 					 "FROM "
-					 "ok) RETURNING id) "
+					 "ok) RETURNING id), "
+					 /* its approvals die with its runs:
+					  * listed and decided nowhere */
+					 "shut AS (UPDATE warden.approvals SET "
+					 "state = 'done', result_code = "
+					 "$2::integer, result = 'its "
+					 "node was lost' WHERE state IN "
+					 "('pending', 'decided') AND node_id "
+					 "IN (SELECT id FROM gone)) "
 					 "SELECT (SELECT count(*) FROM lost), "
 					 "(SELECT count(*) FROM "
 					 "gone), (SELECT count(*) FROM "
@@ -197,7 +206,7 @@ int fl_reap(struct wd_fleet *f, PGconn *c, int64_t *n, struct wd_err *err)
 					 "count(pg_notify('" WD_FLEET_CHANNEL
 					 "', id)) FROM "
 					 "lost WHERE state = 'queued')",
-	    1, NULL, pv, NULL, NULL, 0);
+	    2, NULL, pv, NULL, NULL, 0);
 	if (PQresultStatus(r) != PGRES_TUPLES_OK)
 		return fl_pg_err(r, c, "reap", err);
 	*n = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
@@ -236,6 +245,17 @@ int fl_node_stopped(struct wd_fleet *f, PGconn *c, struct wd_err *err)
 				"UPDATE warden.nodes SET state = 'stopped', "
 				"lease_until = now() WHERE id = $1",
 				1, pv, "stop: node", NULL, err);
+	/* its runs' approvals end with them */
+	char code[16];
+	snprintf(code, sizeof(code), "%d", -ENOENT);
+	const char *av[2] = {f->node_id, code};
+	if (!rc)
+		rc = params_cmd(c,
+				"UPDATE warden.approvals SET state = 'done', "
+				"result_code = $2::integer, result = 'its node "
+				"stopped' WHERE node_id = $1 AND state IN "
+				"('pending', 'decided')",
+				2, av, "stop: approvals", NULL, err);
 	if (!rc && n)
 		wd_warn("fleet: %lld run%s in progress given up (node "
 			"stopping): %lld queued again, the rest interrupted",

@@ -214,6 +214,15 @@ expect_match cli-run "$(as_user 1000 "$WARDEN" fleet run "$r0")" "claimed by $on
 expect_match status-text "$("$WARDEN" status 2>&1 | sed -n '/^Fleet/,$p')" "node $(node_id A) \([^)]*\): up; capacity 2"
 expect_match status-json "$("$WARDEN" status --json | jq_py 'd["fleet"]["state"]')" '^up$'
 
+# a node that stops takes its runs' pending approvals with it: none is left
+# pending in the table for other nodes to list or decide
+gid2=$(as_user 1000 "$WARDEN" run --detach gate again --socket "$T/B.sock")
+pending2() { [ "$(psql_q "SELECT count(*) FROM warden.approvals WHERE run_id = '$gid2' AND state = 'pending'")" = 1 ]; }
+wait_until 10 pending2 || fail approval2-pending "$(psql_q "SELECT state FROM warden.approvals WHERE run_id = '$gid2'")"
+stop_node A
+expect_eq approval-closed-with-node "$(psql_q "SELECT state || ':' || result FROM warden.approvals WHERE run_id = '$gid2'")" \
+	"done:its node stopped"
+
 # --- fair share: a submit-only node queues 100 runs of team A, then 5 of
 # team B; two nodes then claim
 for n in A B C; do stop_node $n; done
