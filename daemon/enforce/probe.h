@@ -91,6 +91,9 @@ struct wd_features {
  * it can be trusted, else they run and the file is rewritten; the cgroup
  * layout, io_uring, ping and audit are always read afresh. */
 const struct wd_features *wd_probe(void);
+/* When wd_probe()'s audit answer (audit_enabled) was asked
+ * (wd_now_ns), or 0. */
+uint64_t wd_probe_audit_at_ns(void);
 /* wd_probe() plus runsc: its path and version (`runsc --version`), and the
  * platform from the cache file WD_PROBE_RUNSC_CACHE, never by running a
  * sandbox. Tier 3 only. Cached for the process, thread-safe. */

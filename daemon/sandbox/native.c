@@ -466,6 +466,12 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 	 * reporting of Landlock denials waits for that second, not Landlock. */
 	static uint64_t audit_off_until;
 	uint64_t now = wd_now_ns();
+	/* the probe of this process asked moments ago (a one-shot call's):
+	 * its "off" is remembered as our own would be */
+	uint64_t asked = wd_probe_audit_at_ns();
+	if (f->audit_enabled == 0 && asked && now < asked + 1000000000ull)
+		__atomic_store_n(&audit_off_until, asked + 1000000000ull,
+				 __ATOMIC_RELAXED);
 	if ((ll_enable ||
 	     (f->audit &&
 	      now >= __atomic_load_n(&audit_off_until, __ATOMIC_RELAXED))) &&
