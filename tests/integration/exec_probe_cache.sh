@@ -78,6 +78,10 @@ strace -f -qq -o "$T/op" -e trace=openat "$WARDEN" exec --policy "$T/t1.yaml" --
 rc=$?
 expect_eq pcache/exec-no-libcurl "rc=$rc $(grep -c -e 'libcurl' -e 'libnftables' -e 'libpq' "$T/op")" "rc=0 0"
 expect_eq pcache/exec-no-openssl-config "$(grep -c 'openssl.cnf' "$T/op")" 0
+# nor libcrypto and libsqlite3 themselves (cli/crypto_lazy.c,
+# sqlite_lazy.c: the trace verbs load them; trace_cli.sh and the other
+# trace tests run those)
+expect_eq pcache/exec-no-libcrypto-libsqlite "$(grep -c -e 'libcrypto\.so' -e 'libsqlite3\.so' "$T/op")" 0
 python3 -c '
 import socket, sys
 s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(4)
