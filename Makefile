@@ -83,11 +83,11 @@ D_SRCS   := $(wildcard daemon/wardend/*.c)
 D_OBJS   := $(patsubst %.c,$(BUILD)/%.o,$(D_SRCS))
 LIBWARDEN := $(BUILD)/libwarden.a
 # the CLI's: every box but fleet/ (wardend's PostgreSQL client); with no
-# -lpq, and libcurl and libnftables loaded at their first call
-# (cli/curl_lazy.c, cli/nft_lazy.c): a one-shot `warden exec` loads none
+# -lpq, and libcurl, libnftables, libcrypto and libsqlite3 loaded at their
+# first call (cli/*_lazy.c): a one-shot `warden exec` loads none
 CLI_LIB_OBJS := $(filter-out $(BUILD)/daemon/fleet/%,$(LIB_OBJS))
 LIBWARDEN_CLI := $(BUILD)/libwarden-cli.a
-CLI_LDLIBS = $(filter-out -lcurl -lpq -lnftables,$(LDLIBS))
+CLI_LDLIBS = $(filter-out -lcurl -lpq -lnftables -lcrypto -lsqlite3,$(LDLIBS))
 
 $(BUILD)/%.o: %.c | $(BPF_SKELS) $(BUILD)/include/egress.sha256.h
 	@mkdir -p $(@D)

@@ -17,7 +17,6 @@
 /* these are the definitions: curl.h's type-checking macros would rename them */
 #define CURL_DISABLE_TYPECHECK
 #include <curl/curl.h>
-#include <pthread.h>
 #include <stdarg.h>
 
 enum {
@@ -43,53 +42,37 @@ static const char *const names[N_SYM] = {
     "curl_share_cleanup",  "curl_share_setopt",	 "curl_slist_append",
     "curl_slist_free_all",
 };
-static void *sym[N_SYM];
-static int loaded;
-static pthread_once_t once = PTHREAD_ONCE_INIT;
-
-static void load(void)
-{
-	loaded = wd_lazy_open("libcurl.so.4", names, sym, N_SYM) == 0;
-}
-
-static int lc_ready(void)
-{
-	pthread_once(&once, load);
-	return loaded;
-}
-
-/* the loaded function of slot S, as type T */
-#define F(T, S) ((T)sym[S])
+WD_LAZY_LIBRARY(wd_lazy_open, "libcurl.so.4");
 
 CURLcode curl_global_init(long flags)
 {
-	return lc_ready() ? F(CURLcode(*)(long), GLOBAL_INIT)(flags)
-			  : CURLE_FAILED_INIT;
+	return ready() ? F(CURLcode(*)(long), GLOBAL_INIT)(flags)
+		       : CURLE_FAILED_INIT;
 }
 
 CURL *curl_easy_init(void)
 {
-	return lc_ready() ? F(CURL * (*)(void), EASY_INIT)() : NULL;
+	return ready() ? F(CURL * (*)(void), EASY_INIT)() : NULL;
 }
 
 /* the handle-taking calls below can only see handles libcurl made, so
  * libcurl is loaded when they run; the check keeps a NULL call safe */
 void curl_easy_cleanup(CURL *c)
 {
-	if (lc_ready())
+	if (ready())
 		F(void (*)(CURL *), EASY_CLEANUP)(c);
 }
 
 void curl_easy_reset(CURL *c)
 {
-	if (lc_ready())
+	if (ready())
 		F(void (*)(CURL *), EASY_RESET)(c);
 }
 
 CURLcode curl_easy_perform(CURL *c)
 {
-	return lc_ready() ? F(CURLcode(*)(CURL *), EASY_PERFORM)(c)
-			  : CURLE_FAILED_INIT;
+	return ready() ? F(CURLcode(*)(CURL *), EASY_PERFORM)(c)
+		       : CURLE_FAILED_INIT;
 }
 
 /* The option's number says the type of its one argument (curl.h:
@@ -98,7 +81,7 @@ CURLcode curl_easy_perform(CURL *c)
  * curl_easy_setopt reads it and passed on as that type. */
 CURLcode curl_easy_setopt(CURL *c, CURLoption opt, ...)
 {
-	if (!lc_ready())
+	if (!ready())
 		return CURLE_FAILED_INIT;
 	CURLcode (*setopt)(CURL *, CURLoption, ...) =
 	    F(CURLcode(*)(CURL *, CURLoption, ...), EASY_SETOPT);
@@ -122,7 +105,7 @@ CURLcode curl_easy_setopt(CURL *c, CURLoption opt, ...)
 /* every CURLINFO takes a pointer to where the answer goes */
 CURLcode curl_easy_getinfo(CURL *c, CURLINFO info, ...)
 {
-	if (!lc_ready())
+	if (!ready())
 		return CURLE_FAILED_INIT;
 	va_list ap;
 	va_start(ap, info);
@@ -134,26 +117,26 @@ CURLcode curl_easy_getinfo(CURL *c, CURLINFO info, ...)
 
 const char *curl_easy_strerror(CURLcode rc)
 {
-	return lc_ready() ? F(const char *(*)(CURLcode), EASY_STRERROR)(rc)
-			  : "libcurl not loaded";
+	return ready() ? F(const char *(*)(CURLcode), EASY_STRERROR)(rc)
+		       : "libcurl not loaded";
 }
 
 CURLSH *curl_share_init(void)
 {
-	return lc_ready() ? F(CURLSH * (*)(void), SHARE_INIT)() : NULL;
+	return ready() ? F(CURLSH * (*)(void), SHARE_INIT)() : NULL;
 }
 
 CURLSHcode curl_share_cleanup(CURLSH *sh)
 {
-	return lc_ready() ? F(CURLSHcode(*)(CURLSH *), SHARE_CLEANUP)(sh)
-			  : CURLSHE_NOT_BUILT_IN;
+	return ready() ? F(CURLSHcode(*)(CURLSH *), SHARE_CLEANUP)(sh)
+		       : CURLSHE_NOT_BUILT_IN;
 }
 
 /* CURLSHOPT_SHARE/UNSHARE take an int (curl_lock_data), LOCKFUNC and
  * UNLOCKFUNC a function, USERDATA a pointer (libcurl's share.c) */
 CURLSHcode curl_share_setopt(CURLSH *sh, CURLSHoption opt, ...)
 {
-	if (!lc_ready())
+	if (!ready())
 		return CURLSHE_NOT_BUILT_IN;
 	CURLSHcode (*shopt)(CURLSH *, CURLSHoption, ...) =
 	    F(CURLSHcode(*)(CURLSH *, CURLSHoption, ...), SHARE_SETOPT);
@@ -181,14 +164,14 @@ CURLSHcode curl_share_setopt(CURLSH *sh, CURLSHoption opt, ...)
 
 struct curl_slist *curl_slist_append(struct curl_slist *l, const char *s)
 {
-	return lc_ready() ? F(struct curl_slist *
-				  (*)(struct curl_slist *, const char *),
-			      SLIST_APPEND)(l, s)
-			  : NULL;
+	return ready() ? F(struct curl_slist *
+			       (*)(struct curl_slist *, const char *),
+			   SLIST_APPEND)(l, s)
+		       : NULL;
 }
 
 void curl_slist_free_all(struct curl_slist *l)
 {
-	if (lc_ready())
+	if (ready())
 		F(void (*)(struct curl_slist *), SLIST_FREE_ALL)(l);
 }

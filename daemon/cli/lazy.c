@@ -1,8 +1,10 @@
-/* wd_lazy_open (cli/lazy.h). */
+/* wd_lazy_open, wd_lazy_need (cli/lazy.h). */
 #include "cli/lazy.h"
 #include "common/log.h"
 
 #include <dlfcn.h>
+#include <stdio.h>
+#include <unistd.h>
 
 int wd_lazy_open(const char *soname, const char *const *names, void **slots,
 		 size_t n)
@@ -18,4 +20,14 @@ int wd_lazy_open(const char *soname, const char *const *names, void **slots,
 			return -1; /* the handle stays: nothing was called */
 		}
 	return 0; /* the handle stays open for the process's life */
+}
+
+int wd_lazy_need(const char *soname, const char *const *names, void **slots,
+		 size_t n)
+{
+	if (wd_lazy_open(soname, names, slots, n) == 0)
+		return 0;
+	fprintf(stderr, "warden: cannot use %s (see above): stopping\n",
+		soname);
+	_exit(127);
 }

@@ -13,7 +13,6 @@
 #include "cli/lazy.h"
 
 #include <nftables/libnftables.h>
-#include <pthread.h>
 
 enum { CTX_NEW, CTX_FREE, BUF_OUT, BUF_ERR, GET_OUT, GET_ERR, RUN_CMD, N_SYM };
 static const char *const names[N_SYM] = {
@@ -25,22 +24,7 @@ static const char *const names[N_SYM] = {
     "nft_ctx_get_error_buffer",
     "nft_run_cmd_from_buffer",
 };
-static void *sym[N_SYM];
-static int loaded;
-static pthread_once_t once = PTHREAD_ONCE_INIT;
-
-static void load(void)
-{
-	loaded = wd_lazy_open("libnftables.so.1", names, sym, N_SYM) == 0;
-}
-
-static int ready(void)
-{
-	pthread_once(&once, load);
-	return loaded;
-}
-
-#define F(T, S) ((T)sym[S])
+WD_LAZY_LIBRARY(wd_lazy_open, "libnftables.so.1");
 
 struct nft_ctx *nft_ctx_new(uint32_t flags)
 {

@@ -91,6 +91,9 @@ struct wd_features {
  * it can be trusted, else they run and the file is rewritten; the cgroup
  * layout, io_uring, ping and audit are always read afresh. */
 const struct wd_features *wd_probe(void);
+/* When wd_probe()'s audit answer (audit_enabled) was asked
+ * (wd_now_ns), or 0. */
+uint64_t wd_probe_audit_at_ns(void);
 /* wd_probe() plus runsc: its path and version (`runsc --version`), and the
  * platform from the cache file WD_PROBE_RUNSC_CACHE, never by running a
  * sandbox. Tier 3 only. Cached for the process, thread-safe. */
@@ -124,6 +127,18 @@ int wd_probe_cache_read(const char *path, const struct wd_probe_key *k,
  * the directory if needed. 0 or -errno. */
 int wd_probe_cache_write(const char *path, const struct wd_probe_key *k,
 			 const struct wd_features *f);
+/* The key this process's probe was read or written under, or NULL when
+ * the probe is not cached (not root, no key). After wd_probe(). */
+const struct wd_probe_key *wd_probe_cache_key(void);
+/* The files of the per-boot caches (this one, the seccomp programs':
+ * seccomp_cache.c). Read: a regular file, root's, that only root can
+ * write (a symlink is refused, not followed), of at most max bytes, whole:
+ * 0 with *out (the caller's to free) and *len; -EPERM (not such a file),
+ * -EINVAL (empty, too big, or changed while read), -ENOENT etc. from
+ * open. Write: atomically (temp file + rename, mode 0644 root:root),
+ * making the directory if needed; 0 or -errno. */
+int wd_root_file_read(const char *path, void **out, size_t *len, size_t max);
+int wd_root_file_write(const char *path, const void *buf, size_t len);
 /* Only the cgroup layout (cheap; no BPF loads). 0 or -errno. */
 int wd_cgroup_layout_detect(struct wd_cgroup_layout *out);
 /* Same, from a mountinfo text and a reader of the v2 root's

@@ -145,9 +145,9 @@ static uint32_t checksum(const struct cache_file *c)
 			       offsetof(struct cache_file, sum));
 }
 
-int wd_probe_cache_read(const char *path, const struct wd_probe_key *k,
-			struct wd_features *out)
+int wd_root_file_read(const char *path, void **out, size_t *len, size_t max)
 {
+	*out = NULL;
 	/* O_NOFOLLOW: a symlink planted in the runtime dir is refused, not
 	 * followed to a file that happens to pass the checks */
 	cleanup_close int fd =
@@ -159,11 +159,71 @@ int wd_probe_cache_read(const char *path, const struct wd_probe_key *k,
 		return -errno;
 	if (!S_ISREG(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022))
 		return -EPERM;
-	cleanup_free struct cache_file *c = wd_calloc(1, sizeof(*c) + 1);
-	if ((size_t)st.st_size != sizeof(*c))
+	if (st.st_size <= 0 || (size_t)st.st_size > max)
 		return -EINVAL;
-	ssize_t n = wd_probe_read_full(fd, c, sizeof(*c) + 1);
-	if (n != (ssize_t)sizeof(*c))
+	char *b = wd_malloc((size_t)st.st_size + 1);
+	/* one byte more than the size: a file that grew is not whole */
+	ssize_t n = wd_probe_read_full(fd, b, (size_t)st.st_size + 1);
+	if (n != (ssize_t)st.st_size) {
+		free(b);
+		return -EINVAL;
+	}
+	*out = b;
+	*len = (size_t)n;
+	return 0;
+}
+
+int wd_root_file_write(const char *path, const void *buf, size_t len)
+{
+	int r;
+	char dir[4096], tmp[4200];
+	if (wd_strlcpy(dir, path, sizeof(dir)) < 0)
+		return -ENAMETOOLONG;
+	char *slash = strrchr(dir, '/');
+	if (slash && slash != dir) {
+		*slash = 0;
+		/* as every call's dir makes it (sandbox/native.c): a call's
+		 * uid must be able to traverse it */
+		if ((r = wd_mkdir_p(dir, 0711)) < 0)
+			return r;
+	}
+	char rnd[17];
+	wd_rand_hex(rnd, 16);
+	snprintf(tmp, sizeof(tmp), "%s.%s.tmp", path, rnd);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		      0644);
+	if (fd < 0)
+		return -errno;
+	/* explicit: a umask must not matter, and neither may a group */
+	if (fchmod(fd, 0644) < 0 || fchown(fd, 0, 0) < 0)
+		r = -errno;
+	else
+		r = wd_write_all(fd, buf, len);
+	if (r < 0) {
+		close(fd);
+		unlink(tmp);
+		return r;
+	}
+	close(fd);
+	/* rename over whatever is there (a tampered file, a symlink): the
+	 * directory entry is replaced, nothing is followed */
+	if (rename(tmp, path) < 0) {
+		r = -errno;
+		unlink(tmp);
+		return r;
+	}
+	return 0;
+}
+
+int wd_probe_cache_read(const char *path, const struct wd_probe_key *k,
+			struct wd_features *out)
+{
+	cleanup_free struct cache_file *c = NULL;
+	size_t n;
+	int r = wd_root_file_read(path, (void **)&c, &n, sizeof(*c));
+	if (r < 0)
+		return r;
+	if (n != sizeof(*c))
 		return -EINVAL;
 	if (memcmp(c->magic, CACHE_MAGIC, sizeof(c->magic)) ||
 	    c->version != CACHE_VERSION ||
@@ -192,42 +252,5 @@ int wd_probe_cache_write(const char *path, const struct wd_probe_key *k,
 	c->key = *k;
 	c->f = *f;
 	c->sum = checksum(c);
-	int r;
-	char dir[4096], tmp[4200];
-	if (wd_strlcpy(dir, path, sizeof(dir)) < 0)
-		return -ENAMETOOLONG;
-	char *slash = strrchr(dir, '/');
-	if (slash && slash != dir) {
-		*slash = 0;
-		/* as every call's dir makes it (sandbox/native.c): a call's
-		 * uid must be able to traverse it */
-		if ((r = wd_mkdir_p(dir, 0711)) < 0)
-			return r;
-	}
-	char rnd[17];
-	wd_rand_hex(rnd, 16);
-	snprintf(tmp, sizeof(tmp), "%s.%s.tmp", path, rnd);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-		      0644);
-	if (fd < 0)
-		return -errno;
-	/* explicit: a umask must not matter, and neither may a group */
-	if (fchmod(fd, 0644) < 0 || fchown(fd, 0, 0) < 0)
-		r = -errno;
-	else
-		r = wd_write_all(fd, c, sizeof(*c));
-	if (r < 0) {
-		close(fd);
-		unlink(tmp);
-		return r;
-	}
-	close(fd);
-	/* rename over whatever is there (a tampered file, a symlink): the
-	 * directory entry is replaced, nothing is followed */
-	if (rename(tmp, path) < 0) {
-		r = -errno;
-		unlink(tmp);
-		return r;
-	}
-	return 0;
+	return wd_root_file_write(path, c, sizeof(*c));
 }

@@ -260,9 +260,17 @@ void wd_probe_ping(struct wd_features *f)
 	}
 }
 
+static uint64_t audit_at;
+
+uint64_t wd_probe_audit_at_ns(void)
+{
+	return __atomic_load_n(&audit_at, __ATOMIC_RELAXED);
+}
+
 void wd_probe_audit(struct wd_features *f)
 {
 	f->audit_enabled = -1;
+	__atomic_store_n(&audit_at, wd_now_ns(), __ATOMIC_RELAXED);
 	cleanup_close int fd =
 	    socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_AUDIT);
 	if (fd < 0) {

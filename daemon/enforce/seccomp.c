@@ -156,9 +156,14 @@ int wd_seccomp_build(const struct wd_manifest *m, bool host_net,
 			return 0;
 		}
 	pthread_mutex_unlock(&cache_mu);
-	int r = build_uncached(m, host_net, out, err);
-	if (r < 0)
-		return r;
+	/* a one-shot process: the program an earlier one built and kept
+	 * (seccomp_cache.c), or built here and kept for the next */
+	if (wd_seccomp_file_get(key, key_len, out) < 0) {
+		int r = build_uncached(m, host_net, out, err);
+		if (r < 0)
+			return r;
+		wd_seccomp_file_put(key, key_len, out);
+	}
 	sz = out->prog.len * sizeof(struct sock_filter);
 	struct sock_filter *f = wd_malloc(sz);
 	memcpy(f, out->prog.filter, sz);

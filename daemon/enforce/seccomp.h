@@ -33,6 +33,13 @@ struct wd_seccomp_prog {
 int wd_seccomp_build(const struct wd_manifest *m, bool host_net,
 		     struct wd_seccomp_prog *out, struct wd_err *err);
 void wd_seccomp_prog_free(struct wd_seccomp_prog *p);
+/* The per-boot file cache of programs by the key they are built from
+ * (seccomp_cache.c): get fills out (0) or says why not (-errno: build
+ * it); put keeps p for the next process, best effort. */
+int wd_seccomp_file_get(const char *key, size_t key_len,
+			struct wd_seccomp_prog *out);
+void wd_seccomp_file_put(const char *key, size_t key_len,
+			 const struct wd_seccomp_prog *p);
 /* Child side: install with a new listener; returns the notify fd or -errno.
  * no_new_privs must be set. No allocation. */
 int wd_seccomp_install(const struct wd_seccomp_prog *p);

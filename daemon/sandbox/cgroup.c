@@ -42,6 +42,8 @@ static pthread_mutex_t parents_mu = PTHREAD_MUTEX_INITIALIZER;
 static char parents[WD_CG_NCTRL + 4][512];
 static int n_parents;
 static pid_t parents_owner;
+/* a tier-3 call of this process had runsc make its v1 parents */
+static bool parents_runsc;
 
 void wd_cgroup_each_v1(void (*fn)(const char *mp, void *arg), void *arg)
 {
@@ -71,12 +73,14 @@ static void parents_remove_at_exit(void)
 {
 	pthread_mutex_lock(&parents_mu);
 	bool mine = parents_owner == getpid();
+	bool runsc = parents_runsc;
 	for (int i = 0; mine && i < n_parents; i++)
 		rmdir(parents[i]);
 	n_parents = 0;
 	pthread_mutex_unlock(&parents_mu);
-	/* and those runsc made for this process's tier-3 calls */
-	if (mine)
+	/* and those runsc made for this process's tier-3 calls (a
+	 * mountinfo walk and a rmdir per v1 hierarchy: only if any) */
+	if (mine && runsc)
 		wd_cgroup_each_v1(rmdir_parent, NULL);
 }
 
@@ -96,6 +100,13 @@ static void parent_note(const char *parent)
 		known = !strcmp(parents[i], parent);
 	if (!known && n_parents < (int)WD_ARRAY_SIZE(parents))
 		wd_strlcpy(parents[n_parents++], parent, sizeof(parents[0]));
+	pthread_mutex_unlock(&parents_mu);
+}
+
+void wd_cgroup_note_runsc_parents(void)
+{
+	pthread_mutex_lock(&parents_mu);
+	parents_runsc = true;
 	pthread_mutex_unlock(&parents_mu);
 }
 

@@ -60,6 +60,9 @@ void wd_cgroup_destroy(struct wd_cgroup *cg);
 /* Call fn with the mount point of every cgroup v1 hierarchy of this
  * node (all of them: runsc makes leaves in blkio, cpuset, devices, ...). */
 void wd_cgroup_each_v1(void (*fn)(const char *mp, void *arg), void *arg);
+/* A tier-3 call's runsc makes warden/ parents in every v1 hierarchy: this
+ * process removes those too at its exit (when empty). Called before. */
+void wd_cgroup_note_runsc_parents(void);
 /* Spare v1 leaves (cgroup.c): made ahead, off the caller's path, for the
  * controllers in v1_mask (bit = enum wd_cg_ctrl) and renamed to a call's
  * id by wd_cgroup_create. Removed by wd_cgroup_spares_clear (run at exit

@@ -373,6 +373,7 @@ int wd_t3_spawn(const struct wd_manifest *m, char *const *argv, uid_t uid,
 		env[5 + i] = wd_strdup(m->env[i]);
 
 	cgpath = wd_asprintf("/warden/%s", s->id);
+	wd_cgroup_note_runsc_parents();
 	struct wd_cg_limits lim = {
 	    .memory_bytes = ((uint64_t)(m->memory_mb ? m->memory_mb
 						     : WD_DEFAULT_MEMORY_MB) +

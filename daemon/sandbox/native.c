@@ -193,6 +193,7 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 	struct wd_egress *eg = NULL;
 	bool attached = false, routed = false;
 	struct wd_bpf_route route;
+	struct wd_netns_job nsjob = {.fd = -1}; /* the call's own netns */
 	pid_t child = -1;
 	int r;
 
@@ -264,10 +265,12 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 	bool no_net =
 	    m->n_net_allow == 0 && !m->net_listen && m->mode != WD_MODE_AUDIT;
 	l.netns = no_net && (l.tier == 2 || f->landlock_abi < 6);
-	if (no_net && !l.netns && (l.netfd = wd_netns_empty_fd(err)) < 0) {
-		r = l.netfd;
-		goto out;
-	}
+	bool shared_net = no_net && !l.netns;
+	/* made while the rest is set up, joined just before the spawn */
+	if (l.netns)
+		wd_netns_begin(&nsjob);
+	else if (shared_net)
+		wd_netns_empty_begin();
 	r = wd_seccomp_build(m, !no_net, &l.sc, err);
 	if (r < 0)
 		goto out;
@@ -422,9 +425,9 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 		      "(%d rule%s)%s",
 		      m->mode == WD_MODE_AUDIT ? "audit" : "enforced",
 		      m->n_net_allow, m->n_net_allow == 1 ? "" : "s",
-		      l.netns	     ? " + empty netns"
-		      : l.netfd >= 0 ? " + the shared empty netns"
-				     : "");
+		      l.netns	   ? " + empty netns"
+		      : shared_net ? " + the shared empty netns"
+				   : "");
 	wd_result_enf(res, "landlock", "enforced (ABI %d)%s", f->landlock_abi,
 		      m->mode == WD_MODE_AUDIT ? "; audit mode cannot watch "
 						 "the filesystem"
@@ -441,9 +444,9 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 			      l.netns ? " net" : "");
 	else /* the mount namespace holds the scratch (native_child.c) */
 		wd_result_enf(res, "namespaces", "ipc mnt%s",
-			      l.netns	     ? " net"
-			      : l.netfd >= 0 ? " net (the shared empty one)"
-					     : "");
+			      l.netns	   ? " net"
+			      : shared_net ? " net (the shared empty one)"
+					   : "");
 
 	/* tier 1's scratch: granted by T on its tmpfs (native_child.c) */
 	l.cg = &cg;
@@ -463,6 +466,12 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 	 * reporting of Landlock denials waits for that second, not Landlock. */
 	static uint64_t audit_off_until;
 	uint64_t now = wd_now_ns();
+	/* the probe of this process asked moments ago (a one-shot call's):
+	 * its "off" is remembered as our own would be */
+	uint64_t asked = wd_probe_audit_at_ns();
+	if (f->audit_enabled == 0 && asked && now < asked + 1000000000ull)
+		__atomic_store_n(&audit_off_until, asked + 1000000000ull,
+				 __ATOMIC_RELAXED);
 	if ((ll_enable ||
 	     (f->audit &&
 	      now >= __atomic_load_n(&audit_off_until, __ATOMIC_RELAXED))) &&
@@ -499,6 +508,18 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 	}
 	if (l.tier == 2)
 		wd_native_init_argv(&l, argc);
+	/* the network namespace begun above: the call's own (either tier
+	 * joins it as its first process starts: native_child.c) or the
+	 * shared one */
+	if (l.netns || shared_net) {
+		l.netfd = l.netns ? wd_netns_end(&nsjob, err)
+				  : wd_netns_empty_fd(err);
+		if (l.netfd < 0) {
+			r = l.netfd;
+			l.netfd = -1;
+			goto out;
+		}
+	}
 	l.ppid = getpid(); /* T and C die with us (die_with_parent) */
 	l.cpidfd = -1;
 	if (l.tier == 1) {
@@ -563,6 +584,15 @@ out:
 	l.mntns = -1;
 	td->lay = &f->cg;
 	wd_reaper_submit(teardown_run, td);
+	if (nsjob.running) { /* a setup step failed before the join */
+		struct wd_err ne = {0};
+		int nfd = wd_netns_end(&nsjob, &ne);
+		if (nfd >= 0)
+			close(nfd);
+	}
+	if (l.netns &&
+	    l.netfd >= 0) /* the call's own: its processes are gone */
+		close(l.netfd);
 	wd_seccomp_prog_free(&l.sc);
 	wd_plan_put(l.mplan_ref); /* G1, its reader, is gone */
 	wd_landlock_free(l.ll);

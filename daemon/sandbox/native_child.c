@@ -409,12 +409,11 @@ void wd_native_tier1_main(struct launch *l, bool self_v2)
 	int cr = wd_cgroup_enter_self(l->cg, self_v2);
 	if (cr < 0)
 		child_fail(l, -cr, "cgroup: cannot enter");
-	/* No network: the empty namespace (sandbox/netns.h), while still
-	 * privileged. The fd closes at exec with the rest (restrict_self). */
+	/* No network: the empty namespace (the call's own or the shared
+	 * one, sandbox/netns.h), while still privileged. The fd closes at
+	 * exec with the rest (restrict_self). */
 	if (l->netfd >= 0 && setns(l->netfd, CLONE_NEWNET) < 0)
 		child_fail(l, errno, "network: join the empty namespace");
-	if (l->netns && unshare(CLONE_NEWNET) < 0)
-		child_fail(l, errno, "network: unshare");
 	/* a plain fork (kernels before clone3) got no IPC namespace */
 	if (self_v2 && syscall(SYS_unshare, CLONE_NEWIPC) < 0)
 		child_fail(l, errno, "namespaces: unshare ipc");
@@ -477,6 +476,11 @@ static void __attribute__((noreturn)) g1_main(struct launch *l, bool self_v2)
 	int cr = wd_cgroup_enter_self(l->cg, self_v2);
 	if (cr < 0)
 		child_fail(l, -cr, "cgroup: cannot enter");
+	/* the call's own namespace, made by the parent (sandbox/netns.h):
+	 * joined by G1 rather than made by its clone, which would wait for
+	 * it */
+	if (l->netns && setns(l->netfd, CLONE_NEWNET) < 0)
+		child_fail(l, errno, "network: join the call's namespace");
 	if (l->netns)
 		lo_up(l);
 	struct wd_err e = {0};
@@ -559,9 +563,8 @@ void wd_native_tier2_main(struct launch *l)
 	if (l->cpidfd < 0)
 		child_fail(l, errno, "supervision: pidfd_open");
 
+	/* the network namespace G1 joins (l->netfd) */
 	int flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS;
-	if (l->netns)
-		flags |= CLONE_NEWNET;
 	if (unshare(flags) < 0)
 		child_fail(l, errno, "namespaces: unshare");
 	bool self_v2;
@@ -831,11 +834,10 @@ pid_t wd_native_spawn_tier2(struct launch *l)
 			vm_begin(l);
 			l->cpidfd = self;
 			int pidfd = -1;
+			/* the network namespace G1 joins (l->netfd) */
 			uint64_t fl = CLONE_INTO_CGROUP | CLONE_VM |
 				      CLONE_PIDFD | CLONE_NEWNS | CLONE_NEWPID |
 				      CLONE_NEWIPC | CLONE_NEWUTS;
-			if (l->netns)
-				fl |= CLONE_NEWNET;
 			struct wd_clone_args a = {
 			    .flags = fl,
 			    .pidfd = (uint64_t)(uintptr_t)&pidfd,

@@ -67,10 +67,10 @@ struct launch {
 	 * namespace of its own (size: memory_mb; owner: the call's uid) */
 	char scratch_opts[96];
 	char root[300]; /* tier 2 new root mountpoint */
-	bool netns;	/* a new, empty network namespace (tier 1: unshared by
-			 * T; tier 2: with the others) */
-	int netfd;	/* tier 1: the shared empty one to join (netns.h), not
-			 * ours to close; -1 */
+	bool netns;	/* a new, empty network namespace of the call's own */
+	int netfd;	/* the empty namespace the first process joins: the
+			 * call's own (netns: ours to close) or tier 1's shared
+			 * one (netns.h: not ours); -1 */
 	char **argv;
 	char *exec_path; /* argv[0] with symlinks resolved: tier 2 binds
 			  * targets, not the links (/bin/sh -> dash) */

@@ -21,9 +21,30 @@
 
 #include "common/util.h"
 
-/* An fd of the namespace (owned by the process: never close it), made on
- * first use; thread-safe. -errno with a message when it cannot be made
- * (later calls retry). */
+#include <pthread.h>
+#include <stdbool.h>
+
+/* A new empty network namespace, made on a thread of its own while the
+ * caller goes on setting up the call (the kernel's ~0.5 ms of making one
+ * is then off the call's path on a machine with a second core): begin,
+ * then end for its fd. Every begin needs its end. */
+struct wd_netns_job {
+	pthread_t t;
+	bool running; /* the thread was started and not yet joined */
+	int fd;	      /* the namespace, or -errno */
+	const char *step;
+};
+void wd_netns_begin(struct wd_netns_job *j);
+/* Joins the thread: the namespace's fd (the caller's to close), or -errno
+ * with a message. */
+int wd_netns_end(struct wd_netns_job *j, struct wd_err *err);
+
+/* Starts making the shared one (below) if it is not made yet: a later
+ * wd_netns_empty_fd then only waits for what is left of it. */
+void wd_netns_empty_begin(void);
+/* An fd of the shared namespace (owned by the process: never close it),
+ * made on first use; thread-safe. -errno with a message when it cannot be
+ * made (later calls retry). */
 int wd_netns_empty_fd(struct wd_err *err);
 
 #endif

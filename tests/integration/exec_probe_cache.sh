@@ -9,12 +9,8 @@
 # and strace -f sees every execve (a tier-3 call is the control: it does
 # run the wrapper).
 . "$(dirname "$0")/../lib.sh"
-[ "$(id -u)" = 0 ] || { skip probe-cache "needs root"; finish; }
-command -v strace >/dev/null || { skip probe-cache "strace missing (scripts/deps.sh installs it)"; finish; }
-T=$(mktemp -d /tmp/warden-pcache.XXXXXX)
-trap 'rm -rf "$T"' EXIT
-chmod 755 "$T"
-export WARDEN_RUNTIME_DIR=$T/rt
+. "$(dirname "$0")/cache_lib/untrusted.sh"
+cache_setup probe-cache pcache
 C=$T/rt/probe-kernel
 for t in 1 2 3; do
 	cat >"$T/t$t.yaml" <<EOF2
@@ -40,16 +36,7 @@ expect_eq pcache/written-root-0644 "$(stat -c '%u %a %F' "$C" 2>&1)" "0 644 regu
 expect_eq pcache/second-call-cached "$(probes)" "rc=0 n=0"
 ino=$(stat -c %i "$C")
 
-chown 65534:65534 "$C"
-expect_eq pcache/not-root-reprobed "$(probes)" "rc=0 n=1"
-expect_eq pcache/not-root-replaced "$(stat -c '%u' "$C")" 0
-chmod 0666 "$C"
-expect_eq pcache/world-writable-reprobed "$(probes)" "rc=0 n=1"
-expect_eq pcache/world-writable-replaced "$(stat -c '%a' "$C")" 644
-chown 0:65534 "$C"; chmod 0664 "$C"
-expect_eq pcache/group-writable-reprobed "$(probes)" "rc=0 n=1"
-printf 'garbage\n' >"$C"
-expect_eq pcache/garbage-reprobed "$(probes)" "rc=0 n=1"
+untrusted_cache pcache "$C" probes reprobed "rc=0 n=1"
 [ "$(head -c 7 "$C")" = WDPROBE ] && pass pcache/garbage-rewritten || fail pcache/garbage-rewritten "$(head -c 20 "$C" | od -c | head -2)"
 # a byte of the answers flipped (the checksum): re-probed
 printf '\x01' | dd of="$C" bs=1 seek=600 conv=notrunc status=none
@@ -91,6 +78,10 @@ strace -f -qq -o "$T/op" -e trace=openat "$WARDEN" exec --policy "$T/t1.yaml" --
 rc=$?
 expect_eq pcache/exec-no-libcurl "rc=$rc $(grep -c -e 'libcurl' -e 'libnftables' -e 'libpq' "$T/op")" "rc=0 0"
 expect_eq pcache/exec-no-openssl-config "$(grep -c 'openssl.cnf' "$T/op")" 0
+# nor libcrypto and libsqlite3 themselves (cli/crypto_lazy.c,
+# sqlite_lazy.c: the trace verbs load them; trace_cli.sh and the other
+# trace tests run those)
+expect_eq pcache/exec-no-libcrypto-libsqlite "$(grep -c -e 'libcrypto\.so' -e 'libsqlite3\.so' "$T/op")" 0
 python3 -c '
 import socket, sys
 s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(4)
