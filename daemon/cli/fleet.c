@@ -186,8 +186,8 @@ static int verb_fleet(int argc, char **argv)
 		if (argv[i][0] == '-') {
 			/* an option's value, when not given with '=' */
 			static const char *const valued[] = {
-			    "--socket", "--state", "--limit", "--by",
-			    "--since", "--metadata-days"};
+			    "--socket", "--state", "--limit",
+			    "--by",	"--since", "--metadata-days"};
 			for (size_t k = 0; k < WD_ARRAY_SIZE(valued); k++)
 				i += !strcmp(argv[i], valued[k]);
 			continue;

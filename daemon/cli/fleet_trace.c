@@ -142,8 +142,9 @@ int wd_cli_fleet_trace(int argc, char **argv)
 				  200, &st);
 		wd_buf_free(&path);
 	} else {
-		json_t *body = days ? json_pack("{s:i}", "metadata_days", (int)d)
-				    : json_object();
+		json_t *body = days
+				   ? json_pack("{s:i}", "metadata_days", (int)d)
+				   : json_object();
 		resp = wd_cli_api("fleet gc", sock, "POST",
 				  "/v1/fleet/trace/gc", body, 200, &st);
 		json_decref(body);
