@@ -326,42 +326,84 @@ static int ship_write(struct wd_fleet *f, PGconn *c, const struct ship_text *x,
 			     "SELECT warden.trace_partitions(d::date) FROM "
 			     "jsonb_array_elements_text($1::jsonb) d",
 			     1, pd, "ship: partitions", err);
-	const char *pl[2] = {f->node_id, x->lines};
-	if (!rc)
-		rc = exec_params(
-		    c,
-		    "INSERT INTO warden.trace_lines (node_id, seq, day, "
-		    "run_id, line) SELECT $1, x.seq, x.day::date, x.run_id, "
-		    "x.line FROM jsonb_to_recordset($2::jsonb) AS x(seq "
-		    "bigint, day text, run_id text, line text) ON CONFLICT "
-		    "DO NOTHING",
-		    2, pl, "ship: lines", err);
-	const char *p2[2] = {f->node_id, x->rows};
-	if (!rc)
-		rc = exec_params(
-		    c,
-		    "INSERT INTO warden.trace_records (node_id, seq, day, "
-		    "run_id, step, type, tool, call_id, status, prompt_hash, "
-		    "result_hash, ts) SELECT $1, x.seq, x.day::date, x.run_id, "
-		    "x.step, x.type, x.tool, x.call_id, x.status, "
-		    "x.prompt_hash, x.result_hash, x.ts::timestamptz FROM "
-		    "jsonb_to_recordset($2::jsonb) AS x(seq bigint, day text, "
-		    "run_id text, step integer, type text, tool text, call_id "
-		    "text, status text, prompt_hash text, result_hash text, ts "
-		    "text) ON CONFLICT DO NOTHING",
-		    2, p2, "ship: records", err);
-	const char *pb[2] = {f->node_id, x->blobs};
-	if (!rc && blobs)
-		rc = exec_params(
-		    c,
-		    "INSERT INTO warden.trace_blobs (ref, body, node_id, "
-		    "run_id, day) SELECT x.ref, decode(x.body, 'hex'), $1, "
-		    "x.run_id, x.day::date FROM jsonb_to_recordset($2::jsonb) "
-		    "AS x(ref text, body text, run_id text, day text) ON "
-		    "CONFLICT (ref) DO UPDATE SET node_id = EXCLUDED.node_id, "
-		    "run_id = EXCLUDED.run_id, day = EXCLUDED.day WHERE "
-		    "EXCLUDED.day >= trace_blobs.day",
-		    2, pb, "ship: blobs", err);
+	/* each: $1 the node, $2 a JSON array */
+	const struct {
+		bool on;
+		const char *arg, *what, *sql;
+	} st[] = {
+	    {true, x->lines, "ship: lines",
+	     "INSERT INTO warden.trace_lines (node_id, seq, day, "
+	     "run_id, line) SELECT $1, x.seq, x.day::date, x.run_id, "
+	     "x.line FROM jsonb_to_recordset($2::jsonb) AS x(seq "
+	     "bigint, day text, run_id text, line text) ON CONFLICT "
+	     "DO NOTHING"},
+	    {true, x->rows, "ship: records",
+	     "INSERT INTO warden.trace_records (node_id, seq, day, "
+	     "run_id, step, type, tool, call_id, status, prompt_hash, "
+	     "result_hash, ts) SELECT $1, x.seq, x.day::date, x.run_id, "
+	     "x.step, x.type, x.tool, x.call_id, x.status, "
+	     "x.prompt_hash, x.result_hash, x.ts::timestamptz FROM "
+	     "jsonb_to_recordset($2::jsonb) AS x(seq bigint, day text, "
+	     "run_id text, step integer, type text, tool text, call_id "
+	     "text, status text, prompt_hash text, result_hash text, ts "
+	     "text) ON CONFLICT DO NOTHING"},
+	    {blobs > 0, x->blobs, "ship: blobs",
+	     "INSERT INTO warden.trace_blobs (ref, body, node_id, "
+	     "run_id, day) SELECT x.ref, decode(x.body, 'hex'), $1, "
+	     "x.run_id, x.day::date FROM jsonb_to_recordset($2::jsonb) "
+	     "AS x(ref text, body text, run_id text, day text) ON "
+	     "CONFLICT (ref) DO UPDATE SET node_id = EXCLUDED.node_id, "
+	     "run_id = EXCLUDED.run_id, day = EXCLUDED.day WHERE "
+	     "EXCLUDED.day >= trace_blobs.day"},
+	    {runs, x->runs, "ship: runs",
+	     "INSERT INTO warden.trace_runs (run_id, node_id, agent, "
+	     "team, user_name, uid, model, status, started, ended, "
+	     "cost_usd, input_tokens, output_tokens, steps, payloads, "
+	     "retention_days, flagged) SELECT "
+	     "x.run_id, $1, x.agent, x.team, x.user_name, x.uid, "
+	     "x.model, x.status, x.started::timestamptz, "
+	     "x.ended::timestamptz, x.cost_usd, x.input_tokens, "
+	     "x.output_tokens, x.steps, x.payloads, x.retention_days, "
+	     "coalesce(x.flagged, false) FROM "
+	     "jsonb_to_recordset($2::jsonb) "
+	     "AS x(run_id text, agent text, team text, user_name text, "
+	     "uid bigint, model text, status text, started text, ended "
+	     "text, cost_usd double precision, input_tokens bigint, "
+	     "output_tokens bigint, steps integer, payloads text, "
+	     "retention_days integer, flagged boolean) "
+	     "ON CONFLICT (run_id) DO UPDATE SET "
+	     "agent = coalesce(EXCLUDED.agent, trace_runs.agent), "
+	     "team = coalesce(EXCLUDED.team, trace_runs.team), "
+	     "user_name = coalesce(EXCLUDED.user_name, "
+	     "trace_runs.user_name), "
+	     "uid = coalesce(EXCLUDED.uid, trace_runs.uid), "
+	     "model = coalesce(EXCLUDED.model, trace_runs.model), "
+	     "status = coalesce(EXCLUDED.status, trace_runs.status), "
+	     "started = coalesce(EXCLUDED.started, trace_runs.started), "
+	     "ended = coalesce(EXCLUDED.ended, trace_runs.ended), "
+	     "cost_usd = coalesce(EXCLUDED.cost_usd, "
+	     "trace_runs.cost_usd), "
+	     "input_tokens = coalesce(EXCLUDED.input_tokens, "
+	     "trace_runs.input_tokens), "
+	     "output_tokens = coalesce(EXCLUDED.output_tokens, "
+	     "trace_runs.output_tokens), "
+	     "steps = coalesce(EXCLUDED.steps, trace_runs.steps), "
+	     "payloads = coalesce(EXCLUDED.payloads, "
+	     "trace_runs.payloads), "
+	     "retention_days = coalesce(EXCLUDED.retention_days, "
+	     "trace_runs.retention_days), "
+	     "flagged = EXCLUDED.flagged OR trace_runs.flagged"},
+	    {true, x->last, "ship: cursor",
+	     "INSERT INTO warden.trace_ship (node_id, seq, shipped_at) "
+	     "VALUES ($1, $2::bigint, now()) ON CONFLICT (node_id) DO "
+	     "UPDATE SET seq = greatest(trace_ship.seq, EXCLUDED.seq), "
+	     "shipped_at = now()"},
+	};
+	for (size_t i = 0; !rc && i < WD_ARRAY_SIZE(st); i++) {
+		const char *pv[2] = {f->node_id, st[i].arg};
+		if (st[i].on)
+			rc = exec_params(c, st[i].sql, 2, pv, st[i].what, err);
+	}
 	/* bodies the database had: the row names the latest run instead;
 	 * one gc deleted since it was looked up is sent again (the batch is
 	 * rolled back and read anew) */
@@ -387,57 +429,6 @@ static int ship_write(struct wd_fleet *f, PGconn *c, const struct ship_text *x,
 			PQclear(r);
 		}
 	}
-	const char *p3[2] = {f->node_id, x->runs};
-	if (!rc && runs)
-		rc = exec_params(
-		    c,
-		    "INSERT INTO warden.trace_runs (run_id, node_id, agent, "
-		    "team, user_name, uid, model, status, started, ended, "
-		    "cost_usd, input_tokens, output_tokens, steps, payloads, "
-		    "retention_days, flagged) SELECT "
-		    "x.run_id, $1, x.agent, x.team, x.user_name, x.uid, "
-		    "x.model, x.status, x.started::timestamptz, "
-		    "x.ended::timestamptz, x.cost_usd, x.input_tokens, "
-		    "x.output_tokens, x.steps, x.payloads, x.retention_days, "
-		    "coalesce(x.flagged, false) FROM "
-		    "jsonb_to_recordset($2::jsonb) "
-		    "AS x(run_id text, agent text, team text, user_name text, "
-		    "uid bigint, model text, status text, started text, ended "
-		    "text, cost_usd double precision, input_tokens bigint, "
-		    "output_tokens bigint, steps integer, payloads text, "
-		    "retention_days integer, flagged boolean) "
-		    "ON CONFLICT (run_id) DO UPDATE SET "
-		    "agent = coalesce(EXCLUDED.agent, trace_runs.agent), "
-		    "team = coalesce(EXCLUDED.team, trace_runs.team), "
-		    "user_name = coalesce(EXCLUDED.user_name, "
-		    "trace_runs.user_name), "
-		    "uid = coalesce(EXCLUDED.uid, trace_runs.uid), "
-		    "model = coalesce(EXCLUDED.model, trace_runs.model), "
-		    "status = coalesce(EXCLUDED.status, trace_runs.status), "
-		    "started = coalesce(EXCLUDED.started, trace_runs.started), "
-		    "ended = coalesce(EXCLUDED.ended, trace_runs.ended), "
-		    "cost_usd = coalesce(EXCLUDED.cost_usd, "
-		    "trace_runs.cost_usd), "
-		    "input_tokens = coalesce(EXCLUDED.input_tokens, "
-		    "trace_runs.input_tokens), "
-		    "output_tokens = coalesce(EXCLUDED.output_tokens, "
-		    "trace_runs.output_tokens), "
-		    "steps = coalesce(EXCLUDED.steps, trace_runs.steps), "
-		    "payloads = coalesce(EXCLUDED.payloads, "
-		    "trace_runs.payloads), "
-		    "retention_days = coalesce(EXCLUDED.retention_days, "
-		    "trace_runs.retention_days), "
-		    "flagged = EXCLUDED.flagged OR trace_runs.flagged",
-		    2, p3, "ship: runs", err);
-	const char *p4[2] = {f->node_id, x->last};
-	if (!rc)
-		rc = exec_params(
-		    c,
-		    "INSERT INTO warden.trace_ship (node_id, seq, shipped_at) "
-		    "VALUES ($1, $2::bigint, now()) ON CONFLICT (node_id) DO "
-		    "UPDATE SET seq = greatest(trace_ship.seq, EXCLUDED.seq), "
-		    "shipped_at = now()",
-		    2, p4, "ship: cursor", err);
 	return rc;
 }
 
