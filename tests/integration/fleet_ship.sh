@@ -199,6 +199,12 @@ expect_eq cursor-untouched "$(psql_q "SELECT seq FROM warden.trace_ship WHERE no
 l7=$(sed -n 7p "$T/local-A")
 psql_v "$l7" "INSERT INTO warden.trace_lines (node_id, seq, day, run_id, line) SELECT '$ida', 7, (:'l'::jsonb->>'ts')::date, :'l'::jsonb->>'run_id', :'l'"
 check verify-gap-restored "$WARDEN" fleet verify
+# a line past the node's cursor: the shipper never wrote it
+psql_v "$l7" "INSERT INTO warden.trace_lines (node_id, seq, day, run_id, line) SELECT '$ida', 100000, (:'l'::jsonb->>'ts')::date, :'l'::jsonb->>'run_id', :'l'"
+out=$("$WARDEN" fleet verify 2>&1)
+expect_eq verify-extra-exit "$?" 1
+expect_match verify-extra "$out" "$ida seq 100000: extra: 1 line\(s\) after seq [0-9]+, past the node's cursor"
+psql_q "DELETE FROM warden.trace_lines WHERE node_id = '$ida' AND seq = 100000" >/dev/null
 
 # --- gc: node A's first 5 records aged 400 days (past the 395 of metadata
 # retention), 6..8 aged 10 days (within it)
