@@ -91,30 +91,8 @@ psql_q "SELECT 'claim latency, 3 nodes, ' || count(*) || ' runs: p50 ' ||
 RATE=${FLEET_BENCH_RATE:-50}
 LAG_S=${FLEET_BENCH_LAG_S:-20}
 nlag=$((RATE * LAG_S))
-sent=$(setpriv --reuid 1000 --regid 1000 --clear-groups /usr/bin/python3 - "$T/A.sock" "$RATE" "$nlag" <<'PY'
-import json, socket, sys, time
-path, rate, n = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
-t0, ok = time.monotonic(), 0
-for i in range(n):
-    d = t0 + i / rate - time.monotonic()
-    if d > 0:
-        time.sleep(d)
-    s = socket.socket(socket.AF_UNIX)
-    s.connect(path)
-    body = json.dumps({"agent": "lag", "task": "l%d" % i}).encode()
-    s.sendall(b"POST /v1/runs HTTP/1.1\r\nHost: w\r\nContent-Type: application/json\r\n"
-              b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(body) + body)
-    r = b""
-    while True:
-        x = s.recv(65536)
-        if not x:
-            break
-        r += x
-    s.close()
-    ok += r.startswith(b"HTTP/1.1 201")
-print("%d %.1f" % (ok, ok / (time.monotonic() - t0)))
-PY
-)
+sent=$(python3 tests/conn_client.py --uid 1000 paced "$T/A.sock" "$nlag" "$RATE" lag |
+	python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["created"], d["per_s"])')
 read -r nsent rate_got <<<"$sent"
 end=$(($(date +%s) + 120))
 while [ "$(psql_q "SELECT count(*) FROM warden.runs WHERE agent = 'lag' AND state = 'done'")" != "$nsent" ]; do
