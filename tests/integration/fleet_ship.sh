@@ -13,7 +13,9 @@
 # fleet gc`: a day aged past metadata retention is dropped whole (its
 # partitions gone, the chain verifying from the next seq), a day within it
 # kept; payload rows of runs past their retention deleted, those of flagged
-# and failed runs and of runs with a longer retention kept; root only.
+# and failed runs and of runs with a longer retention kept; root only. A
+# restarted node resumes after its cursor; a database at version 5 with
+# shipped index rows migrates them into their days' partitions.
 . tests/lib.sh
 . tests/integration/daemon_lib/common.sh
 . tests/integration/fleet_lib/common.sh
@@ -271,4 +273,26 @@ wait_until 20 b_caught || fail restart-caught-up "local $(seg_last B)"
 cnt=$(cat "$T/B/state/trace/segments/"*.jsonl | wc -l)
 expect_eq restart-lines-once "$(psql_q "SELECT count(*), count(DISTINCT seq), max(seq) FROM warden.trace_lines WHERE node_id = '$idb'")" "$cnt|$cnt|$cnt"
 check verify-after-restart "$WARDEN" fleet verify
+
+# --- a database at version 5 with shipped index rows (v2's table, keyed by
+# (node, seq)) migrates to 6: each row moves to the day of its ts (UTC)
+psql_q "CREATE DATABASE mig" >/dev/null
+mig() { psql -X -At -q -h "$PGSOCK" -p "$PGPORT" -U warden -d mig -v ON_ERROR_STOP=1 -c "$1"; }
+mig "CREATE SCHEMA warden; CREATE TABLE warden.schema_version (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now());
+	INSERT INTO warden.schema_version (version) SELECT generate_series(1, 5);
+	CREATE TABLE warden.trace_records (node_id text NOT NULL, seq bigint NOT NULL, run_id text, step integer, type text NOT NULL, tool text,
+		call_id text, status text, prompt_hash text, result_hash text, ts timestamptz, PRIMARY KEY (node_id, seq));
+	CREATE INDEX trace_records_run ON warden.trace_records (run_id, seq);
+	CREATE TABLE warden.trace_runs (run_id text PRIMARY KEY, node_id text NOT NULL, agent text, team text, user_name text, uid bigint,
+		model text, status text, started timestamptz, ended timestamptz, cost_usd double precision, input_tokens bigint,
+		output_tokens bigint, steps integer);
+	INSERT INTO warden.trace_records (node_id, seq, run_id, type, ts) VALUES ('n1', 1, 'r1', 'run_start', '2026-11-30T23:59:59.5Z'),
+		('n1', 2, 'r1', 'run_end', '2026-12-01T00:00:00.5Z')" >/dev/null
+FLEET_URL="host=$PGSOCK port=$PGPORT user=warden dbname=mig" launch_node M 2
+migrated() { [ "$(mig 'SELECT max(version) FROM warden.schema_version')" = 6 ]; }
+wait_until 10 migrated && pass migrate-v5-to-v6 || fail migrate-v5-to-v6 "$(tail -3 "$T/M.log")"
+expect_eq migrate-rows-by-day "$(mig "SELECT string_agg(seq || ':' || day || ':' || tableoid::regclass, ' ' ORDER BY seq) FROM warden.trace_records")" \
+	"1:2026-11-30:trace_records_20261130 2:2026-12-01:trace_records_20261201"
+expect_eq migrate-old-table-gone "$(mig "SELECT to_regclass('warden.trace_records_v2') IS NULL")" t
+stop_node M
 finish
