@@ -35,6 +35,39 @@ static int add_refs(sqlite3 *db, uint64_t after, uint64_t upto, json_t *by_seq)
 	return rc == SQLITE_DONE ? 0 : -EIO;
 }
 
+static const char *buf_line(json_t *row)
+{
+	return json_string_value(json_object_get(row, "line"));
+}
+
+/* A run_start's definitions {agent: {ref}, tools: {NAME: {ref}}, scopes:
+ * {ref}, route: {ref}}: the blobs replay and `trace payload --policy` read,
+ * named one level down (the index lists top-level *_ref values only). */
+static void definition_refs(const char *line, json_t *refs)
+{
+	json_t *rec = json_loads(line, 0, NULL);
+	json_t *defs = json_object_get(rec, "definitions");
+	const char *k;
+	json_t *v;
+	json_object_foreach(defs, k, v)
+	{
+		const char *ref = json_string_value(json_object_get(v, "ref"));
+		if (wd_trace_ref_ok(ref)) {
+			json_array_append_new(refs, json_string(ref));
+			continue;
+		}
+		const char *k2;
+		json_t *v2;
+		json_object_foreach(v, k2, v2)
+		{
+			ref = json_string_value(json_object_get(v2, "ref"));
+			if (wd_trace_ref_ok(ref))
+				json_array_append_new(refs, json_string(ref));
+		}
+	}
+	json_decref(rec);
+}
+
 int wd_trace_lines(struct wd_trace *t, uint64_t after_seq, unsigned limit,
 		   json_t **array, struct wd_err *err)
 {
@@ -47,7 +80,9 @@ int wd_trace_lines(struct wd_trace *t, uint64_t after_seq, unsigned limit,
 	int r = 0;
 	if (sqlite3_prepare_v2(
 		db,
-		"SELECT r.seq, r.seg, r.off, r.len, r.ts, r.run_id, u.payloads "
+		"SELECT r.seq, r.seg, r.off, r.len, r.ts, r.run_id, "
+		"u.payloads, "
+		"r.type "
 		"FROM records r LEFT JOIN runs u ON u.run_id = r.run_id WHERE "
 		"r.seq > ? ORDER BY r.seq LIMIT ?",
 		-1, &st, NULL) != SQLITE_OK) {
@@ -105,6 +140,10 @@ int wd_trace_lines(struct wd_trace *t, uint64_t after_seq, unsigned limit,
 		    "ts_us", (json_int_t)sqlite3_column_int64(st, 4), "run_id",
 		    (const char *)sqlite3_column_text(st, 5), "line", line,
 		    "payloads", pl, "refs");
+		const char *type = (const char *)sqlite3_column_text(st, 7);
+		if (type && !strcmp(type, "run_start"))
+			definition_refs(buf_line(row),
+					json_object_get(row, "refs"));
 		char key[24];
 		snprintf(key, sizeof(key), "%llu", (unsigned long long)seq);
 		json_object_set(by_seq, key, row);

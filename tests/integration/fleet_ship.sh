@@ -118,7 +118,7 @@ blobs = {}
 for l in open(f"{T}/blobs"):
     ref, hx, run = l.rstrip("\n").split("|")
     blobs[ref] = (bytes.fromhex(hx), run)
-bad, full_refs, secret_refs, checked = [], set(), set(), 0
+bad, full_refs, secret_refs, checked, ndefs = [], set(), set(), 0, 0
 for n in "ABC":
     mode = {}
     for l in open(f"{T}/local-{n}"):
@@ -126,6 +126,12 @@ for n in "ABC":
         if r["type"] == "run_start":
             mode[r["run_id"]] = (r.get("trace") or {}).get("payloads")
         refs = [v for k, v in r.items() if k.endswith("_ref") and isinstance(v, str) and v.startswith("sha256:")]
+        # a run_start's definitions (agent, tools, scopes, route), by ref
+        for k, v in (r.get("definitions") or {}).items():
+            if "ref" in v:
+                refs.append(v["ref"]); ndefs += 1
+            else:
+                refs += [x["ref"] for x in v.values() if "ref" in x]; ndefs += len(v)
         for ref in refs:
             m = mode.get(r["run_id"])
             (secret_refs if m == "hash_only" else full_refs).add(ref)
@@ -143,12 +149,13 @@ for n in "ABC":
             if "sha256:" + hashlib.sha256(zlib.decompress(body)).hexdigest() != ref:
                 bad.append(f"{n}: {ref} does not inflate to its hash")
 leak = [r for r in secret_refs - full_refs if r in blobs]
-print(f"checked={checked} bad={len(bad)} leaked={len(leak)} {bad[:3]} {leak[:3]}")
+print(f"checked={checked} bad={len(bad)} leaked={len(leak)} definitions={ndefs} {bad[:3]} {leak[:3]}")
 PY
 )
 echo "  blobs: $out"
 expect_match blobs-full-present "$out" '^checked=[1-9][0-9]* bad=0 '
 expect_match blobs-hash-only-none "$out" ' leaked=0 '
+expect_match blobs-definitions-named "$out" ' definitions=[1-9]'
 expect_eq blobs-no-hash-only-run "$(psql_q "SELECT count(*) FROM warden.trace_blobs b JOIN warden.trace_runs r ON r.run_id = b.run_id WHERE r.payloads = 'hash_only'")" 0
 
 # --- the chain, fleet-wide

@@ -11,6 +11,13 @@
 
 #include <zlib.h>
 
+#define DEF_A                                                                  \
+	"sha256:"                                                              \
+	"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+#define DEF_T                                                                  \
+	"sha256:"                                                              \
+	"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+
 static int run(struct wd_trace *t, const char *id, const char *payloads,
 	       char ref[WD_TRACE_REF_LEN])
 {
@@ -18,6 +25,10 @@ static int run(struct wd_trace *t, const char *id, const char *payloads,
 	json_t *r = tt_rec(id, 0, "run_start");
 	json_object_set_new(r, "trace",
 			    json_pack("{s:s}", "payloads", payloads));
+	/* the definitions it ran with, by ref, one level down */
+	json_object_set_new(r, "definitions",
+			    json_pack("{s:{s:s}, s:{s:{s:s}}}", "agent", "ref",
+				      DEF_A, "tools", "echo", "ref", DEF_T));
 	if (tt_append(t, r, false) < 0)
 		return -1;
 	char text[64];
@@ -84,6 +95,11 @@ int main(void)
 		 !strcmp(json_string_value(json_object_get(mc, "payloads")),
 			 "full"),
 	     "lines-refs-payloads", "%s", "the model_call's refs or mode");
+	json_t *dr = json_object_get(json_array_get(lines, 0), "refs");
+	T_OK(json_array_size(dr) == 2 &&
+		 !strcmp(json_string_value(json_array_get(dr, 0)), DEF_A) &&
+		 !strcmp(json_string_value(json_array_get(dr, 1)), DEF_T),
+	     "lines-definition-refs", "%zu refs", json_array_size(dr));
 	T_OK(!strcmp(json_string_value(
 			 json_object_get(json_array_get(lines, 4), "payloads")),
 		     "hash_only"),
