@@ -196,9 +196,12 @@ static int blobs_present(PGconn *c, json_t *lines, json_t **have,
 	json_t *l, *ref;
 	json_array_foreach(lines, i, l)
 	{
-		if (ships_payloads(l))
-			json_array_foreach(json_object_get(l, "refs"), j, ref)
-			    json_array_append(refs, ref);
+		if (!ships_payloads(l))
+			continue;
+		json_array_foreach(json_object_get(l, "refs"), j, ref)
+		    json_array_append(refs, ref);
+		json_array_foreach(json_object_get(l, "def_refs"), j, ref)
+		    json_array_append(refs, ref);
 	}
 	*have = json_object();
 	if (!json_array_size(refs)) {
@@ -234,10 +237,48 @@ static char *hex_of(const char *b, size_t n)
 	return h;
 }
 
-/* The blobs of lines[0..] to send (ref -> {ref, run_id, day, body: hex or
- * absent when the database has it}), read from the store in line order
- * until SHIP_BLOB_BYTES; returns how many lines they cover (the batch is
- * cut there). A blob the store no longer has is not sent. */
+/* One blob named by line l into blobs (ref -> {ref, run_id, day, body: hex
+ * or absent when the database has it}): the latest record naming it, whose
+ * run (null for a definition, which every run of its agent shares: payload
+ * retention leaves those to metadata retention) and day decide its
+ * retention. Adds the bytes read to *bytes. 0 or -errno. */
+static int add_blob(struct wd_trace *t, json_t *blobs, json_t *have,
+		    const json_t *l, const char *rs, bool definition,
+		    size_t *bytes, struct wd_err *err)
+{
+	json_t *prev = json_object_get(blobs, rs);
+	json_t *b =
+	    json_pack("{s:s, s:O, s:O}", "ref", rs, "run_id",
+		      definition ? json_null() : json_object_get(l, "run_id"),
+		      "day", json_object_get(l, "day"));
+	if (prev && json_object_get(prev, "body"))
+		json_object_set(b, "body", json_object_get(prev, "body"));
+	else if (!prev && !json_object_get(have, rs)) {
+		char *data = NULL;
+		size_t len = 0;
+		int r = wd_trace_blob_stored(t, rs, &data, &len);
+		if (r == -ENOENT) {
+			json_decref(b);
+			return 0; /* dropped by the node's gc */
+		}
+		if (r < 0) {
+			json_decref(b);
+			return wd_err_set(err, r, "ship: blob %s: %s", rs,
+					  strerror(-r));
+		}
+		char *hx = hex_of(data, len);
+		free(data);
+		json_object_set_new(b, "body", json_string_nocheck(hx));
+		free(hx);
+		*bytes += len;
+	}
+	json_object_set_new(blobs, rs, b);
+	return 0;
+}
+
+/* The blobs of lines[0..] to send, read from the store in line order until
+ * SHIP_BLOB_BYTES; returns how many lines they cover (the batch is cut
+ * there). A blob the store no longer has is not sent. */
 static size_t batch_blobs(struct wd_trace *t, json_t *lines, json_t *have,
 			  json_t *blobs, int *rc, struct wd_err *err)
 {
@@ -252,41 +293,19 @@ static size_t batch_blobs(struct wd_trace *t, json_t *lines, json_t *have,
 			continue;
 		json_array_foreach(json_object_get(l, "refs"), j, ref)
 		{
-			const char *rs = json_string_value(ref);
-			json_t *prev = json_object_get(blobs, rs);
-			json_t *b =
-			    json_pack("{s:s, s:O, s:O}", "ref", rs, "run_id",
-				      json_object_get(l, "run_id"), "day",
-				      json_object_get(l, "day"));
-			if (prev && json_object_get(prev, "body"))
-				json_object_set(b, "body",
-						json_object_get(prev, "body"));
-			else if (!prev && !json_object_get(have, rs)) {
-				char *data = NULL;
-				size_t len = 0;
-				int r =
-				    wd_trace_blob_stored(t, rs, &data, &len);
-				if (r == -ENOENT) {
-					json_decref(b);
-					continue; /* dropped by the node's gc */
-				}
-				if (r < 0) {
-					json_decref(b);
-					*rc = wd_err_set(err, r,
-							 "ship: blob %s: %s",
-							 rs, strerror(-r));
-					return 0;
-				}
-				char *hx = hex_of(data, len);
-				free(data);
-				json_object_set_new(b, "body",
-						    json_string_nocheck(hx));
-				free(hx);
-				bytes += len;
-			}
-			/* the latest record naming it: its run and day
-			 * decide its retention */
-			json_object_set_new(blobs, rs, b);
+			*rc =
+			    add_blob(t, blobs, have, l, json_string_value(ref),
+				     false, &bytes, err);
+			if (*rc)
+				return 0;
+		}
+		json_array_foreach(json_object_get(l, "def_refs"), j, ref)
+		{
+			*rc =
+			    add_blob(t, blobs, have, l, json_string_value(ref),
+				     true, &bytes, err);
+			if (*rc)
+				return 0;
 		}
 	}
 	return json_array_size(lines);

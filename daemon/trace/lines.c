@@ -135,15 +135,16 @@ int wd_trace_lines(struct wd_trace *t, uint64_t after_seq, unsigned limit,
 			break;
 		}
 		const char *pl = (const char *)sqlite3_column_text(st, 6);
-		json_t *row = json_pack(
-		    "{s:I, s:I, s:s?, s:o, s:s?, s:[]}", "seq", (json_int_t)seq,
-		    "ts_us", (json_int_t)sqlite3_column_int64(st, 4), "run_id",
-		    (const char *)sqlite3_column_text(st, 5), "line", line,
-		    "payloads", pl, "refs");
+		json_t *row =
+		    json_pack("{s:I, s:I, s:s?, s:o, s:s?, s:[], s:[]}", "seq",
+			      (json_int_t)seq, "ts_us",
+			      (json_int_t)sqlite3_column_int64(st, 4), "run_id",
+			      (const char *)sqlite3_column_text(st, 5), "line",
+			      line, "payloads", pl, "refs", "def_refs");
 		const char *type = (const char *)sqlite3_column_text(st, 7);
 		if (type && !strcmp(type, "run_start"))
 			definition_refs(buf_line(row),
-					json_object_get(row, "refs"));
+					json_object_get(row, "def_refs"));
 		char key[24];
 		snprintf(key, sizeof(key), "%llu", (unsigned long long)seq);
 		json_object_set(by_seq, key, row);

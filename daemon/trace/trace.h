@@ -217,8 +217,9 @@ int wd_trace_query_records(struct wd_trace *t, const struct wd_trace_query *q,
  * after_seq, in seq order, at most limit (0: all): [{seq, ts_us, run_id,
  * line: the record's segment line byte for byte (without '\n'), payloads:
  * its run's run_start payloads mode (null: unknown), refs: [the well-formed
- * *_ref values it names, and a run_start's definitions' refs]}]. A new JSON
- * array. */
+ * *_ref values it names], def_refs: [a run_start's definitions' refs: the
+ * agent, tools, scopes and route it ran with, shared by the agent's runs]}].
+ * A new JSON array. */
 int wd_trace_lines(struct wd_trace *t, uint64_t after_seq, unsigned limit,
 		   json_t **array, struct wd_err *err);
 /* A blob's bytes as stored (zlib; inflated they hash to ref). 0, -ENOENT

@@ -238,6 +238,10 @@ want_gone=$(psql_q "SELECT count(*) FROM warden.trace_blobs WHERE run_id = '${fr
 want_kept=$(psql_q "SELECT count(*) FROM warden.trace_blobs WHERE run_id IN ('${fr[1]}', '${fr[2]}', '${fr[3]}')")
 total=$(psql_q "SELECT count(*) FROM warden.trace_blobs")
 [ "$want_gone" -ge 2 ] && [ "$want_kept" -ge 3 ] || fail gc-setup "gone $want_gone kept $want_kept"
+# definitions (every run of an agent shares them) carry no run: payload
+# retention leaves them to metadata retention
+defs=$(psql_q "SELECT count(*) FROM warden.trace_blobs WHERE run_id IS NULL")
+[ "$defs" -gt 0 ] && pass blobs-definitions-no-run || fail blobs-definitions-no-run "none"
 out=$(as_user 1000 "$WARDEN" fleet gc 2>&1)
 expect_eq gc-alice-exit "$?" 1
 expect_match gc-alice-refused "$out" 'root only'
@@ -254,6 +258,7 @@ expect_eq gc-index-left "$(psql_q "SELECT min(seq) FROM warden.trace_records WHE
 expect_eq gc-chain-start "$(psql_q "SELECT last_seq, last_hash FROM warden.trace_gc WHERE node_id = '$ida'")" "5|sha256:$h5"
 expect_match gc-blobs-deleted "$out" "$want_gone payload blob\\(s\\) deleted"
 expect_eq gc-blobs-left "$(psql_q "SELECT count(*) FROM warden.trace_blobs")" "$((total - want_gone))"
+expect_eq gc-definitions-kept "$(psql_q "SELECT count(*) FROM warden.trace_blobs WHERE run_id IS NULL")" "$defs"
 expect_eq gc-blobs-plain-gone "$(psql_q "SELECT count(*) FROM warden.trace_blobs WHERE run_id = '${fr[0]}'")" 0
 expect_eq gc-blobs-kept "$(psql_q "SELECT count(*) FROM warden.trace_blobs WHERE run_id IN ('${fr[1]}', '${fr[2]}', '${fr[3]}')")" "$want_kept"
 out=$("$WARDEN" fleet verify 2>&1)

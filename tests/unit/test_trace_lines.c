@@ -95,7 +95,7 @@ int main(void)
 		 !strcmp(json_string_value(json_object_get(mc, "payloads")),
 			 "full"),
 	     "lines-refs-payloads", "%s", "the model_call's refs or mode");
-	json_t *dr = json_object_get(json_array_get(lines, 0), "refs");
+	json_t *dr = json_object_get(json_array_get(lines, 0), "def_refs");
 	T_OK(json_array_size(dr) == 2 &&
 		 !strcmp(json_string_value(json_array_get(dr, 0)), DEF_A) &&
 		 !strcmp(json_string_value(json_array_get(dr, 1)), DEF_T),
