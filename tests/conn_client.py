@@ -7,6 +7,8 @@ tests/integration/daemon_conn.sh and tests/bench/bench_conn.sh.
   conn_client.py burst SOCK N             N connects at once, each GET /healthz
   conn_client.py p99 SOCK N               N sequential GET /healthz: latency
   conn_client.py create SOCK N C AGENT    N POST /v1/runs, C at a time: runs/s
+  conn_client.py paced SOCK N RATE AGENT  N POST /v1/runs at RATE a second
+                                          (tasks p0..pN-1): created, runs/s
 
 idle/slowloris write "ready" to stdout once every connect was tried, hold
 the sockets HOLD_S seconds (reading whatever the daemon sends), then print
@@ -155,6 +157,18 @@ def burst(path, n):
                       "connect_errors": errs}), flush=True)
 
 
+def read_all(s):
+    """Everything the daemon sends until it closes; closes s."""
+    data = b""
+    while True:
+        d = s.recv(4096)
+        if not d:
+            break
+        data += d
+    s.close()
+    return data
+
+
 def p99(path, n):
     lat = []
     for _ in range(n):
@@ -162,13 +176,7 @@ def p99(path, n):
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         s.connect(path)
         s.sendall(b"GET /healthz HTTP/1.1\r\nHost: w\r\nConnection: close\r\n\r\n")
-        data = b""
-        while True:
-            d = s.recv(4096)
-            if not d:
-                break
-            data += d
-        s.close()
+        data = read_all(s)
         if b" 200 " not in data[:16]:
             print(json.dumps({"error": data[:80].decode(errors="replace")}))
             sys.exit(1)
@@ -178,11 +186,18 @@ def p99(path, n):
                       "p99_ms": round(lat[min(n - 1, int(n * 0.99))], 3)}))
 
 
+def post_run(path, agent, task):
+    """POST /v1/runs {agent, task}: the HTTP status as text."""
+    body = json.dumps({"agent": agent, "task": task}).encode()
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(path)
+    s.sendall(b"POST /v1/runs HTTP/1.1\r\nHost: w\r\nContent-Type: application/json\r\n"
+              b"Connection: close\r\nContent-Length: " + str(len(body)).encode() +
+              b"\r\n\r\n" + body)
+    return read_all(s)[9:12].decode(errors="replace")
+
+
 def create(path, n, conc, agent):
-    body = json.dumps({"agent": agent, "task": "bench"}).encode()
-    req = (b"POST /v1/runs HTTP/1.1\r\nHost: w\r\nContent-Type: application/json\r\n"
-           b"Connection: close\r\nContent-Length: " + str(len(body)).encode() +
-           b"\r\n\r\n" + body)
     lock = threading.Lock()
     left = [n]
     codes = {}
@@ -193,17 +208,7 @@ def create(path, n, conc, agent):
                 if left[0] <= 0:
                     return
                 left[0] -= 1
-            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            s.connect(path)
-            s.sendall(req)
-            data = b""
-            while True:
-                d = s.recv(4096)
-                if not d:
-                    break
-                data += d
-            s.close()
-            code = data[9:12].decode(errors="replace")
+            code = post_run(path, agent, "bench")
             with lock:
                 codes[code] = codes.get(code, 0) + 1
 
@@ -217,6 +222,17 @@ def create(path, n, conc, agent):
     print(json.dumps({"n": n, "seconds": round(dt, 3),
                       "created_per_s": round(codes.get("201", 0) / dt, 1),
                       "status": codes}))
+
+
+def paced(path, n, rate, agent):
+    t0, ok = time.monotonic(), 0
+    for i in range(n):
+        d = t0 + i / rate - time.monotonic()
+        if d > 0:
+            time.sleep(d)
+        ok += post_run(path, agent, "p%d" % i) == "201"
+    print(json.dumps({"n": n, "created": ok,
+                      "per_s": round(ok / (time.monotonic() - t0), 1)}))
 
 
 def main():
@@ -236,6 +252,8 @@ def main():
         p99(path, int(a[2]))
     elif mode == "create":
         create(path, int(a[2]), int(a[3]), a[4])
+    elif mode == "paced":
+        paced(path, int(a[2]), float(a[3]), a[4])
     else:
         sys.exit("unknown mode " + mode)
 

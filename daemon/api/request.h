@@ -44,6 +44,10 @@ enum wd_api_ep {
 	WD_EP_FLEET_TRACE_RUNS, /* GET  /v1/fleet/trace/runs?limit=N */
 	WD_EP_FLEET_TRACE_RUN,	/* GET  /v1/fleet/trace/runs/ID */
 	WD_EP_FLEET_COST, /* GET  /v1/fleet/cost?by=team|agent|user&since= */
+	WD_EP_FLEET_TRACE_VERIFY, /* GET  /v1/fleet/trace/verify[?run=ID]
+				   * (id: "" = every node) */
+	WD_EP_FLEET_TRACE_GC,	  /* POST /v1/fleet/trace/gc
+				   * {metadata_days} (days; 0 = default) */
 };
 
 /* The filters of the trace endpoints (query string; NULL = absent). */
@@ -82,6 +86,8 @@ struct wd_api_req {
 	uint64_t after_seq; /* records: seq > after_seq; runs: the cursor's
 			       start */
 	char after_run[WD_API_ID_MAX + 1]; /* runs: the cursor's run id */
+	/* fleet trace gc: 1..36500, 0 = the default */
+	unsigned days;
 	/* events / stream */
 	bool follow;
 	uint64_t since_seq;

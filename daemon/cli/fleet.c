@@ -10,25 +10,35 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: warden fleet nodes [--json] [--socket PATH]\n"
-		   "       warden fleet runs [--state queued|running|done|"
-		   "interrupted] [--limit N]\n"
-		   "                         [--json] [--socket PATH]\n"
-		   "       warden fleet run ID [--json] [--socket PATH]\n"
-		   "       warden fleet trace [RUN] [--limit N] [--json] "
-		   "[--socket PATH]\n"
-		   "       warden fleet cost [--by team|agent|user] [--since "
-		   "WHEN] [--json]\n"
-		   "                         [--socket PATH]\n"
-		   "  The nodes of the fleet this wardend is in, and its runs "
-		   "(wardend --fleet URL).\n"
-		   "  trace: the runs of every node's trace index as shipped "
-		   "to the database,\n"
-		   "  newest first, or one run's index rows (payloads stay on "
-		   "its node).\n"
-		   "  cost: the ended runs of every node's shipped trace you "
-		   "may read, each run's\n"
-		   "  own cost (WHEN: 2026-11-29, 24h, 7d, 30m).\n");
+	fprintf(f,
+		"usage: warden fleet nodes [--json] [--socket PATH]\n"
+		"       warden fleet runs [--state queued|running|done|"
+		"interrupted] [--limit N]\n"
+		"                         [--json] [--socket PATH]\n"
+		"       warden fleet run ID [--json] [--socket PATH]\n"
+		"       warden fleet trace [RUN] [--limit N] [--json] "
+		"[--socket PATH]\n"
+		"       warden fleet cost [--by team|agent|user] [--since "
+		"WHEN] [--json]\n"
+		"                         [--socket PATH]\n"
+		"       warden fleet verify [RUN] [--json] [--socket PATH]\n"
+		"       warden fleet gc [--metadata-days N] [--json] "
+		"[--socket PATH]\n"
+		"  The nodes of the fleet this wardend is in, and its runs "
+		"(wardend --fleet URL).\n"
+		"  trace: the runs of every node's trace index as shipped "
+		"to the database,\n"
+		"  newest first, or one run's index rows (payloads stay on "
+		"its node).\n"
+		"  cost: the ended runs of every node's shipped trace you "
+		"may read, each run's\n"
+		"  own cost (WHEN: 2026-11-29, 24h, 7d, 30m).\n"
+		"  verify: every node's hash chain recomputed from the lines "
+		"it shipped (or\n"
+		"  around RUN's); exit 1 on a break (root, auditors).\n"
+		"  gc: drop shipped days older than N days (default 395) "
+		"and payloads past\n"
+		"  their run's retention, fleet-wide (root).\n");
 }
 
 static const char *js(const json_t *o, const char *k)
@@ -172,13 +182,14 @@ static int verb_fleet(int argc, char **argv)
 	    {"limit", required_argument, 0, 'l'},
 	    {"by", required_argument, 0, 'b'},
 	    {"since", required_argument, 0, 'S'},
+	    {"metadata-days", required_argument, 0, 'm'},
 	    {"socket", required_argument, 0, 's'},
 	    {"help", no_argument, 0, 'h'},
 	    {0, 0, 0, 0},
 	};
 	bool json = false;
 	const char *sock = NULL, *state = NULL, *limit = NULL, *by = NULL,
-		   *since = NULL;
+		   *since = NULL, *days = NULL;
 	int c;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
@@ -197,6 +208,9 @@ static int verb_fleet(int argc, char **argv)
 			break;
 		case 'S':
 			since = optarg;
+			break;
+		case 'm':
+			days = optarg;
 			break;
 		case 's':
 			sock = optarg;
@@ -217,6 +231,17 @@ static int verb_fleet(int argc, char **argv)
 	bool trace = !strcmp(sub, "trace") && (npos == 1 || npos == 2);
 	bool trace_run = trace && npos == 2;
 	bool cost = !strcmp(sub, "cost") && npos == 1;
+	/* the shipped trace's maintenance (fleet_trace.c) */
+	if (((!strcmp(sub, "verify") && npos <= 2) ||
+	     (!strcmp(sub, "gc") && npos == 1)) &&
+	    !state && !limit && !by && !since)
+		return wd_cli_fleet_trace(wd_cli_socket(sock), sub,
+					  npos == 2 ? argv[optind + 1] : NULL,
+					  days, json);
+	if (days) {
+		usage(stderr);
+		return WD_EXIT_USAGE;
+	}
 	if ((!nodes && !runs && !run && !trace && !cost) ||
 	    ((by || since) && !cost) || (state && !runs) ||
 	    (limit && !runs && !(trace && !trace_run))) {
