@@ -202,6 +202,11 @@ int ts_runs(struct tsrc *s, const struct wd_trace_query *q, json_t **out,
 					  "more, next_after} going forward");
 		}
 		json_array_extend(all, runs);
+		/* a fleet node whose database is away says so: the list is
+		 * this node's runs only */
+		if (!pages && *ts_js(page, "unavailable"))
+			fprintf(stderr, "warden trace: %s\n",
+				ts_js(page, "unavailable"));
 		free(after);
 		after = more ? wd_strdup(next) : NULL;
 		json_decref(page);

@@ -556,10 +556,8 @@ static enum MHD_Result dispatch(struct wd_server *srv,
 					   "decision",
 					   q->approve ? "approved" : "denied"));
 	case WD_EP_COST:
-		o = wd_rt_cost(srv->rt, who, q->by, q->since_ns, &err);
-		if (!o)
-			return send_err(con, 500, err.msg);
-		return send_json(con, 200, o);
+		rc = wd_cost_api(srv->rt, srv->fleet, who, q, &o);
+		return send_json(con, rc, o);
 	case WD_EP_EVENTS: {
 		struct wd_stream *ev = wd_rt_events(srv->rt);
 		if (!ev)
@@ -608,7 +606,7 @@ static enum MHD_Result dispatch(struct wd_server *srv,
 	case WD_EP_RUN_PAYLOAD:
 	case WD_EP_TRACE_RUNS:
 	case WD_EP_TRACE_RECORDS:
-		rc = wd_trace_api(srv->rt, who, q, &o);
+		rc = wd_trace_api(srv->rt, srv->fleet, who, q, &o);
 		return send_json(con, rc, o);
 	}
 	return send_err(con, 404, "no such endpoint");
