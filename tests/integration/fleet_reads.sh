@@ -1,0 +1,186 @@
+#!/usr/bin/env bash
+# Fleet-wide answers of the plain commands on a real PostgreSQL, three
+# nodes: a run placed on node A (and one on node B) is read on node C by
+# its user with `warden trace show|payload|html|diff|ls|failures` and
+# `warden cost`, from what the nodes shipped (warden.trace_lines,
+# warden.trace_blobs), under the same rule as on one node: its user, its
+# team's group and the auditors group may read it, another team's user is
+# refused (and sees none of it in ls); every payload handed out on C is a
+# payload_read in C's store naming the reader and the run's node; a
+# hash_only run's payloads are refused there as locally. With the database
+# stopped, C still answers its own runs and says that the other nodes'
+# are not available.
+. tests/lib.sh
+. tests/integration/daemon_lib/common.sh
+. tests/integration/fleet_lib/common.sh
+expect_no_match() { if printf '%s' "$2" | grep -Eq -- "$3"; then fail "$1" "'$(printf '%s' "$2" | grep -E -- "$3" | head -c 300)' matches /$3/"; else pass "$1"; fi; }
+[ "$(id -u)" -eq 0 ] || { skip fleet-reads "needs root"; finish; }
+[ -x "$PGBIN/postgres" ] || { skip fleet-reads "no PostgreSQL at $PGBIN (scripts/deps.sh installs postgresql)"; finish; }
+
+base_policy
+cat >"$POL/users.yaml" <<'Y'
+users:
+  root:  {uid: 0, groups: [admin]}
+  alice: {uid: 1000, groups: [eng]}
+  bob:   {uid: 1001, groups: [eng, team-one]}
+  carol: {uid: 1002, groups: [eng, team-other]}
+  dave:  {uid: 1003, groups: [auditors]}
+groups:
+  admin: {scopes: ["*"]}
+  eng: {scopes: ["test:*"]}
+  team-one: {scopes: []}
+  team-other: {scopes: []}
+  auditors: {scopes: []}
+approvers:
+  users: [bob]
+  groups: []
+Y
+script once <<'S'
+{"step": 0, "tool_calls": [{"name": "echo", "arguments": {"n": "{{task}}"}}]}
+{"text": "final: {{result.stdout}}"}
+S
+# the same team on two nodes (placement), a hash_only one, another team's
+for a in ona onb hidden; do
+	agent "$a" once '[echo]'
+	sed -i 's/^team: .*/team: team-one/' "$POL/agents/$a.yaml"
+done
+printf 'placement: {zone: a}\n' >>"$POL/agents/ona.yaml"
+printf 'placement: {zone: b}\n' >>"$POL/agents/onb.yaml"
+sed -i 's/payloads: full/payloads: hash_only/' "$POL/agents/hidden.yaml"
+agent other once '[echo]'
+sed -i 's/^team: .*/team: team-other/' "$POL/agents/other.yaml"
+printf 'placement: {zone: c}\n' >>"$POL/agents/other.yaml"
+write_gateway
+start_pg || { fail pg-start "see above"; finish; }
+launch_node A 2 --fleet-label zone=a
+launch_node B 2 --fleet-label zone=b
+launch_node C 2 --fleet-label zone=c
+wait_node A && wait_node B && wait_node C || { fail nodes-start "see logs"; finish; }
+ida_node=$(node_id A)
+idb_node=$(node_id B)
+
+SECRET="fleet-secret-$$"
+ra=$(as_user 1000 "$WARDEN" run --detach ona "$SECRET" --socket "$T/C.sock")
+rb=$(as_user 1000 "$WARDEN" run --detach onb "$SECRET-b" --socket "$T/C.sock")
+ro=$(as_user 1002 "$WARDEN" run --detach other "other-$$" --socket "$T/C.sock")
+# hash_only: not queued, run on the node it was submitted to (A)
+out=$(as_user 1000 "$WARDEN" run hidden "HIDDEN-$$" --socket "$T/A.sock" 2>&1)
+expect_match hash-only-ran "$out" 'run_end +status=ok'
+rh=$("$WARDEN" trace ls --json --state "$T/A/state" --agent hidden | jq_py 'd[0]["run_id"]')
+# each run's end shipped, with its node's lines
+shipped() {
+	[ "$(psql_q "SELECT count(*) FROM warden.trace_lines WHERE run_id IN ('$ra', '$rb', '$ro', '$rh')
+		AND line LIKE '%\"type\":\"run_end\"%'")" = 4 ] 2>/dev/null
+}
+wait_until 30 shipped || { fail runs-shipped "$(psql_q "SELECT run_id, count(*) FROM warden.trace_lines GROUP BY 1" 2>&1)"; finish; }
+expect_eq ran-on-a "$(psql_q "SELECT node_id FROM warden.runs WHERE id = '$ra'")" "$ida_node"
+expect_eq ran-on-b "$(psql_q "SELECT node_id FROM warden.runs WHERE id = '$rb'")" "$idb_node"
+[ -z "$("$WARDEN" trace ls --json --state "$T/C/state" | jq_py "[r['run_id'] for r in d if r['run_id'] in ('$ra', '$rb')]" | tr -d '[]')" ] &&
+	pass not-in-c-store || fail not-in-c-store "C's own store holds them"
+
+export WARDEN_SOCKET=$T/C.sock
+c_reads() { # READER: payload_read records of run $ra in C's store
+	"$WARDEN" trace show --json --state "$T/C/state" "$ra" 2>/dev/null |
+		jq_py "len([r for r in d if r['type'] == 'payload_read' and r.get('reader') == '$1' and r.get('run_node') == '$ida_node'])"
+}
+for who in 1000:alice 1001:bob 1003:dave; do
+	uid=${who%%:*} name=${who#*:}
+	out=$(as_user "$uid" "$WARDEN" trace show "$ra" 2>&1)
+	expect_match "show-on-c-$name" "$(printf '%s' "$out" | grep tool_result)" 'tool_result +echo '
+	expect_match "show-names-node-$name" "$out" "node=$ida_node"
+	before=$(c_reads "$name")
+	out=$(as_user "$uid" "$WARDEN" trace payload "$ra" 0 2>&1)
+	expect_match "payload-on-c-$name" "$out" "$SECRET"
+	expect_eq "payload-read-recorded-on-c-$name" "$(c_reads "$name")" "$((${before:-0} + 1))"
+done
+r=$("$WARDEN" trace show --json --state "$T/C/state" "$ra" | jq_py "[r for r in d if r['type'] == 'payload_read'][-1]")
+expect_match payload-read-auditor "$r" '"access":"auditor"'
+# the run's node's own store holds none of C's reads; the fleet copy does
+expect_eq a-store-no-c-reads "$("$WARDEN" trace show --json --state "$T/A/state" "$ra" | jq_py "len([r for r in d if r['type'] == 'payload_read'])")" 0
+# show --json: the run's records as node A holds them (its chain), payloads inline
+expect_eq show-json-records "$(as_user 1000 "$WARDEN" trace show --json "$ra" | jq_py "len([r for r in d if 'node' not in r])")" \
+	"$("$WARDEN" trace show --json --state "$T/A/state" "$ra" | jq_py 'len(d)')"
+expect_match show-json-task "$(as_user 1000 "$WARDEN" trace show --json "$ra")" "$SECRET"
+
+# another team's user: refused, nothing read, none of it listed
+out=$(as_user 1002 "$WARDEN" trace show "$ra" 2>&1)
+expect_eq carol-show-exit "$?" 1
+expect_match carol-show-refused "$out" "carol may not read run $ra \\(team team-one\\)"
+out=$(as_user 1002 "$WARDEN" trace payload "$ra" 0 2>&1)
+expect_eq carol-payload-exit "$?" 1
+expect_no_match carol-payload-nothing "$out" "$SECRET"
+expect_eq carol-nothing-recorded "$(c_reads carol)" 0
+out=$(as_user 1002 "$WARDEN" trace ls 2>&1)
+expect_no_match carol-ls-not-listed "$out" "$ra|$rb"
+expect_match carol-ls-own "$out" "$ro"
+st=$(curl -s -o /dev/null -w '%{http_code}' --unix-socket "$T/C.sock" "http://w/v1/runs/$ra/payload/0")
+expect_eq raw-payload-root-200 "$st" 200
+st=$(as_user 1002 curl -s -o /dev/null -w '%{http_code}' --unix-socket "$T/C.sock" "http://w/v1/runs/$ra/payload/0")
+expect_eq raw-payload-carol-403 "$st" 403
+
+# ls on C: both nodes' runs, each naming its node
+ls=$(as_user 1000 "$WARDEN" trace ls --json)
+expect_eq ls-node-a "$(printf '%s' "$ls" | jq_py "[r['node'] for r in d if r['run_id'] == '$ra']")" "[\"$ida_node\"]"
+expect_eq ls-node-b "$(printf '%s' "$ls" | jq_py "[r['node'] for r in d if r['run_id'] == '$rb']")" "[\"$idb_node\"]"
+expect_match ls-text-node "$(as_user 1000 "$WARDEN" trace ls)" "$ra .* $ida_node"
+# paged: one run a page walks every run once
+all=$(as_user 1001 "$WARDEN" trace ls --json | jq_py 'sorted(r["run_id"] for r in d)')
+pages=$(python3 - "$T/C.sock" <<'PY'
+import json, socket, sys, urllib.parse
+def get(path):
+    s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+    s.sendall(("GET %s HTTP/1.0\r\nHost: w\r\n\r\n" % path).encode())
+    b = b""
+    while True:
+        x = s.recv(65536)
+        if not x: break
+        b += x
+    return json.loads(b.split(b"\r\n\r\n", 1)[1])
+ids, after = [], None
+for _ in range(100):
+    p = get("/v1/trace/runs?limit=1" + ("&after=" + urllib.parse.quote(after) if after else ""))
+    ids += [r["run_id"] for r in p["runs"]]
+    if not p["more"]: break
+    after = p["next_after"]
+print(json.dumps(sorted(ids), separators=(",", ":")))
+PY
+)
+root_all=$("$WARDEN" trace ls --json | jq_py 'sorted(r["run_id"] for r in d)')
+expect_eq ls-paged-once-each "$pages" "$root_all"
+expect_match ls-bob-sees-team "$all" "$ra"
+
+# html and diff of runs on two other nodes, on C
+mkdir -m 777 "$T/out"
+check html-on-c as_user 1000 "$WARDEN" trace html "$ra" -o "$T/out/ra.html"
+expect_match html-payload "$(cat "$T/out/ra.html" 2>/dev/null)" "$SECRET"
+out=$(as_user 1000 "$WARDEN" trace diff "$ra" "$rb" --json 2>&1)
+expect_match diff-a-b "$out" '"changed"'
+expect_match diff-differs "$(as_user 1000 "$WARDEN" trace diff "$ra" "$rb" 2>&1)" 'different arguments|different result|changed model output'
+check failures-on-c as_user 1000 "$WARDEN" trace failures --json
+expect_eq failures-counts-fleet "$(as_user 1000 "$WARDEN" trace failures --json | jq_py 'd["runs"]')" \
+	"$(as_user 1000 "$WARDEN" trace ls --json | jq_py 'len(d)')"
+
+# hash_only on another node: records without payload, payload refused
+out=$(as_user 1000 "$WARDEN" trace show --json "$rh" 2>&1)
+expect_no_match hash-only-show-no-task "$out" "HIDDEN-$$"
+expect_match hash-only-show-records "$out" 'run_end'
+out=$(as_user 1000 "$WARDEN" trace payload "$rh" 0 --json 2>&1)
+expect_no_match hash-only-payload-refused "$out" "HIDDEN-$$"
+expect_match hash-only-payload-says "$out" 'hash_only run: payloads are not shown'
+
+# cost on C: every node's runs the caller may read
+cost=$(as_user 1000 "$WARDEN" cost --by agent --json)
+expect_eq cost-agents "$(printf '%s' "$cost" | jq_py 'sorted(g["agent"] for g in d["groups"])')" '["hidden","ona","onb"]'
+expect_eq cost-carol "$(as_user 1002 "$WARDEN" cost --by agent --json | jq_py 'sorted(g["agent"] for g in d["groups"])')" '["other"]'
+
+# the database away: C answers its own runs and says the others' are not available
+stop_pg
+out=$(as_user 1000 "$WARDEN" trace show "$ra" 2>&1)
+expect_eq degraded-show-exit "$?" 1
+expect_match degraded-show-says "$out" "other nodes' runs are not available"
+out=$(as_user 1002 "$WARDEN" trace ls 2>&1)
+expect_match degraded-ls-says "$out" "other nodes' runs are not listed"
+expect_match degraded-ls-own "$out" "$ro"
+out=$(as_user 1002 "$WARDEN" cost 2>&1)
+expect_match degraded-cost-says "$out" "other nodes' runs are not counted"
+finish
