@@ -132,6 +132,14 @@ struct wd_trace_query;
 json_t *wd_fleet_trace_page(struct wd_fleet *f, const struct wd_caller *c,
 			    const struct wd_trace_query *q, unsigned limit,
 			    struct wd_err *err);
+/* Other nodes' shipped index rows for GET /v1/trace/records: at most
+ * limit rows after (after_node, after_seq) in (node, seq) order matching
+ * q's filters, of runs c may read, each naming its node. NULL with errno
+ * EAGAIN (err). */
+json_t *wd_fleet_trace_records(struct wd_fleet *f, const struct wd_caller *c,
+			       const struct wd_trace_query *q,
+			       const char *after_node, int64_t after_seq,
+			       unsigned limit, struct wd_err *err);
 /* Other nodes' ended runs started since since_ns that c may read, for
  * GET /v1/cost (runtime.h wd_rt_cost_with). NULL with errno EAGAIN. */
 json_t *wd_fleet_cost_runs(struct wd_fleet *f, const struct wd_caller *c,

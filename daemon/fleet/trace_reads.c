@@ -234,3 +234,51 @@ json_t *wd_fleet_cost_runs(struct wd_fleet *f, const struct wd_caller *c,
 		o = json_array();
 	return o;
 }
+
+json_t *wd_fleet_trace_records(struct wd_fleet *f, const struct wd_caller *c,
+			       const struct wd_trace_query *q,
+			       const char *after_node, int64_t after_seq,
+			       unsigned limit, struct wd_err *err)
+{
+	struct fl_scope sc;
+	fl_scope_params(f, c, &sc);
+	char lim[16], since[32], after[24];
+	snprintf(lim, sizeof(lim), "%u", limit);
+	snprintf(since, sizeof(since), "%.6f", (double)q->since_ns / 1e9);
+	snprintf(after, sizeof(after), "%lld", (long long)after_seq);
+	const char *pv[15] = {
+	    sc.all,    sc.uid,	       sc.teams.data,  f->node_id, q->tool,
+	    q->status, q->prompt_hash, q->result_hash, q->agent,   q->team,
+	    q->user,   since,	       after_node,     after,	   lim};
+	/* the filters of the node's index (trace/query.c
+	 * wd_trace_query_records) over the shipped index rows; a refused
+	 * tool_result's broker check from its shipped line */
+	json_t *o = fl_row_json(
+	    f,
+	    "SELECT coalesce(json_agg(x ORDER BY x.node COLLATE \"C\", x.seq), "
+	    "'[]')::text FROM (SELECT t.node_id AS node, t.seq, t.run_id, "
+	    "t.step, t.type, t.tool, t.call_id, t.status, t.prompt_hash, "
+	    "t.result_hash, (extract(epoch FROM t.ts) * 1e6)::bigint AS ts_us, "
+	    "CASE WHEN t.type = 'tool_result' THEN (SELECT l.line::jsonb ->> "
+	    "'check' FROM warden.trace_lines l WHERE l.node_id = t.node_id AND "
+	    "l.seq = t.seq LIMIT 1) END AS \"check\" FROM warden.trace_records "
+	    "t LEFT JOIN warden.trace_runs r ON r.run_id = t.run_id AND "
+	    "r.node_id = t.node_id WHERE t.node_id <> $4 AND ($1::boolean OR "
+	    "r.uid = $2::bigint OR r.team = ANY($3::text[])) AND ($5::text IS "
+	    "NULL OR t.tool = $5) AND ($6::text IS NULL OR t.status = $6) AND "
+	    "($7::text IS NULL OR t.prompt_hash = $7) AND ($8::text IS NULL "
+	    "OR t.result_hash = $8) AND ($9::text IS NULL OR r.agent = $9) "
+	    "AND ($10::text IS NULL OR r.team = $10) AND ($11::text IS NULL "
+	    "OR r.user_name = $11) AND ($12::double precision = 0 OR t.ts >= "
+	    "to_timestamp($12::double precision)) AND (t.node_id COLLATE "
+	    "\"C\" > $13 OR (t.node_id = $13 AND t.seq > $14::bigint)) ORDER "
+	    "BY t.node_id COLLATE \"C\", t.seq LIMIT $15::integer) x",
+	    15, pv, err);
+	wd_buf_free(&sc.teams);
+	if (!o && errno == ENOENT)
+		o = json_array();
+	size_t i;
+	json_t *row;
+	json_array_foreach(o, i, row) us_to_iso(row, "ts_us", "ts");
+	return o;
+}

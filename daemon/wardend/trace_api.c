@@ -23,6 +23,19 @@ static int status_of(int rc)
 	return 500;
 }
 
+/* each row of a fleet's answer names its node */
+static void name_node(json_t *rows, struct wd_fleet *fleet)
+{
+	size_t i;
+	json_t *r;
+	json_array_foreach(rows, i, r)
+	{
+		if (!json_object_get(r, "node"))
+			json_object_set_new(
+			    r, "node", json_string(wd_fleet_node_id(fleet)));
+	}
+}
+
 /* /v1/trace/runs in a fleet: this node's runs and the others' shipped
  * ones, one page in one order; each row names its node. */
 static int fleet_runs(struct wd_rt *rt, struct wd_fleet *fleet,
@@ -37,20 +50,71 @@ static int fleet_runs(struct wd_rt *rt, struct wd_fleet *fleet,
 	json_decref(extra);
 	if (rc)
 		return rc;
-	size_t i;
-	json_t *r;
-	json_array_foreach(json_object_get(*o, "runs"), i, r)
-	{
-		if (!json_object_get(r, "node"))
-			json_object_set_new(
-			    r, "node", json_string(wd_fleet_node_id(fleet)));
-	}
+	name_node(json_object_get(*o, "runs"), fleet);
 	/* never silently partial */
 	if (!shown)
 		json_object_set_new(
 		    *o, "unavailable",
 		    json_sprintf("other nodes' runs are not listed: %s",
 				 fe.msg));
+	return 0;
+}
+
+/* /v1/trace/records in a fleet: this node's records (the seq cursor),
+ * then the other nodes' shipped index rows by (node, seq), whose cursor is
+ * "NODE.SEQ" (".0": from their first). */
+static int fleet_records(struct wd_rt *rt, struct wd_fleet *fleet,
+			 const struct wd_caller *who,
+			 const struct wd_api_req *q,
+			 const struct wd_trace_query *tq, json_t **o,
+			 struct wd_err *err)
+{
+	json_t *page = NULL;
+	if (!q->after_fleet) {
+		int rc = wd_rt_trace_grep(rt, who, tq, &page, err);
+		if (rc)
+			return rc;
+		name_node(json_object_get(page, "records"), fleet);
+		if (json_is_true(json_object_get(page, "more"))) {
+			*o = page;
+			return 0;
+		}
+	} else {
+		page = json_pack("{s:[],s:b}", "records", "more", 0);
+	}
+	json_t *recs = json_object_get(page, "records");
+	size_t room = tq->limit - json_array_size(recs);
+	struct wd_err fe = {0};
+	json_t *more = wd_fleet_trace_records(
+	    fleet, who, tq, q->after_fleet ? q->after_run : "",
+	    q->after_fleet ? (int64_t)q->after_seq : 0, (unsigned)room + 1,
+	    &fe);
+	*o = page;
+	if (!more) {
+		json_object_set_new(
+		    page, "unavailable",
+		    json_sprintf("other nodes' records are not included: %s",
+				 fe.msg));
+		return 0;
+	}
+	size_t n = json_array_size(more);
+	for (size_t i = 0; i < n && i < room; i++)
+		json_array_append(recs, json_array_get(more, i));
+	json_decref(more);
+	if (n <= room)
+		return 0;
+	/* the last row handed out is the cursor: this node's (the others'
+	 * from their first) or another node's */
+	json_t *last = json_array_get(recs, json_array_size(recs) - 1);
+	const char *node = json_string_value(json_object_get(last, "node"));
+	bool own = !last || !node || !strcmp(node, wd_fleet_node_id(fleet));
+	json_object_set_new(page, "more", json_true());
+	json_object_set_new(
+	    page, "next_after",
+	    own ? json_string(".0")
+		: json_sprintf("%s.%lld", node,
+			       (long long)json_integer_value(
+				   json_object_get(last, "seq"))));
 	return 0;
 }
 
@@ -79,6 +143,12 @@ int wd_trace_api(struct wd_rt *rt, struct wd_fleet *fleet,
 	json_t *o = NULL;
 	int rc = -EINVAL;
 	struct wd_rt_trace_src src;
+	if (!fleet && q->after_fleet) {
+		*body = json_pack("{s:s}", "error",
+				  "after=NODE.SEQ: this node is not in a fleet "
+				  "(its records page by seq)");
+		return 400;
+	}
 	switch (q->ep) {
 	case WD_EP_RUN_TRACE:
 		rc = wd_rt_trace_records(rt, who, q->id, &o, &err);
@@ -106,7 +176,8 @@ int wd_trace_api(struct wd_rt *rt, struct wd_fleet *fleet,
 			   : wd_rt_trace_runs(rt, who, &tq, &o, &err);
 		break;
 	case WD_EP_TRACE_RECORDS:
-		rc = wd_rt_trace_grep(rt, who, &tq, &o, &err);
+		rc = fleet ? fleet_records(rt, fleet, who, q, &tq, &o, &err)
+			   : wd_rt_trace_grep(rt, who, &tq, &o, &err);
 		break;
 	default:
 		wd_err_set(&err, -EINVAL, "not a trace endpoint");

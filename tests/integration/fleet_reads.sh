@@ -47,6 +47,15 @@ done
 printf 'placement: {zone: a}\n' >>"$POL/agents/ona.yaml"
 printf 'placement: {zone: b}\n' >>"$POL/agents/onb.yaml"
 sed -i 's/payloads: full/payloads: hash_only/' "$POL/agents/hidden.yaml"
+tool boom '["/bin/false"]' "input: stdin" "args_schema: {type: object}" \
+	"auth: {mode: on_behalf_of_user, scopes: [\"test:boom\"]}" "side_effects: none"
+script booms <<'S'
+{"step": 0, "tool_calls": [{"name": "boom", "arguments": {}}]}
+{"text": "it failed"}
+S
+agent onf booms '[boom]'
+sed -i 's/^team: .*/team: team-one/' "$POL/agents/onf.yaml"
+printf 'placement: {zone: a}\n' >>"$POL/agents/onf.yaml"
 agent other once '[echo]'
 sed -i 's/^team: .*/team: team-other/' "$POL/agents/other.yaml"
 printf 'placement: {zone: c}\n' >>"$POL/agents/other.yaml"
@@ -63,14 +72,15 @@ SECRET="fleet-secret-$$"
 ra=$(as_user 1000 "$WARDEN" run --detach ona "$SECRET" --socket "$T/C.sock")
 rb=$(as_user 1000 "$WARDEN" run --detach onb "$SECRET-b" --socket "$T/C.sock")
 ro=$(as_user 1002 "$WARDEN" run --detach other "other-$$" --socket "$T/C.sock")
+rf=$(as_user 1000 "$WARDEN" run --detach onf x --socket "$T/C.sock")
 # hash_only: not queued, run on the node it was submitted to (A)
 out=$(as_user 1000 "$WARDEN" run hidden "HIDDEN-$$" --socket "$T/A.sock" 2>&1)
 expect_match hash-only-ran "$out" 'run_end +status=ok'
 rh=$("$WARDEN" trace ls --json --state "$T/A/state" --agent hidden | jq_py 'd[0]["run_id"]')
 # each run's end shipped, with its node's lines
 shipped() {
-	[ "$(psql_q "SELECT count(*) FROM warden.trace_lines WHERE run_id IN ('$ra', '$rb', '$ro', '$rh')
-		AND line LIKE '%\"type\":\"run_end\"%'")" = 4 ] 2>/dev/null
+	[ "$(psql_q "SELECT count(*) FROM warden.trace_lines WHERE run_id IN ('$ra', '$rb', '$ro', '$rh', '$rf')
+		AND line LIKE '%\"type\":\"run_end\"%'")" = 5 ] 2>/dev/null
 }
 wait_until 30 shipped || { fail runs-shipped "$(psql_q "SELECT run_id, count(*) FROM warden.trace_lines GROUP BY 1" 2>&1)"; finish; }
 expect_eq ran-on-a "$(psql_q "SELECT node_id FROM warden.runs WHERE id = '$ra'")" "$ida_node"
@@ -125,7 +135,8 @@ expect_eq ls-node-b "$(printf '%s' "$ls" | jq_py "[r['node'] for r in d if r['ru
 expect_match ls-text-node "$(as_user 1000 "$WARDEN" trace ls)" "$ra .* $ida_node"
 # paged: one run a page walks every run once
 all=$(as_user 1001 "$WARDEN" trace ls --json | jq_py 'sorted(r["run_id"] for r in d)')
-pages=$(python3 - "$T/C.sock" <<'PY'
+walk() { # PATH KEY: every page of PATH (limit=1) as root on C, the KEY of each item in order
+	python3 - "$T/C.sock" "$1" "$2" <<'PY'
 import json, socket, sys, urllib.parse
 def get(path):
     s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
@@ -137,17 +148,22 @@ def get(path):
         b += x
     return json.loads(b.split(b"\r\n\r\n", 1)[1])
 ids, after = [], None
-for _ in range(100):
-    p = get("/v1/trace/runs?limit=1" + ("&after=" + urllib.parse.quote(after) if after else ""))
-    ids += [r["run_id"] for r in p["runs"]]
+for _ in range(1000):
+    p = get(sys.argv[2] + "?limit=1" + ("&after=" + urllib.parse.quote(str(after)) if after is not None else ""))
+    ids += [[r.get("node"), r[sys.argv[3]]] for r in p[sys.argv[2].split("/")[-1]]]
     if not p["more"]: break
     after = p["next_after"]
-print(json.dumps(sorted(ids), separators=(",", ":")))
+print(json.dumps(ids, separators=(",", ":")))
 PY
-)
+}
+pages=$(walk /v1/trace/runs run_id | jq_py 'sorted(x[1] for x in d)')
 root_all=$("$WARDEN" trace ls --json | jq_py 'sorted(r["run_id"] for r in d)')
 expect_eq ls-paged-once-each "$pages" "$root_all"
 expect_match ls-bob-sees-team "$all" "$ra"
+recs=$(walk /v1/trace/records seq)
+expect_eq records-paged-once-each "$(printf '%s' "$recs" | jq_py 'len(d) == len(set(map(tuple, d)))')" True
+expect_eq records-paged-all "$(printf '%s' "$recs" | jq_py 'len(d)')" "$(curl -s --unix-socket "$T/C.sock" "http://w/v1/trace/records?limit=10000" | jq_py 'len(d["records"])')"
+expect_eq records-paged-nodes "$(printf '%s' "$recs" | jq_py 'len(set(x[0] for x in d))')" 3
 
 # html and diff of runs on two other nodes, on C
 mkdir -m 777 "$T/out"
@@ -157,6 +173,14 @@ out=$(as_user 1000 "$WARDEN" trace diff "$ra" "$rb" --json 2>&1)
 expect_match diff-a-b "$out" '"changed"'
 expect_match diff-differs "$(as_user 1000 "$WARDEN" trace diff "$ra" "$rb" 2>&1)" 'different arguments|different result|changed model output'
 check failures-on-c as_user 1000 "$WARDEN" trace failures --json
+expect_eq failures-tool-on-a "$(as_user 1000 "$WARDEN" trace failures --json |
+	jq_py "[(g['tool'], [x['run_id'] for x in g['examples']]) for g in d['tool_failures']]")" "[[\"boom\",[\"$rf\"]]]"
+expect_match failures-text "$(as_user 1000 "$WARDEN" trace failures)" "boom .*$rf@0"
+expect_eq failures-carol-none "$(as_user 1002 "$WARDEN" trace failures --json | jq_py 'len(d["tool_failures"])')" 0
+# grep: every node's records, each naming its node; paged one at a time
+g=$(as_user 1000 "$WARDEN" trace grep --tool echo --json)
+expect_eq grep-nodes "$(printf '%s' "$g" | jq_py "sorted(set((r['run_id'], r['node']) for r in d if r['type'] == 'tool_result'))")" \
+	"$(python3 -c "import json; print(json.dumps(sorted([('$ra', '$ida_node'), ('$rb', '$idb_node'), ('$rh', '$ida_node')]), separators=(',', ':')))")"
 expect_eq failures-counts-fleet "$(as_user 1000 "$WARDEN" trace failures --json | jq_py 'd["runs"]')" \
 	"$(as_user 1000 "$WARDEN" trace ls --json | jq_py 'len(d)')"
 
@@ -170,7 +194,7 @@ expect_match hash-only-payload-says "$out" 'hash_only run: payloads are not show
 
 # cost on C: every node's runs the caller may read
 cost=$(as_user 1000 "$WARDEN" cost --by agent --json)
-expect_eq cost-agents "$(printf '%s' "$cost" | jq_py 'sorted(g["agent"] for g in d["groups"])')" '["hidden","ona","onb"]'
+expect_eq cost-agents "$(printf '%s' "$cost" | jq_py 'sorted(g["agent"] for g in d["groups"])')" '["hidden","ona","onb","onf"]'
 expect_eq cost-carol "$(as_user 1002 "$WARDEN" cost --by agent --json | jq_py 'sorted(g["agent"] for g in d["groups"])')" '["other"]'
 
 # the database away: C answers its own runs and says the others' are not available
