@@ -166,6 +166,24 @@ static int parse_decision(json_t *o, struct wd_api_req *r, struct wd_err *err)
 	return 0;
 }
 
+/* POST /v1/fleet/trace/gc {metadata_days?} */
+static int parse_gc(json_t *o, struct wd_api_req *r, struct wd_err *err)
+{
+	static const char *const keys[] = {"metadata_days", NULL};
+	int rc = only_keys(o, keys, err);
+	if (rc)
+		return rc;
+	json_t *d = json_object_get(o, "metadata_days");
+	if (!d)
+		return 0;
+	if (!json_is_integer(d) || json_integer_value(d) < 1 ||
+	    json_integer_value(d) > 36500)
+		return wd_err_set(err, 400,
+				  "metadata_days must be an integer 1..36500");
+	r->days = (unsigned)json_integer_value(d);
+	return 0;
+}
+
 static int parse_u64(const char *s, uint64_t *out)
 {
 	if (!s || !*s || !isdigit((unsigned char)*s))
@@ -521,6 +539,23 @@ int wd_api_parse(const char *method, const char *path,
 			memcpy(req->id, seg[4], sizeof(req->id));
 			rc = 0;
 		}
+	} else if (!strcmp(res, "fleet") && n == 4 &&
+		   !strcmp(seg[2], "trace") && !strcmp(seg[3], "verify")) {
+		req->ep = WD_EP_FLEET_TRACE_VERIFY;
+		const char *r = query(qarg, "run");
+		if (!get)
+			rc = wd_err_set(err, 405, "use GET");
+		else if (r && !wd_api_id_ok(r))
+			rc = wd_err_set(err, 400, "bad run id");
+		else {
+			snprintf(req->id, sizeof(req->id), "%s", r ? r : "");
+			rc = 0;
+		}
+	} else if (!strcmp(res, "fleet") && n == 4 &&
+		   !strcmp(seg[2], "trace") && !strcmp(seg[3], "gc")) {
+		req->ep = WD_EP_FLEET_TRACE_GC;
+		rc = post ? parse_gc(o, req, err)
+			  : wd_err_set(err, 405, "use POST");
 	} else if (!strcmp(res, "fleet") && n == 3 && !strcmp(seg[2], "cost")) {
 		req->ep = WD_EP_FLEET_COST;
 		rc = get ? cost_query(query, qarg, req, err)

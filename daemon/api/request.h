@@ -44,6 +44,10 @@ enum wd_api_ep {
 	WD_EP_FLEET_TRACE_RUNS, /* GET  /v1/fleet/trace/runs?limit=N */
 	WD_EP_FLEET_TRACE_RUN,	/* GET  /v1/fleet/trace/runs/ID */
 	WD_EP_FLEET_COST, /* GET  /v1/fleet/cost?by=team|agent|user&since= */
+	WD_EP_FLEET_TRACE_VERIFY, /* GET  /v1/fleet/trace/verify[?run=ID]
+				   * (id: "" = every node) */
+	WD_EP_FLEET_TRACE_GC,	  /* POST /v1/fleet/trace/gc
+				   * {metadata_days} (days; 0 = default) */
 };
 
 /* The filters of the trace endpoints (query string; NULL = absent). */
@@ -85,6 +89,8 @@ struct wd_api_req {
 	 * nodes' records, after this node's) */
 	char after_run[WD_API_ID_MAX + 1];
 	bool after_fleet; /* records: the cursor is NODE.SEQ */
+	/* fleet trace gc: 1..36500, 0 = the default */
+	unsigned days;
 	/* events / stream */
 	bool follow;
 	uint64_t since_seq;

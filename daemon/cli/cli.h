@@ -71,4 +71,7 @@ void wd_cli_print_step(const struct json_t *r);
 #define WD_VERSION	  "0.1.0"
 #define WD_DEFAULT_SOCKET "/run/warden/wardend.sock"
 
+/* warden fleet verify|gc (fleet_trace.c): argv as verb_fleet got it. */
+int wd_cli_fleet_trace(int argc, char **argv);
+
 #endif

@@ -20,6 +20,9 @@ static void usage(FILE *f)
 		   "       warden fleet cost [--by team|agent|user] [--since "
 		   "WHEN] [--json]\n"
 		   "                         [--socket PATH]\n"
+		   "       warden fleet verify [RUN] [--json] [--socket PATH]\n"
+		   "       warden fleet gc [--metadata-days N] [--json] "
+		   "[--socket PATH]\n"
 		   "  The nodes of the fleet this wardend is in, and its runs "
 		   "(wardend --fleet URL).\n"
 		   "  trace: the runs of every node's trace index as shipped "
@@ -28,7 +31,9 @@ static void usage(FILE *f)
 		   "its node).\n"
 		   "  cost: the ended runs of every node's shipped trace you "
 		   "may read, each run's\n"
-		   "  own cost (WHEN: 2026-11-29, 24h, 7d, 30m).\n");
+		   "  own cost (WHEN: 2026-11-29, 24h, 7d, 30m).\n"
+		   "  verify, gc: the shipped trace's chains and retention "
+		   "(warden fleet verify -h).\n");
 }
 
 static const char *js(const json_t *o, const char *k)
@@ -176,6 +181,21 @@ static int verb_fleet(int argc, char **argv)
 	    {"help", no_argument, 0, 'h'},
 	    {0, 0, 0, 0},
 	};
+	/* the shipped trace's maintenance has options of its own */
+	for (int i = 1; i < argc; i++) {
+		if (argv[i][0] == '-') {
+			/* an option's value, when not given with '=' */
+			static const char *const valued[] = {
+			    "--socket", "--state", "--limit", "--by",
+			    "--since", "--metadata-days"};
+			for (size_t k = 0; k < WD_ARRAY_SIZE(valued); k++)
+				i += !strcmp(argv[i], valued[k]);
+			continue;
+		}
+		if (!strcmp(argv[i], "verify") || !strcmp(argv[i], "gc"))
+			return wd_cli_fleet_trace(argc, argv);
+		break;
+	}
 	bool json = false;
 	const char *sock = NULL, *state = NULL, *limit = NULL, *by = NULL,
 		   *since = NULL;

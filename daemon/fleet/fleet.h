@@ -12,9 +12,12 @@
  *             labels, FOR UPDATE SKIP LOCKED), run ends, the queue's views
  *   fleet.c   the node's fleet thread (LISTEN/NOTIFY, heartbeats, claims),
  *             status, metrics
- *   ship.c    the trace shipper: the node's trace index rows, in order,
- *             with the cursor in the same transaction
+ *   ship.c    the trace shipper: the node's records (lines, index rows,
+ *             payload blobs), in order, with the cursor in the same
+ *             transaction
  *   trace_views.c  the shipped index read fleet-wide: runs, a run, cost
+ *   trace_verify.c the shipped chains verified (`warden fleet verify`)
+ *   trace_gc.c     retention over the shipped trace (`warden fleet gc`)
  *   approvals.c    pending approvals published by the run's node, decided
  *             on any node, applied by the run's node as the approver
  *
@@ -146,6 +149,21 @@ json_t *wd_fleet_cost_runs(struct wd_fleet *f, const struct wd_caller *c,
 			   uint64_t since_ns, struct wd_err *err);
 /* This node's id in the fleet. */
 const char *wd_fleet_node_id(struct wd_fleet *f);
+/* GET /v1/fleet/trace/verify[?run=ID] (`warden fleet verify`): each
+ * node's chain recomputed from the lines it shipped (trace_verify.c):
+ * {ok, nodes: [{node, shipped, starts_after?, lines, first_seq, last_seq,
+ * problems}], problem_count, problems: [{node, seq, kind, message}]}.
+ * Root and the auditors group. NULL with errno EACCES, ENOENT (no shipped
+ * line of RUN) or EAGAIN. */
+json_t *wd_fleet_trace_verify(struct wd_fleet *f, const struct wd_caller *c,
+			      const char *run, struct wd_err *err);
+/* POST /v1/fleet/trace/gc (`warden fleet gc`): retention over the shipped
+ * trace (trace_gc.c); metadata_days 0 = WD_TRACE_METADATA_DAYS.
+ * {metadata_days, payload_days_default, partitions_dropped: [names],
+ * lines_removed, blobs_deleted, blob_bytes_deleted, runs_removed}. Root
+ * only. NULL with errno EPERM, EBUSY (another gc runs) or EAGAIN. */
+json_t *wd_fleet_trace_gc(struct wd_fleet *f, const struct wd_caller *c,
+			  unsigned metadata_days, struct wd_err *err);
 /* GET /v1/fleet/nodes: every node's row. NULL with errno EAGAIN. */
 json_t *wd_fleet_nodes(struct wd_fleet *f, struct wd_err *err);
 /* The node's fleet state for /v1/status (new reference). */

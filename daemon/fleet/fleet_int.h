@@ -51,7 +51,8 @@ struct wd_fleet {
 	bool ship_started;
 	PGconn *ship_db;
 	int64_t shipped_seq;	  /* the database's cursor; -1 not read yet */
-	uint64_t m_shipped;	  /* index rows shipped by this process */
+	uint64_t m_shipped;	  /* records shipped by this process */
+	uint64_t m_blobs_shipped; /* blob rows written by this process */
 	pthread_cond_t ship_cond; /* with mu: stopping */
 	/* approvals.c, the fleet thread's: the ids last published */
 	char *published;
@@ -61,7 +62,7 @@ struct wd_fleet {
 /* schema.c: create or migrate the schema on c. 0, -EPROTO (the database
  * is newer than this build), -EIO (err: the server's message). */
 int fl_schema_migrate(PGconn *c, struct wd_err *err);
-#define WD_FLEET_SCHEMA_VERSION 5
+#define WD_FLEET_SCHEMA_VERSION 6
 /* a resumable run is run at most this many times in all */
 #define WD_FLEET_ATTEMPTS 3
 

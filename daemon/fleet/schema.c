@@ -221,12 +221,101 @@ static const char *const v5[] = {
     CLAIM_FN(", c_attempt integer", ", r.attempt", ", c_attempt"),
 };
 
+/* The trace itself, shipped (ship.c), partitioned by the records' UTC day
+ * so retention (fleet/trace_gc.c) drops whole partitions:
+ *  - trace_lines: each record's segment line exactly as the node holds it
+ *    (the chain, `prev`, recomputes from them: fleet/trace_verify.c);
+ *  - trace_records, v2's index rows, moved under the same day partitions;
+ *  - trace_blobs: payload blobs as the node stores them (zlib), one row
+ *    per ref, for runs whose payloads are not hash_only; a ref is not a
+ *    day, so this table is not partitioned: gc deletes its rows;
+ *  - trace_runs learns what payload retention needs (payloads,
+ *    retention_days, flagged);
+ *  - trace_gc: where each node's shipped chain starts after gc dropped the
+ *    days before (the last dropped seq and its line's hash).
+ * warden.trace_partitions(day) creates a day's partitions when missing;
+ * the shipper calls it before a batch with a new day. Nodes shipping the
+ * first record of a day together queue on an advisory lock (keyed by the
+ * day) instead of racing to create the same table. */
+static const char *const v6[] = {
+    "CREATE TABLE warden.trace_lines ("
+    " node_id text NOT NULL,"
+    " seq bigint NOT NULL,"
+    " day date NOT NULL,"
+    " run_id text,"
+    " line text NOT NULL,"
+    " PRIMARY KEY (node_id, seq, day)) PARTITION BY RANGE (day)",
+    "CREATE INDEX trace_lines_run ON warden.trace_lines (run_id, seq)",
+    "CREATE TABLE warden.trace_blobs ("
+    " ref text PRIMARY KEY,"
+    " body bytea NOT NULL,"
+    " node_id text NOT NULL,"
+    " run_id text,"
+    " day date NOT NULL)",
+    "CREATE INDEX trace_blobs_day ON warden.trace_blobs (day)",
+    "CREATE INDEX trace_blobs_run ON warden.trace_blobs (run_id)",
+    "ALTER TABLE warden.trace_runs ADD COLUMN payloads text,"
+    " ADD COLUMN retention_days integer,"
+    " ADD COLUMN flagged boolean NOT NULL DEFAULT false",
+    "CREATE INDEX trace_runs_ended ON warden.trace_runs (ended)",
+    "CREATE TABLE warden.trace_gc ("
+    " node_id text PRIMARY KEY,"
+    " last_seq bigint NOT NULL,"
+    " last_hash text NOT NULL,"
+    " dropped_at timestamptz NOT NULL DEFAULT now())",
+    "CREATE FUNCTION warden.trace_partitions(d date) RETURNS void"
+    " LANGUAGE plpgsql AS $$"
+    " DECLARE t text; p text;"
+    " BEGIN"
+    "  FOREACH t IN ARRAY ARRAY['trace_lines', 'trace_records'] LOOP"
+    "   p := t || '_' || to_char(d, 'YYYYMMDD');"
+    "   IF to_regclass('warden.' || p) IS NULL THEN"
+    "    PERFORM pg_advisory_xact_lock(7775716, d - date '2000-01-01');"
+    "    IF to_regclass('warden.' || p) IS NULL THEN"
+    "     EXECUTE format('CREATE TABLE warden.%I PARTITION OF warden.%I"
+    " FOR VALUES FROM (%L) TO (%L)', p, t, d, d + 1);"
+    "    END IF;"
+    "   END IF;"
+    "  END LOOP;"
+    " END $$",
+    /* v2's index rows into day partitions: the day of each row's ts
+     * (UTC), as the shipper computes it from the record */
+    "ALTER TABLE warden.trace_records RENAME TO trace_records_v2",
+    "ALTER TABLE warden.trace_records_v2 RENAME CONSTRAINT "
+    "trace_records_pkey TO trace_records_v2_pkey",
+    "ALTER INDEX warden.trace_records_run RENAME TO trace_records_v2_run",
+    "CREATE TABLE warden.trace_records ("
+    " node_id text NOT NULL,"
+    " seq bigint NOT NULL,"
+    " day date NOT NULL,"
+    " run_id text,"
+    " step integer,"
+    " type text NOT NULL,"
+    " tool text,"
+    " call_id text,"
+    " status text,"
+    " prompt_hash text,"
+    " result_hash text,"
+    " ts timestamptz,"
+    " PRIMARY KEY (node_id, seq, day)) PARTITION BY RANGE (day)",
+    "CREATE INDEX trace_records_run ON warden.trace_records (run_id, seq)",
+    "SELECT warden.trace_partitions(d) FROM (SELECT DISTINCT"
+    " (coalesce(ts, now()) AT TIME ZONE 'UTC')::date AS d"
+    " FROM warden.trace_records_v2) x",
+    "INSERT INTO warden.trace_records (node_id, seq, day, run_id, step,"
+    " type, tool, call_id, status, prompt_hash, result_hash, ts)"
+    " SELECT node_id, seq, (coalesce(ts, now()) AT TIME ZONE 'UTC')::date,"
+    " run_id, step, type, tool, call_id, status, prompt_hash, result_hash,"
+    " ts FROM warden.trace_records_v2",
+    "DROP TABLE warden.trace_records_v2",
+};
+
 static const struct {
 	const char *const *sql;
 	size_t n;
 } versions[] = {
     {v1, WD_ARRAY_SIZE(v1)}, {v2, WD_ARRAY_SIZE(v2)}, {v3, WD_ARRAY_SIZE(v3)},
-    {v4, WD_ARRAY_SIZE(v4)}, {v5, WD_ARRAY_SIZE(v5)},
+    {v4, WD_ARRAY_SIZE(v4)}, {v5, WD_ARRAY_SIZE(v5)}, {v6, WD_ARRAY_SIZE(v6)},
 };
 
 _Static_assert(WD_ARRAY_SIZE(versions) == WD_FLEET_SCHEMA_VERSION,

@@ -1,13 +1,23 @@
-/* Shipping this node's trace index to the fleet (README "More than one
- * node"). The node's own store stays the record: a tool_attempt is on the
- * node's disk before the tool starts, whatever the database is doing. A
- * thread of its own (and its own connection) copies the index rows (seq,
- * run, step, type, tool, status, hashes, ts: no payloads) in seq order,
- * SHIP_BATCH at a time, into warden.trace_records keyed by (node, seq),
- * with the runs they start or end into warden.trace_runs, and moves the
- * node's cursor (warden.trace_ship) in the same transaction: after an
- * outage or a restart it resumes where the database says, and a batch
- * shipped twice (the cursor's commit lost) inserts nothing twice.
+/* Shipping this node's trace to the fleet (README "More than one node").
+ * The node's own store stays the record: a tool_attempt is on the node's
+ * disk before the tool starts, whatever the database is doing. A thread of
+ * its own (and its own connection) copies, in seq order, SHIP_BATCH
+ * records at a time:
+ *  - each record's segment line, byte for byte, into warden.trace_lines
+ *    (its UTC day's partition, made when missing), so the chain verifies
+ *    from the database alone (trace_verify.c);
+ *  - its index row (run, step, type, tool, status, hashes, ts) into
+ *    warden.trace_records, and the runs it starts, ends or flags into
+ *    warden.trace_runs;
+ *  - the payload blobs it names, as the node stores them (zlib), into
+ *    warden.trace_blobs: only for a run whose run_start says payloads are
+ *    kept (never a hash_only run's), only blobs still on the node (gc may
+ *    have dropped them), and a body the database already has is not sent
+ *    again;
+ * and moves the node's cursor (warden.trace_ship) in the same transaction:
+ * after an outage or a restart it resumes where the database says, and a
+ * batch shipped twice (the cursor's commit lost) inserts nothing twice
+ * (the day is the record's, so a line goes to the same partition again).
  *
  * Order: the index thread adds batches in seq order (trace/indexq.c), so
  * rows after the cursor appear as a growing prefix; a row is never behind
@@ -15,6 +25,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/log.h"
 #include "fleet/fleet_int.h"
@@ -22,6 +33,9 @@
 
 #define SHIP_BATCH   1000u
 #define SHIP_IDLE_MS 250
+/* blob bytes read for one batch: past this the batch ends at that record
+ * (a record's own blobs always go, whatever their size) */
+#define SHIP_BLOB_BYTES (16u << 20)
 
 static int read_cursor(struct wd_fleet *f, PGconn *c, struct wd_err *err)
 {
@@ -45,15 +59,16 @@ static const char *str(const json_t *o, const char *k)
 }
 
 /* {run_id, agent, team, user_name, uid, model, status, started, ended,
- * cost_usd, steps} from the run's run_start and run_end, as far as
- * written; NULL when the store has no record of it. */
+ * cost_usd, steps, payloads, retention_days, flagged} from the run's
+ * run_start, run_end and flag records, as far as written; NULL when the
+ * store has no record of it. */
 static json_t *run_row(struct wd_trace *t, const char *id)
 {
 	json_t *recs = NULL;
 	struct wd_err err = {0};
 	if (wd_trace_run_records(t, id, &recs, &err))
 		return NULL;
-	json_t *row = json_pack("{s:s}", "run_id", id);
+	json_t *row = json_pack("{s:s, s:b}", "run_id", id, "flagged", 0);
 	/* as the node's index counts it (trace/index.c): run_end's cost when
 	 * it has one, else what its records spent (a run ended by recovery
 	 * after a crash has none of its own) */
@@ -87,6 +102,15 @@ static json_t *run_row(struct wd_trace *t, const char *id)
 			    json_object_get(r, "gen_ai.request.model"));
 			json_object_set(row, "started",
 					json_object_get(r, "ts"));
+			/* what payload retention needs (trace_gc.c) */
+			json_t *tr = json_object_get(r, "trace");
+			json_t *pl = json_object_get(tr, "payloads");
+			json_object_set(row, "payloads",
+					pl ? pl : json_object_get(r, "payloads"));
+			json_object_set(row, "retention_days",
+					json_object_get(tr, "retention_days"));
+		} else if (!strcmp(type, "flag")) {
+			json_object_set_new(row, "flagged", json_true());
 		} else if (!strcmp(type, "run_end")) {
 			json_object_set(row, "status",
 					json_object_get(r, "status"));
@@ -103,6 +127,9 @@ static json_t *run_row(struct wd_trace *t, const char *id)
 			    json_object_get(r, "gen_ai.usage.output_tokens"));
 			json_object_set(row, "steps",
 					json_object_get(r, "steps"));
+			if (json_is_true(json_object_get(r, "flagged")))
+				json_object_set_new(row, "flagged",
+						    json_true());
 		}
 	}
 	json_decref(recs);
@@ -139,80 +166,221 @@ static int exec_params(PGconn *c, const char *sql, int n, const char **pv,
 	return 0;
 }
 
-/* One batch: 0 with *n rows shipped (0: nothing new), or -errno. */
-static int ship_batch(struct wd_fleet *f, PGconn *c, size_t *n,
-		      struct wd_err *err)
+/* "YYYY-MM-DD" of a record's ts (microseconds, UTC): the partition it
+ * goes to, the same however often it is shipped */
+static void utc_day(int64_t ts_us, char out[16])
 {
-	*n = 0;
-	pthread_mutex_lock(&f->mu);
-	int64_t from = f->shipped_seq;
-	pthread_mutex_unlock(&f->mu);
-	struct wd_trace *t = wd_rt_trace(f->rt);
-	struct wd_trace_query q = {.after_seq = (uint64_t)from,
-				   .limit = SHIP_BATCH};
-	json_t *rows = NULL;
-	int rc = wd_trace_query_records(t, &q, &rows, err);
-	if (rc)
-		return rc;
-	if (!json_array_size(rows)) {
-		json_decref(rows);
+	time_t s = (time_t)(ts_us / 1000000);
+	struct tm tm;
+	if (ts_us <= 0 || !gmtime_r(&s, &tm) ||
+	    !strftime(out, 16, "%Y-%m-%d", &tm))
+		snprintf(out, 16, "1970-01-01");
+}
+
+static bool ships_payloads(const json_t *line)
+{
+	/* a run whose run_start the store has not seen is not known to
+	 * keep payloads: nothing of it is sent */
+	const char *p = str(line, "payloads");
+	return p && strcmp(p, "hash_only");
+}
+
+/* The refs the database has among those of the batch's lines: the set
+ * (ref -> true) in *have. In the batch's transaction. */
+static int blobs_present(PGconn *c, json_t *lines, json_t **have,
+			 struct wd_err *err)
+{
+	json_t *refs = json_array();
+	size_t i, j;
+	json_t *l, *ref;
+	json_array_foreach(lines, i, l)
+	{
+		if (ships_payloads(l))
+			json_array_foreach(json_object_get(l, "refs"), j, ref)
+			    json_array_append(refs, ref);
+	}
+	*have = json_object();
+	if (!json_array_size(refs)) {
+		json_decref(refs);
 		return 0;
 	}
-	json_t *runs = json_array(), *seen = json_object();
-	size_t i;
-	json_t *r;
-	int64_t last = from;
-	json_array_foreach(rows, i, r)
-	{
-		last = json_integer_value(json_object_get(r, "seq"));
-		const char *type = str(r, "type"), *id = str(r, "run_id");
-		if (!id || !type || json_object_get(seen, id) ||
-		    (strcmp(type, "run_start") && strcmp(type, "run_end")))
-			continue;
-		json_object_set_new(seen, id, json_true());
-		json_t *row = run_row(t, id);
-		if (row)
-			json_array_append_new(runs, row);
+	char *text = json_dumps(refs, JSON_COMPACT);
+	json_decref(refs);
+	const char *pv[1] = {text};
+	PGresult *r = PQexecParams(
+	    c,
+	    "SELECT b.ref FROM warden.trace_blobs b JOIN "
+	    "jsonb_array_elements_text($1::jsonb) x(ref) ON b.ref = x.ref",
+	    1, NULL, pv, NULL, NULL, 0);
+	free(text);
+	if (PQresultStatus(r) != PGRES_TUPLES_OK)
+		return fl_pg_err(r, c, "ship: blobs present", err);
+	for (int k = 0; k < PQntuples(r); k++)
+		json_object_set_new(*have, PQgetvalue(r, k, 0), json_true());
+	PQclear(r);
+	return 0;
+}
+
+static char *hex_of(const char *b, size_t n)
+{
+	static const char d[] = "0123456789abcdef";
+	char *h = wd_malloc(2 * n + 1);
+	for (size_t i = 0; i < n; i++) {
+		h[2 * i] = d[(unsigned char)b[i] >> 4];
+		h[2 * i + 1] = d[(unsigned char)b[i] & 15];
 	}
-	char *rows_text = json_dumps(rows, JSON_COMPACT);
-	char *runs_text = json_dumps(runs, JSON_COMPACT);
-	char last_s[24];
-	snprintf(last_s, sizeof(last_s), "%lld", (long long)last);
-	const char *p2[2] = {f->node_id, rows_text};
-	const char *p3[2] = {f->node_id, runs_text};
-	const char *p4[2] = {f->node_id, last_s};
+	h[2 * n] = 0;
+	return h;
+}
+
+/* The blobs of lines[0..] to send (ref -> {ref, run_id, day, body: hex or
+ * absent when the database has it}), read from the store in line order
+ * until SHIP_BLOB_BYTES; returns how many lines they cover (the batch is
+ * cut there). A blob the store no longer has is not sent. */
+static size_t batch_blobs(struct wd_trace *t, json_t *lines, json_t *have,
+			  json_t *blobs, int *rc, struct wd_err *err)
+{
+	size_t bytes = 0, i, j;
+	json_t *l, *ref;
+	*rc = 0;
+	json_array_foreach(lines, i, l)
+	{
+		if (i && bytes > SHIP_BLOB_BYTES)
+			return i;
+		if (!ships_payloads(l))
+			continue;
+		json_array_foreach(json_object_get(l, "refs"), j, ref)
+		{
+			const char *rs = json_string_value(ref);
+			json_t *prev = json_object_get(blobs, rs);
+			json_t *b = json_pack("{s:s, s:O, s:O}", "ref", rs,
+					      "run_id",
+					      json_object_get(l, "run_id"),
+					      "day", json_object_get(l, "day"));
+			if (prev && json_object_get(prev, "body"))
+				json_object_set(b, "body",
+						json_object_get(prev, "body"));
+			else if (!prev && !json_object_get(have, rs)) {
+				char *data = NULL;
+				size_t len = 0;
+				int r = wd_trace_blob_stored(t, rs, &data,
+							     &len);
+				if (r == -ENOENT) {
+					json_decref(b);
+					continue; /* dropped by the node's gc */
+				}
+				if (r < 0) {
+					json_decref(b);
+					*rc = wd_err_set(err, r,
+							 "ship: blob %s: %s",
+							 rs, strerror(-r));
+					return 0;
+				}
+				char *hx = hex_of(data, len);
+				free(data);
+				json_object_set_new(b, "body",
+						    json_string_nocheck(hx));
+				free(hx);
+				bytes += len;
+			}
+			/* the latest record naming it: its run and day
+			 * decide its retention */
+			json_object_set_new(blobs, rs, b);
+		}
+	}
+	return json_array_size(lines);
+}
+
+static int begin(PGconn *c, struct wd_err *err)
+{
 	PGresult *b = PQexec(c, "BEGIN");
-	rc = PQresultStatus(b) == PGRES_COMMAND_OK
-		 ? (PQclear(b), 0)
-		 : fl_pg_err(b, c, "ship: begin", err);
+	if (PQresultStatus(b) != PGRES_COMMAND_OK)
+		return fl_pg_err(b, c, "ship: begin", err);
+	PQclear(b);
+	return 0;
+}
+
+static int exec_tuples(PGconn *c, const char *sql, int n, const char **pv,
+		       const char *what, struct wd_err *err)
+{
+	PGresult *r = PQexecParams(c, sql, n, NULL, pv, NULL, NULL, 0);
+	if (PQresultStatus(r) != PGRES_TUPLES_OK &&
+	    PQresultStatus(r) != PGRES_COMMAND_OK)
+		return fl_pg_err(r, c, what, err);
+	PQclear(r);
+	return 0;
+}
+
+/* The batch's statements, in its transaction (text: JSON arrays). */
+struct ship_text {
+	char *days, *lines, *rows, *runs, *blobs, *last;
+};
+
+static int ship_write(struct wd_fleet *f, PGconn *c, const struct ship_text *x,
+		      bool runs, bool blobs, struct wd_err *err)
+{
+	const char *pd[1] = {x->days};
+	int rc = exec_tuples(c,
+			     "SELECT warden.trace_partitions(d::date) FROM "
+			     "jsonb_array_elements_text($1::jsonb) d",
+			     1, pd, "ship: partitions", err);
+	const char *pl[2] = {f->node_id, x->lines};
 	if (!rc)
 		rc = exec_params(
 		    c,
-		    "INSERT INTO warden.trace_records (node_id, seq, run_id, "
-		    "step, type, tool, call_id, status, prompt_hash, "
-		    "result_hash, ts) SELECT $1, x.seq, x.run_id, x.step, "
-		    "x.type, x.tool, x.call_id, x.status, x.prompt_hash, "
-		    "x.result_hash, x.ts::timestamptz FROM jsonb_to_recordset("
-		    "$2::jsonb) AS x(seq bigint, run_id text, step integer, "
-		    "type text, tool text, call_id text, status text, "
-		    "prompt_hash text, result_hash text, ts text) "
-		    "ON CONFLICT (node_id, seq) DO NOTHING",
+		    "INSERT INTO warden.trace_lines (node_id, seq, day, "
+		    "run_id, line) SELECT $1, x.seq, x.day::date, x.run_id, "
+		    "x.line FROM jsonb_to_recordset($2::jsonb) AS x(seq "
+		    "bigint, day text, run_id text, line text) ON CONFLICT "
+		    "DO NOTHING",
+		    2, pl, "ship: lines", err);
+	const char *p2[2] = {f->node_id, x->rows};
+	if (!rc)
+		rc = exec_params(
+		    c,
+		    "INSERT INTO warden.trace_records (node_id, seq, day, "
+		    "run_id, step, type, tool, call_id, status, prompt_hash, "
+		    "result_hash, ts) SELECT $1, x.seq, x.day::date, x.run_id, "
+		    "x.step, x.type, x.tool, x.call_id, x.status, "
+		    "x.prompt_hash, x.result_hash, x.ts::timestamptz FROM "
+		    "jsonb_to_recordset($2::jsonb) AS x(seq bigint, day text, "
+		    "run_id text, step integer, type text, tool text, call_id "
+		    "text, status text, prompt_hash text, result_hash text, ts "
+		    "text) ON CONFLICT DO NOTHING",
 		    2, p2, "ship: records", err);
-	if (!rc && json_array_size(runs))
+	const char *pb[2] = {f->node_id, x->blobs};
+	/* a body the database had (not sent) but gc deleted meanwhile fails
+	 * NOT NULL: the batch is rolled back and read again */
+	if (!rc && blobs)
+		rc = exec_params(
+		    c,
+		    "INSERT INTO warden.trace_blobs (ref, body, node_id, "
+		    "run_id, day) SELECT x.ref, decode(x.body, 'hex'), $1, "
+		    "x.run_id, x.day::date FROM jsonb_to_recordset($2::jsonb) "
+		    "AS x(ref text, body text, run_id text, day text) ON "
+		    "CONFLICT (ref) DO UPDATE SET node_id = EXCLUDED.node_id, "
+		    "run_id = EXCLUDED.run_id, day = EXCLUDED.day WHERE "
+		    "EXCLUDED.day >= trace_blobs.day",
+		    2, pb, "ship: blobs", err);
+	const char *p3[2] = {f->node_id, x->runs};
+	if (!rc && runs)
 		rc = exec_params(
 		    c,
 		    "INSERT INTO warden.trace_runs (run_id, node_id, agent, "
 		    "team, user_name, uid, model, status, started, ended, "
-		    "cost_usd, input_tokens, output_tokens, steps) SELECT "
+		    "cost_usd, input_tokens, output_tokens, steps, payloads, "
+		    "retention_days, flagged) SELECT "
 		    "x.run_id, $1, x.agent, x.team, x.user_name, x.uid, "
 		    "x.model, x.status, x.started::timestamptz, "
 		    "x.ended::timestamptz, x.cost_usd, x.input_tokens, "
-		    "x.output_tokens, x.steps FROM "
+		    "x.output_tokens, x.steps, x.payloads, x.retention_days, "
+		    "coalesce(x.flagged, false) FROM "
 		    "jsonb_to_recordset($2::jsonb) "
 		    "AS x(run_id text, agent text, team text, user_name text, "
 		    "uid bigint, model text, status text, started text, ended "
 		    "text, cost_usd double precision, input_tokens bigint, "
-		    "output_tokens bigint, steps integer) "
+		    "output_tokens bigint, steps integer, payloads text, "
+		    "retention_days integer, flagged boolean) "
 		    "ON CONFLICT (run_id) DO UPDATE SET "
 		    "agent = coalesce(EXCLUDED.agent, trace_runs.agent), "
 		    "team = coalesce(EXCLUDED.team, trace_runs.team), "
@@ -229,8 +397,14 @@ static int ship_batch(struct wd_fleet *f, PGconn *c, size_t *n,
 		    "trace_runs.input_tokens), "
 		    "output_tokens = coalesce(EXCLUDED.output_tokens, "
 		    "trace_runs.output_tokens), "
-		    "steps = coalesce(EXCLUDED.steps, trace_runs.steps)",
+		    "steps = coalesce(EXCLUDED.steps, trace_runs.steps), "
+		    "payloads = coalesce(EXCLUDED.payloads, "
+		    "trace_runs.payloads), "
+		    "retention_days = coalesce(EXCLUDED.retention_days, "
+		    "trace_runs.retention_days), "
+		    "flagged = EXCLUDED.flagged OR trace_runs.flagged",
 		    2, p3, "ship: runs", err);
+	const char *p4[2] = {f->node_id, x->last};
 	if (!rc)
 		rc = exec_params(
 		    c,
@@ -239,26 +413,124 @@ static int ship_batch(struct wd_fleet *f, PGconn *c, size_t *n,
 		    "UPDATE SET seq = greatest(trace_ship.seq, EXCLUDED.seq), "
 		    "shipped_at = now()",
 		    2, p4, "ship: cursor", err);
+	return rc;
+}
+
+/* One batch: 0 with *n records shipped (0: nothing new), or -errno. */
+static int ship_batch(struct wd_fleet *f, PGconn *c, size_t *n,
+		      struct wd_err *err)
+{
+	*n = 0;
+	pthread_mutex_lock(&f->mu);
+	int64_t from = f->shipped_seq;
+	pthread_mutex_unlock(&f->mu);
+	struct wd_trace *t = wd_rt_trace(f->rt);
+	/* the index's rows (wd_trace_query_records waits for what was
+	 * appended to be indexed), then the same records' lines */
+	struct wd_trace_query q = {.after_seq = (uint64_t)from,
+				   .limit = SHIP_BATCH};
+	json_t *rows = NULL, *lines = NULL, *have = NULL;
+	json_t *blobs = json_object(), *runs = json_array(),
+	       *seen = json_object(), *days = json_object();
+	struct ship_text x = {0};
+	int rc = wd_trace_query_records(t, &q, &rows, err);
+	if (!rc && json_array_size(rows))
+		rc = wd_trace_lines(t, (uint64_t)from,
+				    (unsigned)json_array_size(rows), &lines,
+				    err);
+	if (rc || !json_array_size(rows))
+		goto out;
+	/* both are the index's prefix after `from`: the same seqs */
+	size_t m = json_array_size(lines);
+	if (m != json_array_size(rows) ||
+	    json_integer_value(json_object_get(json_array_get(lines, m - 1),
+					       "seq")) !=
+		json_integer_value(
+		    json_object_get(json_array_get(rows, m - 1), "seq"))) {
+		rc = wd_err_set(err, -EAGAIN,
+				"ship: the index changed under the batch");
+		goto out;
+	}
+	rc = begin(c, err);
+	if (!rc)
+		rc = blobs_present(c, lines, &have, err);
+	if (!rc)
+		m = batch_blobs(t, lines, have, blobs, &rc, err);
+	if (rc)
+		goto rollback;
+	json_t *lv = json_array(), *rv = json_array();
+	int64_t last = from;
+	for (size_t i = 0; i < m; i++) {
+		json_t *l = json_array_get(lines, i), *r = json_array_get(rows, i);
+		char day[16];
+		utc_day(json_integer_value(json_object_get(l, "ts_us")), day);
+		json_object_set_new(days, day, json_true());
+		last = json_integer_value(json_object_get(l, "seq"));
+		json_array_append_new(
+		    lv, json_pack("{s:I, s:s, s:O, s:O}", "seq",
+				  (json_int_t)last, "day", day, "run_id",
+				  json_object_get(l, "run_id"), "line",
+				  json_object_get(l, "line")));
+		json_object_set_new(r, "day", json_string(day));
+		json_array_append(rv, r);
+		const char *type = str(r, "type"), *id = str(r, "run_id");
+		if (!id || !type || json_object_get(seen, id) ||
+		    (strcmp(type, "run_start") && strcmp(type, "run_end") &&
+		     strcmp(type, "flag")))
+			continue;
+		json_object_set_new(seen, id, json_true());
+		json_t *row = run_row(t, id);
+		if (row)
+			json_array_append_new(runs, row);
+	}
+	json_t *dv = json_array(), *bv = json_array();
+	const char *k;
+	json_t *v;
+	json_object_foreach(days, k, v) json_array_append_new(dv, json_string(k));
+	json_object_foreach(blobs, k, v) json_array_append(bv, v);
+	x.days = json_dumps(dv, JSON_COMPACT);
+	x.lines = json_dumps(lv, JSON_COMPACT);
+	x.rows = json_dumps(rv, JSON_COMPACT);
+	x.runs = json_dumps(runs, JSON_COMPACT);
+	x.blobs = json_dumps(bv, JSON_COMPACT);
+	x.last = wd_asprintf("%lld", (long long)last);
+	size_t nb = json_array_size(bv);
+	json_decref(dv);
+	json_decref(lv);
+	json_decref(rv);
+	json_decref(bv);
+	rc = ship_write(f, c, &x, json_array_size(runs), nb, err);
 	if (!rc) {
 		PGresult *e = PQexec(c, "COMMIT");
 		rc = PQresultStatus(e) == PGRES_COMMAND_OK
 			 ? (PQclear(e), 0)
 			 : fl_pg_err(e, c, "ship: commit", err);
-	} else {
-		PQclear(PQexec(c, "ROLLBACK"));
 	}
 	if (!rc) {
-		*n = json_array_size(rows);
+		*n = m;
 		pthread_mutex_lock(&f->mu);
 		f->shipped_seq = last;
-		f->m_shipped += *n;
+		f->m_shipped += m;
+		f->m_blobs_shipped += nb;
 		pthread_mutex_unlock(&f->mu);
+		goto out;
 	}
-	free(rows_text);
-	free(runs_text);
+rollback:
+	PQclear(PQexec(c, "ROLLBACK"));
+out:
+	free(x.days);
+	free(x.lines);
+	free(x.rows);
+	free(x.runs);
+	free(x.blobs);
+	free(x.last);
 	json_decref(rows);
+	json_decref(lines);
+	json_decref(have);
+	json_decref(blobs);
 	json_decref(runs);
 	json_decref(seen);
+	json_decref(days);
 	return rc;
 }
 

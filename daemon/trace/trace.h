@@ -228,6 +228,34 @@ int wd_trace_query_runs(struct wd_trace *t, const struct wd_trace_query *q,
 int wd_trace_query_records(struct wd_trace *t, const struct wd_trace_query *q,
 			   json_t **array, struct wd_err *err);
 
+/* Shipping the store elsewhere (fleet/ship.c). The indexed records after
+ * after_seq, in seq order, at most limit (0: all): [{seq, ts_us, run_id,
+ * line: the record's segment line byte for byte (without '\n'), payloads:
+ * its run's run_start payloads mode (null: unknown), refs: [the well-formed
+ * *_ref values it names]}]. A new JSON array. */
+int wd_trace_lines(struct wd_trace *t, uint64_t after_seq, unsigned limit,
+		   json_t **array, struct wd_err *err);
+/* A blob's bytes as stored (zlib; inflated they hash to ref). 0, -ENOENT
+ * (absent: dropped by gc, or never stored: a hash_only run's), -EINVAL
+ * (not a ref), -errno. *data is malloc'd. */
+int wd_trace_blob_stored(struct wd_trace *t, const char *ref, char **data,
+			 size_t *len);
+
+/* The hash chain, one line after another (`trace verify`, and the fleet's
+ * verify of shipped lines): feed lines in seq order. Returns a set of
+ * WD_CHAIN_* (0: the line follows), *rec the parsed record (NULL on a bad
+ * frame) and the line's own hash in c->prev for the next. */
+struct wd_trace_chain {
+	char prev[65];	   /* the previous line's hash; "!" unknown (any) */
+	uint64_t next_seq; /* the seq expected; 0 any */
+};
+#define WD_CHAIN_FRAME 1u /* bad framing or checksum */
+#define WD_CHAIN_PREV  2u /* prev is not the previous line's hash */
+#define WD_CHAIN_SEQ   4u /* seq is not the next one */
+void wd_trace_chain_init(struct wd_trace_chain *c);
+unsigned wd_trace_chain_next(struct wd_trace_chain *c, const char *line,
+			     size_t len, json_t **rec);
+
 /* Drop the index and rebuild it from the segments. */
 int wd_trace_reindex(struct wd_trace *t, struct wd_err *err);
 

@@ -92,8 +92,40 @@ static void note_record(struct vctx *v, json_t *rec)
 	}
 }
 
-static void verify_segment(struct vctx *v, uint64_t first, char prev[65],
-			   uint64_t *next_seq, bool last, bool store_first)
+void wd_trace_chain_init(struct wd_trace_chain *c)
+{
+	memcpy(c->prev, WD_ZERO_HASH, 65);
+	c->next_seq = 0;
+}
+
+unsigned wd_trace_chain_next(struct wd_trace_chain *c, const char *line,
+			     size_t len, json_t **rec)
+{
+	char h[65];
+	*rec = NULL;
+	if (wd_trace_check_line(line, len, h, rec) < 0) {
+		/* the next line can't chain, and its seq can't be checked
+		 * against the damaged one's */
+		memcpy(c->prev, "!", 2);
+		c->next_seq = 0;
+		return WD_CHAIN_FRAME;
+	}
+	int64_t seq = json_integer_value(json_object_get(*rec, "seq"));
+	const char *p = json_string_value(json_object_get(*rec, "prev"));
+	unsigned bad = 0;
+	if (strcmp(c->prev, "!") &&
+	    !(p && !strncmp(p, "sha256:", 7) && !strcmp(p + 7, c->prev)))
+		bad |= WD_CHAIN_PREV;
+	if (c->next_seq && (uint64_t)seq != c->next_seq)
+		bad |= WD_CHAIN_SEQ;
+	c->next_seq = (uint64_t)seq + 1;
+	memcpy(c->prev, h, 65);
+	return bad;
+}
+
+static void verify_segment(struct vctx *v, uint64_t first,
+			   struct wd_trace_chain *ch, bool last,
+			   bool store_first)
 {
 	cleanup_free char *path = wd_trace_seg_path(v->t, first);
 	const char *base = strrchr(path, '/') + 1;
@@ -112,7 +144,6 @@ static void verify_segment(struct vctx *v, uint64_t first, char prev[65],
 		line++;
 		const char *nl = memchr(buf + off, '\n', len - off);
 		size_t ll = nl ? (size_t)(nl - (buf + off)) : len - off;
-		char h[65];
 		json_t *rec = NULL;
 		if (!nl) {
 			problem(v, "torn", base, off, line, 0,
@@ -120,46 +151,41 @@ static void verify_segment(struct vctx *v, uint64_t first, char prev[65],
 				ll, last ? " still being written?" : "");
 			break;
 		}
-		if (wd_trace_check_line(buf + off, ll, h, &rec) < 0) {
+		uint64_t want = ch->next_seq;
+		unsigned bad = wd_trace_chain_next(ch, buf + off, ll, &rec);
+		if (bad & WD_CHAIN_FRAME) {
 			problem(v, "frame", base, off, line, 0,
 				"bad framing or checksum (line of %zu bytes)",
 				ll);
-			/* the next line can't chain, and its seq can't be
-			 * checked against the damaged one's */
-			memcpy(prev, "!", 2);
-			*next_seq = 0;
 			off += ll + 1;
 			continue;
 		}
 		int64_t seq = json_integer_value(json_object_get(rec, "seq"));
 		const char *p = json_string_value(json_object_get(rec, "prev"));
-		bool chained =
-		    !strcmp(prev, "!") ||
-		    (!strncmp(p, "sha256:", 7) && !strcmp(p + 7, prev));
-		if (!chained && store_first && first_rec && seq > 1) {
+		if ((bad & WD_CHAIN_PREV) && store_first && first_rec &&
+		    seq > 1) {
 			/* older segments removed by metadata retention? */
 			v->start.pending = true;
 			v->start.seq = seq;
 			v->start.off = off;
 			v->start.line = line;
-			snprintf(v->start.prev, sizeof(v->start.prev), "%s", p);
+			snprintf(v->start.prev, sizeof(v->start.prev), "%s",
+				 p ? p : "");
 			snprintf(v->start.file, sizeof(v->start.file), "%s",
 				 base);
-		} else if (!chained)
+		} else if (bad & WD_CHAIN_PREV)
 			problem(v, "chain", base, off, line, seq,
 				"prev does not match the hash of the previous "
 				"record");
-		if (*next_seq && (uint64_t)seq != *next_seq)
+		if (bad & WD_CHAIN_SEQ)
 			problem(v, "seq", base, off, line, seq,
 				"seq %lld where %llu was expected",
-				(long long)seq, (unsigned long long)*next_seq);
+				(long long)seq, (unsigned long long)want);
 		if (first_rec && (uint64_t)seq != first)
 			problem(v, "seq", base, off, line, seq,
 				"segment named %llu starts at seq %lld",
 				(unsigned long long)first, (long long)seq);
 		first_rec = false;
-		*next_seq = seq + 1;
-		memcpy(prev, h, 65);
 		note_record(v, rec);
 		json_decref(rec);
 		off += ll + 1;
@@ -264,11 +290,10 @@ int wd_trace_verify(struct wd_trace *t, const char *run_id, json_t **problems,
 		r = wd_err_set(err, r, "%s: %s", t->segdir, strerror(-r));
 		goto out;
 	}
-	char prev[65];
-	memcpy(prev, WD_ZERO_HASH, 65);
-	uint64_t next = 0;
+	struct wd_trace_chain ch;
+	wd_trace_chain_init(&ch);
 	for (size_t i = 0; i < n; i++)
-		verify_segment(&v, segs[i], prev, &next, i + 1 == n, i == 0);
+		verify_segment(&v, segs[i], &ch, i + 1 == n, i == 0);
 	if (v.start.pending) {
 		json_t *ls = json_object_get(v.starts, v.start.prev);
 		if (!ls || json_integer_value(ls) + 1 != v.start.seq)

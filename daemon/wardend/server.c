@@ -503,6 +503,21 @@ static enum MHD_Result dispatch(struct wd_server *srv,
 		if (!o)
 			return send_err(con, errno_status(-errno), err.msg);
 		return send_json(con, 200, o);
+	case WD_EP_FLEET_TRACE_VERIFY:
+		if (!srv->fleet)
+			return send_err(con, 404, NO_FLEET);
+		o = wd_fleet_trace_verify(srv->fleet, who,
+					  q->id[0] ? q->id : NULL, &err);
+		if (!o)
+			return send_err(con, errno_status(-errno), err.msg);
+		return send_json(con, 200, o);
+	case WD_EP_FLEET_TRACE_GC:
+		if (!srv->fleet)
+			return send_err(con, 404, NO_FLEET);
+		o = wd_fleet_trace_gc(srv->fleet, who, q->days, &err);
+		if (!o)
+			return send_err(con, errno_status(-errno), err.msg);
+		return send_json(con, 200, o);
 	case WD_EP_FLEET_NODES:
 		if (!srv->fleet)
 			return send_err(con, 404, NO_FLEET);
