@@ -218,3 +218,21 @@ int wd_cost_api(struct wd_rt *rt, struct wd_fleet *fleet,
 	*body = o;
 	return 200;
 }
+
+json_t *wd_approvals_api(struct wd_rt *rt, struct wd_fleet *fleet,
+			 const struct wd_caller *who, struct wd_err *err)
+{
+	json_t *o = wd_rt_approvals_list(rt, who);
+	if (!fleet)
+		return o;
+	struct wd_err fe = {0};
+	json_t *more = wd_fleet_approvals(fleet, who, &fe);
+	if (!more) {
+		wd_err_set(err, 0, "other nodes' approvals are not listed: %s",
+			   fe.msg);
+		return o;
+	}
+	json_array_extend(o, more);
+	json_decref(more);
+	return o;
+}

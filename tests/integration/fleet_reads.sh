@@ -56,6 +56,15 @@ S
 agent onf booms '[boom]'
 sed -i 's/^team: .*/team: team-one/' "$POL/agents/onf.yaml"
 printf 'placement: {zone: a}\n' >>"$POL/agents/onf.yaml"
+tool gated '["/usr/bin/cat"]' "input: stdin" "args_schema: {type: object}" \
+	"auth: {mode: on_behalf_of_user, scopes: [\"test:gated\"]}" "side_effects: none" "approval: always"
+script gate <<'S'
+{"step": 0, "tool_calls": [{"name": "gated", "arguments": {"to": "x@example.com"}}]}
+{"text": "after approval: {{result}}"}
+S
+agent gate gate '[gated]'
+sed -i 's/^team: .*/team: team-one/' "$POL/agents/gate.yaml"
+printf 'placement: {zone: a}\n' >>"$POL/agents/gate.yaml"
 agent other once '[echo]'
 sed -i 's/^team: .*/team: team-other/' "$POL/agents/other.yaml"
 printf 'placement: {zone: c}\n' >>"$POL/agents/other.yaml"
@@ -83,6 +92,8 @@ shipped() {
 		AND line LIKE '%\"type\":\"run_end\"%'")" = 5 ] 2>/dev/null
 }
 wait_until 30 shipped || { fail runs-shipped "$(psql_q "SELECT run_id, count(*) FROM warden.trace_lines GROUP BY 1" 2>&1)"; finish; }
+a_blobs() { [ "$(psql_q "SELECT count(*) FROM warden.trace_blobs WHERE run_id = '$ra'")" -gt 0 ] 2>/dev/null; }
+wait_until 10 a_blobs && pass blobs-shipped || fail blobs-shipped "node A shipped no payload blob of run $ra"
 expect_eq ran-on-a "$(psql_q "SELECT node_id FROM warden.runs WHERE id = '$ra'")" "$ida_node"
 expect_eq ran-on-b "$(psql_q "SELECT node_id FROM warden.runs WHERE id = '$rb'")" "$idb_node"
 [ -z "$("$WARDEN" trace ls --json --state "$T/C/state" | jq_py "[r['run_id'] for r in d if r['run_id'] in ('$ra', '$rb')]" | tr -d '[]')" ] &&
@@ -197,8 +208,22 @@ cost=$(as_user 1000 "$WARDEN" cost --by agent --json)
 expect_eq cost-agents "$(printf '%s' "$cost" | jq_py 'sorted(g["agent"] for g in d["groups"])')" '["hidden","ona","onb","onf"]'
 expect_eq cost-carol "$(as_user 1002 "$WARDEN" cost --by agent --json | jq_py 'sorted(g["agent"] for g in d["groups"])')" '["other"]'
 
+# approvals: a node-A run's pending approval listed on C naming its node,
+# approved there by an approver; while the database is away C says the
+# other nodes' approvals are not listed
+gid=$(as_user 1000 "$WARDEN" run --detach gate go)
+pending() { as_user 1001 "$WARDEN" approvals ls 2>&1 | grep -q "$gid"; }
+wait_until 10 pending && pass approval-listed-on-c || fail approval-listed-on-c "$(as_user 1001 "$WARDEN" approvals ls 2>&1)"
+expect_match approval-names-node "$(as_user 1001 "$WARDEN" approvals ls 2>&1 | grep -A1 "$gid")" "on node $ida_node"
+aid=$(as_user 1001 "$WARDEN" approvals ls --json | jq_py "[x['id'] for x in d if x['run_id'] == '$gid'][0]")
+check approval-approved-on-c as_user 1001 "$WARDEN" approvals approve "$aid"
+gate_done() { [ "$(psql_q "SELECT state || status FROM warden.runs WHERE id = '$gid'")" = doneok ]; }
+wait_until 10 gate_done && pass approval-run-done-on-a || fail approval-run-done-on-a "$(psql_q "SELECT state, status, node_id FROM warden.runs WHERE id = '$gid'")"
+
 # the database away: C answers its own runs and says the others' are not available
 stop_pg
+out=$(as_user 1001 "$WARDEN" approvals ls 2>&1)
+expect_match degraded-approvals-says "$out" "other nodes' approvals are not listed"
 out=$(as_user 1000 "$WARDEN" trace show "$ra" 2>&1)
 expect_eq degraded-show-exit "$?" 1
 expect_match degraded-show-says "$out" "other nodes' runs are not available"
