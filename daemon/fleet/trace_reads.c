@@ -129,6 +129,16 @@ void wd_fleet_trace_src(struct wd_fleet *f, struct wd_rt_trace_src *src)
 	    .records = lines_records, .blob = shipped_blob, .ctx = f};
 }
 
+/* A statement's rows (a json_agg: one row even when empty), the scope's
+ * parameters freed; NULL (errno EAGAIN) when it could not be read. */
+static json_t *rows_of(json_t *o, struct fl_scope *sc)
+{
+	wd_buf_free(&sc->teams);
+	if (!o && errno == ENOENT)
+		o = json_array();
+	return o;
+}
+
 /* The ISO 8601 form the node's index gives (trace/query.c) from a
  * column of microseconds, or null. */
 static void us_to_iso(json_t *row, const char *from, const char *to)
@@ -197,9 +207,7 @@ json_t *wd_fleet_trace_page(struct wd_fleet *f, const struct wd_caller *c,
 	    "r.run_id COLLATE \"C\" > $13)) ORDER BY " STARTED_US
 	    ", r.run_id COLLATE \"C\" LIMIT $15::integer) x",
 	    15, pv, err);
-	wd_buf_free(&sc.teams);
-	if (!o && errno == ENOENT)
-		o = json_array();
+	o = rows_of(o, &sc);
 	size_t i;
 	json_t *row;
 	json_array_foreach(o, i, row)
@@ -229,9 +237,7 @@ json_t *wd_fleet_cost_runs(struct wd_fleet *f, const struct wd_caller *c,
 	    "($1::boolean OR r.uid = $2::bigint OR r.team = "
 	    "ANY($3::text[]))) x",
 	    5, pv, err);
-	wd_buf_free(&sc.teams);
-	if (!o && errno == ENOENT)
-		o = json_array();
+	o = rows_of(o, &sc);
 	return o;
 }
 
@@ -275,9 +281,7 @@ json_t *wd_fleet_trace_records(struct wd_fleet *f, const struct wd_caller *c,
 	    "\"C\" > $13 OR (t.node_id = $13 AND t.seq > $14::bigint)) ORDER "
 	    "BY t.node_id COLLATE \"C\", t.seq LIMIT $15::integer) x",
 	    15, pv, err);
-	wd_buf_free(&sc.teams);
-	if (!o && errno == ENOENT)
-		o = json_array();
+	o = rows_of(o, &sc);
 	size_t i;
 	json_t *row;
 	json_array_foreach(o, i, row) us_to_iso(row, "ts_us", "ts");

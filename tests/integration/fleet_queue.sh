@@ -32,14 +32,7 @@ agent mars slow '[echo]'
 agent secret quick '[echo]'
 sed -i 's/payloads: full/payloads: hash_only/' "$POL/agents/secret.yaml"
 grep -q 'payloads: hash_only' "$POL/agents/secret.yaml" || fail hash-only-agent "no hash_only agent written"
-tool gated '["/usr/bin/cat"]' "input: stdin" "args_schema: {type: object}" \
-	"auth: {mode: on_behalf_of_user, scopes: [\"test:gated\"]}" "side_effects: none" "approval: always"
-script gate <<'S'
-{"step": 0, "tool_calls": [{"name": "gated", "arguments": {"to": "x@example.com"}}]}
-{"text": "after approval: {{result}}"}
-S
-agent gate gate '[gated]'
-printf 'placement: {zone: "a"}\n' >>"$POL/agents/gate.yaml"
+gate_agent
 printf 'placement: {zone: mars}\n' >>"$POL/agents/mars.yaml"
 write_gateway
 

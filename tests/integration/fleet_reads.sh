@@ -18,23 +18,7 @@ expect_no_match() { if printf '%s' "$2" | grep -Eq -- "$3"; then fail "$1" "'$(p
 [ -x "$PGBIN/postgres" ] || { skip fleet-reads "no PostgreSQL at $PGBIN (scripts/deps.sh installs postgresql)"; finish; }
 
 base_policy
-cat >"$POL/users.yaml" <<'Y'
-users:
-  root:  {uid: 0, groups: [admin]}
-  alice: {uid: 1000, groups: [eng]}
-  bob:   {uid: 1001, groups: [eng, team-one]}
-  carol: {uid: 1002, groups: [eng, team-other]}
-  dave:  {uid: 1003, groups: [auditors]}
-groups:
-  admin: {scopes: ["*"]}
-  eng: {scopes: ["test:*"]}
-  team-one: {scopes: []}
-  team-other: {scopes: []}
-  auditors: {scopes: []}
-approvers:
-  users: [bob]
-  groups: []
-Y
+team_users
 script once <<'S'
 {"step": 0, "tool_calls": [{"name": "echo", "arguments": {"n": "{{task}}"}}]}
 {"text": "final: {{result.stdout}}"}
@@ -56,15 +40,8 @@ S
 agent onf booms '[boom]'
 sed -i 's/^team: .*/team: team-one/' "$POL/agents/onf.yaml"
 printf 'placement: {zone: a}\n' >>"$POL/agents/onf.yaml"
-tool gated '["/usr/bin/cat"]' "input: stdin" "args_schema: {type: object}" \
-	"auth: {mode: on_behalf_of_user, scopes: [\"test:gated\"]}" "side_effects: none" "approval: always"
-script gate <<'S'
-{"step": 0, "tool_calls": [{"name": "gated", "arguments": {"to": "x@example.com"}}]}
-{"text": "after approval: {{result}}"}
-S
-agent gate gate '[gated]'
+gate_agent
 sed -i 's/^team: .*/team: team-one/' "$POL/agents/gate.yaml"
-printf 'placement: {zone: a}\n' >>"$POL/agents/gate.yaml"
 agent other once '[echo]'
 sed -i 's/^team: .*/team: team-other/' "$POL/agents/other.yaml"
 printf 'placement: {zone: c}\n' >>"$POL/agents/other.yaml"
