@@ -71,7 +71,9 @@ void wd_cli_print_step(const struct json_t *r);
 #define WD_VERSION	  "0.1.0"
 #define WD_DEFAULT_SOCKET "/run/warden/wardend.sock"
 
-/* warden fleet verify|gc (fleet_trace.c): argv as verb_fleet got it. */
-int wd_cli_fleet_trace(int argc, char **argv);
+/* warden fleet verify [RUN] | gc [--metadata-days N] (fleet_trace.c),
+ * after verb_fleet parsed the options: sub is "verify" or "gc". */
+int wd_cli_fleet_trace(const char *sock, const char *sub, const char *run,
+		       const char *days, bool json);
 
 #endif

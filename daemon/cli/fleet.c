@@ -177,28 +177,14 @@ static int verb_fleet(int argc, char **argv)
 	    {"limit", required_argument, 0, 'l'},
 	    {"by", required_argument, 0, 'b'},
 	    {"since", required_argument, 0, 'S'},
+	    {"metadata-days", required_argument, 0, 'm'},
 	    {"socket", required_argument, 0, 's'},
 	    {"help", no_argument, 0, 'h'},
 	    {0, 0, 0, 0},
 	};
-	/* the shipped trace's maintenance has options of its own */
-	for (int i = 1; i < argc; i++) {
-		if (argv[i][0] == '-') {
-			/* an option's value, when not given with '=' */
-			static const char *const valued[] = {
-			    "--socket", "--state", "--limit", "--by",
-			    "--since", "--metadata-days"};
-			for (size_t k = 0; k < WD_ARRAY_SIZE(valued); k++)
-				i += !strcmp(argv[i], valued[k]);
-			continue;
-		}
-		if (!strcmp(argv[i], "verify") || !strcmp(argv[i], "gc"))
-			return wd_cli_fleet_trace(argc, argv);
-		break;
-	}
 	bool json = false;
 	const char *sock = NULL, *state = NULL, *limit = NULL, *by = NULL,
-		   *since = NULL;
+		   *since = NULL, *days = NULL;
 	int c;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
@@ -217,6 +203,9 @@ static int verb_fleet(int argc, char **argv)
 			break;
 		case 'S':
 			since = optarg;
+			break;
+		case 'm':
+			days = optarg;
 			break;
 		case 's':
 			sock = optarg;
@@ -237,6 +226,17 @@ static int verb_fleet(int argc, char **argv)
 	bool trace = !strcmp(sub, "trace") && (npos == 1 || npos == 2);
 	bool trace_run = trace && npos == 2;
 	bool cost = !strcmp(sub, "cost") && npos == 1;
+	/* the shipped trace's maintenance (fleet_trace.c) */
+	if (((!strcmp(sub, "verify") && npos <= 2) ||
+	     (!strcmp(sub, "gc") && npos == 1)) &&
+	    !state && !limit && !by && !since)
+		return wd_cli_fleet_trace(wd_cli_socket(sock), sub,
+					  npos == 2 ? argv[optind + 1] : NULL,
+					  days, json);
+	if (days) {
+		usage(stderr);
+		return WD_EXIT_USAGE;
+	}
 	if ((!nodes && !runs && !run && !trace && !cost) ||
 	    ((by || since) && !cost) || (state && !runs) ||
 	    (limit && !runs && !(trace && !trace_run))) {

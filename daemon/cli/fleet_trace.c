@@ -2,7 +2,6 @@
  * chain checked and its retention applied, by wardend on the fleet's
  * database (fleet/trace_verify.c, fleet/trace_gc.c). verify: root and the
  * auditors group, exit 1 when a chain is broken; gc: root. */
-#include <getopt.h>
 #include <string.h>
 
 #include "api/client.h"
@@ -80,46 +79,13 @@ static void print_gc(const json_t *o)
 	       json_integer_value(json_object_get(o, "blob_bytes_deleted")));
 }
 
-int wd_cli_fleet_trace(int argc, char **argv)
+int wd_cli_fleet_trace(const char *sock, const char *sub, const char *run,
+		       const char *days, bool json)
 {
-	static const struct option opts[] = {
-	    {"json", no_argument, 0, 'j'},
-	    {"metadata-days", required_argument, 0, 'm'},
-	    {"socket", required_argument, 0, 's'},
-	    {"help", no_argument, 0, 'h'},
-	    {0, 0, 0, 0},
-	};
-	bool json = false;
-	const char *sock = NULL, *days = NULL;
-	int c;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
-		switch (c) {
-		case 'j':
-			json = true;
-			break;
-		case 'm':
-			days = optarg;
-			break;
-		case 's':
-			sock = optarg;
-			break;
-		case 'h':
-			usage(stdout);
-			return WD_EXIT_OK;
-		default:
-			usage(stderr);
-			return WD_EXIT_USAGE;
-		}
-	}
-	int npos = argc - optind;
-	const char *sub = npos ? argv[optind] : "";
-	bool verify = !strcmp(sub, "verify") && npos <= 2;
-	bool gc = !strcmp(sub, "gc") && npos == 1;
-	const char *run = verify && npos == 2 ? argv[optind + 1] : NULL;
+	bool verify = !strcmp(sub, "verify");
 	char *end = NULL;
 	long d = days ? strtol(days, &end, 10) : 0;
-	if ((!verify && !gc) || (days && !gc) ||
+	if ((days && verify) ||
 	    (days && (!*days || *end || d < 1 || d > 36500))) {
 		usage(stderr);
 		return WD_EXIT_USAGE;
@@ -131,7 +97,6 @@ int wd_cli_fleet_trace(int argc, char **argv)
 		fprintf(stderr, "warden fleet: bad run id\n");
 		return WD_EXIT_USAGE;
 	}
-	sock = wd_cli_socket(sock);
 	long st = 0;
 	json_t *resp;
 	if (verify) {
@@ -142,8 +107,9 @@ int wd_cli_fleet_trace(int argc, char **argv)
 				  200, &st);
 		wd_buf_free(&path);
 	} else {
-		json_t *body = days ? json_pack("{s:i}", "metadata_days", (int)d)
-				    : json_object();
+		json_t *body = days
+				   ? json_pack("{s:i}", "metadata_days", (int)d)
+				   : json_object();
 		resp = wd_cli_api("fleet gc", sock, "POST",
 				  "/v1/fleet/trace/gc", body, 200, &st);
 		json_decref(body);

@@ -432,14 +432,18 @@ void wd_fleet_metrics(struct wd_fleet *f, struct wd_buf *b)
 	    "written to the database yet.\n"
 	    "# TYPE warden_fleet_run_ends_pending gauge\n"
 	    "warden_fleet_run_ends_pending %zu\n"
-	    "# HELP warden_fleet_trace_shipped_total Trace index rows this "
-	    "process shipped to the database.\n"
+	    "# HELP warden_fleet_trace_shipped_total Trace records (lines "
+	    "and index rows) this process shipped to the database.\n"
 	    "# TYPE warden_fleet_trace_shipped_total counter\n"
 	    "warden_fleet_trace_shipped_total %llu\n"
 	    "# HELP warden_fleet_trace_shipped_seq The last seq of this "
 	    "node's trace in the database (-1: not known yet).\n"
 	    "# TYPE warden_fleet_trace_shipped_seq gauge\n"
-	    "warden_fleet_trace_shipped_seq %lld\n",
+	    "warden_fleet_trace_shipped_seq %lld\n"
+	    "# HELP warden_fleet_trace_blobs_shipped_total Payload blob rows "
+	    "this process wrote to the database.\n"
+	    "# TYPE warden_fleet_trace_blobs_shipped_total counter\n"
+	    "warden_fleet_trace_blobs_shipped_total %llu\n",
 	    f->up ? 1 : 0, f->capacity, json_object_size(f->held),
 	    (long long)f->queue_depth, (unsigned long long)f->m_submitted,
 	    (unsigned long long)f->m_claimed,
@@ -447,6 +451,7 @@ void wd_fleet_metrics(struct wd_fleet *f, struct wd_buf *b)
 	    (unsigned long long)f->m_interrupted,
 	    (unsigned long long)f->m_requeued,
 	    (unsigned long long)f->m_db_errors, json_array_size(f->ended),
-	    (unsigned long long)f->m_shipped, (long long)f->shipped_seq);
+	    (unsigned long long)f->m_shipped, (long long)f->shipped_seq,
+	    (unsigned long long)f->m_blobs_shipped);
 	pthread_mutex_unlock(&f->mu);
 }

@@ -95,22 +95,18 @@ static const char *const v1[] = {
     " END $$",
 };
 
+/* a shipped index row's columns after its key (v2, v6) */
+#define RECORD_COLS                                                            \
+	" run_id text, step integer, type text NOT NULL, tool text, call_id "  \
+	"text, status text, prompt_hash text, result_hash text, ts "           \
+	"timestamptz,"
+
 /* The trace index, shipped (ship.c): each node's index rows by (node,
  * seq), the runs they belong to, and each node's cursor. */
 static const char *const v2[] = {
     "CREATE TABLE warden.trace_records ("
     " node_id text NOT NULL,"
-    " seq bigint NOT NULL,"
-    " run_id text,"
-    " step integer,"
-    " type text NOT NULL,"
-    " tool text,"
-    " call_id text,"
-    " status text,"
-    " prompt_hash text,"
-    " result_hash text,"
-    " ts timestamptz,"
-    " PRIMARY KEY (node_id, seq))",
+    " seq bigint NOT NULL," RECORD_COLS " PRIMARY KEY (node_id, seq))",
     "CREATE INDEX trace_records_run ON warden.trace_records (run_id, seq)",
     "CREATE TABLE warden.trace_runs ("
     " run_id text PRIMARY KEY,"
@@ -287,17 +283,8 @@ static const char *const v6[] = {
     "CREATE TABLE warden.trace_records ("
     " node_id text NOT NULL,"
     " seq bigint NOT NULL,"
-    " day date NOT NULL,"
-    " run_id text,"
-    " step integer,"
-    " type text NOT NULL,"
-    " tool text,"
-    " call_id text,"
-    " status text,"
-    " prompt_hash text,"
-    " result_hash text,"
-    " ts timestamptz,"
-    " PRIMARY KEY (node_id, seq, day)) PARTITION BY RANGE (day)",
+    " day date NOT NULL," RECORD_COLS " PRIMARY KEY (node_id, seq, day))"
+    " PARTITION BY RANGE (day)",
     "CREATE INDEX trace_records_run ON warden.trace_records (run_id, seq)",
     "SELECT warden.trace_partitions(d) FROM (SELECT DISTINCT"
     " (coalesce(ts, now()) AT TIME ZONE 'UTC')::date AS d"

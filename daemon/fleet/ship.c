@@ -106,7 +106,8 @@ static json_t *run_row(struct wd_trace *t, const char *id)
 			json_t *tr = json_object_get(r, "trace");
 			json_t *pl = json_object_get(tr, "payloads");
 			json_object_set(row, "payloads",
-					pl ? pl : json_object_get(r, "payloads"));
+					pl ? pl
+					   : json_object_get(r, "payloads"));
 			json_object_set(row, "retention_days",
 					json_object_get(tr, "retention_days"));
 		} else if (!strcmp(type, "flag")) {
@@ -253,18 +254,18 @@ static size_t batch_blobs(struct wd_trace *t, json_t *lines, json_t *have,
 		{
 			const char *rs = json_string_value(ref);
 			json_t *prev = json_object_get(blobs, rs);
-			json_t *b = json_pack("{s:s, s:O, s:O}", "ref", rs,
-					      "run_id",
-					      json_object_get(l, "run_id"),
-					      "day", json_object_get(l, "day"));
+			json_t *b =
+			    json_pack("{s:s, s:O, s:O}", "ref", rs, "run_id",
+				      json_object_get(l, "run_id"), "day",
+				      json_object_get(l, "day"));
 			if (prev && json_object_get(prev, "body"))
 				json_object_set(b, "body",
 						json_object_get(prev, "body"));
 			else if (!prev && !json_object_get(have, rs)) {
 				char *data = NULL;
 				size_t len = 0;
-				int r = wd_trace_blob_stored(t, rs, &data,
-							     &len);
+				int r =
+				    wd_trace_blob_stored(t, rs, &data, &len);
 				if (r == -ENOENT) {
 					json_decref(b);
 					continue; /* dropped by the node's gc */
@@ -313,106 +314,121 @@ static int exec_tuples(PGconn *c, const char *sql, int n, const char **pv,
 
 /* The batch's statements, in its transaction (text: JSON arrays). */
 struct ship_text {
-	char *days, *lines, *rows, *runs, *blobs, *last;
+	char *days, *lines, *rows, *runs, *last;
+	char *blobs, *known; /* with a body; the database has the body */
 };
 
 static int ship_write(struct wd_fleet *f, PGconn *c, const struct ship_text *x,
-		      bool runs, bool blobs, struct wd_err *err)
+		      bool runs, size_t blobs, size_t known, struct wd_err *err)
 {
 	const char *pd[1] = {x->days};
 	int rc = exec_tuples(c,
 			     "SELECT warden.trace_partitions(d::date) FROM "
 			     "jsonb_array_elements_text($1::jsonb) d",
 			     1, pd, "ship: partitions", err);
-	const char *pl[2] = {f->node_id, x->lines};
-	if (!rc)
-		rc = exec_params(
+	/* each: $1 the node, $2 a JSON array */
+	const struct {
+		bool on;
+		const char *arg, *what, *sql;
+	} st[] = {
+	    {true, x->lines, "ship: lines",
+	     "INSERT INTO warden.trace_lines (node_id, seq, day, "
+	     "run_id, line) SELECT $1, x.seq, x.day::date, x.run_id, "
+	     "x.line FROM jsonb_to_recordset($2::jsonb) AS x(seq "
+	     "bigint, day text, run_id text, line text) ON CONFLICT "
+	     "DO NOTHING"},
+	    {true, x->rows, "ship: records",
+	     "INSERT INTO warden.trace_records (node_id, seq, day, "
+	     "run_id, step, type, tool, call_id, status, prompt_hash, "
+	     "result_hash, ts) SELECT $1, x.seq, x.day::date, x.run_id, "
+	     "x.step, x.type, x.tool, x.call_id, x.status, "
+	     "x.prompt_hash, x.result_hash, x.ts::timestamptz FROM "
+	     "jsonb_to_recordset($2::jsonb) AS x(seq bigint, day text, "
+	     "run_id text, step integer, type text, tool text, call_id "
+	     "text, status text, prompt_hash text, result_hash text, ts "
+	     "text) ON CONFLICT DO NOTHING"},
+	    {blobs > 0, x->blobs, "ship: blobs",
+	     "INSERT INTO warden.trace_blobs (ref, body, node_id, "
+	     "run_id, day) SELECT x.ref, decode(x.body, 'hex'), $1, "
+	     "x.run_id, x.day::date FROM jsonb_to_recordset($2::jsonb) "
+	     "AS x(ref text, body text, run_id text, day text) ON "
+	     "CONFLICT (ref) DO UPDATE SET node_id = EXCLUDED.node_id, "
+	     "run_id = EXCLUDED.run_id, day = EXCLUDED.day WHERE "
+	     "EXCLUDED.day >= trace_blobs.day"},
+	    {runs, x->runs, "ship: runs",
+	     "INSERT INTO warden.trace_runs (run_id, node_id, agent, "
+	     "team, user_name, uid, model, status, started, ended, "
+	     "cost_usd, input_tokens, output_tokens, steps, payloads, "
+	     "retention_days, flagged) SELECT "
+	     "x.run_id, $1, x.agent, x.team, x.user_name, x.uid, "
+	     "x.model, x.status, x.started::timestamptz, "
+	     "x.ended::timestamptz, x.cost_usd, x.input_tokens, "
+	     "x.output_tokens, x.steps, x.payloads, x.retention_days, "
+	     "coalesce(x.flagged, false) FROM "
+	     "jsonb_to_recordset($2::jsonb) "
+	     "AS x(run_id text, agent text, team text, user_name text, "
+	     "uid bigint, model text, status text, started text, ended "
+	     "text, cost_usd double precision, input_tokens bigint, "
+	     "output_tokens bigint, steps integer, payloads text, "
+	     "retention_days integer, flagged boolean) "
+	     "ON CONFLICT (run_id) DO UPDATE SET "
+	     "agent = coalesce(EXCLUDED.agent, trace_runs.agent), "
+	     "team = coalesce(EXCLUDED.team, trace_runs.team), "
+	     "user_name = coalesce(EXCLUDED.user_name, "
+	     "trace_runs.user_name), "
+	     "uid = coalesce(EXCLUDED.uid, trace_runs.uid), "
+	     "model = coalesce(EXCLUDED.model, trace_runs.model), "
+	     "status = coalesce(EXCLUDED.status, trace_runs.status), "
+	     "started = coalesce(EXCLUDED.started, trace_runs.started), "
+	     "ended = coalesce(EXCLUDED.ended, trace_runs.ended), "
+	     "cost_usd = coalesce(EXCLUDED.cost_usd, "
+	     "trace_runs.cost_usd), "
+	     "input_tokens = coalesce(EXCLUDED.input_tokens, "
+	     "trace_runs.input_tokens), "
+	     "output_tokens = coalesce(EXCLUDED.output_tokens, "
+	     "trace_runs.output_tokens), "
+	     "steps = coalesce(EXCLUDED.steps, trace_runs.steps), "
+	     "payloads = coalesce(EXCLUDED.payloads, "
+	     "trace_runs.payloads), "
+	     "retention_days = coalesce(EXCLUDED.retention_days, "
+	     "trace_runs.retention_days), "
+	     "flagged = EXCLUDED.flagged OR trace_runs.flagged"},
+	    {true, x->last, "ship: cursor",
+	     "INSERT INTO warden.trace_ship (node_id, seq, shipped_at) "
+	     "VALUES ($1, $2::bigint, now()) ON CONFLICT (node_id) DO "
+	     "UPDATE SET seq = greatest(trace_ship.seq, EXCLUDED.seq), "
+	     "shipped_at = now()"},
+	};
+	for (size_t i = 0; !rc && i < WD_ARRAY_SIZE(st); i++) {
+		const char *pv[2] = {f->node_id, st[i].arg};
+		if (st[i].on)
+			rc = exec_params(c, st[i].sql, 2, pv, st[i].what, err);
+	}
+	/* bodies the database had: the row names the latest run instead;
+	 * one gc deleted since it was looked up is sent again (the batch is
+	 * rolled back and read anew) */
+	const char *pm[2] = {f->node_id, x->known};
+	if (!rc && known) {
+		PGresult *r = PQexecParams(
 		    c,
-		    "INSERT INTO warden.trace_lines (node_id, seq, day, "
-		    "run_id, line) SELECT $1, x.seq, x.day::date, x.run_id, "
-		    "x.line FROM jsonb_to_recordset($2::jsonb) AS x(seq "
-		    "bigint, day text, run_id text, line text) ON CONFLICT "
-		    "DO NOTHING",
-		    2, pl, "ship: lines", err);
-	const char *p2[2] = {f->node_id, x->rows};
-	if (!rc)
-		rc = exec_params(
-		    c,
-		    "INSERT INTO warden.trace_records (node_id, seq, day, "
-		    "run_id, step, type, tool, call_id, status, prompt_hash, "
-		    "result_hash, ts) SELECT $1, x.seq, x.day::date, x.run_id, "
-		    "x.step, x.type, x.tool, x.call_id, x.status, "
-		    "x.prompt_hash, x.result_hash, x.ts::timestamptz FROM "
-		    "jsonb_to_recordset($2::jsonb) AS x(seq bigint, day text, "
-		    "run_id text, step integer, type text, tool text, call_id "
-		    "text, status text, prompt_hash text, result_hash text, ts "
-		    "text) ON CONFLICT DO NOTHING",
-		    2, p2, "ship: records", err);
-	const char *pb[2] = {f->node_id, x->blobs};
-	/* a body the database had (not sent) but gc deleted meanwhile fails
-	 * NOT NULL: the batch is rolled back and read again */
-	if (!rc && blobs)
-		rc = exec_params(
-		    c,
-		    "INSERT INTO warden.trace_blobs (ref, body, node_id, "
-		    "run_id, day) SELECT x.ref, decode(x.body, 'hex'), $1, "
-		    "x.run_id, x.day::date FROM jsonb_to_recordset($2::jsonb) "
-		    "AS x(ref text, body text, run_id text, day text) ON "
-		    "CONFLICT (ref) DO UPDATE SET node_id = EXCLUDED.node_id, "
-		    "run_id = EXCLUDED.run_id, day = EXCLUDED.day WHERE "
-		    "EXCLUDED.day >= trace_blobs.day",
-		    2, pb, "ship: blobs", err);
-	const char *p3[2] = {f->node_id, x->runs};
-	if (!rc && runs)
-		rc = exec_params(
-		    c,
-		    "INSERT INTO warden.trace_runs (run_id, node_id, agent, "
-		    "team, user_name, uid, model, status, started, ended, "
-		    "cost_usd, input_tokens, output_tokens, steps, payloads, "
-		    "retention_days, flagged) SELECT "
-		    "x.run_id, $1, x.agent, x.team, x.user_name, x.uid, "
-		    "x.model, x.status, x.started::timestamptz, "
-		    "x.ended::timestamptz, x.cost_usd, x.input_tokens, "
-		    "x.output_tokens, x.steps, x.payloads, x.retention_days, "
-		    "coalesce(x.flagged, false) FROM "
-		    "jsonb_to_recordset($2::jsonb) "
-		    "AS x(run_id text, agent text, team text, user_name text, "
-		    "uid bigint, model text, status text, started text, ended "
-		    "text, cost_usd double precision, input_tokens bigint, "
-		    "output_tokens bigint, steps integer, payloads text, "
-		    "retention_days integer, flagged boolean) "
-		    "ON CONFLICT (run_id) DO UPDATE SET "
-		    "agent = coalesce(EXCLUDED.agent, trace_runs.agent), "
-		    "team = coalesce(EXCLUDED.team, trace_runs.team), "
-		    "user_name = coalesce(EXCLUDED.user_name, "
-		    "trace_runs.user_name), "
-		    "uid = coalesce(EXCLUDED.uid, trace_runs.uid), "
-		    "model = coalesce(EXCLUDED.model, trace_runs.model), "
-		    "status = coalesce(EXCLUDED.status, trace_runs.status), "
-		    "started = coalesce(EXCLUDED.started, trace_runs.started), "
-		    "ended = coalesce(EXCLUDED.ended, trace_runs.ended), "
-		    "cost_usd = coalesce(EXCLUDED.cost_usd, "
-		    "trace_runs.cost_usd), "
-		    "input_tokens = coalesce(EXCLUDED.input_tokens, "
-		    "trace_runs.input_tokens), "
-		    "output_tokens = coalesce(EXCLUDED.output_tokens, "
-		    "trace_runs.output_tokens), "
-		    "steps = coalesce(EXCLUDED.steps, trace_runs.steps), "
-		    "payloads = coalesce(EXCLUDED.payloads, "
-		    "trace_runs.payloads), "
-		    "retention_days = coalesce(EXCLUDED.retention_days, "
-		    "trace_runs.retention_days), "
-		    "flagged = EXCLUDED.flagged OR trace_runs.flagged",
-		    2, p3, "ship: runs", err);
-	const char *p4[2] = {f->node_id, x->last};
-	if (!rc)
-		rc = exec_params(
-		    c,
-		    "INSERT INTO warden.trace_ship (node_id, seq, shipped_at) "
-		    "VALUES ($1, $2::bigint, now()) ON CONFLICT (node_id) DO "
-		    "UPDATE SET seq = greatest(trace_ship.seq, EXCLUDED.seq), "
-		    "shipped_at = now()",
-		    2, p4, "ship: cursor", err);
+		    "UPDATE warden.trace_blobs b SET node_id = CASE WHEN "
+		    "x.day::date >= b.day THEN $1 ELSE b.node_id END, run_id = "
+		    "CASE WHEN x.day::date >= b.day THEN x.run_id ELSE "
+		    "b.run_id END, day = greatest(b.day, x.day::date) FROM "
+		    "jsonb_to_recordset($2::jsonb) AS x(ref text, run_id text, "
+		    "day text) WHERE b.ref = x.ref",
+		    2, NULL, pm, NULL, NULL, 0);
+		if (PQresultStatus(r) != PGRES_COMMAND_OK)
+			rc = fl_pg_err(r, c, "ship: blobs known", err);
+		else {
+			if (strtoul(PQcmdTuples(r), NULL, 10) != known)
+				rc =
+				    wd_err_set(err, -EAGAIN,
+					       "ship: a blob was deleted by gc "
+					       "meanwhile; sending it again");
+			PQclear(r);
+		}
+	}
 	return rc;
 }
 
@@ -443,13 +459,21 @@ static int ship_batch(struct wd_fleet *f, PGconn *c, size_t *n,
 	/* both are the index's prefix after `from`: the same seqs */
 	size_t m = json_array_size(lines);
 	if (m != json_array_size(rows) ||
-	    json_integer_value(json_object_get(json_array_get(lines, m - 1),
-					       "seq")) !=
+	    json_integer_value(
+		json_object_get(json_array_get(lines, m - 1), "seq")) !=
 		json_integer_value(
 		    json_object_get(json_array_get(rows, m - 1), "seq"))) {
 		rc = wd_err_set(err, -EAGAIN,
 				"ship: the index changed under the batch");
 		goto out;
+	}
+	size_t i;
+	json_t *l;
+	json_array_foreach(lines, i, l)
+	{
+		char day[16];
+		utc_day(json_integer_value(json_object_get(l, "ts_us")), day);
+		json_object_set_new(l, "day", json_string(day));
 	}
 	rc = begin(c, err);
 	if (!rc)
@@ -460,10 +484,10 @@ static int ship_batch(struct wd_fleet *f, PGconn *c, size_t *n,
 		goto rollback;
 	json_t *lv = json_array(), *rv = json_array();
 	int64_t last = from;
-	for (size_t i = 0; i < m; i++) {
-		json_t *l = json_array_get(lines, i), *r = json_array_get(rows, i);
-		char day[16];
-		utc_day(json_integer_value(json_object_get(l, "ts_us")), day);
+	for (i = 0; i < m; i++) {
+		l = json_array_get(lines, i);
+		json_t *r = json_array_get(rows, i);
+		const char *day = str(l, "day");
 		json_object_set_new(days, day, json_true());
 		last = json_integer_value(json_object_get(l, "seq"));
 		json_array_append_new(
@@ -483,23 +507,27 @@ static int ship_batch(struct wd_fleet *f, PGconn *c, size_t *n,
 		if (row)
 			json_array_append_new(runs, row);
 	}
-	json_t *dv = json_array(), *bv = json_array();
+	json_t *dv = json_array(), *bv = json_array(), *kv = json_array();
 	const char *k;
 	json_t *v;
-	json_object_foreach(days, k, v) json_array_append_new(dv, json_string(k));
-	json_object_foreach(blobs, k, v) json_array_append(bv, v);
+	json_object_foreach(days, k, v)
+	    json_array_append_new(dv, json_string(k));
+	json_object_foreach(blobs, k, v)
+	    json_array_append(json_object_get(v, "body") ? bv : kv, v);
 	x.days = json_dumps(dv, JSON_COMPACT);
 	x.lines = json_dumps(lv, JSON_COMPACT);
 	x.rows = json_dumps(rv, JSON_COMPACT);
 	x.runs = json_dumps(runs, JSON_COMPACT);
 	x.blobs = json_dumps(bv, JSON_COMPACT);
+	x.known = json_dumps(kv, JSON_COMPACT);
 	x.last = wd_asprintf("%lld", (long long)last);
-	size_t nb = json_array_size(bv);
+	size_t nb = json_array_size(bv), nk = json_array_size(kv);
+	json_decref(kv);
 	json_decref(dv);
 	json_decref(lv);
 	json_decref(rv);
 	json_decref(bv);
-	rc = ship_write(f, c, &x, json_array_size(runs), nb, err);
+	rc = ship_write(f, c, &x, json_array_size(runs), nb, nk, err);
 	if (!rc) {
 		PGresult *e = PQexec(c, "COMMIT");
 		rc = PQresultStatus(e) == PGRES_COMMAND_OK
@@ -523,6 +551,7 @@ out:
 	free(x.rows);
 	free(x.runs);
 	free(x.blobs);
+	free(x.known);
 	free(x.last);
 	json_decref(rows);
 	json_decref(lines);

@@ -46,10 +46,27 @@ static int run(PGconn *c, const char *sql, int n, const char **pv,
 	return 0;
 }
 
+/* A statement answering one row of counts: column i into o[keys[i]]. */
+static int counts(PGconn *c, const char *sql, int n, const char **pv,
+		  const char *const *keys, int nk, json_t *o,
+		  struct wd_err *err)
+{
+	PGresult *r;
+	int rc = run(c, sql, n, pv, &r, err);
+	if (rc)
+		return rc;
+	for (int i = 0; i < nk; i++)
+		json_object_set_new(
+		    o, keys[i],
+		    json_integer(strtoll(PQgetvalue(r, 0, i), NULL, 10)));
+	PQclear(r);
+	return 0;
+}
+
 /* Drop one day: the last dropped line of each node is remembered first,
  * in the same transaction. *lines: the lines it held. */
-static int drop_day(PGconn *c, const char *day, json_t *dropped,
-		    int64_t *lines, struct wd_err *err)
+static int drop_day(PGconn *c, const char *day, json_t *dropped, int64_t *lines,
+		    struct wd_err *err)
 {
 	char ln[64], rn[64];
 	snprintf(ln, sizeof(ln), "trace_lines_%s", day);
@@ -113,8 +130,8 @@ static int drop_day(PGconn *c, const char *day, json_t *dropped,
 		rc = run(c, d, 0, NULL, NULL, err);
 		free(d);
 		if (!rc)
-			json_array_append_new(dropped,
-					      json_sprintf("warden.%s", names[i]));
+			json_array_append_new(
+			    dropped, json_sprintf("warden.%s", names[i]));
 	}
 	if (!rc)
 		rc = run(c, "COMMIT", 0, NULL, NULL, err);
@@ -148,7 +165,8 @@ static int gc(PGconn *c, unsigned metadata_days, json_t *o, struct wd_err *err)
 	/* the days whose partitions are past retention, oldest first */
 	int rc = run(
 	    c,
-	    "SELECT DISTINCT right(k.relname, 8) FROM pg_inherits i JOIN pg_class k ON k.oid "
+	    "SELECT DISTINCT right(k.relname, 8) FROM pg_inherits i JOIN "
+	    "pg_class k ON k.oid "
 	    "= i.inhrelid JOIN pg_class p ON p.oid = i.inhparent JOIN "
 	    "pg_namespace n ON n.oid = p.relnamespace WHERE n.nspname = "
 	    "'warden' AND p.relname IN ('trace_lines', 'trace_records') AND "
@@ -173,36 +191,27 @@ static int gc(PGconn *c, unsigned metadata_days, json_t *o, struct wd_err *err)
 		return rc;
 	/* payloads first: the runs that decide them are still there */
 	const char *pb[2] = {md, pd};
-	rc = run(c,
-		 "WITH d AS (DELETE FROM warden.trace_blobs b WHERE b.day < "
-		 "(now() AT TIME ZONE 'UTC')::date - $1::integer OR EXISTS "
-		 "(SELECT 1 FROM warden.trace_runs x WHERE x.run_id = "
-		 "b.run_id AND x.node_id = b.node_id AND x.ended IS NOT NULL "
-		 "AND x.status IN ('ok', 'completed', 'success') AND NOT "
-		 "x.flagged AND x.ended + coalesce(x.retention_days, "
-		 "$2::integer) * interval '1 day' < now()) RETURNING "
-		 "octet_length(b.body) AS n) SELECT count(*), "
-		 "coalesce(sum(n), 0) FROM d",
-		 2, pb, &r, err);
-	if (rc)
-		return rc;
-	json_object_set_new(o, "blobs_deleted",
-			    json_integer(strtoll(PQgetvalue(r, 0, 0), NULL, 10)));
-	json_object_set_new(o, "blob_bytes_deleted",
-			    json_integer(strtoll(PQgetvalue(r, 0, 1), NULL, 10)));
-	PQclear(r);
-	rc = run(c,
-		 "WITH d AS (DELETE FROM warden.trace_runs WHERE "
-		 "coalesce(ended, started) < ((now() AT TIME ZONE 'UTC')::date "
-		 "- $1::integer)::timestamp AT TIME ZONE 'UTC' RETURNING 1) "
-		 "SELECT count(*) FROM d",
-		 1, pv, &r, err);
-	if (rc)
-		return rc;
-	json_object_set_new(o, "runs_removed",
-			    json_integer(strtoll(PQgetvalue(r, 0, 0), NULL, 10)));
-	PQclear(r);
-	return 0;
+	const char *const bk[2] = {"blobs_deleted", "blob_bytes_deleted"};
+	rc = counts(c,
+		    "WITH d AS (DELETE FROM warden.trace_blobs b WHERE b.day < "
+		    "(now() AT TIME ZONE 'UTC')::date - $1::integer OR EXISTS "
+		    "(SELECT 1 FROM warden.trace_runs x WHERE x.run_id = "
+		    "b.run_id AND x.node_id = b.node_id AND x.ended IS NOT "
+		    "NULL AND x.status IN ('ok', 'completed', 'success') AND "
+		    "NOT x.flagged AND x.ended + coalesce(x.retention_days, "
+		    "$2::integer) * interval '1 day' < now()) RETURNING "
+		    "octet_length(b.body) AS n) SELECT count(*), "
+		    "coalesce(sum(n), 0) FROM d",
+		    2, pb, bk, 2, o, err);
+	const char *const rk[1] = {"runs_removed"};
+	if (!rc)
+		rc = counts(c,
+			    "WITH d AS (DELETE FROM warden.trace_runs WHERE "
+			    "coalesce(ended, started) < ((now() AT TIME ZONE "
+			    "'UTC')::date - $1::integer)::timestamp AT TIME "
+			    "ZONE 'UTC' RETURNING 1) SELECT count(*) FROM d",
+			    1, pv, rk, 1, o, err);
+	return rc;
 }
 
 json_t *wd_fleet_trace_gc(struct wd_fleet *f, const struct wd_caller *c,
@@ -231,9 +240,9 @@ json_t *wd_fleet_trace_gc(struct wd_fleet *f, const struct wd_caller *c,
 				"held)");
 	if (r)
 		PQclear(r);
-	json_t *o = json_pack("{s:i, s:i}", "metadata_days", (int)metadata_days,
-			      "payload_days_default",
-			      WD_AGENT_DEFAULT_RETENTION_DAYS);
+	json_t *o =
+	    json_pack("{s:i, s:i}", "metadata_days", (int)metadata_days,
+		      "payload_days_default", WD_AGENT_DEFAULT_RETENTION_DAYS);
 	if (!rc)
 		rc = gc(db, metadata_days, o, err);
 	PQfinish(db); /* the lock goes with the session */

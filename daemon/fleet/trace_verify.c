@@ -35,7 +35,8 @@ struct vnode {
 };
 
 static void vproblem(struct vnode *v, int64_t seq, const char *kind,
-		     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+		     const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 static void vproblem(struct vnode *v, int64_t seq, const char *kind,
 		     const char *fmt, ...)
@@ -96,8 +97,8 @@ static void check_line(struct vnode *v, struct wd_trace_chain *ch,
 	json_decref(rec);
 }
 
-static int q(PGconn *c, const char *sql, int n, const char **pv,
-	     PGresult **out, struct wd_err *err)
+static int q(PGconn *c, const char *sql, int n, const char **pv, PGresult **out,
+	     struct wd_err *err)
 {
 	PGresult *r = PQexecParams(c, sql, n, NULL, pv, NULL, NULL, 0);
 	if (PQresultStatus(r) != PGRES_TUPLES_OK &&
@@ -213,8 +214,7 @@ json_t *wd_fleet_trace_verify(struct wd_fleet *f, const struct wd_caller *c,
 		     ? 0
 		     : fl_pg_err(NULL, db, "fleet database unreachable", err);
 	if (!rc)
-		rc = q(db,
-		       "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0,
+		rc = q(db, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0,
 		       NULL, &r, err);
 	if (!rc) {
 		PQclear(r);

@@ -10,8 +10,7 @@
 
 /* Under idx_mu: the refs the index holds for seqs in (after, upto], into
  * each row's refs (by_seq: seq -> row). */
-static int add_refs(sqlite3 *db, uint64_t after, uint64_t upto,
-		    json_t *by_seq)
+static int add_refs(sqlite3 *db, uint64_t after, uint64_t upto, json_t *by_seq)
 {
 	sqlite3_stmt *st;
 	if (sqlite3_prepare_v2(db,
@@ -116,8 +115,7 @@ int wd_trace_lines(struct wd_trace *t, uint64_t after_seq, unsigned limit,
 		close(fd);
 	sqlite3_finalize(st);
 	if (!r && last > after_seq && add_refs(db, after_seq, last, by_seq))
-		r = wd_err_set(err, -EIO, "index refs: %s",
-			       sqlite3_errmsg(db));
+		r = wd_err_set(err, -EIO, "index refs: %s", sqlite3_errmsg(db));
 out:
 	pthread_mutex_unlock(&t->idx_mu);
 	json_decref(by_seq);

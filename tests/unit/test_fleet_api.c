@@ -1,7 +1,8 @@
 /* The fleet's API requests (api/request.c): /v1/fleet/runs[/ID],
- * /v1/fleet/nodes, /v1/fleet/trace/runs[/ID] -- their methods, ids, the
- * state and limit parameters, and what each refuses; the records page's
- * cursor into other nodes' records (NODE.SEQ). */
+ * /v1/fleet/nodes, /v1/fleet/trace/runs[/ID], /v1/fleet/trace/verify,
+ * /v1/fleet/trace/gc -- their methods, ids, the state, limit and
+ * retention parameters, and what each refuses; the records page's cursor
+ * into other nodes' records (NODE.SEQ). */
 #include "../t.h"
 #include "api/request.h"
 
@@ -25,6 +26,55 @@ static int parse(const char *method, const char *path, struct q *q,
 	memset(r, 0, sizeof(*r));
 	memset(e, 0, sizeof(*e));
 	return wd_api_parse(method, path, qget, q ? q : &none, NULL, 0, r, e);
+}
+
+static int post(const char *path, const char *body, struct wd_api_req *r,
+		struct wd_err *e)
+{
+	static struct q none;
+	memset(r, 0, sizeof(*r));
+	memset(e, 0, sizeof(*e));
+	return wd_api_parse("POST", path, qget, &none, body, strlen(body), r,
+			    e);
+}
+
+static void trace_upkeep(void)
+{
+	struct wd_api_req r;
+	struct wd_err e;
+	int rc = parse("GET", "/v1/fleet/trace/verify", NULL, &r, &e);
+	T_OK(rc == 0 && r.ep == WD_EP_FLEET_TRACE_VERIFY && !r.id[0],
+	     "verify-all", "rc %d: %s", rc, e.msg);
+	wd_api_req_free(&r);
+	struct q q1 = {{"run"}, {"run_1"}};
+	rc = parse("GET", "/v1/fleet/trace/verify", &q1, &r, &e);
+	T_OK(rc == 0 && r.ep == WD_EP_FLEET_TRACE_VERIFY &&
+		 !strcmp(r.id, "run_1"),
+	     "verify-run", "rc %d: %s", rc, e.msg);
+	wd_api_req_free(&r);
+	struct q q2 = {{"run"}, {"run_1' OR 1=1"}};
+	rc = parse("GET", "/v1/fleet/trace/verify", &q2, &r, &e);
+	T_OK(rc == 400, "verify-bad-run", "rc %d", rc);
+	rc = parse("DELETE", "/v1/fleet/trace/verify", NULL, &r, &e);
+	T_OK(rc == 405, "verify-method", "rc %d", rc);
+
+	rc = post("/v1/fleet/trace/gc", "{}", &r, &e);
+	T_OK(rc == 0 && r.ep == WD_EP_FLEET_TRACE_GC && r.days == 0,
+	     "gc-default", "rc %d: %s", rc, e.msg);
+	wd_api_req_free(&r);
+	rc = post("/v1/fleet/trace/gc", "{\"metadata_days\": 30}", &r, &e);
+	T_OK(rc == 0 && r.days == 30, "gc-days", "rc %d days %u: %s", rc,
+	     r.days, e.msg);
+	wd_api_req_free(&r);
+	rc = post("/v1/fleet/trace/gc", "{\"metadata_days\": 0}", &r, &e);
+	T_OK(rc == 400 && strstr(e.msg, "1..36500"), "gc-days-0", "rc %d: %s",
+	     rc, e.msg);
+	rc = post("/v1/fleet/trace/gc", "{\"metadata_days\": \"9\"}", &r, &e);
+	T_OK(rc == 400, "gc-days-string", "rc %d", rc);
+	rc = post("/v1/fleet/trace/gc", "{\"now\": 1}", &r, &e);
+	T_OK(rc == 400, "gc-unknown-field", "rc %d: %s", rc, e.msg);
+	rc = parse("GET", "/v1/fleet/trace/gc", NULL, &r, &e);
+	T_OK(rc == 405, "gc-method", "rc %d", rc);
 }
 
 int main(void)
@@ -111,5 +161,6 @@ int main(void)
 		T_OK(rc == 400 && strstr(e.msg, "NODE.SEQ"),
 		     "records-after-bad", "%s: rc %d: %s", bad[i], rc, e.msg);
 	}
+	trace_upkeep();
 	return T_DONE();
 }
