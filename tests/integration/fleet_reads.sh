@@ -209,4 +209,9 @@ expect_match degraded-ls-says "$out" "other nodes' runs are not listed"
 expect_match degraded-ls-own "$out" "$ro"
 out=$(as_user 1002 "$WARDEN" cost 2>&1)
 expect_match degraded-cost-says "$out" "other nodes' runs are not counted"
+out=$(as_user 1002 "$WARDEN" trace show "$ro" 2>&1)
+expect_match degraded-show-own-run "$out" 'run_end +status=ok'
+out=$(as_user 1002 "$WARDEN" trace grep --tool echo 2>&1)
+expect_match degraded-grep-says "$out" "other nodes' records are not included"
+expect_match degraded-grep-own "$out" "$ro"
 finish
