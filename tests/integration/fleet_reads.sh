@@ -100,6 +100,16 @@ expect_eq show-json-records "$(as_user 1000 "$WARDEN" trace show --json "$ra" | 
 	"$("$WARDEN" trace show --json --state "$T/A/state" "$ra" | jq_py 'len(d)')"
 expect_match show-json-task "$(as_user 1000 "$WARDEN" trace show --json "$ra")" "$SECRET"
 
+# how long a read of another node's run takes, against the same read on
+# its own node (a figure, not a check)
+ms_of() { # SOCKET: ms for 10 `trace show --json` of $ra as root
+	local t0
+	t0=$(date +%s%N)
+	for _ in $(seq 10); do "$WARDEN" trace show --json --socket "$1" "$ra" >/dev/null; done
+	echo $((($(date +%s%N) - t0) / 10000000))
+}
+echo "  trace show of a node-A run: $(ms_of "$T/A.sock") ms on A, $(ms_of "$T/C.sock") ms on C (mean of 10)"
+
 # another team's user: refused, nothing read, none of it listed
 out=$(as_user 1002 "$WARDEN" trace show "$ra" 2>&1)
 expect_eq carol-show-exit "$?" 1
