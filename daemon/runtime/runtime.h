@@ -258,6 +258,14 @@ int wd_rt_trace_payload_from(struct wd_rt *rt, const struct wd_caller *c,
 			     const char *run_id, int64_t step, const char *type,
 			     const struct wd_rt_trace_src *src, json_t **out,
 			     struct wd_err *err);
+/* Another node's pending approval o (fleet/fleet.h wd_fleet_approvals:
+ * listed to approvers and the run's readers) with the arguments its run's
+ * approval_request record holds (request, borrowed; none: a hash_only
+ * run's, not in its records): handed out in o as this node hands out its
+ * own, recorded first as a payload_read here naming run_node, else
+ * withheld (args_hash, args_withheld saying why). */
+void wd_rt_remote_approval_args(struct wd_rt *rt, const struct wd_caller *c,
+				json_t *o, json_t *request, const char *node);
 /* Does this node's store hold run_id (its run_start)? */
 bool wd_rt_trace_holds(struct wd_rt *rt, const char *run_id);
 /* wd_rt_trace_runs with other nodes' rows merged in: extra (borrowed; may

@@ -496,6 +496,12 @@ int rt_note_view_read(struct wd_rt *rt, const struct wd_caller *c,
 	json_t *extra = v->follow ? json_pack("{s:b,s:I}", "follow", 1, "since",
 					      (json_int_t)v->since)
 				  : NULL;
+	if (v->run_node) {
+		if (!extra)
+			extra = json_object();
+		json_object_set_new(extra, "run_node",
+				    json_string(v->run_node));
+	}
 	int rc = record_read(rt, c, v->run_id, v->step, reader, why, v->what,
 			     read, v->returned, extra, err);
 	json_decref(extra);

@@ -1,6 +1,7 @@
 #include "wardend/trace_api.h"
 
 #include "fleet/fleet.h"
+#include "trace/records.h"
 #include "trace/trace.h"
 
 #include <string.h>
@@ -219,6 +220,47 @@ int wd_cost_api(struct wd_rt *rt, struct wd_fleet *fleet,
 	return 200;
 }
 
+/* Other nodes' approvals (listed to approvers and the run's readers):
+ * their arguments from the run's shipped approval_request record, handed
+ * out as this node's own are (recorded here first); a record not shipped
+ * yet leaves them withheld, saying where they are. */
+static void remote_args(struct wd_rt *rt, struct wd_fleet *fleet,
+			const struct wd_caller *who, json_t *rows)
+{
+	struct wd_rt_trace_src src;
+	wd_fleet_trace_src(fleet, &src);
+	size_t i, j;
+	json_t *o, *r;
+	json_array_foreach(rows, i, o)
+	{
+		const char *run =
+		    json_string_value(json_object_get(o, "run_id"));
+		const char *id = json_string_value(json_object_get(o, "id"));
+		json_t *recs = NULL, *req = NULL;
+		char node[64] = "";
+		struct wd_err e = {0};
+		if (!run || !id || src.records(src.ctx, run, &recs, node, &e))
+			continue;
+		json_array_foreach(recs, j, r)
+		{
+			const char *aid = json_string_value(
+			    json_object_get(r, "approval_id"));
+			if (wd_rec_type_json(r) == WD_REC_APPROVAL_REQUEST &&
+			    aid && !strcmp(aid, id))
+				req = r;
+		}
+		if (req && !json_object_get(req, "args"))
+			json_object_set_new(
+			    o, "args_withheld",
+			    json_sprintf("a hash_only run's: shown to "
+					 "approvers on node %s only",
+					 node));
+		else if (req)
+			wd_rt_remote_approval_args(rt, who, o, req, node);
+		json_decref(recs);
+	}
+}
+
 json_t *wd_approvals_api(struct wd_rt *rt, struct wd_fleet *fleet,
 			 const struct wd_caller *who, struct wd_err *err)
 {
@@ -232,6 +274,7 @@ json_t *wd_approvals_api(struct wd_rt *rt, struct wd_fleet *fleet,
 			   fe.msg);
 		return o;
 	}
+	remote_args(rt, fleet, who, more);
 	json_array_extend(o, more);
 	json_decref(more);
 	return o;

@@ -203,11 +203,13 @@ pending() { as_user 1001 "$WARDEN" approvals ls 2>&1 | grep -q "$gid"; }
 wait_until 10 pending && pass approval-listed-on-c || fail approval-listed-on-c "$(as_user 1001 "$WARDEN" approvals ls 2>&1)"
 expect_match approval-names-node "$(as_user 1001 "$WARDEN" approvals ls 2>&1 | grep -A1 "$gid")" "on node $ida_node"
 aid=$(as_user 1001 "$WARDEN" approvals ls --json | jq_py "[x['id'] for x in d if x['run_id'] == '$gid'][0]")
-expect_match approval-args-where "$(as_user 1001 "$WARDEN" approvals ls --json | jq_py "[x['args_withheld'] for x in d if x['run_id'] == '$gid'][0]")" \
-	"warden trace show $gid"
-# the call's arguments, to the run's reader on C: from the shipped trace
-args_shown() { as_user 1000 "$WARDEN" trace show --json "$gid" 2>/dev/null | grep -q 'x@example.com'; }
-wait_until 10 args_shown && pass approval-args-via-trace-on-c || fail approval-args-via-trace-on-c "not shown"
+# its arguments, to an approver of its team on C, from the shipped
+# approval_request record: the read recorded in C's store, once
+args_listed() { as_user 1001 "$WARDEN" approvals ls --json | grep -q 'x@example.com'; }
+wait_until 10 args_listed && pass approval-args-on-c || fail approval-args-on-c "$(as_user 1001 "$WARDEN" approvals ls --json)"
+expect_eq approval-args-read-recorded "$("$WARDEN" trace show --json --state "$T/C/state" "$gid" |
+	jq_py "len([r for r in d if r['type'] == 'payload_read' and r.get('payload_type') == 'approval' and r.get('reader') == 'bob' and r.get('run_node') == '$ida_node'])")" 1
+expect_eq approval-carol-none "$(as_user 1002 "$WARDEN" approvals ls --json | jq_py "len([x for x in d if x['run_id'] == '$gid'])")" 0
 check approval-approved-on-c as_user 1001 "$WARDEN" approvals approve "$aid"
 gate_done() { [ "$(psql_q "SELECT state || status FROM warden.runs WHERE id = '$gid'")" = doneok ]; }
 wait_until 10 gate_done && pass approval-run-done-on-a || fail approval-run-done-on-a "$(psql_q "SELECT state, status, node_id FROM warden.runs WHERE id = '$gid'")"
