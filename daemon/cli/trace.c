@@ -549,10 +549,13 @@ static int cmd_grep(struct tsrc *s, struct trace_opts *o)
 	} else {
 		size_t i;
 		json_t *r;
-		json_array_foreach(a, i, r) printf(
-		    "%-24s seq=%lld step=%lld %s %s %s\n", ts_js(r, "run_id"),
-		    (long long)ts_num(r, "seq"), (long long)ts_num(r, "step"),
-		    ts_js(r, "type"), ts_js(r, "tool"), ts_js(r, "status"));
+		/* in a fleet a seq is its node's: the node is named */
+		json_array_foreach(a, i, r)
+		    printf("%-24s seq=%lld step=%lld %s %s %s%s%s\n",
+			   ts_js(r, "run_id"), (long long)ts_num(r, "seq"),
+			   (long long)ts_num(r, "step"), ts_js(r, "type"),
+			   ts_js(r, "tool"), ts_js(r, "status"),
+			   *ts_js(r, "node") ? " node=" : "", ts_js(r, "node"));
 	}
 	int rc = json_array_size(a) ? WD_EXIT_OK : WD_EXIT_FAIL;
 	json_decref(a);

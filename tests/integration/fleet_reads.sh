@@ -177,6 +177,7 @@ expect_match failures-text "$(as_user 1000 "$WARDEN" trace failures)" "boom .*$r
 expect_eq failures-carol-none "$(as_user 1002 "$WARDEN" trace failures --json | jq_py 'len(d["tool_failures"])')" 0
 # grep: every node's records, each naming its node; paged one at a time
 g=$(as_user 1000 "$WARDEN" trace grep --tool echo --json)
+expect_match grep-text-node "$(as_user 1000 "$WARDEN" trace grep --tool echo)" "$ra +seq=[0-9]+ step=0 tool_result echo ok node=$ida_node"
 expect_eq grep-nodes "$(printf '%s' "$g" | jq_py "sorted(set((r['run_id'], r['node']) for r in d if r['type'] == 'tool_result'))")" \
 	"$(python3 -c "import json; print(json.dumps(sorted([('$ra', '$ida_node'), ('$rb', '$idb_node'), ('$rh', '$ida_node')]), separators=(',', ':')))")"
 expect_eq failures-counts-fleet "$(as_user 1000 "$WARDEN" trace failures --json | jq_py 'd["runs"]')" \
