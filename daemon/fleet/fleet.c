@@ -269,6 +269,7 @@ int wd_fleet_start(const struct wd_fleet_opts *o, struct wd_rt *rt,
 	pthread_cond_init(&f->ship_cond, &ca);
 	pthread_condattr_destroy(&ca);
 	f->shipped_seq = -1;
+	f->ship_lag_s = -1;
 	f->held = json_object();
 	f->ended = json_array();
 	f->queue_depth = -1;
@@ -443,7 +444,12 @@ void wd_fleet_metrics(struct wd_fleet *f, struct wd_buf *b)
 	    "# HELP warden_fleet_trace_blobs_shipped_total Payload blob rows "
 	    "this process wrote to the database.\n"
 	    "# TYPE warden_fleet_trace_blobs_shipped_total counter\n"
-	    "warden_fleet_trace_blobs_shipped_total %llu\n",
+	    "warden_fleet_trace_blobs_shipped_total %llu\n"
+	    "# HELP warden_fleet_trace_ship_lag_seconds Age of the oldest "
+	    "record not in the database yet, at the shipper's last look "
+	    "(0: none; -1: not known yet).\n"
+	    "# TYPE warden_fleet_trace_ship_lag_seconds gauge\n"
+	    "warden_fleet_trace_ship_lag_seconds %.3f\n",
 	    f->up ? 1 : 0, f->capacity, json_object_size(f->held),
 	    (long long)f->queue_depth, (unsigned long long)f->m_submitted,
 	    (unsigned long long)f->m_claimed,
@@ -452,6 +458,6 @@ void wd_fleet_metrics(struct wd_fleet *f, struct wd_buf *b)
 	    (unsigned long long)f->m_requeued,
 	    (unsigned long long)f->m_db_errors, json_array_size(f->ended),
 	    (unsigned long long)f->m_shipped, (long long)f->shipped_seq,
-	    (unsigned long long)f->m_blobs_shipped);
+	    (unsigned long long)f->m_blobs_shipped, f->ship_lag_s);
 	pthread_mutex_unlock(&f->mu);
 }

@@ -53,6 +53,7 @@ struct wd_fleet {
 	int64_t shipped_seq;	  /* the database's cursor; -1 not read yet */
 	uint64_t m_shipped;	  /* records shipped by this process */
 	uint64_t m_blobs_shipped; /* blob rows written by this process */
+	double ship_lag_s;	  /* age of the oldest record not shipped */
 	pthread_cond_t ship_cond; /* with mu: stopping */
 	/* approvals.c, the fleet thread's: the ids last published */
 	char *published;

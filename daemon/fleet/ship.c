@@ -583,6 +583,28 @@ static bool nap(struct wd_fleet *f, int ms)
 	return stop;
 }
 
+/* How old the oldest record not in the database is, for /metrics: 0 when
+ * the last look found none, -1 while the cursor is not known. */
+static void note_lag(struct wd_fleet *f, bool caught_up)
+{
+	pthread_mutex_lock(&f->mu);
+	int64_t from = f->shipped_seq;
+	pthread_mutex_unlock(&f->mu);
+	double lag = caught_up ? 0 : -1;
+	json_t *l = NULL;
+	if (!caught_up && from >= 0 &&
+	    !wd_trace_lines(wd_rt_trace(f->rt), (uint64_t)from, 1, &l, NULL)) {
+		json_t *x = json_array_get(l, 0);
+		int64_t ts = json_integer_value(json_object_get(x, "ts_us"));
+		int64_t now = (int64_t)(wd_wall_ns() / 1000);
+		lag = x && now > ts ? (double)(now - ts) / 1e6 : 0;
+		json_decref(l);
+	}
+	pthread_mutex_lock(&f->mu);
+	f->ship_lag_s = lag;
+	pthread_mutex_unlock(&f->mu);
+}
+
 void *fl_ship_thread(void *arg)
 {
 	struct wd_fleet *f = arg;
@@ -612,6 +634,7 @@ void *fl_ship_thread(void *arg)
 			pthread_mutex_lock(&f->mu);
 			f->m_db_errors++;
 			pthread_mutex_unlock(&f->mu);
+			note_lag(f, false);
 			if (f->ship_db && fl_pg_lost(f->ship_db)) {
 				PQfinish(f->ship_db);
 				f->ship_db = NULL;
@@ -623,6 +646,7 @@ void *fl_ship_thread(void *arg)
 		if (warned)
 			wd_info("fleet: trace shipping resumed");
 		warned = false;
+		note_lag(f, n < SHIP_BATCH);
 		/* a full batch: more may be waiting */
 		if (n < SHIP_BATCH && nap(f, SHIP_IDLE_MS))
 			break;

@@ -10,7 +10,8 @@
  *
  * It reads every node's lines: root and the auditors group only. On a
  * connection of its own (a long walk must not hold the API's), in one
- * REPEATABLE READ transaction: a cursor and the lines read agree. */
+ * REPEATABLE READ transaction: a cursor and the lines read agree. A line
+ * past a node's cursor is a problem too (the shipper never wrote it). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -167,6 +168,30 @@ static int walk(PGconn *c, struct vnode *v, int64_t lo, int64_t hi,
 	return 0;
 }
 
+/* Lines past the node's cursor: none was shipped (the cursor moves in
+ * their transaction), so something else wrote them. */
+static int beyond_cursor(PGconn *c, struct vnode *v, int64_t hi,
+			 struct wd_err *err)
+{
+	char h[24];
+	snprintf(h, sizeof(h), "%lld", (long long)hi);
+	const char *pv[2] = {v->node, h};
+	PGresult *r;
+	int rc = q(c,
+		   "SELECT count(*), min(seq) FROM warden.trace_lines WHERE "
+		   "node_id = $1 AND seq > $2::bigint",
+		   2, pv, &r, err);
+	if (rc)
+		return rc;
+	long long n = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+	if (n)
+		vproblem(v, strtoll(PQgetvalue(r, 0, 1), NULL, 10), "extra",
+			 "%lld line(s) after seq %lld, past the node's cursor",
+			 n, (long long)hi);
+	PQclear(r);
+	return 0;
+}
+
 /* Each node's row: [node, lo (exclusive), hi, prev of lo+1 or "" (zeros
  * when lo is 0, any when not known), may_start]. */
 static int targets(PGconn *c, const char *run, PGresult **out,
@@ -242,6 +267,8 @@ json_t *wd_fleet_trace_verify(struct wd_fleet *f, const struct wd_caller *c,
 					    json_integer(lo));
 		rc = walk(db, &v, lo, hi, &ch, *PQgetvalue(t, i, 4) == 't', s,
 			  err);
+		if (!rc && !run)
+			rc = beyond_cursor(db, &v, hi, err);
 		json_object_set_new(s, "problems",
 				    json_integer((json_int_t)v.n_problems));
 		n_problems += v.n_problems;

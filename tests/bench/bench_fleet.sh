@@ -8,7 +8,13 @@
 #  - runs/s across 3 nodes of capacity 2 vs one such node, for runs whose
 #    time is spent waiting on the model (the fake model answers after
 #    200 ms): 120 runs submitted at once (8 CLIs in parallel) to a node,
-#    from the first submission to the last end (goal >= 2.7x).
+#    from the first submission to the last end (goal >= 2.7x);
+#  - shipping lag: runs (a tool call, then an answer) submitted at 50/s for
+#    20 s (a paced client on node A's socket; 3 nodes of capacity 2), lines
+#    and payload blobs shipped, each record from its ts (the
+#    node's clock) to the commit of the batch that put its line in the
+#    database (pg_xact_commit_timestamp of its row; the same machine's
+#    clock): p50/p99/max over every record of those runs (goal p99 <= 1 s).
 cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build}
 . tests/lib.sh
@@ -28,7 +34,15 @@ S
 agent quick quick '[echo]'
 agent one slow '[echo]'
 agent three slow '[echo]'
+# the lag runs call a tool (records with payload blobs) and answer
+script lagq <<'S'
+{"step": 0, "tool_calls": [{"name": "echo", "arguments": {"n": "{{task}}"}}]}
+{"text": "lag {{task}}"}
+S
+agent lag lagq '[echo]'
 write_gateway
+# commit times of rows, for the shipping lag
+PG_OPTS="-c track_commit_timestamp=on"
 start_pg >/dev/null || { echo "bench_fleet: PostgreSQL did not start"; exit 0; }
 
 # throughput: AGENT NODE -> runs/s (first submission to last end)
@@ -72,3 +86,54 @@ psql_q "SELECT 'claim latency, 3 nodes, ' || count(*) || ' runs: p50 ' ||
 	round(max(ms)::numeric, 2) || ' ms (goal p99 <= 20 ms)'
 	FROM (SELECT extract(epoch FROM claimed_at - submitted_at) * 1000 AS ms FROM warden.runs
 	WHERE agent = 'quick' AND claimed_at IS NOT NULL) x"
+
+# shipping lag at RATE runs/s
+RATE=${FLEET_BENCH_RATE:-50}
+LAG_S=${FLEET_BENCH_LAG_S:-20}
+nlag=$((RATE * LAG_S))
+sent=$(setpriv --reuid 1000 --regid 1000 --clear-groups /usr/bin/python3 - "$T/A.sock" "$RATE" "$nlag" <<'PY'
+import json, socket, sys, time
+path, rate, n = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
+t0, ok = time.monotonic(), 0
+for i in range(n):
+    d = t0 + i / rate - time.monotonic()
+    if d > 0:
+        time.sleep(d)
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(path)
+    body = json.dumps({"agent": "lag", "task": "l%d" % i}).encode()
+    s.sendall(b"POST /v1/runs HTTP/1.1\r\nHost: w\r\nContent-Type: application/json\r\n"
+              b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(body) + body)
+    r = b""
+    while True:
+        x = s.recv(65536)
+        if not x:
+            break
+        r += x
+    s.close()
+    ok += r.startswith(b"HTTP/1.1 201")
+print("%d %.1f" % (ok, ok / (time.monotonic() - t0)))
+PY
+)
+read -r nsent rate_got <<<"$sent"
+end=$(($(date +%s) + 120))
+while [ "$(psql_q "SELECT count(*) FROM warden.runs WHERE agent = 'lag' AND state = 'done'")" != "$nsent" ]; do
+	[ "$(date +%s)" -lt $end ] || { echo "bench_fleet: the lag runs did not finish" >&2; exit 1; }
+	sleep 0.2
+done
+# every node's cursor at its store's last record
+for n in A B C; do
+	want=$(cat "$T/$n/state/trace/segments/"*.jsonl | tail -1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["seq"])')
+	while [ "$(psql_q "SELECT seq FROM warden.trace_ship WHERE node_id = '$(node_id $n)'")" != "$want" ]; do
+		[ "$(date +%s)" -lt $end ] || { echo "bench_fleet: node $n did not ship" >&2; exit 1; }
+		sleep 0.2
+	done
+done
+span=$(psql_q "SELECT round(extract(epoch FROM max(ended_at) - min(submitted_at))::numeric, 1) FROM warden.runs WHERE agent = 'lag'")
+psql_q "SELECT 'shipping lag at ${rate_got} runs/s submitted ($nsent runs ended within ${span} s, ' || count(*) || ' records, ' ||
+	(SELECT count(*) FROM warden.trace_blobs WHERE run_id IN (SELECT id FROM warden.runs WHERE agent = 'lag')) || ' blobs, 3 nodes): p50 ' ||
+	round((percentile_cont(0.5) WITHIN GROUP (ORDER BY ms))::numeric, 1) || ' ms, p99 ' ||
+	round((percentile_cont(0.99) WITHIN GROUP (ORDER BY ms))::numeric, 1) || ' ms, max ' ||
+	round(max(ms)::numeric, 1) || ' ms (goal p99 <= 1000 ms)'
+	FROM (SELECT extract(epoch FROM pg_xact_commit_timestamp(l.xmin) - (l.line::jsonb->>'ts')::timestamptz) * 1000 AS ms
+	FROM warden.trace_lines l WHERE l.run_id IN (SELECT id FROM warden.runs WHERE agent = 'lag')) x"

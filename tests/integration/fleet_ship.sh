@@ -5,7 +5,8 @@
 # -> the runs go on and end on their nodes; when it is back every node's
 # shipping catches up: each record's line in warden.trace_lines exactly
 # once and byte for byte as in the node's segments (and its index row in
-# the day-partitioned warden.trace_records), the blobs of the full runs as
+# the day-partitioned warden.trace_records; the lag in /metrics grew while
+# it was away, 0 after), the blobs of the full runs as
 # the node stores them (inflating to their ref's sha256), none of the
 # hash_only runs'; `warden fleet verify` passes, and reports a line altered,
 # removed or the chain's start forged in the database (exit 1). `warden
@@ -78,6 +79,10 @@ wait_until 20 six_local && pass outage-runs-continue || fail outage-runs-continu
 left=$((OUTAGE_S - ($(date +%s) - t0)))
 [ "$left" -gt 0 ] && sleep "$left"
 echo "  database away for $(($(date +%s) - t0)) s"
+lag_of() { curl -s --unix-socket "$T/$1.sock" http://w/metrics | awk '/^warden_fleet_trace_ship_lag_seconds/ {print $2}'; }
+lags=$(for n in A B C; do lag_of $n; done | tr '\n' ' ')
+echo "  shipping lag at the outage's end: $lags s"
+expect_match metrics-lag-outage "$(printf '%s\n' $lags | sort -g | tail -1)" '^([2-9]|[1-9][0-9]+)\.'
 pg_up_again || { fail pg-again "see log"; finish; }
 
 # --- shipping catches up: every record once, byte for byte
@@ -96,6 +101,7 @@ for n in A B C; do
 	expect_eq "index-rows-$n" "$(psql_q "SELECT count(*), count(DISTINCT seq) FROM warden.trace_records WHERE node_id = '$id'")" "$cnt|$cnt"
 	expect_eq "day-of-ts-$n" "$(psql_q "SELECT count(*) FROM warden.trace_lines WHERE node_id = '$id' AND day <> substr(line::jsonb->>'ts', 1, 10)::date")" 0
 done
+expect_eq metrics-lag-caught-up "$(for n in A B C; do lag_of $n; done | tr '\n' ' ')" "0.000 0.000 0.000 "
 expect_eq ship-runs-ok "$(psql_q "SELECT count(*) FROM warden.trace_runs WHERE agent = 'full' AND status = 'ok' AND payloads = 'full'")" 6
 expect_eq ship-hash-only-runs "$(psql_q "SELECT count(*) FROM warden.trace_runs WHERE agent = 'secret' AND status = 'ok' AND payloads = 'hash_only'")" 4
 expect_match metrics-blobs "$(curl -s --unix-socket "$T/A.sock" http://w/metrics)" 'warden_fleet_trace_blobs_shipped_total [1-9]'
@@ -193,6 +199,12 @@ expect_eq cursor-untouched "$(psql_q "SELECT seq FROM warden.trace_ship WHERE no
 l7=$(sed -n 7p "$T/local-A")
 psql_v "$l7" "INSERT INTO warden.trace_lines (node_id, seq, day, run_id, line) SELECT '$ida', 7, (:'l'::jsonb->>'ts')::date, :'l'::jsonb->>'run_id', :'l'"
 check verify-gap-restored "$WARDEN" fleet verify
+# a line past the node's cursor: the shipper never wrote it
+psql_v "$l7" "INSERT INTO warden.trace_lines (node_id, seq, day, run_id, line) SELECT '$ida', 100000, (:'l'::jsonb->>'ts')::date, :'l'::jsonb->>'run_id', :'l'"
+out=$("$WARDEN" fleet verify 2>&1)
+expect_eq verify-extra-exit "$?" 1
+expect_match verify-extra "$out" "$ida seq 100000: extra: 1 line\(s\) after seq [0-9]+, past the node's cursor"
+psql_q "DELETE FROM warden.trace_lines WHERE node_id = '$ida' AND seq = 100000" >/dev/null
 
 # --- gc: node A's first 5 records aged 400 days (past the 395 of metadata
 # retention), 6..8 aged 10 days (within it)

@@ -26,7 +26,7 @@ start_pg() {
 # (again) after stop_pg: the same cluster
 pg_up_again() {
 	(cd / && as_nobody "$PGBIN/pg_ctl" -D "$PGDATA_T" -l "$T/pglog/pg.log" -w -t 30 \
-		-o "-k $PGSOCK -p $PGPORT -c listen_addresses='' -c fsync=off -c max_connections=200" start >/dev/null) ||
+		-o "-k $PGSOCK -p $PGPORT -c listen_addresses='' -c fsync=off -c max_connections=200 ${PG_OPTS:-}" start >/dev/null) ||
 		{ tail -20 "$T/pglog/pg.log"; return 1; }
 	PG_UP=1
 }
