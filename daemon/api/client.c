@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
@@ -135,6 +136,22 @@ static void reset_buf(void *arg)
 	((struct wd_buf *)arg)->len = 0;
 }
 
+/* the Warden-Unavailable header's value (server.c send_json_partial) */
+static size_t header_cb(char *p, size_t sz, size_t n, void *ud)
+{
+	static const char name[] = "warden-unavailable:";
+	struct wd_err *w = ud;
+	size_t len = sz * n, k = sizeof(name) - 1;
+	if (len > k && !strncasecmp(p, name, k)) {
+		size_t v = k + strspn(p + k, " ");
+		size_t e = len;
+		while (e > v && (p[e - 1] == '\r' || p[e - 1] == '\n'))
+			e--;
+		snprintf(w->msg, sizeof(w->msg), "%.*s", (int)(e - v), p + v);
+	}
+	return len;
+}
+
 int wd_api_call(const char *socket, const char *method, const char *path,
 		const json_t *body, long *status, json_t **resp,
 		struct wd_err *err)
@@ -156,6 +173,9 @@ int wd_api_call(const char *socket, const char *method, const char *path,
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, &out);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT, answer_timeout_s());
+	struct wd_err warn = {0};
+	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, header_cb);
+	curl_easy_setopt(c, CURLOPT_HEADERDATA, &warn);
 	CURLcode rc = perform(c, reset_buf, &out);
 	int ret = 0;
 	if (rc != CURLE_OK) {
@@ -165,6 +185,8 @@ int wd_api_call(const char *socket, const char *method, const char *path,
 		json_error_t je;
 		if (out.len)
 			*resp = json_loadb(out.data, out.len, 0, &je);
+		if (warn.msg[0] && err)
+			snprintf(err->msg, sizeof(err->msg), "%s", warn.msg);
 	}
 	curl_slist_free_all(hdrs);
 	curl_easy_cleanup(c);

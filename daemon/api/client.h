@@ -14,7 +14,9 @@
  * On a response (any status) returns 0 with *status set and *resp the
  * parsed JSON body (NULL if the body was not JSON). -ECONNREFUSED/-ENOENT
  * when the daemon is not there, other -errno on transport errors; err says
- * which socket. */
+ * which socket. A response that says it is partial (a fleet node whose
+ * database is away: the Warden-Unavailable header) returns 0 with what it
+ * lacks in err->msg (err->code stays 0). */
 int wd_api_call(const char *socket, const char *method, const char *path,
 		const json_t *body, long *status, json_t **resp,
 		struct wd_err *err);

@@ -336,7 +336,8 @@ bad:
 
 /* GET /v1/trace/records pages: limit=N (1..WD_TRACE_RECORDS_MAX, default
  * WD_TRACE_RECORDS_PAGE) records with seq > after=SEQ (the previous page's
- * next_after). /v1/trace/runs pages by runs (runs_page). */
+ * next_after; in a fleet NODE.SEQ once the pages reach other nodes'
+ * records). /v1/trace/runs pages by runs (runs_page). */
 static int trace_page(const char *(*query)(void *arg, const char *key),
 		      void *qarg, struct wd_api_req *req, struct wd_err *err)
 {
@@ -358,11 +359,28 @@ static int trace_page(const char *(*query)(void *arg, const char *key),
 				  "(page on with after=next_after)",
 				  WD_TRACE_RECORDS_MAX);
 	req->limit = (unsigned)v;
-	if (a && parse_u64(a, &req->after_seq))
-		return wd_err_set(err, 400,
-				  "after must be a record's seq (the "
-				  "previous page's next_after)");
+	/* in a fleet, the other nodes' records follow this node's, by
+	 * (node, seq): their cursor names the node */
+	const char *dot = a ? strchr(a, '.') : NULL;
+	char node[WD_API_ID_MAX + 1];
+	if (dot && (size_t)(dot - a) >= sizeof(node))
+		goto bad;
+	if (dot) {
+		/* ".0": from the first of them */
+		memcpy(node, a, (size_t)(dot - a));
+		node[dot - a] = 0;
+		if (*node && !wd_api_id_ok(node))
+			goto bad;
+		wd_strlcpy(req->after_run, node, sizeof(req->after_run));
+		req->after_fleet = true;
+	}
+	if (a && parse_u64(dot ? dot + 1 : a, &req->after_seq))
+		goto bad;
 	return 0;
+bad:
+	return wd_err_set(err, 400,
+			  "after must be the previous page's next_after (a "
+			  "record's seq, or NODE.SEQ)");
 }
 
 /* GET /v1/runs/ID/trace, /v1/runs/ID/payload/STEP[?type=T] */

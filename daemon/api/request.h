@@ -85,7 +85,10 @@ struct wd_api_req {
 	unsigned limit;	    /* records, runs: page size (always set, 1..max) */
 	uint64_t after_seq; /* records: seq > after_seq; runs: the cursor's
 			       start */
-	char after_run[WD_API_ID_MAX + 1]; /* runs: the cursor's run id */
+	/* runs: the cursor's run id; records: its node (a fleet's other
+	 * nodes' records, after this node's) */
+	char after_run[WD_API_ID_MAX + 1];
+	bool after_fleet; /* records: the cursor is NODE.SEQ */
 	/* fleet trace gc: 1..36500, 0 = the default */
 	unsigned days;
 	/* events / stream */

@@ -39,15 +39,28 @@ static int list(const char *sock, bool json)
 			long long left =
 			    (exp - (long long)time(NULL) * 1000000000ll) /
 			    1000000000ll;
-			char *args = json_dumps(json_object_get(a, "args"),
-						JSON_COMPACT);
-			printf("%-22s %-24s %-20s %-8s %-10lld %s\n         "
+			/* another node's (a fleet): it names the node and
+			 * its expiry time; its arguments are read there */
+			const char *node =
+			    json_string_value(json_object_get(a, "node"));
+			char *args =
+			    node
+				? wd_asprintf("(on node %s, expires %s)", node,
+					      json_string_value(
+						  json_object_get(a, "expires"))
+						  ?: "?")
+				: json_dumps(json_object_get(a, "args"),
+					     JSON_COMPACT);
+			char exps[24] = "-";
+			if (!node)
+				snprintf(exps, sizeof(exps), "%lld", left);
+			printf("%-22s %-24s %-20s %-8s %-10s %s\n         "
 			       "args: %.300s\n",
 			       json_string_value(json_object_get(a, "id")),
 			       json_string_value(json_object_get(a, "run_id")),
 			       json_string_value(json_object_get(a, "tool")),
 			       json_string_value(json_object_get(a, "user")),
-			       left,
+			       exps,
 			       json_string_value(json_object_get(a, "reason")),
 			       args ? args : "");
 			free(args);

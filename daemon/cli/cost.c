@@ -72,6 +72,12 @@ static int verb_cost(int argc, char **argv)
 	wd_buf_free(&path);
 	if (!resp)
 		return st == 400 ? WD_EXIT_USAGE : WD_EXIT_FAIL;
+	/* a fleet node whose database is away counts its own runs only,
+	 * and says so */
+	const char *partial =
+	    json_string_value(json_object_get(resp, "unavailable"));
+	if (partial)
+		fprintf(stderr, "warden cost: %s\n", partial);
 	if (json) {
 		wd_cli_print_json(resp, JSON_INDENT(2), "{}");
 	} else {

@@ -81,6 +81,8 @@ json_t *wd_cli_api(const char *verb, const char *sock, const char *method,
 		json_decref(resp);
 		return NULL;
 	}
+	if (err.msg[0]) /* a partial answer says what it lacks */
+		fprintf(stderr, "warden %s: %s\n", verb, err.msg);
 	return resp;
 }
 

@@ -263,15 +263,18 @@ static int cmd_ls(struct tsrc *s, struct trace_opts *o)
 	if (o->json) {
 		print_json(a);
 	} else {
+		/* in a fleet each run names the node it ran on */
+		bool fleet = json_object_get(json_array_get(a, 0), "node");
 		printf("%-24s %-16s %-10s %-10s %-10s %5s %10s %9s  %s\n",
 		       "RUN", "AGENT", "TEAM", "USER", "STATUS", "STEPS",
-		       "TOKENS", "COST", "STARTED");
+		       "TOKENS", "COST",
+		       fleet ? "STARTED                     NODE" : "STARTED");
 		size_t i;
 		json_t *r;
 		json_array_foreach(a, i, r)
 		{
 			printf("%-24s %-16s %-10s %-10s %-10s %5lld %10lld "
-			       "%9.4f  %s%s\n",
+			       "%9.4f  %s%s%s%s\n",
 			       ts_js(r, "run_id"), ts_js(r, "agent"),
 			       ts_js(r, "team"), ts_js(r, "user"),
 			       ts_js(r, "status"),
@@ -279,6 +282,7 @@ static int cmd_ls(struct tsrc *s, struct trace_opts *o)
 			       (long long)(ts_num(r, "input_tokens") +
 					   ts_num(r, "output_tokens")),
 			       ts_num(r, "cost_usd"), ts_js(r, "started"),
+			       fleet ? " " : "", ts_js(r, "node"),
 			       ts_num(r, "flagged") ? " flagged" : "");
 		}
 	}
@@ -492,9 +496,13 @@ static int cmd_show(struct tsrc *s, struct trace_opts *o)
 		json_array_foreach(
 		    runs, i, r) if (!strcmp(ts_js(r, "run_id"), o->argv[0]))
 		{
-			printf("run %s  agent=%s team=%s user=%s status=%s "
-			       "steps=%lld tokens=%lld/%lld cost=$%.4f%s\n",
-			       ts_js(r, "run_id"), ts_js(r, "agent"),
+			printf("run %s  %s%s%sagent=%s team=%s user=%s "
+			       "status=%s steps=%lld tokens=%lld/%lld "
+			       "cost=$%.4f%s\n",
+			       ts_js(r, "run_id"),
+			       *ts_js(r, "node") ? "node=" : "",
+			       *ts_js(r, "node") ? ts_js(r, "node") : "",
+			       *ts_js(r, "node") ? " " : "", ts_js(r, "agent"),
 			       ts_js(r, "team"), ts_js(r, "user"),
 			       ts_js(r, "status"),
 			       (long long)ts_num(r, "steps"),
@@ -541,10 +549,13 @@ static int cmd_grep(struct tsrc *s, struct trace_opts *o)
 	} else {
 		size_t i;
 		json_t *r;
-		json_array_foreach(a, i, r) printf(
-		    "%-24s seq=%lld step=%lld %s %s %s\n", ts_js(r, "run_id"),
-		    (long long)ts_num(r, "seq"), (long long)ts_num(r, "step"),
-		    ts_js(r, "type"), ts_js(r, "tool"), ts_js(r, "status"));
+		/* in a fleet a seq is its node's: the node is named */
+		json_array_foreach(a, i, r)
+		    printf("%-24s seq=%lld step=%lld %s %s %s%s%s\n",
+			   ts_js(r, "run_id"), (long long)ts_num(r, "seq"),
+			   (long long)ts_num(r, "step"), ts_js(r, "type"),
+			   ts_js(r, "tool"), ts_js(r, "status"),
+			   *ts_js(r, "node") ? " node=" : "", ts_js(r, "node"));
 	}
 	int rc = json_array_size(a) ? WD_EXIT_OK : WD_EXIT_FAIL;
 	json_decref(a);

@@ -202,6 +202,11 @@ int ts_runs(struct tsrc *s, const struct wd_trace_query *q, json_t **out,
 					  "more, next_after} going forward");
 		}
 		json_array_extend(all, runs);
+		/* a fleet node whose database is away says so: the list is
+		 * this node's runs only */
+		if (!pages && *ts_js(page, "unavailable"))
+			fprintf(stderr, "warden trace: %s\n",
+				ts_js(page, "unavailable"));
 		free(after);
 		after = more ? wd_strdup(next) : NULL;
 		json_decref(page);
@@ -218,44 +223,64 @@ int ts_grep(struct tsrc *s, const struct wd_trace_query *q, json_t **out,
 	if (s->t)
 		return wd_trace_query_records(s->t, q, out, err);
 	/* wardend answers a page at a time ({records, more, next_after}):
-	 * every page, so the caller gets every record it may read */
+	 * every page, so the caller gets every record it may read. The
+	 * cursor is a seq, or in a fleet "NODE.SEQ" once the pages reach
+	 * other nodes' records: either must move forward */
 	json_t *all = json_array();
 	uint64_t after = 0;
-	for (;;) {
+	char *fleet_after = NULL;
+	int rc = 0;
+	for (bool warned = false;;) {
 		struct wd_buf b = {0};
 		wd_buf_printf(&b, "/v1/trace/records");
 		query_of(&b, q);
-		if (after) {
+		if (fleet_after) {
+			add_q(&b, "after", fleet_after);
+		} else if (after) {
 			char v[32];
 			snprintf(v, sizeof(v), "%llu",
 				 (unsigned long long)after);
 			add_q(&b, "after", v);
 		}
 		json_t *page = NULL;
-		int rc = get_json(s, b.data, true, &page, err);
+		rc = get_json(s, b.data, true, &page, err);
 		wd_buf_free(&b);
-		if (rc) {
-			json_decref(all);
-			return rc;
-		}
+		if (rc)
+			break;
 		json_t *recs = json_object_get(page, "records");
 		json_t *next = json_object_get(page, "next_after");
 		bool more = json_is_true(json_object_get(page, "more"));
+		if (!warned && *ts_js(page, "unavailable"))
+			fprintf(stderr, "warden trace: %s\n",
+				ts_js(page, "unavailable"));
+		warned = warned || *ts_js(page, "unavailable");
 		uint64_t n =
 		    json_is_integer(next) ? json_integer_value(next) : 0;
-		if (!json_is_array(recs) || (more && n <= after)) {
+		const char *ns = json_string_value(next);
+		bool forward = ns ? !fleet_after || strcmp(ns, fleet_after)
+				  : !fleet_after && n > after;
+		if (!json_is_array(recs) || (more && !forward)) {
 			json_decref(page);
-			json_decref(all);
-			return wd_err_set(err, -EPROTO,
-					  "wardend answered /v1/trace/records "
-					  "with a page that is not {records, "
-					  "more, next_after} going forward");
+			rc = wd_err_set(err, -EPROTO,
+					"wardend answered /v1/trace/records "
+					"with a page that is not {records, "
+					"more, next_after} going forward");
+			break;
 		}
 		json_array_extend(all, recs);
+		if (more && ns) {
+			free(fleet_after);
+			fleet_after = wd_strdup(ns);
+		}
+		after = n;
 		json_decref(page);
 		if (!more)
 			break;
-		after = n;
+	}
+	free(fleet_after);
+	if (rc) {
+		json_decref(all);
+		return rc;
 	}
 	*out = all;
 	return 0;

@@ -125,10 +125,12 @@ json_t *wd_fleet_approvals(struct wd_fleet *f, const struct wd_caller *c,
 	    f,
 	    "SELECT coalesce(json_agg(x ORDER BY x.created), '[]')::text FROM "
 	    "(SELECT a.id, a.run_id, a.node_id AS node, a.agent, a.team, "
-	    "a.user_name AS user, a.tool, a.reason, a.created_at AS created, "
+	    "a.user_name AS user, a.uid, a.tool, a.reason, a.created_at AS "
+	    "created, "
 	    "a.expires_at AS expires, $5::boolean AS you_may_decide, "
-	    "'on node ' || a.node_id || ', where reading them is recorded' "
-	    "AS args_withheld FROM warden.approvals a WHERE a.state = "
+	    "'on node ' || a.node_id || ': shown here once its run''s "
+	    "records are shipped (each read recorded)' AS args_withheld FROM "
+	    "warden.approvals a WHERE a.state = "
 	    "'pending' AND a.node_id <> $4 AND a.node_id IN (SELECT id FROM "
 	    "warden.nodes WHERE state = 'up') AND ($1::boolean OR a.uid = "
 	    "$2::bigint OR a.team = ANY($3::text[]))) x",

@@ -132,6 +132,33 @@ json_t *wd_fleet_approvals(struct wd_fleet *f, const struct wd_caller *c,
 int wd_fleet_approval_decide(struct wd_fleet *f, const struct wd_caller *c,
 			     const char *id, bool approve, const char *reason,
 			     struct wd_err *err);
+/* The plain trace reads in a fleet (trace_reads.c): a source of other
+ * nodes' runs for runtime.h wd_rt_trace_records_from / _payload_from
+ * (records from warden.trace_lines, blobs from warden.trace_blobs; either
+ * -EAGAIN when the database cannot be read, saying so). */
+void wd_fleet_trace_src(struct wd_fleet *f, struct wd_rt_trace_src *src);
+/* Other nodes' runs of the shipped index for GET /v1/trace/runs: at most
+ * limit rows after q's cursor matching q's filters, readable by c, in
+ * page order with page_started (runtime.h wd_rt_trace_runs_with). NULL
+ * with errno EAGAIN (err). */
+struct wd_trace_query;
+json_t *wd_fleet_trace_page(struct wd_fleet *f, const struct wd_caller *c,
+			    const struct wd_trace_query *q, unsigned limit,
+			    struct wd_err *err);
+/* Other nodes' shipped index rows for GET /v1/trace/records: at most
+ * limit rows after (after_node, after_seq) in (node, seq) order matching
+ * q's filters, of runs c may read, each naming its node. NULL with errno
+ * EAGAIN (err). */
+json_t *wd_fleet_trace_records(struct wd_fleet *f, const struct wd_caller *c,
+			       const struct wd_trace_query *q,
+			       const char *after_node, int64_t after_seq,
+			       unsigned limit, struct wd_err *err);
+/* Other nodes' ended runs started since since_ns that c may read, for
+ * GET /v1/cost (runtime.h wd_rt_cost_with). NULL with errno EAGAIN. */
+json_t *wd_fleet_cost_runs(struct wd_fleet *f, const struct wd_caller *c,
+			   uint64_t since_ns, struct wd_err *err);
+/* This node's id in the fleet. */
+const char *wd_fleet_node_id(struct wd_fleet *f);
 /* GET /v1/fleet/trace/verify[?run=ID] (`warden fleet verify`): each
  * node's chain recomputed from the lines it shipped (trace_verify.c):
  * {ok, nodes: [{node, shipped, starts_after?, lines, first_seq, last_seq,

@@ -98,6 +98,11 @@ void *fl_ship_thread(void *arg);
  * the API's connection. */
 json_t *fl_row_json(struct wd_fleet *f, const char *sql, int n, const char **pv,
 		    struct wd_err *err);
+/* One statement (returning rows) on the API's connection: its result
+ * (PQclear it), or NULL with errno EAGAIN and err. resfmt 1: columns in
+ * binary (a bytea's bytes as they are). */
+PGresult *fl_api_exec(struct wd_fleet *f, const char *sql, int n,
+		      const char **pv, int resfmt, struct wd_err *err);
 /* The trace's read rule as query parameters: $all ("true"/"false"), $uid,
  * $teams (a text[] literal of the caller's groups: names of [a-z0-9_-],
  * passed as a parameter like any other value). Free teams. */

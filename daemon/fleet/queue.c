@@ -192,10 +192,8 @@ int wd_fleet_submit(struct wd_fleet *f, const struct wd_caller *c,
 	return 0;
 }
 
-/* One row as JSON text by the server (row_to_json), parsed. NULL with
- * errno ENOENT (no row) or EAGAIN (err). */
-json_t *fl_row_json(struct wd_fleet *f, const char *sql, int n, const char **pv,
-		    struct wd_err *err)
+PGresult *fl_api_exec(struct wd_fleet *f, const char *sql, int n,
+		      const char **pv, int resfmt, struct wd_err *err)
 {
 	pthread_mutex_lock(&f->api_mu);
 	PGconn *db = api_conn(f, err);
@@ -204,7 +202,7 @@ json_t *fl_row_json(struct wd_fleet *f, const char *sql, int n, const char **pv,
 		errno = EAGAIN;
 		return NULL;
 	}
-	PGresult *r = PQexecParams(db, sql, n, NULL, pv, NULL, NULL, 0);
+	PGresult *r = PQexecParams(db, sql, n, NULL, pv, NULL, NULL, resfmt);
 	if (PQresultStatus(r) != PGRES_TUPLES_OK) {
 		fl_pg_err(r, db, "fleet database", err);
 		pthread_mutex_unlock(&f->api_mu);
@@ -212,11 +210,22 @@ json_t *fl_row_json(struct wd_fleet *f, const char *sql, int n, const char **pv,
 		errno = EAGAIN;
 		return NULL;
 	}
+	pthread_mutex_unlock(&f->api_mu);
+	return r;
+}
+
+/* One row as JSON text by the server (row_to_json), parsed. NULL with
+ * errno ENOENT (no row) or EAGAIN (err). */
+json_t *fl_row_json(struct wd_fleet *f, const char *sql, int n, const char **pv,
+		    struct wd_err *err)
+{
+	PGresult *r = fl_api_exec(f, sql, n, pv, 0, err);
+	if (!r)
+		return NULL;
 	json_t *o = NULL;
 	if (PQntuples(r) == 1 && !PQgetisnull(r, 0, 0))
 		o = json_loads(PQgetvalue(r, 0, 0), 0, NULL);
 	PQclear(r);
-	pthread_mutex_unlock(&f->api_mu);
 	if (!o) {
 		wd_err_set(err, -ENOENT, "no such run in the fleet");
 		errno = ENOENT;

@@ -167,7 +167,8 @@ struct ap_read {
 };
 
 static void note_args_read(struct wd_rt *rt, const struct wd_caller *c,
-			   json_t *o, const struct ap_read *a)
+			   json_t *o, const struct ap_read *a,
+			   const char *run_node)
 {
 	json_t *args = json_object_get(o, "args");
 	if (!args)
@@ -186,6 +187,7 @@ static void note_args_read(struct wd_rt *rt, const struct wd_caller *c,
 				 .what = "approval",
 				 .content = content,
 				 .access = a->approver ? "approver" : NULL,
+				 .run_node = run_node,
 				 .returned = o};
 	struct wd_err err = {0};
 	int rc =
@@ -246,9 +248,32 @@ json_t *wd_rt_approvals_list(struct wd_rt *rt, const struct wd_caller *c)
 	pthread_mutex_unlock(&rt->mu);
 	/* recorded without rt->mu (the trace append waits for the write) */
 	for (size_t i = 0; i < n; i++)
-		note_args_read(rt, c, json_array_get(out, i), &reads[i]);
+		note_args_read(rt, c, json_array_get(out, i), &reads[i], NULL);
 	free(reads);
 	return out;
+}
+
+void wd_rt_remote_approval_args(struct wd_rt *rt, const struct wd_caller *c,
+				json_t *o, json_t *request, const char *node)
+{
+	json_t *args = json_object_get(request, "args");
+	if (!args)
+		return;
+	struct ap_read a = {
+	    .run_uid = json_is_integer(json_object_get(o, "uid"))
+			   ? json_integer_value(json_object_get(o, "uid"))
+			   : -1,
+	    .step = json_integer_value(json_object_get(request, "step")),
+	    .approver = wd_rt_is_approver(rt, c->uid)};
+	snprintf(a.run_id, sizeof(a.run_id), "%s",
+		 json_string_value(json_object_get(o, "run_id")) ?: "");
+	snprintf(a.team, sizeof(a.team), "%s",
+		 json_string_value(json_object_get(o, "team")) ?: "");
+	snprintf(a.aid, sizeof(a.aid), "%s",
+		 json_string_value(json_object_get(o, "id")) ?: "");
+	json_object_del(o, "args_withheld");
+	json_object_set(o, "args", args);
+	note_args_read(rt, c, o, &a, node);
 }
 
 static void notify_webhook(struct wd_rt *rt, json_t *payload)

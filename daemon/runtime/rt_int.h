@@ -181,6 +181,9 @@ struct rt_view_read {
 	uint64_t since; /* the stream's since= */
 	/* why allowed when not as a reader of the run (an approver) */
 	const char *access;
+	/* the node that ran it, when another one (a fleet): named in the
+	 * payload_read as run_node */
+	const char *run_node;
 	/* what is handed out (borrowed): an object or an array of them; the
 	 * payload_read names their fields (rt_fields_returned) */
 	json_t *returned;

@@ -184,6 +184,12 @@ int wd_rt_approval_decide(struct wd_rt *rt, const struct wd_caller *c,
  * its own, its teams', all for auditors and root). */
 json_t *wd_rt_cost(struct wd_rt *rt, const struct wd_caller *c, const char *by,
 		   uint64_t since_ns, struct wd_err *err);
+/* The same with other nodes' runs counted too: extra (borrowed, may be
+ * NULL) holds rows {run_id, team, agent, user, cost_usd, input_tokens,
+ * output_tokens} the caller may read. */
+json_t *wd_rt_cost_with(struct wd_rt *rt, const struct wd_caller *c,
+			const char *by, uint64_t since_ns, json_t *extra,
+			struct wd_err *err);
 json_t *wd_rt_status(struct wd_rt *rt);
 /* What the node-wide views show c (scope.c): root, the daemon's uid and
  * auditors the whole node; anyone else the runs they may read and the
@@ -227,6 +233,49 @@ int wd_rt_trace_runs(struct wd_rt *rt, const struct wd_caller *c,
 int wd_rt_trace_grep(struct wd_rt *rt, const struct wd_caller *c,
 		     const struct wd_trace_query *q, json_t **out,
 		     struct wd_err *err);
+/* A run this node's store does not hold, read from elsewhere (another
+ * node's, shipped to the fleet database: fleet/fleet.h
+ * wd_fleet_trace_src). records: the run's records in seq order, as its
+ * node's store holds them, and the node's id; blob: one blob, hash
+ * checked (trace.h wd_trace_blob_fn). Either: 0, -ENOENT, -EAGAIN (err
+ * says why: the source cannot be read now). */
+struct wd_rt_trace_src {
+	int (*records)(void *ctx, const char *run_id, json_t **out,
+		       char node[64], struct wd_err *err);
+	int (*blob)(void *ctx, const char *ref, char **data, size_t *len,
+		    struct wd_err *err);
+	void *ctx;
+};
+/* wd_rt_trace_records / _payload over src (NULL: this node's store): the
+ * same read rule and the same payload_read record, written here in this
+ * node's store (naming the run's node as run_node) before anything is
+ * handed out. */
+int wd_rt_trace_records_from(struct wd_rt *rt, const struct wd_caller *c,
+			     const char *run_id,
+			     const struct wd_rt_trace_src *src, json_t **out,
+			     struct wd_err *err);
+int wd_rt_trace_payload_from(struct wd_rt *rt, const struct wd_caller *c,
+			     const char *run_id, int64_t step, const char *type,
+			     const struct wd_rt_trace_src *src, json_t **out,
+			     struct wd_err *err);
+/* Another node's pending approval o (fleet/fleet.h wd_fleet_approvals:
+ * listed to approvers and the run's readers) with the arguments its run's
+ * approval_request record holds (request, borrowed; none: a hash_only
+ * run's, not in its records): handed out in o as this node hands out its
+ * own, recorded first as a payload_read here naming run_node, else
+ * withheld (args_hash, args_withheld saying why). */
+void wd_rt_remote_approval_args(struct wd_rt *rt, const struct wd_caller *c,
+				json_t *o, json_t *request, const char *node);
+/* Does this node's store hold run_id (its run_start)? */
+bool wd_rt_trace_holds(struct wd_rt *rt, const char *run_id);
+/* wd_rt_trace_runs with other nodes' rows merged in: extra (borrowed; may
+ * be NULL) holds rows of the same shape plus page_started (the start in
+ * microseconds, 0 unknown), each after q's cursor and at most q->limit + 1
+ * of them, in page order; they are judged by the read rule like the
+ * node's own. */
+int wd_rt_trace_runs_with(struct wd_rt *rt, const struct wd_caller *c,
+			  const struct wd_trace_query *q, json_t *extra,
+			  json_t **out, struct wd_err *err);
 
 /* The trace store (for the daemon's events endpoint and tests). */
 struct wd_trace *wd_rt_trace(struct wd_rt *rt);

@@ -149,15 +149,19 @@ int rt_check_read_records(struct wd_rt *rt, const struct wd_caller *c,
 	return rc;
 }
 
-/* The run's records if the caller may read them: -ENOENT no such run,
- * -EACCES not allowed (err says who may). */
+/* The run's records (from src, or this node's store when NULL) if the
+ * caller may read them: -ENOENT no such run, -EACCES not allowed (err says
+ * who may). node: the run's node when src names one, else "". */
 static int authorised_records(struct wd_rt *rt, const struct wd_caller *c,
-			      const char *run_id, json_t **out,
-			      const char **why, char reader[64],
+			      const char *run_id,
+			      const struct wd_rt_trace_src *src, json_t **out,
+			      const char **why, char reader[64], char node[64],
 			      struct wd_err *err)
 {
 	json_t *a = NULL;
-	int rc = wd_trace_run_records(rt->trace, run_id, &a, err);
+	node[0] = 0;
+	int rc = src ? src->records(src->ctx, run_id, &a, node, err)
+		     : wd_trace_run_records(rt->trace, run_id, &a, err);
 	if (rc)
 		return rc;
 	json_t *st = json_array_get(a, 0);
@@ -177,6 +181,22 @@ static int authorised_records(struct wd_rt *rt, const struct wd_caller *c,
 	}
 	*out = a;
 	return 0;
+}
+
+bool wd_rt_trace_holds(struct wd_rt *rt, const char *run_id)
+{
+	json_t *a = NULL;
+	if (wd_trace_run_records(rt->trace, run_id, &a, NULL))
+		return false;
+	bool ok = wd_rec_type_json(json_array_get(a, 0)) == WD_REC_RUN_START;
+	json_decref(a);
+	return ok;
+}
+
+/* A read of another node's run is recorded here, naming that node. */
+static json_t *node_extra(const char *node)
+{
+	return *node ? json_pack("{s:s}", "run_node", node) : NULL;
 }
 
 /* Every member path of o ("event.target": an object's members are named
@@ -336,10 +356,19 @@ void rt_hash_old_targets(json_t *recs)
 int wd_rt_trace_records(struct wd_rt *rt, const struct wd_caller *c,
 			const char *run_id, json_t **out, struct wd_err *err)
 {
+	return wd_rt_trace_records_from(rt, c, run_id, NULL, out, err);
+}
+
+int wd_rt_trace_records_from(struct wd_rt *rt, const struct wd_caller *c,
+			     const char *run_id,
+			     const struct wd_rt_trace_src *src, json_t **out,
+			     struct wd_err *err)
+{
 	const char *why = "";
-	char reader[64];
+	char reader[64], node[64];
 	json_t *a = NULL;
-	int rc = authorised_records(rt, c, run_id, &a, &why, reader, err);
+	int rc =
+	    authorised_records(rt, c, run_id, src, &a, &why, reader, node, err);
 	if (rc)
 		return rc;
 	/* what of it is payload is a read like any other: recorded first
@@ -350,16 +379,19 @@ int wd_rt_trace_records(struct wd_rt *rt, const struct wd_caller *c,
 	if (hash_only)
 		rt_hash_old_targets(a);
 	json_t *read = hash_only ? json_array() : inline_reads(a);
+	json_t *extra = node_extra(node);
 	if (!json_array_size(read)) {
 		json_decref(read);
 	} else if ((rc = record_read(
 			rt, c, run_id,
 			json_integer_value(json_object_get(
 			    json_array_get(a, json_array_size(a) - 1), "step")),
-			reader, why, "records", read, a, NULL, err))) {
+			reader, why, "records", read, a, extra, err))) {
+		json_decref(extra);
 		json_decref(a);
 		return rc;
 	}
+	json_decref(extra);
 	*out = a;
 	return 0;
 }
@@ -368,17 +400,32 @@ int wd_rt_trace_payload(struct wd_rt *rt, const struct wd_caller *c,
 			const char *run_id, int64_t step, const char *type,
 			json_t **out, struct wd_err *err)
 {
+	return wd_rt_trace_payload_from(rt, c, run_id, step, type, NULL, out,
+					err);
+}
+
+int wd_rt_trace_payload_from(struct wd_rt *rt, const struct wd_caller *c,
+			     const char *run_id, int64_t step, const char *type,
+			     const struct wd_rt_trace_src *src, json_t **out,
+			     struct wd_err *err)
+{
 	const char *why = "";
-	char reader[64];
+	char reader[64], node[64];
 	json_t *recs = NULL;
-	int rc = authorised_records(rt, c, run_id, &recs, &why, reader, err);
+	int rc = authorised_records(rt, c, run_id, src, &recs, &why, reader,
+				    node, err);
 	if (rc)
 		return rc;
-	json_decref(recs);
 	json_t *a = NULL;
 	/* a hash_only run's entries come back with no payload
-	 * (wd_trace_step_payloads): nothing of it is a read */
-	rc = wd_trace_step_payloads(rt->trace, run_id, step, type, &a, err);
+	 * (wd_trace_records_payloads): nothing of it is a read. Another
+	 * node's blobs are read only by the refs its records name at that
+	 * step: a ref of some other run is never looked up through this one */
+	rc = src ? wd_trace_records_payloads(recs, run_id, step, type,
+					     src->blob, src->ctx, &a, err)
+		 : wd_trace_step_payloads(rt->trace, run_id, step, type, &a,
+					  err);
+	json_decref(recs);
 	if (rc)
 		return rc;
 	json_t *read = json_array();
@@ -393,13 +440,16 @@ int wd_rt_trace_payload(struct wd_rt *rt, const struct wd_caller *c,
 					    json_object_get(p, "field"), "hash",
 					    json_object_get(p, "ref")));
 	}
+	json_t *extra = node_extra(node);
 	if (!json_array_size(read)) {
 		json_decref(read);
 	} else if ((rc = record_read(rt, c, run_id, step, reader, why, type,
-				     read, a, NULL, err))) {
+				     read, a, extra, err))) {
+		json_decref(extra);
 		json_decref(a);
 		return rc;
 	}
+	json_decref(extra);
 	*out = a;
 	return 0;
 }
@@ -446,6 +496,12 @@ int rt_note_view_read(struct wd_rt *rt, const struct wd_caller *c,
 	json_t *extra = v->follow ? json_pack("{s:b,s:I}", "follow", 1, "since",
 					      (json_int_t)v->since)
 				  : NULL;
+	if (v->run_node) {
+		if (!extra)
+			extra = json_object();
+		json_object_set_new(extra, "run_node",
+				    json_string(v->run_node));
+	}
 	int rc = record_read(rt, c, v->run_id, v->step, reader, why, v->what,
 			     read, v->returned, extra, err);
 	json_decref(extra);
@@ -522,6 +578,61 @@ int wd_rt_trace_runs(struct wd_rt *rt, const struct wd_caller *c,
 		     const struct wd_trace_query *q, json_t **out,
 		     struct wd_err *err)
 {
+	return wd_rt_trace_runs_with(rt, c, q, NULL, out, err);
+}
+
+/* page order: (start, run id), an unknown start (0) first */
+static int page_cmp(const void *x, const void *y)
+{
+	json_t *a = *(json_t *const *)x, *b = *(json_t *const *)y;
+	json_int_t sa = json_integer_value(json_object_get(a, "page_started"));
+	json_int_t sb = json_integer_value(json_object_get(b, "page_started"));
+	if (sa != sb)
+		return sa < sb ? -1 : 1;
+	const char *ra = jstr(a, "run_id"), *rb = jstr(b, "run_id");
+	return strcmp(ra ? ra : "", rb ? rb : "");
+}
+
+/* a and extra's rows in page order, a run once (the node's own row
+ * first): a new array */
+static json_t *merge_page(json_t *a, json_t *extra)
+{
+	size_t n = json_array_size(a) + json_array_size(extra), k = 0;
+	json_t **v = wd_calloc(n + 1, sizeof(*v));
+	json_t *seen = json_object();
+	size_t i;
+	json_t *r;
+	json_array_foreach(a, i, r)
+	{
+		json_object_set(seen, jstr(r, "run_id") ?: "", json_true());
+		v[k++] = r;
+	}
+	json_array_foreach(extra, i, r)
+	{
+		if (json_is_integer(json_object_get(r, "page_started")) &&
+		    !json_object_get(seen, jstr(r, "run_id") ?: ""))
+			v[k++] = r;
+	}
+	qsort(v, k, sizeof(*v), page_cmp);
+	json_t *out = json_array();
+	for (i = 0; i < k; i++)
+		json_array_append_new(out, json_deep_copy(v[i]));
+	free(v);
+	json_decref(seen);
+	return out;
+}
+
+/* A page of the runs c may read: {runs, more, next_after}. The SQL query
+ * holds the read rule, so a page is a page of readable runs; the cursor is
+ * the page's last row as the query returned it ("START.RUN_ID"), taken
+ * before readable_query judges each row again, so a row that judgement
+ * drops never stalls or repeats the paging. Other nodes' rows (extra)
+ * follow the same cursor: both lists hold at most limit + 1 rows after
+ * it, so the merged page's first limit + 1 are the fleet's. */
+int wd_rt_trace_runs_with(struct wd_rt *rt, const struct wd_caller *c,
+			  const struct wd_trace_query *q, json_t *extra,
+			  json_t **out, struct wd_err *err)
+{
 	if (!q->limit || q->limit > WD_TRACE_RUNS_MAX)
 		return wd_err_set(err, -EINVAL,
 				  "limit must be 1 to %u runs a page",
@@ -541,6 +652,13 @@ int wd_rt_trace_runs(struct wd_rt *rt, const struct wd_caller *c,
 	if (rc) {
 		wd_pset_unref(ps);
 		return rc;
+	}
+	if (json_array_size(extra)) {
+		json_t *m = merge_page(a, extra);
+		json_decref(a);
+		a = m;
+		while (json_array_size(a) > pq.limit)
+			json_array_remove(a, json_array_size(a) - 1);
 	}
 	bool more = json_array_size(a) > q->limit;
 	if (more)

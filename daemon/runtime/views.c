@@ -376,6 +376,13 @@ json_t *wd_rt_runs_list(struct wd_rt *rt, const struct wd_caller *c)
 json_t *wd_rt_cost(struct wd_rt *rt, const struct wd_caller *c, const char *by,
 		   uint64_t since_ns, struct wd_err *err)
 {
+	return wd_rt_cost_with(rt, c, by, since_ns, NULL, err);
+}
+
+json_t *wd_rt_cost_with(struct wd_rt *rt, const struct wd_caller *c,
+			const char *by, uint64_t since_ns, json_t *extra,
+			struct wd_err *err)
+{
 	/* ended runs from the index; runs in progress from memory; of
 	 * each, only those the caller may read */
 	struct wd_trace_query q = {.since_ns = since_ns};
@@ -400,6 +407,7 @@ json_t *wd_rt_cost(struct wd_rt *rt, const struct wd_caller *c, const char *by,
 			      "_live", 1));
 	}
 	pthread_mutex_unlock(&rt->mu);
+	json_array_extend(runs, extra);
 	/* a live run also in the index counts once (the live figure) */
 	size_t i;
 	json_t *x;

@@ -215,22 +215,11 @@ int wd_trace_blobs_settle(struct wd_trace *t)
 	return r;
 }
 
-/* Decompress a blob file's bytes and check its name. 0, -EBADMSG (corrupt
- * or hash mismatch), -ENOENT. */
-int wd_trace_load_blob(struct wd_trace *t, const char *hex, char **data,
-		       size_t *len)
+/* A blob file's bytes (zlib) back to the payload, checked against its
+ * name (hex). 0, -EBADMSG (corrupt or hash mismatch), -ENOMEM. */
+static int inflate_checked(const char *hex, const void *z, size_t zlen,
+			   char **data, size_t *len)
 {
-	cleanup_free char *path = wd_trace_blob_path(t, hex);
-	cleanup_free char *z = NULL;
-	size_t zlen;
-	int r = wd_read_file(path, &z, &zlen);
-	if (r == -ENOENT) {
-		/* put but perhaps not settled yet */
-		wd_trace_blobs_settle(t);
-		r = wd_read_file(path, &z, &zlen);
-	}
-	if (r < 0)
-		return r;
 	z_stream s = {0};
 	if (inflateInit(&s) != Z_OK)
 		return -ENOMEM;
@@ -265,13 +254,27 @@ int wd_trace_load_blob(struct wd_trace *t, const char *hex, char **data,
 	return 0;
 }
 
-int wd_trace_get_blob(struct wd_trace *t, const char *ref, char **data,
-		      size_t *len, struct wd_err *err)
+/* Decompress a blob file's bytes and check its name. 0, -EBADMSG (corrupt
+ * or hash mismatch), -ENOENT. */
+int wd_trace_load_blob(struct wd_trace *t, const char *hex, char **data,
+		       size_t *len)
 {
-	if (!wd_trace_ref_ok(ref))
-		return wd_err_set(err, -EINVAL, "bad blob ref '%s'",
-				  ref ? ref : "");
-	int r = wd_trace_load_blob(t, ref + 7, data, len);
+	cleanup_free char *path = wd_trace_blob_path(t, hex);
+	cleanup_free char *z = NULL;
+	size_t zlen;
+	int r = wd_read_file(path, &z, &zlen);
+	if (r == -ENOENT) {
+		/* put but perhaps not settled yet */
+		wd_trace_blobs_settle(t);
+		r = wd_read_file(path, &z, &zlen);
+	}
+	if (r < 0)
+		return r;
+	return inflate_checked(hex, z, zlen, data, len);
+}
+
+static int blob_err(const char *ref, int r, struct wd_err *err)
+{
 	if (r == -ENOENT)
 		return wd_err_set(err, r,
 				  "blob %s: not stored (hash_only "
@@ -282,7 +285,25 @@ int wd_trace_get_blob(struct wd_trace *t, const char *ref, char **data,
 				  "blob %s: content does not match "
 				  "its hash",
 				  ref);
-	if (r < 0)
-		return wd_err_set(err, r, "blob %s: %s", ref, strerror(-r));
-	return 0;
+	return wd_err_set(err, r, "blob %s: %s", ref, strerror(-r));
+}
+
+int wd_trace_blob_decode(const char *ref, const void *z, size_t zlen,
+			 char **data, size_t *len, struct wd_err *err)
+{
+	if (!wd_trace_ref_ok(ref))
+		return wd_err_set(err, -EINVAL, "bad blob ref '%s'",
+				  ref ? ref : "");
+	int r = inflate_checked(ref + 7, z, zlen, data, len);
+	return r ? blob_err(ref, r, err) : 0;
+}
+
+int wd_trace_get_blob(struct wd_trace *t, const char *ref, char **data,
+		      size_t *len, struct wd_err *err)
+{
+	if (!wd_trace_ref_ok(ref))
+		return wd_err_set(err, -EINVAL, "bad blob ref '%s'",
+				  ref ? ref : "");
+	int r = wd_trace_load_blob(t, ref + 7, data, len);
+	return r < 0 ? blob_err(ref, r, err) : 0;
 }

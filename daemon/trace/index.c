@@ -572,10 +572,12 @@ int wd_idx_add(struct wd_idx *x, uint64_t seq, uint64_t seg, uint64_t off,
 
 	/* a `gc` record of a run the index no longer knows (metadata
 	 * retention dropped its records, or the store's own "trace-gc"
-	 * records): the record row only, no runs row to make up */
+	 * records), or a payload_read of a run this store never held
+	 * (another node's, read here through the fleet): the record row
+	 * only, no runs row to make up */
 	enum wd_rec_type rt = wd_rec_type_of(type);
-	if (rt == WD_REC_GC && !json_object_get(x->aggmap, run) &&
-	    !run_known(x, run))
+	if ((rt == WD_REC_GC || rt == WD_REC_PAYLOAD_READ) &&
+	    !json_object_get(x->aggmap, run) && !run_known(x, run))
 		return 0;
 	bool mc = rt == WD_REC_MODEL_CALL;
 	struct agg *ag = agg_get(x, run, ts);

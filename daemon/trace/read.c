@@ -102,6 +102,12 @@ int wd_trace_run_records(struct wd_trace *t, const char *run_id, json_t **array,
 	return 0;
 }
 
+static int local_blob(void *ctx, const char *ref, char **data, size_t *len,
+		      struct wd_err *err)
+{
+	return wd_trace_get_blob(ctx, ref, data, len, err);
+}
+
 int wd_trace_step_payloads(struct wd_trace *t, const char *run_id, int64_t step,
 			   const char *type, json_t **array, struct wd_err *err)
 {
@@ -109,6 +115,16 @@ int wd_trace_step_payloads(struct wd_trace *t, const char *run_id, int64_t step,
 	int r = wd_trace_run_records(t, run_id, &recs, err);
 	if (r < 0)
 		return r;
+	r = wd_trace_records_payloads(recs, run_id, step, type, local_blob, t,
+				      array, err);
+	json_decref(recs);
+	return r;
+}
+
+int wd_trace_records_payloads(json_t *recs, const char *run_id, int64_t step,
+			      const char *type, wd_trace_blob_fn blob,
+			      void *ctx, json_t **array, struct wd_err *err)
+{
 	/* a hash_only run's payloads are never handed out, by any path (the
 	 * store's --state readers as well as wardend's): a blob with the same
 	 * hash may be kept for another run that stored it */
@@ -147,7 +163,7 @@ int wd_trace_step_payloads(struct wd_trace *t, const char *run_id, int64_t step,
 				    json_string("hash_only run: payloads are "
 						"not shown, only their "
 						"hashes"));
-			else if (wd_trace_get_blob(t, ref, &data, &len, &e) < 0)
+			else if (blob(ctx, ref, &data, &len, &e) < 0)
 				json_object_set_new(o, "error",
 						    json_string(e.msg));
 			else if (json_object_set_new(o, "payload",
@@ -160,7 +176,6 @@ int wd_trace_step_payloads(struct wd_trace *t, const char *run_id, int64_t step,
 			json_array_append_new(out, o);
 		}
 	}
-	json_decref(recs);
 	if (!found) {
 		json_decref(out);
 		return wd_err_set(

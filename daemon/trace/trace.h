@@ -113,6 +113,12 @@ int wd_trace_put_blob(struct wd_trace *t, const char *run_id, const void *data,
  * -ENOENT if absent or dropped by gc). *data is NUL-terminated, free() it. */
 int wd_trace_get_blob(struct wd_trace *t, const char *ref, char **data,
 		      size_t *len, struct wd_err *err);
+/* A blob file's bytes as a store holds them (zlib) back to the payload,
+ * checked against ref: another node's blob, shipped to the fleet database
+ * (fleet/trace_reads.c). 0, -EINVAL (bad ref), -EBADMSG (corrupt, or not
+ * ref's content). *data is NUL-terminated, free() it. */
+int wd_trace_blob_decode(const char *ref, const void *z, size_t zlen,
+			 char **data, size_t *len, struct wd_err *err);
 
 /* Append one record. `record` must hold run_id (string), step (integer) and
  * type (string); it is redacted in place and the store sets seq, ts and
@@ -167,6 +173,15 @@ int wd_trace_run_records(struct wd_trace *t, const char *run_id, json_t **array,
 int wd_trace_step_payloads(struct wd_trace *t, const char *run_id, int64_t step,
 			   const char *type, json_t **array,
 			   struct wd_err *err);
+/* The same over a run's records read elsewhere (another node's, from the
+ * fleet database): blob(ctx, ref, ...) reads one blob as
+ * wd_trace_get_blob() does. Only refs the records at that step name are
+ * read; a hash_only run's none. */
+typedef int (*wd_trace_blob_fn)(void *ctx, const char *ref, char **data,
+				size_t *len, struct wd_err *err);
+int wd_trace_records_payloads(json_t *recs, const char *run_id, int64_t step,
+			      const char *type, wd_trace_blob_fn blob,
+			      void *ctx, json_t **array, struct wd_err *err);
 
 /* Index queries. Each returns a new JSON array. */
 /* Whose runs a query may return (NULL in wd_trace_query: every run): the

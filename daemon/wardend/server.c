@@ -54,8 +54,11 @@ struct req_state {
 	bool too_big;
 };
 
-static enum MHD_Result send_json(struct MHD_Connection *con, int status,
-				 json_t *o)
+/* unavailable (may be NULL): what the answer lacks (a fleet node whose
+ * database is away answers for itself), in a Warden-Unavailable header
+ * that the CLI prints (api/client.h) -- never silently partial */
+static enum MHD_Result send_json_partial(struct MHD_Connection *con, int status,
+					 json_t *o, const char *unavailable)
 {
 	char *text = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
@@ -68,9 +71,26 @@ static enum MHD_Result send_json(struct MHD_Connection *con, int status,
 	struct MHD_Response *r =
 	    MHD_create_response_from_buffer(n + 1, full, MHD_RESPMEM_MUST_FREE);
 	MHD_add_response_header(r, "Content-Type", "application/json");
+	if (unavailable) {
+		/* one line of printable ASCII: a header value */
+		char h[512];
+		size_t i = 0;
+		for (; unavailable[i] && i < sizeof(h) - 1; i++)
+			h[i] = unavailable[i] >= 0x20 && unavailable[i] < 0x7f
+				   ? unavailable[i]
+				   : ' ';
+		h[i] = 0;
+		MHD_add_response_header(r, "Warden-Unavailable", h);
+	}
 	enum MHD_Result ret = MHD_queue_response(con, status, r);
 	MHD_destroy_response(r);
 	return ret;
+}
+
+static enum MHD_Result send_json(struct MHD_Connection *con, int status,
+				 json_t *o)
+{
+	return send_json_partial(con, status, o, NULL);
 }
 
 static enum MHD_Result send_err(struct MHD_Connection *con, int status,
@@ -545,15 +565,9 @@ static enum MHD_Result dispatch(struct wd_server *srv,
 		return send_stream(con, s);
 	}
 	case WD_EP_APPROVAL_LIST:
-		o = wd_rt_approvals_list(srv->rt, who);
-		if (srv->fleet) {
-			/* the other nodes' too, when the database answers */
-			json_t *more =
-			    wd_fleet_approvals(srv->fleet, who, &err);
-			json_array_extend(o, more);
-			json_decref(more);
-		}
-		return send_json(con, 200, o);
+		o = wd_approvals_api(srv->rt, srv->fleet, who, &err);
+		return send_json_partial(con, 200, o,
+					 err.msg[0] ? err.msg : NULL);
 	case WD_EP_APPROVAL_DECIDE:
 		rc = wd_rt_approval_decide(srv->rt, who, q->id, q->approve,
 					   q->reason, &err);
@@ -571,10 +585,8 @@ static enum MHD_Result dispatch(struct wd_server *srv,
 					   "decision",
 					   q->approve ? "approved" : "denied"));
 	case WD_EP_COST:
-		o = wd_rt_cost(srv->rt, who, q->by, q->since_ns, &err);
-		if (!o)
-			return send_err(con, 500, err.msg);
-		return send_json(con, 200, o);
+		rc = wd_cost_api(srv->rt, srv->fleet, who, q, &o);
+		return send_json(con, rc, o);
 	case WD_EP_EVENTS: {
 		struct wd_stream *ev = wd_rt_events(srv->rt);
 		if (!ev)
@@ -623,7 +635,7 @@ static enum MHD_Result dispatch(struct wd_server *srv,
 	case WD_EP_RUN_PAYLOAD:
 	case WD_EP_TRACE_RUNS:
 	case WD_EP_TRACE_RECORDS:
-		rc = wd_trace_api(srv->rt, who, q, &o);
+		rc = wd_trace_api(srv->rt, srv->fleet, who, q, &o);
 		return send_json(con, rc, o);
 	}
 	return send_err(con, 404, "no such endpoint");

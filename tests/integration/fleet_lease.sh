@@ -183,20 +183,26 @@ expect_eq fleet-trace-ls-carol "$(as_user 1002 "$WARDEN" fleet trace --json | jq
 expect_eq fleet-trace-run-carol "$(as_user 1002 "$WARDEN" fleet trace "$rid" >/dev/null 2>&1; echo $?)" 1
 expect_match metrics-shipped "$(curl -s --unix-socket "$T/A.sock" http://w/metrics)" 'warden_fleet_trace_shipped_seq [1-9]'
 expect_eq schema-latest "$(psql_q 'SELECT max(version) FROM warden.schema_version')" 6
-# cost, fleet-wide: what alice may read on each node, summed, is what the
-# fleet answers through any one of them (runs and dollars)
-local_sum=$(for n in A B C D; do as_user 1000 "$WARDEN" cost --by team --json --socket "$T/$n.sock"; done |
+# cost, fleet-wide: alice's ended runs in each node's own store, summed,
+# are what the fleet answers through any one of them (runs and dollars),
+# with `warden fleet cost` and with the plain `warden cost` alike
+local_sum=$(for n in A B C D; do "$WARDEN" trace ls --json --state "$T/$n/state"; done |
 	python3 -c "import json,sys
 d=json.JSONDecoder(); t=sys.stdin.read(); i=0; usd=0; runs=0
 while i < len(t):
     while i < len(t) and t[i].isspace(): i += 1
     if i >= len(t): break
     o, i = d.raw_decode(t, i)
-    usd += o['total_usd']; runs += sum(g['runs'] for g in o['groups'])
+    mine = [r for r in o if r.get('uid') == 1000 and r.get('ended')]
+    usd += sum(r['cost_usd'] or 0 for r in mine); runs += len(mine)
 print('%d %.6f' % (runs, usd))")
 fleet_sum=$(as_user 1000 "$WARDEN" fleet cost --by team --json --socket "$T/B.sock" |
 	jq_py '"%d %.6f" % (sum(g["runs"] for g in d["groups"]), d["total_usd"])')
 expect_eq fleet-cost-is-sum-of-nodes "$fleet_sum" "$local_sum"
+for n in A B C D; do
+	expect_eq "plain-cost-fleet-wide-$n" "$(as_user 1000 "$WARDEN" cost --by team --json --socket "$T/$n.sock" |
+		jq_py '"%d %.6f" % (sum(g["runs"] for g in d["groups"]), d["total_usd"])')" "$fleet_sum"
+done
 expect_match fleet-cost-text "$(as_user 1000 "$WARDEN" fleet cost --by agent)" '^wit +[0-9]+ +4 '
 expect_eq fleet-cost-carol "$(as_user 1002 "$WARDEN" fleet cost --json | jq_py 'len(d["groups"])')" 0
 expect_eq fleet-cost-bad-by "$("$WARDEN" fleet cost --by nope >/dev/null 2>&1; echo $?)" 2

@@ -25,24 +25,7 @@
 [ "$(id -u)" -eq 0 ] || { skip trace-reads "needs root"; finish; }
 
 base_policy
-cat >"$POL/users.yaml" <<'Y'
-users:
-  root:  {uid: 0, groups: [admin]}
-  alice: {uid: 1000, groups: [eng]}
-  bob:   {uid: 1001, groups: [eng, team-one]}
-  carol: {uid: 1002, groups: [eng, team-other]}
-  dave:  {uid: 1003, groups: [auditors]}
-  erin:  {uid: 1004, groups: [eng]}
-groups:
-  admin: {scopes: ["*"]}
-  eng: {scopes: ["test:*"]}
-  team-one: {scopes: []}
-  team-other: {scopes: []}
-  auditors: {scopes: []}
-approvers:
-  users: [bob, erin]
-  groups: []
-Y
+team_users "bob, erin" "erin:  {uid: 1004, groups: [eng]}"
 script once <<'S'
 {"step": 0, "tool_calls": [{"name": "echo", "arguments": {"n": "{{task}}"}}]}
 {"text": "final: {{result.stdout}}"}

@@ -1,7 +1,8 @@
 /* The fleet's API requests (api/request.c): /v1/fleet/runs[/ID],
  * /v1/fleet/nodes, /v1/fleet/trace/runs[/ID], /v1/fleet/trace/verify,
  * /v1/fleet/trace/gc -- their methods, ids, the state, limit and
- * retention parameters, and what each refuses. */
+ * retention parameters, and what each refuses; the records page's cursor
+ * into other nodes' records (NODE.SEQ). */
 #include "../t.h"
 #include "api/request.h"
 
@@ -134,6 +135,32 @@ int main(void)
 	wd_api_req_free(&r);
 	rc = parse("GET", "/v1/fleet/trace/runs/a%2fb", NULL, &r, &e);
 	T_OK(rc == 400, "trace-run-bad-id", "rc %d", rc);
+	/* /v1/trace/records: a seq, or NODE.SEQ (".0": the other nodes'
+	 * first) */
+	struct q c1 = {{"after"}, {"17"}};
+	rc = parse("GET", "/v1/trace/records", &c1, &r, &e);
+	T_OK(rc == 0 && r.after_seq == 17 && !r.after_fleet && !r.after_run[0],
+	     "records-after-seq", "rc %d: %s", rc, e.msg);
+	wd_api_req_free(&r);
+	struct q c2 = {{"after"}, {"node_0a1b.42"}};
+	rc = parse("GET", "/v1/trace/records", &c2, &r, &e);
+	T_OK(rc == 0 && r.after_seq == 42 && r.after_fleet &&
+		 !strcmp(r.after_run, "node_0a1b"),
+	     "records-after-node", "rc %d: %s", rc, e.msg);
+	wd_api_req_free(&r);
+	struct q c3 = {{"after"}, {".0"}};
+	rc = parse("GET", "/v1/trace/records", &c3, &r, &e);
+	T_OK(rc == 0 && r.after_seq == 0 && r.after_fleet && !r.after_run[0],
+	     "records-after-fleet-start", "rc %d: %s", rc, e.msg);
+	wd_api_req_free(&r);
+	const char *bad[] = {"node'x.1", "node_1.", "node_1.x", "a.b.1",
+			     "node_1.-1"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+		struct q cb = {{"after"}, {bad[i]}};
+		rc = parse("GET", "/v1/trace/records", &cb, &r, &e);
+		T_OK(rc == 400 && strstr(e.msg, "NODE.SEQ"),
+		     "records-after-bad", "%s: rc %d: %s", bad[i], rc, e.msg);
+	}
 	trace_upkeep();
 	return T_DONE();
 }

@@ -192,6 +192,35 @@ Y
 		"auth: {mode: on_behalf_of_user, scopes: [\"test:echo\"]}" "side_effects: none"
 }
 
+# team_users [APPROVERS [USER_LINE]]: users.yaml for the trace's read rule
+# (after base_policy): alice runs, bob is in her agents' team group
+# team-one, carol in another team's, dave an auditor; APPROVERS (default
+# "bob") the approvers' names, USER_LINE one more user
+team_users() {
+	{
+		cat <<'Y'
+users:
+  root:  {uid: 0, groups: [admin]}
+  alice: {uid: 1000, groups: [eng]}
+  bob:   {uid: 1001, groups: [eng, team-one]}
+  carol: {uid: 1002, groups: [eng, team-other]}
+  dave:  {uid: 1003, groups: [auditors]}
+Y
+		[ -z "${2:-}" ] || printf '  %s\n' "$2"
+		cat <<Y
+groups:
+  admin: {scopes: ["*"]}
+  eng: {scopes: ["test:*"]}
+  team-one: {scopes: []}
+  team-other: {scopes: []}
+  auditors: {scopes: []}
+approvers:
+  users: [${1-bob}]
+  groups: []
+Y
+	} >"$POL/users.yaml"
+}
+
 # two_listeners: TCP listeners on two free loopback ports, in $A and $B;
 # each accept appends its tag (A or B) to $T/hits and answers "pong".
 # LPID: their process (kill it at the end).

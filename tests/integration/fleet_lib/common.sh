@@ -38,6 +38,19 @@ stop_pg() {
 # psql_q SQL: one statement, unaligned, tuples only
 psql_q() { psql -X -At -q -h "$PGSOCK" -p "$PGPORT" -U warden -d postgres -v ON_ERROR_STOP=1 -c "$1"; }
 
+# gate_agent: agent `gate` (team-gate), placed on the nodes labelled
+# zone=a, whose first step calls `gated`, a tool that waits for an approval
+gate_agent() {
+	tool gated '["/usr/bin/cat"]' "input: stdin" "args_schema: {type: object}" \
+		"auth: {mode: on_behalf_of_user, scopes: [\"test:gated\"]}" "side_effects: none" "approval: always"
+	script gate <<'S'
+{"step": 0, "tool_calls": [{"name": "gated", "arguments": {"to": "x@example.com"}}]}
+{"text": "after approval: {{result}}"}
+S
+	agent gate gate '[gated]'
+	printf 'placement: {zone: "a"}\n' >>"$POL/agents/gate.yaml"
+}
+
 # launch_node NAME CAPACITY [wardend args...]: $T/NAME/{state,run},
 # $T/NAME.sock; wait_node NAME: until it answers. start_node: both.
 launch_node() {
