@@ -106,14 +106,22 @@ int wd_fleet_submit(struct wd_fleet *f, const struct wd_caller *c,
 		PQclear(pr);
 		if (none) {
 			pthread_mutex_unlock(&f->api_mu);
+			if (!(af.tiers & ~(1u << 1)))
+				return wd_err_set(
+				    err, -EINVAL,
+				    "agent '%s' has placement %s and no node "
+				    "up with capacity has those labels; the "
+				    "run was not queued",
+				    agent, placement);
 			char tl[16];
 			fl_tiers_text(af.tiers, tl);
 			return wd_err_set(
 			    err, -EINVAL,
-			    "agent '%s' (placement %s, tools of tier %s) can "
-			    "run on no node up: none has capacity for each of "
-			    "those tiers%s; the run was not queued",
-			    agent, placement ? placement : "none", tl,
+			    "agent '%s'%s%s uses tools of tier %s and no node "
+			    "up has capacity for each of those tiers%s; the "
+			    "run was not queued",
+			    agent, placement ? " with placement " : "",
+			    placement ? placement : "", tl,
 			    placement ? " and those labels" : "");
 		}
 	}

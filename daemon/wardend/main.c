@@ -501,8 +501,11 @@ int main(int argc, char **argv)
 	 * its flag */
 	if (!fo.url)
 		fo.url = dc->fleet.url;
-	if (fleet_cap < 0)
+	if (fleet_cap < 0) {
 		fleet_cap = dc->fleet.capacity;
+		memcpy(fo.tier_capacity, dc->fleet.tier_capacity,
+		       sizeof(fo.tier_capacity));
+	}
 	if (!fo.lease_ms)
 		fo.lease_ms = dc->fleet.lease_ms;
 	for (int i = 0; !fo.n_labels && i < dc->fleet.n_labels; i++)

@@ -102,7 +102,7 @@ expect_match metrics-a-tier3-held-zero "$m" 'warden_fleet_tier_runs_held\{tier="
 stop_node A
 out=$(as_user 1000 "$WARDEN" run three late 2>&1)
 expect_eq tier3-no-node-exit "$?" 1
-expect_match tier3-no-node-says "$out" "agent 'three' \(placement none, tools of tier 3\) can run on no node up"
+expect_match tier3-no-node-says "$out" "agent 'three' uses tools of tier 3 and no node up has capacity for each of those tiers; the run was not queued"
 expect_eq tier3-no-node-not-queued "$(psql_q "SELECT count(*) FROM warden.runs WHERE task = 'late'")" 0
 expect_match tier1-still-runs "$(as_user 1000 "$WARDEN" run one late1 2>&1)" 'run_end status=ok'
 
@@ -114,4 +114,14 @@ if wait_node N; then
 else
 	fail no-runsc-node-start "see $T/N.log"
 fi
+# --- the same from policy/daemon.yaml: capacity: [T1, T2, T3]
+cp -r "$POL" "$T/dpol"
+printf 'fleet: {url: "%s", capacity: [1, 1, 0], lease_ms: 3000}\n' "$FLEET_URL" >"$T/dpol/daemon.yaml"
+NODE_POL=$T/dpol launch_node D -
+if wait_node D; then
+	expect_eq daemon-yaml-tiers "$(psql_q "SELECT capacity || ' ' || capacity_t1 || ',' || capacity_t2 || ',' || capacity_t3 FROM warden.nodes WHERE id = '$(node_id D)'")" "1 1,1,0"
+else
+	fail daemon-yaml-node-start "see $T/D.log"
+fi
+expect_match help-names-tiers "$("$WARDEND" --help 2>&1)" '--fleet-capacity T1,T2,T3  runs using tier 1, 2, 3'
 finish
