@@ -227,14 +227,11 @@ static const char *const v5[] = {
  * tools and its sub-agents'); a node claims only runs all of whose tiers
  * it has room for now (p_tiers, the same bits). Self-contained: it adds
  * columns and replaces claim(), whatever steps came before it. */
+#define TIER_CAP(T)                                                            \
+	" ADD COLUMN capacity_t" #T " integer NOT NULL DEFAULT 0"              \
+	" CHECK (capacity_t" #T " >= 0)"
 static const char *const v_tiers[] = {
-    "ALTER TABLE warden.nodes"
-    " ADD COLUMN capacity_t1 integer NOT NULL DEFAULT 0"
-    "  CHECK (capacity_t1 >= 0),"
-    " ADD COLUMN capacity_t2 integer NOT NULL DEFAULT 0"
-    "  CHECK (capacity_t2 >= 0),"
-    " ADD COLUMN capacity_t3 integer NOT NULL DEFAULT 0"
-    "  CHECK (capacity_t3 >= 0)",
+    "ALTER TABLE warden.nodes" TIER_CAP(1) "," TIER_CAP(2) "," TIER_CAP(3),
     "ALTER TABLE warden.runs ADD COLUMN tiers integer NOT NULL DEFAULT 0",
     "DROP FUNCTION warden.claim(text, integer, jsonb)",
     CLAIM_FN(", p_tiers integer", " AND (tiers & ~p_tiers) = 0",

@@ -90,6 +90,10 @@ kc() {
 
 start_api v || { fail k8s-apiserver-start "$(tail -5 "$T/v.log")"; finish; }
 
+# discovery as derived from the schema: which resources are namespaced
+res=$(kc v api-resources 2>&1 | awk '$1 ~ /^(configmaps|namespaces|secrets|daemonsets)$/ { print $1, $(NF-1), $NF }' | sort | tr '\n' ' ')
+expect_eq k8s-discovery "$res" "configmaps true ConfigMap daemonsets true DaemonSet namespaces false Namespace secrets true Secret "
+
 # --- the shipped manifest
 out=$(kc v apply --dry-run=client --validate=true -f "$M" 2>&1)
 rc=$?
@@ -216,7 +220,9 @@ jq_py 'd["data"]["url"]' <"$T/pgsecret.json" | base64 -d >"$V/$ts/url"
 chmod 0400 "$V/$ts/url"
 ln -s "$ts" "$V/..data"
 ln -s ..data/url "$V/url"
-launch_node k8s 0 --fleet "${fleet_arg/\/etc\/warden\/fleet/$V}" --fleet-capacity 0
+# (the DaemonSet's argument with the mount's directory moved: the only URL
+# this node is given)
+FLEET_URL=${fleet_arg/\/etc\/warden\/fleet/$V} launch_node k8s 0
 if wait_node k8s >"$T/wait.out"; then
 	pass k8s-wardend-starts
 	st=$(psql_q "SELECT state FROM warden.nodes WHERE id = '$(node_id k8s)'")

@@ -11,7 +11,8 @@
 //   - discovery (/api, /apis, /api/v1, /apis/GROUP/VERSION, /version):
 //     derived from that schema's paths and their x-kubernetes-action and
 //     x-kubernetes-group-version-kind, in the documented wire format
-//     (APIVersions, APIGroupList, APIResourceList).
+//     (APIVersions, APIGroupList, APIResourceList); no short names (cm,
+//     ds: the schema does not carry them).
 //   - objects: create (POST to a collection) and get, kept in memory, with
 //     the answers a real server gives (201 with the object, 404 NotFound,
 //     409 AlreadyExists, 404 for a namespace that does not exist, 400 for a
@@ -67,8 +68,9 @@ var actionVerb = map[string]string{
 }
 
 // discovery from the schema's paths: /api/v1/... and /apis/G/V/...,
-// namespaced when under namespaces/{namespace}/, skipping watch/ paths,
-// subresources and actions other than the verbs above.
+// namespaced when any of its paths is under namespaces/{namespace}/,
+// skipping watch/ paths, subresources and actions other than the verbs
+// above.
 func discover(raw []byte) (map[string]*groupVersion, error) {
 	var doc struct {
 		Paths map[string]map[string]json.RawMessage `json:"paths"`
@@ -124,9 +126,13 @@ func discover(raw []byte) (map[string]*groupVersion, error) {
 			}
 			r := gv.resources[name]
 			if r == nil {
-				r = &resource{Name: name, Namespaced: namespaced, Kind: o.GVK.Kind}
+				r = &resource{Name: name, Kind: o.GVK.Kind}
 				gv.resources[name] = r
 			}
+			// a namespaced resource also has cluster-wide list and
+			// watch paths (/api/v1/configmaps): any path under
+			// namespaces/{namespace}/ makes it namespaced
+			r.Namespaced = r.Namespaced || namespaced
 			if !contains(r.Verbs, verb) {
 				r.Verbs = append(r.Verbs, verb)
 				sort.Strings(r.Verbs)
