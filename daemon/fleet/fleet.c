@@ -266,6 +266,13 @@ static void *fleet_thread(void *arg)
 static int tier_capacity(struct wd_fleet *f, const struct wd_fleet_opts *o,
 			 struct wd_err *err)
 {
+	bool any = f->capacity > 0;
+	for (int t = 1; t <= 3; t++)
+		any = any || o->tier_capacity[t - 1] > 0;
+	if (!any) { /* a node that only queues: nothing to probe */
+		memset(f->tier_cap, 0, sizeof(f->tier_cap));
+		return 0;
+	}
 	const struct wd_features *ft = wd_probe_full();
 	for (int t = 1; t <= 3; t++) {
 		char why[256];
