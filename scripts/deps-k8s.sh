@@ -53,8 +53,11 @@ if [ -z "$have" ] && [ ! -e /usr/bin/kubectl ]; then
 	apt-get install -y -qq --no-install-recommends kubernetes-client >/dev/null
 	have=$(dpkg-query -W -f='${Version}' kubernetes-client)
 fi
+# the schema comes from the source package of the kubectl in use: its
+# source version (a binNMU's binary version has a +bN of its own)
 if [ -n "$have" ]; then
 	ver=$have
+	srcver=$(dpkg-query -W -f='${source:Version}' kubernetes-client)
 	ln -sfn /usr/bin/kubectl "$D/bin/kubectl"
 else
 	owner=$(dpkg-query -S /usr/bin/kubectl 2>/dev/null | cut -d: -f1 || true)
@@ -64,6 +67,8 @@ else
 			apt-get -o APT::Sandbox::User=root download -qq kubernetes-client >/dev/null; })
 	deb=$(ls "$tmp"/kubernetes-client_*.deb)
 	ver=$(dpkg-deb -f "$deb" Version)
+	srcver=$(dpkg-deb -f "$deb" Source | sed -n 's/.*(\(.*\)).*/\1/p')
+	srcver=${srcver:-$ver}
 	rm -rf "$D/kubernetes-client"
 	dpkg-deb -x "$deb" "$D/kubernetes-client"
 	echo "$ver" >"$D/kubernetes-client.version"
@@ -80,7 +85,7 @@ if [ "$(cat "$D/version" 2>/dev/null)" != "$ver" ] || [ ! -s "$D/swagger.json" ]
 	A=(-o APT::Sandbox::User=root -o "Dir::Etc::SourceList=$tmp/sources.list" -o "Dir::Etc::SourceParts=$tmp/none"
 		-o "Dir::State::Lists=$tmp/lists" -o "Dir::Cache=$tmp/cache")
 	apt-get "${A[@]}" update -qq >/dev/null
-	(cd "$tmp/src" && apt-get "${A[@]}" source --download-only -qq "kubernetes=$ver" >/dev/null)
+	(cd "$tmp/src" && apt-get "${A[@]}" source --download-only -qq "kubernetes=$srcver" >/dev/null)
 	tar -xzf "$tmp"/src/kubernetes_*.orig.tar.gz -C "$tmp/src" --wildcards '*/api/openapi-spec/swagger.json'
 	spec=$(ls "$tmp"/src/*/api/openapi-spec/swagger.json)
 	python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["swagger"] == "2.0" and d["definitions"]' "$spec"
