@@ -47,7 +47,7 @@ out=$(WARDEN_RUNSC=/nonexistent/runsc WARDEN_RUNTIME_DIR=$T/norunsc-run timeout 
 	--policy "$POL" --socket "$T/x.sock" --fleet "host=$T/nopg dbname=x" --fleet-capacity 1,1,1 2>&1)
 expect_eq tier3-without-runsc-refused-exit "$?" 1
 expect_match tier3-without-runsc-refused-says "$out" \
-	'--fleet-capacity gives tier 3 room for 1 runs, but this node cannot run tier 3: no runsc'
+	'--fleet-capacity gives tier 3 room for 1 runs, but this node cannot run tier 3: runsc not found'
 
 start_pg || { fail pg-start "see above"; finish; }
 launch_node A 3,3,1
@@ -110,7 +110,7 @@ expect_match tier1-still-runs "$(as_user 1000 "$WARDEN" run one late1 2>&1)" 'ru
 WARDEN_RUNSC=/nonexistent/runsc launch_node N 2
 if wait_node N; then
 	expect_eq no-runsc-registers-0 "$(psql_q "SELECT capacity_t1 || ',' || capacity_t2 || ',' || capacity_t3 FROM warden.nodes WHERE id = '$(node_id N)'")" "2,2,0"
-	expect_match no-runsc-log-says "$(cat "$T/N.log")" 'tier 3 capacity 0: no runsc'
+	expect_match no-runsc-log-says "$(cat "$T/N.log")" 'tier 3 capacity 0: runsc not found'
 else
 	fail no-runsc-node-start "see $T/N.log"
 fi
