@@ -9,7 +9,8 @@
  *             reaper that interrupts the runs of a node whose lease ran out
  *   queue.c   the run queue: submit (POST /v1/runs), claim (fair share
  *             between teams, an agent's placement held by the node's
- *             labels, FOR UPDATE SKIP LOCKED), run ends, the queue's views
+ *             labels, the run's tiers by the node's room in each,
+ *             FOR UPDATE SKIP LOCKED), run ends, the queue's views
  *   fleet.c   the node's fleet thread (LISTEN/NOTIFY, heartbeats, claims),
  *             status, metrics
  *   ship.c    the trace shipper: the node's trace index rows, in order,
