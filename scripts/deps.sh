@@ -14,14 +14,22 @@ PKGS=(
   chromium fonts-dejavu-core   # tests/integration/trace_html.sh renders the run viewer
   prometheus prometheus-alertmanager   # tests/integration/monitoring.sh: real scrape, rules, routing
   libpq-dev postgresql   # wardend --fleet (libpq); tests/integration/fleet_*.sh start a real server
+  golang-go golang-k8s-kube-openapi-dev   # tests/k8s/apiserver.go: the API schema served as kube-apiserver does
 )
+# Debian's kubectl (kubernetes-client) and the API schema of its release,
+# once the packages above are in: scripts/deps-k8s.sh says why it is not
+# simply one more package here.
+k8s() { "$(dirname "$0")/deps-k8s.sh"; }
 [ "${WARDEN_DEPS_EXTRA:-}" ] && PKGS+=(${WARDEN_DEPS_EXTRA})
 
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+if [ ${#missing[@]} -eq 0 ]; then
+  k8s
+  exit 0
+fi
 
 if [ "$(id -u)" -ne 0 ]; then
   echo "scripts/deps.sh: missing packages (${missing[*]}); run as root to install them" >&2
@@ -31,3 +39,4 @@ echo "scripts/deps.sh: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq >/dev/null
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+k8s

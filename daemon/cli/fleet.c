@@ -57,19 +57,24 @@ static void ts(const json_t *o, const char *k, char out[20])
 
 static void print_nodes(const json_t *a)
 {
-	printf("%-22s %-16s %-8s %4s %7s  %-19s  %s\n", "NODE", "HOST", "STATE",
-	       "CAP", "RUNNING", "HEARTBEAT", "LABELS");
+	printf("%-22s %-16s %-8s %4s %-11s %7s  %-19s  %s\n", "NODE", "HOST",
+	       "STATE", "CAP", "TIERS 1,2,3", "RUNNING", "HEARTBEAT", "LABELS");
 	size_t i;
 	json_t *n;
 	json_array_foreach(a, i, n)
 	{
-		char hb[20];
+		char hb[20], tc[40];
 		ts(n, "heartbeat_at", hb);
+		json_t *t = json_object_get(n, "tier_capacity");
+		snprintf(tc, sizeof(tc), "%lld,%lld,%lld",
+			 json_integer_value(json_array_get(t, 0)),
+			 json_integer_value(json_array_get(t, 1)),
+			 json_integer_value(json_array_get(t, 2)));
 		char *l = json_dumps(json_object_get(n, "labels"),
 				     JSON_COMPACT | JSON_SORT_KEYS);
-		printf("%-22s %-16.16s %-8s %4lld %7lld  %-19s  %s\n",
+		printf("%-22s %-16.16s %-8s %4lld %-11s %7lld  %-19s  %s\n",
 		       js(n, "id"), js(n, "hostname"), js(n, "state"),
-		       json_integer_value(json_object_get(n, "capacity")),
+		       json_integer_value(json_object_get(n, "capacity")), tc,
 		       json_integer_value(json_object_get(n, "running")), hb,
 		       l ? l : "{}");
 		free(l);

@@ -132,42 +132,18 @@ static const char *hook_missing(const struct report *r, enum wd_lsm_hook h,
 	return buf;
 }
 
-/* Tier 3 prerequisite: a runsc that runs a sandbox on some platform. */
+/* Each tier's prerequisite (enforce/probe_tiers.c, what the fleet
+ * registers too): NULL when the node has it, else buf saying why not. */
 static const char *tier3_missing(const struct wd_features *f, char *buf,
 				 size_t len)
 {
-	if (f->runsc_err == -ENOENT)
-		snprintf(buf, len,
-			 "runsc not found ($WARDEN_RUNSC, PATH, /usr/bin, "
-			 "/usr/sbin)");
-	else if (!f->runsc)
-		snprintf(buf, len, "runsc %s does not run: %s%s%s",
-			 f->runsc_path, ET(f->runsc_err),
-			 f->runsc_note[0] ? ": " : "", f->runsc_note);
-	else if (!f->runsc_tested)
-		snprintf(buf, len, "runsc not tested (run `warden status`)");
-	else if (!f->runsc_platform[0])
-		snprintf(buf, len,
-			 "`runsc do /bin/true` fails on ptrace and systrap: "
-			 "%s%s%s",
-			 ET(f->runsc_run_err), f->runsc_note[0] ? ": " : "",
-			 f->runsc_note);
-	else
-		return NULL;
-	return buf;
+	return wd_tier_runs(f, 3, buf, len) ? NULL : buf;
 }
 
-/* Tier 2 prerequisite: the namespaces a container needs (net aside). */
 static const char *tier2_missing(const struct wd_features *f, char *buf,
 				 size_t len)
 {
-	for (int i = 0; i < WD_NS_N; i++)
-		if (i != WD_NS_NET && f->ns_err[i]) {
-			snprintf(buf, len, "cannot create a %s namespace: %s",
-				 wd_ns_name(i), ET(f->ns_err[i]));
-			return buf;
-		}
-	return NULL;
+	return wd_tier_runs(f, 2, buf, len) ? NULL : buf;
 }
 
 static void row_network(struct report *r, const char *t2m, const char *t3m)

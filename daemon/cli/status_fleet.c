@@ -48,6 +48,12 @@ void wd_status_fleet_text(void)
 		      json_integer_value(json_object_get(f, "capacity")),
 		      json_integer_value(json_object_get(f, "held")),
 		      json_integer_value(json_object_get(f, "lease_ms")));
+	json_t *tc = json_object_get(f, "tier_capacity");
+	if (tc)
+		wd_buf_printf(&b, "; tier 1/2/3 capacity %lld/%lld/%lld",
+			      json_integer_value(json_array_get(tc, 0)),
+			      json_integer_value(json_array_get(tc, 1)),
+			      json_integer_value(json_array_get(tc, 2)));
 	const char *wd = json_string_value(json_object_get(f, "when_down"));
 	bool here = wd && !strcmp(wd, "run_here");
 	if (state && !strcmp(state, "degraded"))

@@ -152,4 +152,12 @@ const char *wd_ns_name(enum wd_ns n);
 
 #define WD_PROBE_RUNSC_CACHE "/run/warden/probe-runsc"
 
+/* Can this node run tier `tier` (1-3) at all (probe_tiers.c; `warden
+ * status` and the fleet's capacity per tier both ask here)? Tier 1 always
+ * (a call whose constraint lacks its mechanism is refused per call); tier
+ * 2 needs the namespaces a container unshares (net aside: an empty allow
+ * list makes its own later); tier 3 a runsc that ran a sandbox on some
+ * platform (wd_probe_full). false with why (a sentence) when not. */
+bool wd_tier_runs(const struct wd_features *f, int tier, char *why, size_t len);
+
 #endif

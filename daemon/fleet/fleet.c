@@ -119,16 +119,57 @@ static void went_down(struct wd_fleet *f, const struct wd_err *err)
 	}
 }
 
-/* A run occupies its slot until its end is in the database, not only
- * until it ended here: the database's claimed_at/ended_at then never show
- * a node above its capacity (tests/integration/fleet_queue.sh measures it
- * so). */
-static unsigned free_slots(struct wd_fleet *f)
+void fl_tiers_text(unsigned tiers, char out[16])
 {
+	size_t n = 0;
+	out[0] = 0;
+	for (int t = 1; t <= 3; t++)
+		if (tiers & (1u << t))
+			n += (size_t)snprintf(out + n, 16 - n, "%s%d",
+					      n ? "," : "", t);
+	if (!n)
+		snprintf(out, 16, "none");
+}
+
+/* Runs held here using each tier (held, or ended with the end not written
+ * yet). Under mu. */
+static void tiers_held(struct wd_fleet *f, unsigned n[3])
+{
+	n[0] = n[1] = n[2] = 0;
+	const char *k;
+	json_t *v;
+	size_t i;
+	json_object_foreach(f->held_tiers, k, v)
+	{
+		for (int t = 1; t <= 3; t++)
+			n[t - 1] += (json_integer_value(v) >> t) & 1;
+	}
+	json_array_foreach(f->ended, i, v)
+	{
+		json_int_t b = json_integer_value(json_object_get(v, "tiers"));
+		for (int t = 1; t <= 3; t++)
+			n[t - 1] += (b >> t) & 1;
+	}
+}
+
+/* A run occupies its slot -- and one in each of its tiers -- until its end
+ * is in the database, not only until it ended here: the database's
+ * claimed_at/ended_at then never show a node above its capacity
+ * (tests/integration/fleet_queue.sh and fleet_tiers.sh measure it so).
+ * Returns the runs it may still claim; *tiers the tiers with room (bits
+ * 1 << tier): a claim takes only a run all of whose tiers have room. */
+static unsigned room(struct wd_fleet *f, unsigned *tiers)
+{
+	unsigned n[3];
 	pthread_mutex_lock(&f->mu);
 	size_t held = json_object_size(f->held) + json_array_size(f->ended);
 	bool stop = f->stopping;
+	tiers_held(f, n);
 	pthread_mutex_unlock(&f->mu);
+	*tiers = 0;
+	for (int t = 1; t <= 3; t++)
+		if (n[t - 1] < f->tier_cap[t - 1])
+			*tiers |= 1u << t;
 	return stop || held >= f->capacity ? 0 : f->capacity - (unsigned)held;
 }
 
@@ -167,8 +208,9 @@ static void *fleet_thread(void *arg)
 			rc = fl_apply_decisions(f, f->db, &err);
 		if (!rc)
 			rc = fl_publish_approvals(f, f->db, &err);
-		while (!rc && free_slots(f) &&
-		       (rc = fl_claim_one(f, f->db, &err)) > 0)
+		unsigned tiers;
+		while (!rc && room(f, &tiers) &&
+		       (rc = fl_claim_one(f, f->db, tiers, &err)) > 0)
 			rc = 0;
 		if (rc < 0) {
 			went_down(f, &err);
@@ -217,6 +259,39 @@ static void *fleet_thread(void *arg)
 	return NULL;
 }
 
+/* The node's room per tier: as given, or its capacity for each tier it
+ * can run and 0 for the others (probed as `warden status` does, runsc's
+ * sandbox run included). A tier given room it cannot run is refused: a
+ * setting that would be taken and then ignored. */
+static int tier_capacity(struct wd_fleet *f, const struct wd_fleet_opts *o,
+			 struct wd_err *err)
+{
+	bool any = f->capacity > 0;
+	for (int t = 1; t <= 3; t++)
+		any = any || o->tier_capacity[t - 1] > 0;
+	if (!any) { /* a node that only queues: nothing to probe */
+		memset(f->tier_cap, 0, sizeof(f->tier_cap));
+		return 0;
+	}
+	const struct wd_features *ft = wd_probe_full();
+	for (int t = 1; t <= 3; t++) {
+		char why[256];
+		bool runs = wd_tier_runs(ft, t, why, sizeof(why));
+		int given = o->tier_capacity[t - 1];
+		if (given > 0 && !runs)
+			return wd_err_set(err, -EINVAL,
+					  "--fleet-capacity gives tier %d room "
+					  "for %d runs, but this node cannot "
+					  "run tier %d: %s",
+					  t, given, t, why);
+		if (given < 0 && !runs)
+			wd_info("fleet: tier %d capacity 0: %s", t, why);
+		f->tier_cap[t - 1] =
+		    given >= 0 ? (unsigned)given : (runs ? f->capacity : 0);
+	}
+	return 0;
+}
+
 static char *labels_json(const struct wd_fleet_opts *o)
 {
 	json_t *l = json_object();
@@ -246,6 +321,7 @@ static void fleet_free(struct wd_fleet *f)
 	if (f->wake_fd >= 0)
 		close(f->wake_fd);
 	json_decref(f->held);
+	json_decref(f->held_tiers);
 	json_decref(f->ended);
 	free(f->labels_json);
 	free(f->published);
@@ -271,6 +347,7 @@ int wd_fleet_start(const struct wd_fleet_opts *o, struct wd_rt *rt,
 	f->shipped_seq = -1;
 	f->ship_lag_s = -1;
 	f->held = json_object();
+	f->held_tiers = json_object();
 	f->ended = json_array();
 	f->queue_depth = -1;
 	f->nodes_up = -1;
@@ -287,6 +364,8 @@ int wd_fleet_start(const struct wd_fleet_opts *o, struct wd_rt *rt,
 	for (unsigned i = 0; i < o->n_labels; i++)
 		if ((rc = wd_fleet_label_check(o->labels[i], err)))
 			goto fail;
+	if ((rc = tier_capacity(f, o, err)))
+		goto fail;
 	if ((rc = wd_fleet_conninfo(o->url, &f->conninfo, err)) ||
 	    (rc = fl_node_id_load(o->state_dir, f->node_id, err)))
 		goto fail;
@@ -329,10 +408,11 @@ int wd_fleet_start(const struct wd_fleet_opts *o, struct wd_rt *rt,
 	pthread_mutex_lock(&f->mu); /* the thread sets it from now on */
 	bool up = f->up;
 	pthread_mutex_unlock(&f->mu);
-	wd_info("fleet: node %s (%s), capacity %u, lease %u ms, labels %s: "
-		"%s",
-		f->node_id, f->hostname, f->capacity, f->lease_ms,
-		f->labels_json, up ? "registered" : "database unreachable");
+	wd_info("fleet: node %s (%s), capacity %u (tier 1 %u, tier 2 %u, "
+		"tier 3 %u), lease %u ms, labels %s: %s",
+		f->node_id, f->hostname, f->capacity, f->tier_cap[0],
+		f->tier_cap[1], f->tier_cap[2], f->lease_ms, f->labels_json,
+		up ? "registered" : "database unreachable");
 	*out = f;
 	return 0;
 fail:
@@ -387,6 +467,13 @@ json_t *wd_fleet_status(struct wd_fleet *f)
 	json_object_set_new(
 	    o, "when_down",
 	    json_string(f->run_here_when_down ? "run_here" : "refuse"));
+	unsigned n[3];
+	tiers_held(f, n);
+	json_object_set_new(o, "tier_capacity",
+			    json_pack("[i,i,i]", f->tier_cap[0], f->tier_cap[1],
+				      f->tier_cap[2]));
+	json_object_set_new(o, "tier_held",
+			    json_pack("[i,i,i]", n[0], n[1], n[2]));
 	pthread_mutex_unlock(&f->mu);
 	return o;
 }
@@ -470,5 +557,21 @@ void wd_fleet_metrics(struct wd_fleet *f, struct wd_buf *b)
 		      "# TYPE warden_fleet_runs_run_here_total counter\n"
 		      "warden_fleet_runs_run_here_total %llu\n",
 		      (unsigned long long)f->m_run_here);
+	unsigned n[3];
+	tiers_held(f, n);
+	wd_buf_printf(b, "# HELP warden_fleet_tier_capacity Fleet runs using "
+			 "the tier this node holds at most (0: it cannot run "
+			 "the tier, or was told not to).\n"
+			 "# TYPE warden_fleet_tier_capacity gauge\n");
+	for (int t = 1; t <= 3; t++)
+		wd_buf_printf(b, "warden_fleet_tier_capacity{tier=\"%d\"} %u\n",
+			      t, f->tier_cap[t - 1]);
+	wd_buf_printf(b, "# HELP warden_fleet_tier_runs_held Fleet runs using "
+			 "the tier held here (until their end is written).\n"
+			 "# TYPE warden_fleet_tier_runs_held gauge\n");
+	for (int t = 1; t <= 3; t++)
+		wd_buf_printf(b,
+			      "warden_fleet_tier_runs_held{tier=\"%d\"} %u\n",
+			      t, n[t - 1]);
 	pthread_mutex_unlock(&f->mu);
 }

@@ -9,7 +9,8 @@
  *             reaper that interrupts the runs of a node whose lease ran out
  *   queue.c   the run queue: submit (POST /v1/runs), claim (fair share
  *             between teams, an agent's placement held by the node's
- *             labels, FOR UPDATE SKIP LOCKED), run ends, the queue's views
+ *             labels, the run's tiers by the node's room in each,
+ *             FOR UPDATE SKIP LOCKED), run ends, the queue's views
  *   fleet.c   the node's fleet thread (LISTEN/NOTIFY, heartbeats, claims),
  *             status, metrics
  *   ship.c    the trace shipper: the node's records (lines, index rows,
@@ -53,7 +54,11 @@ struct wd_fleet_opts {
 	const char *url;
 	const char *state_dir; /* STATE/fleet-node-id names the node */
 	unsigned capacity;     /* runs held at once; 0 = submit only */
-	unsigned lease_ms;     /* 0 = WD_FLEET_LEASE_MS_DEFAULT */
+	/* runs using tier 1, 2, 3 held at once; -1: `capacity` for each tier
+	 * this node can run (enforce/probe.h wd_tier_runs), 0 for the others.
+	 * A tier given > 0 that the node cannot run is refused (-EINVAL). */
+	int tier_capacity[3];
+	unsigned lease_ms; /* 0 = WD_FLEET_LEASE_MS_DEFAULT */
 	const char *labels[WD_FLEET_LABELS_MAX]; /* "key=value" */
 	unsigned n_labels;
 	/* with the database unreachable, a submission is run on this node

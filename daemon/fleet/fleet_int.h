@@ -27,6 +27,7 @@ struct wd_fleet {
 	char *labels_json; /* {"key": "value", ...} */
 	unsigned capacity, lease_ms;
 	bool run_here_when_down;
+	unsigned tier_cap[3]; /* runs using tier 1, 2, 3 held at once */
 
 	pthread_t thread;
 	bool thread_started;
@@ -41,9 +42,11 @@ struct wd_fleet {
 	bool stopping;
 	bool up; /* the fleet thread's connection works */
 	char db_error[256];
-	json_t *held;  /* local run id -> fleet run id: claimed here, not
-			* ended (they differ from the second attempt on) */
-	json_t *ended; /* [{run_id, status, reason, output, steps, cost}] */
+	json_t *held;	    /* local run id -> fleet run id: claimed here, not
+			     * ended (they differ from the second attempt on) */
+	json_t *ended;	    /* [{run_id, status, reason, output, steps, cost,
+			     * tiers}] */
+	json_t *held_tiers; /* local run id -> its tiers (bits 1 << tier) */
 	uint64_t m_claimed, m_submitted, m_lease_lost, m_interrupted,
 	    m_db_errors, m_ends_written, m_requeued, m_run_here;
 	int64_t queue_depth; /* at the last heartbeat; -1 unknown */
@@ -64,7 +67,7 @@ struct wd_fleet {
 /* schema.c: create or migrate the schema on c. 0, -EPROTO (the database
  * is newer than this build), -EIO (err: the server's message). */
 int fl_schema_migrate(PGconn *c, struct wd_err *err);
-#define WD_FLEET_SCHEMA_VERSION 6
+#define WD_FLEET_SCHEMA_VERSION 7
 /* a resumable run is run at most this many times in all */
 #define WD_FLEET_ATTEMPTS 3
 
@@ -77,8 +80,13 @@ int fl_node_stopped(struct wd_fleet *f, PGconn *c, struct wd_err *err);
 int fl_node_id_load(const char *state_dir, char id[40], struct wd_err *err);
 
 /* queue.c */
-/* Claim one run and start it here. 1 claimed, 0 none queued, -errno. */
-int fl_claim_one(struct wd_fleet *f, PGconn *c, struct wd_err *err);
+/* Claim one run, all of whose tiers are in `tiers` (bits 1 << tier: the
+ * tiers with room here now), and start it here. 1 claimed, 0 none queued,
+ * -errno. */
+int fl_claim_one(struct wd_fleet *f, PGconn *c, unsigned tiers,
+		 struct wd_err *err);
+/* bits 1 << tier as "1,3" ("none" for 0) */
+void fl_tiers_text(unsigned tiers, char out[16]);
 /* Write the ends of runs held here; 0 or -errno (the rest stay queued). */
 int fl_write_ends(struct wd_fleet *f, PGconn *c, struct wd_err *err);
 void fl_on_run_end(void *arg, const struct wd_rt_run_end *e);

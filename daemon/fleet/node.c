@@ -107,22 +107,29 @@ static int lose_runs(PGconn *c, const char *sql, const char *node,
 
 int fl_register(struct wd_fleet *f, PGconn *c, struct wd_err *err)
 {
-	char cap[16], lease[16];
+	char cap[16], lease[16], t[3][16];
 	snprintf(cap, sizeof(cap), "%u", f->capacity);
 	snprintf(lease, sizeof(lease), "%u", f->lease_ms);
-	const char *pv[6] = {f->node_id, f->hostname,	 f->version,
-			     cap,	 f->labels_json, lease};
+	for (int i = 0; i < 3; i++)
+		snprintf(t[i], sizeof(t[i]), "%u", f->tier_cap[i]);
+	const char *pv[9] = {f->node_id, f->hostname,	 f->version,
+			     cap,	 f->labels_json, lease,
+			     t[0],	 t[1],		 t[2]};
 	int rc = params_cmd(
 	    c,
 	    "INSERT INTO warden.nodes (id, hostname, version, capacity, "
-	    "labels, state, started_at, heartbeat_at, lease_until) "
+	    "labels, state, started_at, heartbeat_at, lease_until, "
+	    "capacity_t1, capacity_t2, capacity_t3) "
 	    "VALUES ($1, $2, $3, $4::integer, $5::jsonb, 'up', now(), now(), "
-	    "now() + $6::integer * interval '1 millisecond') "
+	    "now() + $6::integer * interval '1 millisecond', $7::integer, "
+	    "$8::integer, $9::integer) "
 	    "ON CONFLICT (id) DO UPDATE SET hostname = $2, version = $3, "
 	    "capacity = $4::integer, labels = $5::jsonb, state = 'up', "
 	    "started_at = now(), heartbeat_at = now(), "
-	    "lease_until = now() + $6::integer * interval '1 millisecond'",
-	    6, pv, "register", NULL, err);
+	    "lease_until = now() + $6::integer * interval '1 millisecond', "
+	    "capacity_t1 = $7::integer, capacity_t2 = $8::integer, "
+	    "capacity_t3 = $9::integer",
+	    9, pv, "register", NULL, err);
 	if (rc || f->registered)
 		return rc; /* a reconnection: the runs held here go on */
 	/* what this node held before it (re)started ran in a process that

@@ -110,11 +110,12 @@ int wd_fleet_submit(struct wd_fleet *f, const struct wd_caller *c,
 				  agent);
 	if (af.hash_only)
 		return 1;
-	char rid[24] = "run_", uid[16], gid[16];
+	char rid[24] = "run_", uid[16], gid[16], tiers[16];
 	wd_rand_hex(rid + 4, 16);
 	snprintf(uid, sizeof(uid), "%u", (unsigned)c->uid);
 	snprintf(gid, sizeof(gid), "%u", (unsigned)c->gid);
-	const char *pv[10] = {rid,
+	snprintf(tiers, sizeof(tiers), "%u", af.tiers);
+	const char *pv[11] = {rid,
 			      af.team,
 			      agent,
 			      task,
@@ -123,22 +124,27 @@ int wd_fleet_submit(struct wd_fleet *f, const struct wd_caller *c,
 			      c->user,
 			      f->node_id,
 			      placement ? placement : "{}",
-			      af.resume ? "true" : "false"};
+			      af.resume ? "true" : "false",
+			      tiers};
 	pthread_mutex_lock(&f->api_mu);
 	PGconn *db = api_conn(f, err);
 	if (!db) {
 		pthread_mutex_unlock(&f->api_mu);
 		return submit_down(f, agent, placement, err);
 	}
-	/* a placement no node up could take would wait for ever: refused
-	 * (a node may be up and full: then it waits for room) */
-	if (placement) {
-		const char *ppv[1] = {placement};
+	/* a placement or a tier 2/3 no node up could take would wait for
+	 * ever: refused (a node may be up and full: then it waits for room;
+	 * tier 1 runs on every node unless one says otherwise) */
+	if (placement || (af.tiers & ~(1u << 1))) {
+		const char *ppv[2] = {placement ? placement : "{}", tiers};
 		PGresult *pr = PQexecParams(
 		    db,
 		    "SELECT count(*) FROM warden.nodes WHERE state = 'up' AND "
-		    "capacity > 0 AND labels @> $1::jsonb",
-		    1, NULL, ppv, NULL, NULL, 0);
+		    "capacity > 0 AND labels @> $1::jsonb AND ($2::integer & 2 "
+		    "= 0 OR capacity_t1 > 0) AND ($2::integer & 4 = 0 OR "
+		    "capacity_t2 > 0) AND ($2::integer & 8 = 0 OR capacity_t3 "
+		    "> 0)",
+		    2, NULL, ppv, NULL, NULL, 0);
 		if (PQresultStatus(pr) != PGRES_TUPLES_OK) {
 			fl_pg_err(pr, db, "placement", err);
 			pthread_mutex_unlock(&f->api_mu);
@@ -149,11 +155,23 @@ int wd_fleet_submit(struct wd_fleet *f, const struct wd_caller *c,
 		PQclear(pr);
 		if (none) {
 			pthread_mutex_unlock(&f->api_mu);
-			return wd_err_set(err, -EINVAL,
-					  "agent '%s' has placement %s and no "
-					  "node up with capacity has those "
-					  "labels; the run was not queued",
-					  agent, placement);
+			if (!(af.tiers & ~(1u << 1)))
+				return wd_err_set(
+				    err, -EINVAL,
+				    "agent '%s' has placement %s and no node "
+				    "up with capacity has those labels; the "
+				    "run was not queued",
+				    agent, placement);
+			char tl[16];
+			fl_tiers_text(af.tiers, tl);
+			return wd_err_set(
+			    err, -EINVAL,
+			    "agent '%s'%s%s uses tools of tier %s and no node "
+			    "up has capacity for each of those tiers%s; the "
+			    "run was not queued",
+			    agent, placement ? " with placement " : "",
+			    placement ? placement : "", tl,
+			    placement ? " and those labels" : "");
 		}
 	}
 	/* the notification is delivered at commit: a claimer woken by it
@@ -161,11 +179,11 @@ int wd_fleet_submit(struct wd_fleet *f, const struct wd_caller *c,
 	PGresult *r = PQexecParams(
 	    db,
 	    "WITH ins AS (INSERT INTO warden.runs (id, team, agent, task, "
-	    "uid, gid, user_name, submitted_node, placement, resume) VALUES "
-	    "($1, $2, $3, $4, $5::bigint, $6::bigint, $7, $8, $9::jsonb, "
-	    "$10::boolean) RETURNING id) SELECT pg_notify('" WD_FLEET_CHANNEL
-	    "', id) FROM ins",
-	    10, NULL, pv, NULL, NULL, 0);
+	    "uid, gid, user_name, submitted_node, placement, resume, tiers) "
+	    "VALUES ($1, $2, $3, $4, $5::bigint, $6::bigint, $7, $8, "
+	    "$9::jsonb, $10::boolean, $11::integer) RETURNING id) SELECT "
+	    "pg_notify('" WD_FLEET_CHANNEL "', id) FROM ins",
+	    11, NULL, pv, NULL, NULL, 0);
 	if (PQresultStatus(r) != PGRES_TUPLES_OK) {
 		rc = fl_pg_err(r, db, "queueing the run", err);
 		/* the connection lost under the INSERT: its commit may have
@@ -321,7 +339,9 @@ json_t *wd_fleet_nodes(struct wd_fleet *f, struct wd_err *err)
 	json_t *o = fl_row_json(
 	    f,
 	    "SELECT coalesce(json_agg(x ORDER BY x.id), '[]')::text FROM "
-	    "(SELECT n.id, n.hostname, n.version, n.capacity, n.labels, "
+	    "(SELECT n.id, n.hostname, n.version, n.capacity, "
+	    "json_build_array(n.capacity_t1, n.capacity_t2, n.capacity_t3) "
+	    "AS tier_capacity, n.labels, "
 	    "n.state, n.started_at, n.heartbeat_at, n.lease_until, "
 	    "(SELECT count(*) FROM warden.runs r WHERE r.node_id = n.id AND "
 	    "r.state = 'running') AS running FROM warden.nodes n) x",
@@ -344,9 +364,13 @@ void fl_on_run_end(void *arg, const struct wd_rt_run_end *e)
 		return;
 	}
 	json_object_del(f->held, e->run_id);
-	json_t *o =
-	    json_pack("{s:o,s:s,s:i,s:f}", "run_id", fid, "status", e->status,
-		      "steps", e->steps, "cost", e->cost_usd);
+	/* its tiers stay taken until its end is written (fleet.c room) */
+	json_int_t tiers =
+	    json_integer_value(json_object_get(f->held_tiers, e->run_id));
+	json_object_del(f->held_tiers, e->run_id);
+	json_t *o = json_pack("{s:o,s:s,s:i,s:f,s:I}", "run_id", fid, "status",
+			      e->status, "steps", e->steps, "cost", e->cost_usd,
+			      "tiers", tiers);
 	if (e->reason)
 		json_object_set_new(o, "reason", json_string(e->reason));
 	if (e->output)
@@ -414,27 +438,32 @@ int fl_write_ends(struct wd_fleet *f, PGconn *c, struct wd_err *err)
 
 /* A claimed run that cannot start here (its agent is not in this node's
  * policy, the caller may not run it here): it ends at once, `failed`. */
-static void start_failed(struct wd_fleet *f, const char *id, const char *why)
+static void start_failed(struct wd_fleet *f, const char *id, unsigned tiers,
+			 const char *why)
 {
 	wd_warn("fleet: run %s claimed but not started: %s", id, why);
 	pthread_mutex_lock(&f->mu);
 	json_object_set_new(f->held, id, json_string(id));
+	json_object_set_new(f->held_tiers, id, json_integer(tiers));
 	pthread_mutex_unlock(&f->mu);
 	struct wd_rt_run_end e = {
 	    .run_id = id, .status = "failed", .reason = why};
 	fl_on_run_end(f, &e);
 }
 
-int fl_claim_one(struct wd_fleet *f, PGconn *c, struct wd_err *err)
+int fl_claim_one(struct wd_fleet *f, PGconn *c, unsigned tiers,
+		 struct wd_err *err)
 {
-	char lease[16];
+	char lease[16], room[16];
 	snprintf(lease, sizeof(lease), "%u", f->lease_ms);
-	const char *pv[3] = {f->node_id, lease, f->labels_json};
+	snprintf(room, sizeof(room), "%u", tiers);
+	const char *pv[4] = {f->node_id, lease, f->labels_json, room};
 	PGresult *r = PQexecParams(
 	    c,
-	    "SELECT c_id, c_agent, c_task, c_uid, c_gid, c_user, c_attempt "
-	    "FROM warden.claim($1, $2::integer, $3::jsonb)",
-	    3, NULL, pv, NULL, NULL, 0);
+	    "SELECT c_id, c_agent, c_task, c_uid, c_gid, c_user, c_attempt, "
+	    "c_tiers FROM warden.claim($1, $2::integer, $3::jsonb, "
+	    "$4::integer)",
+	    4, NULL, pv, NULL, NULL, 0);
 	if (PQresultStatus(r) != PGRES_TUPLES_OK)
 		return fl_pg_err(r, c, "claim", err);
 	if (PQntuples(r) != 1) {
@@ -445,6 +474,7 @@ int fl_claim_one(struct wd_fleet *f, PGconn *c, struct wd_err *err)
 	/* a run queued again (node.c LOSE_RUN) runs under a local id of its
 	 * own: the first attempt's trace, on the lost node, has the first */
 	long attempt = strtol(PQgetvalue(r, 0, 6), NULL, 10);
+	unsigned rt = (unsigned)strtoul(PQgetvalue(r, 0, 7), NULL, 10);
 	char lid[64];
 	if (attempt > 0)
 		snprintf(lid, sizeof(lid), "%s-a%ld", id, attempt);
@@ -458,6 +488,7 @@ int fl_claim_one(struct wd_fleet *f, PGconn *c, struct wd_err *err)
 	/* held before the run exists: its end may come before
 	 * wd_rt_run_create_id returns */
 	json_object_set_new(f->held, lid, json_string(id));
+	json_object_set_new(f->held_tiers, lid, json_integer(rt));
 	pthread_mutex_unlock(&f->mu);
 	char out[64];
 	struct wd_err re = {0};
@@ -468,8 +499,9 @@ int fl_claim_one(struct wd_fleet *f, PGconn *c, struct wd_err *err)
 	if (rc) {
 		pthread_mutex_lock(&f->mu);
 		json_object_del(f->held, lid);
+		json_object_del(f->held_tiers, lid);
 		pthread_mutex_unlock(&f->mu);
-		start_failed(f, id, re.msg);
+		start_failed(f, id, rt, re.msg);
 	} else {
 		wd_info(
 		    "fleet: run %s claimed (agent %s, submitted for %s)%s%s",

@@ -130,10 +130,11 @@ static const char *const v2[] = {
     " shipped_at timestamptz NOT NULL)",
 };
 
-/* warden.claim() of v3 and later (v5 adds the run's attempt) */
-#define CLAIM_FN(EXTRA_OUT, EXTRA_RET, EXTRA_INTO)                             \
+/* warden.claim() of v3 and later (v5 adds the run's attempt; capacity per
+ * tier its argument p_tiers and a filter on the runs it may take) */
+#define CLAIM_FN(EXTRA_ARG, EXTRA_WHERE, EXTRA_OUT, EXTRA_RET, EXTRA_INTO)     \
 	"CREATE FUNCTION warden.claim(p_node text, p_lease_ms integer,"        \
-	" p_labels jsonb)"                                                     \
+	" p_labels jsonb" EXTRA_ARG ")"                                        \
 	" RETURNS TABLE (c_id text, c_agent text, c_task text, c_uid bigint,"  \
 	"  c_gid bigint, c_user text" EXTRA_OUT ")"                            \
 	" LANGUAGE plpgsql AS $$"                                              \
@@ -142,7 +143,7 @@ static const char *const v2[] = {
 	"  FOR t IN"                                                           \
 	"   SELECT q.team FROM"                                                \
 	"    (SELECT team, min(submitted_at) AS oldest FROM warden.runs"       \
-	"     WHERE state = 'queued' AND placement <@ p_labels"                \
+	"     WHERE state = 'queued' AND placement <@ p_labels" EXTRA_WHERE    \
 	"     GROUP BY team) q"                                                \
 	"   LEFT JOIN (SELECT team, count(*) AS n FROM warden.runs"            \
 	"     WHERE state = 'running' GROUP BY team) h ON h.team = q.team"     \
@@ -150,7 +151,7 @@ static const char *const v2[] = {
 	"  LOOP"                                                               \
 	"   SELECT r.id INTO rid FROM warden.runs r"                           \
 	"    WHERE r.state = 'queued' AND r.team = t.team"                     \
-	"    AND r.placement <@ p_labels"                                      \
+	"    AND r.placement <@ p_labels" EXTRA_WHERE                          \
 	"    ORDER BY r.submitted_at, r.id LIMIT 1 FOR UPDATE SKIP LOCKED;"    \
 	"   IF FOUND THEN"                                                     \
 	"    UPDATE warden.runs r SET state = 'running',"                      \
@@ -175,7 +176,7 @@ static const char *const v3[] = {
     "ALTER TABLE warden.runs ADD COLUMN placement jsonb NOT NULL "
     "DEFAULT '{}'",
     "DROP FUNCTION warden.claim(text, integer)",
-    CLAIM_FN("", "", ""),
+    CLAIM_FN("", "", "", "", ""),
 };
 
 /* Approvals across nodes (approvals.c): each node publishes its pending
@@ -214,7 +215,24 @@ static const char *const v5[] = {
     "ALTER TABLE warden.runs ADD COLUMN resume boolean NOT NULL DEFAULT "
     "false, ADD COLUMN attempt integer NOT NULL DEFAULT 0",
     "DROP FUNCTION warden.claim(text, integer, jsonb)",
-    CLAIM_FN(", c_attempt integer", ", r.attempt", ", c_attempt"),
+    CLAIM_FN("", "", ", c_attempt integer", ", r.attempt", ", c_attempt"),
+};
+
+/* Capacity per tier: each node's room for runs that use tier 1, 2, 3 (0
+ * for a tier it cannot run), each run's tiers (bit 1 << tier: its agent's
+ * tools and its sub-agents'); a node claims only runs all of whose tiers
+ * it has room for now (p_tiers, the same bits). Self-contained: it adds
+ * columns and replaces claim(), whatever steps came before it. */
+#define TIER_CAP(T)                                                            \
+	" ADD COLUMN capacity_t" #T " integer NOT NULL DEFAULT 0"              \
+	" CHECK (capacity_t" #T " >= 0)"
+static const char *const v_tiers[] = {
+    "ALTER TABLE warden.nodes" TIER_CAP(1) "," TIER_CAP(2) "," TIER_CAP(3),
+    "ALTER TABLE warden.runs ADD COLUMN tiers integer NOT NULL DEFAULT 0",
+    "DROP FUNCTION warden.claim(text, integer, jsonb)",
+    CLAIM_FN(", p_tiers integer", " AND (tiers & ~p_tiers) = 0",
+	     ", c_attempt integer, c_tiers integer", ", r.attempt, r.tiers",
+	     ", c_attempt, c_tiers"),
 };
 
 /* The trace itself, shipped (ship.c), partitioned by the records' UTC day
@@ -301,8 +319,10 @@ static const struct {
 	const char *const *sql;
 	size_t n;
 } versions[] = {
-    {v1, WD_ARRAY_SIZE(v1)}, {v2, WD_ARRAY_SIZE(v2)}, {v3, WD_ARRAY_SIZE(v3)},
-    {v4, WD_ARRAY_SIZE(v4)}, {v5, WD_ARRAY_SIZE(v5)}, {v6, WD_ARRAY_SIZE(v6)},
+    {v1, WD_ARRAY_SIZE(v1)},	       {v2, WD_ARRAY_SIZE(v2)},
+    {v3, WD_ARRAY_SIZE(v3)},	       {v4, WD_ARRAY_SIZE(v4)},
+    {v5, WD_ARRAY_SIZE(v5)},	       {v6, WD_ARRAY_SIZE(v6)},
+    {v_tiers, WD_ARRAY_SIZE(v_tiers)},
 };
 
 _Static_assert(WD_ARRAY_SIZE(versions) == WD_FLEET_SCHEMA_VERSION,

@@ -323,6 +323,8 @@ struct wd_daemon_config *wd_daemon_config_new(void)
 	wd_api_limits_defaults(&c->api);
 	c->fleet.capacity = -1;
 	c->fleet.when_down = -1;
+	for (int i = 0; i < 3; i++)
+		c->fleet.tier_capacity[i] = -1;
 	c->redact = wd_calloc(1, sizeof(char *));
 	return c;
 }

@@ -34,7 +34,7 @@
  *     range: "2000000000-2000004095"  # the per-call uids (FIRST-LAST)
  *   fleet:                      # many nodes on one PostgreSQL (fleet.h)
  *     url: "@/etc/warden/fleet.url"
- *     capacity: 8
+ *     capacity: 8               # or [T1, T2, T3]: runs using each tier
  *     lease_ms: 10000
  *     labels: ["zone=a"]
  *     when_down: refuse         # or run_here: the database unreachable
@@ -68,10 +68,11 @@ struct wd_api_limits {
 
 /* fleet: (daemon_config_fleet.c); wardend's --fleet flags override */
 struct wd_fleet_config {
-	char *url;	   /* NULL: not in a fleet */
-	int capacity;	   /* -1: not set */
-	unsigned lease_ms; /* 0: not set */
-	char **labels;	   /* "key=value", NULL-terminated or NULL */
+	char *url;	      /* NULL: not in a fleet */
+	int capacity;	      /* -1: not set */
+	int tier_capacity[3]; /* capacity: [T1, T2, T3]; -1 each: not set */
+	unsigned lease_ms;    /* 0: not set */
+	char **labels;	      /* "key=value", NULL-terminated or NULL */
 	int n_labels;
 	int when_down; /* -1: not set, 0: refuse, 1: run_here */
 };

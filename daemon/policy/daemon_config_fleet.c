@@ -6,6 +6,9 @@
  *                                     # @FILE / an absolute path holding it
  *     capacity: 8                     # fleet runs held at once (0: queue
  *                                     # only); default wardend's workers
+ *                                     # -- in each tier the node can run;
+ *                                     # or [T1, T2, T3]: runs using tier
+ *                                     # 1, 2, 3 at once (--fleet-capacity)
  *     lease_ms: 10000                 # see fleet.h "Leases"
  *     labels: ["zone=a"]              # KEY=VALUE, recorded in the node's row
  *     when_down: refuse               # the database unreachable: refuse a
@@ -41,9 +44,30 @@ static int k_url(struct wd_ywalk *w, yaml_node_t *v, void *o)
 static int k_capacity(struct wd_ywalk *w, yaml_node_t *v, void *o)
 {
 	uint64_t x;
-	if (wd_y_uint(w, v, "'fleet.capacity'", 0, 1000000, &x) < 0)
+	if (v->type != YAML_SEQUENCE_NODE) {
+		if (wd_y_uint(w, v, "'fleet.capacity'", 0, 1000000, &x) < 0)
+			return -EINVAL;
+		FC(o)->capacity = (int)x;
+		return 0;
+	}
+	/* [T1, T2, T3]: each tier's room, the node's the largest */
+	yaml_node_item_t *it = v->data.sequence.items.start;
+	if (v->data.sequence.items.top - it != 3) {
+		wd_y_err(w, v,
+			 "'fleet.capacity': a number, or [T1, T2, T3] (runs "
+			 "using tier 1, 2, 3)");
 		return -EINVAL;
-	FC(o)->capacity = (int)x;
+	}
+	FC(o)->capacity = 0;
+	for (int i = 0; i < 3; i++) {
+		yaml_node_t *n = yaml_document_get_node(w->doc, it[i]);
+		if (!n ||
+		    wd_y_uint(w, n, "'fleet.capacity'", 0, 1000000, &x) < 0)
+			return -EINVAL;
+		FC(o)->tier_capacity[i] = (int)x;
+		if ((int)x > FC(o)->capacity)
+			FC(o)->capacity = (int)x;
+	}
 	return 0;
 }
 
@@ -117,6 +141,8 @@ void wd_fleet_config_free(struct wd_fleet_config *f)
 	memset(f, 0, sizeof(*f));
 	f->capacity = -1;
 	f->when_down = -1;
+	for (int i = 0; i < 3; i++)
+		f->tier_capacity[i] = -1;
 }
 
 void wd_fleet_config_diff(const struct wd_fleet_config *a,
@@ -132,7 +158,10 @@ void wd_fleet_config_diff(const struct wd_fleet_config *a,
 	    {!(a->url == b->url ||
 	       (a->url && b->url && !strcmp(a->url, b->url))),
 	     "fleet.url"},
-	    {a->capacity != b->capacity, "fleet.capacity"},
+	    {a->capacity != b->capacity ||
+		 memcmp(a->tier_capacity, b->tier_capacity,
+			sizeof(a->tier_capacity)),
+	     "fleet.capacity"},
 	    {a->lease_ms != b->lease_ms, "fleet.lease_ms"},
 	    {lab, "fleet.labels"},
 	    {a->when_down != b->when_down, "fleet.when_down"},

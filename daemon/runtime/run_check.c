@@ -7,6 +7,26 @@
 #include "policy/users.h"
 #include "runtime/rt_int.h"
 
+/* The tiers of a's tools and, a sub-agent running on its parent's node,
+ * of its sub-agents' (load refuses a cycle: the depth bound is a guard). */
+static unsigned agent_tiers(const struct wd_pset *ps,
+			    const struct wd_agent_def *a, int depth)
+{
+	unsigned t = 0;
+	for (int i = 0; i < a->n_tools; i++) {
+		const struct wd_manifest *m = wd_pset_tool(ps, a->tools[i]);
+		if (m)
+			t |= 1u << m->tier;
+	}
+	for (int i = 0; depth < 16 && i < a->n_subagents; i++) {
+		const struct wd_agent_def *s =
+		    wd_pset_agent(ps, a->subagents[i]);
+		if (s)
+			t |= agent_tiers(ps, s, depth + 1);
+	}
+	return t;
+}
+
 int wd_rt_run_check(struct wd_rt *rt, const struct wd_caller *c,
 		    const char *agent, struct wd_rt_agent_facts *out,
 		    struct wd_err *err)
@@ -28,6 +48,7 @@ int wd_rt_run_check(struct wd_rt *rt, const struct wd_caller *c,
 		out->placement = a->placement ? wd_strdup(a->placement) : NULL;
 		out->resume = a->resume;
 		out->hash_only = a->hash_only;
+		out->tiers = agent_tiers(ps, a, 0);
 	}
 	wd_pset_unref(ps);
 	return rc;

@@ -95,6 +95,9 @@ struct wd_rt_agent_facts {
 	char *placement; /* its placement as JSON text, or NULL */
 	bool resume;	 /* resume: if_read_only */
 	bool hash_only;	 /* trace.payloads: hash_only */
+	/* the tiers its tools and its sub-agents' tools run in, bit 1 << tier
+	 * (a run needs room in each on the node that runs it: fleet.h) */
+	unsigned tiers;
 };
 int wd_rt_run_check(struct wd_rt *rt, const struct wd_caller *c,
 		    const char *agent, struct wd_rt_agent_facts *out,

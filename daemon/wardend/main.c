@@ -42,7 +42,7 @@ static void usage(FILE *f)
 	    "               [--event-ring-bytes BYTES] [--dns-upstream "
 	    "ADDR:PORT]\n"
 	    "               [--dns-hosts FILE]\n"
-	    "               [--fleet URL|@FILE [--fleet-capacity N] "
+	    "               [--fleet URL|@FILE [--fleet-capacity N|T1,T2,T3] "
 	    "[--fleet-lease-ms MS]\n"
 	    "                [--fleet-label KEY=VALUE]... [--fleet-when-down "
 	    "refuse|run_here]]\n"
@@ -55,7 +55,15 @@ static void usage(FILE *f)
 	    "                  (README \"More than one node\")\n"
 	    "  --fleet-capacity N  fleet runs this node runs at once "
 	    "(default: --workers;\n"
-	    "                  0: it only queues)\n"
+	    "                  0: it only queues), in each tier it can run "
+	    "(0 in a tier its\n"
+	    "                  kernel or runsc cannot: `warden status`)\n"
+	    "  --fleet-capacity T1,T2,T3  runs using tier 1, 2, 3 held at "
+	    "once (a run takes\n"
+	    "                  one in each tier its agent's tools use), at "
+	    "most the largest\n"
+	    "                  of them in all; a tier it cannot run must "
+	    "be 0\n"
 	    "  --fleet-lease-ms MS  a node silent this long loses its runs: "
 	    "they are\n"
 	    "                  marked interrupted fleet-wide (default %u, "
@@ -176,6 +184,33 @@ static void raise_nofile(const struct wd_api_limits *l)
 		    (unsigned long long)want);
 }
 
+/* --fleet-capacity T1,T2,T3: each tier's room; the node's, the largest.
+ * 0, or -1 with the usage error printed. */
+static int parse_tiers(const char *arg, int tiers[3], long *total)
+{
+	const char *p = arg;
+	*total = 0;
+	for (int i = 0; i < 3; i++) {
+		char *end = NULL;
+		errno = 0;
+		long v = strtol(p, &end, 10);
+		if (errno || end == p || v < 0 || v > 1000000 ||
+		    *end != (i < 2 ? ',' : 0)) {
+			fprintf(stderr,
+				"wardend: --fleet-capacity wants N or "
+				"T1,T2,T3 (runs using tier 1, 2, 3), not "
+				"'%s'\n",
+				arg);
+			return -1;
+		}
+		tiers[i] = (int)v;
+		if (v > *total)
+			*total = v;
+		p = end + 1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -212,7 +247,7 @@ int main(int argc, char **argv)
 	struct wd_dns_upstream dns_up = {0};
 	bool dns_set = false;
 	struct wd_rt_opts ro = {0};
-	struct wd_fleet_opts fo = {0};
+	struct wd_fleet_opts fo = {.tier_capacity = {-1, -1, -1}};
 	long fleet_cap = -1;		 /* -1: the workers */
 	int when_down = -1;		 /* -1: daemon.yaml's */
 	struct wd_alert_config ac = {0}; /* defaults: 60 s / 1 h, x5, min 20 */
@@ -335,6 +370,13 @@ int main(int argc, char **argv)
 			fo.url = optarg;
 			break;
 		case 'C':
+			if (strchr(optarg, ',')) {
+				if (parse_tiers(optarg, fo.tier_capacity,
+						&fleet_cap))
+					return 2;
+				break;
+			}
+			/* fall through */
 		case 'L': {
 			char *end = NULL;
 			errno = 0;
@@ -476,8 +518,11 @@ int main(int argc, char **argv)
 	 * its flag */
 	if (!fo.url)
 		fo.url = dc->fleet.url;
-	if (fleet_cap < 0)
+	if (fleet_cap < 0) {
 		fleet_cap = dc->fleet.capacity;
+		memcpy(fo.tier_capacity, dc->fleet.tier_capacity,
+		       sizeof(fo.tier_capacity));
+	}
 	if (!fo.lease_ms)
 		fo.lease_ms = dc->fleet.lease_ms;
 	for (int i = 0; !fo.n_labels && i < dc->fleet.n_labels; i++)

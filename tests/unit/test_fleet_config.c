@@ -57,6 +57,32 @@ int main(void)
 	wd_daemon_config_free(def);
 	wd_diag_free(&d);
 
+	rc = load("fleet: {url: x, capacity: [3, 3, 1]}\n", &c, &d);
+	T_OK(rc == 0 && c && c->fleet.capacity == 3 &&
+		 c->fleet.tier_capacity[0] == 3 &&
+		 c->fleet.tier_capacity[1] == 3 &&
+		 c->fleet.tier_capacity[2] == 1,
+	     "fleet-capacity-per-tier", "rc %d: %s", rc, d.n ? d.msgs[0] : "");
+	def = wd_daemon_config_new();
+	struct wd_daemon_config *c2 = NULL;
+	struct wd_diag d2;
+	int rc2 = load("fleet: {url: x, capacity: [3, 3, 0]}\n", &c2, &d2);
+	b = (struct wd_buf){0};
+	if (c && c2)
+		wd_daemon_config_diff(c, c2, &b);
+	T_OK(rc2 == 0 && b.data && !strcmp(b.data, "fleet.capacity"),
+	     "fleet-capacity-per-tier-diff", "'%s'", b.data ? b.data : "");
+	wd_buf_free(&b);
+	wd_daemon_config_free(c2);
+	wd_daemon_config_free(c);
+	wd_daemon_config_free(def);
+	wd_diag_free(&d);
+	wd_diag_free(&d2);
+	bad("fleet-capacity-two-tiers", "fleet: {url: x, capacity: [2, 2]}\n",
+	    "d.yaml:1:27: 'fleet.capacity': a number, or [T1, T2, T3]");
+	bad("fleet-capacity-tier-negative",
+	    "fleet: {url: x, capacity: [2, -1, 0]}\n",
+	    "d.yaml:1:31: 'fleet.capacity': -1 is out of range");
 	bad("fleet-url-required", "fleet: {capacity: 2}\n", "'url'");
 	bad("fleet-lease-min", "fleet: {url: x, lease_ms: 10}\n",
 	    "d.yaml:1:27: 'fleet.lease_ms': 10 is out of range");
