@@ -75,5 +75,9 @@ void wd_cli_print_step(const struct json_t *r);
  * after verb_fleet parsed the options: sub is "verify" or "gc". */
 int wd_cli_fleet_trace(const char *sock, const char *sub, const char *run,
 		       const char *days, bool json);
+/* `warden trace gc|verify --fleet ...` (argv from "trace"): the same;
+ * asked: is this such a command line? */
+bool wd_cli_trace_fleet_asked(int argc, char **argv, const char *sub);
+int wd_cli_trace_fleet(int argc, char **argv, const char *sub);
 
 #endif

@@ -2,6 +2,7 @@
  * chain checked and its retention applied, by wardend on the fleet's
  * database (fleet/trace_verify.c, fleet/trace_gc.c). verify: root and the
  * auditors group, exit 1 when a chain is broken; gc: root. */
+#include <getopt.h>
 #include <string.h>
 
 #include "api/client.h"
@@ -127,4 +128,55 @@ int wd_cli_fleet_trace(const char *sock, const char *sub, const char *run,
 		     : WD_EXIT_OK;
 	json_decref(resp);
 	return rc;
+}
+
+/* `warden trace gc|verify --fleet`: the shipped trace's, fleet-wide --
+ * what `warden fleet gc|verify` does (fleet_trace.c), through wardend. */
+int wd_cli_trace_fleet(int argc, char **argv, const char *sub)
+{
+	static const struct option opts[] = {
+	    {"fleet", no_argument, 0, 'f'},
+	    {"json", no_argument, 0, 'j'},
+	    {"metadata-days", required_argument, 0, 'm'},
+	    {"socket", required_argument, 0, 's'},
+	    {0, 0, 0, 0},
+	};
+	const char *sock = NULL, *days = NULL;
+	bool json = false;
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc - 1, argv + 1, "j", opts, NULL)) != -1) {
+		if (c == 'j')
+			json = true;
+		else if (c == 'm')
+			days = optarg;
+		else if (c == 's')
+			sock = optarg;
+		else if (c != 'f') {
+			fprintf(stderr,
+				"warden trace %s --fleet: [--metadata-days N] "
+				"[--json] [--socket PATH]%s (the database's "
+				"clock: no --now; no --state)\n",
+				sub, !strcmp(sub, "verify") ? " [RUN]" : "");
+			return WD_EXIT_USAGE;
+		}
+	}
+	int npos = argc - 1 - optind;
+	if (npos > (!strcmp(sub, "verify") ? 1 : 0)) {
+		fprintf(stderr, "warden trace %s --fleet: too many arguments\n",
+			sub);
+		return WD_EXIT_USAGE;
+	}
+	return wd_cli_fleet_trace(wd_cli_socket(sock), sub,
+				  npos ? argv[1 + optind] : NULL, days, json);
+}
+
+bool wd_cli_trace_fleet_asked(int argc, char **argv, const char *sub)
+{
+	if (strcmp(sub, "gc") && strcmp(sub, "verify"))
+		return false;
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+		if (!strcmp(argv[i], "--fleet"))
+			return true;
+	return false;
 }

@@ -42,6 +42,8 @@ static void usage(FILE *f)
 	       "whole segments of\n"
 	       "                           metadata older than N days "
 	       "(default 395, all runs)\n"
+	       "  verify|gc --fleet ...    the same for the shipped trace "
+	       "(warden fleet verify|gc)\n"
 	       "  export --otlp URL [RUN...]  send spans to an OTLP/HTTP "
 	       "collector\n"
 	       "  html RUN [-o FILE]       the run as one self-contained HTML "
@@ -818,6 +820,8 @@ static int verb_trace(int argc, char **argv)
 		usage(stdout);
 		return WD_EXIT_OK;
 	}
+	if (wd_cli_trace_fleet_asked(argc, argv, sub))
+		return wd_cli_trace_fleet(argc, argv, sub);
 	/* the reading subcommands, which wardend serves (authorised) */
 	static const char *const reads[] = {"ls",   "show", "payload", "grep",
 					    "html", "diff", "failures"};

@@ -18,9 +18,12 @@ static PGconn *api_conn(struct wd_fleet *f, struct wd_err *err)
 	/* A server gone since the last statement has closed its end: read
 	 * that now (without blocking), not under the next statement, whose
 	 * fate would then be unknown (a submission refused, never run both
-	 * here and from the queue). */
-	if (f->api && PQstatus(f->api) == CONNECTION_OK &&
-	    (PQconsumeInput(f->api), PQstatus(f->api) == CONNECTION_OK))
+	 * here and from the queue). A backend stopped with the server sends
+	 * its "terminating connection" first: the end is the read after. */
+	for (int i = 0; i < 3 && f->api && PQstatus(f->api) == CONNECTION_OK;
+	     i++)
+		PQconsumeInput(f->api);
+	if (f->api && PQstatus(f->api) == CONNECTION_OK)
 		return f->api;
 	if (f->api)
 		PQfinish(f->api);

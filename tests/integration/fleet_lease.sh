@@ -102,7 +102,7 @@ sleep $((LEASE_MS / 1000 + 1))
 expect_eq witness-once-each "$(sent)|$(grep -o '"to":"k[0-9]*"' "$W" | sort -u | wc -l)" "6|6"
 expect_eq not-reclaimed "$(psql_q "SELECT count(*) FROM warden.runs WHERE node_id = '$idb' AND state = 'interrupted'")" "$bruns"
 expect_eq claims-once "$(psql_q "SELECT count(*) FROM warden.runs WHERE claim_order IS NOT NULL")" 6
-m=$( (curl -s --unix-socket "$T/A.sock" http://w/metrics; curl -s --unix-socket "$T/C.sock" http://w/metrics) |
+m=$( (for n in A C D; do curl -s --unix-socket "$T/$n.sock" http://w/metrics; done) |
 	awk '/^warden_fleet_runs_interrupted_total/ {s += $2} END {print s}')
 expect_eq metrics-interrupted "$m" "$bruns"
 # B back: the same node, its runs ended in its own trace as interrupted

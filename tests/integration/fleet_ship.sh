@@ -200,6 +200,8 @@ expect_eq verify-forged-exit "$?" 1
 expect_eq verify-forged-problems "$(printf '%s' "$out" | jq_py '[(p["seq"], p["kind"]) for p in d["problems"]]')" "[[6,\"chain\"]]"
 psql_v "$s5" "UPDATE warden.trace_lines SET line = :'l' WHERE node_id = '$ida' AND seq = 5"
 check verify-restored "$WARDEN" fleet verify
+# the same through `warden trace verify --fleet`
+expect_match trace-verify-fleet "$("$WARDEN" trace verify --fleet 2>&1)" 'fleet verify: ok'
 # a line removed: the gap is named
 psql_q "DELETE FROM warden.trace_lines WHERE node_id = '$ida' AND seq = 7" >/dev/null
 out=$("$WARDEN" fleet verify 2>&1)
@@ -247,7 +249,8 @@ out=$(as_user 1000 "$WARDEN" fleet gc 2>&1)
 expect_eq gc-alice-exit "$?" 1
 expect_match gc-alice-refused "$out" 'root only'
 expect_eq gc-alice-nothing "$(psql_q "SELECT to_regclass('warden.trace_lines_$old') IS NOT NULL")" t
-out=$("$WARDEN" fleet gc --socket "$T/C.sock" 2>&1)
+# `warden trace gc --fleet` is `warden fleet gc`
+out=$("$WARDEN" trace gc --fleet --socket "$T/C.sock" 2>&1)
 expect_eq gc-exit "$?" 0
 echo "$out" | sed 's/^/  /'
 expect_match gc-dropped-lines "$out" "dropped warden.trace_lines_$old"
