@@ -18,7 +18,6 @@
 #include "wardend/trace_api.h"
 
 #define BODY_LIMIT (1u << 20)
-#define NO_FLEET   "this node is not in a fleet (wardend --fleet URL)"
 /* A parked run stream is looked at this often (the latency a follower
  * sees for a new step: the runtime offers no wake-up to wait on from
  * outside; events wake the pump at once, see events_waiter), and every
@@ -488,63 +487,16 @@ static enum MHD_Result dispatch(struct wd_server *srv,
 				 json_pack("{s:s,s:s}", "run_id", id, "stream",
 					   "/v1/runs/ID/stream"));
 	case WD_EP_FLEET_RUN_GET:
-		if (!srv->fleet)
-			return send_err(con, 404, NO_FLEET);
-		o = wd_fleet_run_get(srv->fleet, who, q->id, &err);
-		if (!o)
-			return send_err(con, errno_status(-errno), err.msg);
-		return send_json(con, 200, o);
 	case WD_EP_FLEET_RUNS:
-		if (!srv->fleet)
-			return send_err(con, 404, NO_FLEET);
-		o = wd_fleet_runs(srv->fleet, who, q->tq[WD_TQ_STATUS],
-				  q->limit, &err);
-		if (!o)
-			return send_err(con, 503, err.msg);
-		return send_json(con, 200, o);
 	case WD_EP_FLEET_TRACE_RUNS:
-		if (!srv->fleet)
-			return send_err(con, 404, NO_FLEET);
-		o = wd_fleet_trace_runs(srv->fleet, who, q->limit, &err);
-		if (!o)
-			return send_err(con, 503, err.msg);
-		return send_json(con, 200, o);
 	case WD_EP_FLEET_TRACE_RUN:
-		if (!srv->fleet)
-			return send_err(con, 404, NO_FLEET);
-		o = wd_fleet_trace_run(srv->fleet, who, q->id, &err);
-		if (!o)
-			return send_err(con, errno_status(-errno), err.msg);
-		return send_json(con, 200, o);
 	case WD_EP_FLEET_COST:
-		if (!srv->fleet)
-			return send_err(con, 404, NO_FLEET);
-		o = wd_fleet_cost(srv->fleet, who, q->by, q->since_ns, &err);
-		if (!o)
-			return send_err(con, errno_status(-errno), err.msg);
-		return send_json(con, 200, o);
 	case WD_EP_FLEET_TRACE_VERIFY:
-		if (!srv->fleet)
-			return send_err(con, 404, NO_FLEET);
-		o = wd_fleet_trace_verify(srv->fleet, who,
-					  q->id[0] ? q->id : NULL, &err);
-		if (!o)
-			return send_err(con, errno_status(-errno), err.msg);
-		return send_json(con, 200, o);
 	case WD_EP_FLEET_TRACE_GC:
-		if (!srv->fleet)
-			return send_err(con, 404, NO_FLEET);
-		o = wd_fleet_trace_gc(srv->fleet, who, q->days, &err);
-		if (!o)
-			return send_err(con, errno_status(-errno), err.msg);
-		return send_json(con, 200, o);
-	case WD_EP_FLEET_NODES:
-		if (!srv->fleet)
-			return send_err(con, 404, NO_FLEET);
-		o = wd_fleet_nodes(srv->fleet, &err);
-		if (!o)
-			return send_err(con, 503, err.msg);
-		return send_json(con, 200, o);
+	case WD_EP_FLEET_NODES: {
+		int st = wd_fleet_api(srv->fleet, who, q, &o);
+		return send_json(con, st, o);
+	}
 	case WD_EP_RUN_LIST:
 		return send_json(con, 200, wd_rt_runs_list(srv->rt, who));
 	case WD_EP_RUN_GET:

@@ -1,7 +1,8 @@
 /* The read endpoints of wardend's API that answer for the whole fleet with
- * --fleet: the trace endpoints (api/request.h WD_EP_RUN_TRACE,
- * WD_EP_RUN_PAYLOAD, WD_EP_TRACE_RUNS, WD_EP_TRACE_RECORDS), authorised per
- * run by the runtime (runtime.h wd_rt_trace_*). */
+ * --fleet (trace_api.c; the fleet's own, /v1/fleet/..., fleet_api.c): the trace
+ * endpoints (api/request.h WD_EP_RUN_TRACE, WD_EP_RUN_PAYLOAD,
+ * WD_EP_TRACE_RUNS, WD_EP_TRACE_RECORDS), authorised per run by the runtime
+ * (runtime.h wd_rt_trace_*). */
 #ifndef WD_WARDEND_TRACE_API_H
 #define WD_WARDEND_TRACE_API_H
 
@@ -31,5 +32,10 @@ int wd_cost_api(struct wd_rt *rt, struct wd_fleet *fleet,
  * err->msg says so (a partial answer: server.c send_json_partial). */
 json_t *wd_approvals_api(struct wd_rt *rt, struct wd_fleet *fleet,
 			 const struct wd_caller *who, struct wd_err *err);
+
+/* /v1/fleet/... (WD_EP_FLEET_*): the HTTP status and a new JSON body
+ * ({error} when not 200); fleet NULL: 404, not in a fleet. */
+int wd_fleet_api(struct wd_fleet *fleet, const struct wd_caller *who,
+		 const struct wd_api_req *q, json_t **body);
 
 #endif
