@@ -13,7 +13,7 @@
 . tests/integration/daemon_lib/common.sh
 . tests/integration/fleet_lib/common.sh
 [ "$(id -u)" -eq 0 ] || { skip fleet-queue "needs root"; finish; }
-[ -x "$PGBIN/postgres" ] || { skip fleet-queue "no PostgreSQL at $PGBIN (scripts/deps.sh installs postgresql)"; finish; }
+[ -x "$PGBIN/postgres" ] || { fail fleet-queue "no PostgreSQL server at ${PGBIN:-/usr/lib/postgresql/*/bin} (scripts/deps.sh installs postgresql)"; finish; }
 
 base_policy
 start_fake

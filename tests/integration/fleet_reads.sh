@@ -15,7 +15,7 @@
 . tests/integration/fleet_lib/common.sh
 expect_no_match() { if printf '%s' "$2" | grep -Eq -- "$3"; then fail "$1" "'$(printf '%s' "$2" | grep -E -- "$3" | head -c 300)' matches /$3/"; else pass "$1"; fi; }
 [ "$(id -u)" -eq 0 ] || { skip fleet-reads "needs root"; finish; }
-[ -x "$PGBIN/postgres" ] || { skip fleet-reads "no PostgreSQL at $PGBIN (scripts/deps.sh installs postgresql)"; finish; }
+[ -x "$PGBIN/postgres" ] || { fail fleet-reads "no PostgreSQL server at ${PGBIN:-/usr/lib/postgresql/*/bin} (scripts/deps.sh installs postgresql)"; finish; }
 
 base_policy
 team_users

@@ -20,7 +20,7 @@
 . tests/integration/daemon_lib/common.sh
 . tests/integration/fleet_lib/common.sh
 [ "$(id -u)" -eq 0 ] || { skip fleet-ship "needs root"; finish; }
-[ -x "$PGBIN/postgres" ] || { skip fleet-ship "no PostgreSQL at $PGBIN (scripts/deps.sh installs postgresql)"; finish; }
+[ -x "$PGBIN/postgres" ] || { fail fleet-ship "no PostgreSQL server at ${PGBIN:-/usr/lib/postgresql/*/bin} (scripts/deps.sh installs postgresql)"; finish; }
 OUTAGE_S=${FLEET_OUTAGE_S:-30}
 SLOW_MARK=4.$$2 # the slow tool's sleep: ~4 s, unique to this test
 

@@ -14,7 +14,7 @@
 . tests/integration/daemon_lib/common.sh
 . tests/integration/fleet_lib/common.sh
 [ "$(id -u)" -eq 0 ] || { skip fleet-tiers "needs root"; finish; }
-[ -x "$PGBIN/postgres" ] || { skip fleet-tiers "no PostgreSQL at $PGBIN (scripts/deps.sh installs postgresql)"; finish; }
+[ -x "$PGBIN/postgres" ] || { fail fleet-tiers "no PostgreSQL server at ${PGBIN:-/usr/lib/postgresql/*/bin} (scripts/deps.sh installs postgresql)"; finish; }
 # node A must be able to run tier 3 (the refusal below checks the other case)
 if ! "$WARDEN" status --json 2>/dev/null | python3 -c 'import json,sys; s=json.dumps(json.load(sys.stdin)); sys.exit(0 if "runsc" in s else 1)'; then
 	skip fleet-tiers "warden status cannot be read"

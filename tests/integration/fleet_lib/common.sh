@@ -3,7 +3,11 @@
 # `nobody`: postgres refuses root; unix socket only, no TCP), and wardend
 # nodes on this machine, each with its own state dir, runtime dir, socket
 # and log. Source after tests/lib.sh and daemon_lib/common.sh.
-PGBIN=${PGBIN:-/usr/lib/postgresql/15/bin}
+# the newest server Debian's postgresql package installed (15 on bookworm,
+# 17 on trixie); PGBIN=DIR to choose
+if [ -z "${PGBIN:-}" ]; then
+	PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+fi
 PGDATA_T=$T/pg
 PGSOCK=$T/pgsock
 PGPORT=$((40000 + RANDOM % 20000))
