@@ -367,6 +367,16 @@ int rt_tool_step(struct wd_run *r, struct wd_err *err)
 		nj++;
 	}
 
+	/* a fleet run starts a side effect only under a lease its node
+	 * certainly holds (rt_fence): another node may run it otherwise */
+	bool effects = false;
+	for (int x = 0; x < nj; x++)
+		effects |= jobs[x].m->side_effects != WD_SE_NONE;
+	int frc = effects ? rt_fence(r, true, err) : 0;
+	if (frc) {
+		free(jobs);
+		return frc;
+	}
 	/* parallel tool calls from one model response run concurrently */
 	uint64_t t0 = wd_now_ns();
 	pthread_t th[MAX_PARALLEL];
