@@ -521,6 +521,7 @@ int fl_claim_one(struct wd_fleet *f, PGconn *c, unsigned tiers,
 		pthread_mutex_lock(&f->mu);
 		json_object_del(f->held, lid);
 		json_object_del(f->held_tiers, lid);
+		fl_fence_forget_locked(f, lid);
 		pthread_mutex_unlock(&f->mu);
 		start_failed(f, id, lid, rt, re.msg);
 	} else {

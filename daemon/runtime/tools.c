@@ -367,22 +367,21 @@ int rt_tool_step(struct wd_run *r, struct wd_err *err)
 		nj++;
 	}
 
-	/* a fleet run starts a side effect only under a lease its node
-	 * certainly holds (rt_fence): another node may run it otherwise */
-	bool effects = false;
-	for (int x = 0; x < nj; x++)
-		effects |= jobs[x].m->side_effects != WD_SE_NONE;
-	int frc = effects ? rt_fence(r, true, err) : 0;
-	if (frc) {
-		free(jobs);
-		return frc;
-	}
 	/* parallel tool calls from one model response run concurrently */
 	uint64_t t0 = wd_now_ns();
 	pthread_t th[MAX_PARALLEL];
 	bool started[MAX_PARALLEL] = {0};
+	int frc = 0;
 	for (int base = 0; base < nj; base += MAX_PARALLEL) {
 		int k = WD_MIN(nj - base, MAX_PARALLEL);
+		/* a fleet run starts a side effect only under a lease its
+		 * node certainly holds (rt_fence): another node may have the
+		 * run otherwise */
+		bool effects = false;
+		for (int x = base; x < base + k; x++)
+			effects |= jobs[x].m->side_effects != WD_SE_NONE;
+		if (effects && (frc = rt_fence(r, true, err)))
+			break;
 		for (int x = 0; x < k; x++) {
 			if (k == 1) {
 				exec_thread(&jobs[base + x]);
@@ -414,6 +413,14 @@ int rt_tool_step(struct wd_run *r, struct wd_err *err)
 			break;
 	}
 	rt_slice_ext(wd_now_ns() - t0);
+	if (frc) {
+		/* the run ends here (interrupted): the results of the calls
+		 * that ran are in the trace */
+		for (int x = 0; x < nj; x++)
+			json_decref(jobs[x].result);
+		free(jobs);
+		return frc;
+	}
 	for (int x = 0; x < nj; x++) {
 		struct exec_job *j = &jobs[x];
 		const char *tool = j->m->name; /* from policy */

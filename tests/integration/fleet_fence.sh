@@ -25,25 +25,17 @@ SLOW_MARK=$SLOW_S.$$3 # the slow tool's sleep: ~5 s, unique to this test
 LEASE_MS=2500
 
 base_policy
-mkdir -p "$T/witness"
-chmod 777 "$T/witness"
-W=$T/witness/sent.log
-: >"$W"
-chmod 666 "$W"
-tool mail "[\"/usr/bin/tee\", \"-a\", \"$W\"]" "input: stdin" \
-	"args_schema: {type: object, required: [to], properties: {to: {type: string}}}" \
-	"auth: {mode: on_behalf_of_user, scopes: [\"test:mail\"]}" "side_effects: external"
-sed -i "s|write: \[\]|write: [\"$T/witness\"]|" "$POL/tools/mail.yaml"
+mail_tool
 tool slow "[\"/usr/bin/sleep\", \"$SLOW_MARK\"]" "input: argv" "args_schema: {type: object}" \
 	"auth: {mode: on_behalf_of_user, scopes: [\"test:slow\"]}" "side_effects: none"
+agent fence fence '[slow, mail]'
 script fence <<'S'
 {"step": 0, "tool_calls": [{"name": "slow", "arguments": {}}]}
 {"step": 1, "tool_calls": [{"name": "mail", "arguments": {"to": "{{task}}"}}]}
 {"text": "sent {{task}}"}
 S
-agent fence fence '[slow, mail]'
-write_gateway
 start_pg || { fail pg-start "see above"; finish; }
+write_gateway
 
 # the proxy: every connection to $T/bsock is relayed to PostgreSQL's socket
 mkdir -p "$T/bsock"
