@@ -490,7 +490,6 @@ int rt_fence(struct wd_run *r, bool side_effects, struct wd_err *err)
 	if (!r->fenced)
 		return 0;
 	struct wd_rt *rt = r->rt;
-	uint64_t t0 = wd_now_ns();
 	bool said = false;
 	int rc = 0;
 	for (;;) {
@@ -538,14 +537,13 @@ int rt_fence(struct wd_run *r, bool side_effects, struct wd_err *err)
 		if (r->lim.wall_clock_s > 0 &&
 		    (double)active_now(r) / 1e9 >= r->lim.wall_clock_s) {
 			rc =
-			    wd_err_set(err, -ETIMEDOUT,
+			    wd_err_set(err, -ETIME,
 				       "wall_clock_s reached while waiting for "
 				       "the fleet lease to be renewed");
 			break;
 		}
 	}
-	/* waiting on the fleet is not platform overhead */
-	rt_slice_ext(wd_now_ns() - t0);
+	/* (the wait is in the tool step's time: not platform overhead) */
 	if (said && !rc)
 		wd_info("run %s: fleet lease renewed; its tools go on", r->id);
 	return rc;
@@ -609,8 +607,9 @@ static void advance(struct wd_run *r)
 		}
 		pthread_mutex_unlock(&rt->mu);
 		if (r->pending) {
+			r->fence_rc = 0;
 			int rc = rt_tool_step(r, &err);
-			if (rc == -ETIMEDOUT && r->lim.wall_clock_s > 0) {
+			if (rc < 0 && r->fence_rc == -ETIME) {
 				budget_stop(r, "wall_clock_s",
 					    r->lim.wall_clock_s,
 					    (double)active_now(r) / 1e9);
@@ -618,9 +617,9 @@ static void advance(struct wd_run *r)
 			}
 			if (rc < 0) {
 				/* the fence's verdicts end it interrupted */
-				bool fence = rc == -ESTALE || rc == -ECANCELED;
-				rt_finish(r, fence ? "interrupted" : "failed",
-					  err.msg, NULL);
+				rt_finish(
+				    r, r->fence_rc ? "interrupted" : "failed",
+				    err.msg, NULL);
 				return;
 			}
 			if (rc == 0) {

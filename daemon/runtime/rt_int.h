@@ -103,6 +103,8 @@ struct wd_run {
 	 * top-level run's id (a sub-agent's run inherits both) */
 	bool fenced;
 	char fence_id[40];
+	/* rt_fence's -errno that stopped the current tool step (0 none) */
+	int fence_rc;
 	/* step events for streams: JSON lines, guarded by rt->mu */
 	char **lines;
 	uint64_t *line_seq;
@@ -307,7 +309,7 @@ void rt_advance(struct wd_run *r);
  * run's lease: 0 go on (always for a run not fenced); side_effects: a
  * lease that is merely uncertain (the database unreachable) is waited
  * for, within the run's wall clock, else it is not. -ESTALE the run is
- * lost (err: why; it is to end `interrupted`), -ETIMEDOUT the wall clock
+ * lost (err: why; it is to end `interrupted`), -ETIME the wall clock
  * ran out waiting, -ECANCELED wardend is stopping. */
 int rt_fence(struct wd_run *r, bool side_effects, struct wd_err *err);
 /* time this slice spent in the model or in tools (the overhead figure

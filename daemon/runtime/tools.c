@@ -414,8 +414,9 @@ int rt_tool_step(struct wd_run *r, struct wd_err *err)
 	}
 	rt_slice_ext(wd_now_ns() - t0);
 	if (frc) {
-		/* the run ends here (interrupted): the results of the calls
-		 * that ran are in the trace */
+		/* the run ends here (loop.c: interrupted, or its wall clock):
+		 * the results of the calls that ran are in the trace */
+		r->fence_rc = frc;
 		for (int x = 0; x < nj; x++)
 			json_decref(jobs[x].result);
 		free(jobs);
