@@ -187,9 +187,14 @@ static void *fleet_thread(void *arg)
 			break;
 		struct wd_err err = {0};
 		int timeout = 1000;
-		if (!f->db && connect_db(f, &err)) {
-			went_down(f, &err);
-			goto wait;
+		if (!f->db) {
+			if (connect_db(f, &err)) {
+				went_down(f, &err);
+				goto wait;
+			}
+			/* the runs' leases now, before anything else: the
+			 * registration renewed only the node's */
+			next_hb = 0;
 		}
 		uint64_t now = wd_now_ns();
 		int rc = 0;
@@ -318,6 +323,9 @@ static void fleet_free(struct wd_fleet *f)
 	if (f->ship_db)
 		PQfinish(f->ship_db);
 	pthread_cond_destroy(&f->ship_cond);
+	pthread_cond_destroy(&f->fence_cond);
+	json_decref(f->held_at);
+	json_decref(f->lost);
 	if (f->wake_fd >= 0)
 		close(f->wake_fd);
 	json_decref(f->held);
@@ -343,11 +351,14 @@ int wd_fleet_start(const struct wd_fleet_opts *o, struct wd_rt *rt,
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&f->ship_cond, &ca);
-	pthread_condattr_destroy(&ca);
 	f->shipped_seq = -1;
 	f->ship_lag_s = -1;
 	f->held = json_object();
 	f->held_tiers = json_object();
+	f->held_at = json_object();
+	f->lost = json_object();
+	pthread_cond_init(&f->fence_cond, &ca);
+	pthread_condattr_destroy(&ca);
 	f->ended = json_array();
 	f->queue_depth = -1;
 	f->nodes_up = -1;
@@ -394,7 +405,9 @@ int wd_fleet_start(const struct wd_fleet_opts *o, struct wd_rt *rt,
 		went_down(f, &ce);
 	rc = 0;
 	wd_rt_set_run_end_hook(rt, fl_on_run_end, f);
+	wd_rt_set_fence_hook(rt, fl_fence, f);
 	if (pthread_create(&f->thread, NULL, fleet_thread, f)) {
+		wd_rt_set_fence_hook(rt, NULL, NULL);
 		wd_rt_set_run_end_hook(rt, NULL, NULL);
 		rc = wd_err_set(err, -EAGAIN, "cannot start the fleet thread");
 		goto fail;
@@ -427,6 +440,7 @@ void wd_fleet_stop_claims(struct wd_fleet *f)
 	pthread_mutex_lock(&f->mu);
 	f->stopping = true;
 	pthread_cond_broadcast(&f->ship_cond);
+	pthread_cond_broadcast(&f->fence_cond);
 	pthread_mutex_unlock(&f->mu);
 	uint64_t one = 1;
 	if (write(f->wake_fd, &one, sizeof(one)) < 0)
@@ -442,6 +456,10 @@ void wd_fleet_stop(struct wd_fleet *f)
 		pthread_join(f->thread, NULL);
 	if (f->ship_started)
 		pthread_join(f->ship_thread, NULL);
+	/* no heartbeat from now on, and the runs still held are about to be
+	 * interrupted fleet-wide: none of them starts a side effect any more
+	 * (a fenced run without a hook is lost) */
+	wd_rt_set_fence_hook(f->rt, NULL, NULL);
 	wd_rt_set_run_end_hook(f->rt, NULL, NULL);
 	struct wd_err err = {0};
 	if (f->db &&

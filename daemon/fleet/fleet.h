@@ -7,6 +7,8 @@
  *             nodes starting together apply each step once
  *   node.c    this node's row: registration, heartbeat, its lease; the
  *             reaper that interrupts the runs of a node whose lease ran out
+ *   fence.c   fencing: whether this node certainly still holds a run's
+ *             lease, asked by the runtime before side effects
  *   queue.c   the run queue: submit (POST /v1/runs), claim (fair share
  *             between teams, an agent's placement held by the node's
  *             labels, the run's tiers by the node's room in each,
@@ -28,8 +30,24 @@
  * (every tool side_effects: none, no sub-agents: policy/agent.h), queued
  * again to be run from its task elsewhere (node.c LOSE_RUN).
  *
+ * Fencing (fence.c): a node that cannot reach the database cannot know
+ * whether another node's reaper took its runs. A fleet run starts a tool
+ * with side effects (and each new step) only after asking the runtime's
+ * fence hook (runtime.h wd_rt_set_fence_hook): OK while this node's last
+ * heartbeat that went through began less than 4/5 of a lease ago (local
+ * monotonic time: the database's lease began after it); LOST once a
+ * heartbeat did not renew the run (its UPDATE returns the runs renewed)
+ * -- the run ends `interrupted` here, the fleet's verdict stands
+ * (fl_write_ends writes only over the row of the attempt it ran as, and
+ * only while `running` there); else UNSURE: a side effect waits, within
+ * the run's wall clock, while tools without side effects and model calls
+ * go on. So an outage (the database down for every node) interrupts
+ * nothing -- the tools wait and run once it is back -- while a node cut
+ * off alone acts on no run the others have interrupted or queued again.
+ *
  * Degraded mode: with the database unreachable a node keeps running the
- * runs it holds (their ends are written when it is back), claims nothing,
+ * runs it holds (their ends are written when it is back; side effects wait
+ * for the lease, above), claims nothing,
  * and refuses new submissions with 503 -- or, configured with
  * `when_down: run_here`, runs them itself as a node without a fleet would
  * (not when its labels lack the agent's placement; never when the

@@ -47,6 +47,15 @@ struct wd_fleet {
 	json_t *ended;	    /* [{run_id, status, reason, output, steps, cost,
 			     * tiers}] */
 	json_t *held_tiers; /* local run id -> its tiers (bits 1 << tier) */
+	/* fencing (fence.c): local run id -> wd_now_ns() before its claim;
+	 * local run id -> why, for a held run the database has taken from
+	 * this node (until it ends); wd_now_ns() before the last heartbeat
+	 * that went through (0 none); fence_cond (with mu) is signalled after
+	 * every heartbeat and at stop */
+	json_t *held_at;
+	json_t *lost;
+	uint64_t hb_ok_ns;
+	pthread_cond_t fence_cond;
 	uint64_t m_claimed, m_submitted, m_lease_lost, m_interrupted,
 	    m_db_errors, m_ends_written, m_requeued, m_run_here;
 	int64_t queue_depth; /* at the last heartbeat; -1 unknown */
@@ -73,6 +82,8 @@ int fl_schema_migrate(PGconn *c, struct wd_err *err);
 
 /* node.c */
 int fl_register(struct wd_fleet *f, PGconn *c, struct wd_err *err);
+/* Renews the node's lease and its runs'; held runs not renewed are lost
+ * (fence.c fl_fence_renewed). */
 int fl_heartbeat(struct wd_fleet *f, PGconn *c, struct wd_err *err);
 /* interrupt the runs whose lease ran out (any node's); count in *n */
 int fl_reap(struct wd_fleet *f, PGconn *c, int64_t *n, struct wd_err *err);
@@ -96,6 +107,22 @@ void fl_on_run_end(void *arg, const struct wd_rt_run_end *e);
  * wrote for them. 0 or -errno. */
 int fl_publish_approvals(struct wd_fleet *f, PGconn *c, struct wd_err *err);
 int fl_apply_decisions(struct wd_fleet *f, PGconn *c, struct wd_err *err);
+
+/* fence.c: the runtime's fence hook (runtime.h wd_rt_set_fence_hook)
+ * over the node's lease. */
+enum wd_rt_fence fl_fence(void *arg, const char *run_id, uint64_t wait_ns,
+			  char *why, size_t why_len);
+/* After a heartbeat that began at t0 (wd_now_ns) with `before` (a copy of
+ * the held run ids then) and renewed the runs of result r (id, attempt):
+ * the held runs not renewed are lost; a lease is certain until t0 +
+ * lease - margin. Without mu. */
+void fl_fence_renewed(struct wd_fleet *f, json_t *before, PGresult *r,
+		      uint64_t t0);
+/* The fleet's claim on a run started at t0 (the lease is counted from
+ * there until the next heartbeat renews it). Under mu. */
+void fl_fence_claimed_locked(struct wd_fleet *f, const char *lid, uint64_t t0);
+/* A run held here ended: forget it. Under mu. */
+void fl_fence_forget_locked(struct wd_fleet *f, const char *lid);
 
 /* ship.c: the shipper thread (started by wd_fleet_start, joined by
  * wd_fleet_stop after `stopping` is set and ship_cond signalled). */

@@ -153,21 +153,41 @@ int fl_register(struct wd_fleet *f, PGconn *c, struct wd_err *err)
 }
 
 /* The node's lease and those of the runs it holds, renewed together: a
- * node that cannot renew its own cannot renew its runs' either. */
+ * node that cannot renew its own cannot renew its runs' either. The runs
+ * renewed are returned: a held run that is not was taken from this node
+ * (fence.c). */
 int fl_heartbeat(struct wd_fleet *f, PGconn *c, struct wd_err *err)
 {
 	char lease[16];
 	snprintf(lease, sizeof(lease), "%u", f->lease_ms);
 	const char *pv[2] = {f->node_id, lease};
-	return params_cmd(
+	json_t *before = json_array();
+	pthread_mutex_lock(&f->mu);
+	const char *k;
+	json_t *v;
+	json_object_foreach(f->held, k, v)
+	{
+		json_array_append_new(before, json_string(k));
+	}
+	pthread_mutex_unlock(&f->mu);
+	uint64_t t0 = wd_now_ns();
+	PGresult *r = PQexecParams(
 	    c,
 	    "WITH n AS (UPDATE warden.nodes SET heartbeat_at = now(), "
 	    "lease_until = now() + $2::integer * interval '1 millisecond', "
 	    "state = 'up' WHERE id = $1 RETURNING id) "
 	    "UPDATE warden.runs SET lease_until = now() + $2::integer * "
 	    "interval '1 millisecond' WHERE node_id = $1 AND state = "
-	    "'running' AND EXISTS (SELECT 1 FROM n)",
-	    2, pv, "heartbeat", NULL, err);
+	    "'running' AND EXISTS (SELECT 1 FROM n) RETURNING id, attempt",
+	    2, NULL, pv, NULL, NULL, 0);
+	if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+		json_decref(before);
+		return fl_pg_err(r, c, "heartbeat", err);
+	}
+	fl_fence_renewed(f, before, r, t0);
+	PQclear(r);
+	json_decref(before);
+	return 0;
 }
 
 /* Not within a lease of the database's own start: while it was down no

@@ -367,13 +367,23 @@ void fl_on_run_end(void *arg, const struct wd_rt_run_end *e)
 		return;
 	}
 	json_object_del(f->held, e->run_id);
+	fl_fence_forget_locked(f, e->run_id);
+	/* the attempt it ran as (fl_claim_one: id-aN from the second on):
+	 * its end is written only over that attempt's row */
+	const char *fs = json_string_value(fid);
+	size_t fl = strlen(fs);
+	long attempt =
+	    strncmp(e->run_id, fs, fl) == 0 && !strncmp(e->run_id + fl, "-a", 2)
+		? strtol(e->run_id + fl + 2, NULL, 10)
+		: 0;
 	/* its tiers stay taken until its end is written (fleet.c room) */
 	json_int_t tiers =
 	    json_integer_value(json_object_get(f->held_tiers, e->run_id));
 	json_object_del(f->held_tiers, e->run_id);
-	json_t *o = json_pack("{s:o,s:s,s:i,s:f,s:I}", "run_id", fid, "status",
-			      e->status, "steps", e->steps, "cost", e->cost_usd,
-			      "tiers", tiers);
+	json_t *o =
+	    json_pack("{s:o,s:s,s:i,s:f,s:I,s:i}", "run_id", fid, "status",
+		      e->status, "steps", e->steps, "cost", e->cost_usd,
+		      "tiers", tiers, "attempt", (int)attempt);
 	if (e->reason)
 		json_object_set_new(o, "reason", json_string(e->reason));
 	if (e->output)
@@ -393,7 +403,10 @@ int fl_write_ends(struct wd_fleet *f, PGconn *c, struct wd_err *err)
 		pthread_mutex_unlock(&f->mu);
 		if (!o)
 			return 0;
-		char steps[16], cost[32];
+		char steps[16], cost[32], attempt[16];
+		snprintf(attempt, sizeof(attempt), "%lld",
+			 (long long)json_integer_value(
+			     json_object_get(o, "attempt")));
 		snprintf(
 		    steps, sizeof(steps), "%lld",
 		    (long long)json_integer_value(json_object_get(o, "steps")));
@@ -401,32 +414,35 @@ int fl_write_ends(struct wd_fleet *f, PGconn *c, struct wd_err *err)
 			 json_number_value(json_object_get(o, "cost")));
 		const char *id =
 		    json_string_value(json_object_get(o, "run_id"));
-		const char *pv[7] = {
+		const char *pv[8] = {
 		    id,
 		    f->node_id,
 		    json_string_value(json_object_get(o, "status")),
 		    json_string_value(json_object_get(o, "reason")),
 		    json_string_value(json_object_get(o, "output")),
 		    steps,
-		    cost};
+		    cost,
+		    attempt};
 		PGresult *r = PQexecParams(
 		    c,
 		    "UPDATE warden.runs SET state = 'done', status = $3, "
 		    "reason = $4, output = $5, steps = $6::integer, cost_usd = "
 		    "$7::double precision, ended_at = clock_timestamp(), "
 		    "lease_until = NULL WHERE id = $1 AND node_id = $2 AND "
-		    "state = 'running'",
-		    7, NULL, pv, NULL, NULL, 0);
+		    "state = 'running' AND attempt = $8::integer",
+		    8, NULL, pv, NULL, NULL, 0);
 		if (PQresultStatus(r) != PGRES_COMMAND_OK) {
 			json_decref(o);
 			return fl_pg_err(r, c, "writing a run's end", err);
 		}
 		bool lost = strcmp(PQcmdTuples(r), "1") != 0;
 		PQclear(r);
+		/* the fleet's verdict (interrupted, or queued again) stays:
+		 * this node's end is in its own trace only */
 		if (lost)
 			wd_warn("fleet: run %s ended %s after its lease ran "
-				"out: the fleet has it interrupted; its end is "
-				"in this node's trace",
+				"out: the fleet's verdict on it stands; its "
+				"end is in this node's trace",
 				id, pv[2]);
 		pthread_mutex_lock(&f->mu);
 		json_array_remove(f->ended, 0);
@@ -441,16 +457,16 @@ int fl_write_ends(struct wd_fleet *f, PGconn *c, struct wd_err *err)
 
 /* A claimed run that cannot start here (its agent is not in this node's
  * policy, the caller may not run it here): it ends at once, `failed`. */
-static void start_failed(struct wd_fleet *f, const char *id, unsigned tiers,
-			 const char *why)
+static void start_failed(struct wd_fleet *f, const char *id, const char *lid,
+			 unsigned tiers, const char *why)
 {
 	wd_warn("fleet: run %s claimed but not started: %s", id, why);
 	pthread_mutex_lock(&f->mu);
-	json_object_set_new(f->held, id, json_string(id));
-	json_object_set_new(f->held_tiers, id, json_integer(tiers));
+	json_object_set_new(f->held, lid, json_string(id));
+	json_object_set_new(f->held_tiers, lid, json_integer(tiers));
 	pthread_mutex_unlock(&f->mu);
 	struct wd_rt_run_end e = {
-	    .run_id = id, .status = "failed", .reason = why};
+	    .run_id = lid, .status = "failed", .reason = why};
 	fl_on_run_end(f, &e);
 }
 
@@ -461,6 +477,7 @@ int fl_claim_one(struct wd_fleet *f, PGconn *c, unsigned tiers,
 	snprintf(lease, sizeof(lease), "%u", f->lease_ms);
 	snprintf(room, sizeof(room), "%u", tiers);
 	const char *pv[4] = {f->node_id, lease, f->labels_json, room};
+	uint64_t t0 = wd_now_ns(); /* before the claim's lease began */
 	PGresult *r = PQexecParams(
 	    c,
 	    "SELECT c_id, c_agent, c_task, c_uid, c_gid, c_user, c_attempt, "
@@ -488,6 +505,7 @@ int fl_claim_one(struct wd_fleet *f, PGconn *c, unsigned tiers,
 			   (gid_t)strtoul(PQgetvalue(r, 0, 4), NULL, 10), &who);
 	pthread_mutex_lock(&f->mu);
 	f->m_claimed++;
+	fl_fence_claimed_locked(f, lid, t0);
 	/* held before the run exists: its end may come before
 	 * wd_rt_run_create_id returns */
 	json_object_set_new(f->held, lid, json_string(id));
@@ -503,8 +521,9 @@ int fl_claim_one(struct wd_fleet *f, PGconn *c, unsigned tiers,
 		pthread_mutex_lock(&f->mu);
 		json_object_del(f->held, lid);
 		json_object_del(f->held_tiers, lid);
+		fl_fence_forget_locked(f, lid);
 		pthread_mutex_unlock(&f->mu);
-		start_failed(f, id, rt, re.msg);
+		start_failed(f, id, lid, rt, re.msg);
 	} else {
 		wd_info(
 		    "fleet: run %s claimed (agent %s, submitted for %s)%s%s",

@@ -1,6 +1,7 @@
 /* The agent loop (seed 000 step 5): every bound checked every step, context
  * fitted to the budget, the model called through the gateway, tool calls
  * sent through the broker (concurrently), every step recorded. */
+#include <errno.h>
 #include <string.h>
 
 #include "common/log.h"
@@ -478,6 +479,76 @@ static int model_step(struct wd_run *r, struct wd_err *err)
 	return out;
 }
 
+/* ---- the fleet's fence ---- */
+
+/* How long one question to the hook may wait for the lease's renewal
+ * (the stop and the wall clock are looked at between questions). */
+#define FENCE_WAIT_NS 250000000ull
+
+int rt_fence(struct wd_run *r, bool side_effects, struct wd_err *err)
+{
+	if (!r->fenced)
+		return 0;
+	struct wd_rt *rt = r->rt;
+	bool said = false;
+	int rc = 0;
+	for (;;) {
+		char why[256] = "";
+		enum wd_rt_fence v = WD_RT_FENCE_LOST;
+		pthread_rwlock_rdlock(&rt->fence_mu);
+		if (rt->fence)
+			v = rt->fence(rt->fence_arg, r->fence_id,
+				      side_effects ? FENCE_WAIT_NS : 0, why,
+				      sizeof(why));
+		else
+			snprintf(why, sizeof(why),
+				 "this node's fleet connection is closed (the "
+				 "fleet has the run interrupted)");
+		pthread_rwlock_unlock(&rt->fence_mu);
+		if (v == WD_RT_FENCE_OK ||
+		    (v == WD_RT_FENCE_UNSURE && !side_effects))
+			break;
+		if (v == WD_RT_FENCE_LOST) {
+			rc =
+			    wd_err_set(err, -ESTALE,
+				       "its fleet lease was lost (%s); another "
+				       "node may have the run: nothing more "
+				       "of it runs here",
+				       why);
+			break;
+		}
+		/* uncertain: a side effect waits for the lease's renewal or
+		 * the verdict; the run's wall clock bounds the wait */
+		if (!said)
+			wd_warn("run %s: a tool with side effects waits: this "
+				"node's fleet lease is not certain (%s)",
+				r->id, why);
+		said = true;
+		pthread_mutex_lock(&rt->mu);
+		bool stop = rt->stopping;
+		pthread_mutex_unlock(&rt->mu);
+		if (stop) {
+			rc = wd_err_set(err, -ECANCELED,
+					"wardend stopping while the run waited "
+					"for its fleet lease to be renewed "
+					"before a tool with side effects");
+			break;
+		}
+		if (r->lim.wall_clock_s > 0 &&
+		    (double)active_now(r) / 1e9 >= r->lim.wall_clock_s) {
+			rc =
+			    wd_err_set(err, -ETIME,
+				       "wall_clock_s reached while waiting for "
+				       "the fleet lease to be renewed");
+			break;
+		}
+	}
+	/* (the wait is in the tool step's time: not platform overhead) */
+	if (said && !rc)
+		wd_info("run %s: fleet lease renewed; its tools go on", r->id);
+	return rc;
+}
+
 static void advance(struct wd_run *r);
 
 /* The current slice's model and tool time on this thread. Not in the
@@ -536,9 +607,19 @@ static void advance(struct wd_run *r)
 		}
 		pthread_mutex_unlock(&rt->mu);
 		if (r->pending) {
+			r->fence_rc = 0;
 			int rc = rt_tool_step(r, &err);
+			if (rc < 0 && r->fence_rc == -ETIME) {
+				budget_stop(r, "wall_clock_s",
+					    r->lim.wall_clock_s,
+					    (double)active_now(r) / 1e9);
+				return;
+			}
 			if (rc < 0) {
-				rt_finish(r, "failed", err.msg, NULL);
+				/* the fence's verdicts end it interrupted */
+				rt_finish(
+				    r, r->fence_rc ? "interrupted" : "failed",
+				    err.msg, NULL);
 				return;
 			}
 			if (rc == 0) {
@@ -572,6 +653,13 @@ static void advance(struct wd_run *r)
 		double limit, used;
 		if (bound_hit(r, &bound, &limit, &used)) {
 			budget_stop(r, bound, limit, used);
+			return;
+		}
+		/* a fleet run its node lost goes no further: another node
+		 * may hold it (an uncertain lease lets it go on: the model
+		 * call changes nothing in the world) */
+		if (rt_fence(r, false, &err)) {
+			rt_finish(r, "interrupted", err.msg, NULL);
 			return;
 		}
 		rt_fit_context(r);

@@ -299,6 +299,8 @@ static int restore_run(struct wd_rt *rt, const char *id, json_t *s)
 	    rt_run_new(rt, rt->ps, a, &c,
 		       json_string_value(json_object_get(s, "task")) ?: "");
 	snprintf(r->id, sizeof(r->id), "%s", id);
+	r->fenced = json_is_true(json_object_get(s, "fenced"));
+	snprintf(r->fence_id, sizeof(r->fence_id), "%s", id);
 	json_decref(r->done);
 	r->msgs = json_incref(json_object_get(s, "msgs"));
 	r->done = json_incref(json_object_get(s, "done"));

@@ -98,6 +98,13 @@ struct wd_run {
 	/* a replay's state (replay.c), NULL for an ordinary run */
 	struct rt_replay *replay;
 	uint64_t step_t0_ns; /* the current step's first model call, 0 */
+	/* a fleet run (created under the fleet's id): its steps and side
+	 * effects are fenced by its lease (rt_fence); fence_id is the
+	 * top-level run's id (a sub-agent's run inherits both) */
+	bool fenced;
+	char fence_id[40];
+	/* rt_fence's -errno that stopped the current tool step (0 none) */
+	int fence_rc;
 	/* step events for streams: JSON lines, guarded by rt->mu */
 	char **lines;
 	uint64_t *line_seq;
@@ -143,6 +150,12 @@ struct wd_rt {
 	pthread_mutex_t end_hook_mu;
 	wd_rt_run_end_fn end_hook;
 	void *end_hook_arg;
+	/* the fleet's fence (wd_rt_set_fence_hook): called under the read
+	 * side (calls may wait, several at once), changed under the write
+	 * side */
+	pthread_rwlock_t fence_mu;
+	wd_rt_fence_fn fence;
+	void *fence_arg;
 	/* metrics */
 	struct wd_metrics *metrics; /* labelled families (rt_metrics.c) */
 	uint64_t m_overhead_ns;	    /* platform time per step, summed */
@@ -292,6 +305,13 @@ void rt_m_init_policy(struct wd_rt *rt, const struct wd_pset *ps);
 
 /* loop.c */
 void rt_advance(struct wd_run *r);
+/* A fenced run (wd_run.fenced) asks the fleet whether it still holds the
+ * run's lease: 0 go on (always for a run not fenced); side_effects: a
+ * lease that is merely uncertain (the database unreachable) is waited
+ * for, within the run's wall clock, else it is not. -ESTALE the run is
+ * lost (err: why; it is to end `interrupted`), -ETIME the wall clock
+ * ran out waiting, -ECANCELED wardend is stopping. */
+int rt_fence(struct wd_run *r, bool side_effects, struct wd_err *err);
 /* time this slice spent in the model or in tools (the overhead figure
  * leaves it out); per thread: once a slice parks its run, another worker
  * may already advance it */

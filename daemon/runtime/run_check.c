@@ -73,6 +73,14 @@ void wd_rt_set_run_end_hook(struct wd_rt *rt, wd_rt_run_end_fn fn, void *arg)
 	pthread_mutex_unlock(&rt->end_hook_mu);
 }
 
+void wd_rt_set_fence_hook(struct wd_rt *rt, wd_rt_fence_fn fn, void *arg)
+{
+	pthread_rwlock_wrlock(&rt->fence_mu);
+	rt->fence = fn;
+	rt->fence_arg = arg;
+	pthread_rwlock_unlock(&rt->fence_mu);
+}
+
 json_t *wd_rt_read_scope(struct wd_rt *rt, const struct wd_caller *c)
 {
 	pthread_mutex_lock(&rt->mu);

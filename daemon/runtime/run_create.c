@@ -158,10 +158,12 @@ int wd_rt_run_create_id(struct wd_rt *rt, const struct wd_caller *c,
 		/* the fleet's id (fleet/queue.c): the same name on every
 		 * node, checked like an API id by the submitting node */
 		snprintf(r->id, sizeof(r->id), "%s", given_id);
+		r->fenced = true;
 	} else {
 		memcpy(r->id, "run_", 4);
 		wd_rand_hex(r->id + 4, 16);
 	}
+	snprintf(r->fence_id, sizeof(r->fence_id), "%s", r->id);
 	r->started_wall = wd_wall_ns();
 	r->msgs = json_array();
 	if (a->system_prompt && *a->system_prompt)

@@ -160,6 +160,10 @@ static json_t *snapshot_json(struct wd_run *r)
 		      (json_int_t)r->sub_out_tokens, "cost_usd", r->sub_cost,
 		      "children", r->children));
 	json_object_set_new(s, "model_calls", json_integer(r->model_calls));
+	/* a fleet run stays fenced across a restart: the fleet holding it
+	 * no more, its next step ends it (runtime.h wd_rt_set_fence_hook) */
+	if (r->fenced)
+		json_object_set_new(s, "fenced", json_true());
 	/* a replay's gate lives in memory only: recover.c must not bring it
 	 * back as an ordinary run (its external tools would run live) */
 	if (r->replay)
@@ -488,6 +492,14 @@ int wd_rt_open(const struct wd_rt_opts *o, struct wd_rt **out,
 				 landlock_loss_probe, NULL);
 	pthread_mutex_init(&rt->mu, NULL);
 	pthread_mutex_init(&rt->end_hook_mu, NULL);
+	/* writers first: clearing the hook is not starved by runs that keep
+	 * asking */
+	pthread_rwlockattr_t fa;
+	pthread_rwlockattr_init(&fa);
+	pthread_rwlockattr_setkind_np(
+	    &fa, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	pthread_rwlock_init(&rt->fence_mu, &fa);
+	pthread_rwlockattr_destroy(&fa);
 	pthread_cond_init(&rt->qcond, NULL);
 	pthread_cond_init(&rt->ecood, NULL);
 	curl_global_init(CURL_GLOBAL_DEFAULT);

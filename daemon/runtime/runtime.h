@@ -128,6 +128,20 @@ struct wd_rt_run_end {
  * waits for a call in progress. One hook. */
 typedef void (*wd_rt_run_end_fn)(void *arg, const struct wd_rt_run_end *e);
 void wd_rt_set_run_end_hook(struct wd_rt *rt, wd_rt_run_end_fn fn, void *arg);
+/* Fencing (fleet/fleet.h "Fencing"): a run created under a given id (the
+ * fleet's) asks the hook before each step and before any tool with side
+ * effects starts whether this node still holds its lease. OK: it does,
+ * certainly; UNSURE: not known now (the database unreachable) -- asked
+ * again, side effects wait; LOST: it does not (why says so) -- the run
+ * ends `interrupted` without starting the tool. The hook may wait up to
+ * wait_ns for a better answer than UNSURE. A fenced run with no hook set
+ * (the fleet stopped, or not started yet) is LOST. Runs not created under
+ * a given id never ask. */
+enum wd_rt_fence { WD_RT_FENCE_OK, WD_RT_FENCE_UNSURE, WD_RT_FENCE_LOST };
+typedef enum wd_rt_fence (*wd_rt_fence_fn)(void *arg, const char *run_id,
+					   uint64_t wait_ns, char *why,
+					   size_t why_len);
+void wd_rt_set_fence_hook(struct wd_rt *rt, wd_rt_fence_fn fn, void *arg);
 
 /* Replay run `of` (DESIGN §4 "Replay (execution)") as the caller, who
  * must be the run's user or root. opts: {from (required), determinism

@@ -208,6 +208,9 @@ static struct wd_run *child_start(struct wd_run *r, json_t *pc,
 	snprintf(k->parent_id, sizeof(k->parent_id), "%s", r->id);
 	k->parent_step = r->step;
 	k->depth = r->depth + 1;
+	/* fenced by its top-level run's lease */
+	k->fenced = r->fenced;
+	snprintf(k->fence_id, sizeof(k->fence_id), "%s", r->fence_id);
 	k->lim = *lim;
 	k->inherited = inh;
 	k->started_wall = wd_wall_ns();

@@ -371,8 +371,17 @@ int rt_tool_step(struct wd_run *r, struct wd_err *err)
 	uint64_t t0 = wd_now_ns();
 	pthread_t th[MAX_PARALLEL];
 	bool started[MAX_PARALLEL] = {0};
+	int frc = 0;
 	for (int base = 0; base < nj; base += MAX_PARALLEL) {
 		int k = WD_MIN(nj - base, MAX_PARALLEL);
+		/* a fleet run starts a side effect only under a lease its
+		 * node certainly holds (rt_fence): another node may have the
+		 * run otherwise */
+		bool effects = false;
+		for (int x = base; x < base + k; x++)
+			effects |= jobs[x].m->side_effects != WD_SE_NONE;
+		if (effects && (frc = rt_fence(r, true, err)))
+			break;
 		for (int x = 0; x < k; x++) {
 			if (k == 1) {
 				exec_thread(&jobs[base + x]);
@@ -404,6 +413,15 @@ int rt_tool_step(struct wd_run *r, struct wd_err *err)
 			break;
 	}
 	rt_slice_ext(wd_now_ns() - t0);
+	if (frc) {
+		/* the run ends here (loop.c: interrupted, or its wall clock):
+		 * the results of the calls that ran are in the trace */
+		r->fence_rc = frc;
+		for (int x = 0; x < nj; x++)
+			json_decref(jobs[x].result);
+		free(jobs);
+		return frc;
+	}
 	for (int x = 0; x < nj; x++) {
 		struct exec_job *j = &jobs[x];
 		const char *tool = j->m->name; /* from policy */

@@ -20,15 +20,7 @@ SLOW_MARK=3.$$1 # the slow tool's sleep: ~3 s, unique to this test
 LEASE_MS=2000
 
 base_policy
-mkdir -p "$T/witness"
-chmod 777 "$T/witness"
-W=$T/witness/sent.log
-: >"$W"
-chmod 666 "$W" # every call has a uid of its own: each appends
-tool mail "[\"/usr/bin/tee\", \"-a\", \"$W\"]" "input: stdin" \
-	"args_schema: {type: object, required: [to], properties: {to: {type: string}}}" \
-	"auth: {mode: on_behalf_of_user, scopes: [\"test:mail\"]}" "side_effects: external"
-sed -i "s|write: \[\]|write: [\"$T/witness\"]|" "$POL/tools/mail.yaml"
+mail_tool
 tool slow "[\"/usr/bin/sleep\", \"$SLOW_MARK\"]" "input: argv" "args_schema: {type: object}" \
 	"auth: {mode: on_behalf_of_user, scopes: [\"test:slow\"]}" "side_effects: none"
 script wit <<'S'

@@ -42,6 +42,21 @@ stop_pg() {
 # psql_q SQL: one statement, unaligned, tuples only
 psql_q() { psql -X -At -q -h "$PGSOCK" -p "$PGPORT" -U warden -d postgres -v ON_ERROR_STOP=1 -c "$1"; }
 
+# mail_tool: tool `mail` (side_effects: external) appends its stdin -- the
+# call's arguments -- to $W, a HOST file outside the sandbox this script
+# reads: a witness of each side effect
+mail_tool() {
+	mkdir -p "$T/witness"
+	chmod 777 "$T/witness"
+	W=$T/witness/sent.log
+	: >"$W"
+	chmod 666 "$W" # every call has a uid of its own: each appends
+	tool mail "[\"/usr/bin/tee\", \"-a\", \"$W\"]" "input: stdin" \
+		"args_schema: {type: object, required: [to], properties: {to: {type: string}}}" \
+		"auth: {mode: on_behalf_of_user, scopes: [\"test:mail\"]}" "side_effects: external"
+	sed -i "s|write: \[\]|write: [\"$T/witness\"]|" "$POL/tools/mail.yaml"
+}
+
 # gate_agent: agent `gate` (team-gate), placed on the nodes labelled
 # zone=a, whose first step calls `gated`, a tool that waits for an approval
 gate_agent() {
