@@ -12,7 +12,10 @@
  *  - payloads: a blob row goes when the run that last named it ended ok,
  *    is not flagged, and its retention_days (30 when its run_start named
  *    none) have passed since its end; blobs of failed, flagged or
- *    unfinished runs stay until metadata retention takes their day.
+ *    unfinished runs stay until metadata retention takes their day;
+ *  - the queue (warden.runs, warden.approvals): an ended run's task and
+ *    output are cleared by the payload rule of its shipped trace_runs row;
+ *    ended runs and done approvals go past metadata_days.
  * Days are UTC days of the records' own timestamps; the database's clock
  * says what today is.
  *
@@ -203,6 +206,41 @@ static int gc(PGconn *c, unsigned metadata_days, json_t *o, struct wd_err *err)
 		    "octet_length(b.body) AS n) SELECT count(*), "
 		    "coalesce(sum(n), 0) FROM d",
 		    2, pb, bk, 2, o, err);
+	/* the queue's payloads (a run's task and output) by the same rule,
+	 * learnt from the run's shipped trace_runs row (under its local id,
+	 * queue.c): a run without one (not shipped: a hash_only agent puts no
+	 * task here) keeps them until its row goes */
+	const char *const qk[1] = {"run_payloads_cleared"};
+	if (!rc)
+		rc = counts(c,
+			    "WITH d AS (UPDATE warden.runs r SET task = NULL, "
+			    "output = NULL WHERE r.ended_at IS NOT NULL AND "
+			    "(r.task IS NOT NULL OR r.output IS NOT NULL) AND "
+			    "EXISTS (SELECT 1 FROM warden.trace_runs x WHERE "
+			    "x.node_id = r.node_id AND x.run_id = CASE WHEN "
+			    "r.attempt > 0 THEN r.id || '-a' || r.attempt ELSE "
+			    "r.id END AND x.ended IS NOT NULL AND x.status IN "
+			    "('ok', 'completed', 'success') AND NOT x.flagged "
+			    "AND r.ended_at + coalesce(x.retention_days, "
+			    "$1::integer) * interval '1 day' < now()) "
+			    "RETURNING 1) SELECT count(*) FROM d",
+			    1, pb + 1, qk, 1, o, err);
+	/* the queue's metadata: ended runs and done approvals past the
+	 * metadata window */
+	const char *const mk[2] = {"queue_runs_removed", "approvals_removed"};
+	if (!rc)
+		rc =
+		    counts(c,
+			   "WITH d AS (DELETE FROM warden.runs WHERE state IN "
+			   "('done', 'interrupted') AND ended_at < ((now() AT "
+			   "TIME ZONE 'UTC')::date - $1::integer)::timestamp "
+			   "AT TIME ZONE 'UTC' RETURNING 1), a AS (DELETE FROM "
+			   "warden.approvals WHERE state = 'done' AND "
+			   "coalesce(decided_at, created_at) < ((now() AT "
+			   "TIME ZONE 'UTC')::date - $1::integer)::timestamp "
+			   "AT TIME ZONE 'UTC' RETURNING 1) SELECT (SELECT "
+			   "count(*) FROM d), (SELECT count(*) FROM a)",
+			   1, pv, mk, 2, o, err);
 	const char *const rk[1] = {"runs_removed"};
 	if (!rc)
 		rc = counts(c,
