@@ -298,6 +298,8 @@ json_t *wd_rt_fleet_output_read(struct wd_rt *rt, const struct wd_caller *c,
 				 .run_uid = run_uid,
 				 .team = team,
 				 .run_node = run_node};
+	/* the step the run ended at, as a local view's read names its step */
+	v.step = json_integer_value(json_object_get(o, "steps"));
 	return note_output_read(rt, c, o, &v, err);
 }
 
