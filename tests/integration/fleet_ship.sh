@@ -269,6 +269,7 @@ expect_eq gc-lines-left "$(psql_q "SELECT min(seq), count(*) FROM warden.trace_l
 expect_eq gc-index-left "$(psql_q "SELECT min(seq) FROM warden.trace_records WHERE node_id = '$ida'")" 6
 expect_eq gc-chain-start "$(psql_q "SELECT last_seq, last_hash FROM warden.trace_gc WHERE node_id = '$ida'")" "5|sha256:$h5"
 expect_match gc-blobs-deleted "$out" "$want_gone payload blob\\(s\\) deleted"
+expect_match gc-queue-says "$out" "1 fleet run\\(s\\)' task and output cleared past payload retention; 1 ended run\\(s\\) and 1 done approval\\(s\\) past metadata retention removed"
 expect_eq gc-blobs-left "$(psql_q "SELECT count(*) FROM warden.trace_blobs")" "$((total - want_gone))"
 expect_eq gc-definitions-kept "$(psql_q "SELECT count(*) FROM warden.trace_blobs WHERE run_id IS NULL")" "$defs"
 expect_eq gc-blobs-plain-gone "$(psql_q "SELECT count(*) FROM warden.trace_blobs WHERE run_id = '${fr[0]}'")" 0
@@ -282,7 +283,6 @@ out=$("$WARDEN" fleet verify 2>&1)
 expect_eq verify-forged-start-exit "$?" 1
 expect_match verify-forged-start "$out" "$ida seq 6: chain: prev does not match"
 psql_q "UPDATE warden.trace_gc SET last_hash = 'sha256:$h5' WHERE node_id = '$ida'" >/dev/null
-expect_match gc-queue-says "$out" "1 fleet run\\(s\\)' task and output cleared past payload retention; 1 ended run\\(s\\) and 1 done approval\\(s\\) past metadata retention removed"
 expect_eq gc-queue-payload-cleared "$(psql_q "SELECT task IS NULL, output IS NULL FROM warden.runs WHERE id = '${fr[0]}'")" "t|t"
 expect_eq gc-queue-payload-kept "$(psql_q "SELECT count(*) FROM warden.runs WHERE id IN ('${fr[1]}', '${fr[2]}', '${fr[3]}') AND task IS NOT NULL AND output IS NOT NULL")" 3
 expect_eq gc-queue-run-removed "$(psql_q "SELECT count(*) FROM warden.runs WHERE id = '$fr4'")" 0
@@ -320,7 +320,7 @@ mig "CREATE SCHEMA warden; CREATE TABLE warden.schema_version (version integer P
 	INSERT INTO warden.trace_records (node_id, seq, run_id, type, ts) VALUES ('n1', 1, 'r1', 'run_start', '2026-11-30T23:59:59.5Z'),
 		('n1', 2, 'r1', 'run_end', '2026-12-01T00:00:00.5Z');
 	-- what the steps after 6 alter (their own tests run on real tables)
-	CREATE TABLE warden.nodes (id text PRIMARY KEY); CREATE TABLE warden.runs (id text PRIMARY KEY);
+	CREATE TABLE warden.nodes (id text PRIMARY KEY); CREATE TABLE warden.runs (id text PRIMARY KEY, task text NOT NULL, ended_at timestamptz);
 	CREATE FUNCTION warden.claim(text, integer, jsonb) RETURNS void LANGUAGE sql AS 'SELECT'" >/dev/null
 FLEET_URL="host=$PGSOCK port=$PGPORT user=warden dbname=mig" launch_node M 2
 migrated() { [ "$(mig 'SELECT max(version) FROM warden.schema_version')" = "$NV" ]; }
