@@ -246,7 +246,8 @@ total=$(psql_q "SELECT count(*) FROM warden.trace_blobs")
 defs=$(psql_q "SELECT count(*) FROM warden.trace_blobs WHERE run_id IS NULL")
 [ "$defs" -gt 0 ] && pass blobs-definitions-no-run || fail blobs-definitions-no-run "none"
 # the queue's rows of the same four runs ended as long ago: only the
-# plain one's task and output go; a fifth full run ended 400 days ago and
+# plain one's task and output go (and the fifth's: payload retention comes
+# first); a fifth full run ended 400 days ago and
 # a done approval decided then leave the queue, a recent one stays
 psql_q "UPDATE warden.runs SET ended_at = now() - interval '40 days' WHERE id IN ('${fr[0]}', '${fr[1]}', '${fr[2]}', '${fr[3]}')" >/dev/null
 fr4=$(psql_q "SELECT id FROM warden.runs WHERE agent = 'full' AND state = 'done' AND id NOT IN ('${fr[0]}', '${fr[1]}', '${fr[2]}', '${fr[3]}') ORDER BY id LIMIT 1")
@@ -269,7 +270,7 @@ expect_eq gc-lines-left "$(psql_q "SELECT min(seq), count(*) FROM warden.trace_l
 expect_eq gc-index-left "$(psql_q "SELECT min(seq) FROM warden.trace_records WHERE node_id = '$ida'")" 6
 expect_eq gc-chain-start "$(psql_q "SELECT last_seq, last_hash FROM warden.trace_gc WHERE node_id = '$ida'")" "5|sha256:$h5"
 expect_match gc-blobs-deleted "$out" "$want_gone payload blob\\(s\\) deleted"
-expect_match gc-queue-says "$out" "1 fleet run\\(s\\)' task and output cleared past payload retention; 1 ended run\\(s\\) and 1 done approval\\(s\\) past metadata retention removed"
+expect_match gc-queue-says "$out" "2 fleet run\\(s\\)' task and output cleared past payload retention; 1 ended run\\(s\\) and 1 done approval\\(s\\) past metadata retention removed"
 expect_eq gc-blobs-left "$(psql_q "SELECT count(*) FROM warden.trace_blobs")" "$((total - want_gone))"
 expect_eq gc-definitions-kept "$(psql_q "SELECT count(*) FROM warden.trace_blobs WHERE run_id IS NULL")" "$defs"
 expect_eq gc-blobs-plain-gone "$(psql_q "SELECT count(*) FROM warden.trace_blobs WHERE run_id = '${fr[0]}'")" 0
