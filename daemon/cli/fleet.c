@@ -116,6 +116,20 @@ static void print_run(const json_t *r)
 		printf("  ended at %s\n", js(r, "ended_at"));
 	if (json_string_value(json_object_get(r, "reason")))
 		printf("  reason: %s\n", js(r, "reason"));
+	const json_t *a = json_object_get(r, "last_attempt");
+	if (json_is_object(a))
+		printf("  last attempt shipped: step %lld, tool %s, call %s "
+		       "(seq %lld), %s\n",
+		       json_integer_value(json_object_get(a, "step")),
+		       js(a, "tool"), js(a, "call_id"),
+		       json_integer_value(json_object_get(a, "seq")),
+		       json_is_true(json_object_get(a, "result"))
+			   ? "its result recorded"
+			   : "no result recorded: it may or may not have "
+			     "taken effect");
+	else if (!strcmp(js(r, "state"), "interrupted") &&
+		 json_object_get(r, "last_attempt"))
+		printf("  last attempt shipped: none\n");
 	if (json_string_value(json_object_get(r, "output")))
 		printf("\n%s\n", js(r, "output"));
 }

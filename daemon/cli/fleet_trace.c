@@ -78,6 +78,12 @@ static void print_gc(const json_t *o)
 	printf("fleet gc: %lld payload blob(s) deleted (%lld bytes)\n",
 	       json_integer_value(json_object_get(o, "blobs_deleted")),
 	       json_integer_value(json_object_get(o, "blob_bytes_deleted")));
+	printf("fleet gc: %lld fleet run(s)' task and output cleared past "
+	       "payload retention; %lld ended run(s) and %lld done "
+	       "approval(s) past metadata retention removed from the queue\n",
+	       json_integer_value(json_object_get(o, "run_payloads_cleared")),
+	       json_integer_value(json_object_get(o, "queue_runs_removed")),
+	       json_integer_value(json_object_get(o, "approvals_removed")));
 }
 
 int wd_cli_fleet_trace(const char *sock, const char *sub, const char *run,

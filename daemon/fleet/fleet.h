@@ -193,7 +193,10 @@ json_t *wd_fleet_trace_verify(struct wd_fleet *f, const struct wd_caller *c,
 /* POST /v1/fleet/trace/gc (`warden fleet gc`): retention over the shipped
  * trace (trace_gc.c); metadata_days 0 = WD_TRACE_METADATA_DAYS.
  * {metadata_days, payload_days_default, partitions_dropped: [names],
- * lines_removed, blobs_deleted, blob_bytes_deleted, runs_removed}. Root
+ * lines_removed, blobs_deleted, blob_bytes_deleted, runs_removed,
+ * run_payloads_cleared (warden.runs' task and output of ended runs past
+ * their payload retention), queue_runs_removed, approvals_removed (ended
+ * runs, done approvals past metadata_days)}. Root
  * only. NULL with errno EPERM, EBUSY (another gc runs) or EAGAIN. */
 json_t *wd_fleet_trace_gc(struct wd_fleet *f, const struct wd_caller *c,
 			  unsigned metadata_days, struct wd_err *err);

@@ -76,7 +76,7 @@ struct wd_fleet {
 /* schema.c: create or migrate the schema on c. 0, -EPROTO (the database
  * is newer than this build), -EIO (err: the server's message). */
 int fl_schema_migrate(PGconn *c, struct wd_err *err);
-#define WD_FLEET_SCHEMA_VERSION 7
+#define WD_FLEET_SCHEMA_VERSION 8
 /* a resumable run is run at most this many times in all */
 #define WD_FLEET_ATTEMPTS 3
 

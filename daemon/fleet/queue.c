@@ -269,7 +269,8 @@ json_t *wd_fleet_run_get(struct wd_fleet *f, const struct wd_caller *c,
 	    "r.team, r.agent, r.uid, r.user_name AS user, r.state, r.status, "
 	    "r.reason, r.output, r.steps, r.cost_usd, r.submitted_node, "
 	    "r.node_id AS node, n.hostname AS node_host, r.submitted_at, "
-	    "r.claimed_at, r.ended_at, r.claim_order, r.attempt, CASE WHEN "
+	    "r.claimed_at, r.ended_at, r.claim_order, r.attempt, "
+	    "r.last_attempt, CASE WHEN "
 	    "r.attempt > 0 THEN r.id || '-a' || r.attempt ELSE r.id END AS "
 	    "local_run_id FROM warden.runs r "
 	    "LEFT JOIN warden.nodes n ON n.id = r.node_id WHERE r.id = $1) x",
@@ -287,7 +288,14 @@ json_t *wd_fleet_run_get(struct wd_fleet *f, const struct wd_caller *c,
 		errno = EACCES;
 		return NULL;
 	}
-	return o;
+	/* the output is the run's payload: its read is recorded here as the
+	 * local view's is, under the run's id on the node that ran it */
+	const char *node = json_string_value(json_object_get(o, "node"));
+	if (node && !strcmp(node, f->node_id))
+		node = NULL;
+	return wd_rt_fleet_output_read(
+	    f->rt, c, o, json_string_value(json_object_get(o, "local_run_id")),
+	    uid, team ? team : "", node, err);
 }
 
 void fl_scope_params(struct wd_fleet *f, const struct wd_caller *c,

@@ -315,6 +315,17 @@ static const char *const v6[] = {
     "DROP TABLE warden.trace_records_v2",
 };
 
+/* A run interrupted fleet-wide names its last durable attempt as shipped
+ * (node.c LOSE_RUN): {step, tool, call_id, seq, result}. Retention
+ * (trace_gc.c) clears an ended run's task and output past its payload
+ * retention: task may then be NULL. */
+static const char *const v8[] = {
+    "ALTER TABLE warden.runs ADD COLUMN last_attempt jsonb,"
+    " ALTER COLUMN task DROP NOT NULL",
+    "CREATE INDEX runs_ended ON warden.runs (ended_at)"
+    " WHERE ended_at IS NOT NULL",
+};
+
 static const struct {
 	const char *const *sql;
 	size_t n;
@@ -322,7 +333,7 @@ static const struct {
     {v1, WD_ARRAY_SIZE(v1)},	       {v2, WD_ARRAY_SIZE(v2)},
     {v3, WD_ARRAY_SIZE(v3)},	       {v4, WD_ARRAY_SIZE(v4)},
     {v5, WD_ARRAY_SIZE(v5)},	       {v6, WD_ARRAY_SIZE(v6)},
-    {v_tiers, WD_ARRAY_SIZE(v_tiers)},
+    {v_tiers, WD_ARRAY_SIZE(v_tiers)}, {v8, WD_ARRAY_SIZE(v8)},
 };
 
 _Static_assert(WD_ARRAY_SIZE(versions) == WD_FLEET_SCHEMA_VERSION,

@@ -12,7 +12,10 @@
  *  - payloads: a blob row goes when the run that last named it ended ok,
  *    is not flagged, and its retention_days (30 when its run_start named
  *    none) have passed since its end; blobs of failed, flagged or
- *    unfinished runs stay until metadata retention takes their day.
+ *    unfinished runs stay until metadata retention takes their day;
+ *  - the queue (warden.runs, warden.approvals): an ended run's task and
+ *    output are cleared by the payload rule of its shipped trace_runs row;
+ *    ended runs and done approvals go past metadata_days.
  * Days are UTC days of the records' own timestamps; the database's clock
  * says what today is.
  *
@@ -155,6 +158,49 @@ static bool is_day(const char *s)
 	return true;
 }
 
+/* The deletions after the days' partitions, each one statement answering
+ * its counts ($1 metadata days, $2 the default payload days):
+ *  - payload blobs of runs past their payload retention, and of days past
+ *    metadata retention */
+#define SQL_BLOBS                                                              \
+	"WITH d AS (DELETE FROM warden.trace_blobs b WHERE b.day < (now() AT " \
+	"TIME ZONE 'UTC')::date - $1::integer OR EXISTS (SELECT 1 FROM "       \
+	"warden.trace_runs x WHERE x.run_id = b.run_id AND x.node_id = "       \
+	"b.node_id AND x.ended IS NOT NULL AND x.status IN ('ok', "            \
+	"'completed', 'success') AND NOT x.flagged AND x.ended + "             \
+	"coalesce(x.retention_days, $2::integer) * interval '1 day' < now()) " \
+	"RETURNING octet_length(b.body) AS n) SELECT count(*), "               \
+	"coalesce(sum(n), 0) FROM d"
+/*  - the queue's payloads (a run's task and output) by the same rule,
+ *    learnt from the run's shipped trace_runs row (under its local id,
+ *    queue.c): a run without one (not shipped: a hash_only agent puts no
+ *    task here) keeps them until its row goes ($1 the default payload
+ *    days) */
+#define SQL_RUN_PAYLOADS                                                       \
+	"WITH d AS (UPDATE warden.runs r SET task = NULL, output = NULL "      \
+	"WHERE r.ended_at IS NOT NULL AND (r.task IS NOT NULL OR r.output IS " \
+	"NOT NULL) AND EXISTS (SELECT 1 FROM warden.trace_runs x WHERE "       \
+	"x.node_id = r.node_id AND x.run_id = CASE WHEN r.attempt > 0 THEN "   \
+	"r.id || '-a' || r.attempt ELSE r.id END AND x.ended IS NOT NULL AND " \
+	"x.status IN ('ok', 'completed', 'success') AND NOT x.flagged AND "    \
+	"r.ended_at + coalesce(x.retention_days, $1::integer) * interval '1 "  \
+	"day' < now()) RETURNING 1) SELECT count(*) FROM d"
+/* the start of the UTC day $1 days ago */
+#define CUTOFF                                                                 \
+	"((now() AT TIME ZONE 'UTC')::date - $1::integer)::timestamp AT TIME " \
+	"ZONE 'UTC'"
+/*  - the queue's metadata: ended runs and done approvals past the window */
+#define SQL_QUEUE_META                                                         \
+	"WITH d AS (DELETE FROM warden.runs WHERE state IN ('done', "          \
+	"'interrupted') AND ended_at < " CUTOFF " RETURNING 1), a AS (DELETE " \
+	"FROM warden.approvals WHERE state = 'done' AND coalesce(decided_at, " \
+	"created_at) < " CUTOFF " RETURNING 1) SELECT (SELECT count(*) FROM "  \
+	"d), (SELECT count(*) FROM a)"
+/*  - the shipped index's runs past the window */
+#define SQL_TRACE_RUNS                                                         \
+	"WITH d AS (DELETE FROM warden.trace_runs WHERE coalesce(ended, "      \
+	"started) < " CUTOFF " RETURNING 1) SELECT count(*) FROM d"
+
 static int gc(PGconn *c, unsigned metadata_days, json_t *o, struct wd_err *err)
 {
 	char md[16], pd[16];
@@ -191,26 +237,25 @@ static int gc(PGconn *c, unsigned metadata_days, json_t *o, struct wd_err *err)
 		return rc;
 	/* payloads first: the runs that decide them are still there */
 	const char *pb[2] = {md, pd};
-	const char *const bk[2] = {"blobs_deleted", "blob_bytes_deleted"};
-	rc = counts(c,
-		    "WITH d AS (DELETE FROM warden.trace_blobs b WHERE b.day < "
-		    "(now() AT TIME ZONE 'UTC')::date - $1::integer OR EXISTS "
-		    "(SELECT 1 FROM warden.trace_runs x WHERE x.run_id = "
-		    "b.run_id AND x.node_id = b.node_id AND x.ended IS NOT "
-		    "NULL AND x.status IN ('ok', 'completed', 'success') AND "
-		    "NOT x.flagged AND x.ended + coalesce(x.retention_days, "
-		    "$2::integer) * interval '1 day' < now()) RETURNING "
-		    "octet_length(b.body) AS n) SELECT count(*), "
-		    "coalesce(sum(n), 0) FROM d",
-		    2, pb, bk, 2, o, err);
-	const char *const rk[1] = {"runs_removed"};
-	if (!rc)
-		rc = counts(c,
-			    "WITH d AS (DELETE FROM warden.trace_runs WHERE "
-			    "coalesce(ended, started) < ((now() AT TIME ZONE "
-			    "'UTC')::date - $1::integer)::timestamp AT TIME "
-			    "ZONE 'UTC' RETURNING 1) SELECT count(*) FROM d",
-			    1, pv, rk, 1, o, err);
+	const struct {
+		const char *sql;
+		int n;
+		const char **pv;
+		const char *keys[2];
+		int nk;
+	} steps[] = {
+	    {SQL_BLOBS, 2, pb, {"blobs_deleted", "blob_bytes_deleted"}, 2},
+	    {SQL_RUN_PAYLOADS, 1, pb + 1, {"run_payloads_cleared"}, 1},
+	    {SQL_QUEUE_META,
+	     1,
+	     pv,
+	     {"queue_runs_removed", "approvals_removed"},
+	     2},
+	    {SQL_TRACE_RUNS, 1, pv, {"runs_removed"}, 1},
+	};
+	for (size_t i = 0; !rc && i < WD_ARRAY_SIZE(steps); i++)
+		rc = counts(c, steps[i].sql, steps[i].n, steps[i].pv,
+			    steps[i].keys, steps[i].nk, o, err);
 	return rc;
 }
 

@@ -179,6 +179,15 @@ void wd_rt_stream_close(struct wd_rt_stream *s);
 json_t *wd_rt_run_info(struct wd_rt *rt, const struct wd_caller *c,
 		       const char *run_id, struct wd_err *err);
 json_t *wd_rt_runs_list(struct wd_rt *rt, const struct wd_caller *c);
+/* A fleet run's row o (GET /v1/fleet/runs/ID: another node may have run
+ * it) holding an output, handed to c: recorded in this node's trace as the
+ * local view's read is (a run_view payload_read naming run_node when not
+ * NULL), unless c is the run's own user. o, or NULL with errno EAGAIN (o
+ * released): not recorded, not to be handed out. */
+json_t *wd_rt_fleet_output_read(struct wd_rt *rt, const struct wd_caller *c,
+				json_t *o, const char *run_id, int64_t run_uid,
+				const char *team, const char *run_node,
+				struct wd_err *err);
 /* May c see a denial event: root and auditors every one, others those of
  * the runs they may read (by the run in memory, else by its team's
  * group); an event of no run only root and auditors. */

@@ -289,6 +289,20 @@ static json_t *note_output_read(struct wd_rt *rt, const struct wd_caller *c,
 	return o;
 }
 
+json_t *wd_rt_fleet_output_read(struct wd_rt *rt, const struct wd_caller *c,
+				json_t *o, const char *run_id, int64_t run_uid,
+				const char *team, const char *run_node,
+				struct wd_err *err)
+{
+	struct rt_view_read v = {.run_id = run_id,
+				 .run_uid = run_uid,
+				 .team = team,
+				 .run_node = run_node};
+	/* the step the run ended at, as a local view's read names its step */
+	v.step = json_integer_value(json_object_get(o, "steps"));
+	return note_output_read(rt, c, o, &v, err);
+}
+
 json_t *wd_rt_run_info(struct wd_rt *rt, const struct wd_caller *c,
 		       const char *run_id, struct wd_err *err)
 {

@@ -60,6 +60,12 @@ b_mid() {
 	for t in $ids; do grep -q "\"$t\"" "$W" 2>/dev/null || return 1; done
 }
 wait_until 20 b_mid || { fail b-mid-run "$(psql_q "SELECT node_id, state FROM warden.runs")"; finish; }
+# and B shipped each one's attempt of the slow tool (it runs ~3 s): what
+# its runs last attempted is then in the database when B is killed
+b_slow_shipped() {
+	[ "$(psql_q "SELECT count(*) FROM warden.runs r WHERE r.node_id = '$idb' AND r.state = 'running' AND NOT EXISTS (SELECT 1 FROM warden.trace_records a WHERE a.node_id = r.node_id AND a.run_id = r.id AND a.type = 'tool_attempt' AND a.tool = 'slow')")" = 0 ]
+}
+wait_until 3 b_slow_shipped || fail b-slow-shipped "$(psql_q "SELECT run_id, type, tool FROM warden.trace_records WHERE node_id = '$idb'")"
 bruns=$(psql_q "SELECT count(*) FROM warden.runs WHERE node_id = '$idb' AND state = 'running'")
 echo "  node B holds $bruns run(s); kill -9"
 t0=$(date +%s%N)
@@ -105,6 +111,20 @@ expect_match b-trace-interrupted "$("$WARDEN" trace show --state "$T/B/state" "$
 expect_eq b-still-interrupted "$(psql_q "SELECT state FROM warden.runs WHERE id = '$r'")" interrupted
 # B's restart and its recovery ran nothing again
 expect_eq witness-once-after-restart "$(sent)|$(grep -o '"to":"k[0-9]*"' "$W" | sort -u | wc -l)" "6|6"
+# each interrupted run names its last durable attempt as shipped: the slow
+# tool's at step 1, no result; the same call and seq as B's own store holds
+# as its run's last tool_attempt
+ok_att=0
+for r in $(psql_q "SELECT id FROM warden.runs WHERE node_id = '$idb' AND state = 'interrupted'"); do
+	want=$("$WARDEN" trace show --json --state "$T/B/state" "$r" |
+		jq_py "[(x['step'], x['gen_ai.tool.name'], x['gen_ai.tool.call.id'], x['seq']) for x in d if x['type'] == 'tool_attempt'][-1]")
+	got=$("$WARDEN" fleet run --json "$r" | jq_py "(lambda a: (a['step'], a['tool'], a['call_id'], a['seq']) if a else None)(d.get('last_attempt'))")
+	res=$("$WARDEN" fleet run --json "$r" | jq_py "d['last_attempt']['result']" 2>/dev/null)
+	echo "  $r: last attempt $got (B's store: $want), result $res"
+	case "$got" in "(1, 'slow', "*) [ "$got" = "$want" ] && [ "$res" = False ] && ok_att=$((ok_att + 1)) ;; esac
+done
+expect_eq interrupted-last-attempt "$ok_att" "$bruns"
+expect_match interrupted-last-attempt-cli "$("$WARDEN" fleet run "$r")" 'last attempt shipped: step 1, tool slow, call .* no result recorded'
 
 # --- the database goes away during runs
 : >"$W"

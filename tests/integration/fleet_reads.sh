@@ -95,6 +95,26 @@ r=$("$WARDEN" trace show --json --state "$T/C/state" "$ra" | jq_py "[r for r in 
 expect_match payload-read-auditor "$r" '"access":"auditor"'
 # the run's node's own store holds none of C's reads; the fleet copy does
 expect_eq a-store-no-c-reads "$("$WARDEN" trace show --json --state "$T/A/state" "$ra" | jq_py "len([r for r in d if r['type'] == 'payload_read'])")" 0
+# the fleet run's row (GET /v1/fleet/runs/ID, `warden fleet run`) holds
+# its output: read on C by a team member it is a run_view payload_read in
+# C's store naming node B, as the local view's read is; its own user's
+# read is not recorded (as locally); a repeated read is recorded once
+b_done() { [ "$(psql_q "SELECT state FROM warden.runs WHERE id = '$rb'")" = done ]; }
+wait_until 20 b_done || fail fleet-run-b-done "$(psql_q "SELECT state FROM warden.runs WHERE id = '$rb'")"
+c_view_reads() { # READER: run_view payload_reads of run $rb in C's store
+	"$WARDEN" trace show --json --state "$T/C/state" "$rb" 2>/dev/null |
+		jq_py "len([r for r in d if r['type'] == 'payload_read' and r.get('payload_type') == 'run_view' and r.get('reader') == '$1' and r.get('run_node') == '$idb_node'])" ||
+		echo 0 # C's store holds no record of the run
+}
+expect_match fleet-run-alice-output "$(as_user 1000 "$WARDEN" fleet run "$rb" 2>&1)" "final: .*$SECRET-b"
+expect_eq fleet-run-alice-not-recorded "$(c_view_reads alice)" 0
+out=$(as_user 1001 curl -s -w '\n%{http_code}' --unix-socket "$T/C.sock" "http://w/v1/fleet/runs/$rb")
+expect_eq fleet-run-bob-200 "$(printf '%s' "$out" | tail -1)" 200
+expect_match fleet-run-bob-output "$out" "final: .*$SECRET-b"
+expect_eq fleet-run-bob-recorded "$(c_view_reads bob)" 1
+expect_match fleet-run-bob-cli "$(as_user 1001 "$WARDEN" fleet run "$rb" 2>&1)" "final: .*$SECRET-b"
+expect_eq fleet-run-bob-once "$(c_view_reads bob)" 1
+expect_eq fleet-run-b-store-no-c-reads "$("$WARDEN" trace show --json --state "$T/B/state" "$rb" | jq_py "len([r for r in d if r['type'] == 'payload_read'])")" 0
 # show --json: the run's records as node A holds them (its chain), payloads inline
 expect_eq show-json-records "$(as_user 1000 "$WARDEN" trace show --json "$ra" | jq_py "len([r for r in d if 'node' not in r])")" \
 	"$("$WARDEN" trace show --json --state "$T/A/state" "$ra" | jq_py 'len(d)')"

@@ -245,6 +245,15 @@ total=$(psql_q "SELECT count(*) FROM warden.trace_blobs")
 # retention leaves them to metadata retention
 defs=$(psql_q "SELECT count(*) FROM warden.trace_blobs WHERE run_id IS NULL")
 [ "$defs" -gt 0 ] && pass blobs-definitions-no-run || fail blobs-definitions-no-run "none"
+# the queue's rows of the same four runs ended as long ago: only the
+# plain one's task and output go (and the fifth's: payload retention comes
+# first); a fifth full run ended 400 days ago and
+# a done approval decided then leave the queue, a recent one stays
+psql_q "UPDATE warden.runs SET ended_at = now() - interval '40 days' WHERE id IN ('${fr[0]}', '${fr[1]}', '${fr[2]}', '${fr[3]}')" >/dev/null
+fr4=$(psql_q "SELECT id FROM warden.runs WHERE agent = 'full' AND state = 'done' AND id NOT IN ('${fr[0]}', '${fr[1]}', '${fr[2]}', '${fr[3]}') ORDER BY id LIMIT 1")
+psql_q "UPDATE warden.runs SET ended_at = now() - interval '400 days' WHERE id = '$fr4'" >/dev/null
+psql_q "INSERT INTO warden.approvals (id, node_id, run_id, state, created_at, decided_at) VALUES ('apr_old$$', '$ida', '$fr4', 'done', now() - interval '401 days', now() - interval '400 days'), ('apr_new$$', '$ida', '$fr4', 'done', now() - interval '2 days', now() - interval '1 day')" >/dev/null
+expect_eq gc-queue-setup "$(psql_q "SELECT count(*) FILTER (WHERE task IS NOT NULL AND output IS NOT NULL) FROM warden.runs WHERE id IN ('${fr[0]}', '${fr[1]}', '${fr[2]}', '${fr[3]}', '$fr4')")" 5
 out=$(as_user 1000 "$WARDEN" fleet gc 2>&1)
 expect_eq gc-alice-exit "$?" 1
 expect_match gc-alice-refused "$out" 'root only'
@@ -261,6 +270,7 @@ expect_eq gc-lines-left "$(psql_q "SELECT min(seq), count(*) FROM warden.trace_l
 expect_eq gc-index-left "$(psql_q "SELECT min(seq) FROM warden.trace_records WHERE node_id = '$ida'")" 6
 expect_eq gc-chain-start "$(psql_q "SELECT last_seq, last_hash FROM warden.trace_gc WHERE node_id = '$ida'")" "5|sha256:$h5"
 expect_match gc-blobs-deleted "$out" "$want_gone payload blob\\(s\\) deleted"
+expect_match gc-queue-says "$out" "2 fleet run\\(s\\)' task and output cleared past payload retention; 1 ended run\\(s\\) and 1 done approval\\(s\\) past metadata retention removed"
 expect_eq gc-blobs-left "$(psql_q "SELECT count(*) FROM warden.trace_blobs")" "$((total - want_gone))"
 expect_eq gc-definitions-kept "$(psql_q "SELECT count(*) FROM warden.trace_blobs WHERE run_id IS NULL")" "$defs"
 expect_eq gc-blobs-plain-gone "$(psql_q "SELECT count(*) FROM warden.trace_blobs WHERE run_id = '${fr[0]}'")" 0
@@ -274,9 +284,15 @@ out=$("$WARDEN" fleet verify 2>&1)
 expect_eq verify-forged-start-exit "$?" 1
 expect_match verify-forged-start "$out" "$ida seq 6: chain: prev does not match"
 psql_q "UPDATE warden.trace_gc SET last_hash = 'sha256:$h5' WHERE node_id = '$ida'" >/dev/null
+expect_eq gc-queue-payload-cleared "$(psql_q "SELECT task IS NULL, output IS NULL FROM warden.runs WHERE id = '${fr[0]}'")" "t|t"
+expect_eq gc-queue-payload-kept "$(psql_q "SELECT count(*) FROM warden.runs WHERE id IN ('${fr[1]}', '${fr[2]}', '${fr[3]}') AND task IS NOT NULL AND output IS NOT NULL")" 3
+expect_eq gc-queue-run-removed "$(psql_q "SELECT count(*) FROM warden.runs WHERE id = '$fr4'")" 0
+expect_eq gc-queue-approvals "$(psql_q "SELECT string_agg(id, ' ') FROM warden.approvals WHERE id IN ('apr_old$$', 'apr_new$$')")" "apr_new$$"
+# a cleared run reads without its task and output
+expect_eq gc-queue-run-view "$("$WARDEN" fleet run --json "${fr[0]}" | jq_py '(d["state"], d.get("output"))')" "('done', None)"
 # a second gc finds nothing more to drop
 out=$("$WARDEN" fleet gc --json 2>&1)
-expect_eq gc-again "$(printf '%s' "$out" | jq_py '(len(d["partitions_dropped"]), d["blobs_deleted"])')" "(0, 0)"
+expect_eq gc-again "$(printf '%s' "$out" | jq_py '(len(d["partitions_dropped"]), d["blobs_deleted"], d["run_payloads_cleared"], d["queue_runs_removed"], d["approvals_removed"])')" "(0, 0, 0, 0, 0)"
 expect_eq gc-bad-days "$("$WARDEN" fleet gc --metadata-days 0 >/dev/null 2>&1; echo $?)" 2
 
 # --- a restarted node resumes after its cursor: nothing doubled
@@ -305,7 +321,7 @@ mig "CREATE SCHEMA warden; CREATE TABLE warden.schema_version (version integer P
 	INSERT INTO warden.trace_records (node_id, seq, run_id, type, ts) VALUES ('n1', 1, 'r1', 'run_start', '2026-11-30T23:59:59.5Z'),
 		('n1', 2, 'r1', 'run_end', '2026-12-01T00:00:00.5Z');
 	-- what the steps after 6 alter (their own tests run on real tables)
-	CREATE TABLE warden.nodes (id text PRIMARY KEY); CREATE TABLE warden.runs (id text PRIMARY KEY);
+	CREATE TABLE warden.nodes (id text PRIMARY KEY); CREATE TABLE warden.runs (id text PRIMARY KEY, task text NOT NULL, ended_at timestamptz);
 	CREATE FUNCTION warden.claim(text, integer, jsonb) RETURNS void LANGUAGE sql AS 'SELECT'" >/dev/null
 FLEET_URL="host=$PGSOCK port=$PGPORT user=warden dbname=mig" launch_node M 2
 migrated() { [ "$(mig 'SELECT max(version) FROM warden.schema_version')" = "$NV" ]; }
