@@ -107,7 +107,7 @@ rid=$RID
 t0=$(date +%s%N)
 kill -STOP "$PROXY_PID"
 reaped() { [ "$(psql_q "SELECT state FROM warden.runs WHERE id = '$rid'")" = interrupted ]; }
-wait_until 10 reaped && pass p1-reaped-by-others ||
+wait_until 30 reaped && pass p1-reaped-by-others ||
 	fail p1-reaped-by-others "$(psql_q "SELECT state, reason FROM warden.runs WHERE id = '$rid'")"
 # step 0 ends meanwhile; step 1's side effect must not start
 while [ $(($(date +%s%N) - t0)) -lt $(((SLOW_S + 2) * 1000000000)) ]; do sleep 0.1; done
