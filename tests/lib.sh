@@ -34,4 +34,24 @@ remove_calls() {
 			done
 		done
 	done
+	remove_spares
+}
+
+# remove_spares: the spare v1 leaves (daemon/sandbox/cgroup.c: made ahead by
+# a wardend's reaper under call-id names, removed at its exit) of wardends
+# killed with -9. A call's v2 leaf is made before its v1 leaves and removed
+# after them, so an empty v1 leaf with no v2 sibling is a spare: a live
+# wardend's spare removed here only makes its next call mkdir its own.
+remove_spares() {
+	local v2 h n
+	v2=$(awk '$3=="cgroup2"{print $2; exit}' /proc/mounts)
+	for h in /sys/fs/cgroup/*/warden/*; do
+		[ -d "$h" ] || continue
+		case "$h" in "$v2"/*) continue ;; esac
+		n=${h##*/}
+		n=${n#wd-}
+		[[ "$n" =~ ^[0-9a-f]{16}$ ]] || continue
+		[ -e "$v2/warden/${h##*/}" ] || rmdir "$h" 2>/dev/null
+	done
+	return 0
 }

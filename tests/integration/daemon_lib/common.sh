@@ -18,6 +18,7 @@ cleanup_all() {
 	[ -n "$WPID" ] && kill -KILL "$WPID" 2>/dev/null && wait "$WPID" 2>/dev/null
 	[ -n "$FAKE_PID" ] && kill "$FAKE_PID" 2>/dev/null && wait "$FAKE_PID" 2>/dev/null
 	kill_slow_tools
+	remove_spares # the killed wardend's spare v1 leaves
 	[ -n "${KEEP_T:-}" ] || rm -rf "$T"
 }
 trap cleanup_all EXIT
