@@ -67,6 +67,23 @@ def main():
                 at.append(p["attrs"].get("data-step") if p else None)
         print("denials at steps", at)
         sys.exit(0 if at == [args[0]] else 1)
+    if check == "denial-in":  # ID STEP: element ID is step STEP's section and holds every denial
+        d = [n for n in nodes if n["attrs"].get("id") == args[0]]
+        if not d:
+            print("no element", args[0]); sys.exit(1)
+        d = d[0]
+        inside = [n for n in walk(d) if "ev" in classes(n) and "denial" in classes(n)]
+        every = [n for n in nodes if "ev" in classes(n) and "denial" in classes(n)]
+        print("#%s: step %s (%s), %d of %d denials inside" % (
+            args[0], d["attrs"].get("data-step"), d["attrs"].get("class"), len(inside), len(every)))
+        sys.exit(0 if "step" in classes(d) and d["attrs"].get("data-step") == args[1]
+                 and inside and len(inside) == len(every) else 1)
+    if check == "replayed-by":  # RUN: a link to RUN's page, said to be its replay
+        a = [n for n in nodes if n["tag"] == "a" and n["attrs"].get("href") == args[0] + ".html"]
+        said = [text(n["parent"]) for n in a if "replayed-by" in classes(n["parent"])
+                and text(n["parent"]).startswith("replayed by ") and text(n) == args[0]]
+        print("links to %s.html: %d; in a 'replayed by': %s" % (args[0], len(a), said[:1]))
+        sys.exit(0 if said else 1)
     if check == "open-payload":  # ID FILE: <details id=ID open> shows FILE's text
         want = open(args[1], encoding="utf-8").read()
         d = [n for n in nodes if n["attrs"].get("id") == args[0]]
