@@ -197,8 +197,6 @@ struct wd_idxrec *wd_idx_extract(json_t *rec);
  * "sha256:<hex>" value, else a 64-bit hash of the text. Queries compare the
  * text as well. */
 int64_t wd_idx_key(const char *s);
-/* "2024-01-02T03:04:05.123456Z" -> microseconds since the epoch; 0 on error */
-uint64_t wd_trace_parse_ts(const char *s);
 
 struct wd_trace {
 	char *root, *segdir, *blobdir;
