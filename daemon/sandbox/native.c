@@ -364,7 +364,8 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 	}
 	char warden_dir[sizeof(f->cg.v2_root) + 8];
 	snprintf(warden_dir, sizeof(warden_dir), "%s/warden", f->cg.v2_root);
-	wd_egress_keep_warm(eg, warden_dir);
+	if (wd_egress_keep_warm(eg, warden_dir))
+		wd_cgroup_parent_keep(warden_dir);
 	r = wd_egress_attach(eg, cg.v2_fd, cg.v2_id, m->net_allow,
 			     m->n_net_allow, m->mode == WD_MODE_AUDIT, 0, err);
 	if (r < 0)
