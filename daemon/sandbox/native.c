@@ -475,6 +475,11 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 	if (f->audit_enabled == 0 && asked && now < asked + 1000000000ull)
 		__atomic_store_n(&audit_off_until, asked + 1000000000ull,
 				 __ATOMIC_RELAXED);
+	/* and its "on" as the reader's own AUDIT_GET would be: a one-shot
+	 * call asks the audit subsystem once, not twice (a round trip
+	 * through it: 0.1 ms, several under load) */
+	if (f->audit_enabled >= 1 && asked && now < asked + 1000000000ull)
+		wd_landlock_audit_known_on(asked);
 	if ((ll_enable ||
 	     (f->audit &&
 	      now >= __atomic_load_n(&audit_off_until, __ATOMIC_RELAXED))) &&
