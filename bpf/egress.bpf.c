@@ -438,3 +438,17 @@ int wd_sendmsg_unix(struct bpf_sock_addr *ctx)
 {
 	return judge_unix(ctx, WD_KEV_SENDMSG_UNIX);
 }
+
+/* The keep-warm programs of the two unix types (see wd_keep_connect4),
+ * given their attach type as the two above are */
+SEC("cgroup/connect4")
+int wd_keep_connect_unix(struct bpf_sock_addr *ctx)
+{
+	return 1;
+}
+
+SEC("cgroup/sendmsg4")
+int wd_keep_sendmsg_unix(struct bpf_sock_addr *ctx)
+{
+	return 1;
+}

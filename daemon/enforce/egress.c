@@ -76,11 +76,15 @@ int wd_egress_load_skel(struct wd_egress *e, uint32_t ring, bool with_unix,
 	if (rc)
 		return wd_err_set(err, rc, "map 'wd_events': set size %u: %s",
 				  ring, strerror(-rc));
-	struct bpf_program *u[2] = {e->skel->progs.wd_connect_unix,
-				    e->skel->progs.wd_sendmsg_unix};
-	bpf_program__set_expected_attach_type(u[0], WD_ATTACH_UNIX_CONNECT);
-	bpf_program__set_expected_attach_type(u[1], WD_ATTACH_UNIX_SENDMSG);
-	for (int i = 0; !with_unix && i < 2; i++)
+	struct bpf_program *u[4] = {e->skel->progs.wd_connect_unix,
+				    e->skel->progs.wd_sendmsg_unix,
+				    e->skel->progs.wd_keep_connect_unix,
+				    e->skel->progs.wd_keep_sendmsg_unix};
+	for (int i = 0; i < 4; i++)
+		bpf_program__set_expected_attach_type(
+		    u[i],
+		    i % 2 ? WD_ATTACH_UNIX_SENDMSG : WD_ATTACH_UNIX_CONNECT);
+	for (int i = 0; !with_unix && i < 4; i++)
 		bpf_program__set_autoload(u[i], false);
 	rc = egress_bpf__load(e->skel);
 	if (rc)
@@ -442,11 +446,13 @@ const enum bpf_attach_type wd_eg_prog_at[WD_EG_NPROG] = {
     BPF_CGROUP_UDP4_RECVMSG,	  BPF_CGROUP_UDP6_RECVMSG,
     BPF_CGROUP_INET4_GETPEERNAME, BPF_CGROUP_INET6_GETPEERNAME};
 const char *const wd_eg_keep_names[WD_EG_NKEEP] = {
-    "wd_keep_connect4", "wd_keep_connect6", "wd_keep_sendmsg4",
-    "wd_keep_sendmsg6", "wd_keep_bind4",    "wd_keep_bind6"};
+    "wd_keep_connect4",	    "wd_keep_connect6",	   "wd_keep_sendmsg4",
+    "wd_keep_sendmsg6",	    "wd_keep_bind4",	   "wd_keep_bind6",
+    "wd_keep_connect_unix", "wd_keep_sendmsg_unix"};
 const enum bpf_attach_type wd_eg_keep_at[WD_EG_NKEEP] = {
     BPF_CGROUP_INET4_CONNECT, BPF_CGROUP_INET6_CONNECT, BPF_CGROUP_UDP4_SENDMSG,
-    BPF_CGROUP_UDP6_SENDMSG,  BPF_CGROUP_INET4_BIND,	BPF_CGROUP_INET6_BIND};
+    BPF_CGROUP_UDP6_SENDMSG,  BPF_CGROUP_INET4_BIND,	BPF_CGROUP_INET6_BIND,
+    WD_ATTACH_UNIX_CONNECT,   WD_ATTACH_UNIX_SENDMSG};
 
 /* The fds of a loaded skeleton (owned by it). */
 void wd_egress_fds_from_skel(struct wd_egress *e)
@@ -460,15 +466,18 @@ void wd_egress_fds_from_skel(struct wd_egress *e)
 	    k->progs.wd_recvmsg4,     k->progs.wd_recvmsg6,
 	    k->progs.wd_getpeername4, k->progs.wd_getpeername6};
 	struct bpf_program *q[WD_EG_NKEEP] = {
-	    k->progs.wd_keep_connect4, k->progs.wd_keep_connect6,
-	    k->progs.wd_keep_sendmsg4, k->progs.wd_keep_sendmsg6,
-	    k->progs.wd_keep_bind4,    k->progs.wd_keep_bind6};
+	    k->progs.wd_keep_connect4,	   k->progs.wd_keep_connect6,
+	    k->progs.wd_keep_sendmsg4,	   k->progs.wd_keep_sendmsg6,
+	    k->progs.wd_keep_bind4,	   k->progs.wd_keep_bind6,
+	    k->progs.wd_keep_connect_unix, k->progs.wd_keep_sendmsg_unix};
 	for (int i = 0; i < WD_EG_NPROG; i++)
 		e->prog_fd[i] = (i == 4 || i == 5) && !e->unix_ok
 				    ? -1
 				    : bpf_program__fd(p[i]);
 	for (int i = 0; i < WD_EG_NKEEP; i++)
-		e->keep_fd[i] = bpf_program__fd(q[i]);
+		e->keep_fd[i] = i >= WD_EG_KEEP_UNIX && !e->unix_ok
+				    ? -1
+				    : bpf_program__fd(q[i]);
 	e->policy_fd = bpf_map__fd(k->maps.wd_policy);
 	e->rules_fd = bpf_map__fd(k->maps.wd_egress_rules);
 	e->unix_fd = bpf_map__fd(k->maps.wd_unix_rules);
@@ -599,18 +608,27 @@ fail:
 	return rc;
 }
 
-void wd_egress_keep_warm(struct wd_egress *e, const char *dir)
+bool wd_egress_keep_warm(struct wd_egress *e, const char *dir)
 {
 	if (!e)
-		return;
+		return false;
 	pthread_mutex_lock(&e->lock);
 	if (e->keep_tried) {
+		bool kp = e->keep_pinned;
 		pthread_mutex_unlock(&e->lock);
-		return;
+		return kp;
 	}
 	e->keep_tried = true;
+	/* a one-shot call's: links that outlive it (egress_pin.c) */
+	if (e->pinned && wd_egress_pin_keep(e, dir)) {
+		e->keep_pinned = true;
+		pthread_mutex_unlock(&e->lock);
+		return true;
+	}
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	for (int i = 0; fd >= 0 && i < WD_EG_NKEEP; i++) {
+		if (e->keep_fd[i] < 0)
+			continue; /* a unix type this kernel lacks */
 		/* a link: it goes with this process */
 		e->keep[i] =
 		    bpf_link_create(e->keep_fd[i], fd, wd_eg_keep_at[i], NULL);
@@ -623,6 +641,7 @@ void wd_egress_keep_warm(struct wd_egress *e, const char *dir)
 	if (fd >= 0)
 		close(fd);
 	pthread_mutex_unlock(&e->lock);
+	return false;
 }
 
 int wd_egress_detach(struct wd_egress *e, uint64_t cgid)
@@ -901,6 +920,7 @@ void wd_egress_close(struct wd_egress *e)
 			if (e->keep_fd[i] >= 0)
 				close(e->keep_fd[i]);
 	}
+	free(e->pin_hd);
 	egress_bpf__destroy(e->skel);
 	pthread_mutex_destroy(&e->lock);
 	pthread_mutex_destroy(&e->consume_lock);
