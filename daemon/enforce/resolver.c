@@ -2,6 +2,7 @@
  * listener on 127.0.0.1 (same port), answers decided by enforce/dns.c,
  * each answered address pinned for its TTL before the answer leaves. */
 #include "enforce/resolver.h"
+#include "common/log.h"
 #include "enforce/sockowner.h"
 
 #include <arpa/inet.h>
@@ -78,6 +79,9 @@ struct wd_resolver {
 	} hist[NAME_HISTORY];
 	int nhist;
 	int diag; /* NETLINK_SOCK_DIAG: who sent a query */
+	void (*off)(void *);
+	void *off_arg;
+	char failed[200]; /* why the thread ended on its own, under mu */
 };
 
 static pthread_mutex_t up_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -167,8 +171,24 @@ static int pin_add(struct wd_resolver *r, const uint8_t a[16], uint16_t port,
 	return 0;
 }
 
+/* Record that the thread fails (the first reason is kept) and wake the
+ * supervisor, which ends the call. */
+static void fail(struct wd_resolver *r, const char *why)
+{
+	pthread_mutex_lock(&r->mu);
+	if (!r->failed[0])
+		wd_strlcpy(r->failed, why, sizeof(r->failed));
+	pthread_mutex_unlock(&r->mu);
+	uint64_t one = 1;
+	if (write(r->evfd, &one, sizeof(one)) < 0) {
+		/* the counter is full: the supervisor is already woken */
+	}
+}
+
 /* Unpin what expired by now (all when now is UINT64_MAX); the next
- * expiry, or 0 if nothing is pinned. */
+ * expiry, or 0 if nothing is pinned. An address that cannot be unpinned
+ * stays reachable past its TTL: logged, and the resolver fails (the call
+ * is ended); the rest are still unpinned. */
 static uint64_t expire(struct wd_resolver *r, uint64_t now)
 {
 	uint64_t next = 0;
@@ -182,7 +202,18 @@ static uint64_t expire(struct wd_resolver *r, uint64_t now)
 			wd_strlcpy(r->hist[h].name, p.name,
 				   sizeof(r->hist[h].name));
 			pthread_mutex_unlock(&r->mu);
-			r->pin(r->pin_arg, p.addr, p.port, false);
+			int urc = r->pin(r->pin_arg, p.addr, p.port, false);
+			if (urc) {
+				char a[INET6_ADDRSTRLEN], why[200];
+				inet_ntop(AF_INET6, p.addr, a, sizeof(a));
+				snprintf(why, sizeof(why),
+					 "cannot unpin %s port %u (%s) at the "
+					 "end of its TTL: %s",
+					 a, p.port, p.name, strerror(-urc));
+				wd_warn("resolver: cgroup %llu: %s",
+					(unsigned long long)r->cgid, why);
+				fail(r, why);
+			}
 			pthread_mutex_lock(&r->mu);
 			i = 0; /* the list moved under us */
 			next = 0;
@@ -454,6 +485,14 @@ static void tcp_accept(struct wd_resolver *r, int lfd)
 	close(fd); /* at most MAX_CONN at once */
 }
 
+static bool failed(struct wd_resolver *r)
+{
+	pthread_mutex_lock(&r->mu);
+	bool f = r->failed[0] != 0;
+	pthread_mutex_unlock(&r->mu);
+	return f;
+}
+
 static void *resolver_main(void *arg)
 {
 	struct wd_resolver *r = arg;
@@ -474,14 +513,22 @@ static void *resolver_main(void *arg)
 				    (struct pollfd){r->conns[i].fd, POLLIN, 0};
 		uint64_t now = wd_now_ns();
 		uint64_t next = expire(r, now);
+		if (failed(r))
+			break;
 		int tmo = next ? (int)((next - now) / 1000000) + 1 : 1000;
 		if (tmo > 1000)
 			tmo = 1000; /* idle TCP connections are cut below */
 		int k = poll(p, (nfds_t)n, tmo);
-		if (k < 0 && errno != EINTR)
+		if (k < 0 && errno != EINTR) {
+			char why[200];
+			snprintf(why, sizeof(why), "poll: %s", strerror(errno));
+			wd_warn("resolver: cgroup %llu: %s",
+				(unsigned long long)r->cgid, why);
+			fail(r, why);
 			break;
+		}
 		if (p[0].revents)
-			break;
+			return NULL; /* stopped: wd_resolver_stop unpins */
 		if (p[1].revents)
 			udp_read(r, r->udp);
 		if (p[3].revents)
@@ -507,6 +554,15 @@ static void *resolver_main(void *arg)
 			    now - r->conns[i].since_ns > 5000000000ull)
 				conn_close(&r->conns[i]);
 	}
+	/* failed: fail closed. No answer is pinned past its TTL (nothing
+	 * expires them any more), and the call's queries fail rather than
+	 * wait on sockets nobody reads; the supervisor ends the call. */
+	expire(r, UINT64_MAX);
+	for (int i = 0; i < MAX_CONN; i++)
+		if (r->conns[i].fd >= 0)
+			conn_close(&r->conns[i]);
+	if (r->off)
+		r->off(r->off_arg);
 	return NULL;
 }
 
@@ -594,6 +650,8 @@ int wd_resolver_start(const struct wd_resolver_opts *o,
 	r->audit = o->audit;
 	r->shown = o->shown;
 	r->shown_arg = o->shown_arg;
+	r->off = o->off;
+	r->off_arg = o->off_arg;
 	int rc = 0;
 	struct sockaddr_in sin = {.sin_family = AF_INET};
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -752,6 +810,18 @@ uint64_t wd_resolver_take_dropped(struct wd_resolver *r)
 	r->dropped = 0;
 	pthread_mutex_unlock(&r->mu);
 	return d;
+}
+
+bool wd_resolver_failed(struct wd_resolver *r, char *msg, size_t n)
+{
+	if (!r)
+		return false;
+	pthread_mutex_lock(&r->mu);
+	bool f = r->failed[0] != 0;
+	if (f && n)
+		wd_strlcpy(msg, r->failed, n);
+	pthread_mutex_unlock(&r->mu);
+	return f;
 }
 
 void wd_resolver_stop(struct wd_resolver *r)
