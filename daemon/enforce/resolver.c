@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <linux/netlink.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -27,6 +28,10 @@
 #define MAX_PINS 256
 /* the shortest a pin lives: a TTL-0 answer is still connected to */
 #define MIN_PIN_NS 2000000000ull
+/* distinct names one call may have looked up (README): a wildcard rule
+ * lets the tool choose a label, and each name asked carries its label
+ * upstream; past this the resolver answers REFUSED, recorded */
+#define MAX_LOOKED_UP 64
 /* answers whose TTL ended, kept for naming later denials */
 #define NAME_HISTORY 64
 
@@ -81,6 +86,8 @@ struct wd_resolver {
 	int diag; /* NETLINK_SOCK_DIAG: who sent a query */
 	void (*off)(void *);
 	void *off_arg;
+	char (*looked)[254]; /* names looked up (the thread's own) */
+	int nlooked;
 	char failed[200]; /* why the thread ended on its own, under mu */
 };
 
@@ -292,6 +299,22 @@ static bool from_link(struct wd_resolver *r, int proto,
 	return ok;
 }
 
+/* Whether name may be looked up: one already looked up, or a new one
+ * while fewer than MAX_LOOKED_UP were (then remembered). Names compare
+ * without case, as DNS does. */
+static bool note_looked_up(struct wd_resolver *r, const char *name)
+{
+	for (int i = 0; i < r->nlooked; i++)
+		if (!strcasecmp(r->looked[i], name))
+			return true;
+	if (r->nlooked >= MAX_LOOKED_UP)
+		return false;
+	if (!r->looked)
+		r->looked = wd_calloc(MAX_LOOKED_UP, sizeof(*r->looked));
+	wd_strlcpy(r->looked[r->nlooked++], name, sizeof(*r->looked));
+	return true;
+}
+
 /* One query: the answer's length in out (0: none is sent). */
 static size_t handle(struct wd_resolver *r, const uint8_t *msg, size_t len,
 		     uint8_t *out, size_t cap)
@@ -302,6 +325,18 @@ static size_t handle(struct wd_resolver *r, const uint8_t *msg, size_t len,
 		return 0;
 	if (pr > 0)
 		return wd_dns_answer(&q, msg, pr, NULL, 0, out, cap);
+	if (wd_dns_would_look_up(r->rules, r->n, &q) &&
+	    !note_looked_up(r, q.name)) {
+		char t[256];
+		snprintf(t, sizeof(t),
+			 "%s (the call looked up %d distinct names, the most "
+			 "it may: REFUSED)",
+			 q.name, MAX_LOOKED_UP);
+		queue_denial(r, "dns.name", t, 0);
+		if (!r->audit) /* audit: recorded, looked up as asked */
+			return wd_dns_answer(&q, msg, WD_DNS_REFUSED, NULL, 0,
+					     out, cap);
+	}
 	struct wd_dns_decision d;
 	wd_dns_decide(r->rules, r->n, r->priv, r->npriv, &r->up, &q, &d);
 	if (d.denied) {
@@ -846,6 +881,7 @@ void wd_resolver_stop(struct wd_resolver *r)
 			close(fds[i]);
 	pthread_mutex_destroy(&r->mu);
 	free(r->pins);
+	free(r->looked);
 	free(r->q);
 	free(r->rules);
 	free(r->priv);

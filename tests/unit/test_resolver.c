@@ -284,6 +284,44 @@ int main(void)
 		wd_resolver_stop(rf);
 		T_OK(count(&f_off) == 1, "off-once", "off %d", count(&f_off));
 	}
+	/* a wildcard lets the tool choose labels (data upstream): at most
+	 * 64 distinct names are looked up, the next is REFUSED and recorded;
+	 * a name already looked up still is */
+	char hp2[] = "/tmp/wd-rhosts2.XXXXXX";
+	int hf2 = mkstemp(hp2);
+	for (int i = 0; i <= 64; i++)
+		dprintf(hf2, "192.0.2.%d n%d.wild.internal\n", 100 + i % 100,
+			i);
+	close(hf2);
+	struct wd_resolver_opts ol = o;
+	ol.up.hosts_path = hp2;
+	unpinned = pinned = 0;
+	struct wd_resolver *rl = NULL;
+	T_OK(wd_resolver_start(&ol, &rl, &err) == 0, "start-limit", "%s",
+	     err.msg);
+	if (rl) {
+		uint16_t lport = wd_resolver_port(rl);
+		int ok64 = 0;
+		for (int i = 0; i < 64; i++) {
+			char nm[64];
+			snprintf(nm, sizeof(nm), "n%d.wild.internal", i);
+			ok64 += ask_raw(lport, nm, ns_t_a, &an) == 0 && an == 1;
+		}
+		int r65 = ask_raw(lport, "n64.wild.internal", ns_t_a, &an);
+		int again = ask_raw(lport, "N3.wild.internal", ns_t_a, &an);
+		struct wd_event lev[8];
+		int lk = wd_resolver_take(rl, lev, 8);
+		T_OK(ok64 == 64 && r65 == ns_r_refused && again == 0 &&
+			 lk == 1 && !strcmp(lev[0].kind, "dns.name") &&
+			 strstr(lev[0].target, "n64.wild.internal (the call "
+					       "looked up 64 distinct names"),
+		     "distinct-names-capped",
+		     "answered %d/64, 65th rcode %d, again %d, %d denials "
+		     "(%s)",
+		     ok64, r65, again, lk, lk ? lev[0].target : "");
+		wd_resolver_stop(rl);
+	}
+	unlink(hp2);
 	unlink(hp);
 	return T_DONE();
 }
