@@ -134,6 +134,12 @@ print("udp-node-evil:", udp(ns, "evil.test"))
 print("tcp-node-evil:", tcp(ns, "evil.test"))
 print("udp-53-evil:", udp("127.0.0.53", "evil.test"))
 print("tcp-53-evil:", tcp("127.0.0.53", "evil.test"))
+# svc.test is known to the test zone only (a real resolver says NXDOMAIN,
+# as it does for evil.test): an answer on these paths is warden's
+print("udp-node-svc:", udp(ns, "svc.test"))
+print("tcp-node-svc:", tcp(ns, "svc.test"))
+print("udp-53-svc:", udp("127.0.0.53", "svc.test"))
+print("tcp-53-svc:", tcp("127.0.0.53", "svc.test"))
 def udp_connected(addr, name):
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(2)
     try:
@@ -186,6 +192,13 @@ Y
 		udp-conn-fake-evil udp-mapped-fake-evil; do
 		expect_match "t$tier-$p-nxdomain" "$(line $p)" '^rcode=3 answers=0'
 	done
+	# the node's resolver address and 127.0.0.53 answered by warden's
+	# resolver: a name only the test zone knows, from the address asked
+	for p in udp-node-svc tcp-node-svc udp-53-svc tcp-53-svc; do
+		expect_match "t$tier-$p-warden-answers" "$(line $p)" '^rcode=0 answers=1 (from|peer)='
+	done
+	expect_match "t$tier-udp-node-svc-from-asked" "$(line udp-node-svc)" "from=${NODE_NS//./\\.}:53\$"
+	expect_match "t$tier-udp-53-svc-from-asked" "$(line udp-53-svc)" 'from=127\.0\.0\.53:53$'
 	# the reply shows the address asked for (a resolver library checks it)
 	expect_match "t$tier-udp-reply-from-asked" "$(line udp-fake-evil)" 'from=127\.0\.0\.3:53$'
 	expect_match "t$tier-tcp-peer-asked" "$(line tcp-fake-evil)" 'peer=127\.0\.0\.3:53$'
