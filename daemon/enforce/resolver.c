@@ -141,6 +141,24 @@ static void queue_denial(struct wd_resolver *r, const char *kind,
 	}
 }
 
+#define WD_STR_(x) #x
+#define WD_STR(x)  WD_STR_(x)
+#define LOOKED_UP_WHY                                                          \
+	"the call looked up " WD_STR(MAX_LOOKED_UP) " distinct names, the "    \
+						    "most it may: REFUSED"
+#define PINS_WHY                                                               \
+	"the call holds " WD_STR(MAX_PINS) " answered addresses, the most it " \
+					   "may"
+
+/* A denial whose target is "name (why)". */
+static void queue_named(struct wd_resolver *r, const char *kind,
+			const char *name, const char *why)
+{
+	char t[256];
+	snprintf(t, sizeof(t), "%s (%s)", name, why);
+	queue_denial(r, kind, t, 0);
+}
+
 /* Pin addr:port until exp (or move its expiry later); under no lock. */
 static int pin_add(struct wd_resolver *r, const uint8_t a[16], uint16_t port,
 		   uint64_t exp, const char *name)
@@ -327,12 +345,7 @@ static size_t handle(struct wd_resolver *r, const uint8_t *msg, size_t len,
 		return wd_dns_answer(&q, msg, pr, NULL, 0, out, cap);
 	if (wd_dns_would_look_up(r->rules, r->n, &q) &&
 	    !note_looked_up(r, q.name)) {
-		char t[256];
-		snprintf(t, sizeof(t),
-			 "%s (the call looked up %d distinct names, the most "
-			 "it may: REFUSED)",
-			 q.name, MAX_LOOKED_UP);
-		queue_denial(r, "dns.name", t, 0);
+		queue_named(r, "dns.name", q.name, LOOKED_UP_WHY);
 		if (!r->audit) /* audit: recorded, looked up as asked */
 			return wd_dns_answer(&q, msg, WD_DNS_REFUSED, NULL, 0,
 					     out, cap);
@@ -340,14 +353,10 @@ static size_t handle(struct wd_resolver *r, const uint8_t *msg, size_t len,
 	struct wd_dns_decision d;
 	wd_dns_decide(r->rules, r->n, r->priv, r->npriv, &r->up, &q, &d);
 	if (d.denied) {
-		char t[256];
-		if (d.rcode == WD_DNS_NXDOMAIN) {
+		if (d.rcode == WD_DNS_NXDOMAIN)
 			queue_denial(r, "dns.name", q.name, 0);
-		} else {
-			/* "name (why)": the answer withheld and its range */
-			snprintf(t, sizeof(t), "%s (%s)", q.name, d.why);
-			queue_denial(r, "dns.answer", t, 0);
-		}
+		else /* the answer withheld and its range */
+			queue_named(r, "dns.answer", q.name, d.why);
 		if (r->audit && q.qclass == 1 &&
 		    (q.qtype == WD_DNS_A || q.qtype == WD_DNS_AAAA)) {
 			/* audit: answered as the node would; the programs
@@ -370,11 +379,8 @@ static size_t handle(struct wd_resolver *r, const uint8_t *msg, size_t len,
 		char why[160] = "";
 		int sr = r->shown(r->shown_arg, d.rr[i].addr, told[kept], why,
 				  sizeof(why));
-		if (sr < 0 && !withheld++) {
-			char t[256];
-			snprintf(t, sizeof(t), "%s (%s)", q.name, why);
-			queue_denial(r, "dns.answer", t, 0);
-		}
+		if (sr < 0 && !withheld++)
+			queue_named(r, "dns.answer", q.name, why);
 		if (sr == 0)
 			d.rr[kept++] = d.rr[i];
 	}
@@ -393,14 +399,8 @@ static size_t handle(struct wd_resolver *r, const uint8_t *msg, size_t len,
 		if (prc) {
 			/* not pinned: not answered (the connect would be
 			 * refused anyway) */
-			if (prc == -ENOSPC) {
-				char t[256];
-				snprintf(t, sizeof(t),
-					 "%s (the call holds %d answered "
-					 "addresses, the most it may)",
-					 q.name, MAX_PINS);
-				queue_denial(r, "dns.answer", t, 0);
-			}
+			if (prc == -ENOSPC)
+				queue_named(r, "dns.answer", q.name, PINS_WHY);
 			d.rcode = WD_DNS_SERVFAIL;
 			d.n = 0;
 			break;
