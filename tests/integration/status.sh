@@ -284,8 +284,8 @@ fi
 mkdir -p "$tmp/nm"
 for t in 1 2; do
 	c=$(cell "network.allow names" tier$t)
-	printf 'name: nm%s\ntier: %s\ntimeout_ms: 10000\nnetwork: {allow: ["svc.test:80"]}\n' "$t" "$t" >"$tmp/nm/t$t.yaml"
-	out=$("$WARDEN" exec --json --policy "$tmp/nm/t$t.yaml" -- /bin/true 2>&1)
+	printf 'name: nm%s\ntier: %s\ntimeout_ms: 10000\nnetwork: {allow: ["svc.test:80"]}\nfilesystem: {read: ["/usr", "/lib", "/lib64", "/etc"], exec: ["/usr/bin"]}\n' "$t" "$t" >"$tmp/nm/t$t.yaml"
+	out=$("$WARDEN" exec --json --policy "$tmp/nm/t$t.yaml" -- /usr/bin/true 2>&1)
 	if [ "${c#refused: }" = "$c" ]; then
 		expect_match "status_names_tier${t}_unix_held" "$c" "host resolvers' unix sockets .* refused to the call by (BPF cgroup/connect_unix|the BPF LSM)"
 		expect_match "status_names_tier${t}_call_starts" "$out" '"exit_code": 0'
