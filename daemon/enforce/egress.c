@@ -331,6 +331,23 @@ static struct wd_egress_call *call_of(struct wd_egress *e, uint64_t cgid)
 	return NULL;
 }
 
+bool wd_egress_names_ok(struct wd_egress *e, const char **why)
+{
+	/* a resolver reached over a unix socket (nscd, systemd-resolved's
+	 * varlink) would resolve any name for the tool: names need those
+	 * sockets judged (cgroup/connect_unix, 6.7+, or the BPF LSM) */
+	if (e && (e->unix_ok || wd_lsm_active()))
+		return true;
+	if (why)
+		*why = !e ? "the BPF egress programs do not load"
+			  : "unix sockets are not judged on this kernel "
+			    "(cgroup/connect_unix needs Linux 6.7, or the "
+			    "BPF LSM), so a tool could ask a resolver "
+			    "listening on one (nscd, systemd-resolved) for "
+			    "any name";
+	return false;
+}
+
 int wd_egress_dns(struct wd_egress *e, uint64_t cgid, uint16_t port, bool v6,
 		  struct wd_err *err)
 {
@@ -344,17 +361,10 @@ int wd_egress_dns(struct wd_egress *e, uint64_t cgid, uint16_t port, bool v6,
 			       (unsigned long long)cgid);
 		goto out;
 	}
-	/* a resolver reached over a unix socket (nscd, systemd-resolved's
-	 * varlink) would resolve any name for the tool: names need those
-	 * sockets judged (cgroup/connect_unix, 6.7+, or the BPF LSM) */
-	if (e->prog_fd[4] < 0 && !wd_lsm_active()) {
+	const char *why = NULL;
+	if (!wd_egress_names_ok(e, &why)) {
 		rc = wd_err_set(err, -ENOTSUP,
-				"network.allow names: cannot enforce: unix "
-				"sockets are not judged on this kernel "
-				"(cgroup/connect_unix needs Linux 6.7, or the "
-				"BPF LSM), so a tool could ask a resolver "
-				"listening on one (nscd, systemd-resolved) "
-				"for any name");
+				"network.allow names: cannot enforce: %s", why);
 		goto out;
 	}
 	if (bpf_map_lookup_elem(e->policy_fd, &cgid, &pol)) {
@@ -363,6 +373,8 @@ int wd_egress_dns(struct wd_egress *e, uint64_t cgid, uint16_t port, bool v6,
 			   (unsigned long long)cgid, strerror(-rc));
 		goto out;
 	}
+	if ((rc = wd_egress_deny_resolver_sockets(e, c, err)) < 0)
+		goto out;
 	/* the programs that show the asked-for address back first: once
 	 * the policy says DNS, connects to port 53 are redirected */
 	for (int i = WD_EG_FIRST_DNS; i < WD_EG_NPROG; i++) {
@@ -392,6 +404,26 @@ int wd_egress_dns(struct wd_egress *e, uint64_t cgid, uint16_t port, bool v6,
 			   (unsigned long long)cgid, strerror(-rc));
 	}
 out:
+	pthread_mutex_unlock(&e->lock);
+	return rc;
+}
+
+int wd_egress_dns_off(struct wd_egress *e, uint64_t cgid)
+{
+	int rc = 0;
+	struct wd_call_policy pol;
+	pthread_mutex_lock(&e->lock);
+	if (!call_of(e, cgid)) {
+		rc = -ENOENT;
+	} else if (bpf_map_lookup_elem(e->policy_fd, &cgid, &pol)) {
+		rc = -errno;
+	} else {
+		/* WD_POL_DNS stays: port 53 is judged by the allow-list,
+		 * which holds no rule for it beside a name (policy check) */
+		pol.dns_port = 0;
+		if (bpf_map_update_elem(e->policy_fd, &cgid, &pol, BPF_EXIST))
+			rc = -errno;
+	}
 	pthread_mutex_unlock(&e->lock);
 	return rc;
 }
@@ -703,67 +735,6 @@ int wd_egress_allow_listen(struct wd_egress *e, uint64_t cgid,
 				  "map 'wd_policy': cgroup %llu: listen: %s",
 				  (unsigned long long)cgid, strerror(-rc));
 	return 0;
-}
-
-bool wd_egress_unix_ok(struct wd_egress *e)
-{
-	return e && e->unix_ok;
-}
-
-static int add_ukey(struct wd_egress *e, struct wd_egress_call *c,
-		    const char *path, size_t len, struct wd_err *err)
-{
-	struct wd_unix_key k = {0};
-	k.prefixlen = WD_UNIX_KEY_FIXED_BITS + 8 * (uint32_t)len;
-	k.cgid_lo = (uint32_t)c->cgid;
-	k.cgid_hi = c->cgid >> 32;
-	memcpy(k.path, path, len);
-	uint32_t v = 1;
-	if (bpf_map_update_elem(e->unix_fd, &k, &v, BPF_ANY)) {
-		int rc = -errno;
-		return wd_err_set(err, rc, "map 'wd_unix_rules': '%s': %s",
-				  path, strerror(-rc));
-	}
-	c->ukeys = wd_realloc(c->ukeys, (c->n_ukeys + 1) * sizeof(*c->ukeys));
-	c->ukeys[c->n_ukeys++] = k;
-	return 0;
-}
-
-int wd_egress_allow_unix(struct wd_egress *e, uint64_t cgid, char *const *paths,
-			 int n, struct wd_err *err)
-{
-	int rc = 0;
-	if (!e)
-		return -EINVAL;
-	pthread_mutex_lock(&e->lock);
-	struct wd_egress_call *c = e->calls;
-	while (c && c->cgid != cgid)
-		c = c->next;
-	for (int i = 0; c && i < n && !rc; i++) {
-		/* "W/" (below W) and "W\0" (W itself); "/" is every path */
-		char b[WD_UNIX_PATH_MAX];
-		size_t l = strlen(paths[i]);
-		if (paths[i][0] != '/' || l + 2 > WD_UNIX_SUN_PATH) {
-			/* no sun_path can name anything below it */
-			continue;
-		}
-		memcpy(b, paths[i], l);
-		if (l == 1) {
-			rc = add_ukey(e, c, "/", 1, err);
-			continue;
-		}
-		b[l] = '/';
-		rc = add_ukey(e, c, b, l + 1, err);
-		b[l] = 0;
-		if (!rc)
-			rc = add_ukey(e, c, b, l + 1, err);
-	}
-	pthread_mutex_unlock(&e->lock);
-	if (!c)
-		return wd_err_set(err, -ENOENT,
-				  "egress: cgroup %llu is not attached",
-				  (unsigned long long)cgid);
-	return rc;
 }
 
 int wd_egress_events_fd(struct wd_egress *e)

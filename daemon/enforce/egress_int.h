@@ -124,4 +124,14 @@ int wd_egress_pin_claim(struct wd_egress *e, uint64_t cgid, struct wd_err *err);
  * process reads that ring again). Safe for a cgid never claimed. */
 void wd_egress_pin_release(struct wd_egress *e, uint64_t cgid);
 
+/* egress_unix.c: a unix rule of call c (v 1 allows the paths under
+ * path[0..len), v 0 denies them), and the deny rules for host resolvers'
+ * sockets (wd_egress_dns); under e->lock; 0 / -errno with err set. */
+int wd_egress_add_ukey(struct wd_egress *e, struct wd_egress_call *c,
+		       const char *path, size_t len, uint32_t v,
+		       struct wd_err *err);
+int wd_egress_deny_resolver_sockets(struct wd_egress *e,
+				    struct wd_egress_call *c,
+				    struct wd_err *err);
+
 #endif

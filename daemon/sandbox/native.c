@@ -149,6 +149,16 @@ static int resolver_pin(void *arg, const uint8_t addr[16], uint16_t port,
 	return wd_egress_answer(l->rpin.eg, l->rpin.cgid, addr, port, add);
 }
 
+/* resolver.h `off`: the resolver failed, the call's DNS fails closed. */
+static void resolver_off(void *arg)
+{
+	struct launch *l = arg;
+	int rc = wd_egress_dns_off(l->rpin.eg, l->rpin.cgid);
+	if (rc)
+		wd_warn("resolver: cgroup %llu: DNS redirect off: %s",
+			(unsigned long long)l->rpin.cgid, strerror(-rc));
+}
+
 /* The call's resolver when its allow-list names a host (else nothing). */
 static int start_resolver(struct launch *l, struct wd_egress *eg, uint64_t cgid,
 			  const struct wd_manifest *m, struct wd_err *err)
@@ -167,6 +177,8 @@ static int start_resolver(struct launch *l, struct wd_egress *eg, uint64_t cgid,
 				      .audit = m->mode == WD_MODE_AUDIT,
 				      .pin = resolver_pin,
 				      .pin_arg = l,
+				      .off = resolver_off,
+				      .off_arg = l,
 				      .cgroup_id = cgid,
 				      .uid = l->uid};
 	wd_resolver_upstream(&ro.up);
