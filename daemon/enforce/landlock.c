@@ -50,6 +50,7 @@ struct wd_landlock {
 	int fd;
 	int abi;
 	uint64_t handled;
+	uint64_t withheld; /* rights no rule grants (wd_landlock_no_symlinks) */
 };
 
 #define FILE_RIGHTS                                                            \
@@ -140,7 +141,7 @@ int wd_landlock_allow(struct wd_landlock *ll, const char *path,
 	/* Directory-only rights are invalid on a file rule (EINVAL). */
 	if (!S_ISDIR(st.st_mode))
 		a &= FILE_RIGHTS;
-	a &= ll->handled;
+	a &= ll->handled & ~ll->withheld;
 	struct ll_path_beneath pb = {.allowed_access = a, .parent_fd = fd};
 	if (syscall(__NR_landlock_add_rule, ll->fd, LL_RULE_PATH_BENEATH, &pb,
 		    0) < 0)
@@ -148,6 +149,11 @@ int wd_landlock_allow(struct wd_landlock *ll, const char *path,
 				  "filesystem: Landlock rule for '%s': %s",
 				  path, strerror(errno));
 	return 0;
+}
+
+void wd_landlock_no_symlinks(struct wd_landlock *ll)
+{
+	ll->withheld |= LL_FS_MAKE_SYM;
 }
 
 int wd_landlock_restrict(struct wd_landlock *ll)

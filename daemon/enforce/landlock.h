@@ -30,6 +30,11 @@ int wd_landlock_allow(struct wd_landlock *ll, const char *path,
  * fd table and writes no memory (the caller may share the daemon's: ll is
  * still freed by its owner, wd_landlock_free). Async-signal-safe enough
  * for the child between fork and exec (no allocation). */
+/* No symlink is made under any path granted after this: for a call whose
+ * DNS is its resolver's, a link in a write path naming a host resolver's
+ * socket would pass the unix-socket rules, which judge the path as
+ * written (enforce/egress_unix.c). */
+void wd_landlock_no_symlinks(struct wd_landlock *ll);
 int wd_landlock_restrict(struct wd_landlock *ll);
 void wd_landlock_free(struct wd_landlock *ll);
 

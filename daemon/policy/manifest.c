@@ -131,9 +131,7 @@ static void cross_field(struct wd_ywalk *w, struct mctx *c)
 	 * goes to it, and tier 3 drops port 853 too; a rule on those ports
 	 * could not be given as written: an IP rule would not reach its DNS
 	 * server, a name rule could never be reached */
-	bool names = false;
-	for (int i = 0; i < m->n_net_allow; i++)
-		names |= m->net_allow[i].needs_resolve;
+	bool names = wd_manifest_names(m);
 	for (int i = 0; i < m->n_net_allow; i++) {
 		const struct wd_net_rule *r = &m->net_allow[i];
 		bool t3 = m->tier == WD_TIER_3;
@@ -422,4 +420,12 @@ void wd_manifest_free_all(struct wd_manifest **v, int n)
 	for (int i = 0; i < n; i++)
 		wd_manifest_free(v[i]);
 	free(v);
+}
+
+bool wd_manifest_names(const struct wd_manifest *m)
+{
+	for (int i = 0; i < m->n_net_allow; i++)
+		if (m->net_allow[i].needs_resolve)
+			return true;
+	return false;
 }

@@ -213,6 +213,8 @@ int wd_argv_elem_parse(const char *elem, struct wd_argv_piece *pieces, int max,
 
 /* Known names for `require:` (enforcement mechanisms). */
 bool wd_mechanism_known(const char *name);
+/* A DNS name is listed in network.allow (the call gets its resolver). */
+bool wd_manifest_names(const struct wd_manifest *m);
 
 /* Parse "host:port", "a.b.c.d/nn:port", "[v6]:port", "[v6/nn]:port"; port
  * may be "*". Returns 0 or -EINVAL with a message in err. */

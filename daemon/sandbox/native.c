@@ -163,10 +163,7 @@ static void resolver_off(void *arg)
 static int start_resolver(struct launch *l, struct wd_egress *eg, uint64_t cgid,
 			  const struct wd_manifest *m, struct wd_err *err)
 {
-	bool names = false;
-	for (int i = 0; i < m->n_net_allow; i++)
-		names |= m->net_allow[i].needs_resolve;
-	if (!names)
+	if (!wd_manifest_names(m))
 		return 0;
 	l->rpin.eg = eg;
 	l->rpin.cgid = cgid;

@@ -144,6 +144,8 @@ int wd_native_build_landlock(struct launch *l, struct wd_err *err)
 	if ((r = wd_landlock_new(&ll, err)) < 0)
 		return r;
 	l->ll = ll;
+	if (wd_manifest_names(m))
+		wd_landlock_no_symlinks(ll);
 #define GRANT(path, g)                                                         \
 	do {                                                                   \
 		if ((r = wd_landlock_allow(ll, path, g, err)) < 0)             \

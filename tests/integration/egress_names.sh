@@ -69,7 +69,7 @@ open(d + "/listen.ready", "w").write("ok")
 threading.Event().wait()
 PY
 PIDS+=($!)
-for _ in $(seq 100); do [ -s "$S/zone.port" ] && [ -f "$S/listen.ready" ] && break; sleep 0.05; done
+for _ in $(seq 600); do [ -s "$S/zone.port" ] && [ -f "$S/listen.ready" ] && break; sleep 0.05; done
 ZP=$(cat "$S/zone.port")
 : >"$S/hits"
 NODE_NS=$(awk '/^nameserver/{print $2; exit}' /etc/resolv.conf)
@@ -264,11 +264,17 @@ else
 	mkdir -m 755 /run/nscd
 	HR_MADE=1
 	python3 - <<'PY' &
-import socket, os
+import socket, os, struct
 s = socket.socket(socket.AF_UNIX); s.bind("/run/nscd/socket"); os.chmod("/run/nscd/socket", 0o666)
 s.listen(16); open("/run/nscd/ready", "w").write("ok")
 while True:
-    c, _ = s.accept(); open("/run/nscd/hits", "a").write("hit\n"); c.close()
+    c, _ = s.accept()
+    # the peer's uid: glibc on the node asks an nscd socket too; only a
+    # call's uid (warden's range) is a hit
+    uid = struct.unpack("3i", c.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[1]
+    if uid >= 1000000000:
+        open("/run/nscd/hits", "a").write("hit %d\n" % uid)
+    c.close()
 PY
 	NSCD=$!
 	PIDS+=("$NSCD")
@@ -288,6 +294,45 @@ Y
 			-- /usr/bin/python3 -c 'import socket; s = socket.socket(socket.AF_UNIX); s.connect("/run/nscd/socket"); print("connected")' 2>&1)
 		expect_eq "t$tier-host-resolver-socket-unreached" "$(cat /run/nscd/hits 2>/dev/null | wc -l)" 0
 		expect_match "t$tier-host-resolver-call-refused" "$out" "host resolver's unix socket"
+	done
+	# a symlink in a write path naming that socket: the unix rules judge
+	# the path as written, so a call whose DNS is its resolver's makes
+	# no symlink (Landlock), and the listener hears nothing. Control: the
+	# same call with an address rule instead of a name makes the link
+	# and reaches the listener through it (what the attack would do).
+	link_call() { # TIER RULE DIR: the call's output (DIR: where it links)
+		rm -rf "$S/lw$1"; mkdir -m 777 "$S/lw$1"; mkdir -p "$S/lk$1/tools"
+		cat >"$S/lk$1/tools/lk.yaml" <<Y
+name: lk$1
+tier: $1
+timeout_ms: 20000
+network: {allow: ["$2"], allow_private: ["127.0.0.2/32"]}
+filesystem: {read: ["/usr", "/etc", "/lib", "/lib64"], exec: ["/usr/bin"], write: ["$S/lw$1"]}
+Y
+		"$WARDEN" exec --json --dns-upstream "127.0.0.1:$ZP" --policy "$S/lk$1/tools/lk.yaml" \
+			-- /usr/bin/python3 -c 'import os, socket, sys
+l = sys.argv[1] + "/l"
+try:
+    os.symlink("/run/nscd/socket", l); print("linked")
+except OSError as e:
+    print("link refused", e.errno)
+try:
+    s = socket.socket(socket.AF_UNIX); s.connect(l); print("connected")
+except OSError as e:
+    print("connect refused", e.errno)' "$3" 2>&1
+	}
+	: >/run/nscd/hits
+	out=$(link_call 1 "127.0.0.2:19200" "$S/lw1")
+	expect_match t1-symlink-control-linked "$out" 'linked.*connected'
+	expect_eq t1-symlink-control-reached "$(wc -l </run/nscd/hits)" 1
+	for tier in 1 2; do
+		: >/run/nscd/hits
+		# tier 2: in its own /tmp (a write path of the call's own)
+		d=$S/lw$tier
+		[ $tier = 2 ] && d=/tmp
+		out=$(link_call $tier "svc.test:19200" "$d")
+		expect_match "t$tier-symlink-refused" "$out" "link refused 13"
+		expect_eq "t$tier-symlink-socket-unreached" "$(wc -l </run/nscd/hits)" 0
 	done
 	kill "$NSCD" 2>/dev/null
 	wait "$NSCD" 2>/dev/null
