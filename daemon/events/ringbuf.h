@@ -43,4 +43,5 @@ int wd_ringbuf_epoll_fd(const struct wd_ringbuf *r);
  * still being written. Returns the number of records read (discarded ones
  * not counted) or the callback's negative return. */
 int64_t wd_ringbuf_consume(struct wd_ringbuf *r);
+
 #endif
