@@ -62,9 +62,9 @@ static __always_inline int judge(struct bpf_sock_addr *ctx, const __u32 a[4],
 
 deny:;
 	/* a short record: an address, no path (lib/events.h) */
-	struct wd_kevent *e =
-	    wd_event_reserve_short(kind, audit ? WD_KEV_AUDITED : WD_KEV_DENIED,
-				   audit ? 0 : 1 /*EPERM*/);
+	struct wd_kevent *e = wd_event_reserve_short_pol(
+	    kind, audit ? WD_KEV_AUDITED : WD_KEV_DENIED,
+	    audit ? 0 : 1 /*EPERM*/, cgid, pol);
 	if (e) {
 		e->family = ctx->user_family;
 		e->protocol = ctx->protocol;
@@ -258,9 +258,9 @@ static __always_inline int judge_bind(struct bpf_sock_addr *ctx,
 	if (!port_be || (pol->flags & WD_POL_LISTEN))
 		return 1;
 deny:;
-	struct wd_kevent *e = wd_event_reserve_short(
+	struct wd_kevent *e = wd_event_reserve_short_pol(
 	    WD_KEV_BIND, audit ? WD_KEV_AUDITED : WD_KEV_DENIED,
-	    audit ? 0 : 1 /*EPERM*/);
+	    audit ? 0 : 1 /*EPERM*/, cgid, pol);
 	if (e) {
 		e->family = ctx->user_family;
 		e->protocol = ctx->protocol;

@@ -147,7 +147,7 @@ struct wd_egress *wd_egress_new(void)
 int wd_egress_open_ring(struct wd_egress *e, int ring_fd, struct wd_err *err)
 {
 	int rc;
-	e->rb = ring_buffer__new(ring_fd, on_sample, e, NULL);
+	e->rb = wd_ringbuf_new(ring_fd, on_sample, e);
 	if (!e->rb) {
 		rc = -errno;
 		return wd_err_set(err, rc, "map 'wd_events': ring buffer: %s",
@@ -739,8 +739,17 @@ int wd_egress_allow_listen(struct wd_egress *e, uint64_t cgid,
 
 int wd_egress_events_fd(struct wd_egress *e)
 {
-	/* pinned: no ring before a call is attached, nor after */
-	return e->rb ? ring_buffer__epoll_fd(e->rb) : -1;
+	/* pinned: no ring before a call is attached, nor after.
+	 * The edge-triggered epoll, as wd_egress_wait's: readable after a
+	 * wake-up until the next wd_egress_consume. The reader's own fd is
+	 * level-triggered: a consumer polling it while records keep coming
+	 * (the supervisors, sandbox/native_supervise.c) woke for every
+	 * record or two and drained them one by one (~1 us of its CPU per
+	 * event at 700k/s, and the producer's records and positions
+	 * bouncing between the CPUs at that rate). */
+	if (!e->rb)
+		return -1;
+	return e->poll_ep >= 0 ? e->poll_ep : wd_ringbuf_epoll_fd(e->rb);
 }
 
 int wd_egress_consume(struct wd_egress *e,
@@ -759,7 +768,13 @@ int wd_egress_consume(struct wd_egress *e,
 	}
 	e->delivered = 0;
 	e->records = 0;
-	int rc = e->rb ? ring_buffer__consume(e->rb) : 0;
+	/* take the wake-up (wd_egress_events_fd is edge-triggered) before
+	 * reading: one that comes after it is for records this drain may
+	 * not see, and stays for the next poll */
+	struct epoll_event pe;
+	if (e->poll_ep >= 0)
+		epoll_wait(e->poll_ep, &pe, 1, 0);
+	int rc = e->rb ? (int)wd_ringbuf_consume(e->rb) : 0;
 	if (e->records)
 		__atomic_store_n(&e->last_read_ns, now, __ATOMIC_RELAXED);
 	e->cb = NULL;
@@ -876,7 +891,7 @@ void wd_egress_close(struct wd_egress *e)
 			close(e->keep[i]);
 	if (e->poll_ep >= 0)
 		close(e->poll_ep);
-	ring_buffer__free(e->rb);
+	wd_ringbuf_free(e->rb);
 	if (e->pinned) {
 		int *fds[] = {&e->policy_fd, &e->rules_fd,  &e->unix_fd,
 			      &e->loss_fd,   &e->events_fd, &e->rings_fd,

@@ -146,10 +146,12 @@ int wd_egress_detach(struct wd_egress *e, uint64_t cgid);
 int wd_egress_call_counts(struct wd_egress *e, uint64_t cgid, uint64_t *denied,
 			  uint64_t *audited);
 
-/* The ring buffer's epoll-able fd. Readable after a wake-up; records may
- * also be pending without one (wake-up policy: WD_WAKE_GAP_NS in
- * bpf/lib/events.h), so a consumer that needs them promptly uses
- * wd_egress_poll() rather than waiting on this fd alone. */
+/* The ring buffer's epoll-able fd. Readable after a wake-up, until the
+ * next wd_egress_consume (edge-triggered: records still pending do not
+ * keep it readable); records may also be pending without one (wake-up
+ * policy: WD_WAKE_GAP_NS in bpf/lib/events.h), so a consumer that needs
+ * them promptly bounds its wait with wd_egress_wait_bound() and drains
+ * when the bound expires, or uses wd_egress_poll(). */
 int wd_egress_events_fd(struct wd_egress *e);
 /* The consumer loop's step: wait for records up to timeout_ms (-1 =
  * forever, 0 = not at all), then drain as wd_egress_consume does. While

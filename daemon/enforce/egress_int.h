@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "enforce/egress.h"
+#include "events/ringbuf.h"
 #include "lib/policy.h"
 #include "egress_unix.h"
 
@@ -63,15 +64,15 @@ struct wd_egress {
 	int own_slot, own_ring_fd;
 	uint64_t own_cgid;
 	bool discard; /* on_sample drops records (a reused ring's leftovers) */
-	struct ring_buffer *rb;
-	pthread_mutex_t lock; /* calls, keep */
+	struct wd_ringbuf *rb; /* events/ringbuf.h */
+	pthread_mutex_t lock;  /* calls, keep */
 	struct wd_egress_call *calls;
 	int keep[WD_EG_NKEEP]; /* wd_egress_keep_warm's link fds, or -1 */
 	bool keep_tried;
 	bool keep_pinned; /* the keep links are the pinned ones */
 	char *pin_hd;	  /* pinned: the directory of the pins (egress_pin.c) */
 	bool unix_ok;	  /* connect_unix/sendmsg_unix loaded (6.7+) */
-	/* one consumer at a time: libbpf's ring reader and the fields below
+	/* one consumer at a time: the ring reader and the fields below
 	 * are not safe to share (sandbox/native.c drains from every call's
 	 * thread) */
 	pthread_mutex_t consume_lock;

@@ -584,7 +584,7 @@ int wd_egress_pin_claim(struct wd_egress *e, uint64_t cgid, struct wd_err *err)
 	if (rc == 0) {
 		/* an earlier holder's unread records (it died): not ours */
 		e->discard = true;
-		ring_buffer__consume(e->rb);
+		wd_ringbuf_consume(e->rb);
 		e->discard = false;
 	}
 	pthread_mutex_unlock(&e->consume_lock);
@@ -604,7 +604,7 @@ void wd_egress_pin_release(struct wd_egress *e, uint64_t cgid)
 	pthread_mutex_lock(&e->consume_lock);
 	if (e->own_slot >= 0 && e->own_cgid == cgid) {
 		/* nothing of ours reads the ring once the slot is free */
-		ring_buffer__free(e->rb);
+		wd_ringbuf_free(e->rb);
 		e->rb = NULL;
 		if (e->poll_ep >= 0)
 			close(e->poll_ep);

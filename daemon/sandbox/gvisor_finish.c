@@ -318,12 +318,13 @@ int wd_t3_finish(struct wd_t3 *s, const struct wd_manifest *m,
 		if (pidfd < 0 && !exited)
 			tmo = WD_MIN(tmo, 20);
 		/* the link's denials as they come: each named by the answer
-		 * its address had then (records are also read without a
-		 * wake-up: bpf/lib/events.h) */
+		 * its address had then (records also come without a wake-up,
+		 * bpf/lib/events.h, and the events fd is edge-triggered:
+		 * while they flow the wait is cut to wd_egress_wait_bound's) */
 		int i_net = n;
 		n += wd_t3_net_fds(s, p + n);
 		if (n > i_net)
-			tmo = WD_MIN(tmo, 50);
+			tmo = wd_t3_net_wait_bound(s, WD_MIN(tmo, 50));
 		int pr = poll(p, n, tmo);
 		if (n > i_net)
 			wd_t3_net_drain(s, call, res);

@@ -27,6 +27,9 @@ const char *wd_t3_net_ns_path(const struct wd_t3 *s);
 /* The fds to wait on for its denials (up to 2, filled into p): the count. */
 struct pollfd;
 int wd_t3_net_fds(const struct wd_t3 *s, struct pollfd *p);
+/* The wait to use instead of timeout_ms while its denials flow
+ * (wd_egress_wait_bound: records without a wake-up); drain after it. */
+int wd_t3_net_wait_bound(const struct wd_t3 *s, int timeout_ms);
 /* Its denials so far (tc drops, names refused) into res, each named as
  * it is read (an address's name is the one answered for it by then). */
 /* Whether the call's resolver failed (resolver.h): the call must end. */

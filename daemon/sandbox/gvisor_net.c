@@ -335,6 +335,14 @@ bool wd_t3_net_failed(const struct wd_t3 *s, char *msg, size_t n)
 	return s->net && wd_resolver_failed(s->net->resolver, msg, n);
 }
 
+int wd_t3_net_wait_bound(const struct wd_t3 *s, int timeout_ms)
+{
+	const struct wd_t3_net *n = s->net;
+	if (!n || !n->filed)
+		return timeout_ms;
+	return wd_egress_wait_bound(n->eg, timeout_ms);
+}
+
 void wd_t3_net_drain(struct wd_t3 *s, const struct wd_call *call,
 		     struct wd_result *res)
 {
