@@ -55,22 +55,59 @@ int wd_fleet_conninfo(const char *url, char **conninfo, struct wd_err *err)
 	return 0;
 }
 
-PGconn *fl_connect(struct wd_fleet *f)
+unsigned fl_thread_wait_ms(const struct wd_fleet *f)
+{
+	/* a heartbeat sent lease/3 after the last and answered within
+	 * 2/3 lease still renews in time: one that takes longer was lost */
+	return f->lease_ms * 2 / 3;
+}
+
+unsigned fl_api_wait_ms(const struct wd_fleet *f)
+{
+	(void)f;
+	/* the server's statement_timeout (fl_connect) ends a slow statement
+	 * first; this bound is for a server that cannot say so */
+	return WD_FLEET_API_WAIT_MS + 1000;
+}
+
+PGconn *fl_connect(struct wd_fleet *f, unsigned stmt_ms)
 {
 	/* connect_timeout and application_name first: the URL's own
 	 * settings, expanded from dbname, override them; without one an
 	 * unreachable host would hold the API's connection (and its callers)
-	 * for the kernel's SYN timeout */
-	const char *const keys[] = {"connect_timeout", "application_name",
-				    "dbname", NULL};
-	const char *const vals[] = {"5", "wardend", f->conninfo, NULL};
+	 * for the kernel's SYN timeout. TCP keepalives (ignored on a unix
+	 * socket) and tcp_user_timeout: a peer gone without a word (a
+	 * half-open connection) is noticed within about a lease, not the
+	 * kernel's hours; lock_timeout: no statement waits on a row lock
+	 * for longer than a heartbeat's period */
+	unsigned ka = f->lease_ms / 3000 ? f->lease_ms / 3000 : 1;
+	char idle[16], lease[16], opts[128];
+	snprintf(idle, sizeof(idle), "%u", ka);
+	snprintf(lease, sizeof(lease), "%u", f->lease_ms);
+	int n =
+	    snprintf(opts, sizeof(opts), "-c lock_timeout=%u", f->lease_ms / 3);
+	if (stmt_ms)
+		snprintf(opts + n, sizeof(opts) - (size_t)n,
+			 " -c statement_timeout=%u", stmt_ms);
+	const char *const keys[] = {"connect_timeout",
+				    "application_name",
+				    "keepalives",
+				    "keepalives_idle",
+				    "keepalives_interval",
+				    "keepalives_count",
+				    "tcp_user_timeout",
+				    "options",
+				    "dbname",
+				    NULL};
+	const char *const vals[] = {"5", "wardend", "1",  idle,	       idle,
+				    "3", lease,	    opts, f->conninfo, NULL};
 	return PQconnectdbParams(keys, vals, 1);
 }
 
 /* Connect, migrate, register, LISTEN. 0 or -errno with err. */
 static int connect_db(struct wd_fleet *f, struct wd_err *err)
 {
-	PGconn *c = fl_connect(f);
+	PGconn *c = fl_connect(f, fl_thread_wait_ms(f));
 	if (PQstatus(c) != CONNECTION_OK) {
 		int rc = fl_pg_err(NULL, c, "fleet database unreachable", err);
 		PQfinish(c);

@@ -149,9 +149,22 @@ struct fl_scope {
 void fl_scope_params(struct wd_fleet *f, const struct wd_caller *c,
 		     struct fl_scope *s);
 
-/* fleet.c: a new connection (check PQstatus), with a connect timeout
- * unless the URL sets one. */
-PGconn *fl_connect(struct wd_fleet *f);
+/* fleet.c: a new connection (check PQstatus), with a connect timeout, TCP
+ * keepalives and a lock_timeout unless the URL sets them, and a
+ * statement_timeout of stmt_ms (0: the server's). */
+PGconn *fl_connect(struct wd_fleet *f, unsigned stmt_ms);
+
+/* PQexecParams with a bound on the wait for the reply: none within
+ * wait_ms and the connection is cut (lost: fl_pg_lost; fl_pg_err then
+ * says why). NULL on a failure to send or a cut. */
+PGresult *fl_exec(PGconn *c, const char *sql, int n, const char *const *pv,
+		  int resfmt, unsigned wait_ms);
+/* the wait for a reply on the fleet thread's connection (heartbeats,
+ * claims: the lease is at stake) and on the API's (callers wait) */
+unsigned fl_thread_wait_ms(const struct wd_fleet *f);
+unsigned fl_api_wait_ms(const struct wd_fleet *f);
+/* the API's statements' bound (its views may read much) */
+#define WD_FLEET_API_WAIT_MS 30000u
 
 /* A statement's failure as -EIO with the server's words. Clears r. */
 int fl_pg_err(PGresult *r, PGconn *c, const char *what, struct wd_err *err);

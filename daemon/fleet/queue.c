@@ -27,7 +27,7 @@ static PGconn *api_conn(struct wd_fleet *f, struct wd_err *err)
 		return f->api;
 	if (f->api)
 		PQfinish(f->api);
-	f->api = fl_connect(f);
+	f->api = fl_connect(f, WD_FLEET_API_WAIT_MS);
 	if (PQstatus(f->api) != CONNECTION_OK) {
 		fl_pg_err(NULL, f->api, "fleet database unreachable", err);
 		pthread_mutex_lock(&f->mu);
@@ -140,14 +140,14 @@ int wd_fleet_submit(struct wd_fleet *f, const struct wd_caller *c,
 	 * tier 1 runs on every node unless one says otherwise) */
 	if (placement || (af.tiers & ~(1u << 1))) {
 		const char *ppv[2] = {placement ? placement : "{}", tiers};
-		PGresult *pr = PQexecParams(
+		PGresult *pr = fl_exec(
 		    db,
 		    "SELECT count(*) FROM warden.nodes WHERE state = 'up' AND "
 		    "capacity > 0 AND labels @> $1::jsonb AND ($2::integer & 2 "
 		    "= 0 OR capacity_t1 > 0) AND ($2::integer & 4 = 0 OR "
 		    "capacity_t2 > 0) AND ($2::integer & 8 = 0 OR capacity_t3 "
 		    "> 0)",
-		    2, NULL, ppv, NULL, NULL, 0);
+		    2, ppv, 0, fl_api_wait_ms(f));
 		if (PQresultStatus(pr) != PGRES_TUPLES_OK) {
 			fl_pg_err(pr, db, "placement", err);
 			pthread_mutex_unlock(&f->api_mu);
@@ -179,14 +179,14 @@ int wd_fleet_submit(struct wd_fleet *f, const struct wd_caller *c,
 	}
 	/* the notification is delivered at commit: a claimer woken by it
 	 * finds the row */
-	PGresult *r = PQexecParams(
+	PGresult *r = fl_exec(
 	    db,
 	    "WITH ins AS (INSERT INTO warden.runs (id, team, agent, task, "
 	    "uid, gid, user_name, submitted_node, placement, resume, tiers) "
 	    "VALUES ($1, $2, $3, $4, $5::bigint, $6::bigint, $7, $8, "
 	    "$9::jsonb, $10::boolean, $11::integer) RETURNING id) SELECT "
 	    "pg_notify('" WD_FLEET_CHANNEL "', id) FROM ins",
-	    11, NULL, pv, NULL, NULL, 0);
+	    11, pv, 0, fl_api_wait_ms(f));
 	if (PQresultStatus(r) != PGRES_TUPLES_OK) {
 		rc = fl_pg_err(r, db, "queueing the run", err);
 		/* the connection lost under the INSERT: its commit may have
@@ -223,7 +223,7 @@ PGresult *fl_api_exec(struct wd_fleet *f, const char *sql, int n,
 		errno = EAGAIN;
 		return NULL;
 	}
-	PGresult *r = PQexecParams(db, sql, n, NULL, pv, NULL, NULL, resfmt);
+	PGresult *r = fl_exec(db, sql, n, pv, resfmt, fl_api_wait_ms(f));
 	if (PQresultStatus(r) != PGRES_TUPLES_OK) {
 		fl_pg_err(r, db, "fleet database", err);
 		pthread_mutex_unlock(&f->api_mu);
@@ -431,14 +431,14 @@ int fl_write_ends(struct wd_fleet *f, PGconn *c, struct wd_err *err)
 		    steps,
 		    cost,
 		    attempt};
-		PGresult *r = PQexecParams(
+		PGresult *r = fl_exec(
 		    c,
 		    "UPDATE warden.runs SET state = 'done', status = $3, "
 		    "reason = $4, output = $5, steps = $6::integer, cost_usd = "
 		    "$7::double precision, ended_at = clock_timestamp(), "
 		    "lease_until = NULL WHERE id = $1 AND node_id = $2 AND "
 		    "state = 'running' AND attempt = $8::integer",
-		    8, NULL, pv, NULL, NULL, 0);
+		    8, pv, 0, fl_thread_wait_ms(f));
 		if (PQresultStatus(r) != PGRES_COMMAND_OK) {
 			json_decref(o);
 			return fl_pg_err(r, c, "writing a run's end", err);
@@ -478,6 +478,53 @@ static void start_failed(struct wd_fleet *f, const char *id, const char *lid,
 	fl_on_run_end(f, &e);
 }
 
+/* A run queued again after its node was lost (attempt > 0), claimed here,
+ * that this node's own policy says must not run again (a rolling policy
+ * change: the submitter judged `resume` by its policy, node.c LOSE_RUN
+ * queued it again on that): never started; interrupted fleet-wide with
+ * the reason and what its last attempt did, as a lost run that may not be
+ * run again is. -errno on a database error (the row, not renewed by the
+ * heartbeat -- it is not held here -- lapses and is reaped). */
+static int refuse_again(struct wd_fleet *f, PGconn *c, const char *id,
+			long attempt, const char *why, struct wd_err *err)
+{
+	char att[16], prev[80];
+	snprintf(att, sizeof(att), "%ld", attempt);
+	if (attempt > 1)
+		snprintf(prev, sizeof(prev), "%s-a%ld", id, attempt - 1);
+	else
+		snprintf(prev, sizeof(prev), "%s", id);
+	cleanup_free char *reason = wd_asprintf(
+	    "its node was lost and it was queued again, but node %s may not "
+	    "run it again: %s; not started (it could do twice what it did)",
+	    f->node_id, why);
+	const char *pv[5] = {id, f->node_id, att, reason, prev};
+	PGresult *r = fl_exec(
+	    c,
+	    "UPDATE warden.runs SET state = 'interrupted', status = "
+	    "'interrupted', reason = $4, ended_at = clock_timestamp(), "
+	    "lease_until = NULL, last_attempt = (SELECT "
+	    "jsonb_build_object('step', a.step, 'tool', a.tool, 'call_id', "
+	    "a.call_id, 'seq', a.seq, 'result', EXISTS (SELECT 1 FROM "
+	    "warden.trace_records t WHERE t.node_id = a.node_id AND t.run_id "
+	    "= a.run_id AND t.type = 'tool_result' AND t.call_id = a.call_id "
+	    "AND t.seq > a.seq)) FROM warden.trace_records a WHERE a.run_id "
+	    "= $5 AND a.type = 'tool_attempt' ORDER BY a.seq DESC LIMIT 1) "
+	    "WHERE id = $1 AND node_id = $2 AND state = 'running' AND attempt "
+	    "= $3::integer",
+	    5, pv, 0, fl_thread_wait_ms(f));
+	if (PQresultStatus(r) != PGRES_COMMAND_OK)
+		return fl_pg_err(r, c, "refusing a run queued again", err);
+	PQclear(r);
+	pthread_mutex_lock(&f->mu);
+	f->m_interrupted++;
+	pthread_mutex_unlock(&f->mu);
+	wd_warn("fleet: run %s (attempt %ld) claimed and not started, "
+		"interrupted fleet-wide: %s",
+		id, attempt + 1, why);
+	return 0;
+}
+
 int fl_claim_one(struct wd_fleet *f, PGconn *c, unsigned tiers,
 		 struct wd_err *err)
 {
@@ -486,12 +533,12 @@ int fl_claim_one(struct wd_fleet *f, PGconn *c, unsigned tiers,
 	snprintf(room, sizeof(room), "%u", tiers);
 	const char *pv[4] = {f->node_id, lease, f->labels_json, room};
 	uint64_t t0 = wd_now_ns(); /* before the claim's lease began */
-	PGresult *r = PQexecParams(
+	PGresult *r = fl_exec(
 	    c,
 	    "SELECT c_id, c_agent, c_task, c_uid, c_gid, c_user, c_attempt, "
 	    "c_tiers FROM warden.claim($1, $2::integer, $3::jsonb, "
 	    "$4::integer)",
-	    4, NULL, pv, NULL, NULL, 0);
+	    4, pv, 0, fl_thread_wait_ms(f));
 	if (PQresultStatus(r) != PGRES_TUPLES_OK)
 		return fl_pg_err(r, c, "claim", err);
 	if (PQntuples(r) != 1) {
@@ -508,6 +555,13 @@ int fl_claim_one(struct wd_fleet *f, PGconn *c, unsigned tiers,
 		snprintf(lid, sizeof(lid), "%s-a%ld", id, attempt);
 	else
 		snprintf(lid, sizeof(lid), "%s", id);
+	char why[320];
+	if (attempt > 0 && !wd_rt_may_run_again(f->rt, PQgetvalue(r, 0, 1), why,
+						sizeof(why))) {
+		int rc = refuse_again(f, c, id, attempt, why, err);
+		PQclear(r);
+		return rc ? rc : 1;
+	}
 	struct wd_caller who;
 	wd_caller_from_uid((uid_t)strtoul(PQgetvalue(r, 0, 3), NULL, 10),
 			   (gid_t)strtoul(PQgetvalue(r, 0, 4), NULL, 10), &who);

@@ -633,7 +633,7 @@ void *fl_ship_thread(void *arg)
 		int rc = 0;
 		size_t n = 0;
 		if (!f->ship_db) {
-			f->ship_db = fl_connect(f);
+			f->ship_db = fl_connect(f, 0);
 			if (PQstatus(f->ship_db) != CONNECTION_OK)
 				rc = fl_pg_err(NULL, f->ship_db,
 					       "ship: database unreachable",

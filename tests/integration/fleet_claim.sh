@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# What the claiming node itself decides, on a real PostgreSQL (lease 2 s):
+#  1. A rolling policy change: agent `ro` has resume: if_read_only in the
+#     policy of A (capacity 0, the submitter) and B, and resume: never in
+#     C's. B runs it and is killed (-9) mid-run; the reaper queues it again
+#     (the row says resume, as A judged it); C claims it and -- by its OWN
+#     policy -- never starts it: the run ends interrupted fleet-wide with
+#     the reason, and C's store has no run of that attempt.
+#  2. A row the database gives a node that never took it up (the claim
+#     committed, its reply lost; made here with psql behind C's back): C's
+#     heartbeat does not renew it; it is reaped within the lease while C
+#     stays up.
+. tests/lib.sh
+. tests/integration/daemon_lib/common.sh
+. tests/integration/fleet_lib/common.sh
+[ "$(id -u)" -eq 0 ] || { skip fleet-claim "needs root"; finish; }
+[ -x "$PGBIN/postgres" ] || { fail fleet-claim "no PostgreSQL server at ${PGBIN:-/usr/lib/postgresql/*/bin} (scripts/deps.sh installs postgresql)"; finish; }
+SLOW_MARK=4.$$7 # the slow tool's sleep: ~4 s, unique to this test
+LEASE_MS=2000
+
+base_policy
+tool slow "[\"/usr/bin/sleep\", \"$SLOW_MARK\"]" "input: argv" "args_schema: {type: object}" \
+	"auth: {mode: on_behalf_of_user, scopes: [\"test:slow\"]}" "side_effects: none"
+script ro <<'S'
+{"step": 0, "tool_calls": [{"name": "slow", "arguments": {}}]}
+{"text": "ro done {{task}}"}
+S
+agent ro ro '[slow]'
+write_gateway
+POL_NEVER=$T/pol-never
+cp -a "$POL" "$POL_NEVER"
+printf 'resume: if_read_only\n' >>"$POL/agents/ro.yaml"
+printf 'resume: never\n' >>"$POL_NEVER/agents/ro.yaml"
+start_pg || { fail pg-start "see above"; finish; }
+launch_node A 0
+launch_node B 1
+NODE_POL=$POL_NEVER launch_node C 1
+wait_node A && wait_node B && wait_node C || { fail nodes-start "see logs"; finish; }
+export WARDEN_SOCKET=$T/A.sock
+idb=$(node_id B)
+idc=$(node_id C)
+
+# --- 1. B runs it, is killed; C must not run it again
+stop_node C # B alone has room: the run is B's
+as_user 1000 "$WARDEN" run --detach ro t1 >"$T/t1.out" 2>&1 || { fail submit "$(cat "$T/t1.out")"; finish; }
+on_b() { [ "$(psql_q "SELECT count(*) FROM warden.runs WHERE task = 't1' AND node_id = '$idb' AND state = 'running'")" = 1 ]; }
+wait_until 20 on_b || { fail t1-on-b "$(psql_q "SELECT node_id, state FROM warden.runs")"; finish; }
+slow_started() { pgrep -f "sleep $SLOW_MARK" >/dev/null; }
+wait_until 10 slow_started || fail t1-slow-started "no slow tool"
+rid=$(psql_q "SELECT id FROM warden.runs WHERE task = 't1'")
+NODE_POL=$POL_NEVER start_node C 1 || { fail c-start "see log"; finish; }
+kill9_node B
+ended() { [ "$(psql_q "SELECT state FROM warden.runs WHERE id = '$rid'")" = interrupted ]; }
+wait_until 20 ended && pass again-refused-interrupted ||
+	fail again-refused-interrupted "$(psql_q "SELECT state, status, node_id, attempt, reason FROM warden.runs WHERE id = '$rid'")"
+expect_eq again-claimed-by-c "$(psql_q "SELECT node_id, attempt, status FROM warden.runs WHERE id = '$rid'")" "$idc|1|interrupted"
+expect_match again-reason "$(psql_q "SELECT reason FROM warden.runs WHERE id = '$rid'")" \
+	"node $idc may not run it again: agent 'ro' has resume: never in this node's policy"
+expect_eq again-not-started-on-c "$("$WARDEN" trace show --state "$T/C/state" "$rid-a1" >/dev/null 2>&1 && echo started || echo absent)" absent
+expect_match again-c-log "$(cat "$T/C.log")" "run $rid \\(attempt 2\\) claimed and not started"
+sleep $((LEASE_MS / 1000 + 1))
+expect_eq again-verdict-stands "$(psql_q "SELECT state, attempt FROM warden.runs WHERE id = '$rid'")" "interrupted|1"
+
+# --- 2. a row C never took up: reaped, not renewed for ever
+psql_q "INSERT INTO warden.runs (id, team, agent, task, uid, gid, user_name, submitted_node, state, node_id, claimed_at, lease_until, resume) VALUES ('run_00000000deadbeef', 'team-ro', 'ro', 'ghost', 1000, 1000, 'alice', '$idc', 'running', '$idc', clock_timestamp(), clock_timestamp() + interval '$LEASE_MS milliseconds', false)" >/dev/null
+t0=$(date +%s%N)
+ghost_gone() { [ "$(psql_q "SELECT state FROM warden.runs WHERE id = 'run_00000000deadbeef'")" = interrupted ]; }
+# the lease, the reaper's period (lease/10) and slack; a renewed row never
+wait_until $((LEASE_MS / 1000 + 3)) ghost_gone && pass unheld-row-reaped ||
+	fail unheld-row-reaped "$(psql_q "SELECT state, lease_until, clock_timestamp() FROM warden.runs WHERE id = 'run_00000000deadbeef'")"
+echo "  the unheld row reaped $((($(date +%s%N) - t0) / 1000000)) ms after it was made (lease $LEASE_MS ms)"
+expect_match unheld-reason "$(psql_q "SELECT reason FROM warden.runs WHERE id = 'run_00000000deadbeef'")" "node $idc stopped renewing"
+expect_eq c-still-up "$(psql_q "SELECT state FROM warden.nodes WHERE id = '$idc'")" up
+expect_match c-status-up "$(node_api C GET /v1/status)" '"fleet":\{[^}]*"state":"up"'
+# C still runs what it claims
+as_user 1000 "$WARDEN" run --detach ro t2 >"$T/t2.out" 2>&1 || fail submit-t2 "$(cat "$T/t2.out")"
+t2_ok() { [ "$(psql_q "SELECT node_id, status FROM warden.runs WHERE task = 't2'")" = "$idc|ok" ]; }
+wait_until 20 t2_ok && pass c-runs-claims || fail c-runs-claims "$(psql_q "SELECT node_id, state, status, reason FROM warden.runs WHERE task = 't2'")"
+finish
