@@ -80,11 +80,25 @@ int fl_apply_decisions(struct wd_fleet *f, PGconn *c, struct wd_err *err)
 		struct wd_caller who;
 		wd_caller_from_uid(uid, uid, &who);
 		struct wd_err de = {0};
-		int drc = wd_rt_approval_decide(f->rt, &who, id, approve,
-						PQgetvalue(r, i, 4), &de);
-		wd_info("fleet: approval %s %s by %s on %s: %s", id,
-			approve ? "approved" : "denied", PQgetvalue(r, i, 3),
-			PQgetvalue(r, i, 5), drc ? de.msg : "applied");
+		/* applied here before, its outcome's write lost with the
+		 * connection (the row still says decided): the outcome then,
+		 * not "no such approval" now */
+		json_t *was = json_object_get(f->applied, id);
+		int drc = was ? (int)json_integer_value(json_array_get(was, 0))
+			      : wd_rt_approval_decide(f->rt, &who, id, approve,
+						      PQgetvalue(r, i, 4), &de);
+		if (was)
+			snprintf(de.msg, sizeof(de.msg), "%s",
+				 json_string_value(json_array_get(was, 1)));
+		else
+			json_object_set_new(
+			    f->applied, id,
+			    json_pack("[i,s]", drc, drc ? de.msg : "applied"));
+		if (!was)
+			wd_info("fleet: approval %s %s by %s on %s: %s", id,
+				approve ? "approved" : "denied",
+				PQgetvalue(r, i, 3), PQgetvalue(r, i, 5),
+				drc ? de.msg : "applied");
 		char code[16];
 		snprintf(code, sizeof(code), "%d", drc);
 		/* refused (not an approver here, the store could not record
@@ -99,8 +113,10 @@ int fl_apply_decisions(struct wd_fleet *f, PGconn *c, struct wd_err *err)
 		    4, uv, 0, fl_thread_wait_ms(f));
 		if (PQresultStatus(u) != PGRES_COMMAND_OK)
 			rc = fl_pg_err(u, c, "approvals: outcome", err);
-		else
+		else {
 			PQclear(u);
+			json_object_del(f->applied, id);
+		}
 	}
 	PQclear(r);
 	if (!rc && n > 0) {

@@ -362,6 +362,7 @@ static void fleet_free(struct wd_fleet *f)
 	pthread_cond_destroy(&f->ship_cond);
 	pthread_cond_destroy(&f->fence_cond);
 	json_decref(f->held_at);
+	json_decref(f->applied);
 	json_decref(f->lost);
 	if (f->wake_fd >= 0)
 		close(f->wake_fd);
@@ -393,6 +394,7 @@ int wd_fleet_start(const struct wd_fleet_opts *o, struct wd_rt *rt,
 	f->held = json_object();
 	f->held_tiers = json_object();
 	f->held_at = json_object();
+	f->applied = json_object();
 	f->lost = json_object();
 	pthread_cond_init(&f->fence_cond, &ca);
 	pthread_condattr_destroy(&ca);

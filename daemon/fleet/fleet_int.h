@@ -70,6 +70,10 @@ struct wd_fleet {
 	pthread_cond_t ship_cond; /* with mu: stopping */
 	/* approvals.c, the fleet thread's: the ids last published */
 	char *published;
+	/* approval id -> [code, result]: decided here, the outcome not yet
+	 * written (a lost reply: the next round writes it, not a second
+	 * decision's -ENOENT) */
+	json_t *applied;
 	int64_t nodes_up;
 };
 
@@ -80,6 +84,20 @@ int fl_schema_migrate(PGconn *c, struct wd_err *err);
 /* a resumable run is run at most this many times in all */
 #define WD_FLEET_ATTEMPTS 3
 
+/* the run's last tool_attempt its node shipped (the index rows under the
+ * run's local id, queue.c; in an UPDATE of warden.runs: node.c when a
+ * run is lost, ship.c when its node ships more of it later), and whether its
+ * tool_result was shipped after it: what an interrupted run may have done last.
+ * NULL when none was. */
+#define LAST_ATTEMPT                                                           \
+	"(SELECT jsonb_build_object('step', a.step, 'tool', a.tool, "          \
+	"'call_id', a.call_id, 'seq', a.seq, 'result', EXISTS (SELECT 1 "      \
+	"FROM warden.trace_records t WHERE t.node_id = a.node_id AND "         \
+	"t.run_id = a.run_id AND t.type = 'tool_result' AND t.call_id = "      \
+	"a.call_id AND t.seq > a.seq)) FROM warden.trace_records a WHERE "     \
+	"a.node_id = runs.node_id AND a.run_id = CASE WHEN runs.attempt > 0 "  \
+	"THEN runs.id || '-a' || runs.attempt ELSE runs.id END AND a.type = "  \
+	"'tool_attempt' ORDER BY a.seq DESC LIMIT 1)"
 /* node.c */
 int fl_register(struct wd_fleet *f, PGconn *c, struct wd_err *err);
 /* Renews the node's lease and its runs'; held runs not renewed are lost

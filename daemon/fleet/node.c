@@ -61,18 +61,6 @@ int fl_node_id_load(const char *state_dir, char id[40], struct wd_err *err)
 #define STR_(x) #x
 #define STR(x)	STR_(x)
 #define AGAIN	"(resume AND attempt + 1 < " STR(WD_FLEET_ATTEMPTS) ")"
-/* the run's last tool_attempt its node shipped (the index rows under the
- * run's local id, queue.c), and whether its tool_result was shipped after
- * it: what an interrupted run may have done last. NULL when none was. */
-#define LAST_ATTEMPT                                                           \
-	"(SELECT jsonb_build_object('step', a.step, 'tool', a.tool, "          \
-	"'call_id', a.call_id, 'seq', a.seq, 'result', EXISTS (SELECT 1 "      \
-	"FROM warden.trace_records t WHERE t.node_id = a.node_id AND "         \
-	"t.run_id = a.run_id AND t.type = 'tool_result' AND t.call_id = "      \
-	"a.call_id AND t.seq > a.seq)) FROM warden.trace_records a WHERE "     \
-	"a.node_id = runs.node_id AND a.run_id = CASE WHEN runs.attempt > 0 "  \
-	"THEN runs.id || '-a' || runs.attempt ELSE runs.id END AND a.type = "  \
-	"'tool_attempt' ORDER BY a.seq DESC LIMIT 1)"
 #define LOSE_RUN(WHY)                                                          \
 	"state = CASE WHEN " AGAIN " THEN 'queued' ELSE 'interrupted' END, "   \
 	"status = CASE WHEN " AGAIN " THEN NULL ELSE 'interrupted' END, "      \

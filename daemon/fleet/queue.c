@@ -445,6 +445,27 @@ int fl_write_ends(struct wd_fleet *f, PGconn *c, struct wd_err *err)
 		}
 		bool lost = strcmp(PQcmdTuples(r), "1") != 0;
 		PQclear(r);
+		if (lost) {
+			/* written already, by the try whose commit's reply was
+			 * lost with the connection: not a lease lost */
+			r = fl_exec(
+			    c,
+			    "SELECT 1 FROM warden.runs WHERE id = $1 AND "
+			    "node_id = $2 AND state = 'done' AND status "
+			    "= $3 AND attempt = $8::integer AND "
+			    "steps = $6::integer AND reason IS NOT "
+			    "DISTINCT FROM $4 AND output IS NOT "
+			    "DISTINCT FROM $5 AND cost_usd = "
+			    "$7::double precision",
+			    8, pv, 0, fl_thread_wait_ms(f));
+			if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+				json_decref(o);
+				return fl_pg_err(r, c, "re-reading a run's end",
+						 err);
+			}
+			lost = PQntuples(r) != 1;
+			PQclear(r);
+		}
 		/* the fleet's verdict (interrupted, or queued again) stays:
 		 * this node's end is in its own trace only */
 		if (lost)

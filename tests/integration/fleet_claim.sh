@@ -48,6 +48,12 @@ wait_until 20 on_b || { fail t1-on-b "$(psql_q "SELECT node_id, state FROM warde
 slow_started() { pgrep -f "sleep $SLOW_MARK" >/dev/null; }
 wait_until 10 slow_started || fail t1-slow-started "no slow tool"
 rid=$(psql_q "SELECT id FROM warden.runs WHERE task = 't1'")
+# one more waits in the queue (B is full, A has no room, C is away): the
+# fleet's queue depth as /metrics says it (at a reaper's round)
+as_user 1000 "$WARDEN" run --detach ro q1 >"$T/q1.out" 2>&1 || fail submit-q1 "$(cat "$T/q1.out")"
+depth1() { curl -s --unix-socket "$T/A.sock" http://w/metrics | grep -q '^warden_fleet_queue_depth 1$'; }
+wait_until 5 depth1 && pass metrics-queue-depth ||
+	fail metrics-queue-depth "$(curl -s --unix-socket "$T/A.sock" http://w/metrics | grep queue_depth)"
 NODE_POL=$POL_NEVER start_node C 1 || { fail c-start "see log"; finish; }
 kill9_node B
 ended() { [ "$(psql_q "SELECT state FROM warden.runs WHERE id = '$rid'")" = interrupted ]; }
@@ -60,6 +66,8 @@ expect_eq again-not-started-on-c "$("$WARDEN" trace show --state "$T/C/state" "$
 expect_match again-c-log "$(cat "$T/C.log")" "run $rid \\(attempt 2\\) claimed and not started"
 sleep $((LEASE_MS / 1000 + 1))
 expect_eq again-verdict-stands "$(psql_q "SELECT state, attempt FROM warden.runs WHERE id = '$rid'")" "interrupted|1"
+
+expect_eq q1-ok-on-c "$(psql_q "SELECT node_id, status FROM warden.runs WHERE task = 'q1'")" "$idc|ok"
 
 # --- 2. a row C never took up: reaped, not renewed for ever
 psql_q "INSERT INTO warden.runs (id, team, agent, task, uid, gid, user_name, submitted_node, state, node_id, claimed_at, lease_until, resume) VALUES ('run_00000000deadbeef', 'team-ro', 'ro', 'ghost', 1000, 1000, 'alice', '$idc', 'running', '$idc', clock_timestamp(), clock_timestamp() + interval '$LEASE_MS milliseconds', false)" >/dev/null
