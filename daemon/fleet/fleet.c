@@ -181,6 +181,11 @@ static void tiers_held(struct wd_fleet *f, unsigned n[3])
 		for (int t = 1; t <= 3; t++)
 			n[t - 1] += (json_integer_value(v) >> t) & 1;
 	}
+	json_object_foreach(f->local, k, v)
+	{
+		for (int t = 1; t <= 3; t++)
+			n[t - 1] += (json_integer_value(v) >> t) & 1;
+	}
 	json_array_foreach(f->ended, i, v)
 	{
 		json_int_t b = json_integer_value(json_object_get(v, "tiers"));
@@ -199,7 +204,8 @@ static unsigned room(struct wd_fleet *f, unsigned *tiers)
 {
 	unsigned n[3];
 	pthread_mutex_lock(&f->mu);
-	size_t held = json_object_size(f->held) + json_array_size(f->ended);
+	size_t held = json_object_size(f->held) + json_array_size(f->ended) +
+		      json_object_size(f->local);
 	bool stop = f->stopping;
 	tiers_held(f, n);
 	pthread_mutex_unlock(&f->mu);
@@ -251,9 +257,11 @@ static void *fleet_thread(void *arg)
 		if (!rc)
 			rc = fl_publish_approvals(f, f->db, &err);
 		unsigned tiers;
+		pthread_mutex_lock(&f->claim_mu);
 		while (!rc && room(f, &tiers) &&
 		       (rc = fl_claim_one(f, f->db, tiers, &err)) > 0)
 			rc = 0;
+		pthread_mutex_unlock(&f->claim_mu);
 		if (rc < 0) {
 			went_down(f, &err);
 			goto wait;
@@ -299,6 +307,46 @@ static void *fleet_thread(void *arg)
 		}
 	}
 	return NULL;
+}
+
+int fl_reserve_local(struct wd_fleet *f, const char *agent, const char *id,
+		     unsigned tiers, struct wd_err *err)
+{
+	pthread_mutex_lock(&f->claim_mu);
+	unsigned have;
+	unsigned n = room(f, &have);
+	int rc = 0;
+	if (!n || (tiers & ~have & 0xeu)) {
+		char tl[16];
+		fl_tiers_text(tiers & ~have & 0xeu, tl);
+		rc = wd_err_set(
+		    err, -EBUSY,
+		    "agent '%s' keeps hash_only traces: its runs are not "
+		    "queued (the task would be in the fleet database in plain "
+		    "text) but run on the node they are submitted to, and node "
+		    "%s has no room for one (capacity %u%s%s); the run was not "
+		    "started: submit it to a node with room",
+		    agent, f->node_id, f->capacity,
+		    n ? ", none left in tier " : "", n ? tl : "");
+	} else {
+		pthread_mutex_lock(&f->mu);
+		json_object_set_new(f->local, id, json_integer(tiers));
+		pthread_mutex_unlock(&f->mu);
+	}
+	pthread_mutex_unlock(&f->claim_mu);
+	return rc;
+}
+
+void wd_fleet_local_release(struct wd_fleet *f, const char *id)
+{
+	if (!f)
+		return;
+	pthread_mutex_lock(&f->mu);
+	json_object_del(f->local, id);
+	pthread_mutex_unlock(&f->mu);
+	uint64_t one = 1;
+	if (write(f->wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		wd_warn("fleet: wake: %s", strerror(errno));
 }
 
 /* The node's room per tier: as given, or its capacity for each tier it
@@ -368,6 +416,8 @@ static void fleet_free(struct wd_fleet *f)
 		close(f->wake_fd);
 	json_decref(f->held);
 	json_decref(f->held_tiers);
+	json_decref(f->local);
+	pthread_mutex_destroy(&f->claim_mu);
 	json_decref(f->ended);
 	free(f->labels_json);
 	free(f->published);
@@ -393,6 +443,8 @@ int wd_fleet_start(const struct wd_fleet_opts *o, struct wd_rt *rt,
 	f->ship_lag_s = -1;
 	f->held = json_object();
 	f->held_tiers = json_object();
+	f->local = json_object();
+	pthread_mutex_init(&f->claim_mu, NULL);
 	f->held_at = json_object();
 	f->applied = json_object();
 	f->lost = json_object();
@@ -514,8 +566,9 @@ json_t *wd_fleet_status(struct wd_fleet *f)
 	    "{s:s,s:s,s:s,s:i,s:i,s:I,s:I,s:o,s:s}", "node", f->node_id, "host",
 	    f->hostname, "state", f->up ? "up" : "degraded", "capacity",
 	    (int)f->capacity, "lease_ms", (int)f->lease_ms, "held",
-	    (json_int_t)json_object_size(f->held), "queued",
-	    (json_int_t)f->queue_depth, "labels",
+	    (json_int_t)(json_object_size(f->held) +
+			 json_object_size(f->local)),
+	    "queued", (json_int_t)f->queue_depth, "labels",
 	    json_loads(f->labels_json, 0, NULL), "version", f->version);
 	if (!f->up)
 		json_object_set_new(o, "error", json_string(f->db_error));

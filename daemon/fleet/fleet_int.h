@@ -47,6 +47,13 @@ struct wd_fleet {
 	json_t *ended;	    /* [{run_id, status, reason, output, steps, cost,
 			     * tiers}] */
 	json_t *held_tiers; /* local run id -> its tiers (bits 1 << tier) */
+	/* local run id -> its tiers: a hash_only agent's run submitted here
+	 * and run here (never queued: queue.c wd_fleet_submit), counted
+	 * against this node's capacity until it ends */
+	json_t *local;
+	/* held by the fleet thread across its room check and claim, and by
+	 * a local run's reservation: the two never take the same slot */
+	pthread_mutex_t claim_mu;
 	/* fencing (fence.c): local run id -> wd_now_ns() before its claim;
 	 * local run id -> why, for a held run the database has taken from
 	 * this node (until it ends); wd_now_ns() before the last heartbeat
@@ -166,6 +173,11 @@ struct fl_scope {
 };
 void fl_scope_params(struct wd_fleet *f, const struct wd_caller *c,
 		     struct fl_scope *s);
+
+/* fleet.c: a slot for a local run (f->local) under id, if this node has
+ * room for it in all its tiers: 0, or -EBUSY with err. */
+int fl_reserve_local(struct wd_fleet *f, const char *agent, const char *id,
+		     unsigned tiers, struct wd_err *err);
 
 /* fleet.c: a new connection (check PQstatus), with a connect timeout, TCP
  * keepalives and a lock_timeout unless the URL sets them, and a

@@ -97,6 +97,7 @@ int wd_fleet_submit(struct wd_fleet *f, const struct wd_caller *c,
 		    struct wd_err *err)
 {
 	struct wd_rt_agent_facts af = {0};
+	id[0] = 0;
 	int rc = wd_rt_run_check(f->rt, c, agent, &af, err);
 	if (rc)
 		return rc;
@@ -111,10 +112,15 @@ int wd_fleet_submit(struct wd_fleet *f, const struct wd_caller *c,
 				  "the fleet database in plain text; the run "
 				  "was not queued",
 				  agent);
-	if (af.hash_only)
-		return 1;
 	char rid[24] = "run_", uid[16], gid[16], tiers[16];
 	wd_rand_hex(rid + 4, 16);
+	if (af.hash_only) {
+		/* run here, under this id, in a slot of this node's */
+		if ((rc = fl_reserve_local(f, agent, rid, af.tiers, err)))
+			return rc;
+		snprintf(id, 64, "%s", rid);
+		return 1;
+	}
 	snprintf(uid, sizeof(uid), "%u", (unsigned)c->uid);
 	snprintf(gid, sizeof(gid), "%u", (unsigned)c->gid);
 	snprintf(tiers, sizeof(tiers), "%u", af.tiers);
@@ -370,8 +376,12 @@ void fl_on_run_end(void *arg, const struct wd_rt_run_end *e)
 	pthread_mutex_lock(&f->mu);
 	json_t *fid = json_incref(json_object_get(f->held, e->run_id));
 	if (!fid) {
-		/* a local run (a sub-agent's, a replay's): not the fleet's */
+		/* a local run (a sub-agent's, a replay's): not the fleet's;
+		 * a hash_only agent's frees its slot */
+		bool slot = json_object_get(f->local, e->run_id) != NULL;
 		pthread_mutex_unlock(&f->mu);
+		if (slot)
+			wd_fleet_local_release(f, e->run_id);
 		return;
 	}
 	json_object_del(f->held, e->run_id);

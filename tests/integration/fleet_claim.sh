@@ -26,6 +26,13 @@ script ro <<'S'
 {"text": "ro done {{task}}"}
 S
 agent ro ro '[slow]'
+script secret <<'S'
+{"step": 0, "tool_calls": [{"name": "slow", "arguments": {}}]}
+{"text": "secret done"}
+S
+agent secret secret '[slow]'
+sed -i 's/payloads: full/payloads: hash_only/' "$POL/agents/secret.yaml"
+grep -q 'payloads: hash_only' "$POL/agents/secret.yaml" || fail hash-only-agent "no hash_only agent written"
 write_gateway
 POL_NEVER=$T/pol-never
 cp -a "$POL" "$POL_NEVER"
@@ -84,4 +91,23 @@ expect_match c-status-up "$(node_api C GET /v1/status)" '"fleet":\{[^}]*"state":
 as_user 1000 "$WARDEN" run --detach ro t2 >"$T/t2.out" 2>&1 || fail submit-t2 "$(cat "$T/t2.out")"
 t2_ok() { [ "$(psql_q "SELECT node_id, status FROM warden.runs WHERE task = 't2'")" = "$idc|ok" ]; }
 wait_until 20 t2_ok && pass c-runs-claims || fail c-runs-claims "$(psql_q "SELECT node_id, state, status, reason FROM warden.runs WHERE task = 't2'")"
+
+# --- 3. a hash_only agent's run is not queued (its task would be in the
+# database in plain text): it runs on the node it is submitted to, in a
+# slot of that node's capacity -- refused on A (capacity 0); on C
+# (capacity 1) while it runs, a queued run waits for it
+out=$(as_user 1000 "$WARDEN" run --detach secret s0 2>&1)
+expect_eq hash-only-cap0-exit "$?" 1
+expect_match hash-only-cap0-refused "$(printf '%s' "$out" | tr '\n' ' ')" \
+	"agent 'secret' keeps hash_only traces: .* node $(node_id A) has no room for one \(capacity 0\); the run was not started"
+expect_eq hash-only-cap0-not-run "$("$WARDEN" trace ls --json --state "$T/A/state" | jq_py "len([x for x in d if x.get('agent') == 'secret'])")" 0
+sid=$(as_user 1000 "$WARDEN" run --detach secret s1 --socket "$T/C.sock")
+wait_until 10 slow_started || fail hash-only-started "$(cat "$T/C.log" | tail -3)"
+as_user 1000 "$WARDEN" run --detach ro t3 >"$T/t3.out" 2>&1 || fail submit-t3 "$(cat "$T/t3.out")"
+sleep 1 # a claim follows a submission within milliseconds (NOTIFY): none may
+expect_eq hash-only-holds-slot "$(psql_q "SELECT state FROM warden.runs WHERE task = 't3'")|$("$WARDEN" trace show --state "$T/C/state" "$sid" 2>&1 | grep -c run_end)" "queued|0"
+expect_eq hash-only-not-queued "$(psql_q "SELECT count(*) FROM warden.runs WHERE agent = 'secret'")" 0
+t3_ok() { [ "$(psql_q "SELECT node_id, status FROM warden.runs WHERE task = 't3'")" = "$idc|ok" ]; }
+wait_until 20 t3_ok && pass hash-only-slot-freed || fail hash-only-slot-freed "$(psql_q "SELECT node_id, state FROM warden.runs WHERE task = 't3'")"
+expect_match hash-only-ran-on-c "$("$WARDEN" trace show --state "$T/C/state" "$sid" 2>&1 | grep run_end)" 'run_end +status=ok'
 finish
