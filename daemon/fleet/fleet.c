@@ -17,6 +17,9 @@
 
 int wd_fleet_conninfo(const char *url, char **conninfo, struct wd_err *err)
 {
+	int lrc = fl_pq_load(err);
+	if (lrc)
+		return lrc;
 	const char *path = NULL;
 	if (url[0] == '@')
 		path = url + 1;

@@ -179,6 +179,10 @@ void fl_scope_params(struct wd_fleet *f, const struct wd_caller *c,
 int fl_reserve_local(struct wd_fleet *f, const char *agent, const char *id,
 		     unsigned tiers, struct wd_err *err);
 
+/* pq_lazy.c: load libpq (wardend links none: a node without --fleet needs
+ * none). 0, or -ENOENT with err. */
+int fl_pq_load(struct wd_err *err);
+
 /* fleet.c: a new connection (check PQstatus), with a connect timeout, TCP
  * keepalives and a lock_timeout unless the URL sets them, and a
  * statement_timeout of stmt_ms (0: the server's). */

@@ -6,6 +6,7 @@
 #     (the row says resume, as A judged it); C claims it and -- by its OWN
 #     policy -- never starts it: the run ends interrupted fleet-wide with
 #     the reason, and C's store has no run of that attempt.
+#  0. A node without --fleet maps no libpq (loaded by --fleet only).
 #  2. A row the database gives a node that never took it up (the claim
 #     committed, its reply lost; made here with psql behind C's back): C's
 #     heartbeat does not renew it; it is reaped within the lease while C
@@ -44,6 +45,12 @@ launch_node B 1
 NODE_POL=$POL_NEVER launch_node C 1
 wait_node A && wait_node B && wait_node C || { fail nodes-start "see logs"; finish; }
 export WARDEN_SOCKET=$T/A.sock
+# libpq is loaded by --fleet only (fleet/pq_lazy.c): a single node maps
+# none (and needs none installed); a fleet node maps it
+start_node S - || fail single-start "see log"
+expect_eq single-no-libpq "$(grep -c 'libpq' "/proc/$(node_pid S)/maps")" 0
+expect_match fleet-node-libpq "$(grep -o 'libpq[^ ]*' "/proc/$(node_pid A)/maps" | sort -u)" '^libpq\.so\.5'
+stop_node S
 idb=$(node_id B)
 idc=$(node_id C)
 
