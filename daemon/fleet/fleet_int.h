@@ -126,6 +126,9 @@ void fl_tiers_text(unsigned tiers, char out[16]);
 /* Write the ends of runs held here; 0 or -errno (the rest stay queued). */
 int fl_write_ends(struct wd_fleet *f, PGconn *c, struct wd_err *err);
 void fl_on_run_end(void *arg, const struct wd_rt_run_end *e);
+/* the attempt a held run's local id (fleet id, or id-aN from the second
+ * attempt on: fl_claim_one) runs as */
+long fl_attempt_of(const char *lid, const char *fid);
 
 /* approvals.c, on the fleet thread's connection: publish this node's
  * pending approvals (when they changed), apply decisions other nodes

@@ -178,10 +178,7 @@ int fl_heartbeat(struct wd_fleet *f, PGconn *c, struct wd_err *err)
 	{
 		json_array_append_new(before, json_string(k));
 		const char *fid = json_string_value(v);
-		size_t fl = strlen(fid);
-		long attempt = !strncmp(k, fid, fl) && !strncmp(k + fl, "-a", 2)
-				   ? strtol(k + fl + 2, NULL, 10)
-				   : 0;
+		long attempt = fl_attempt_of(k, fid);
 		json_array_append_new(rows,
 				      json_pack("[s,i]", fid, (int)attempt));
 	}

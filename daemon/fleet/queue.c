@@ -370,6 +370,14 @@ json_t *wd_fleet_nodes(struct wd_fleet *f, struct wd_err *err)
 
 /* ---- the fleet thread's side ---- */
 
+long fl_attempt_of(const char *lid, const char *fid)
+{
+	size_t n = strlen(fid);
+	return !strncmp(lid, fid, n) && !strncmp(lid + n, "-a", 2)
+		   ? strtol(lid + n + 2, NULL, 10)
+		   : 0;
+}
+
 void fl_on_run_end(void *arg, const struct wd_rt_run_end *e)
 {
 	struct wd_fleet *f = arg;
@@ -388,12 +396,7 @@ void fl_on_run_end(void *arg, const struct wd_rt_run_end *e)
 	fl_fence_forget_locked(f, e->run_id);
 	/* the attempt it ran as (fl_claim_one: id-aN from the second on):
 	 * its end is written only over that attempt's row */
-	const char *fs = json_string_value(fid);
-	size_t fl = strlen(fs);
-	long attempt =
-	    strncmp(e->run_id, fs, fl) == 0 && !strncmp(e->run_id + fl, "-a", 2)
-		? strtol(e->run_id + fl + 2, NULL, 10)
-		: 0;
+	long attempt = fl_attempt_of(e->run_id, json_string_value(fid));
 	/* its tiers stay taken until its end is written (fleet.c room) */
 	json_int_t tiers =
 	    json_integer_value(json_object_get(f->held_tiers, e->run_id));
