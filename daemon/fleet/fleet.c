@@ -81,17 +81,21 @@ PGconn *fl_connect(struct wd_fleet *f, unsigned stmt_ms)
 	 * for the kernel's SYN timeout. TCP keepalives (ignored on a unix
 	 * socket) and tcp_user_timeout: a peer gone without a word (a
 	 * half-open connection) is noticed within about a lease, not the
-	 * kernel's hours; lock_timeout: no statement waits on a row lock
-	 * for longer than a heartbeat's period */
+	 * kernel's hours; on the fleet thread's and the API's connections
+	 * (stmt_ms > 0) a lock_timeout -- no statement waits on a row lock
+	 * for longer than a heartbeat's period -- and that statement_timeout */
 	unsigned ka = f->lease_ms / 3000 ? f->lease_ms / 3000 : 1;
 	char idle[16], lease[16], opts[128];
 	snprintf(idle, sizeof(idle), "%u", ka);
 	snprintf(lease, sizeof(lease), "%u", f->lease_ms);
-	int n =
-	    snprintf(opts, sizeof(opts), "-c lock_timeout=%u", f->lease_ms / 3);
+	/* the shipper's, gc's and verify's (stmt_ms 0) may wait on the
+	 * others' locks and run long: theirs are the server's settings (an
+	 * empty value is no setting) */
+	opts[0] = 0;
 	if (stmt_ms)
-		snprintf(opts + n, sizeof(opts) - (size_t)n,
-			 " -c statement_timeout=%u", stmt_ms);
+		snprintf(opts, sizeof(opts),
+			 "-c lock_timeout=%u -c statement_timeout=%u",
+			 f->lease_ms / 3, stmt_ms);
 	const char *const keys[] = {"connect_timeout",
 				    "application_name",
 				    "keepalives",

@@ -186,9 +186,9 @@ int fl_reserve_local(struct wd_fleet *f, const char *agent, const char *id,
  * none). 0, or -ENOENT with err. */
 int fl_pq_load(struct wd_err *err);
 
-/* fleet.c: a new connection (check PQstatus), with a connect timeout, TCP
- * keepalives and a lock_timeout unless the URL sets them, and a
- * statement_timeout of stmt_ms (0: the server's). */
+/* fleet.c: a new connection (check PQstatus), with a connect timeout and
+ * TCP keepalives unless the URL sets them; stmt_ms > 0: a statement_timeout
+ * of stmt_ms and a lock_timeout of lease/3 (0: the server's). */
 PGconn *fl_connect(struct wd_fleet *f, unsigned stmt_ms);
 
 /* PQexecParams with a bound on the wait for the reply: none within
