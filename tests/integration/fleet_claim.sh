@@ -7,6 +7,8 @@
 #     policy -- never starts it: the run ends interrupted fleet-wide with
 #     the reason, and C's store has no run of that attempt.
 #  0. A node without --fleet maps no libpq (loaded by --fleet only).
+#  3. hash_only runs in the submitting node's capacity; 4. a decision's
+#     outcome whose write failed is written as it was on the next round.
 #  2. A row the database gives a node that never took it up (the claim
 #     committed, its reply lost; made here with psql behind C's back): C's
 #     heartbeat does not renew it; it is reaped within the lease while C
@@ -33,6 +35,14 @@ script secret <<'S'
 S
 agent secret secret '[slow]'
 sed -i 's/payloads: full/payloads: hash_only/' "$POL/agents/secret.yaml"
+# gk: its step 0 waits for an approval
+tool gated '["/usr/bin/cat"]' "input: stdin" "args_schema: {type: object}" \
+	"auth: {mode: on_behalf_of_user, scopes: [\"test:gated\"]}" "side_effects: none" "approval: always"
+script gk <<'S'
+{"step": 0, "tool_calls": [{"name": "gated", "arguments": {"to": "x@example.com"}}]}
+{"text": "after approval"}
+S
+agent gk gk '[gated]'
 grep -q 'payloads: hash_only' "$POL/agents/secret.yaml" || fail hash-only-agent "no hash_only agent written"
 write_gateway
 POL_NEVER=$T/pol-never
@@ -117,4 +127,31 @@ expect_eq hash-only-not-queued "$(psql_q "SELECT count(*) FROM warden.runs WHERE
 t3_ok() { [ "$(psql_q "SELECT node_id, status FROM warden.runs WHERE task = 't3'")" = "$idc|ok" ]; }
 wait_until 20 t3_ok && pass hash-only-slot-freed || fail hash-only-slot-freed "$(psql_q "SELECT node_id, state FROM warden.runs WHERE task = 't3'")"
 expect_match hash-only-ran-on-c "$("$WARDEN" trace show --state "$T/C/state" "$sid" 2>&1 | grep run_end)" 'run_end +status=ok'
+
+# --- 4. a decision applied on its run's node whose outcome's write fails
+# (a trigger refuses it once: as a lost reply, the row still says decided):
+# the next round writes the outcome it had -- applied -- not "no such
+# approval" from deciding it a second time
+psql -X -q -h "$PGSOCK" -p "$PGPORT" -U warden -d postgres -v ON_ERROR_STOP=1 >/dev/null <<'SQL'
+CREATE SEQUENCE public.fail_once;
+CREATE FUNCTION public.fail_once() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	IF OLD.state = 'decided' AND NEW.state = 'done' AND nextval('public.fail_once') = 1 THEN
+		RAISE EXCEPTION 'test: the outcome''s write fails once';
+	END IF;
+	RETURN NEW;
+END $$;
+CREATE TRIGGER fail_once BEFORE UPDATE ON warden.approvals FOR EACH ROW EXECUTE FUNCTION public.fail_once();
+SQL
+gk=$(as_user 1000 "$WARDEN" run --detach gk k1)
+gk_pending() { [ "$(psql_q "SELECT count(*) FROM warden.approvals WHERE run_id = '$gk' AND state = 'pending'")" = 1 ]; }
+wait_until 10 gk_pending || fail gk-pending "$(psql_q "SELECT state FROM warden.approvals WHERE run_id = '$gk'")"
+gaid=$(psql_q "SELECT id FROM warden.approvals WHERE run_id = '$gk'")
+as_user 1001 "$WARDEN" approvals approve "$gaid" --socket "$T/A.sock" >"$T/gk.out" 2>&1
+gk_done() { [ "$(psql_q "SELECT state FROM warden.approvals WHERE id = '$gaid'")" = done ]; }
+wait_until 10 gk_done || fail gk-outcome-written "$(psql_q "SELECT state, result FROM warden.approvals WHERE id = '$gaid'")"
+expect_match gk-write-failed-once "$(cat "$T/C.log")" "approvals: outcome: .*the outcome's write fails once"
+expect_eq gk-outcome-applied "$(psql_q "SELECT result_code, result FROM warden.approvals WHERE id = '$gaid'")" "0|applied"
+gk_ok() { [ "$(psql_q "SELECT node_id, status FROM warden.runs WHERE id = '$gk'")" = "$idc|ok" ]; }
+wait_until 10 gk_ok && pass gk-run-ok || fail gk-run-ok "$(psql_q "SELECT node_id, state, status FROM warden.runs WHERE id = '$gk'")"
 finish
