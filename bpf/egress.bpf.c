@@ -392,12 +392,18 @@ static __always_inline int judge_unix(struct bpf_sock_addr *ctx, __u16 kind)
 	 * a write path. */
 	if (key->path[0] != '/')
 		goto deny;
-	/* A ".." component would climb out of the matched prefix. */
+	/* A ".." component would climb out of the matched prefix. With
+	 * names (WD_POL_DNS), "//" and "/./" would name a host resolver's
+	 * socket without the deny rule's prefix (daemon/enforce/egress.c,
+	 * deny_resolver_sockets). */
+	bool dns = pol->flags & WD_POL_DNS;
 	char p1 = 0, p2 = 0, p3 = 0;
 #pragma unroll
 	for (int i = 0; i < WD_UNIX_SUN_PATH + 1; i++) {
 		char c = key->path[i];
 		if (p3 == '/' && p2 == '.' && p1 == '.' && (c == '/' || !c))
+			goto deny;
+		if (dns && c == '/' && (p1 == '/' || (p2 == '/' && p1 == '.')))
 			goto deny;
 		if (!c)
 			break;
@@ -408,7 +414,9 @@ static __always_inline int judge_unix(struct bpf_sock_addr *ctx, __u16 kind)
 	key->prefixlen = WD_UNIX_KEY_FIXED_BITS + 8 * WD_UNIX_PATH_MAX;
 	key->cgid_lo = (__u32)cgid;
 	key->cgid_hi = cgid >> 32;
-	if (bpf_map_lookup_elem(&wd_unix_rules, key))
+	/* 1: under a write path; 0: a deny rule carved out of one */
+	__u32 *allow = bpf_map_lookup_elem(&wd_unix_rules, key);
+	if (allow && *allow)
 		return 1;
 
 deny:;
@@ -437,4 +445,18 @@ SEC("cgroup/sendmsg4")
 int wd_sendmsg_unix(struct bpf_sock_addr *ctx)
 {
 	return judge_unix(ctx, WD_KEV_SENDMSG_UNIX);
+}
+
+/* The keep-warm programs of the two unix types (see wd_keep_connect4),
+ * given their attach type as the two above are */
+SEC("cgroup/connect4")
+int wd_keep_connect_unix(struct bpf_sock_addr *ctx)
+{
+	return 1;
+}
+
+SEC("cgroup/sendmsg4")
+int wd_keep_sendmsg_unix(struct bpf_sock_addr *ctx)
+{
+	return 1;
 }

@@ -8,7 +8,11 @@
 # given by the demo approver bob (uid 1001) - then prints the run's
 # timeline, its denials and cost, `warden status`, three `warden exec`
 # calls (one allowed, one denied, one reaching search-svc.internal:9200 by
-# name), stops the daemon and says how to use a real model. Needs root (the daemon sets up cgroups, BPF and namespaces).
+# name), stops the daemon and says how to use a real model; then replays
+# the run from its approval step with another system prompt, prints the
+# diff of the original and its replay, and last writes the run's page
+# (`run viewer: PATH`; written after the replay, it links to it). Needs
+# root (the daemon sets up cgroups, BPF and namespaces).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -173,15 +177,6 @@ echo "exit $rc"
 kill "$SEARCH" 2>/dev/null
 wait "$SEARCH" 2>/dev/null
 
-HTML="$STATE/$RUN.html"
-h "the run as one self-contained page: warden trace html --state $STATE $RUN -o $HTML"
-if "$W" trace html --state "$STATE" "$RUN" -o "$HTML" >/dev/null; then
-	echo "run viewer: $HTML"
-	echo "  (open it in any browser, offline: timeline, payloads, the denial at its step, budget chart)"
-else
-	echo "demo: trace html failed" >&2
-fi
-
 h "use a real model"
 cat <<'TXT'
 The demo used the scripted model (policy/gateway.yaml alias "default" ->
@@ -222,14 +217,33 @@ print(next((r["step"] for r in json.load(sys.stdin) if r.get("type")=="approval_
 	printf '%s\n' "You are an analyst on the data team. Use the tools to answer the user's question." \
 		"Run Python for any computation. Sign customer emails as the data team." >"$STATE/system_prompt.txt"
 	h "alice: warden replay $RUN --from $AP_STEP --system-prompt $STATE/system_prompt.txt"
-	as_user $ALICE "$W" replay "$RUN" --from "$AP_STEP" --system-prompt "$STATE/system_prompt.txt"
-	echo "exit $?"
+	as_user $ALICE "$W" replay "$RUN" --from "$AP_STEP" --system-prompt "$STATE/system_prompt.txt" |
+		tee "$STATE/replay.out"
+	echo "exit ${PIPESTATUS[0]}"
+	REPLAY=$(sed -n 's/^run \(run_[0-9a-f]*\) (replay of.*/\1/p' "$STATE/replay.out" | head -1)
 	stop_daemon
 	trap - EXIT
 	h "the original links to its replay: warden trace show --state $STATE $RUN | head -4"
 	"$W" trace show --state "$STATE" "$RUN" | head -4
 	h "send_customer_email in the trace: one attempt (the original's, approved by bob); the replay's refused"
 	"$W" trace grep --tool send_customer_email --state "$STATE"
+	if [ -n "$REPLAY" ]; then
+		h "the original against its replay: warden trace diff --state $STATE $RUN $REPLAY"
+		"$W" trace diff --state "$STATE" "$RUN" "$REPLAY"
+	fi
+fi
+
+# the page is written last, after the replay: it links to the replay
+# ("replayed by ...") and marks the denial at its step
+if [ -n "$RUN" ]; then
+	HTML="$STATE/$RUN.html"
+	h "the run as one self-contained page: warden trace html --state $STATE $RUN -o $HTML"
+	if "$W" trace html --state "$STATE" "$RUN" -o "$HTML" >/dev/null; then
+		echo "run viewer: $HTML"
+		echo "  (open it in any browser, offline: timeline, payloads, the denial at its step, budget chart, the link to its replay)"
+	else
+		echo "demo: trace html failed" >&2
+	fi
 fi
 
 h "done; state kept in $STATE"

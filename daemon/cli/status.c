@@ -214,16 +214,28 @@ static struct cell names_cell(const struct wd_features *f)
 	if (!f->cg.v2_root[0])
 		return no("no cgroup v2 hierarchy to attach BPF cgroup "
 			  "programs to");
+	/* the test the call start makes (wd_egress_dns) */
+	struct wd_err e = {0};
+	const char *why = NULL;
+	struct wd_egress *eg = wd_egress_shared(&e);
+	if (!wd_egress_names_ok(eg, &why))
+		return no("%s%s%s", why, e.msg[0] ? ": " : "", e.msg);
+	char mech[700];
+	snprintf(mech, sizeof(mech),
+		 "the call's own resolver on 127.0.0.1: BPF "
+		 "cgroup/connect4,6 and sendmsg4,6 send every packet to "
+		 "port 53 (any address, UDP and TCP) to it, recvmsg4,6 and "
+		 "getpeername4,6 show the address asked for; each answer "
+		 "is pinned in the call's allow-list for its TTL, nothing "
+		 "else of a name is; host resolvers' unix sockets (nscd, "
+		 "systemd-resolved, D-Bus, avahi) refused to the call by %s",
+		 wd_egress_unix_ok(eg) ? "BPF cgroup/connect_unix, sendmsg_unix"
+				       : "the BPF LSM (socket_connect)");
 	return yes("a name not allowed is NXDOMAIN and recorded (dns.name); "
 		   "an answer in loopback, private, link-local or the "
 		   "metadata address is refused unless "
 		   "network.allow_private lists it (dns.answer)",
-		   "the call's own resolver on 127.0.0.1: BPF "
-		   "cgroup/connect4,6 and sendmsg4,6 send every packet to "
-		   "port 53 (any address, UDP and TCP) to it, recvmsg4,6 and "
-		   "getpeername4,6 show the address asked for; each answer "
-		   "is pinned in the call's allow-list for its TTL, nothing "
-		   "else of a name is");
+		   "%s", mech);
 }
 
 static void row_names(struct report *r, const char *t2m, const char *t3m)

@@ -493,6 +493,18 @@ static bool listed(const struct wd_net_rule *rules, int n, const uint8_t a[16])
 	return false;
 }
 
+bool wd_dns_would_look_up(const struct wd_net_rule *rules, int n,
+			  const struct wd_dns_query *q)
+{
+	if (q->qclass != 1 || (q->qtype != WD_DNS_A && q->qtype != WD_DNS_AAAA))
+		return false;
+	for (int i = 0; i < n; i++)
+		if (rules[i].needs_resolve &&
+		    wd_dns_name_match(rules[i].host, q->name))
+			return true;
+	return false;
+}
+
 void wd_dns_decide(const struct wd_net_rule *rules, int n,
 		   const struct wd_net_rule *priv, int npriv,
 		   const struct wd_dns_upstream *u,

@@ -94,6 +94,11 @@ int wd_dns_upstream_parse(const char *text, struct wd_dns_upstream *u,
 int wd_dns_parse_answers(const uint8_t *msg, size_t len, uint16_t qtype,
 			 struct wd_dns_rr *out, int max);
 
+/* Whether wd_dns_decide would look q's name up (an A or AAAA query, class
+ * IN, for a name a rule of network.allow matches). */
+bool wd_dns_would_look_up(const struct wd_net_rule *rules, int n,
+			  const struct wd_dns_query *q);
+
 /* A or AAAA records of name: n >= 0 (0 = the name exists, no such
  * record), -ENOENT (no such name), -EAGAIN (upstream failed; err says). */
 int wd_dns_lookup(const struct wd_dns_upstream *u, const char *name,

@@ -76,11 +76,15 @@ int wd_egress_load_skel(struct wd_egress *e, uint32_t ring, bool with_unix,
 	if (rc)
 		return wd_err_set(err, rc, "map 'wd_events': set size %u: %s",
 				  ring, strerror(-rc));
-	struct bpf_program *u[2] = {e->skel->progs.wd_connect_unix,
-				    e->skel->progs.wd_sendmsg_unix};
-	bpf_program__set_expected_attach_type(u[0], WD_ATTACH_UNIX_CONNECT);
-	bpf_program__set_expected_attach_type(u[1], WD_ATTACH_UNIX_SENDMSG);
-	for (int i = 0; !with_unix && i < 2; i++)
+	struct bpf_program *u[4] = {e->skel->progs.wd_connect_unix,
+				    e->skel->progs.wd_sendmsg_unix,
+				    e->skel->progs.wd_keep_connect_unix,
+				    e->skel->progs.wd_keep_sendmsg_unix};
+	for (int i = 0; i < 4; i++)
+		bpf_program__set_expected_attach_type(
+		    u[i],
+		    i % 2 ? WD_ATTACH_UNIX_SENDMSG : WD_ATTACH_UNIX_CONNECT);
+	for (int i = 0; !with_unix && i < 4; i++)
 		bpf_program__set_autoload(u[i], false);
 	rc = egress_bpf__load(e->skel);
 	if (rc)
@@ -327,6 +331,23 @@ static struct wd_egress_call *call_of(struct wd_egress *e, uint64_t cgid)
 	return NULL;
 }
 
+bool wd_egress_names_ok(struct wd_egress *e, const char **why)
+{
+	/* a resolver reached over a unix socket (nscd, systemd-resolved's
+	 * varlink) would resolve any name for the tool: names need those
+	 * sockets judged (cgroup/connect_unix, 6.7+, or the BPF LSM) */
+	if (e && (e->unix_ok || wd_lsm_active()))
+		return true;
+	if (why)
+		*why = !e ? "the BPF egress programs do not load"
+			  : "unix sockets are not judged on this kernel "
+			    "(cgroup/connect_unix needs Linux 6.7, or the "
+			    "BPF LSM), so a tool could ask a resolver "
+			    "listening on one (nscd, systemd-resolved) for "
+			    "any name";
+	return false;
+}
+
 int wd_egress_dns(struct wd_egress *e, uint64_t cgid, uint16_t port, bool v6,
 		  struct wd_err *err)
 {
@@ -340,17 +361,10 @@ int wd_egress_dns(struct wd_egress *e, uint64_t cgid, uint16_t port, bool v6,
 			       (unsigned long long)cgid);
 		goto out;
 	}
-	/* a resolver reached over a unix socket (nscd, systemd-resolved's
-	 * varlink) would resolve any name for the tool: names need those
-	 * sockets judged (cgroup/connect_unix, 6.7+, or the BPF LSM) */
-	if (e->prog_fd[4] < 0 && !wd_lsm_active()) {
+	const char *why = NULL;
+	if (!wd_egress_names_ok(e, &why)) {
 		rc = wd_err_set(err, -ENOTSUP,
-				"network.allow names: cannot enforce: unix "
-				"sockets are not judged on this kernel "
-				"(cgroup/connect_unix needs Linux 6.7, or the "
-				"BPF LSM), so a tool could ask a resolver "
-				"listening on one (nscd, systemd-resolved) "
-				"for any name");
+				"network.allow names: cannot enforce: %s", why);
 		goto out;
 	}
 	if (bpf_map_lookup_elem(e->policy_fd, &cgid, &pol)) {
@@ -359,6 +373,8 @@ int wd_egress_dns(struct wd_egress *e, uint64_t cgid, uint16_t port, bool v6,
 			   (unsigned long long)cgid, strerror(-rc));
 		goto out;
 	}
+	if ((rc = wd_egress_deny_resolver_sockets(e, c, err)) < 0)
+		goto out;
 	/* the programs that show the asked-for address back first: once
 	 * the policy says DNS, connects to port 53 are redirected */
 	for (int i = WD_EG_FIRST_DNS; i < WD_EG_NPROG; i++) {
@@ -388,6 +404,26 @@ int wd_egress_dns(struct wd_egress *e, uint64_t cgid, uint16_t port, bool v6,
 			   (unsigned long long)cgid, strerror(-rc));
 	}
 out:
+	pthread_mutex_unlock(&e->lock);
+	return rc;
+}
+
+int wd_egress_dns_off(struct wd_egress *e, uint64_t cgid)
+{
+	int rc = 0;
+	struct wd_call_policy pol;
+	pthread_mutex_lock(&e->lock);
+	if (!call_of(e, cgid)) {
+		rc = -ENOENT;
+	} else if (bpf_map_lookup_elem(e->policy_fd, &cgid, &pol)) {
+		rc = -errno;
+	} else {
+		/* WD_POL_DNS stays: port 53 is judged by the allow-list,
+		 * which holds no rule for it beside a name (policy check) */
+		pol.dns_port = 0;
+		if (bpf_map_update_elem(e->policy_fd, &cgid, &pol, BPF_EXIST))
+			rc = -errno;
+	}
 	pthread_mutex_unlock(&e->lock);
 	return rc;
 }
@@ -442,11 +478,13 @@ const enum bpf_attach_type wd_eg_prog_at[WD_EG_NPROG] = {
     BPF_CGROUP_UDP4_RECVMSG,	  BPF_CGROUP_UDP6_RECVMSG,
     BPF_CGROUP_INET4_GETPEERNAME, BPF_CGROUP_INET6_GETPEERNAME};
 const char *const wd_eg_keep_names[WD_EG_NKEEP] = {
-    "wd_keep_connect4", "wd_keep_connect6", "wd_keep_sendmsg4",
-    "wd_keep_sendmsg6", "wd_keep_bind4",    "wd_keep_bind6"};
+    "wd_keep_connect4",	    "wd_keep_connect6",	   "wd_keep_sendmsg4",
+    "wd_keep_sendmsg6",	    "wd_keep_bind4",	   "wd_keep_bind6",
+    "wd_keep_connect_unix", "wd_keep_sendmsg_unix"};
 const enum bpf_attach_type wd_eg_keep_at[WD_EG_NKEEP] = {
     BPF_CGROUP_INET4_CONNECT, BPF_CGROUP_INET6_CONNECT, BPF_CGROUP_UDP4_SENDMSG,
-    BPF_CGROUP_UDP6_SENDMSG,  BPF_CGROUP_INET4_BIND,	BPF_CGROUP_INET6_BIND};
+    BPF_CGROUP_UDP6_SENDMSG,  BPF_CGROUP_INET4_BIND,	BPF_CGROUP_INET6_BIND,
+    WD_ATTACH_UNIX_CONNECT,   WD_ATTACH_UNIX_SENDMSG};
 
 /* The fds of a loaded skeleton (owned by it). */
 void wd_egress_fds_from_skel(struct wd_egress *e)
@@ -460,15 +498,18 @@ void wd_egress_fds_from_skel(struct wd_egress *e)
 	    k->progs.wd_recvmsg4,     k->progs.wd_recvmsg6,
 	    k->progs.wd_getpeername4, k->progs.wd_getpeername6};
 	struct bpf_program *q[WD_EG_NKEEP] = {
-	    k->progs.wd_keep_connect4, k->progs.wd_keep_connect6,
-	    k->progs.wd_keep_sendmsg4, k->progs.wd_keep_sendmsg6,
-	    k->progs.wd_keep_bind4,    k->progs.wd_keep_bind6};
+	    k->progs.wd_keep_connect4,	   k->progs.wd_keep_connect6,
+	    k->progs.wd_keep_sendmsg4,	   k->progs.wd_keep_sendmsg6,
+	    k->progs.wd_keep_bind4,	   k->progs.wd_keep_bind6,
+	    k->progs.wd_keep_connect_unix, k->progs.wd_keep_sendmsg_unix};
 	for (int i = 0; i < WD_EG_NPROG; i++)
 		e->prog_fd[i] = (i == 4 || i == 5) && !e->unix_ok
 				    ? -1
 				    : bpf_program__fd(p[i]);
 	for (int i = 0; i < WD_EG_NKEEP; i++)
-		e->keep_fd[i] = bpf_program__fd(q[i]);
+		e->keep_fd[i] = i >= WD_EG_KEEP_UNIX && !e->unix_ok
+				    ? -1
+				    : bpf_program__fd(q[i]);
 	e->policy_fd = bpf_map__fd(k->maps.wd_policy);
 	e->rules_fd = bpf_map__fd(k->maps.wd_egress_rules);
 	e->unix_fd = bpf_map__fd(k->maps.wd_unix_rules);
@@ -599,18 +640,27 @@ fail:
 	return rc;
 }
 
-void wd_egress_keep_warm(struct wd_egress *e, const char *dir)
+bool wd_egress_keep_warm(struct wd_egress *e, const char *dir)
 {
 	if (!e)
-		return;
+		return false;
 	pthread_mutex_lock(&e->lock);
 	if (e->keep_tried) {
+		bool kp = e->keep_pinned;
 		pthread_mutex_unlock(&e->lock);
-		return;
+		return kp;
 	}
 	e->keep_tried = true;
+	/* a one-shot call's: links that outlive it (egress_pin.c) */
+	if (e->pinned && wd_egress_pin_keep(e, dir)) {
+		e->keep_pinned = true;
+		pthread_mutex_unlock(&e->lock);
+		return true;
+	}
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	for (int i = 0; fd >= 0 && i < WD_EG_NKEEP; i++) {
+		if (e->keep_fd[i] < 0)
+			continue; /* a unix type this kernel lacks */
 		/* a link: it goes with this process */
 		e->keep[i] =
 		    bpf_link_create(e->keep_fd[i], fd, wd_eg_keep_at[i], NULL);
@@ -623,6 +673,7 @@ void wd_egress_keep_warm(struct wd_egress *e, const char *dir)
 	if (fd >= 0)
 		close(fd);
 	pthread_mutex_unlock(&e->lock);
+	return false;
 }
 
 int wd_egress_detach(struct wd_egress *e, uint64_t cgid)
@@ -684,67 +735,6 @@ int wd_egress_allow_listen(struct wd_egress *e, uint64_t cgid,
 				  "map 'wd_policy': cgroup %llu: listen: %s",
 				  (unsigned long long)cgid, strerror(-rc));
 	return 0;
-}
-
-bool wd_egress_unix_ok(struct wd_egress *e)
-{
-	return e && e->unix_ok;
-}
-
-static int add_ukey(struct wd_egress *e, struct wd_egress_call *c,
-		    const char *path, size_t len, struct wd_err *err)
-{
-	struct wd_unix_key k = {0};
-	k.prefixlen = WD_UNIX_KEY_FIXED_BITS + 8 * (uint32_t)len;
-	k.cgid_lo = (uint32_t)c->cgid;
-	k.cgid_hi = c->cgid >> 32;
-	memcpy(k.path, path, len);
-	uint32_t v = 1;
-	if (bpf_map_update_elem(e->unix_fd, &k, &v, BPF_ANY)) {
-		int rc = -errno;
-		return wd_err_set(err, rc, "map 'wd_unix_rules': '%s': %s",
-				  path, strerror(-rc));
-	}
-	c->ukeys = wd_realloc(c->ukeys, (c->n_ukeys + 1) * sizeof(*c->ukeys));
-	c->ukeys[c->n_ukeys++] = k;
-	return 0;
-}
-
-int wd_egress_allow_unix(struct wd_egress *e, uint64_t cgid, char *const *paths,
-			 int n, struct wd_err *err)
-{
-	int rc = 0;
-	if (!e)
-		return -EINVAL;
-	pthread_mutex_lock(&e->lock);
-	struct wd_egress_call *c = e->calls;
-	while (c && c->cgid != cgid)
-		c = c->next;
-	for (int i = 0; c && i < n && !rc; i++) {
-		/* "W/" (below W) and "W\0" (W itself); "/" is every path */
-		char b[WD_UNIX_PATH_MAX];
-		size_t l = strlen(paths[i]);
-		if (paths[i][0] != '/' || l + 2 > WD_UNIX_SUN_PATH) {
-			/* no sun_path can name anything below it */
-			continue;
-		}
-		memcpy(b, paths[i], l);
-		if (l == 1) {
-			rc = add_ukey(e, c, "/", 1, err);
-			continue;
-		}
-		b[l] = '/';
-		rc = add_ukey(e, c, b, l + 1, err);
-		b[l] = 0;
-		if (!rc)
-			rc = add_ukey(e, c, b, l + 1, err);
-	}
-	pthread_mutex_unlock(&e->lock);
-	if (!c)
-		return wd_err_set(err, -ENOENT,
-				  "egress: cgroup %llu is not attached",
-				  (unsigned long long)cgid);
-	return rc;
 }
 
 int wd_egress_events_fd(struct wd_egress *e)
@@ -901,6 +891,7 @@ void wd_egress_close(struct wd_egress *e)
 			if (e->keep_fd[i] >= 0)
 				close(e->keep_fd[i]);
 	}
+	free(e->pin_hd);
 	egress_bpf__destroy(e->skel);
 	pthread_mutex_destroy(&e->lock);
 	pthread_mutex_destroy(&e->consume_lock);

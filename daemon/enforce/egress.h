@@ -100,12 +100,16 @@ int wd_egress_attach(struct wd_egress *e, int cgroup_fd, uint64_t cgid,
 		     const struct wd_net_rule *rules, int n, bool audit,
 		     uint64_t families_mask, struct wd_err *err);
 /* Keep the kernel's cgroup-BPF static keys on for the life of `e`: attach
- * allow-all programs of the four types to `dir` (the cgroup v2 directory
- * above the call leaves, which runs no process itself), once; later calls
- * return at once. Without it each attach and detach of a lone call patches
- * kernel text on every CPU. Failure only costs that time (logged at debug
- * level). The programs never deny: a call's own programs still judge. */
-void wd_egress_keep_warm(struct wd_egress *e, const char *dir);
+ * allow-all programs of every type a call uses to `dir` (the cgroup v2
+ * directory above the call leaves, which runs no process itself), once;
+ * later calls return at once. Without it each attach and detach of a lone
+ * call patches kernel text on every CPU. Failure only costs that time
+ * (logged at debug level). The programs never deny: a call's own programs
+ * still judge. A pinned `e` (one-shot calls) attaches them through links
+ * pinned for the boot (egress_pin.c) and returns true: `dir` must then
+ * stay (sandbox/cgroup.h wd_cgroup_parent_keep); false: the links go with
+ * `e`. */
+bool wd_egress_keep_warm(struct wd_egress *e, const char *dir);
 /* Unix sockets (cgroup/connect_unix, sendmsg_unix; kernel 6.7+): the
  * programs attached by wd_egress_attach deny every pathname, abstract and
  * unnamed connect/sendmsg of the call except to paths under `paths` (the
@@ -122,6 +126,13 @@ int wd_egress_allow_unix(struct wd_egress *e, uint64_t cgid, char *const *paths,
  * Call after wd_egress_attach, before the tool starts. 0 or -errno. */
 int wd_egress_allow_listen(struct wd_egress *e, uint64_t cgid,
 			   struct wd_err *err);
+/* Whether a call's names in network.allow can be held on this node (the
+ * one test wd_egress_dns makes at call start and `warden status` shows):
+ * unix sockets judged, by cgroup/connect_unix or the BPF LSM, so that no
+ * host resolver on a unix socket answers the tool. false with why set
+ * (e NULL: the programs did not load). */
+bool wd_egress_names_ok(struct wd_egress *e, const char **why);
+
 /* The unix programs loaded (false on kernels before 6.7). */
 bool wd_egress_unix_ok(struct wd_egress *e);
 /* Detach the call's programs and delete its map entries. Safe to call for a
@@ -214,6 +225,11 @@ void wd_egress_close(struct wd_egress *e);
  * programs that show the asked-for address back. 0 / -errno. */
 int wd_egress_dns(struct wd_egress *e, uint64_t cgid, uint16_t port, bool v6,
 		  struct wd_err *err);
+/* The call's resolver failed: its DNS is no longer redirected, so a
+ * packet to port 53 is judged by the allow-list (denied: a manifest with a
+ * name has no rule on 53) instead of waiting on a resolver that answers
+ * nothing. 0 / -errno. */
+int wd_egress_dns_off(struct wd_egress *e, uint64_t cgid);
 /* Allow (add) or stop allowing a connect of the call to addr:port (0 =
  * any): an address its resolver answered, for the answer's TTL. A key of
  * the manifest's own rules is left alone. 0 / -errno. */

@@ -21,7 +21,10 @@
 /* from here on: the DNS programs, attached to a call whose allow-list
  * names hosts only (wd_egress_dns) */
 #define WD_EG_FIRST_DNS 8
-#define WD_EG_NKEEP	6 /* keep-warm programs: inet connect/sendmsg, bind */
+/* keep-warm programs: inet connect/sendmsg, bind, then the two unix ones
+ * (loaded where the call's unix programs are: unix_ok) */
+#define WD_EG_NKEEP	8
+#define WD_EG_KEEP_UNIX 6
 
 struct wd_egress_call {
 	uint64_t cgid;
@@ -65,7 +68,9 @@ struct wd_egress {
 	struct wd_egress_call *calls;
 	int keep[WD_EG_NKEEP]; /* wd_egress_keep_warm's link fds, or -1 */
 	bool keep_tried;
-	bool unix_ok; /* connect_unix/sendmsg_unix loaded (6.7+) */
+	bool keep_pinned; /* the keep links are the pinned ones */
+	char *pin_hd;	  /* pinned: the directory of the pins (egress_pin.c) */
+	bool unix_ok;	  /* connect_unix/sendmsg_unix loaded (6.7+) */
 	/* one consumer at a time: libbpf's ring reader and the fields below
 	 * are not safe to share (sandbox/native.c drains from every call's
 	 * thread) */
@@ -104,6 +109,10 @@ void wd_egress_fds_from_skel(struct wd_egress *e);
 int wd_egress_open_ring(struct wd_egress *e, int ring_fd, struct wd_err *err);
 
 /* egress_pin.c */
+/* Pinned e: keep the static keys on with links pinned beside the
+ * programs (see the function); false: not done, the caller holds links of
+ * its own instead. */
+bool wd_egress_pin_keep(struct wd_egress *e, const char *dir);
 /* Delete every entry of cgid in the pinned maps (policy, rules, unix
  * rules, ring slot). */
 void wd_egress_pin_purge(struct wd_egress *e, uint64_t cgid);
@@ -114,5 +123,15 @@ int wd_egress_pin_claim(struct wd_egress *e, uint64_t cgid, struct wd_err *err);
 /* Undo wd_egress_pin_claim: the slot is free, e->rb gone (nothing of this
  * process reads that ring again). Safe for a cgid never claimed. */
 void wd_egress_pin_release(struct wd_egress *e, uint64_t cgid);
+
+/* egress_unix.c: a unix rule of call c (v 1 allows the paths under
+ * path[0..len), v 0 denies them), and the deny rules for host resolvers'
+ * sockets (wd_egress_dns); under e->lock; 0 / -errno with err set. */
+int wd_egress_add_ukey(struct wd_egress *e, struct wd_egress_call *c,
+		       const char *path, size_t len, uint32_t v,
+		       struct wd_err *err);
+int wd_egress_deny_resolver_sockets(struct wd_egress *e,
+				    struct wd_egress_call *c,
+				    struct wd_err *err);
 
 #endif

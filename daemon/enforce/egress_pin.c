@@ -76,6 +76,12 @@ static const char *prog_name(int i)
 			       : wd_eg_keep_names[i - WD_EG_NPROG];
 }
 
+/* the unix programs, loaded only where the kernel has the hooks */
+static bool unix_prog(int i)
+{
+	return i == 4 || i == 5 || i >= WD_EG_NPROG + WD_EG_KEEP_UNIX;
+}
+
 static int *prog_slot(struct wd_egress *e, int i)
 {
 	return i < WD_EG_NPROG ? &e->prog_fd[i] : &e->keep_fd[i - WD_EG_NPROG];
@@ -208,7 +214,7 @@ static int open_pins(struct wd_egress *e, const char *hd, const uint8_t sha[32],
 				  hd);
 	e->unix_ok = v.unix_ok;
 	for (int i = 0; i < PIN_NPROG; i++) {
-		if (!v.unix_ok && (i == 4 || i == 5))
+		if (!v.unix_ok && unix_prog(i))
 			continue;
 		snprintf(p, sizeof(p), "%s/%s", hd, prog_name(i));
 		int fd = bpf_obj_get(p);
@@ -524,6 +530,7 @@ int wd_egress_open_pinned(struct wd_egress **out, struct wd_err *err)
 		flock(dfd, LOCK_UN);
 	}
 	sweep_dead(e);
+	e->pin_hd = wd_strdup(hd);
 	*out = e;
 	return 0;
 fail:
@@ -611,4 +618,101 @@ void wd_egress_pin_release(struct wd_egress *e, uint64_t cgid)
 		e->own_cgid = 0;
 	}
 	pthread_mutex_unlock(&e->consume_lock);
+}
+
+/* ---- keep-warm links --------------------------------------------------
+ * Attaching the first cgroup program of a type anywhere turns a kernel
+ * static key on, and detaching the last turns it off: a text patch with
+ * IPIs to every CPU each time (bpf/egress.bpf.c, wd_keep_connect4). A
+ * one-shot call's own links would go with its process, and a lone call
+ * would pay both flips for every type it attaches. So the allow-all keep
+ * programs are attached to the directory above the call leaves (the v2
+ * `warden/`, which holds no process) through bpf links pinned beside the
+ * programs, <hash dir>/link_<program>: they stay for the boot, and go when
+ * the pins go (another build's pins removed, replace_pins: unpinning the
+ * last reference to a link detaches it).
+ *
+ * Why they change no verdict: sock_addr programs of a cgroup and of its
+ * ancestors all run (links attach as BPF_F_ALLOW_MULTI) and the kernel
+ * ANDs them: bpf_prog_run_array_cg() sets -EPERM once any program returns
+ * 0, and a later 1 never clears it. An allow-all program can only add
+ * nothing (tests/integration/exec_pins.sh: keep-links-deny-still).
+ *
+ * A link pin is used only if it is a cgroup link of this very program
+ * (by id: the program itself was checked against wd_version), of that
+ * attach type, on the directory as it is now (its cgroup id: a `warden/`
+ * removed and made again has another, and the old link is defunct);
+ * anything else is replaced under the pin dir's lock. */
+static bool keep_link_ok(const char *p, uint32_t prog_id, uint64_t cgid,
+			 enum bpf_attach_type at)
+{
+	int fd = bpf_obj_get(p);
+	if (fd < 0)
+		return false;
+	struct bpf_link_info li = {0};
+	uint32_t n = sizeof(li);
+	bool ok = bpf_obj_get_info_by_fd(fd, &li, &n) == 0 &&
+		  li.type == BPF_LINK_TYPE_CGROUP && li.prog_id == prog_id &&
+		  li.cgroup.cgroup_id == cgid && li.cgroup.attach_type == at;
+	close(fd);
+	return ok;
+}
+
+static uint32_t prog_id_of(int fd)
+{
+	struct bpf_prog_info pi = {0};
+	uint32_t n = sizeof(pi);
+	return bpf_obj_get_info_by_fd(fd, &pi, &n) == 0 ? pi.id : 0;
+}
+
+bool wd_egress_pin_keep(struct wd_egress *e, const char *dir)
+{
+	if (!e->pin_hd)
+		return false;
+	cleanup_close int cfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct stat st;
+	if (cfd < 0 || fstat(cfd, &st) < 0)
+		return false;
+	uint64_t cgid = st.st_ino; /* the kernel's cgroup id on cgroup2 */
+	char p[4200];
+	uint32_t id[WD_EG_NKEEP] = {0};
+	unsigned bad = 0;
+	for (int i = 0; i < WD_EG_NKEEP; i++) {
+		if (e->keep_fd[i] < 0)
+			continue;
+		if (!(id[i] = prog_id_of(e->keep_fd[i])))
+			return false;
+		snprintf(p, sizeof(p), "%s/link_%s", e->pin_hd,
+			 wd_eg_keep_names[i]);
+		if (!keep_link_ok(p, id[i], cgid, wd_eg_keep_at[i]))
+			bad |= 1u << i;
+	}
+	if (!bad)
+		return true;
+	cleanup_close int dfd =
+	    open(pin_dir(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0 || flock(dfd, LOCK_EX) < 0)
+		return false;
+	bool ok = true;
+	for (int i = 0; i < WD_EG_NKEEP; i++) {
+		if (!(bad & (1u << i)))
+			continue;
+		snprintf(p, sizeof(p), "%s/link_%s", e->pin_hd,
+			 wd_eg_keep_names[i]);
+		/* another caller's, made while we waited for the lock */
+		if (keep_link_ok(p, id[i], cgid, wd_eg_keep_at[i]))
+			continue;
+		unlink(p);
+		int lfd =
+		    bpf_link_create(e->keep_fd[i], cfd, wd_eg_keep_at[i], NULL);
+		if (lfd < 0 || bpf_obj_pin(lfd, p) < 0) {
+			wd_log_errno(WD_LOG_DEBUG, -errno,
+				     "egress: keep link '%s' on '%s'", p, dir);
+			ok = false;
+		}
+		if (lfd >= 0)
+			close(lfd);
+	}
+	flock(dfd, LOCK_UN);
+	return ok;
 }

@@ -2,6 +2,7 @@
  * listener on 127.0.0.1 (same port), answers decided by enforce/dns.c,
  * each answered address pinned for its TTL before the answer leaves. */
 #include "enforce/resolver.h"
+#include "common/log.h"
 #include "enforce/sockowner.h"
 
 #include <arpa/inet.h>
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <linux/netlink.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -26,6 +28,10 @@
 #define MAX_PINS 256
 /* the shortest a pin lives: a TTL-0 answer is still connected to */
 #define MIN_PIN_NS 2000000000ull
+/* distinct names one call may have looked up (README): a wildcard rule
+ * lets the tool choose a label, and each name asked carries its label
+ * upstream; past this the resolver answers REFUSED, recorded */
+#define MAX_LOOKED_UP 64
 /* answers whose TTL ended, kept for naming later denials */
 #define NAME_HISTORY 64
 
@@ -78,6 +84,11 @@ struct wd_resolver {
 	} hist[NAME_HISTORY];
 	int nhist;
 	int diag; /* NETLINK_SOCK_DIAG: who sent a query */
+	void (*off)(void *);
+	void *off_arg;
+	char (*looked)[254]; /* names looked up (the thread's own) */
+	int nlooked;
+	char failed[200]; /* why the thread ended on its own, under mu */
 };
 
 static pthread_mutex_t up_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -130,6 +141,24 @@ static void queue_denial(struct wd_resolver *r, const char *kind,
 	}
 }
 
+#define WD_STR_(x) #x
+#define WD_STR(x)  WD_STR_(x)
+#define LOOKED_UP_WHY                                                          \
+	"the call looked up " WD_STR(MAX_LOOKED_UP) " distinct names, the "    \
+						    "most it may: REFUSED"
+#define PINS_WHY                                                               \
+	"the call holds " WD_STR(MAX_PINS) " answered addresses, the most it " \
+					   "may"
+
+/* A denial whose target is "name (why)". */
+static void queue_named(struct wd_resolver *r, const char *kind,
+			const char *name, const char *why)
+{
+	char t[256];
+	snprintf(t, sizeof(t), "%s (%s)", name, why);
+	queue_denial(r, kind, t, 0);
+}
+
 /* Pin addr:port until exp (or move its expiry later); under no lock. */
 static int pin_add(struct wd_resolver *r, const uint8_t a[16], uint16_t port,
 		   uint64_t exp, const char *name)
@@ -167,8 +196,24 @@ static int pin_add(struct wd_resolver *r, const uint8_t a[16], uint16_t port,
 	return 0;
 }
 
+/* Record that the thread fails (the first reason is kept) and wake the
+ * supervisor, which ends the call. */
+static void fail(struct wd_resolver *r, const char *why)
+{
+	pthread_mutex_lock(&r->mu);
+	if (!r->failed[0])
+		wd_strlcpy(r->failed, why, sizeof(r->failed));
+	pthread_mutex_unlock(&r->mu);
+	uint64_t one = 1;
+	if (write(r->evfd, &one, sizeof(one)) < 0) {
+		/* the counter is full: the supervisor is already woken */
+	}
+}
+
 /* Unpin what expired by now (all when now is UINT64_MAX); the next
- * expiry, or 0 if nothing is pinned. */
+ * expiry, or 0 if nothing is pinned. An address that cannot be unpinned
+ * stays reachable past its TTL: logged, and the resolver fails (the call
+ * is ended); the rest are still unpinned. */
 static uint64_t expire(struct wd_resolver *r, uint64_t now)
 {
 	uint64_t next = 0;
@@ -182,7 +227,18 @@ static uint64_t expire(struct wd_resolver *r, uint64_t now)
 			wd_strlcpy(r->hist[h].name, p.name,
 				   sizeof(r->hist[h].name));
 			pthread_mutex_unlock(&r->mu);
-			r->pin(r->pin_arg, p.addr, p.port, false);
+			int urc = r->pin(r->pin_arg, p.addr, p.port, false);
+			if (urc) {
+				char a[INET6_ADDRSTRLEN], why[200];
+				inet_ntop(AF_INET6, p.addr, a, sizeof(a));
+				snprintf(why, sizeof(why),
+					 "cannot unpin %s port %u (%s) at the "
+					 "end of its TTL: %s",
+					 a, p.port, p.name, strerror(-urc));
+				wd_warn("resolver: cgroup %llu: %s",
+					(unsigned long long)r->cgid, why);
+				fail(r, why);
+			}
 			pthread_mutex_lock(&r->mu);
 			i = 0; /* the list moved under us */
 			next = 0;
@@ -261,6 +317,22 @@ static bool from_link(struct wd_resolver *r, int proto,
 	return ok;
 }
 
+/* Whether name may be looked up: one already looked up, or a new one
+ * while fewer than MAX_LOOKED_UP were (then remembered). Names compare
+ * without case, as DNS does. */
+static bool note_looked_up(struct wd_resolver *r, const char *name)
+{
+	for (int i = 0; i < r->nlooked; i++)
+		if (!strcasecmp(r->looked[i], name))
+			return true;
+	if (r->nlooked >= MAX_LOOKED_UP)
+		return false;
+	if (!r->looked)
+		r->looked = wd_calloc(MAX_LOOKED_UP, sizeof(*r->looked));
+	wd_strlcpy(r->looked[r->nlooked++], name, sizeof(*r->looked));
+	return true;
+}
+
 /* One query: the answer's length in out (0: none is sent). */
 static size_t handle(struct wd_resolver *r, const uint8_t *msg, size_t len,
 		     uint8_t *out, size_t cap)
@@ -271,17 +343,20 @@ static size_t handle(struct wd_resolver *r, const uint8_t *msg, size_t len,
 		return 0;
 	if (pr > 0)
 		return wd_dns_answer(&q, msg, pr, NULL, 0, out, cap);
+	if (wd_dns_would_look_up(r->rules, r->n, &q) &&
+	    !note_looked_up(r, q.name)) {
+		queue_named(r, "dns.name", q.name, LOOKED_UP_WHY);
+		if (!r->audit) /* audit: recorded, looked up as asked */
+			return wd_dns_answer(&q, msg, WD_DNS_REFUSED, NULL, 0,
+					     out, cap);
+	}
 	struct wd_dns_decision d;
 	wd_dns_decide(r->rules, r->n, r->priv, r->npriv, &r->up, &q, &d);
 	if (d.denied) {
-		char t[256];
-		if (d.rcode == WD_DNS_NXDOMAIN) {
+		if (d.rcode == WD_DNS_NXDOMAIN)
 			queue_denial(r, "dns.name", q.name, 0);
-		} else {
-			/* "name (why)": the answer withheld and its range */
-			snprintf(t, sizeof(t), "%s (%s)", q.name, d.why);
-			queue_denial(r, "dns.answer", t, 0);
-		}
+		else /* the answer withheld and its range */
+			queue_named(r, "dns.answer", q.name, d.why);
 		if (r->audit && q.qclass == 1 &&
 		    (q.qtype == WD_DNS_A || q.qtype == WD_DNS_AAAA)) {
 			/* audit: answered as the node would; the programs
@@ -304,11 +379,8 @@ static size_t handle(struct wd_resolver *r, const uint8_t *msg, size_t len,
 		char why[160] = "";
 		int sr = r->shown(r->shown_arg, d.rr[i].addr, told[kept], why,
 				  sizeof(why));
-		if (sr < 0 && !withheld++) {
-			char t[256];
-			snprintf(t, sizeof(t), "%s (%s)", q.name, why);
-			queue_denial(r, "dns.answer", t, 0);
-		}
+		if (sr < 0 && !withheld++)
+			queue_named(r, "dns.answer", q.name, why);
 		if (sr == 0)
 			d.rr[kept++] = d.rr[i];
 	}
@@ -327,14 +399,8 @@ static size_t handle(struct wd_resolver *r, const uint8_t *msg, size_t len,
 		if (prc) {
 			/* not pinned: not answered (the connect would be
 			 * refused anyway) */
-			if (prc == -ENOSPC) {
-				char t[256];
-				snprintf(t, sizeof(t),
-					 "%s (the call holds %d answered "
-					 "addresses, the most it may)",
-					 q.name, MAX_PINS);
-				queue_denial(r, "dns.answer", t, 0);
-			}
+			if (prc == -ENOSPC)
+				queue_named(r, "dns.answer", q.name, PINS_WHY);
 			d.rcode = WD_DNS_SERVFAIL;
 			d.n = 0;
 			break;
@@ -454,6 +520,14 @@ static void tcp_accept(struct wd_resolver *r, int lfd)
 	close(fd); /* at most MAX_CONN at once */
 }
 
+static bool failed(struct wd_resolver *r)
+{
+	pthread_mutex_lock(&r->mu);
+	bool f = r->failed[0] != 0;
+	pthread_mutex_unlock(&r->mu);
+	return f;
+}
+
 static void *resolver_main(void *arg)
 {
 	struct wd_resolver *r = arg;
@@ -474,14 +548,22 @@ static void *resolver_main(void *arg)
 				    (struct pollfd){r->conns[i].fd, POLLIN, 0};
 		uint64_t now = wd_now_ns();
 		uint64_t next = expire(r, now);
+		if (failed(r))
+			break;
 		int tmo = next ? (int)((next - now) / 1000000) + 1 : 1000;
 		if (tmo > 1000)
 			tmo = 1000; /* idle TCP connections are cut below */
 		int k = poll(p, (nfds_t)n, tmo);
-		if (k < 0 && errno != EINTR)
+		if (k < 0 && errno != EINTR) {
+			char why[200];
+			snprintf(why, sizeof(why), "poll: %s", strerror(errno));
+			wd_warn("resolver: cgroup %llu: %s",
+				(unsigned long long)r->cgid, why);
+			fail(r, why);
 			break;
+		}
 		if (p[0].revents)
-			break;
+			return NULL; /* stopped: wd_resolver_stop unpins */
 		if (p[1].revents)
 			udp_read(r, r->udp);
 		if (p[3].revents)
@@ -507,6 +589,15 @@ static void *resolver_main(void *arg)
 			    now - r->conns[i].since_ns > 5000000000ull)
 				conn_close(&r->conns[i]);
 	}
+	/* failed: fail closed. No answer is pinned past its TTL (nothing
+	 * expires them any more), and the call's queries fail rather than
+	 * wait on sockets nobody reads; the supervisor ends the call. */
+	expire(r, UINT64_MAX);
+	for (int i = 0; i < MAX_CONN; i++)
+		if (r->conns[i].fd >= 0)
+			conn_close(&r->conns[i]);
+	if (r->off)
+		r->off(r->off_arg);
 	return NULL;
 }
 
@@ -594,6 +685,8 @@ int wd_resolver_start(const struct wd_resolver_opts *o,
 	r->audit = o->audit;
 	r->shown = o->shown;
 	r->shown_arg = o->shown_arg;
+	r->off = o->off;
+	r->off_arg = o->off_arg;
 	int rc = 0;
 	struct sockaddr_in sin = {.sin_family = AF_INET};
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -754,6 +847,18 @@ uint64_t wd_resolver_take_dropped(struct wd_resolver *r)
 	return d;
 }
 
+bool wd_resolver_failed(struct wd_resolver *r, char *msg, size_t n)
+{
+	if (!r)
+		return false;
+	pthread_mutex_lock(&r->mu);
+	bool f = r->failed[0] != 0;
+	if (f && n)
+		wd_strlcpy(msg, r->failed, n);
+	pthread_mutex_unlock(&r->mu);
+	return f;
+}
+
 void wd_resolver_stop(struct wd_resolver *r)
 {
 	if (!r)
@@ -776,6 +881,7 @@ void wd_resolver_stop(struct wd_resolver *r)
 			close(fds[i]);
 	pthread_mutex_destroy(&r->mu);
 	free(r->pins);
+	free(r->looked);
 	free(r->q);
 	free(r->rules);
 	free(r->priv);

@@ -52,6 +52,13 @@ struct wd_resolver_opts {
 	int (*shown)(void *arg, const uint8_t addr[16], uint8_t shown[16],
 		     char *why, size_t why_len);
 	void *shown_arg;
+	/* Called once from the resolver's thread when it fails (its poll
+	 * fails, or an answer could not be unpinned), after every pin is
+	 * removed: turn the call's DNS redirect off so that its queries
+	 * fail rather than wait or reach anything. NULL: none (the
+	 * resolver's sockets stay bound, unanswered, until stop). */
+	void (*off)(void *arg);
+	void *off_arg;
 };
 
 /* Where every call's resolver looks names up (wardend --dns-upstream,
@@ -80,6 +87,11 @@ void wd_resolver_counts(struct wd_resolver *r, uint64_t *answered,
 			uint64_t *refused);
 uint64_t wd_resolver_take_dropped(struct wd_resolver *r);
 /* Stop the thread, unpin every address still pinned, free. */
+/* Whether the resolver's thread failed (it answers nothing any more and
+ * holds no pin): the call must end (fail closed); why in msg. The events
+ * fd turns readable when it does. */
+bool wd_resolver_failed(struct wd_resolver *r, char *msg, size_t n);
+
 void wd_resolver_stop(struct wd_resolver *r);
 
 #endif

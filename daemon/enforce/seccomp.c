@@ -216,6 +216,47 @@ static int unix_stream_only(scmp_filter_ctx ctx, uint32_t deny)
 	return 0;
 }
 
+/* inet and inet6 sockets: only the types and protocols the cgroup hooks
+ * judge (bpf/egress.bpf.c): SOCK_STREAM (TCP), SOCK_DGRAM (UDP, and ping
+ * where inbound_rules lets it), protocol 0, TCP, UDP, ICMP, ICMPv6.
+ * Others reach addresses no hook sees or were never meant to be used:
+ * SCTP (SOCK_STREAM or SOCK_SEQPACKET; its sendmsg runs no cgroup hook),
+ * MPTCP (262), UDP-Lite, DCCP (SOCK_DCCP), SOCK_SEQPACKET, SOCK_RDM, and a
+ * protocol the kernel would load a module for. The protocol is compared
+ * on its low 32 bits (A32) below 59 and on all 64 at or above it (a
+ * value with stray upper bits is refused). SOCK_RAW: inbound_rules. */
+static int inet_protocols_only(scmp_filter_ctx ctx, uint32_t deny)
+{
+	static const int afs[] = {AF_INET, AF_INET6};
+	int r;
+	for (size_t i = 0; i < WD_ARRAY_SIZE(afs); i++) {
+		for (int t = 0; t < 16; t++) {
+			if (t == SOCK_STREAM || t == SOCK_DGRAM ||
+			    t == SOCK_RAW)
+				continue;
+			if ((r = seccomp_rule_add(ctx, deny, SCMP_SYS(socket),
+						  2,
+						  SCMP_A0(SCMP_CMP_EQ, afs[i]),
+						  ATYPE(1, t))) < 0)
+				return r;
+		}
+		for (int p = 2; p < 59; p++) {
+			if (p == IPPROTO_TCP || p == IPPROTO_UDP ||
+			    p == IPPROTO_ICMPV6)
+				continue;
+			if ((r = seccomp_rule_add(
+				 ctx, deny, SCMP_SYS(socket), 2,
+				 SCMP_A0(SCMP_CMP_EQ, afs[i]), A32(2, p))) < 0)
+				return r;
+		}
+		if ((r = seccomp_rule_add(ctx, deny, SCMP_SYS(socket), 2,
+					  SCMP_A0(SCMP_CMP_EQ, afs[i]),
+					  SCMP_A2(SCMP_CMP_GE, 59))) < 0)
+			return r;
+	}
+	return 0;
+}
+
 /* Inbound and ICMP (DESIGN.md §2; the address side is bpf/egress.bpf.c's
  * bind4/bind6). Without network.listen:
  *   - listen() is refused: no stream or seqpacket socket of any family
@@ -355,6 +396,8 @@ static int build_uncached(const struct wd_manifest *m, bool host_net,
 	 * the kernel drops, the argument being an int) is refused here */
 	if ((r = seccomp_rule_add(ctx, deny, SCMP_SYS(socket), 1,
 				  SCMP_A0(SCMP_CMP_GE, AF_MAX))) < 0)
+		goto fail;
+	if ((r = inet_protocols_only(ctx, deny)) < 0)
 		goto fail;
 	/* socketpair of the same families is harmless; no rule (but see
 	 * the unix datagram rule below). */

@@ -26,6 +26,11 @@ long wd_sockowner_diag(int diag, int proto, uint16_t port,
 	m.nlh.nlmsg_len = sizeof(m);
 	m.nlh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
 	m.nlh.nlmsg_flags = NLM_F_REQUEST;
+	/* a reply to an earlier query (its wait timed out) is told apart by
+	 * its seq and skipped */
+	static _Atomic uint32_t next_seq;
+	uint32_t seq = ++next_seq;
+	m.nlh.nlmsg_seq = seq;
 	m.req.sdiag_family = (uint8_t)peer->ss_family;
 	m.req.sdiag_protocol = (uint8_t)proto;
 	m.req.idiag_states = ~0u;
@@ -67,10 +72,14 @@ long wd_sockowner_diag(int diag, int proto, uint16_t port,
 			return -1;
 		for (struct nlmsghdr *h = (void *)buf; NLMSG_OK(h, (size_t)n);
 		     h = NLMSG_NEXT(h, n)) {
+			if (h->nlmsg_seq != seq)
+				continue;
 			if (h->nlmsg_type == NLMSG_ERROR ||
 			    h->nlmsg_type == NLMSG_DONE)
 				return uid;
-			if (h->nlmsg_type != SOCK_DIAG_BY_FAMILY)
+			if (h->nlmsg_type != SOCK_DIAG_BY_FAMILY ||
+			    h->nlmsg_len <
+				NLMSG_LENGTH(sizeof(struct inet_diag_msg)))
 				continue;
 			struct inet_diag_msg *d = NLMSG_DATA(h);
 			/* the peer's own socket: its local end is the

@@ -340,7 +340,7 @@ int wd_landlock_audit_open(struct wd_landlock_audit **out, bool enable_audit,
 	a->fd = fd;
 	a->prev_enabled = -1;
 	a->buf = wd_malloc(RBUF);
-	int en = with_ctl(get_wrap, 0);
+	int en = known_on && !enable_audit ? 1 : with_ctl(get_wrap, 0);
 	if (en < 0) {
 		wd_landlock_audit_close(a);
 		return wd_err_set(err, en, "landlock audit: AUDIT_GET: %s",
@@ -368,6 +368,15 @@ int wd_landlock_audit_open(struct wd_landlock_audit **out, bool enable_audit,
 			 __ATOMIC_RELAXED);
 	*out = a;
 	return 0;
+}
+
+void wd_landlock_audit_known_on(uint64_t at_ns)
+{
+	uint64_t until = at_ns + ENABLED_TTL_NS;
+	pthread_mutex_lock(&pool_mu);
+	if (until > __atomic_load_n(&enabled_until, __ATOMIC_RELAXED))
+		__atomic_store_n(&enabled_until, until, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&pool_mu);
 }
 
 int wd_landlock_audit_fd(struct wd_landlock_audit *a)

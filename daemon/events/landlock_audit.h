@@ -75,6 +75,10 @@ uint64_t wd_landlock_audit_lost_total(void);
  * readers (concurrent calls) would otherwise switch it off under each
  * other. */
 void wd_landlock_audit_keep_enabled(struct wd_landlock_audit *a);
+/* The kernel said audit was on at `at_ns` (wd_now_ns(); another AUDIT_GET
+ * of this process, the probe's): a wd_landlock_audit_open within the
+ * second after that does not ask again, as after one of its own. */
+void wd_landlock_audit_known_on(uint64_t at_ns);
 /* The pid (initial pid namespace) of the task that created Landlock domain
  * `domain_id`, from the domain's allocation record if it has been read
  * (it comes with the domain's first denial); 0 if unknown. */

@@ -3,6 +3,7 @@
  * field is validated here to the value space the enforcer expects. */
 #include "policy/manifest.h"
 #include "policy/manifest_int.h"
+#include "policy/resolver_sockets.h"
 #include "policy/ywalk.h"
 
 #include <jansson.h>
@@ -55,6 +56,18 @@ static bool path_covered(const char *p, const char *d)
 	if (n == 1 && d[0] == '/')
 		return true;
 	return !strncmp(p, d, n) && (p[n] == 0 || p[n] == '/');
+}
+
+/* network.allow's i-th item (the list itself if they do not match up). */
+static yaml_node_t *allow_item(struct wd_ywalk *w, struct mctx *c, int i)
+{
+	yaml_node_t *v = c->allow_node;
+	if (v && v->type == YAML_SEQUENCE_NODE &&
+	    v->data.sequence.items.top - v->data.sequence.items.start ==
+		c->m->n_net_allow)
+		return yaml_document_get_node(w->doc,
+					      v->data.sequence.items.start[i]);
+	return v;
 }
 
 /* Checks across fields: a manifest that cannot work as written is an
@@ -115,8 +128,9 @@ static void cross_field(struct wd_ywalk *w, struct mctx *c)
 	}
 	/* DNS is the call's resolver's (enforce/resolver.c): with a name
 	 * listed (tiers 1-2), and always in tier 3, every packet to port 53
-	 * goes to it, and tier 3 drops port 853 too; an IP rule on those
-	 * ports could not be given as written */
+	 * goes to it, and tier 3 drops port 853 too; a rule on those ports
+	 * could not be given as written: an IP rule would not reach its DNS
+	 * server, a name rule could never be reached */
 	bool names = false;
 	for (int i = 0; i < m->n_net_allow; i++)
 		names |= m->net_allow[i].needs_resolve;
@@ -125,19 +139,46 @@ static void cross_field(struct wd_ywalk *w, struct mctx *c)
 		bool t3 = m->tier == WD_TIER_3;
 		bool dns = r->port == 53 && (names || t3);
 		bool dot = r->port == 853 && t3;
-		if (r->needs_resolve || !(dns || dot))
+		if (!(dns || dot))
 			continue;
-		wd_y_err(w, c->allow_node,
-			 "'network.allow' '%s': %s every packet to port %u "
-			 "%s: a rule for DNS servers of its own could not "
-			 "be given as written",
-			 r->text,
-			 t3 ? "in tier 3" : "with a name in network.allow,",
-			 r->port,
-			 r->port == 53 ? "goes to the call's resolver"
-				       : "is dropped (only the call's "
-					 "resolver answers names)");
+		wd_y_err(
+		    w, r->needs_resolve ? allow_item(w, c, i) : c->allow_node,
+		    "'network.allow' '%s': %s every packet to port %u "
+		    "%s: %s",
+		    r->text, t3 ? "in tier 3" : "with a name in network.allow,",
+		    r->port,
+		    r->port == 53 ? "goes to the call's resolver"
+				  : "is dropped (only the call's "
+				    "resolver answers names)",
+		    r->needs_resolve ? "the name could never be reached "
+				       "on that port"
+				     : "a rule for DNS servers of its "
+				       "own could not be given as "
+				       "written");
 		break;
+	}
+	/* A host resolver on a unix socket answers any name: a write path
+	 * that covers its socket (connects to unix sockets are allowed under
+	 * filesystem.write) would let the tool resolve around the call's
+	 * resolver. The egress programs deny those sockets to such a call
+	 * too (enforce/egress.c, wd_egress_dns). */
+	for (int i = 0; names && i < m->fs_write.n; i++) {
+		const char *d = wd_resolver_dir_touched(m->fs_write.v[i]);
+		if (!d)
+			continue;
+		yaml_node_t *wn = c->write_node;
+		if (wn && wn->type == YAML_SEQUENCE_NODE &&
+		    wn->data.sequence.items.top -
+			    wn->data.sequence.items.start >
+			i)
+			wn = yaml_document_get_node(
+			    w->doc, wn->data.sequence.items.start[i]);
+		wd_y_err(w, wn,
+			 "'filesystem.write' '%s': with a name in "
+			 "network.allow, a write path may not reach a host "
+			 "resolver's unix socket (%s): the tool could resolve "
+			 "any name through it",
+			 m->fs_write.v[i], d);
 	}
 	if (m->net_listen && m->tier == WD_TIER_3)
 		wd_y_err(w, c->listen_node,

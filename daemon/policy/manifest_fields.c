@@ -423,6 +423,7 @@ static bool write_refused(const char *p, char *why, size_t len)
 static int fs_write(struct wd_ywalk *w, yaml_node_t *v, void *o)
 {
 	struct wd_path_list *pl = &M(o)->fs_write;
+	((struct mctx *)o)->write_node = v;
 	if (path_list(w, v, "'filesystem.write'", pl) < 0)
 		return -EINVAL;
 	int rc = 0;

@@ -21,6 +21,7 @@ struct mctx {
 	yaml_node_t *argv_node;	  /* argv template */
 	yaml_node_t *listen_node; /* network.listen */
 	yaml_node_t *allow_node;  /* network.allow */
+	yaml_node_t *write_node;  /* filesystem.write */
 	/* replay.environment, read into a scratch manifest (its net_allow,
 	 * fs_write, env) and judged against the rest once all is read */
 	yaml_node_t *replay_node, *replay_allow_node, *replay_write_node;

@@ -299,7 +299,12 @@ static int restore_run(struct wd_rt *rt, const char *id, json_t *s)
 	    rt_run_new(rt, rt->ps, a, &c,
 		       json_string_value(json_object_get(s, "task")) ?: "");
 	snprintf(r->id, sizeof(r->id), "%s", id);
-	r->fenced = json_is_true(json_object_get(s, "fenced"));
+	/* a snapshot from before fencing does not say: on a fleet node it
+	 * may be a fleet run the fleet has interrupted or requeued since,
+	 * so it is fenced (its next step asks the lease; not held: it ends
+	 * interrupted); on a single node nothing else can have it */
+	json_t *fj = json_object_get(s, "fenced");
+	r->fenced = fj ? json_is_true(fj) : rt->fleet;
 	snprintf(r->fence_id, sizeof(r->fence_id), "%s", id);
 	json_decref(r->done);
 	r->msgs = json_incref(json_object_get(s, "msgs"));
@@ -383,14 +388,20 @@ static int restore_run(struct wd_rt *rt, const char *id, json_t *s)
 			if (!aid || !st || strcmp(st, "waiting"))
 				continue;
 			waiting = true;
+			/* created_ns is a number wherever it is read (the
+			 * fleet's approvals table, the API): the record's
+			 * ts is text */
+			uint64_t ts_us = wd_trace_parse_ts(
+			    json_string_value(json_object_get(pc, "ts")));
 			json_t *ap = json_pack(
-			    "{s:s,s:s,s:s,s:O,s:O,s:O,s:s,s:s,s:s,s:O,s:O}",
+			    "{s:s,s:s,s:s,s:O,s:O,s:O,s:s,s:s,s:s,s:o,s:O}",
 			    "id", aid, "run_id", id, "call_id", cid, "tool",
 			    json_object_get(call, "name"), "args",
 			    json_object_get(call, "arguments"), "reason",
 			    json_object_get(pc, "reason"), "agent", a->name,
 			    "team", a->team, "user", c.user, "created_ns",
-			    json_object_get(pc, "ts") ?: json_null(),
+			    ts_us ? json_integer((json_int_t)(ts_us * 1000))
+				  : json_null(),
 			    "expires_ns", json_object_get(pc, "expires_ns"));
 			json_object_set_new(rt->approvals, aid, ap);
 		}

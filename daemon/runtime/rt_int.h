@@ -134,6 +134,7 @@ struct wd_rt {
 	int n_workers;
 	pthread_t ttl_thread;
 	bool stopping;
+	bool fleet; /* wd_rt_opts.fleet */
 	unsigned approval_ttl_s;
 	char *webhook;
 	/* approvals: id -> {run_id, call_id, ...}; pointers to runs are

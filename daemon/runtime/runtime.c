@@ -162,8 +162,7 @@ static json_t *snapshot_json(struct wd_run *r)
 	json_object_set_new(s, "model_calls", json_integer(r->model_calls));
 	/* a fleet run stays fenced across a restart: the fleet holding it
 	 * no more, its next step ends it (runtime.h wd_rt_set_fence_hook) */
-	if (r->fenced)
-		json_object_set_new(s, "fenced", json_true());
+	json_object_set_new(s, "fenced", json_boolean(r->fenced));
 	/* a replay's gate lives in memory only: recover.c must not bring it
 	 * back as an ordinary run (its external tools would run live) */
 	if (r->replay)
@@ -515,6 +514,7 @@ int wd_rt_open(const struct wd_rt_opts *o, struct wd_rt **out,
 	if ((rc = wd_trace_open(rt->state_dir, &to, &rt->trace, err)))
 		goto fail;
 	rt->otlp = o->otlp;
+	rt->fleet = o->fleet;
 	/* what calls killed with the previous daemon left behind */
 	int swept = wd_sandbox_sweep();
 	if (swept > 0)

@@ -61,6 +61,10 @@ struct wd_rt_opts {
 	/* live OTLP exporter fed by the trace store, or NULL. Not owned:
 	 * stop it after wd_rt_close(). */
 	struct wd_otlp *otlp;
+	/* the node runs in a fleet (wardend --fleet): a restored run whose
+	 * snapshot does not say whether it was fenced (written by a build
+	 * before fencing) is taken as fenced (recover.c) */
+	bool fleet;
 };
 
 int wd_rt_open(const struct wd_rt_opts *o, struct wd_rt **out,

@@ -103,6 +103,20 @@ static void parent_note(const char *parent)
 	pthread_mutex_unlock(&parents_mu);
 }
 
+void wd_cgroup_parent_keep(const char *parent)
+{
+	pthread_mutex_lock(&parents_mu);
+	for (int i = 0; parents_owner == getpid() && i < n_parents; i++)
+		if (!strcmp(parents[i], parent)) {
+			memmove(parents[i], parents[i + 1],
+				(size_t)(n_parents - i - 1) *
+				    sizeof(parents[0]));
+			n_parents--;
+			break;
+		}
+	pthread_mutex_unlock(&parents_mu);
+}
+
 void wd_cgroup_note_runsc_parents(void)
 {
 	pthread_mutex_lock(&parents_mu);

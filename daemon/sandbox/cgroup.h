@@ -63,6 +63,10 @@ void wd_cgroup_each_v1(void (*fn)(const char *mp, void *arg), void *arg);
 /* A tier-3 call's runsc makes warden/ parents in every v1 hierarchy: this
  * process removes those too at its exit (when empty). Called before. */
 void wd_cgroup_note_runsc_parents(void);
+/* `parent` (a warden/ parent this process made or used) is not removed at
+ * this process's exit: it holds objects kept for the boot (the v2 one, the
+ * egress keep-warm links: enforce/egress_pin.c). */
+void wd_cgroup_parent_keep(const char *parent);
 /* Spare v1 leaves (cgroup.c): made ahead, off the caller's path, for the
  * controllers in v1_mask (bit = enum wd_cg_ctrl) and renamed to a call's
  * id by wd_cgroup_create. Removed by wd_cgroup_spares_clear (run at exit

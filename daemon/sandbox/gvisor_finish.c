@@ -294,6 +294,7 @@ int wd_t3_finish(struct wd_t3 *s, const struct wd_manifest *m,
 		 * it) or pidfd is missing: poll with a short tick. */
 		wd_debug("tier 3 '%s': pidfd_open: %s", s->id, strerror(errno));
 	}
+	bool rfailed = false;
 	while (s->out >= 0 || s->err >= 0 || !exited) {
 		struct pollfd p[6];
 		int n = 0, i_out = -1, i_err = -1, i_in = -1, i_pid = -1;
@@ -326,6 +327,12 @@ int wd_t3_finish(struct wd_t3 *s, const struct wd_manifest *m,
 		int pr = poll(p, n, tmo);
 		if (n > i_net)
 			wd_t3_net_drain(s, call, res);
+		/* the resolver failed (its pins are gone, it answers
+		 * nothing): the call ends, fail closed */
+		if (!rfailed && wd_t3_net_failed(s, NULL, 0)) {
+			rfailed = true;
+			wd_t3_kill_all(s);
+		}
 		if (pr < 0 && errno != EINTR)
 			return wd_err_set(err, -errno, "poll: %s",
 					  strerror(errno));
@@ -370,6 +377,12 @@ int wd_t3_finish(struct wd_t3 *s, const struct wd_manifest *m,
 		s->in = -1;
 	}
 
+	char rmsg[200];
+	if (wd_t3_net_failed(s, rmsg, sizeof(rmsg)))
+		return wd_err_set(err, -EIO,
+				  "network.allow names: the call's resolver "
+				  "failed (%s); the call was ended",
+				  rmsg);
 	res->truncated = trunc;
 	int code =
 	    WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);

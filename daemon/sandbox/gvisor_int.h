@@ -29,6 +29,8 @@ struct pollfd;
 int wd_t3_net_fds(const struct wd_t3 *s, struct pollfd *p);
 /* Its denials so far (tc drops, names refused) into res, each named as
  * it is read (an address's name is the one answered for it by then). */
+/* Whether the call's resolver failed (resolver.h): the call must end. */
+bool wd_t3_net_failed(const struct wd_t3 *s, char *msg, size_t n);
 void wd_t3_net_drain(struct wd_t3 *s, const struct wd_call *call,
 		     struct wd_result *res);
 /* The sandbox is dead: the rest of its denials and the kernel's counts. */

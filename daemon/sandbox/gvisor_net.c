@@ -330,6 +330,11 @@ int wd_t3_net_fds(const struct wd_t3 *s, struct pollfd *p)
 	return k;
 }
 
+bool wd_t3_net_failed(const struct wd_t3 *s, char *msg, size_t n)
+{
+	return s->net && wd_resolver_failed(s->net->resolver, msg, n);
+}
+
 void wd_t3_net_drain(struct wd_t3 *s, const struct wd_call *call,
 		     struct wd_result *res)
 {

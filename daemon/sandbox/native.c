@@ -87,10 +87,10 @@ static void build_env(struct launch *l)
 		l->envp[5 + i] = wd_strdup(m->env[i]);
 }
 
-/* Tier 2's call directory holds only .owner (its root is the shared
- * t2root): two system calls instead of a directory walk. false: something
- * else is there, walk it. */
-static bool rm_calldir2(struct launch *l)
+/* A call directory holds only .owner (tier 2's root is the shared
+ * t2root, tier 1's scratch the shared t1scratch): two system calls instead
+ * of a directory walk. false: something else is there, walk it. */
+static bool rm_calldir(struct launch *l)
 {
 	char p[sizeof(l->calldir) + 8];
 	snprintf(p, sizeof(p), "%s/.owner", l->calldir);
@@ -131,7 +131,7 @@ static void teardown_run(void *arg)
 	if (t->calldir[0]) {
 		struct launch l = {.tier = t->tier};
 		memcpy(l.calldir, t->calldir, sizeof(l.calldir));
-		if (!(t->tier == 2 && rm_calldir2(&l)))
+		if (!rm_calldir(&l))
 			wd_rm_rf(t->calldir);
 	}
 	if (t->ownerfd >= 0)
@@ -147,6 +147,16 @@ static int resolver_pin(void *arg, const uint8_t addr[16], uint16_t port,
 {
 	struct launch *l = arg;
 	return wd_egress_answer(l->rpin.eg, l->rpin.cgid, addr, port, add);
+}
+
+/* resolver.h `off`: the resolver failed, the call's DNS fails closed. */
+static void resolver_off(void *arg)
+{
+	struct launch *l = arg;
+	int rc = wd_egress_dns_off(l->rpin.eg, l->rpin.cgid);
+	if (rc)
+		wd_warn("resolver: cgroup %llu: DNS redirect off: %s",
+			(unsigned long long)l->rpin.cgid, strerror(-rc));
 }
 
 /* The call's resolver when its allow-list names a host (else nothing). */
@@ -167,6 +177,8 @@ static int start_resolver(struct launch *l, struct wd_egress *eg, uint64_t cgid,
 				      .audit = m->mode == WD_MODE_AUDIT,
 				      .pin = resolver_pin,
 				      .pin_arg = l,
+				      .off = resolver_off,
+				      .off_arg = l,
 				      .cgroup_id = cgid,
 				      .uid = l->uid};
 	wd_resolver_upstream(&ro.up);
@@ -275,7 +287,7 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 	if (r < 0)
 		goto out;
 
-	/* Call directory: tier 1 scratch (TMPDIR/HOME) or tier 2 root. */
+	/* Call directory: its owner lock. */
 	wd_native_runtime_dir_open(wd_runtime_dir());
 	wd_native_protect_self();
 	if (l.tier == 2) {
@@ -299,35 +311,37 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 	 * killed daemon's calls left behind as soon as the lock is free. */
 	if ((r = wd_sandbox_own_calldir(l.calldir, &l.ownerfd, err)) < 0)
 		goto out;
-	snprintf(l.scratch, sizeof(l.scratch), "%s/tmp", l.calldir);
 	/* Tier 2: every call mounts its new root on this one directory, in
 	 * its own mount namespace (on the host it stays empty): no directory
 	 * to make and remove per call, and the plan is the same for every
-	 * call of a manifest (sandbox/plancache.h). */
+	 * call of a manifest (sandbox/plancache.h). Tier 1 likewise mounts
+	 * its scratch tmpfs on one shared directory in T's own mount
+	 * namespace (native_child.c): a per-call mount point cost a mkdir,
+	 * a chown and, once the namespace was gone, an rmdir that waited for
+	 * the kernel to detach the dead namespace's mount (~1-8 ms). Either
+	 * is root's and only root's to write: mount(2) follows a symlink put
+	 * in its place. */
 	snprintf(l.root, sizeof(l.root), "%s/t2root", wd_runtime_dir());
+	snprintf(l.scratch, sizeof(l.scratch), "%s/t1scratch",
+		 wd_runtime_dir());
+	const char *mp = l.tier == 1 ? l.scratch : l.root;
 	struct stat rst;
-	if (l.tier == 1) {
-		snprintf(l.scratch_opts, sizeof(l.scratch_opts),
-			 "mode=0700,uid=%u,gid=%u,size=%um", l.uid, l.gid,
-			 m->memory_mb ? m->memory_mb : WD_DEFAULT_MEMORY_MB);
-		if (mkdir(l.scratch, 0700) < 0 ||
-		    chown(l.scratch, l.uid, l.gid) < 0) {
-			r = wd_err_set(err, -errno, "scratch '%s': %s",
-				       l.scratch, strerror(errno));
-			goto out;
-		}
-	} else if ((mkdir(l.root, 0755) < 0 && errno != EEXIST) ||
-		   lstat(l.root, &rst) < 0) {
-		r = wd_err_set(err, -errno, "root '%s': %s", l.root,
+	if ((mkdir(mp, 0755) < 0 && errno != EEXIST) || lstat(mp, &rst) < 0) {
+		r = wd_err_set(err, -errno, "%s '%s': %s",
+			       l.tier == 1 ? "scratch" : "root", mp,
 			       strerror(errno));
 		goto out;
 	} else if (!S_ISDIR(rst.st_mode) || rst.st_uid != 0 ||
 		   (rst.st_mode & 022)) {
 		r = wd_err_set(err, -EPERM,
-			       "root '%s': not a directory of root's that "
+			       "%s '%s': not a directory of root's that "
 			       "only root may write",
-			       l.root);
+			       l.tier == 1 ? "scratch" : "root", mp);
 		goto out;
+	} else if (l.tier == 1) {
+		snprintf(l.scratch_opts, sizeof(l.scratch_opts),
+			 "mode=0700,uid=%u,gid=%u,size=%um", l.uid, l.gid,
+			 m->memory_mb ? m->memory_mb : WD_DEFAULT_MEMORY_MB);
 	} else if ((r = wd_plan_get(&l.mplan, &l.mplan_ref, l.root, m, err)) <
 		   0) {
 		goto out;
@@ -364,7 +378,8 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 	}
 	char warden_dir[sizeof(f->cg.v2_root) + 8];
 	snprintf(warden_dir, sizeof(warden_dir), "%s/warden", f->cg.v2_root);
-	wd_egress_keep_warm(eg, warden_dir);
+	if (wd_egress_keep_warm(eg, warden_dir))
+		wd_cgroup_parent_keep(warden_dir);
 	r = wd_egress_attach(eg, cg.v2_fd, cg.v2_id, m->net_allow,
 			     m->n_net_allow, m->mode == WD_MODE_AUDIT, 0, err);
 	if (r < 0)
@@ -472,6 +487,11 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 	if (f->audit_enabled == 0 && asked && now < asked + 1000000000ull)
 		__atomic_store_n(&audit_off_until, asked + 1000000000ull,
 				 __ATOMIC_RELAXED);
+	/* and its "on" as the reader's own AUDIT_GET would be: a one-shot
+	 * call asks the audit subsystem once, not twice (a round trip
+	 * through it: 0.1 ms, several under load) */
+	if (f->audit_enabled >= 1 && asked && now < asked + 1000000000ull)
+		wd_landlock_audit_known_on(asked);
 	if ((ll_enable ||
 	     (f->audit &&
 	      now >= __atomic_load_n(&audit_off_until, __ATOMIC_RELAXED))) &&

@@ -350,8 +350,16 @@ int wd_native_supervise(struct launch *l, pid_t child, struct wd_cgroup *cg,
 			drain_bpf(eg, rt, &col);
 		if (i_ll >= 0 && p[i_ll].revents)
 			wd_landlock_audit_read(lla, on_landlock, &col);
-		if (i_dns >= 0 && p[i_dns].revents)
+		if (i_dns >= 0 && p[i_dns].revents) {
 			drain_resolver(&col);
+			/* the resolver failed (its pins are gone, it answers
+			 * nothing): the call ends, fail closed */
+			if (!killed &&
+			    wd_resolver_failed(col.resolver, NULL, 0)) {
+				wd_cgroup_kill(cg);
+				killed = true;
+			}
+		}
 		if (i_pid >= 0 && p[i_pid].revents) {
 			while (waitpid(child, &status, 0) < 0 && errno == EINTR)
 				;
@@ -415,6 +423,12 @@ int wd_native_supervise(struct launch *l, pid_t child, struct wd_cgroup *cg,
 		wd_buf_free(&setup_err);
 		return r;
 	}
+	char rfail[200];
+	if (wd_resolver_failed(l->resolver, rfail, sizeof(rfail)))
+		return wd_err_set(err, -EIO,
+				  "network.allow names: the call's resolver "
+				  "failed (%s); the call was ended",
+				  rfail);
 	if (timed_out) {
 		res->status = WD_ST_TIMEOUT;
 		res->exit_code = 124;

@@ -7,6 +7,7 @@
 
 #include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* Under idx_mu: the refs the index holds for seqs in (after, upto], into
  * each row's refs (by_seq: seq -> row). */
@@ -92,7 +93,7 @@ int wd_trace_lines(struct wd_trace *t, uint64_t after_seq, unsigned limit,
 	sqlite3_bind_int64(st, 1, (sqlite3_int64)after_seq);
 	sqlite3_bind_int64(st, 2, limit ? (sqlite3_int64)limit : -1);
 	/* one open segment at a time: a batch is mostly one segment */
-	uint64_t fd_seg = 0;
+	uint64_t fd_seg = 0, fd_size = 0;
 	int fd = -1;
 	uint64_t last = after_seq;
 	int rc;
@@ -107,11 +108,22 @@ int wd_trace_lines(struct wd_trace *t, uint64_t after_seq, unsigned limit,
 			cleanup_free char *p = wd_trace_seg_path(t, seg);
 			fd = open(p, O_RDONLY | O_CLOEXEC);
 			fd_seg = seg;
-			if (fd < 0) {
+			struct stat sb;
+			if (fd < 0 || fstat(fd, &sb) < 0) {
 				r = wd_err_set(err, -errno, "%s: %s", p,
 					       strerror(errno));
 				break;
 			}
+			fd_size = (uint64_t)sb.st_size;
+		}
+		if (!wd_trace_span_ok(off, len, fd_size)) {
+			r = wd_err_set(
+			    err, -EBADMSG,
+			    "index: seq %llu: offset %llu length "
+			    "%llu outside segment %016llu",
+			    (unsigned long long)seq, (unsigned long long)off,
+			    (unsigned long long)len, (unsigned long long)seg);
+			break;
 		}
 		char *buf = wd_malloc(len + 1);
 		ssize_t n = pread(fd, buf, len, (off_t)off);
@@ -151,6 +163,8 @@ int wd_trace_lines(struct wd_trace *t, uint64_t after_seq, unsigned limit,
 		json_array_append_new(rows, row);
 		last = seq;
 	}
+	if (!r && rc != SQLITE_DONE) /* a batch cut short is no batch */
+		r = wd_err_set(err, -EIO, "index: %s", sqlite3_errmsg(db));
 	if (fd >= 0)
 		close(fd);
 	sqlite3_finalize(st);

@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
 
 struct collect_ctx {
 	const char *run_id;
@@ -25,8 +26,13 @@ int wd_trace_read_line(struct wd_trace *t, uint64_t seg, uint64_t off,
 {
 	cleanup_free char *p = wd_trace_seg_path(t, seg);
 	cleanup_close int fd = open(p, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0)
 		return -errno;
+	/* the index's offset and length, checked against the segment: a
+	 * damaged index row is a bad line, not a huge allocation */
+	if (!wd_trace_span_ok(off, len, (uint64_t)st.st_size))
+		return -EBADMSG;
 	cleanup_free char *buf = wd_malloc(len + 1);
 	ssize_t n = pread(fd, buf, len, off);
 	if (n != (ssize_t)len)

@@ -336,4 +336,8 @@ size_t wd_trace_scan_skip(const char *buf, size_t len,
 				    uint64_t off, json_t *rec),
 			  void *ctx, size_t *bad_lines);
 
+/* A record's "ts" ("2024-01-02T03:04:05.123456Z") -> microseconds since
+ * the epoch; 0 on error */
+uint64_t wd_trace_parse_ts(const char *s);
+
 #endif

@@ -197,8 +197,12 @@ struct wd_idxrec *wd_idx_extract(json_t *rec);
  * "sha256:<hex>" value, else a 64-bit hash of the text. Queries compare the
  * text as well. */
 int64_t wd_idx_key(const char *s);
-/* "2024-01-02T03:04:05.123456Z" -> microseconds since the epoch; 0 on error */
-uint64_t wd_trace_parse_ts(const char *s);
+/* A line at off of len bytes lies within a segment of size bytes (an
+ * index row is checked before its bytes are read). */
+static inline bool wd_trace_span_ok(uint64_t off, uint64_t len, uint64_t size)
+{
+	return len <= size && off <= size - len;
+}
 
 struct wd_trace {
 	char *root, *segdir, *blobdir;

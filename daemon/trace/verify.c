@@ -116,7 +116,9 @@ unsigned wd_trace_chain_next(struct wd_trace_chain *c, const char *line,
 	if (strcmp(c->prev, "!") &&
 	    !(p && !strncmp(p, "sha256:", 7) && !strcmp(p + 7, c->prev)))
 		bad |= WD_CHAIN_PREV;
-	if (c->next_seq && (uint64_t)seq != c->next_seq)
+	/* a seq below 1 is wrong itself, and would make the next line's
+	 * unchecked (next_seq 0 means "any") */
+	if (seq < 1 || (c->next_seq && (uint64_t)seq != c->next_seq))
 		bad |= WD_CHAIN_SEQ;
 	c->next_seq = (uint64_t)seq + 1;
 	memcpy(c->prev, h, 65);

@@ -591,6 +591,7 @@ int main(int argc, char **argv)
 		}
 		wd_info("denial event ring buffer: %u bytes", ring_bytes);
 	}
+	ro.fleet = fo.url != NULL;
 	if (wd_rt_open(&ro, &rt, &err)) {
 		wd_error("%s", err.msg);
 		wd_otlp_stop(otlp);

@@ -23,7 +23,9 @@ static inline double bench_median(double *v, int n)
 }
 
 /* Milliseconds from fork to the child's reaping. */
-static inline double bench_run_plain(char *const argv[])
+/* Wall time of argv run to its end (ms); its exit status in *status when
+ * status is not NULL (a command that fails fast is no measurement). */
+static inline double bench_run_status(char *const argv[], int *status)
 {
 	uint64_t t0 = wd_now_ns();
 	pid_t p = fork();
@@ -35,8 +37,16 @@ static inline double bench_run_plain(char *const argv[])
 		execv(argv[0], argv);
 		_exit(127);
 	}
-	waitpid(p, NULL, 0);
+	int st = -1;
+	waitpid(p, &st, 0);
+	if (status)
+		*status = st;
 	return (wd_now_ns() - t0) / 1e6;
+}
+
+static inline double bench_run_plain(char *const argv[])
+{
+	return bench_run_status(argv, NULL);
 }
 
 #endif

@@ -70,13 +70,26 @@ int main(void)
 	char *const *cmd[4] = {w1, b1, w2, b2};
 	const int n = 20;
 	double *v[4];
+	/* every run must succeed: a call refused at once (say, a build
+	 * without warden-init for tier 2) would pass for a fast one */
+	int rs, bad = 0;
 	for (int k = 0; k < 4; k++) {
 		v[k] = wd_calloc(n, sizeof(double));
-		bench_run_plain(cmd[k]); /* warm-up */
+		bench_run_status(cmd[k], &rs); /* warm-up */
+		bad |= rs != 0;
 	}
 	for (int i = 0; i < n; i++)
-		for (int k = 0; k < 4; k++)
-			v[k][i] = bench_run_plain(cmd[k]);
+		for (int k = 0; k < 4; k++) {
+			v[k][i] = bench_run_status(cmd[k], &rs);
+			bad |= rs != 0;
+		}
+	if (bad) {
+		printf("bench_exec: a run failed (warden exec or bwrap did "
+		       "not exit 0): no figures\n");
+		wd_rm_rf(dir);
+		wd_rm_rf(pins);
+		return 1;
+	}
 	double med[4];
 	for (int k = 0; k < 4; k++)
 		med[k] = bench_median(v[k], n);

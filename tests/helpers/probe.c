@@ -40,10 +40,10 @@ static int res(int r, const char *what)
 	return 0;
 }
 
-static int do_connect(int family, const char *host, int port, int type,
-		      int fastopen)
+static int do_connect_p(int family, const char *host, int port, int type,
+			int proto, int fastopen)
 {
-	int s = socket(family, type, 0);
+	int s = socket(family, type, proto);
 	if (s < 0)
 		return res(-1, "socket");
 	int r;
@@ -70,6 +70,12 @@ static int do_connect(int family, const char *host, int port, int type,
 	if (r >= 0 && type == SOCK_STREAM && !fastopen)
 		(void)!write(s, "x", 1);
 	return res(r, "connect");
+}
+
+static int do_connect(int family, const char *host, int port, int type,
+		      int fastopen)
+{
+	return do_connect_p(family, host, port, type, 0, fastopen);
 }
 
 /* The baseline's syscalls (daemon/enforce/seccomp.c, wd_seccomp_baseline)
@@ -228,6 +234,12 @@ int main(int argc, char **argv)
 		execv(argv[2], argv + 2);
 		return res(-1, "exec");
 	}
+	/* inetproto FAMILY(4|6) TYPE PROTO HOST PORT: socket(family, type,
+	 * proto), then connect (sendto for SOCK_DGRAM) */
+	if (!strcmp(a, "inetproto") && argc > 6)
+		return do_connect_p(atoi(argv[2]) == 6 ? AF_INET6 : AF_INET,
+				    argv[5], atoi(argv[6]), atoi(argv[3]),
+				    atoi(argv[4]), 0);
 	if (!strcmp(a, "connect4") && argc > 3)
 		return do_connect(AF_INET, argv[2], atoi(argv[3]), SOCK_STREAM,
 				  0);

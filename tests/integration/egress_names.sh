@@ -26,7 +26,11 @@ print($1)"
 }
 S=$(mktemp -d /tmp/warden-names.XXXXXX)
 PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; [ -n "${KEEP:-}" ] || rm -rf "$S"; }
+cleanup() {
+	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+	[ -z "${HR_MADE:-}" ] || rm -rf /run/nscd
+	[ -n "${KEEP:-}" ] || rm -rf "$S"
+}
 trap cleanup EXIT
 chmod 755 "$S"
 
@@ -130,6 +134,12 @@ print("udp-node-evil:", udp(ns, "evil.test"))
 print("tcp-node-evil:", tcp(ns, "evil.test"))
 print("udp-53-evil:", udp("127.0.0.53", "evil.test"))
 print("tcp-53-evil:", tcp("127.0.0.53", "evil.test"))
+# svc.test is known to the test zone only (a real resolver says NXDOMAIN,
+# as it does for evil.test): an answer on these paths is warden's
+print("udp-node-svc:", udp(ns, "svc.test"))
+print("tcp-node-svc:", tcp(ns, "svc.test"))
+print("udp-53-svc:", udp("127.0.0.53", "svc.test"))
+print("tcp-53-svc:", tcp("127.0.0.53", "svc.test"))
 def udp_connected(addr, name):
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(2)
     try:
@@ -182,6 +192,13 @@ Y
 		udp-conn-fake-evil udp-mapped-fake-evil; do
 		expect_match "t$tier-$p-nxdomain" "$(line $p)" '^rcode=3 answers=0'
 	done
+	# the node's resolver address and 127.0.0.53 answered by warden's
+	# resolver: a name only the test zone knows, from the address asked
+	for p in udp-node-svc tcp-node-svc udp-53-svc tcp-53-svc; do
+		expect_match "t$tier-$p-warden-answers" "$(line $p)" '^rcode=0 answers=1 (from|peer)='
+	done
+	expect_match "t$tier-udp-node-svc-from-asked" "$(line udp-node-svc)" "from=${NODE_NS//./\\.}:53\$"
+	expect_match "t$tier-udp-53-svc-from-asked" "$(line udp-53-svc)" 'from=127\.0\.0\.53:53$'
 	# the reply shows the address asked for (a resolver library checks it)
 	expect_match "t$tier-udp-reply-from-asked" "$(line udp-fake-evil)" 'from=127\.0\.0\.3:53$'
 	expect_match "t$tier-tcp-peer-asked" "$(line tcp-fake-evil)" 'peer=127\.0\.0\.3:53$'
@@ -237,6 +254,45 @@ out=$("$WARDEN" exec --json --dns-upstream "127.0.0.1:$ZP" --policy "$S/audit.ya
 	-- /usr/bin/python3 -c 'import socket; print(socket.getaddrinfo("evil.test", 0, socket.AF_INET)[0][4][0])' 2>/dev/null)
 expect_eq audit-answered "$(printf '%s' "$out" | jq_py 'd["stdout"].strip()')" 127.0.0.2
 expect_match audit-recorded "$(printf '%s' "$out" | jq_py '" ".join("%s:%s:%s" % (x["kind"], x["target"], x["verdict"]) for x in d["denials"] if x["source"] == "resolver")')" 'dns.name:evil.test:audited'
+
+# a host resolver's unix socket under a write path (nscd's, a listener of
+# ours where no nscd runs): the manifest is refused, at `policy check` and
+# at call start, and the listener outside sees no connection in tier 1 or 2
+if [ -e /run/nscd ]; then
+	skip host-resolver-socket "/run/nscd exists (the node's nscd)"
+else
+	mkdir -m 755 /run/nscd
+	HR_MADE=1
+	python3 - <<'PY' &
+import socket, os
+s = socket.socket(socket.AF_UNIX); s.bind("/run/nscd/socket"); os.chmod("/run/nscd/socket", 0o666)
+s.listen(16); open("/run/nscd/ready", "w").write("ok")
+while True:
+    c, _ = s.accept(); open("/run/nscd/hits", "a").write("hit\n"); c.close()
+PY
+	NSCD=$!
+	PIDS+=("$NSCD")
+	for _ in $(seq 100); do [ -f /run/nscd/ready ] && break; sleep 0.05; done
+	for tier in 1 2; do
+		mkdir -p "$S/hr$tier/tools"
+		cat >"$S/hr$tier/tools/hr.yaml" <<Y
+name: hr$tier
+tier: $tier
+timeout_ms: 20000
+network: {allow: ["svc.test:19200"], allow_private: ["127.0.0.2/32"]}
+filesystem: {read: ["/usr", "/etc", "/lib", "/lib64"], exec: ["/usr/bin"], write: ["/run/nscd"]}
+Y
+		expect_match "t$tier-host-resolver-write-refused" "$("$WARDEN" policy check "$S/hr$tier" 2>&1)" \
+			"hr.yaml:5:[0-9]+: 'filesystem.write' '/run/nscd': with a name in network.allow, a write path may not reach a host resolver's unix socket"
+		out=$("$WARDEN" exec --json --dns-upstream "127.0.0.1:$ZP" --policy "$S/hr$tier/tools/hr.yaml" \
+			-- /usr/bin/python3 -c 'import socket; s = socket.socket(socket.AF_UNIX); s.connect("/run/nscd/socket"); print("connected")' 2>&1)
+		expect_eq "t$tier-host-resolver-socket-unreached" "$(cat /run/nscd/hits 2>/dev/null | wc -l)" 0
+		expect_match "t$tier-host-resolver-call-refused" "$out" "host resolver's unix socket"
+	done
+	kill "$NSCD" 2>/dev/null
+	wait "$NSCD" 2>/dev/null
+	rm -rf /run/nscd
+fi
 
 # policy check names a bad wildcard and a bad range at file:line:col
 mkdir -p "$S/pol/tools"

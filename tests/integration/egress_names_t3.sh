@@ -72,8 +72,42 @@ if hostip:
 open(d + "/listen.ready", "w").write("ok")
 threading.Event().wait()
 PY
-PIDS+=($!)
-for _ in $(seq 100); do [ -s "$S/zone.port" ] && [ -f "$S/listen.ready" ] && break; sleep 0.05; done
+MAINL=$!
+PIDS+=("$MAINL")
+# a resolver of the host's on 127.0.0.1:53 (UDP and TCP) and DoT over UDP
+# on 127.0.0.1:853 and the node's address: each logs what reached it
+cat >"$S/hostdns.py" <<'PY'
+import socket, sys, threading
+d, tag, addrs = sys.argv[1], sys.argv[2], sys.argv[3:]
+def tcp(addr, port):
+    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind((addr, port)); s.listen(16)
+    def loop():
+        while True:
+            c, _ = s.accept(); open(d + "/hits", "a").write("%s:%d/tcp\n" % (tag, port)); c.close()
+    threading.Thread(target=loop, daemon=True).start()
+def udp(addr, port):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind((addr, port))
+    def loop():
+        while True:
+            s.recvfrom(4096); open(d + "/hits", "a").write("%s:%d/udp\n" % (tag, port))
+    threading.Thread(target=loop, daemon=True).start()
+bound = []
+for a in addrs:
+    host, port, proto = a.split(":")
+    try:
+        (tcp if proto == "tcp" else udp)(host, int(port)); bound.append(a)
+    except OSError as e:
+        print("cannot bind %s: %s" % (a, e), file=sys.stderr)
+open(d + "/" + tag + ".ready", "w").write(" ".join(bound))
+threading.Event().wait()
+PY
+python3 "$S/hostdns.py" "$S" lo 127.0.0.1:53:tcp 127.0.0.1:53:udp 127.0.0.1:853:udp ${HOSTIP:+$HOSTIP:853:udp} &
+LO53=$!
+PIDS+=("$LO53")
+for _ in $(seq 100); do [ -s "$S/zone.port" ] && [ -f "$S/listen.ready" ] && [ -f "$S/lo.ready" ] && break; sleep 0.05; done
+expect_match t3-host-lo53-listening "$(cat "$S/lo.ready")" '127\.0\.0\.1:53:tcp 127\.0\.0\.1:53:udp 127\.0\.0\.1:853:udp'
 ZP=$(cat "$S/zone.port")
 NODE_NS=$(awk '/^nameserver/{print $2; exit}' /etc/resolv.conf)
 NODE_NS=${NODE_NS:-127.0.0.53}
@@ -124,6 +158,18 @@ print("tcp-gw-svc:", tcp(gw, "svc.test"))
 print("udp-node-evil:", udp(ns, "evil.test"))
 print("tcp-node-evil:", tcp(ns, "evil.test"))
 print("udp-53-evil:", udp("127.0.0.53", "evil.test"))
+print("tcp-53-evil:", tcp("127.0.0.53", "evil.test"))
+print("udp-lo-evil:", udp("127.0.0.1", "evil.test"))
+print("tcp-lo-evil:", tcp("127.0.0.1", "evil.test"))
+def udp853(addr):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(1)
+    try:
+        s.sendto(b"dot-over-udp", (addr, 853)); s.recvfrom(100); return "answered"
+    except Exception as e:
+        return "error " + type(e).__name__
+print("udp853-gw:", udp853(gw))
+if hostip:
+    print("udp853-host:", udp853(hostip))
 print("udp-any-evil:", udp("198.51.100.53", "evil.test"))
 if hostip:
     print("udp-host-evil:", udp(hostip, "evil.test"))
@@ -201,7 +247,7 @@ expect_match t3-not-allowed-nxdomain "$(line resolve-evil)" 'error gaierror'
 expect_match t3-resolver-udp-nxdomain "$(line udp-gw-evil)" '^rcode=3 answers=0'
 expect_match t3-resolver-tcp-answered "$(line tcp-gw-svc)" '^rcode=0 answers=1'
 # every other DNS path: nothing comes back
-for p in udp-node-evil udp-53-evil udp-any-evil udp6-evil; do
+for p in udp-node-evil udp-53-evil udp-any-evil udp6-evil tcp-53-evil udp-lo-evil tcp-lo-evil udp853-gw ${HOSTIP:+udp853-host}; do
 	expect_match "t3-$p-no-answer" "$(line $p)" '^error'
 done
 expect_match t3-tcp-node-evil-refused "$(line tcp-node-evil)" '^error'
@@ -229,6 +275,7 @@ expect_eq t3-listener-hits "$(sort "$S/hits" | tr '\n' ' ')" "svc:19200 "
 expect_eq t3-evil-never-upstream "$(grep -c evil "$S/zone.log")" 0
 expect_match t3-svc-upstream "$(cat "$S/zone.log")" 'svc\.test A'
 den=$(printf '%s' "$out" | jq_py '"\n".join("%s %s %s" % (x["source"], x["kind"], x["target"]) for x in d["denials"])')
+[ -z "${KEEP:-}" ] || printf '%s\n' "$den" >"$S/den"
 wait "$HP"
 hp=$(cat "$S/hostprobe.out")
 expect_match t3-host-queries-unanswered "$(printf '%s\n' "$hp" | sort | tr '\n' ' ')" \
@@ -290,6 +337,31 @@ except Exception as e:
 		expect_eq t3-private-listed-hit "$(cat "$S/hits")" "svc:19200"
 	fi
 done
+# a host resolver on 0.0.0.0:53 (UDP and TCP): it would hear the link's
+# address too. The call's resolver binds the link's port 53 with the
+# device bound; the kernel refuses its TCP bind beside a listening
+# wildcard socket, so the call is refused before the tool runs; nothing
+# reaches the host's listener either way
+# (the listeners above hold port 53 of 127.0.0.1 and the node's address)
+kill "$LO53" "$MAINL" 2>/dev/null
+wait "$LO53" "$MAINL" 2>/dev/null
+: >"$S/hits"
+python3 "$S/hostdns.py" "$S" any 0.0.0.0:53:tcp 0.0.0.0:53:udp 2>"$S/any.err" &
+ANY53=$!
+PIDS+=("$ANY53")
+for _ in $(seq 100); do [ -f "$S/any.ready" ] && break; sleep 0.05; done
+if [ "$(cat "$S/any.ready")" = "0.0.0.0:53:tcp 0.0.0.0:53:udp" ]; then
+	out=$("$WARDEN" exec --json --dns-upstream "127.0.0.1:$ZP" --policy "$S/t3.yaml" \
+		-- /usr/bin/python3 -c "$(cat "$S/probe.py")" "$NODE_NS" "${HOSTIP:-}" 2>&1)
+	expect_match t3-any53-call-refused "$out" "the call's resolver cannot listen on its tier-3 link '[^']*' \(port 53\): Address already in use"
+	sleep 0.3
+	expect_eq t3-any53-listener-unreached "$(cat "$S/hits")" ""
+else
+	skip t3-any53 "0.0.0.0:53 cannot be bound now: $(tr '\n' ' ' <"$S/any.err") (sockets on port 53: $(awk 'NR > 1 && $2 ~ /:0035$/ {print $2, $4}' /proc/net/tcp /proc/net/udp | tr '\n' ' '))"
+fi
+kill "$ANY53" 2>/dev/null
+wait "$ANY53" 2>/dev/null
+
 # nothing of the calls is left on the host: links, netns
 # (the kernel deletes a call's pair with its netns, in the background)
 links_left() { ip -o link show 2>/dev/null | grep -c ' w3h' || true; }

@@ -144,6 +144,19 @@ sys.exit(0 if any(ok(e) for e in d) else 1)' "$@"; then
 	denied netlink socket netlink; has_denial netlink "socket"
 	denied packet socket packet
 	denied raw rawsock
+	# inet protocols and types no cgroup hook judges (SCTP's sendmsg,
+	# MPTCP, UDP-Lite, SOCK_SEQPACKET): refused at socket() by seccomp,
+	# whether or not this kernel has the protocol
+	denied mptcp inetproto 4 1 262 127.0.0.1 "$TCP4"
+	record mptcp seccomp syscall socket 41 1 "family=2 type=1 protocol=262"
+	denied sctp inetproto 4 1 132 127.0.0.1 "$TCP4"
+	record sctp seccomp syscall socket 41 1 "family=2 type=1 protocol=132"
+	denied sctp-seqpacket inetproto 4 5 132 127.0.0.1 "$TCP4"
+	record sctp-seqpacket seccomp syscall socket 41 1 "family=2 type=5 protocol=132"
+	denied seqpacket6 inetproto 6 5 0 ::1 "$TCP6"
+	record seqpacket6 seccomp syscall socket 41 1 "family=10 type=5 protocol=0"
+	denied udplite inetproto 4 2 136 127.0.0.1 "$UDP4"
+	record udplite seccomp syscall socket 41 1 "family=2 type=2 protocol=136"
 	sleep 0.3
 	expect_eq "t$tier/no-packet-reached-listener" "$(hits)" "$h0"
 

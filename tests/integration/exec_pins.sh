@@ -74,6 +74,41 @@ r=$(call)
 expect_eq pins/second-call-attaches-only "$r" "rc=$(echo "$r" | sed 's/rc=\([0-9]*\).*/\1/') loads=0 hits+=0"
 expect_match pins/second-call-denied "$r" '^rc=[1-9]'
 expect_match pins/second-call-denial-reported "$(cat "$T/out")" 'denied bpf: connect.*127\.0\.0\.1'
+# the keep-warm links (egress_pin.c): pinned beside the programs, attached
+# to the v2 warden/ above the call leaves, one per type the calls use, and
+# they stay between calls (the kernel's static keys stay on)
+V2=/sys/fs/cgroup/unified
+[ -d "$V2" ] || V2=/sys/fs/cgroup
+keep_links() { # links of the v2 warden/ whose program is a pinned keep one
+	local cg ids
+	cg=$(stat -c %i "$V2/warden" 2>/dev/null) || { echo 0; return; }
+	ids=$(for f in "$H"/wd_keep_*; do bpftool -j prog show pinned "$f" 2>/dev/null; done |
+		python3 -c 'import json,sys; [print(json.loads(l)["id"]) for l in sys.stdin if l.strip()]' | tr '\n' ' ')
+	bpftool -j link show | python3 -c '
+import json, sys
+cg, ids = int(sys.argv[1]), set(int(x) for x in sys.argv[2].split())
+print(sum(1 for l in json.load(sys.stdin) if l.get("type") == "cgroup" and l.get("cgroup_id") == cg and l.get("prog_id") in ids))' "$cg" "$ids"
+}
+nkeep=$(ls "$H" | grep -c '^wd_keep_')
+nlink=$(ls "$H" | grep -c '^link_wd_keep_')
+expect_eq pins/keep-links-pinned "$nlink" "$nkeep"
+expect_eq pins/keep-links-attached "$(keep_links)" "$nkeep"
+# an allow-all program above the call changes no verdict: the connect of
+# the call just made was denied with them attached (second-call-denied),
+# and so is a unix socket outside the write paths
+r=$("$WARDEN" exec --policy "$T/m.yaml" -- "$T/probe" unix-connect "$T/nosock" 2>&1; echo "rc=$?")
+expect_match pins/keep-links-unix-still-denied "$r" 'denied bpf: connect_unix'
+# a missing link pin is made again; one that is not a link of our keep
+# program (here: a program pinned in its place) is replaced, never trusted
+rm -f "$H/link_wd_keep_connect4"
+bpftool prog pin pinned "$H/wd_connect4" "$H/link_wd_keep_connect6" 2>/dev/null ||
+	{ rm -f "$H/link_wd_keep_connect6"; bpftool prog pin pinned "$H/wd_connect4" "$H/link_wd_keep_connect6"; }
+r=$(call)
+expect_match pins/keep-links-remade-denied "$r" '^rc=[1-9][0-9]* loads=0 hits\+=0$'
+expect_eq pins/keep-links-remade "$(keep_links)" "$nkeep"
+[ "$(bpftool -j link show pinned "$H/link_wd_keep_connect6" 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin).get("type"))' 2>/dev/null)" = cgroup ] &&
+	pass pins/keep-link-impostor-replaced || fail pins/keep-link-impostor-replaced "$(bpftool link show pinned "$H/link_wd_keep_connect6" 2>&1)"
+
 # no map entries left behind by finished calls
 n=$(bpftool -j map dump pinned "$H/wd_policy" 2>/dev/null | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')
 expect_eq pins/no-policy-entries-left "$n" 0
@@ -92,6 +127,8 @@ r=$(call)
 expect_match pins/older-build-replaced-loads "$r" 'loads=[1-9][0-9]* hits\+=0$'
 [ ! -e "$PIN/0123456789abcdef" ] && pass pins/older-build-removed || fail pins/older-build-removed "$(ls "$PIN")"
 [ "$(hashdir)" = "$H" ] && pass pins/ours-made || fail pins/ours-made "$(ls "$PIN")"
+# the removed pins' keep links went with them: one set attached, not two
+expect_eq pins/keep-links-removed-with-pins "$(keep_links)" "$nkeep"
 
 # our hash, a tampered version record: stale, replaced, never used
 id0=$(bpftool -j map show pinned "$H/wd_version" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Tier 1's scratch cannot fill the host or outlive its call. The attacks
 # run inside the sandbox; the verdicts come from outside: the host's view
-# of the call directory (du) while the tool holds its files, the host
+# of the scratch's mount point (du) while the tool holds its files, the host
 # file system's free space, the call's directory, cgroup and processes
 # after the call, and `warden exec` itself surviving the teardown.
 # On the old build the scratch was a directory on the host's /run:
@@ -42,7 +42,7 @@ echo "wrote $i"; touch ready; sleep 3' >"$T/fill.json" 2>&1 &
 EP=$!
 host_mb=-1
 for _ in $(seq 300); do
-	d=$(ls -d "$RT"/calls/*/tmp 2>/dev/null | head -1)
+	d=$(ls -d "$RT/t1scratch" 2>/dev/null)
 	# the host's view of the call's scratch, while the tool holds its files
 	if [ -n "$d" ] && [ "$(find "$d" -name ready 2>/dev/null)" ] || [ -n "$d" ] && ! kill -0 $EP 2>/dev/null; then
 		break
@@ -53,7 +53,7 @@ for _ in $(seq 300); do
 	sleep 0.05
 done
 sleep 1
-d=$(ls -d "$RT"/calls/*/tmp 2>/dev/null | head -1)
+d=$(ls -d "$RT/t1scratch" 2>/dev/null)
 [ -n "$d" ] && host_mb=$(du -sm "$d" 2>/dev/null | cut -f1)
 free1=$(df -Pk "$RT" | awk 'NR==2 {print $4}')
 wait $EP

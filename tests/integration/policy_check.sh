@@ -38,6 +38,9 @@ bad-paths.yaml 5:18: 'filesystem.read': path 'usr/lib' must be absolute
 bad-syscall.yaml 4:18: syscalls.deny: unknown system call 'not_a_syscall'
 bad-syntax.yaml 4:1: YAML syntax error
 bad-dup.yaml 4:1: duplicate key 'network' in manifest
+bad-name-dns.yaml 6:7: 'network.allow' 'dns.internal:53': with a name in network.allow, every packet to port 53 goes to the call's resolver: the name could never be reached on that port
+bad-name-dot-t3.yaml 5:7: 'network.allow' 'dot.internal:853': in tier 3 every packet to port 853 is dropped \(only the call's resolver answers names\): the name could never be reached on that port
+bad-name-resolver-write.yaml 8:7: 'filesystem.write' '/run/systemd': with a name in network.allow, a write path may not reach a host resolver's unix socket \(/run/systemd/resolve\)
 bad-nul.yaml 3:8: 'exec': string contains a NUL byte
 bad-schema-type.yaml 7:18: args_schema: unknown type 'strin' \(did you mean 'string'\?\)
 bad-schema-keyword.yaml 7:24: args_schema: keyword 'format' is not supported by warden's validator

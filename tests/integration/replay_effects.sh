@@ -6,7 +6,9 @@
 # relabels it `side_effects: none`; internal tools replay their recorded
 # result; a mock stands in when there is no recording; recorded-model from
 # step 0 reproduces the original exactly at $0 with no model call; a changed
-# system prompt diverges where the script says; unbuilt modes are refused.
+# system prompt diverges where the script says, and `warden trace diff` of
+# the original and a replay diverging at step 3 puts the first difference
+# at step 3 (steps 0-2 the same); unbuilt modes are refused.
 . tests/lib.sh
 . tests/integration/daemon_lib/common.sh
 [ "$(id -u)" -eq 0 ] || { skip replay-effects "needs root"; finish; }
@@ -31,6 +33,7 @@ script rp <<'S'
 {"step": 1, "tool_calls": [{"name": "mail", "arguments": {"to": "x@example.com"}}]}
 {"step": 2, "system": "CHANGED", "tool_calls": [{"name": "mail", "arguments": {"to": "other@example.com"}}]}
 {"step": 2, "tool_calls": [{"name": "note", "arguments": {"k": "1"}}]}
+{"step": 3, "system": "THIRD", "text": "other answer: {{result}}"}
 {"text": "done: {{result}}"}
 S
 agent rp rp '[echo, mail, note]'
@@ -86,6 +89,25 @@ expect_match sp-model-told "$(end_of "$rid" | jq_py 'd["output"]')" 'not execute
 expect_eq sp-prefix-from-record "$(recs_of "$rid" replay_step | jq_py 'len(d)')" 2
 expect_eq sp-no-prefix-model-call "$(recs_of "$rid" model_call | jq_py 'min(x["step"] for x in d)')" 2
 expect_eq sp-not-sent "$(sent)" 1
+# --- `warden trace diff` of the original and a replay that diverges at
+# step 3 (another system prompt from step 3: steps 0-2 from the record,
+# another final answer): the first difference is at step 3, the steps
+# before it are the same, in text and --json, read through wardend as the
+# run's user
+echo "You are THIRD." >"$T/sp3.txt"
+out=$(as_alice replay "$id" --from 3 --system-prompt "$T/sp3.txt" 2>&1)
+r3=$(printf '%s\n' "$out" | sed -n 's/^run \(run_[0-9a-f]*\) (replay of.*/\1/p')
+expect_match diff-replay-diverged "$out" "replay of $id from step 3: diverged at step 3"
+out=$(as_alice trace diff "$id" "$r3" 2>&1)
+expect_match diff-relation "$out" "$r3 is a replay of $id from step 3"
+expect_match diff-first-step3 "$out" 'first divergence: step 3: changed model output'
+expect_eq diff-rows "$(printf '%s\n' "$out" | sed -n 's/^[ >]\([0-9/]*\) \+\(same\|extra in B\|missing in B\|changed model output\|different [a-z]*\).*/\1:\2/p' | tr '\n' ' ')" \
+	"0:same 1:same 2:same 3:changed model output "
+expect_match diff-marker "$out" '>3 +changed model output'
+expect_eq diff-json "$(as_alice trace diff "$id" "$r3" --json | jq_py '"%s %s %s" % (d["first_divergence"], d["counts"], [(s["a_step"], s["b_step"], s["verdict"]) for s in d["steps"]])')" \
+	"3 {'same': 3, 'changed': 1, 'missing': 0, 'extra': 0} [(0, 0, 'same'), (1, 1, 'same'), (2, 2, 'same'), (3, 3, 'changed model output')]"
+expect_eq diff-not-sent "$(sent)" 1
+
 # a replay of it from after its change: the prefix has each step's
 # recorded system prompt (the changed one from step 2), so it reproduces
 r1=$rid

@@ -277,6 +277,23 @@ else
 	skip status_tier1_namespaces "tier 1 unavailable: $c"
 fi
 
+# names in tiers 1-2: the row says what the call start does (one test,
+# wd_egress_names_ok): held => a call with a name starts, and the row names
+# what keeps host resolvers' unix sockets from the tool; not held => such
+# a call is refused with the row's reason
+mkdir -p "$tmp/nm"
+for t in 1 2; do
+	c=$(cell "network.allow names" tier$t)
+	printf 'name: nm%s\ntier: %s\ntimeout_ms: 10000\nnetwork: {allow: ["svc.test:80"]}\nfilesystem: {read: ["/usr", "/lib", "/lib64", "/etc"], exec: ["/usr/bin"]}\n' "$t" "$t" >"$tmp/nm/t$t.yaml"
+	out=$("$WARDEN" exec --json --policy "$tmp/nm/t$t.yaml" -- /usr/bin/true 2>&1)
+	if [ "${c#refused: }" = "$c" ]; then
+		expect_match "status_names_tier${t}_unix_held" "$c" "host resolvers' unix sockets .* refused to the call by (BPF cgroup/connect_unix|the BPF LSM)"
+		expect_match "status_names_tier${t}_call_starts" "$out" '"exit_code": 0'
+	else
+		expect_match "status_names_tier${t}_call_refused" "$out" "network.allow names: cannot enforce"
+	fi
+done
+
 # ---- runsc cache keyed by the binary's mtime ---------------------------------
 if [ -n "$ind_runsc" ]; then
 	cp -p "$ind_runsc" "$tmp/runsc"

@@ -11,8 +11,9 @@
 # caused it, opening a payload (#p-SEQ-FIELD, the page's script) shows the
 # recorded text byte for byte; a screenshot is kept in
 # $BUILD/test-artifacts/trace_html/. A 30-step run with 100 KB prompts
-# renders whole and its page is <= 5x the run's compressed payloads (its
-# times: tests/bench/bench_trace_html.sh).
+# renders whole, each prompt cut at 32 KiB with its size and hash, and its
+# page is <= 5x the run's compressed payloads (its times:
+# tests/bench/bench_trace_html.sh).
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib.sh
 
@@ -122,5 +123,12 @@ echo "big run: page $size bytes, compressed payloads $zbytes bytes"
 if [ "$size" -le $((zbytes * 5)) ]; then pass trace-html-size; else fail trace-html-size "$size > 5 x $zbytes"; fi
 chrome "file://$S/big.html" --dump-dom >"$S/bigdom.html"
 r=$(python3 tests/integration/trace_lib/dom.py "$S/bigdom.html" steps run-big 30) && pass trace-html-big-steps || fail trace-html-big-steps "$r"
+# payloads over 32 KiB (the 100 KB prompts) show their first 32 KiB, then
+# their whole size and the hash of what the store holds; the smaller ones
+# (responses, results) whole
+r=$(python3 tests/integration/trace_lib/dom.py "$S/bigdom.html" cut "$S/big" run-big 32768) &&
+	pass trace-html-big-cut || fail trace-html-big-cut "$r"
+echo "big run: $r"
+expect_match trace-html-big-cut-count "$r" '^90 payloads, 30 cut at 32768 bytes'
 expect_match trace-html-big-loaded "$(head -c 4000 "$S/bigdom.html")" '<html[^>]* data-load-ms="[0-9]+"'
 finish

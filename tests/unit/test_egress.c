@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 
 #include "common/util.h"
@@ -135,7 +136,7 @@ static socklen_t mkaddr(struct sockaddr_storage *ss, const char *addr,
 	return sizeof(*s);
 }
 
-enum op { OP_CONNECT, OP_UDP_SENDTO, OP_TFO };
+enum op { OP_CONNECT, OP_UDP_SENDTO, OP_TFO, OP_UNIX };
 struct act {
 	enum op op;
 	const char *addr;
@@ -149,6 +150,17 @@ struct act {
  * first failure. */
 static int child_do(const struct act *a)
 {
+	if (a->op == OP_UNIX) {
+		struct sockaddr_un su = {.sun_family = AF_UNIX};
+		snprintf(su.sun_path, sizeof(su.sun_path), "%s", a->addr);
+		int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+		if (fd < 0)
+			return errno;
+		int r = connect(fd, (void *)&su, sizeof(su));
+		int e = errno;
+		close(fd);
+		return r ? e : 0;
+	}
 	for (int i = 0; i < (a->repeat ? a->repeat : 1); i++) {
 		struct sockaddr_storage ss;
 		socklen_t len = mkaddr(&ss, a->addr, a->port, a->as6);
@@ -194,6 +206,80 @@ static int run(const struct act *a)
 	int st;
 	waitpid(p, &st, 0);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 255;
+}
+
+static int unix_listener(const char *path)
+{
+	struct sockaddr_un su = {.sun_family = AF_UNIX};
+	snprintf(su.sun_path, sizeof(su.sun_path), "%s", path);
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	if (fd < 0 || bind(fd, (void *)&su, sizeof(su)) || listen(fd, 16)) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* A call with names reaches no host resolver's unix socket, even under a
+ * write path that covers it (policy/resolver_sockets.h): "/run" allows
+ * /run/<ours>.sock and, until the call's DNS is on, /run/nscd/socket
+ * (a listener of ours, where no nscd runs); then not, nor by "//" or
+ * "/./". */
+static void host_resolver_socket(struct wd_egress *e, int cgfd_g,
+				 struct wd_net_rule *lh)
+{
+	struct wd_err err = {0};
+	if (!wd_egress_unix_ok(e)) {
+		T_SKIP("host_resolver_socket",
+		       "no cgroup/connect_unix (Linux 6.7+) on this kernel");
+		return;
+	}
+	if (access("/run/nscd", F_OK) == 0) {
+		T_SKIP("host_resolver_socket",
+		       "/run/nscd exists (an nscd of the node's)");
+		return;
+	}
+	char other[64];
+	snprintf(other, sizeof(other), "/run/wd-test-%d.sock", (int)getpid());
+	if (mkdir("/run/nscd", 0755)) {
+		T_FAIL("host_resolver_socket", "mkdir /run/nscd: %s",
+		       strerror(errno));
+		return;
+	}
+	int l1 = unix_listener("/run/nscd/socket");
+	int l2 = unix_listener(other);
+	char *const run_dir[] = {"/run"};
+	wd_egress_detach(e, cg_id);
+	int rc = wd_egress_attach(e, cgfd_g, cg_id, lh, 1, false, 0, &err);
+	if (!rc)
+		rc = wd_egress_allow_unix(e, cg_id, run_dir, 1, &err);
+	struct act u = {
+	    .op = OP_UNIX, .addr = "/run/nscd/socket", .in_cgroup = true};
+	int before = run(&u);
+	int dns = rc ? rc : wd_egress_dns(e, cg_id, 5353, false, &err);
+	int after = run(&u);
+	u.addr = "/run//nscd/socket";
+	int dbl = run(&u);
+	u.addr = "/run/./nscd/socket";
+	int dot = run(&u);
+	u.addr = other;
+	int mine = run(&u);
+	T_OK(l1 >= 0 && l2 >= 0 && rc == 0 && before == 0 && dns == 0 &&
+		 after == EPERM && dbl == EPERM && dot == EPERM && mine == 0,
+	     "host_resolver_socket_denied",
+	     "listeners %d %d attach %d (%s) before %d dns %d after %d "
+	     "'//' %d '/./' %d other %d",
+	     l1, l2, rc, err.msg, before, dns, after, dbl, dot, mine);
+	wd_egress_detach(e, cg_id);
+	drain(e);
+	if (l1 >= 0)
+		close(l1);
+	if (l2 >= 0)
+		close(l2);
+	unlink("/run/nscd/socket");
+	unlink(other);
+	rmdir("/run/nscd");
 }
 
 static int count_target(const char *target, const char *kind, enum wd_verdict v)
@@ -503,6 +589,7 @@ int main(void)
 	T_OK(ra == 0 && rc2 == EPERM && rules_left(e, cg_id) == 1,
 	     "withdrawn_answer_denied", "withdraw %d connect %d", ra, rc2);
 	a.port = P_NO;
+	host_resolver_socket(e, cgfd, &lh);
 	wd_egress_detach(e, cg_id);
 	drain(e);
 	wd_egress_close(e);

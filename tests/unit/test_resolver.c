@@ -8,6 +8,7 @@
 
 #include <arpa/inet.h>
 #include <arpa/nameser.h>
+#include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -44,6 +45,38 @@ static int count(int *v)
 	int x = *v;
 	pthread_mutex_unlock(&mu);
 	return x;
+}
+
+/* A pin callback whose removal of 192.0.2.10 fails: the resolver must
+ * fail closed (every other pin removed, the call's DNS turned off, no
+ * more answers). */
+static int f_pinned, f_unpinned, f_unpin_failed, f_off;
+
+static int pin_failing(void *arg, const uint8_t a[16], uint16_t port, bool add)
+{
+	(void)arg;
+	(void)port;
+	static const uint8_t bad[16] = {[10] = 0xff, [11] = 0xff, [12] = 192,
+					[13] = 0,    [14] = 2,	  [15] = 10};
+	int rc = 0;
+	pthread_mutex_lock(&mu);
+	if (add)
+		f_pinned++;
+	else if (!memcmp(a, bad, 16)) {
+		f_unpin_failed++;
+		rc = -EIO;
+	} else
+		f_unpinned++;
+	pthread_mutex_unlock(&mu);
+	return rc;
+}
+
+static void off(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&mu);
+	f_off++;
+	pthread_mutex_unlock(&mu);
 }
 
 /* res_nquery at 127.0.0.1:port; the answer's rcode, or -1 */
@@ -113,6 +146,7 @@ int main(void)
 	char hp[] = "/tmp/wd-rhosts.XXXXXX";
 	int hf = mkstemp(hp);
 	dprintf(hf, "192.0.2.10 search-svc.internal\n"
+		    "192.0.2.11 x.wild.internal\n"
 		    "127.0.0.1 loop.internal\n");
 	close(hf);
 	struct wd_net_rule rules[3];
@@ -205,6 +239,89 @@ int main(void)
 	wd_resolver_stop(r);
 	T_OK(count(&unpinned) == count(&pinned), "stop-unpins",
 	     "pinned %d unpinned %d", count(&pinned), count(&unpinned));
+
+	/* an answer that cannot be unpinned when its TTL ends: the
+	 * resolver fails closed */
+	struct wd_resolver_opts of = o;
+	of.pin = pin_failing;
+	of.off = off;
+	struct wd_resolver *rf = NULL;
+	T_OK(wd_resolver_start(&of, &rf, &err) == 0, "start-failing", "%s",
+	     err.msg);
+	if (rf) {
+		uint16_t fport = wd_resolver_port(rf);
+		int a1 = ask(fport, "search-svc.internal", ns_t_a, false, &an);
+		int a2 = ask(fport, "x.wild.internal", ns_t_a, false, &an);
+		T_OK(a1 == 0 && a2 == 0 && count(&f_pinned) == 2,
+		     "failing-pinned", "rcodes %d %d pinned %d", a1, a2,
+		     count(&f_pinned));
+		waited = 0;
+		while (!wd_resolver_failed(rf, NULL, 0) && waited < 50) {
+			usleep(100000);
+			waited++;
+		}
+		char why[200] = "";
+		bool fl = wd_resolver_failed(rf, why, sizeof(why));
+		/* the thread removes the rest and turns DNS off as it ends */
+		for (int i = 0; i < 20 && count(&f_off) == 0; i++)
+			usleep(50000);
+		T_OK(fl && strstr(why, "cannot unpin") &&
+			 strstr(why, "search-svc.internal") &&
+			 count(&f_unpin_failed) >= 1 &&
+			 count(&f_unpinned) == 1 && count(&f_off) == 1,
+		     "unpin-failure-fails-closed",
+		     "failed %d '%s' unpin failed %d unpinned %d off %d", fl,
+		     why, count(&f_unpin_failed), count(&f_unpinned),
+		     count(&f_off));
+		struct pollfd fp = {wd_resolver_events_fd(rf), POLLIN, 0};
+		T_OK(poll(&fp, 1, 0) == 1, "failure-signalled",
+		     "events fd not readable");
+		int before_f = count(&f_pinned);
+		rc = ask_raw(fport, "search-svc.internal", ns_t_a, &an);
+		T_OK(rc == -1 && count(&f_pinned) == before_f,
+		     "failed-answers-nothing", "rcode %d pinned %d", rc,
+		     count(&f_pinned) - before_f);
+		wd_resolver_stop(rf);
+		T_OK(count(&f_off) == 1, "off-once", "off %d", count(&f_off));
+	}
+	/* a wildcard lets the tool choose labels (data upstream): at most
+	 * 64 distinct names are looked up, the next is REFUSED and recorded;
+	 * a name already looked up still is */
+	char hp2[] = "/tmp/wd-rhosts2.XXXXXX";
+	int hf2 = mkstemp(hp2);
+	for (int i = 0; i <= 64; i++)
+		dprintf(hf2, "192.0.2.%d n%d.wild.internal\n", 100 + i % 100,
+			i);
+	close(hf2);
+	struct wd_resolver_opts ol = o;
+	ol.up.hosts_path = hp2;
+	unpinned = pinned = 0;
+	struct wd_resolver *rl = NULL;
+	T_OK(wd_resolver_start(&ol, &rl, &err) == 0, "start-limit", "%s",
+	     err.msg);
+	if (rl) {
+		uint16_t lport = wd_resolver_port(rl);
+		int ok64 = 0;
+		for (int i = 0; i < 64; i++) {
+			char nm[64];
+			snprintf(nm, sizeof(nm), "n%d.wild.internal", i);
+			ok64 += ask_raw(lport, nm, ns_t_a, &an) == 0 && an == 1;
+		}
+		int r65 = ask_raw(lport, "n64.wild.internal", ns_t_a, &an);
+		int again = ask_raw(lport, "N3.wild.internal", ns_t_a, &an);
+		struct wd_event lev[8];
+		int lk = wd_resolver_take(rl, lev, 8);
+		T_OK(ok64 == 64 && r65 == ns_r_refused && again == 0 &&
+			 lk == 1 && !strcmp(lev[0].kind, "dns.name") &&
+			 strstr(lev[0].target, "n64.wild.internal (the call "
+					       "looked up 64 distinct names"),
+		     "distinct-names-capped",
+		     "answered %d/64, 65th rcode %d, again %d, %d denials "
+		     "(%s)",
+		     ok64, r65, again, lk, lk ? lev[0].target : "");
+		wd_resolver_stop(rl);
+	}
+	unlink(hp2);
 	unlink(hp);
 	return T_DONE();
 }

@@ -9,6 +9,7 @@
 #include "test_trace_util.h"
 #include "trace/trace_int.h"
 
+#include <sqlite3.h>
 #include <zlib.h>
 
 #define DEF_A                                                                  \
@@ -175,6 +176,22 @@ int main(void)
 	     "chain-frame", "accepted a changed line");
 	free(c);
 	json_decref(lines);
+
+	/* a damaged index row (a length past its segment's end, -1 read as
+	 * 2^64-1) is a bad batch, not a read past the segment or a wrapped
+	 * allocation */
+	cleanup_free char *ip = wd_asprintf("%s/trace/index.db", dir);
+	sqlite3 *db = NULL;
+	T_OK(sqlite3_open(ip, &db) == SQLITE_OK &&
+		 sqlite3_exec(db, "UPDATE records SET len = -1 WHERE seq = 3",
+			      NULL, NULL, NULL) == SQLITE_OK,
+	     "index-damaged", "%s", db ? sqlite3_errmsg(db) : "open");
+	sqlite3_close(db);
+	page = NULL;
+	r = wd_trace_lines(t, 0, 0, &page, &err);
+	T_OK(r == -EBADMSG && strstr(err.msg, "outside segment"),
+	     "lines-bad-span-refused", "r %d: %s", r, err.msg);
+	json_decref(page);
 	wd_buf_free(&joined);
 	wd_trace_close(t);
 	tt_cleanup();

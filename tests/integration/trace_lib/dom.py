@@ -9,12 +9,14 @@ class Tree(html.parser.HTMLParser):
 
     def __init__(self):
         super().__init__(convert_charrefs=True)
-        self.root = {"tag": "#root", "attrs": {}, "kids": [], "text": []}
+        # seq: the element's text and child elements in document order
+        self.root = {"tag": "#root", "attrs": {}, "kids": [], "text": [], "seq": []}
         self.stack = [self.root]
 
     def handle_starttag(self, tag, attrs):
-        n = {"tag": tag, "attrs": dict(attrs), "kids": [], "text": [], "parent": self.stack[-1]}
+        n = {"tag": tag, "attrs": dict(attrs), "kids": [], "text": [], "seq": [], "parent": self.stack[-1]}
         self.stack[-1]["kids"].append(n)
+        self.stack[-1]["seq"].append(n)
         if tag not in self.VOID:
             self.stack.append(n)
 
@@ -31,6 +33,7 @@ class Tree(html.parser.HTMLParser):
 
     def handle_data(self, d):
         self.stack[-1]["text"].append(d)
+        self.stack[-1]["seq"].append(d)
 
 
 def walk(n):
@@ -40,7 +43,7 @@ def walk(n):
 
 
 def text(n):
-    return "".join(n["text"]) + "".join(text(k) for k in n["kids"])
+    return "".join(x if isinstance(x, str) else text(x) for x in n["seq"])
 
 
 def classes(n):
@@ -67,6 +70,63 @@ def main():
                 at.append(p["attrs"].get("data-step") if p else None)
         print("denials at steps", at)
         sys.exit(0 if at == [args[0]] else 1)
+    if check == "denial-in":  # ID STEP: element ID is step STEP's section and holds every denial
+        d = [n for n in nodes if n["attrs"].get("id") == args[0]]
+        if not d:
+            print("no element", args[0]); sys.exit(1)
+        d = d[0]
+        inside = [n for n in walk(d) if "ev" in classes(n) and "denial" in classes(n)]
+        every = [n for n in nodes if "ev" in classes(n) and "denial" in classes(n)]
+        print("#%s: step %s (%s), %d of %d denials inside" % (
+            args[0], d["attrs"].get("data-step"), d["attrs"].get("class"), len(inside), len(every)))
+        sys.exit(0 if "step" in classes(d) and d["attrs"].get("data-step") == args[1]
+                 and inside and len(inside) == len(every) else 1)
+    if check == "replayed-by":  # RUN: a link to RUN's page, said to be its replay
+        a = [n for n in nodes if n["tag"] == "a" and n["attrs"].get("href") == args[0] + ".html"]
+        said = [text(n["parent"]) for n in a if "replayed-by" in classes(n["parent"])
+                and text(n["parent"]).startswith("replayed by ") and text(n) == args[0]]
+        print("links to %s.html: %d; in a 'replayed by': %s" % (args[0], len(a), said[:1]))
+        sys.exit(0 if said else 1)
+    if check == "cut":  # STATE RUN MAX: every payload of RUN in STATE's store over MAX bytes
+        # shows its first MAX bytes, then its whole size and hash (the hash
+        # of the stored payload); a smaller one is whole and not cut
+        import glob, hashlib, json, os, re, zlib
+        want, n_cut = {}, 0
+        for seg in sorted(glob.glob(os.path.join(args[0], "trace/segments/*.jsonl"))):
+            for line in open(seg, encoding="utf-8"):
+                r = json.loads(line)
+                if r.get("run_id") != args[1]:
+                    continue
+                for f in ("prompt_ref", "response_ref", "args_ref", "result_ref"):
+                    if r.get(f):
+                        want["p-%d-%s" % (r["seq"], f)] = (r[f], r["step"])
+        cap, bad = int(args[2]), []
+        for pid, (ref, step) in sorted(want.items()):
+            h = ref.split(":", 1)[1]
+            data = zlib.decompress(open(os.path.join(args[0], "trace/blobs", h[:2], h[2:]), "rb").read())
+            if "sha256:" + hashlib.sha256(data).hexdigest() != ref:
+                bad.append("%s: the store's blob is not %s" % (pid, ref)); continue
+            d = [n for n in nodes if n["attrs"].get("id") == pid]
+            if not d:
+                bad.append("no element " + pid); continue
+            pre = [k for k in walk(d[0]) if k["tag"] == "pre"]
+            cut = [text(k) for k in walk(d[0]) if "truncated" in classes(k)]
+            shown = text(pre[0]) if pre else None
+            size = [text(k) for k in walk(d[0]) if "size" in classes(k)]
+            if size != ["%d bytes" % len(data)]:
+                bad.append("%s: size %s, stored %d bytes" % (pid, size, len(data)))
+            if len(data) > cap:
+                n_cut += 1
+                line = ("truncated: %d of %d bytes shown; the whole payload is %s "
+                        "(warden trace payload %s %d)" % (cap, len(data), ref, args[1], step))
+                if shown != data[:cap].decode():
+                    bad.append("%s: shows %s bytes, not the first %d" % (pid, shown and len(shown), cap))
+                if cut != [line]:
+                    bad.append("%s: cut line %r, want %r" % (pid, cut[:1], line))
+            elif shown != data.decode() or cut:
+                bad.append("%s: %d bytes not shown whole (%s)" % (pid, len(data), cut[:1]))
+        print("%d payloads, %d cut at %d bytes; %s" % (len(want), n_cut, cap, bad[:3] or "all as stored"))
+        sys.exit(0 if want and not bad else 1)
     if check == "open-payload":  # ID FILE: <details id=ID open> shows FILE's text
         want = open(args[1], encoding="utf-8").read()
         d = [n for n in nodes if n["attrs"].get("id") == args[0]]
