@@ -41,7 +41,8 @@ CFLAGS   ?= -O2 -g
 WARN     := -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow -Wformat=2 -Wvla -Wno-format-truncation
 CPPFLAGS += -D_GNU_SOURCE -Idaemon -I$(BUILD)/include -Ibpf $(shell pkg-config --cflags libpq 2>/dev/null)
 ALL_CFLAGS = $(CFLAGS) $(WARN) -std=gnu11 -fno-strict-aliasing -MMD -MP
-LDLIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lelf -lz -lpthread -lm -lresolv
+# no -lpq: wardend loads libpq with --fleet only (fleet/pq_lazy.c)
+LDLIBS   := $(filter-out -lpq,$(shell pkg-config --libs $(PKGS) 2>/dev/null)) -lelf -lz -lpthread -lm -lresolv
 
 # ---- BPF objects and skeletons --------------------------------------------
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
@@ -82,12 +83,12 @@ CLI_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(CLI_SRCS))
 D_SRCS   := $(wildcard daemon/wardend/*.c)
 D_OBJS   := $(patsubst %.c,$(BUILD)/%.o,$(D_SRCS))
 LIBWARDEN := $(BUILD)/libwarden.a
-# the CLI's: every box but fleet/ (wardend's PostgreSQL client); with no
-# -lpq, and libcurl, libnftables, libcrypto and libsqlite3 loaded at their
+# the CLI's: every box but fleet/ (wardend's PostgreSQL client); with
+# libcurl, libnftables, libcrypto and libsqlite3 loaded at their
 # first call (cli/*_lazy.c): a one-shot `warden exec` loads none
 CLI_LIB_OBJS := $(filter-out $(BUILD)/daemon/fleet/%,$(LIB_OBJS))
 LIBWARDEN_CLI := $(BUILD)/libwarden-cli.a
-CLI_LDLIBS = $(filter-out -lcurl -lpq -lnftables -lcrypto -lsqlite3,$(LDLIBS))
+CLI_LDLIBS = $(filter-out -lcurl -lnftables -lcrypto -lsqlite3,$(LDLIBS))
 
 $(BUILD)/%.o: %.c | $(BPF_SKELS) $(BUILD)/include/egress.sha256.h
 	@mkdir -p $(@D)

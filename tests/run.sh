@@ -86,7 +86,7 @@ SAN_IT_ASAN="daemon_api daemon_restart daemon_diskfull daemon_conn agent_approva
 	agent_broker agent_bounds agent_subagent trace_cli trace_failclosed exec_confine
 	exec_escape exec_limits exec_failclosed egress_names trace_access_scope
 	fleet_queue fleet_lease fleet_reads
-	fleet_ship fleet_tiers fleet_fence fleet_upgrade"
+	fleet_ship fleet_tiers fleet_fence fleet_upgrade fleet_claim"
 # Not test_sandbox_threads under TSan: its calls spawn through clone3
 # CLONE_VM children with fd tables of their own, which TSan's fd tracking
 # cannot model (it reported races on the parent's closes, and once failed
@@ -96,7 +96,7 @@ SAN_UNIT_TSAN="test_trace test_trace_crash test_events_stream test_event_wakeup
 	test_gvisor_pool test_alert test_resolver"
 SAN_IT_TSAN="agent_approval_storm daemon_api daemon_conn daemon_diskfull replay_effects
 	trace_access_scope fleet_queue fleet_lease fleet_reads
-	fleet_ship fleet_tiers fleet_fence fleet_upgrade"
+	fleet_ship fleet_tiers fleet_fence fleet_upgrade fleet_claim"
 ASAN_BUILD=${ASAN_BUILD:-$BUILD-asan}
 TSAN_BUILD=${TSAN_BUILD:-$BUILD-tsan}
 if [ -n "${SKIP_SANITIZE:-}" ]; then

@@ -7,7 +7,7 @@
  * against 0.32 ms, perf stat -r 100). Linked out as libsqlite3 is
  * (cli/sqlite_lazy.c); a libcrypto that cannot be loaded ends the
  * process at the first call: no digest is left unwritten and used. */
-#include "cli/lazy.h"
+#include "common/lazy.h"
 
 #include <openssl/evp.h>
 #include <openssl/sha.h>

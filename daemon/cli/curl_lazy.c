@@ -12,7 +12,7 @@
  * If libcurl cannot be loaded every call fails the way libcurl reports a
  * failure (NULL, CURLE_FAILED_INIT) and the reason is logged once
  * (cli/lazy.c). */
-#include "cli/lazy.h"
+#include "common/lazy.h"
 
 /* these are the definitions: curl.h's type-checking macros would rename them */
 #define CURL_DISABLE_TYPECHECK

@@ -10,7 +10,7 @@
  * If it cannot be loaded, nft_ctx_new returns NULL (as libnftables does
  * when it cannot make a context): t3beyond refuses the call, fail closed,
  * and the reason is logged once (cli/lazy.c). */
-#include "cli/lazy.h"
+#include "common/lazy.h"
 
 #include <nftables/libnftables.h>
 

@@ -12,7 +12,7 @@
  * A library the CLI was built against and cannot load ends the process
  * at the first call, as the loader would have at start (cli/lazy.c):
  * nothing here answers in SQLite's place. */
-#include "cli/lazy.h"
+#include "common/lazy.h"
 
 #include <sqlite3.h>
 #include <stdarg.h>

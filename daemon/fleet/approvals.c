@@ -35,7 +35,7 @@ int fl_publish_approvals(struct wd_fleet *f, PGconn *c, struct wd_err *err)
 	/* new ones in, the ones gone here (decided here, expired, run
 	 * ended) done; a row another node decided stays for
 	 * fl_apply_decisions */
-	PGresult *r = PQexecParams(
+	PGresult *r = fl_exec(
 	    c,
 	    "WITH x AS (SELECT * FROM jsonb_to_recordset($2::jsonb) AS x(id "
 	    "text, run_id text, tool text, reason text, agent text, team "
@@ -49,7 +49,7 @@ int fl_publish_approvals(struct wd_fleet *f, PGconn *c, struct wd_err *err)
 	    "result = 'no longer pending on its node' WHERE node_id = $1 AND "
 	    "state = 'pending' AND id NOT IN (SELECT jsonb_array_elements_text"
 	    "($3::jsonb))",
-	    3, NULL, pv, NULL, NULL, 0);
+	    3, pv, 0, fl_thread_wait_ms(f));
 	free(rows);
 	if (PQresultStatus(r) != PGRES_COMMAND_OK) {
 		free(key);
@@ -64,12 +64,12 @@ int fl_publish_approvals(struct wd_fleet *f, PGconn *c, struct wd_err *err)
 int fl_apply_decisions(struct wd_fleet *f, PGconn *c, struct wd_err *err)
 {
 	const char *pv[1] = {f->node_id};
-	PGresult *r = PQexecParams(
+	PGresult *r = fl_exec(
 	    c,
 	    "SELECT id, decision, decided_by_uid, decided_by, "
 	    "coalesce(decision_reason, ''), decided_on FROM warden.approvals "
 	    "WHERE node_id = $1 AND state = 'decided'",
-	    1, NULL, pv, NULL, NULL, 0);
+	    1, pv, 0, fl_thread_wait_ms(f));
 	if (PQresultStatus(r) != PGRES_TUPLES_OK)
 		return fl_pg_err(r, c, "approvals: decisions", err);
 	int rc = 0, n = PQntuples(r);
@@ -80,11 +80,25 @@ int fl_apply_decisions(struct wd_fleet *f, PGconn *c, struct wd_err *err)
 		struct wd_caller who;
 		wd_caller_from_uid(uid, uid, &who);
 		struct wd_err de = {0};
-		int drc = wd_rt_approval_decide(f->rt, &who, id, approve,
-						PQgetvalue(r, i, 4), &de);
-		wd_info("fleet: approval %s %s by %s on %s: %s", id,
-			approve ? "approved" : "denied", PQgetvalue(r, i, 3),
-			PQgetvalue(r, i, 5), drc ? de.msg : "applied");
+		/* applied here before, its outcome's write lost with the
+		 * connection (the row still says decided): the outcome then,
+		 * not "no such approval" now */
+		json_t *was = json_object_get(f->applied, id);
+		int drc = was ? (int)json_integer_value(json_array_get(was, 0))
+			      : wd_rt_approval_decide(f->rt, &who, id, approve,
+						      PQgetvalue(r, i, 4), &de);
+		if (was)
+			snprintf(de.msg, sizeof(de.msg), "%s",
+				 json_string_value(json_array_get(was, 1)));
+		else
+			json_object_set_new(
+			    f->applied, id,
+			    json_pack("[i,s]", drc, drc ? de.msg : "applied"));
+		if (!was)
+			wd_info("fleet: approval %s %s by %s on %s: %s", id,
+				approve ? "approved" : "denied",
+				PQgetvalue(r, i, 3), PQgetvalue(r, i, 5),
+				drc ? de.msg : "applied");
 		char code[16];
 		snprintf(code, sizeof(code), "%d", drc);
 		/* refused (not an approver here, the store could not record
@@ -92,15 +106,17 @@ int fl_apply_decisions(struct wd_fleet *f, PGconn *c, struct wd_err *err)
 		const char *uv[4] = {id, code, drc ? de.msg : "applied",
 				     drc && drc != -ENOENT ? "pending"
 							   : "done"};
-		PGresult *u = PQexecParams(
+		PGresult *u = fl_exec(
 		    c,
 		    "UPDATE warden.approvals SET state = $4, result_code = "
 		    "$2::integer, result = $3 WHERE id = $1",
-		    4, NULL, uv, NULL, NULL, 0);
+		    4, uv, 0, fl_thread_wait_ms(f));
 		if (PQresultStatus(u) != PGRES_COMMAND_OK)
 			rc = fl_pg_err(u, c, "approvals: outcome", err);
-		else
+		else {
 			PQclear(u);
+			json_object_del(f->applied, id);
+		}
 	}
 	PQclear(r);
 	if (!rc && n > 0) {

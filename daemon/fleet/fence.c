@@ -30,6 +30,10 @@ static enum wd_rt_fence verdict_locked(struct wd_fleet *f, const char *id,
 		snprintf(why, n, "%s", lost);
 		return WD_RT_FENCE_LOST;
 	}
+	if (json_object_get(f->local, id))
+		/* a hash_only agent's run of this node's own (queue.c
+		 * wd_fleet_submit): no row, no lease, nobody else runs it */
+		return WD_RT_FENCE_OK;
 	if (!json_object_get(f->held, id)) {
 		/* a run of this node's state from before a restart: the
 		 * fleet had it interrupted at the registration */

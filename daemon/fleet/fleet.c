@@ -17,6 +17,9 @@
 
 int wd_fleet_conninfo(const char *url, char **conninfo, struct wd_err *err)
 {
+	int lrc = fl_pq_load(err);
+	if (lrc)
+		return lrc;
 	const char *path = NULL;
 	if (url[0] == '@')
 		path = url + 1;
@@ -55,22 +58,63 @@ int wd_fleet_conninfo(const char *url, char **conninfo, struct wd_err *err)
 	return 0;
 }
 
-PGconn *fl_connect(struct wd_fleet *f)
+unsigned fl_thread_wait_ms(const struct wd_fleet *f)
+{
+	/* a heartbeat sent lease/3 after the last and answered within
+	 * 2/3 lease still renews in time: one that takes longer was lost */
+	return f->lease_ms * 2 / 3;
+}
+
+unsigned fl_api_wait_ms(const struct wd_fleet *f)
+{
+	(void)f;
+	/* the server's statement_timeout (fl_connect) ends a slow statement
+	 * first; this bound is for a server that cannot say so */
+	return WD_FLEET_API_WAIT_MS + 1000;
+}
+
+PGconn *fl_connect(struct wd_fleet *f, unsigned stmt_ms)
 {
 	/* connect_timeout and application_name first: the URL's own
 	 * settings, expanded from dbname, override them; without one an
 	 * unreachable host would hold the API's connection (and its callers)
-	 * for the kernel's SYN timeout */
-	const char *const keys[] = {"connect_timeout", "application_name",
-				    "dbname", NULL};
-	const char *const vals[] = {"5", "wardend", f->conninfo, NULL};
+	 * for the kernel's SYN timeout. TCP keepalives (ignored on a unix
+	 * socket) and tcp_user_timeout: a peer gone without a word (a
+	 * half-open connection) is noticed within about a lease, not the
+	 * kernel's hours; on the fleet thread's and the API's connections
+	 * (stmt_ms > 0) a lock_timeout -- no statement waits on a row lock
+	 * for longer than a heartbeat's period -- and that statement_timeout */
+	unsigned ka = f->lease_ms / 3000 ? f->lease_ms / 3000 : 1;
+	char idle[16], lease[16], opts[128];
+	snprintf(idle, sizeof(idle), "%u", ka);
+	snprintf(lease, sizeof(lease), "%u", f->lease_ms);
+	/* the shipper's, gc's and verify's (stmt_ms 0) may wait on the
+	 * others' locks and run long: theirs are the server's settings (an
+	 * empty value is no setting) */
+	opts[0] = 0;
+	if (stmt_ms)
+		snprintf(opts, sizeof(opts),
+			 "-c lock_timeout=%u -c statement_timeout=%u",
+			 f->lease_ms / 3, stmt_ms);
+	const char *const keys[] = {"connect_timeout",
+				    "application_name",
+				    "keepalives",
+				    "keepalives_idle",
+				    "keepalives_interval",
+				    "keepalives_count",
+				    "tcp_user_timeout",
+				    "options",
+				    "dbname",
+				    NULL};
+	const char *const vals[] = {"5", "wardend", "1",  idle,	       idle,
+				    "3", lease,	    opts, f->conninfo, NULL};
 	return PQconnectdbParams(keys, vals, 1);
 }
 
 /* Connect, migrate, register, LISTEN. 0 or -errno with err. */
 static int connect_db(struct wd_fleet *f, struct wd_err *err)
 {
-	PGconn *c = fl_connect(f);
+	PGconn *c = fl_connect(f, fl_thread_wait_ms(f));
 	if (PQstatus(c) != CONNECTION_OK) {
 		int rc = fl_pg_err(NULL, c, "fleet database unreachable", err);
 		PQfinish(c);
@@ -144,6 +188,11 @@ static void tiers_held(struct wd_fleet *f, unsigned n[3])
 		for (int t = 1; t <= 3; t++)
 			n[t - 1] += (json_integer_value(v) >> t) & 1;
 	}
+	json_object_foreach(f->local, k, v)
+	{
+		for (int t = 1; t <= 3; t++)
+			n[t - 1] += (json_integer_value(v) >> t) & 1;
+	}
 	json_array_foreach(f->ended, i, v)
 	{
 		json_int_t b = json_integer_value(json_object_get(v, "tiers"));
@@ -162,7 +211,8 @@ static unsigned room(struct wd_fleet *f, unsigned *tiers)
 {
 	unsigned n[3];
 	pthread_mutex_lock(&f->mu);
-	size_t held = json_object_size(f->held) + json_array_size(f->ended);
+	size_t held = json_object_size(f->held) + json_array_size(f->ended) +
+		      json_object_size(f->local);
 	bool stop = f->stopping;
 	tiers_held(f, n);
 	pthread_mutex_unlock(&f->mu);
@@ -214,9 +264,11 @@ static void *fleet_thread(void *arg)
 		if (!rc)
 			rc = fl_publish_approvals(f, f->db, &err);
 		unsigned tiers;
+		pthread_mutex_lock(&f->claim_mu);
 		while (!rc && room(f, &tiers) &&
 		       (rc = fl_claim_one(f, f->db, tiers, &err)) > 0)
 			rc = 0;
+		pthread_mutex_unlock(&f->claim_mu);
 		if (rc < 0) {
 			went_down(f, &err);
 			goto wait;
@@ -262,6 +314,46 @@ static void *fleet_thread(void *arg)
 		}
 	}
 	return NULL;
+}
+
+int fl_reserve_local(struct wd_fleet *f, const char *agent, const char *id,
+		     unsigned tiers, struct wd_err *err)
+{
+	pthread_mutex_lock(&f->claim_mu);
+	unsigned have;
+	unsigned n = room(f, &have);
+	int rc = 0;
+	if (!n || (tiers & ~have & 0xeu)) {
+		char tl[16];
+		fl_tiers_text(tiers & ~have & 0xeu, tl);
+		rc = wd_err_set(
+		    err, -EBUSY,
+		    "agent '%s' keeps hash_only traces: its runs are not "
+		    "queued (the task would be in the fleet database in plain "
+		    "text) but run on the node they are submitted to, and node "
+		    "%s has no room for one (capacity %u%s%s); the run was not "
+		    "started: submit it to a node with room",
+		    agent, f->node_id, f->capacity,
+		    n ? ", none left in tier " : "", n ? tl : "");
+	} else {
+		pthread_mutex_lock(&f->mu);
+		json_object_set_new(f->local, id, json_integer(tiers));
+		pthread_mutex_unlock(&f->mu);
+	}
+	pthread_mutex_unlock(&f->claim_mu);
+	return rc;
+}
+
+void wd_fleet_local_release(struct wd_fleet *f, const char *id)
+{
+	if (!f)
+		return;
+	pthread_mutex_lock(&f->mu);
+	json_object_del(f->local, id);
+	pthread_mutex_unlock(&f->mu);
+	uint64_t one = 1;
+	if (write(f->wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		wd_warn("fleet: wake: %s", strerror(errno));
 }
 
 /* The node's room per tier: as given, or its capacity for each tier it
@@ -325,11 +417,14 @@ static void fleet_free(struct wd_fleet *f)
 	pthread_cond_destroy(&f->ship_cond);
 	pthread_cond_destroy(&f->fence_cond);
 	json_decref(f->held_at);
+	json_decref(f->applied);
 	json_decref(f->lost);
 	if (f->wake_fd >= 0)
 		close(f->wake_fd);
 	json_decref(f->held);
 	json_decref(f->held_tiers);
+	json_decref(f->local);
+	pthread_mutex_destroy(&f->claim_mu);
 	json_decref(f->ended);
 	free(f->labels_json);
 	free(f->published);
@@ -355,7 +450,10 @@ int wd_fleet_start(const struct wd_fleet_opts *o, struct wd_rt *rt,
 	f->ship_lag_s = -1;
 	f->held = json_object();
 	f->held_tiers = json_object();
+	f->local = json_object();
+	pthread_mutex_init(&f->claim_mu, NULL);
 	f->held_at = json_object();
+	f->applied = json_object();
 	f->lost = json_object();
 	pthread_cond_init(&f->fence_cond, &ca);
 	pthread_condattr_destroy(&ca);
@@ -475,8 +573,9 @@ json_t *wd_fleet_status(struct wd_fleet *f)
 	    "{s:s,s:s,s:s,s:i,s:i,s:I,s:I,s:o,s:s}", "node", f->node_id, "host",
 	    f->hostname, "state", f->up ? "up" : "degraded", "capacity",
 	    (int)f->capacity, "lease_ms", (int)f->lease_ms, "held",
-	    (json_int_t)json_object_size(f->held), "queued",
-	    (json_int_t)f->queue_depth, "labels",
+	    (json_int_t)(json_object_size(f->held) +
+			 json_object_size(f->local)),
+	    "queued", (json_int_t)f->queue_depth, "labels",
 	    json_loads(f->labels_json, 0, NULL), "version", f->version);
 	if (!f->up)
 		json_object_set_new(o, "error", json_string(f->db_error));

@@ -111,13 +111,17 @@ void wd_fleet_stop(struct wd_fleet *f);
 
 /* POST /v1/runs in a fleet: checks the agent and the caller as a local run
  * would (wd_rt_run_check), then queues it. id: the run's id. -ENOENT,
- * -EACCES, -EAGAIN (database unreachable: not queued), -EINVAL; 1: not
- * queued, to be run on this node (a hash_only agent: its task is not put
- * in the shared database; or the database is unreachable and the node is
- * configured to run here then: err says so). */
+ * -EACCES, -EAGAIN (database unreachable: not queued), -EINVAL, -EBUSY (a
+ * hash_only agent's run on a node without room); 1: not queued, to be run
+ * on this node: a hash_only agent's (its task is not put in the shared
+ * database) under id, in a slot of this node's capacity taken for it
+ * (wd_fleet_local_release it if the run is not created; its end frees it),
+ * or, id "", the database is unreachable and the node is configured to run
+ * here then (err says so). */
 int wd_fleet_submit(struct wd_fleet *f, const struct wd_caller *c,
 		    const char *agent, const char *task, char id[64],
 		    struct wd_err *err);
+void wd_fleet_local_release(struct wd_fleet *f, const char *id);
 /* GET /v1/fleet/runs/ID: the run's row for a caller who may read it (the
  * trace's rule). NULL with errno ENOENT, EACCES or EAGAIN and err. */
 json_t *wd_fleet_run_get(struct wd_fleet *f, const struct wd_caller *c,

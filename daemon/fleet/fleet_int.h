@@ -47,6 +47,13 @@ struct wd_fleet {
 	json_t *ended;	    /* [{run_id, status, reason, output, steps, cost,
 			     * tiers}] */
 	json_t *held_tiers; /* local run id -> its tiers (bits 1 << tier) */
+	/* local run id -> its tiers: a hash_only agent's run submitted here
+	 * and run here (never queued: queue.c wd_fleet_submit), counted
+	 * against this node's capacity until it ends */
+	json_t *local;
+	/* held by the fleet thread across its room check and claim, and by
+	 * a local run's reservation: the two never take the same slot */
+	pthread_mutex_t claim_mu;
 	/* fencing (fence.c): local run id -> wd_now_ns() before its claim;
 	 * local run id -> why, for a held run the database has taken from
 	 * this node (until it ends); wd_now_ns() before the last heartbeat
@@ -70,6 +77,10 @@ struct wd_fleet {
 	pthread_cond_t ship_cond; /* with mu: stopping */
 	/* approvals.c, the fleet thread's: the ids last published */
 	char *published;
+	/* approval id -> [code, result]: decided here, the outcome not yet
+	 * written (a lost reply: the next round writes it, not a second
+	 * decision's -ENOENT) */
+	json_t *applied;
 	int64_t nodes_up;
 };
 
@@ -80,6 +91,20 @@ int fl_schema_migrate(PGconn *c, struct wd_err *err);
 /* a resumable run is run at most this many times in all */
 #define WD_FLEET_ATTEMPTS 3
 
+/* the run's last tool_attempt its node shipped (the index rows under the
+ * run's local id, queue.c; in an UPDATE of warden.runs: node.c when a
+ * run is lost, ship.c when its node ships more of it later), and whether its
+ * tool_result was shipped after it: what an interrupted run may have done last.
+ * NULL when none was. */
+#define LAST_ATTEMPT                                                           \
+	"(SELECT jsonb_build_object('step', a.step, 'tool', a.tool, "          \
+	"'call_id', a.call_id, 'seq', a.seq, 'result', EXISTS (SELECT 1 "      \
+	"FROM warden.trace_records t WHERE t.node_id = a.node_id AND "         \
+	"t.run_id = a.run_id AND t.type = 'tool_result' AND t.call_id = "      \
+	"a.call_id AND t.seq > a.seq)) FROM warden.trace_records a WHERE "     \
+	"a.node_id = runs.node_id AND a.run_id = CASE WHEN runs.attempt > 0 "  \
+	"THEN runs.id || '-a' || runs.attempt ELSE runs.id END AND a.type = "  \
+	"'tool_attempt' ORDER BY a.seq DESC LIMIT 1)"
 /* node.c */
 int fl_register(struct wd_fleet *f, PGconn *c, struct wd_err *err);
 /* Renews the node's lease and its runs'; held runs not renewed are lost
@@ -101,6 +126,9 @@ void fl_tiers_text(unsigned tiers, char out[16]);
 /* Write the ends of runs held here; 0 or -errno (the rest stay queued). */
 int fl_write_ends(struct wd_fleet *f, PGconn *c, struct wd_err *err);
 void fl_on_run_end(void *arg, const struct wd_rt_run_end *e);
+/* the attempt a held run's local id (fleet id, or id-aN from the second
+ * attempt on: fl_claim_one) runs as */
+long fl_attempt_of(const char *lid, const char *fid);
 
 /* approvals.c, on the fleet thread's connection: publish this node's
  * pending approvals (when they changed), apply decisions other nodes
@@ -149,9 +177,31 @@ struct fl_scope {
 void fl_scope_params(struct wd_fleet *f, const struct wd_caller *c,
 		     struct fl_scope *s);
 
-/* fleet.c: a new connection (check PQstatus), with a connect timeout
- * unless the URL sets one. */
-PGconn *fl_connect(struct wd_fleet *f);
+/* fleet.c: a slot for a local run (f->local) under id, if this node has
+ * room for it in all its tiers: 0, or -EBUSY with err. */
+int fl_reserve_local(struct wd_fleet *f, const char *agent, const char *id,
+		     unsigned tiers, struct wd_err *err);
+
+/* pq_lazy.c: load libpq (wardend links none: a node without --fleet needs
+ * none). 0, or -ENOENT with err. */
+int fl_pq_load(struct wd_err *err);
+
+/* fleet.c: a new connection (check PQstatus), with a connect timeout and
+ * TCP keepalives unless the URL sets them; stmt_ms > 0: a statement_timeout
+ * of stmt_ms and a lock_timeout of lease/3 (0: the server's). */
+PGconn *fl_connect(struct wd_fleet *f, unsigned stmt_ms);
+
+/* PQexecParams with a bound on the wait for the reply: none within
+ * wait_ms and the connection is cut (lost: fl_pg_lost; fl_pg_err then
+ * says why). NULL on a failure to send or a cut. */
+PGresult *fl_exec(PGconn *c, const char *sql, int n, const char *const *pv,
+		  int resfmt, unsigned wait_ms);
+/* the wait for a reply on the fleet thread's connection (heartbeats,
+ * claims: the lease is at stake) and on the API's (callers wait) */
+unsigned fl_thread_wait_ms(const struct wd_fleet *f);
+unsigned fl_api_wait_ms(const struct wd_fleet *f);
+/* the API's statements' bound (its views may read much) */
+#define WD_FLEET_API_WAIT_MS 30000u
 
 /* A statement's failure as -EIO with the server's words. Clears r. */
 int fl_pg_err(PGresult *r, PGconn *c, const char *what, struct wd_err *err);

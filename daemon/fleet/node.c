@@ -61,18 +61,6 @@ int fl_node_id_load(const char *state_dir, char id[40], struct wd_err *err)
 #define STR_(x) #x
 #define STR(x)	STR_(x)
 #define AGAIN	"(resume AND attempt + 1 < " STR(WD_FLEET_ATTEMPTS) ")"
-/* the run's last tool_attempt its node shipped (the index rows under the
- * run's local id, queue.c), and whether its tool_result was shipped after
- * it: what an interrupted run may have done last. NULL when none was. */
-#define LAST_ATTEMPT                                                           \
-	"(SELECT jsonb_build_object('step', a.step, 'tool', a.tool, "          \
-	"'call_id', a.call_id, 'seq', a.seq, 'result', EXISTS (SELECT 1 "      \
-	"FROM warden.trace_records t WHERE t.node_id = a.node_id AND "         \
-	"t.run_id = a.run_id AND t.type = 'tool_result' AND t.call_id = "      \
-	"a.call_id AND t.seq > a.seq)) FROM warden.trace_records a WHERE "     \
-	"a.node_id = runs.node_id AND a.run_id = CASE WHEN runs.attempt > 0 "  \
-	"THEN runs.id || '-a' || runs.attempt ELSE runs.id END AND a.type = "  \
-	"'tool_attempt' ORDER BY a.seq DESC LIMIT 1)"
 #define LOSE_RUN(WHY)                                                          \
 	"state = CASE WHEN " AGAIN " THEN 'queued' ELSE 'interrupted' END, "   \
 	"status = CASE WHEN " AGAIN " THEN NULL ELSE 'interrupted' END, "      \
@@ -88,10 +76,11 @@ int fl_node_id_load(const char *state_dir, char id[40], struct wd_err *err)
 	"count(pg_notify('" WD_FLEET_CHANNEL                                   \
 	"', id)) FROM lost WHERE state = 'queued')"
 
-static int params_cmd(PGconn *c, const char *sql, int n, const char **pv,
-		      const char *what, int64_t *rows, struct wd_err *err)
+static int params_cmd(struct wd_fleet *f, PGconn *c, const char *sql, int n,
+		      const char **pv, const char *what, int64_t *rows,
+		      struct wd_err *err)
 {
-	PGresult *r = PQexecParams(c, sql, n, NULL, pv, NULL, NULL, 0);
+	PGresult *r = fl_exec(c, sql, n, pv, 0, fl_thread_wait_ms(f));
 	ExecStatusType st = PQresultStatus(r);
 	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
 		return fl_pg_err(r, c, what, err);
@@ -104,12 +93,12 @@ static int params_cmd(PGconn *c, const char *sql, int n, const char **pv,
 }
 
 /* A LOSE_RUN statement of one node ($1): *n lost, *again queued again. */
-static int lose_runs(PGconn *c, const char *sql, const char *node,
-		     const char *what, int64_t *n, int64_t *again,
-		     struct wd_err *err)
+static int lose_runs(struct wd_fleet *f, PGconn *c, const char *sql,
+		     const char *node, const char *what, int64_t *n,
+		     int64_t *again, struct wd_err *err)
 {
 	const char *pv[1] = {node};
-	PGresult *r = PQexecParams(c, sql, 1, NULL, pv, NULL, NULL, 0);
+	PGresult *r = fl_exec(c, sql, 1, pv, 0, fl_thread_wait_ms(f));
 	if (PQresultStatus(r) != PGRES_TUPLES_OK)
 		return fl_pg_err(r, c, what, err);
 	*n = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
@@ -129,7 +118,7 @@ int fl_register(struct wd_fleet *f, PGconn *c, struct wd_err *err)
 			     cap,	 f->labels_json, lease,
 			     t[0],	 t[1],		 t[2]};
 	int rc = params_cmd(
-	    c,
+	    f, c,
 	    "INSERT INTO warden.nodes (id, hostname, version, capacity, "
 	    "labels, state, started_at, heartbeat_at, lease_until, "
 	    "capacity_t1, capacity_t2, capacity_t3) "
@@ -150,7 +139,7 @@ int fl_register(struct wd_fleet *f, PGconn *c, struct wd_err *err)
 	 * (runtime.h "Restart"), and they are never run again */
 	int64_t n = 0, again = 0;
 	rc = lose_runs(
-	    c,
+	    f, c,
 	    "WITH lost AS (UPDATE warden.runs SET " LOSE_RUN(
 		"'its node restarted'") " WHERE node_id = $1 AND "
 					"state = 'running' "
@@ -166,33 +155,55 @@ int fl_register(struct wd_fleet *f, PGconn *c, struct wd_err *err)
 }
 
 /* The node's lease and those of the runs it holds, renewed together: a
- * node that cannot renew its own cannot renew its runs' either. The runs
+ * node that cannot renew its own cannot renew its runs' either. Only the
+ * runs it holds (and those whose end it has yet to write). The runs
  * renewed are returned: a held run that is not was taken from this node
  * (fence.c). */
 int fl_heartbeat(struct wd_fleet *f, PGconn *c, struct wd_err *err)
 {
 	char lease[16];
 	snprintf(lease, sizeof(lease), "%u", f->lease_ms);
-	const char *pv[2] = {f->node_id, lease};
 	json_t *before = json_array();
+	/* the rows renewed: [fleet id, attempt] of each run held here, and of
+	 * each ended whose end is not written yet (its row is `running` until
+	 * then). Only those: a row the database gave this node that the node
+	 * never took up (warden.claim committed, its reply lost) lapses and
+	 * is reaped as a lost node's would be, not renewed for ever. */
+	json_t *rows = json_array();
 	pthread_mutex_lock(&f->mu);
 	const char *k;
 	json_t *v;
+	size_t i;
 	json_object_foreach(f->held, k, v)
 	{
 		json_array_append_new(before, json_string(k));
+		const char *fid = json_string_value(v);
+		long attempt = fl_attempt_of(k, fid);
+		json_array_append_new(rows,
+				      json_pack("[s,i]", fid, (int)attempt));
+	}
+	json_array_foreach(f->ended, i, v)
+	{
+		json_array_append_new(
+		    rows, json_pack("[O,O]", json_object_get(v, "run_id"),
+				    json_object_get(v, "attempt")));
 	}
 	pthread_mutex_unlock(&f->mu);
+	cleanup_free char *ids = json_dumps(rows, JSON_COMPACT);
+	json_decref(rows);
+	const char *pv[3] = {f->node_id, lease, ids};
 	uint64_t t0 = wd_now_ns();
-	PGresult *r = PQexecParams(
+	PGresult *r = fl_exec(
 	    c,
 	    "WITH n AS (UPDATE warden.nodes SET heartbeat_at = now(), "
 	    "lease_until = now() + $2::integer * interval '1 millisecond', "
 	    "state = 'up' WHERE id = $1 RETURNING id) "
 	    "UPDATE warden.runs SET lease_until = now() + $2::integer * "
 	    "interval '1 millisecond' WHERE node_id = $1 AND state = "
-	    "'running' AND EXISTS (SELECT 1 FROM n) RETURNING id, attempt",
-	    2, NULL, pv, NULL, NULL, 0);
+	    "'running' AND (id, attempt) IN (SELECT x->>0, (x->>1)::integer "
+	    "FROM jsonb_array_elements($3::jsonb) x) AND EXISTS (SELECT 1 "
+	    "FROM n) RETURNING id, attempt",
+	    3, pv, 0, fl_thread_wait_ms(f));
 	if (PQresultStatus(r) != PGRES_TUPLES_OK) {
 		json_decref(before);
 		return fl_pg_err(r, c, "heartbeat", err);
@@ -212,7 +223,7 @@ int fl_reap(struct wd_fleet *f, PGconn *c, int64_t *n, struct wd_err *err)
 	snprintf(lease, sizeof(lease), "%u", f->lease_ms);
 	snprintf(gone_code, sizeof(gone_code), "%d", -ENOENT);
 	const char *pv[2] = {lease, gone_code};
-	PGresult *r = PQexecParams(
+	PGresult *r = fl_exec(
 	    c,
 	    "WITH ok AS (SELECT clock_timestamp() > pg_postmaster_start_time() "
 	    "+ $1::integer * interval '1 millisecond' AS may), "
@@ -246,7 +257,7 @@ int fl_reap(struct wd_fleet *f, PGconn *c, int64_t *n, struct wd_err *err)
 					 "count(pg_notify('" WD_FLEET_CHANNEL
 					 "', id)) FROM "
 					 "lost WHERE state = 'queued')",
-	    2, NULL, pv, NULL, NULL, 0);
+	    2, pv, 0, fl_thread_wait_ms(f));
 	if (PQresultStatus(r) != PGRES_TUPLES_OK)
 		return fl_pg_err(r, c, "reap", err);
 	*n = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
@@ -274,14 +285,14 @@ int fl_node_stopped(struct wd_fleet *f, PGconn *c, struct wd_err *err)
 	const char *pv[1] = {f->node_id};
 	int64_t n = 0, again = 0;
 	int rc = lose_runs(
-	    c,
+	    f, c,
 	    "WITH lost AS (UPDATE warden.runs SET " LOSE_RUN(
 		"'its node stopped'") " WHERE node_id = $1 AND state = "
 				      "'running' RETURNING id, "
 				      "state) " LOST_SELECT,
 	    f->node_id, "stop: runs", &n, &again, err);
 	if (!rc)
-		rc = params_cmd(c,
+		rc = params_cmd(f, c,
 				"UPDATE warden.nodes SET state = 'stopped', "
 				"lease_until = now() WHERE id = $1",
 				1, pv, "stop: node", NULL, err);
@@ -290,7 +301,7 @@ int fl_node_stopped(struct wd_fleet *f, PGconn *c, struct wd_err *err)
 	snprintf(code, sizeof(code), "%d", -ENOENT);
 	const char *av[2] = {f->node_id, code};
 	if (!rc)
-		rc = params_cmd(c,
+		rc = params_cmd(f, c,
 				"UPDATE warden.approvals SET state = 'done', "
 				"result_code = $2::integer, result = 'its node "
 				"stopped' WHERE node_id = $1 AND state IN "

@@ -27,7 +27,7 @@ static PGconn *api_conn(struct wd_fleet *f, struct wd_err *err)
 		return f->api;
 	if (f->api)
 		PQfinish(f->api);
-	f->api = fl_connect(f);
+	f->api = fl_connect(f, WD_FLEET_API_WAIT_MS);
 	if (PQstatus(f->api) != CONNECTION_OK) {
 		fl_pg_err(NULL, f->api, "fleet database unreachable", err);
 		pthread_mutex_lock(&f->mu);
@@ -97,6 +97,7 @@ int wd_fleet_submit(struct wd_fleet *f, const struct wd_caller *c,
 		    struct wd_err *err)
 {
 	struct wd_rt_agent_facts af = {0};
+	id[0] = 0;
 	int rc = wd_rt_run_check(f->rt, c, agent, &af, err);
 	if (rc)
 		return rc;
@@ -111,10 +112,15 @@ int wd_fleet_submit(struct wd_fleet *f, const struct wd_caller *c,
 				  "the fleet database in plain text; the run "
 				  "was not queued",
 				  agent);
-	if (af.hash_only)
-		return 1;
 	char rid[24] = "run_", uid[16], gid[16], tiers[16];
 	wd_rand_hex(rid + 4, 16);
+	if (af.hash_only) {
+		/* run here, under this id, in a slot of this node's */
+		if ((rc = fl_reserve_local(f, agent, rid, af.tiers, err)))
+			return rc;
+		snprintf(id, 64, "%s", rid);
+		return 1;
+	}
 	snprintf(uid, sizeof(uid), "%u", (unsigned)c->uid);
 	snprintf(gid, sizeof(gid), "%u", (unsigned)c->gid);
 	snprintf(tiers, sizeof(tiers), "%u", af.tiers);
@@ -140,14 +146,14 @@ int wd_fleet_submit(struct wd_fleet *f, const struct wd_caller *c,
 	 * tier 1 runs on every node unless one says otherwise) */
 	if (placement || (af.tiers & ~(1u << 1))) {
 		const char *ppv[2] = {placement ? placement : "{}", tiers};
-		PGresult *pr = PQexecParams(
+		PGresult *pr = fl_exec(
 		    db,
 		    "SELECT count(*) FROM warden.nodes WHERE state = 'up' AND "
 		    "capacity > 0 AND labels @> $1::jsonb AND ($2::integer & 2 "
 		    "= 0 OR capacity_t1 > 0) AND ($2::integer & 4 = 0 OR "
 		    "capacity_t2 > 0) AND ($2::integer & 8 = 0 OR capacity_t3 "
 		    "> 0)",
-		    2, NULL, ppv, NULL, NULL, 0);
+		    2, ppv, 0, fl_api_wait_ms(f));
 		if (PQresultStatus(pr) != PGRES_TUPLES_OK) {
 			fl_pg_err(pr, db, "placement", err);
 			pthread_mutex_unlock(&f->api_mu);
@@ -179,14 +185,14 @@ int wd_fleet_submit(struct wd_fleet *f, const struct wd_caller *c,
 	}
 	/* the notification is delivered at commit: a claimer woken by it
 	 * finds the row */
-	PGresult *r = PQexecParams(
+	PGresult *r = fl_exec(
 	    db,
 	    "WITH ins AS (INSERT INTO warden.runs (id, team, agent, task, "
 	    "uid, gid, user_name, submitted_node, placement, resume, tiers) "
 	    "VALUES ($1, $2, $3, $4, $5::bigint, $6::bigint, $7, $8, "
 	    "$9::jsonb, $10::boolean, $11::integer) RETURNING id) SELECT "
 	    "pg_notify('" WD_FLEET_CHANNEL "', id) FROM ins",
-	    11, NULL, pv, NULL, NULL, 0);
+	    11, pv, 0, fl_api_wait_ms(f));
 	if (PQresultStatus(r) != PGRES_TUPLES_OK) {
 		rc = fl_pg_err(r, db, "queueing the run", err);
 		/* the connection lost under the INSERT: its commit may have
@@ -223,7 +229,7 @@ PGresult *fl_api_exec(struct wd_fleet *f, const char *sql, int n,
 		errno = EAGAIN;
 		return NULL;
 	}
-	PGresult *r = PQexecParams(db, sql, n, NULL, pv, NULL, NULL, resfmt);
+	PGresult *r = fl_exec(db, sql, n, pv, resfmt, fl_api_wait_ms(f));
 	if (PQresultStatus(r) != PGRES_TUPLES_OK) {
 		fl_pg_err(r, db, "fleet database", err);
 		pthread_mutex_unlock(&f->api_mu);
@@ -364,26 +370,33 @@ json_t *wd_fleet_nodes(struct wd_fleet *f, struct wd_err *err)
 
 /* ---- the fleet thread's side ---- */
 
+long fl_attempt_of(const char *lid, const char *fid)
+{
+	size_t n = strlen(fid);
+	return !strncmp(lid, fid, n) && !strncmp(lid + n, "-a", 2)
+		   ? strtol(lid + n + 2, NULL, 10)
+		   : 0;
+}
+
 void fl_on_run_end(void *arg, const struct wd_rt_run_end *e)
 {
 	struct wd_fleet *f = arg;
 	pthread_mutex_lock(&f->mu);
 	json_t *fid = json_incref(json_object_get(f->held, e->run_id));
 	if (!fid) {
-		/* a local run (a sub-agent's, a replay's): not the fleet's */
+		/* a local run (a sub-agent's, a replay's): not the fleet's;
+		 * a hash_only agent's frees its slot */
+		bool slot = json_object_get(f->local, e->run_id) != NULL;
 		pthread_mutex_unlock(&f->mu);
+		if (slot)
+			wd_fleet_local_release(f, e->run_id);
 		return;
 	}
 	json_object_del(f->held, e->run_id);
 	fl_fence_forget_locked(f, e->run_id);
 	/* the attempt it ran as (fl_claim_one: id-aN from the second on):
 	 * its end is written only over that attempt's row */
-	const char *fs = json_string_value(fid);
-	size_t fl = strlen(fs);
-	long attempt =
-	    strncmp(e->run_id, fs, fl) == 0 && !strncmp(e->run_id + fl, "-a", 2)
-		? strtol(e->run_id + fl + 2, NULL, 10)
-		: 0;
+	long attempt = fl_attempt_of(e->run_id, json_string_value(fid));
 	/* its tiers stay taken until its end is written (fleet.c room) */
 	json_int_t tiers =
 	    json_integer_value(json_object_get(f->held_tiers, e->run_id));
@@ -431,20 +444,41 @@ int fl_write_ends(struct wd_fleet *f, PGconn *c, struct wd_err *err)
 		    steps,
 		    cost,
 		    attempt};
-		PGresult *r = PQexecParams(
+		PGresult *r = fl_exec(
 		    c,
 		    "UPDATE warden.runs SET state = 'done', status = $3, "
 		    "reason = $4, output = $5, steps = $6::integer, cost_usd = "
 		    "$7::double precision, ended_at = clock_timestamp(), "
 		    "lease_until = NULL WHERE id = $1 AND node_id = $2 AND "
 		    "state = 'running' AND attempt = $8::integer",
-		    8, NULL, pv, NULL, NULL, 0);
+		    8, pv, 0, fl_thread_wait_ms(f));
 		if (PQresultStatus(r) != PGRES_COMMAND_OK) {
 			json_decref(o);
 			return fl_pg_err(r, c, "writing a run's end", err);
 		}
 		bool lost = strcmp(PQcmdTuples(r), "1") != 0;
 		PQclear(r);
+		if (lost) {
+			/* written already, by the try whose commit's reply was
+			 * lost with the connection: not a lease lost */
+			r = fl_exec(
+			    c,
+			    "SELECT 1 FROM warden.runs WHERE id = $1 AND "
+			    "node_id = $2 AND state = 'done' AND status "
+			    "= $3 AND attempt = $8::integer AND "
+			    "steps = $6::integer AND reason IS NOT "
+			    "DISTINCT FROM $4 AND output IS NOT "
+			    "DISTINCT FROM $5 AND cost_usd = "
+			    "$7::double precision",
+			    8, pv, 0, fl_thread_wait_ms(f));
+			if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+				json_decref(o);
+				return fl_pg_err(r, c, "re-reading a run's end",
+						 err);
+			}
+			lost = PQntuples(r) != 1;
+			PQclear(r);
+		}
 		/* the fleet's verdict (interrupted, or queued again) stays:
 		 * this node's end is in its own trace only */
 		if (lost)
@@ -478,6 +512,53 @@ static void start_failed(struct wd_fleet *f, const char *id, const char *lid,
 	fl_on_run_end(f, &e);
 }
 
+/* A run queued again after its node was lost (attempt > 0), claimed here,
+ * that this node's own policy says must not run again (a rolling policy
+ * change: the submitter judged `resume` by its policy, node.c LOSE_RUN
+ * queued it again on that): never started; interrupted fleet-wide with
+ * the reason and what its last attempt did, as a lost run that may not be
+ * run again is. -errno on a database error (the row, not renewed by the
+ * heartbeat -- it is not held here -- lapses and is reaped). */
+static int refuse_again(struct wd_fleet *f, PGconn *c, const char *id,
+			long attempt, const char *why, struct wd_err *err)
+{
+	char att[16], prev[80];
+	snprintf(att, sizeof(att), "%ld", attempt);
+	if (attempt > 1)
+		snprintf(prev, sizeof(prev), "%s-a%ld", id, attempt - 1);
+	else
+		snprintf(prev, sizeof(prev), "%s", id);
+	cleanup_free char *reason = wd_asprintf(
+	    "its node was lost and it was queued again, but node %s may not "
+	    "run it again: %s; not started (it could do twice what it did)",
+	    f->node_id, why);
+	const char *pv[5] = {id, f->node_id, att, reason, prev};
+	PGresult *r = fl_exec(
+	    c,
+	    "UPDATE warden.runs SET state = 'interrupted', status = "
+	    "'interrupted', reason = $4, ended_at = clock_timestamp(), "
+	    "lease_until = NULL, last_attempt = (SELECT "
+	    "jsonb_build_object('step', a.step, 'tool', a.tool, 'call_id', "
+	    "a.call_id, 'seq', a.seq, 'result', EXISTS (SELECT 1 FROM "
+	    "warden.trace_records t WHERE t.node_id = a.node_id AND t.run_id "
+	    "= a.run_id AND t.type = 'tool_result' AND t.call_id = a.call_id "
+	    "AND t.seq > a.seq)) FROM warden.trace_records a WHERE a.run_id "
+	    "= $5 AND a.type = 'tool_attempt' ORDER BY a.seq DESC LIMIT 1) "
+	    "WHERE id = $1 AND node_id = $2 AND state = 'running' AND attempt "
+	    "= $3::integer",
+	    5, pv, 0, fl_thread_wait_ms(f));
+	if (PQresultStatus(r) != PGRES_COMMAND_OK)
+		return fl_pg_err(r, c, "refusing a run queued again", err);
+	PQclear(r);
+	pthread_mutex_lock(&f->mu);
+	f->m_interrupted++;
+	pthread_mutex_unlock(&f->mu);
+	wd_warn("fleet: run %s (attempt %ld) claimed and not started, "
+		"interrupted fleet-wide: %s",
+		id, attempt + 1, why);
+	return 0;
+}
+
 int fl_claim_one(struct wd_fleet *f, PGconn *c, unsigned tiers,
 		 struct wd_err *err)
 {
@@ -486,12 +567,12 @@ int fl_claim_one(struct wd_fleet *f, PGconn *c, unsigned tiers,
 	snprintf(room, sizeof(room), "%u", tiers);
 	const char *pv[4] = {f->node_id, lease, f->labels_json, room};
 	uint64_t t0 = wd_now_ns(); /* before the claim's lease began */
-	PGresult *r = PQexecParams(
+	PGresult *r = fl_exec(
 	    c,
 	    "SELECT c_id, c_agent, c_task, c_uid, c_gid, c_user, c_attempt, "
 	    "c_tiers FROM warden.claim($1, $2::integer, $3::jsonb, "
 	    "$4::integer)",
-	    4, NULL, pv, NULL, NULL, 0);
+	    4, pv, 0, fl_thread_wait_ms(f));
 	if (PQresultStatus(r) != PGRES_TUPLES_OK)
 		return fl_pg_err(r, c, "claim", err);
 	if (PQntuples(r) != 1) {
@@ -508,6 +589,13 @@ int fl_claim_one(struct wd_fleet *f, PGconn *c, unsigned tiers,
 		snprintf(lid, sizeof(lid), "%s-a%ld", id, attempt);
 	else
 		snprintf(lid, sizeof(lid), "%s", id);
+	char why[320];
+	if (attempt > 0 && !wd_rt_may_run_again(f->rt, PQgetvalue(r, 0, 1), why,
+						sizeof(why))) {
+		int rc = refuse_again(f, c, id, attempt, why, err);
+		PQclear(r);
+		return rc ? rc : 1;
+	}
 	struct wd_caller who;
 	wd_caller_from_uid((uid_t)strtoul(PQgetvalue(r, 0, 3), NULL, 10),
 			   (gid_t)strtoul(PQgetvalue(r, 0, 4), NULL, 10), &who);

@@ -8,8 +8,10 @@
  * whose meaning changed under it. Statements here carry no outside value
  * (constant text); everything else goes through PQexecParams. */
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "common/log.h"
 #include "fleet/fleet_int.h"
@@ -339,9 +341,69 @@ static const struct {
 _Static_assert(WD_ARRAY_SIZE(versions) == WD_FLEET_SCHEMA_VERSION,
 	       "one entry per schema version");
 
+/* fl_exec's reason for the NULL it returned last on this thread: the
+ * connection it cut (the connection's own message would only say it was
+ * closed) */
+static _Thread_local char cut_why[128];
+
+PGresult *fl_exec(PGconn *c, const char *sql, int n, const char *const *pv,
+		  int resfmt, unsigned wait_ms)
+{
+	cut_why[0] = 0;
+	if (!PQsendQueryParams(c, sql, n, NULL, pv, NULL, NULL, resfmt))
+		return NULL;
+	uint64_t dl = wd_now_ns() + (uint64_t)wait_ms * 1000000ull;
+	while (PQisBusy(c)) {
+		uint64_t now = wd_now_ns();
+		struct pollfd p = {.fd = PQsocket(c), .events = POLLIN};
+		int pr = now < dl
+			     ? poll(&p, 1, (int)((dl - now) / 1000000ull) + 1)
+			     : 0;
+		if (pr < 0 && errno == EINTR)
+			continue;
+		if (pr == 0 || pr < 0) {
+			/* no reply in time: a half-open connection (a peer
+			 * gone without a word, a stopped proxy) would hold
+			 * this thread for ever. Cut: the connection is lost
+			 * (fl_pg_lost) and made again; the statement's fate
+			 * is unknown to the caller, as after any loss. */
+			snprintf(cut_why, sizeof(cut_why),
+				 "no reply from the database within %u ms: the "
+				 "connection was dropped",
+				 wait_ms);
+			shutdown(PQsocket(c), SHUT_RDWR);
+			while (PQconsumeInput(c) && PQisBusy(c) &&
+			       PQstatus(c) == CONNECTION_OK)
+				;
+			PGresult *x;
+			while ((x = PQgetResult(c)))
+				PQclear(x);
+			return NULL;
+		}
+		if (!PQconsumeInput(c))
+			break; /* PQgetResult has the error */
+	}
+	/* the first error, else the last result (PQexec's rule, for one
+	 * statement: one result) */
+	PGresult *res = NULL, *x;
+	while ((x = PQgetResult(c))) {
+		ExecStatusType st = PQresultStatus(res);
+		if (res &&
+		    (st == PGRES_FATAL_ERROR || st == PGRES_BAD_RESPONSE)) {
+			PQclear(x);
+			continue;
+		}
+		PQclear(res);
+		res = x;
+	}
+	return res;
+}
+
 int fl_pg_err(PGresult *r, PGconn *c, const char *what, struct wd_err *err)
 {
 	const char *m = r ? PQresultErrorMessage(r) : NULL;
+	if ((!m || !*m) && cut_why[0])
+		m = cut_why;
 	if (!m || !*m)
 		m = PQerrorMessage(c);
 	char buf[400];

@@ -366,6 +366,15 @@ static int ship_write(struct wd_fleet *f, PGconn *c, const struct ship_text *x,
 	     "run_id text, step integer, type text, tool text, call_id "
 	     "text, status text, prompt_hash text, result_hash text, ts "
 	     "text) ON CONFLICT DO NOTHING"},
+	    /* an interrupted run's last attempt was read from what had
+	     * been shipped when it was lost: its node, back, ships the
+	     * rest -- what it named then is refreshed */
+	    {true, x->rows, "ship: last attempts",
+	     "UPDATE warden.runs SET last_attempt = " LAST_ATTEMPT
+	     " WHERE state = 'interrupted' AND node_id = $1 AND CASE WHEN "
+	     "attempt > 0 THEN id || '-a' || attempt ELSE id END IN (SELECT "
+	     "x.run_id FROM jsonb_to_recordset($2::jsonb) AS x(run_id text, "
+	     "type text) WHERE x.type IN ('tool_attempt', 'tool_result'))"},
 	    {blobs > 0, x->blobs, "ship: blobs",
 	     "INSERT INTO warden.trace_blobs (ref, body, node_id, "
 	     "run_id, day) SELECT x.ref, decode(x.body, 'hex'), $1, "
@@ -633,7 +642,7 @@ void *fl_ship_thread(void *arg)
 		int rc = 0;
 		size_t n = 0;
 		if (!f->ship_db) {
-			f->ship_db = fl_connect(f);
+			f->ship_db = fl_connect(f, 0);
 			if (PQstatus(f->ship_db) != CONNECTION_OK)
 				rc = fl_pg_err(NULL, f->ship_db,
 					       "ship: database unreachable",

@@ -271,7 +271,7 @@ json_t *wd_fleet_trace_gc(struct wd_fleet *f, const struct wd_caller *c,
 	}
 	if (!metadata_days)
 		metadata_days = WD_TRACE_METADATA_DAYS;
-	PGconn *db = fl_connect(f);
+	PGconn *db = fl_connect(f, 0);
 	int rc = PQstatus(db) == CONNECTION_OK
 		     ? 0
 		     : fl_pg_err(NULL, db, "fleet database unreachable", err);

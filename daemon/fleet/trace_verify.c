@@ -231,7 +231,7 @@ json_t *wd_fleet_trace_verify(struct wd_fleet *f, const struct wd_caller *c,
 		errno = EACCES;
 		return NULL;
 	}
-	PGconn *db = fl_connect(f);
+	PGconn *db = fl_connect(f, 0);
 	PGresult *r = NULL, *t = NULL;
 	json_t *nodes = json_array(), *problems = json_array();
 	size_t n_problems = 0;

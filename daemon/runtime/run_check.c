@@ -54,6 +54,49 @@ int wd_rt_run_check(struct wd_rt *rt, const struct wd_caller *c,
 	return rc;
 }
 
+bool wd_rt_may_run_again(struct wd_rt *rt, const char *agent, char *why,
+			 size_t why_len)
+{
+	pthread_mutex_lock(&rt->mu);
+	struct wd_pset *ps = wd_pset_ref(rt->ps);
+	pthread_mutex_unlock(&rt->mu);
+	const struct wd_agent_def *a = wd_pset_agent(ps, agent);
+	bool ok = false;
+	if (!a)
+		snprintf(why, why_len, "no agent '%s' in this node's policy",
+			 agent);
+	else if (!a->resume)
+		snprintf(why, why_len,
+			 "agent '%s' has resume: never in this node's policy",
+			 agent);
+	else if (a->n_subagents)
+		snprintf(why, why_len,
+			 "agent '%s' has sub-agents in this node's policy",
+			 agent);
+	else {
+		ok = true;
+		/* policy/agent.c wd_agents_check_resume's rule, again here:
+		 * a tool this node cannot find counts as side-effecting */
+		for (int i = 0; ok && i < a->n_tools; i++) {
+			const struct wd_manifest *m =
+			    wd_pset_tool(ps, a->tools[i]);
+			if (!m || m->side_effects != WD_SE_NONE) {
+				snprintf(
+				    why, why_len,
+				    "agent '%s''s tool '%s' has "
+				    "side_effects: %s in this node's "
+				    "policy",
+				    agent, a->tools[i],
+				    m ? wd_side_effects_words[m->side_effects]
+				      : "unknown (no such tool)");
+				ok = false;
+			}
+		}
+	}
+	wd_pset_unref(ps);
+	return ok;
+}
+
 bool wd_rt_may_read(struct wd_rt *rt, const struct wd_caller *c,
 		    int64_t run_uid, const char *team)
 {

@@ -106,6 +106,13 @@ struct wd_rt_agent_facts {
 int wd_rt_run_check(struct wd_rt *rt, const struct wd_caller *c,
 		    const char *agent, struct wd_rt_agent_facts *out,
 		    struct wd_err *err);
+/* May a fleet run of `agent` whose earlier attempt was lost with its node
+ * be run again here, by THIS node's policy (a rolling policy change may
+ * have made the submitter's answer stale)? resume: if_read_only, no
+ * sub-agents, and no tool with side effects (policy/agent.h
+ * wd_agents_check_resume). false with why. */
+bool wd_rt_may_run_again(struct wd_rt *rt, const char *agent, char *why,
+			 size_t why_len);
 /* The trace's read rule (policy/users.h wd_users_may_read_run) for a run
  * known only by its uid and team (a fleet run of another node). */
 bool wd_rt_may_read(struct wd_rt *rt, const struct wd_caller *c,

@@ -477,10 +477,16 @@ static enum MHD_Result dispatch(struct wd_server *srv,
 				    json_pack("{s:s,s:b,s:s}", "run_id", id,
 					      "fleet", 1, "follow",
 					      "/v1/fleet/runs/ID"));
-			/* 1: a hash_only agent's run, run here */
+			/* 1: run here: a hash_only agent's run under the
+			 * id its slot here was taken for, or a run while the
+			 * database is down (when_down: run_here) */
 		}
-		rc =
-		    wd_rt_run_create(srv->rt, who, q->agent, q->task, id, &err);
+		char slot[64];
+		snprintf(slot, sizeof(slot), "%s", srv->fleet ? id : "");
+		rc = wd_rt_run_create_id(srv->rt, who, q->agent, q->task,
+					 slot[0] ? slot : NULL, id, &err);
+		if (rc && slot[0])
+			wd_fleet_local_release(srv->fleet, slot);
 		if (rc)
 			return send_err(con, errno_status(rc), err.msg);
 		return send_json(con, 201,

@@ -14,7 +14,13 @@
 #    and payload blobs shipped, each record from its ts (the
 #    node's clock) to the commit of the batch that put its line in the
 #    database (pg_xact_commit_timestamp of its row; the same machine's
-#    clock): p50/p99/max over every record of those runs (goal p99 <= 1 s).
+#    clock): p50/p99/max over every record of those runs (goal p99 <= 1 s);
+#  - approval latency: a run waits for an approval on its node; an approver
+#    approves it through another node (C, or B when the run is on C): from
+#    the decision's row (decided_at, the database's clock) to the run's
+#    node recording it (its approval_decision record's ts, shipped; the
+#    same machine's clock): p50/p99 over 30 runs, one at a time (goal: the
+#    run resumes within 1 s).
 cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build}
 . tests/lib.sh
@@ -40,6 +46,14 @@ script lagq <<'S'
 {"text": "lag {{task}}"}
 S
 agent lag lagq '[echo]'
+# the approval runs: step 0 waits for an approval
+tool gated '["/usr/bin/cat"]' "input: stdin" "args_schema: {type: object}" \
+	"auth: {mode: on_behalf_of_user, scopes: [\"test:gated\"]}" "side_effects: none" "approval: always"
+script gb <<'S'
+{"step": 0, "tool_calls": [{"name": "gated", "arguments": {"to": "x@example.com"}}]}
+{"text": "after approval"}
+S
+agent gb gb '[gated]'
 write_gateway
 # commit times of rows, for the shipping lag
 PG_OPTS="-c track_commit_timestamp=on"
@@ -115,3 +129,37 @@ psql_q "SELECT 'shipping lag at ${rate_got} runs/s submitted ($nsent runs ended 
 	round(max(ms)::numeric, 1) || ' ms (goal p99 <= 1000 ms)'
 	FROM (SELECT extract(epoch FROM pg_xact_commit_timestamp(l.xmin) - (l.line::jsonb->>'ts')::timestamptz) * 1000 AS ms
 	FROM warden.trace_lines l WHERE l.run_id IN (SELECT id FROM warden.runs WHERE agent = 'lag')) x"
+
+# approval latency: decided on another node -> the run's node applies it
+NA=${FLEET_BENCH_APPROVALS:-30}
+ida=$(node_id A) idb=$(node_id B) idc=$(node_id C)
+for i in $(seq "$NA"); do
+	rid=$(WARDEN_SOCKET=$T/A.sock as_user 1000 "$WARDEN" run --detach gb "g$i")
+	end=$(($(date +%s) + 30))
+	row=
+	while [ -z "$row" ]; do
+		[ "$(date +%s)" -lt $end ] || { echo "bench_fleet: no approval for $rid" >&2; exit 1; }
+		row=$(psql_q "SELECT id, node_id FROM warden.approvals WHERE run_id = '$rid' AND state = 'pending'")
+		[ -n "$row" ] || sleep 0.02
+	done
+	IFS='|' read -r aid anode <<<"$row"
+	dn=C
+	[ "$anode" = "$idc" ] && dn=B
+	as_user 1001 "$WARDEN" approvals approve "$aid" --socket "$T/$dn.sock" >/dev/null ||
+		{ echo "bench_fleet: approving $aid on $dn failed" >&2; exit 1; }
+done
+end=$(($(date +%s) + 60))
+applied() { psql_q "SELECT count(*) FROM warden.approvals a JOIN warden.trace_records t ON t.node_id = a.node_id
+	AND t.run_id = a.run_id AND t.type = 'approval_decision' WHERE a.agent = 'gb' AND a.decided_on <> a.node_id"; }
+while [ "$(applied)" != "$NA" ]; do
+	[ "$(date +%s)" -lt $end ] || { echo "bench_fleet: $(applied) of $NA decisions shipped" >&2; exit 1; }
+	sleep 0.2
+done
+psql_q "SELECT 'approval decided on another node -> applied on the node of the run, ' || count(*) || ' runs (' ||
+	count(DISTINCT node_id) || ' nodes ran them): p50 ' ||
+	round((percentile_cont(0.5) WITHIN GROUP (ORDER BY ms))::numeric, 1) || ' ms, p99 ' ||
+	round((percentile_cont(0.99) WITHIN GROUP (ORDER BY ms))::numeric, 1) || ' ms, max ' ||
+	round(max(ms)::numeric, 1) || ' ms (goal: resumed within 1000 ms)'
+	FROM (SELECT a.node_id, extract(epoch FROM t.ts - a.decided_at) * 1000 AS ms FROM warden.approvals a
+	JOIN warden.trace_records t ON t.node_id = a.node_id AND t.run_id = a.run_id AND t.type = 'approval_decision'
+	WHERE a.agent = 'gb' AND a.decided_on <> a.node_id) x"

@@ -189,6 +189,20 @@ expect_eq approval-ran-on-a "$(psql_q "SELECT node_id FROM warden.runs WHERE id 
 expect_match approval-recorded-on-a "$("$WARDEN" trace show --json --state "$T/A/state" "$gid" | jq_py '[(x["decision"], x["by"]) for x in d if x["type"] == "approval_decision"]')" \
 	"approved.*bob"
 expect_eq approval-gone "$(as_user 1001 "$WARDEN" approvals ls --json --socket "$T/C.sock" | jq_py "len([x for x in d if x['run_id'] == '$gid'])")" 0
+# denied on C: the deny reaches the run on A (recorded there, the tool
+# never runs), and the decision's row says it was applied
+gid3=$(as_user 1000 "$WARDEN" run --detach gate no --socket "$T/B.sock")
+pending3() { [ "$(psql_q "SELECT count(*) FROM warden.approvals WHERE run_id = '$gid3' AND state = 'pending'")" = 1 ]; }
+wait_until 10 pending3 || fail approval-deny-pending "$(psql_q "SELECT state FROM warden.approvals WHERE run_id = '$gid3'")"
+aid3=$(psql_q "SELECT id FROM warden.approvals WHERE run_id = '$gid3'")
+check approval-deny-on-c as_user 1001 "$WARDEN" approvals deny "$aid3" --reason "not this one" --socket "$T/C.sock"
+gate3_done() { [ "$(psql_q "SELECT state FROM warden.runs WHERE id = '$gid3'")" = done ]; }
+wait_until 10 gate3_done && pass approval-denied-run-ended-on-a || fail approval-denied-run-ended-on-a "$(psql_q "SELECT state, status FROM warden.runs WHERE id = '$gid3'")"
+expect_eq approval-denied-ran-on-a "$(psql_q "SELECT node_id FROM warden.runs WHERE id = '$gid3'")" "$(node_id A)"
+expect_match approval-denied-recorded-on-a "$("$WARDEN" trace show --json --state "$T/A/state" "$gid3" | jq_py '[(x["decision"], x["by"]) for x in d if x["type"] == "approval_decision"]')" \
+	"denied.*bob"
+expect_eq approval-denied-tool-not-run "$("$WARDEN" trace show --json --state "$T/A/state" "$gid3" | jq_py 'len([x for x in d if x["type"] == "tool_attempt"])')" 0
+expect_eq approval-denied-row "$(psql_q "SELECT state, decision, decided_on, result FROM warden.approvals WHERE id = '$aid3'")" "done|deny|$(node_id C)|applied"
 out=$(as_user 1000 "$WARDEN" run mars x --socket "$T/B.sock" 2>&1)
 expect_eq placed-nowhere-exit "$?" 1
 expect_match placed-nowhere "$out" 'no node up with capacity has those labels; the run was not queued'

@@ -47,7 +47,9 @@ sed -i 's/^team: .*/team: team-other/' "$POL/agents/other.yaml"
 printf 'placement: {zone: c}\n' >>"$POL/agents/other.yaml"
 write_gateway
 start_pg || { fail pg-start "see above"; finish; }
-launch_node A 2 --fleet-label zone=a
+# A: room for the three runs it may claim below and the hash_only run
+# submitted to it (which takes a slot of its own)
+launch_node A 4 --fleet-label zone=a
 launch_node B 2 --fleet-label zone=b
 launch_node C 2 --fleet-label zone=c
 wait_node A && wait_node B && wait_node C || { fail nodes-start "see logs"; finish; }
@@ -59,7 +61,8 @@ ra=$(as_user 1000 "$WARDEN" run --detach ona "$SECRET" --socket "$T/C.sock")
 rb=$(as_user 1000 "$WARDEN" run --detach onb "$SECRET-b" --socket "$T/C.sock")
 ro=$(as_user 1002 "$WARDEN" run --detach other "other-$$" --socket "$T/C.sock")
 rf=$(as_user 1000 "$WARDEN" run --detach onf x --socket "$T/C.sock")
-# hash_only: not queued, run on the node it was submitted to (A)
+# hash_only: not queued, run on the node it was submitted to (A), in a
+# slot of A's
 out=$(as_user 1000 "$WARDEN" run hidden "HIDDEN-$$" --socket "$T/A.sock" 2>&1)
 expect_match hash-only-ran "$out" 'run_end +status=ok'
 rh=$("$WARDEN" trace ls --json --state "$T/A/state" --agent hidden | jq_py 'd[0]["run_id"]')

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The trace shipped to a real PostgreSQL (schema v6), three nodes of
 # capacity 2: runs of an agent keeping payloads (a tool call, then a slow
-# tool) and of a hash_only one; PostgreSQL stopped for 30 s while they run
+# tool) and of a hash_only one (on a fourth node, D: such a run takes a
+# slot of the node it is submitted to); PostgreSQL stopped for 30 s while they run
 # -> the runs go on and end on their nodes; when it is back every node's
 # shipping catches up: each record's line in warden.trace_lines exactly
 # once and byte for byte as in the node's segments (and its index row in
@@ -50,21 +51,24 @@ expect_eq partitioned "$(psql_q "SELECT string_agg(c.relname, ',' ORDER BY c.rel
 	"trace_lines,trace_records"
 export WARDEN_SOCKET=$T/A.sock
 
-# six runs keeping payloads (one per slot), two hash_only runs on B
+# six runs keeping payloads (one per slot of A, B, C), then two hash_only
+# runs on D: a hash_only run takes a slot of the node it is submitted to
+# (D, started once the six are claimed: nothing is left for it to claim)
 for i in $(seq 6); do as_user 1000 "$WARDEN" run --detach full "f$i-$$" >/dev/null; done
-hpids=()
-for i in 1 2; do
-	as_user 1000 "$WARDEN" run secret "h$i-$$" --socket "$T/B.sock" >"$T/h$i.out" 2>&1 & hpids+=($!)
-done
 all_running() { [ "$(psql_q "SELECT count(*) FROM warden.runs WHERE agent = 'full' AND state = 'running'")" = 6 ]; }
 wait_until 20 all_running || fail runs-claimed "$(psql_q "SELECT state, count(*) FROM warden.runs GROUP BY 1")"
+start_node D 4 || fail node-d-start "see log"
+hpids=()
+for i in 1 2; do
+	as_user 1000 "$WARDEN" run secret "h$i-$$" --socket "$T/D.sock" >"$T/h$i.out" 2>&1 & hpids+=($!)
+done
 
 # --- the database goes away for OUTAGE_S while they run
 stop_pg
 t0=$(date +%s)
 # hash_only runs are the node's own: they start and end meanwhile
 for i in 3 4; do
-	as_user 1000 "$WARDEN" run secret "h$i-$$" --socket "$T/C.sock" >"$T/h$i.out" 2>&1 & hpids+=($!)
+	as_user 1000 "$WARDEN" run secret "h$i-$$" --socket "$T/D.sock" >"$T/h$i.out" 2>&1 & hpids+=($!)
 done
 hok=0
 for p in "${hpids[@]}"; do wait "$p" && hok=$((hok + 1)); done
@@ -83,7 +87,7 @@ left=$((OUTAGE_S - ($(date +%s) - t0)))
 [ "$left" -gt 0 ] && sleep "$left"
 echo "  database away for $(($(date +%s) - t0)) s"
 lag_of() { curl -s --unix-socket "$T/$1.sock" http://w/metrics | awk '/^warden_fleet_trace_ship_lag_seconds/ {print $2}'; }
-lags=$(for n in A B C; do lag_of $n; done | tr '\n' ' ')
+lags=$(for n in A B C D; do lag_of $n; done | tr '\n' ' ')
 echo "  shipping lag at the outage's end: $lags s"
 expect_match metrics-lag-outage "$(printf '%s\n' $lags | sort -g | tail -1)" '^([2-9]|[1-9][0-9]+)\.'
 pg_up_again || { fail pg-again "see log"; finish; }
@@ -92,7 +96,7 @@ pg_up_again || { fail pg-again "see log"; finish; }
 seg_last() { # NODE: the last seq in its segments
 	cat "$T/$1/state/trace/segments/"*.jsonl | tail -1 | jq_py 'd["seq"]'
 }
-for n in A B C; do
+for n in A B C D; do
 	id=$(node_id $n)
 	caught() { [ "$(psql_q "SELECT seq FROM warden.trace_ship WHERE node_id = '$id'")" = "$(seg_last $n)" ]; }
 	wait_until 20 caught || fail "ship-caught-up-$n" "local $(seg_last $n), cursor $(psql_q "SELECT seq FROM warden.trace_ship WHERE node_id = '$id'")"
@@ -104,7 +108,7 @@ for n in A B C; do
 	expect_eq "index-rows-$n" "$(psql_q "SELECT count(*), count(DISTINCT seq) FROM warden.trace_records WHERE node_id = '$id'")" "$cnt|$cnt"
 	expect_eq "day-of-ts-$n" "$(psql_q "SELECT count(*) FROM warden.trace_lines WHERE node_id = '$id' AND day <> substr(line::jsonb->>'ts', 1, 10)::date")" 0
 done
-expect_eq metrics-lag-caught-up "$(for n in A B C; do lag_of $n; done | tr '\n' ' ')" "0.000 0.000 0.000 "
+expect_eq metrics-lag-caught-up "$(for n in A B C D; do lag_of $n; done | tr '\n' ' ')" "0.000 0.000 0.000 0.000 "
 expect_eq ship-runs-ok "$(psql_q "SELECT count(*) FROM warden.trace_runs WHERE agent = 'full' AND status = 'ok' AND payloads = 'full'")" 6
 expect_eq ship-hash-only-runs "$(psql_q "SELECT count(*) FROM warden.trace_runs WHERE agent = 'secret' AND status = 'ok' AND payloads = 'hash_only'")" 4
 expect_match metrics-blobs "$(curl -s --unix-socket "$T/A.sock" http://w/metrics)" 'warden_fleet_trace_blobs_shipped_total [1-9]'
@@ -120,7 +124,7 @@ for l in open(f"{T}/blobs"):
     ref, hx, run = l.rstrip("\n").split("|")
     blobs[ref] = (bytes.fromhex(hx), run)
 bad, full_refs, secret_refs, checked, ndefs = [], set(), set(), 0, 0
-for n in "ABC":
+for n in "ABCD":
     mode = {}
     for l in open(f"{T}/local-{n}"):
         r = json.loads(l)
@@ -162,7 +166,7 @@ expect_eq blobs-no-hash-only-run "$(psql_q "SELECT count(*) FROM warden.trace_bl
 # --- the chain, fleet-wide
 out=$("$WARDEN" fleet verify --socket "$T/B.sock" 2>&1)
 expect_eq verify-ok-exit "$?" 0
-expect_eq verify-ok-nodes "$(printf '%s\n' "$out" | grep -c '^node .*: ok$')" 3
+expect_eq verify-ok-nodes "$(printf '%s\n' "$out" | grep -c '^node .*: ok$')" 4 # A, B, C, D
 expect_match verify-ok-says "$out" 'fleet verify: ok'
 out=$(as_user 1000 "$WARDEN" fleet verify 2>&1)
 expect_eq verify-alice-exit "$?" 1

@@ -1,7 +1,8 @@
-/* Shared libraries the CLI loads at their first call (cli/curl_lazy.c,
+/* Shared libraries loaded at their first call: the CLI's (cli/curl_lazy.c,
  * cli/nft_lazy.c, cli/crypto_lazy.c, cli/sqlite_lazy.c): what a one-shot
  * `warden exec` never calls is not bound at every start of `warden`
- * (issue 16). */
+ * (issue 16); wardend's libpq (fleet/pq_lazy.c): a node without --fleet
+ * needs no libpq installed. */
 #pragma once
 
 #include <pthread.h>

@@ -1,5 +1,5 @@
-/* wd_lazy_open, wd_lazy_need (cli/lazy.h). */
-#include "cli/lazy.h"
+/* wd_lazy_open, wd_lazy_need (common/lazy.h). */
+#include "common/lazy.h"
 #include "common/log.h"
 
 #include <dlfcn.h>
