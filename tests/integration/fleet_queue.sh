@@ -149,7 +149,11 @@ expect_eq capacity-never-exceeded "$maxc" 2
 # 30 runs x 200 ms on 6 slots: ~1 s if they overlap, 6 s on one slot
 span=$(psql_q "SELECT round(extract(epoch FROM max(ended_at) - min(claimed_at)) * 1000) FROM warden.runs WHERE agent = 'work'")
 echo "  30 runs: first claim to last end ${span} ms"
-[ "${span%.*}" -lt 4000 ] && pass runs-in-parallel || fail runs-in-parallel "${span} ms"
+# they overlapped across the nodes: at some claim more runs were held in
+# the fleet than one node's capacity (judged from the rows, not a time)
+maxall=$(psql_q "SELECT max(c) FROM (SELECT (SELECT count(*) FROM warden.runs b WHERE b.agent = 'work'
+	AND b.claimed_at <= a.claimed_at AND b.ended_at > a.claimed_at) c FROM warden.runs a WHERE a.agent = 'work') x")
+[ "${maxall:-0}" -ge 3 ] && pass runs-in-parallel || fail runs-in-parallel "at most ${maxall} runs at once in the fleet (${span} ms)"
 # each run is in the trace of the node that ran it, under the same id
 r0=${ids[0]}
 on=$(psql_q "SELECT node_id FROM warden.runs WHERE id = '$r0'")
