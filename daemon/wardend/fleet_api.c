@@ -7,23 +7,6 @@
 
 #include "fleet/fleet.h"
 
-static int status_of(int e)
-{
-	switch (e) {
-	case ENOENT:
-		return 404;
-	case EACCES:
-	case EPERM:
-		return 403;
-	case EINVAL:
-		return 400;
-	case EBUSY:
-	case EAGAIN:
-		return 503;
-	}
-	return 500;
-}
-
 int wd_fleet_api(struct wd_fleet *f, const struct wd_caller *who,
 		 const struct wd_api_req *q, json_t **body)
 {
@@ -76,5 +59,6 @@ int wd_fleet_api(struct wd_fleet *f, const struct wd_caller *who,
 		return 200;
 	}
 	*body = json_pack("{s:s}", "error", err.msg);
-	return db_only ? 503 : status_of(e);
+	/* the code the view set with its message, else its errno */
+	return db_only ? 503 : wd_http_status(err.code ? err.code : -e);
 }

@@ -98,7 +98,7 @@ static enum MHD_Result send_err(struct MHD_Connection *con, int status,
 	return send_json(con, status, json_pack("{s:s}", "error", msg));
 }
 
-static int errno_status(int rc)
+int wd_http_status(int rc)
 {
 	switch (rc) {
 	case -ENOENT:
@@ -108,11 +108,15 @@ static int errno_status(int rc)
 		return 403;
 	case -EINVAL:
 		return 400;
-	case -EBUSY:
-	case -EAGAIN:
-		return 503;
 	case -EALREADY:
 		return 409;
+	case -EBUSY:
+	case -EAGAIN:
+	case -EIO:
+	case -ENOSPC:
+		/* busy, or the store could not write (a read that is not
+		 * recorded is not answered): try again later */
+		return 503;
 	}
 	return 500;
 }
@@ -470,7 +474,8 @@ static enum MHD_Result dispatch(struct wd_server *srv,
 			rc = wd_fleet_submit(srv->fleet, who, q->agent, q->task,
 					     id, &err);
 			if (rc < 0)
-				return send_err(con, errno_status(rc), err.msg);
+				return send_err(con, wd_http_status(rc),
+						err.msg);
 			if (rc == 0)
 				return send_json(
 				    con, 201,
@@ -488,7 +493,7 @@ static enum MHD_Result dispatch(struct wd_server *srv,
 		if (rc && slot[0])
 			wd_fleet_local_release(srv->fleet, slot);
 		if (rc)
-			return send_err(con, errno_status(rc), err.msg);
+			return send_err(con, wd_http_status(rc), err.msg);
 		return send_json(con, 201,
 				 json_pack("{s:s,s:s}", "run_id", id, "stream",
 					   "/v1/runs/ID/stream"));
@@ -509,14 +514,14 @@ static enum MHD_Result dispatch(struct wd_server *srv,
 		o = wd_rt_run_info(srv->rt, who, q->id, &err);
 		if (!o)
 			return send_err(
-			    con, errno == ENOENT ? 404 : errno_status(-errno),
+			    con, errno == ENOENT ? 404 : wd_http_status(-errno),
 			    errno == ENOENT ? "no such run" : err.msg);
 		return send_json(con, 200, o);
 	case WD_EP_RUN_STREAM: {
 		struct wd_rt_stream *rs =
 		    wd_rt_stream_open(srv->rt, who, q->id, q->since_seq, &err);
 		if (!rs)
-			return send_err(con, errno_status(-errno), err.msg);
+			return send_err(con, wd_http_status(-errno), err.msg);
 		struct stream_cb *s = wd_calloc(1, sizeof(*s));
 		s->rs = rs;
 		s->srv = srv;
@@ -537,7 +542,7 @@ static enum MHD_Result dispatch(struct wd_server *srv,
 						      &err);
 		}
 		if (rc)
-			return send_err(con, errno_status(rc), err.msg);
+			return send_err(con, wd_http_status(rc), err.msg);
 		return send_json(con, 200,
 				 json_pack("{s:s,s:s}", "approval", q->id,
 					   "decision",
@@ -581,9 +586,9 @@ static enum MHD_Result dispatch(struct wd_server *srv,
 		rc = wd_rt_replay_create(srv->rt, who, q->id, q->replay, id,
 					 &pus, &err);
 		if (rc)
-			return send_err(con,
-					rc == -EBADMSG ? 422 : errno_status(rc),
-					err.msg);
+			return send_err(
+			    con, rc == -EBADMSG ? 422 : wd_http_status(rc),
+			    err.msg);
 		return send_json(con, 201,
 				 json_pack("{s:s,s:s,s:I}", "run_id", id,
 					   "replay_of", q->id, "prefix_us",

@@ -6,24 +6,6 @@
 
 #include <string.h>
 
-static int status_of(int rc)
-{
-	switch (rc) {
-	case -ENOENT:
-		return 404;
-	case -EACCES:
-	case -EPERM:
-		return 403;
-	case -EINVAL:
-		return 400;
-	case -EAGAIN:
-	case -EIO:
-	case -ENOSPC:
-		return 503; /* the read could not be recorded */
-	}
-	return 500;
-}
-
 /* each row of a fleet's answer names its node */
 static void name_node(json_t *rows, struct wd_fleet *fleet)
 {
@@ -186,7 +168,7 @@ int wd_trace_api(struct wd_rt *rt, struct wd_fleet *fleet,
 	if (rc) {
 		*body = json_pack("{s:s}", "error",
 				  err.msg[0] ? err.msg : strerror(-rc));
-		return status_of(rc);
+		return wd_http_status(rc);
 	}
 	*body = o;
 	return 200;

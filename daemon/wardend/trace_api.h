@@ -12,6 +12,11 @@
 #include "runtime/runtime.h"
 
 struct wd_fleet;
+/* The API's HTTP status of a -errno, one table for every endpoint
+ * (server.c): 404 ENOENT, 403 EACCES/EPERM, 400 EINVAL, 409 EALREADY,
+ * 503 EBUSY/EAGAIN/EIO/ENOSPC, else 500. */
+int wd_http_status(int rc);
+
 /* The HTTP status and a new JSON body ({error} when not 200). fleet (NULL:
  * one node): a run this node's store does not hold is read from the fleet
  * database, and the run list holds every node's runs; with the database
