@@ -136,7 +136,9 @@ const struct wd_probe_key *wd_probe_cache_key(void);
  * 0 with *out (the caller's to free) and *len; -EPERM (not such a file),
  * -EINVAL (empty, too big, or changed while read), -ENOENT etc. from
  * open. Write: atomically (temp file + rename, mode 0644 root:root),
- * making the directory if needed; 0 or -errno. */
+ * making the directory if needed; -EPERM when the directory is not root's
+ * alone (a symlink, another owner, writable by group or others); 0 or
+ * -errno. */
 int wd_root_file_read(const char *path, void **out, size_t *len, size_t max);
 int wd_root_file_write(const char *path, const void *buf, size_t len);
 /* Only the cgroup layout (cheap; no BPF loads). 0 or -errno. */

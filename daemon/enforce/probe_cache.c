@@ -186,6 +186,15 @@ int wd_root_file_write(const char *path, const void *buf, size_t len)
 		 * uid must be able to traverse it */
 		if ((r = wd_mkdir_p(dir, 0711)) < 0)
 			return r;
+		/* made, or found: a directory (not a symlink to one) that
+		 * only root can write, or the file would go wherever
+		 * someone else points it */
+		struct stat ds;
+		if (lstat(dir, &ds) < 0)
+			return -errno;
+		if (!S_ISDIR(ds.st_mode) || ds.st_uid != 0 ||
+		    (ds.st_mode & 022))
+			return -EPERM;
 	}
 	char rnd[17];
 	wd_rand_hex(rnd, 16);

@@ -142,6 +142,23 @@ int main(void)
 		 lstat("/etc/passwd", &ps) == 0 && ps.st_size != 2592,
 	     "cache_rewrite_replaces_symlink", "r %d", r);
 
+	/* a directory someone else could write, or a symlink to one: no
+	 * file is written there */
+	char odir[400], opath[450], ldir[400];
+	snprintf(odir, sizeof(odir), "%s/open", dir);
+	snprintf(opath, sizeof(opath), "%s/seccomp/x", odir);
+	r = mkdir(odir, 0777) || chmod(odir, 0777);
+	snprintf(ldir, sizeof(ldir), "%s/seccomp", odir);
+	r = mkdir(ldir, 0777) || chmod(ldir, 0777);
+	r = wd_root_file_write(opath, "x", 1);
+	T_OK(r == -EPERM && access(opath, F_OK) < 0, "write_dir_others_refused",
+	     "r %d", r);
+	r = rmdir(ldir) || symlink("/tmp", ldir);
+	r = wd_root_file_write(opath, "x", 1);
+	T_OK(r == -EPERM && access("/tmp/x", F_OK) < 0,
+	     "write_dir_symlink_refused", "r %d", r);
+	unlink(ldir);
+
 	/* wd_probe() itself: a first process writes the cache, the next
 	 * trusts it; a tampered one (not root's) is re-probed: see
 	 * tests/integration/exec_probe_cache.sh */
