@@ -214,10 +214,3 @@ out:
 	wd_pset_unref(ps);
 	return rc;
 }
-
-/* ---- open/close/reload ---- */
-
-/* The BPF side's losses (arg: which one, enum wd_stream_lost_src), read
- * from the egress object whose ring buffer wardend's calls drain
- * (events/bpf_route.h): reserve failures in the kernel, records that
- * failed validation, records no live call owned. */

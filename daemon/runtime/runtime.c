@@ -434,6 +434,12 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+/* ---- open/close/reload ---- */
+
+/* The BPF side's losses (arg: which one, enum wd_stream_lost_src), read
+ * from the egress object whose ring buffer wardend's calls drain
+ * (events/bpf_route.h): reserve failures in the kernel, records that
+ * failed validation, records no live call owned. */
 static int bpf_loss_probe(void *arg, uint64_t *total)
 {
 	struct wd_egress *e = wd_egress_shared_peek();
