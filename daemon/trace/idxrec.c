@@ -245,15 +245,27 @@ static const struct wd_iv *either(const struct wd_idxvals *v, int a, int b)
 struct strs {
 	const char *v[WD_IDXREC_NSTR + WD_IDXREC_MAXREFS];
 	size_t len[WD_IDXREC_NSTR + WD_IDXREC_MAXREFS];
+	/* the earlier string with the same bytes, or -1: stored once (a
+	 * model_call's prompt_hash is its prompt_ref, a tool_result's
+	 * result_hash its result_ref; the queue holds more records in its
+	 * bound before the index falls back to re-reading the segments) */
+	signed char same[WD_IDXREC_NSTR + WD_IDXREC_MAXREFS];
 	size_t n, bytes;
 };
+_Static_assert(WD_IDXREC_NSTR + WD_IDXREC_MAXREFS <= 127,
+	       "string numbers fit a signed char");
 
 static void keep_str(struct strs *s, const char *v)
 {
 	size_t l = v ? strlen(v) + 1 : 0;
+	int same = -1;
+	for (size_t j = 0; v && same < 0 && j < s->n; j++)
+		if (s->len[j] == l && !memcmp(s->v[j], v, l))
+			same = (int)j;
 	s->v[s->n] = v;
-	s->len[s->n++] = l;
-	s->bytes += l;
+	s->len[s->n] = l;
+	s->same[s->n++] = (signed char)same;
+	s->bytes += same < 0 ? l : 0;
 }
 
 size_t wd_idx_build_into(const struct wd_idxvals *v, struct wd_buf *out)
@@ -329,10 +341,15 @@ size_t wd_idx_build_into(const struct wd_idxvals *v, struct wd_buf *out)
 	    .refs = (const char **)(uintptr_t)sizeof(struct wd_idxrec),
 	};
 	const char **refs = (const char **)(f + 1);
+	size_t at_of[WD_IDXREC_NSTR + WD_IDXREC_MAXREFS];
 	for (size_t i = 0; i < all.n; i++) {
 		const char *dst = NULL;
-		if (all.v[i]) {
+		if (all.v[i] && all.same[i] >= 0) {
+			at_of[i] = at_of[(size_t)all.same[i]];
+			dst = (const char *)(uintptr_t)(at_of[i] + 1);
+		} else if (all.v[i]) {
 			memcpy(blk + pos, all.v[i], all.len[i]);
+			at_of[i] = pos;
 			dst = (const char *)(uintptr_t)(pos + 1);
 			pos += all.len[i];
 		}

@@ -14,6 +14,7 @@
  *   (default: a temp dir, 1000000 records, with the index) */
 #include "trace/recw.h"
 #include "trace/trace.h"
+#include "trace/trace_int.h" /* wd_trace_iq_overflows */
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -340,6 +341,7 @@ static int phase(const char *dir, const struct wd_trace_opts *o, bool typed,
 	pthread_t th[8];
 	struct job jobs[8];
 	struct timespec p0, p1;
+	unsigned long ov0 = wd_trace_iq_overflows;
 	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &p0);
 	uint64_t t0 = wd_now_ns();
 	for (int i = 0; i < threads; i++) {
@@ -386,10 +388,12 @@ static int phase(const char *dir, const struct wd_trace_opts *o, bool typed,
 	       name, f->ret, f->dur, f->all, (t_all - t_app) / 1e9);
 	printf("%s: CPU per append %.2f us in the caller (%.0f appends/s per "
 	       "core), %.2f us for the whole process; writer thread %.2f us, "
-	       "index thread %.2f us (from /proc, 10 ms ticks); load average "
-	       "now %s",
+	       "index thread %.2f us (from /proc, 10 ms ticks); index queue "
+	       "overflowed %lu times (then caught up from the segments); load "
+	       "average now %s",
 	       name, f->caller_us, total / (cpu / 1e9), f->proc_us,
-	       f->writer_us, f->index_us, loadavg());
+	       f->writer_us, f->index_us, wd_trace_iq_overflows - ov0,
+	       loadavg());
 	if (keep)
 		*keep = t;
 	else
