@@ -108,6 +108,9 @@ int wd_egress_load_skel(struct wd_egress *e, uint32_t ring, bool with_unix,
 void wd_egress_fds_from_skel(struct wd_egress *e);
 /* e->rb and e->poll_ep on ring_fd. */
 int wd_egress_open_ring(struct wd_egress *e, int ring_fd, struct wd_err *err);
+/* The ring reader's callback (egress_events.c): one record to a wd_event
+ * for the consumer's cb, counted delivered or invalid. */
+int wd_egress_on_sample(void *ctx, void *data, size_t size);
 
 /* egress_pin.c */
 /* Pinned e: keep the static keys on with links pinned beside the
