@@ -697,7 +697,7 @@ int main(int argc, char **argv)
 	       (unsigned long long)before.lost,
 	       before.rate > 0 ? now.rate / before.rate : 0,
 	       now.rate >= GOAL_RATE && !now.lost ? "yes" : "no");
-	floor_report(e, per, now.rate, now.prod_ns);
+	floor_report(e, per, now.rate, now.prod_ns, cgfd, cg);
 	if (nc > 2)
 		run_connect(e, cg, (uint64_t)sb.st_ino, (int)nc - 1, per,
 			    false);
