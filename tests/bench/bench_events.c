@@ -12,6 +12,12 @@
  *               run (as one denied syscall writes one), and "old wake-ups"
  *               runs submitting as egress did before wd_event_submit, for
  *               comparison;
+ *  floor        the same one-producer loop in a scratch cgroup whose only
+ *               program denies and does nothing else, and one that also
+ *               writes a minimal record (bpf/bench_floor.bpf.c), beside
+ *               ours: what one syscall producer can reach on this machine
+ *               at all; and each program's kernel run time per run
+ *               (tests/bench/bench_floor.h);
  *  stage costs  where the time goes: CPU ns per event of the kernel
  *               producer, wardend's consumer, stream publish, JSON line
  *               render.
