@@ -190,11 +190,12 @@ static void floor_report(struct wd_egress *e, long per, double our_rate,
 	       "connect() with an empty deny program: %.0f ns/call = %.0f/s "
 	       "max on this machine (measured %.0f/s); with a minimal ring "
 	       "record: %.0f ns/call (%.0f/s); ours %.0f/s end to end (%.0f "
-	       "ns/event) = %.2f of the floor; ours in the floor's harness "
-	       "%.0f ns/call (%.0f/s)\n",
+	       "ns/event) = %.2f of the floor (producer CPU: floor/ours "
+	       "%.2f); ours in the floor's harness %.0f ns/call (%.0f/s)\n",
 	       loadavg(), f[0].ns_call, 1e9 / f[0].ns_call, f[0].rate,
 	       f[1].ns_call, f[1].rate, our_rate, our_ns,
-	       our_rate / (1e9 / f[0].ns_call), f[2].ns_call, f[2].rate);
+	       our_rate / (1e9 / f[0].ns_call),
+	       our_ns > 0 ? f[0].ns_call / our_ns : 0, f[2].ns_call, f[2].rate);
 	printf("events program run time (kernel BPF stats, median of 3): "
 	       "empty deny %.0f ns/run, minimal ring record %.0f ns/run, ours "
 	       "(wd_connect4, a denial with its record) %.0f ns/run\n",
