@@ -6,7 +6,7 @@
  * per event in front of it. It writes into the production ring buffer
  * (wd_events, shared by fd: bpf_map__reuse_fd with the egress object's
  * maps) exactly what bpf/egress.bpf.c writes for a denied IPv4 connect:
- * wd_event_reserve_short (reserve failures counted in wd_loss), the same
+ * wd_event_reserve_short_pol (reserve failures counted in wd_loss), the same
  * fields,
  * wd_event_submit (the production wake-up policy).
  *
@@ -40,8 +40,11 @@ static long emit_one(__u64 i, void *c)
 	if (a->max_fill &&
 	    bpf_ringbuf_query(&wd_events, BPF_RB_AVAIL_DATA) > a->max_fill)
 		return 1;
-	struct wd_kevent *e =
-	    wd_event_reserve_short(WD_KEV_CONNECT, WD_KEV_DENIED, 1 /*EPERM*/);
+	struct task_struct *t = bpf_get_current_task_btf();
+	__u64 cgid = wd_task_cgid(t);
+	struct wd_kevent *e = wd_event_reserve_short_pol(
+	    WD_KEV_CONNECT, WD_KEV_DENIED, 1 /*EPERM*/, cgid,
+	    bpf_map_lookup_elem(&wd_policy, &cgid), t);
 	if (!e) {
 		a->failed++;
 		return 0;
@@ -54,6 +57,7 @@ static long emit_one(__u64 i, void *c)
 	e->port = a->port;
 	__u32 addr[4] = {0, 0, bpf_htonl(0xffff), bpf_htonl(0x7f000001)};
 	__builtin_memcpy(e->addr, addr, 16);
+	e->arg = 0;
 	if (a->old_wakeup)
 		bpf_ringbuf_submit(e, 0);
 	else

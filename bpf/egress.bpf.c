@@ -30,7 +30,8 @@ const struct wd_kevent *wd_kevent_btf_anchor __attribute__((unused));
 static __always_inline int judge(struct bpf_sock_addr *ctx, const __u32 a[4],
 				 __u16 kind)
 {
-	__u64 cgid = bpf_get_current_cgroup_id();
+	struct task_struct *t = bpf_get_current_task_btf();
+	__u64 cgid = wd_task_cgid(t);
 	__u16 port_be = (__u16)ctx->user_port;
 	struct wd_egress_key key = {};
 	bool audit = false;
@@ -64,13 +65,14 @@ deny:;
 	/* a short record: an address, no path (lib/events.h) */
 	struct wd_kevent *e = wd_event_reserve_short_pol(
 	    kind, audit ? WD_KEV_AUDITED : WD_KEV_DENIED,
-	    audit ? 0 : 1 /*EPERM*/, cgid, pol);
+	    audit ? 0 : 1 /*EPERM*/, cgid, pol, t);
 	if (e) {
 		e->family = ctx->user_family;
 		e->protocol = ctx->protocol;
-		e->arg2 = ctx->type;
 		e->port = bpf_ntohs(port_be);
 		__builtin_memcpy(e->addr, a, 16);
+		e->arg = 0;
+		e->arg2 = ctx->type;
 		wd_event_submit(e);
 	}
 	return audit ? 1 : 0;
@@ -246,7 +248,8 @@ int wd_sendmsg6(struct bpf_sock_addr *ctx)
 static __always_inline int judge_bind(struct bpf_sock_addr *ctx,
 				      const __u32 a[4])
 {
-	__u64 cgid = bpf_get_current_cgroup_id();
+	struct task_struct *t = bpf_get_current_task_btf();
+	__u64 cgid = wd_task_cgid(t);
 	__u16 port_be = (__u16)ctx->user_port;
 	bool audit = false;
 	struct wd_call_policy *pol = bpf_map_lookup_elem(&wd_policy, &cgid);
@@ -260,13 +263,14 @@ static __always_inline int judge_bind(struct bpf_sock_addr *ctx,
 deny:;
 	struct wd_kevent *e = wd_event_reserve_short_pol(
 	    WD_KEV_BIND, audit ? WD_KEV_AUDITED : WD_KEV_DENIED,
-	    audit ? 0 : 1 /*EPERM*/, cgid, pol);
+	    audit ? 0 : 1 /*EPERM*/, cgid, pol, t);
 	if (e) {
 		e->family = ctx->user_family;
 		e->protocol = ctx->protocol;
-		e->arg2 = ctx->type;
 		e->port = bpf_ntohs(port_be);
 		__builtin_memcpy(e->addr, a, 16);
+		e->arg = 0;
+		e->arg2 = ctx->type;
 		wd_event_submit(e);
 	}
 	return audit ? 1 : 0;

@@ -12,6 +12,12 @@
  *               run (as one denied syscall writes one), and "old wake-ups"
  *               runs submitting as egress did before wd_event_submit, for
  *               comparison;
+ *  floor        the same one-producer loop in a scratch cgroup whose only
+ *               program denies and does nothing else, and one that also
+ *               writes a minimal record (bpf/bench_floor.bpf.c), beside
+ *               ours: what one syscall producer can reach on this machine
+ *               at all; and each program's kernel run time per run
+ *               (tests/bench/bench_floor.h);
  *  stage costs  where the time goes: CPU ns per event of the kernel
  *               producer, wardend's consumer, stream publish, JSON line
  *               render.
@@ -51,6 +57,8 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "bench/bench.h"
+#include "bench/bench_floor.h"
 #include "bench_events.skel.h"
 #include "common/util.h"
 #include "enforce/egress.h"
@@ -177,23 +185,6 @@ static void report(const char *name, struct stats *s, uint64_t t0,
 
 /* ---- end to end: real denied connect() calls -------------------------- */
 
-static void producer(const char *cg, uint16_t port, long count)
-{
-	char procs[300];
-	snprintf(procs, sizeof(procs), "%s/cgroup.procs", cg);
-	if (wd_write_str(procs, "0"))
-		_exit(2);
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in sin = {.sin_family = AF_INET,
-				  .sin_port = htons(port)};
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	for (long i = 0; i < count; i++)
-		if (connect(fd, (void *)&sin, sizeof(sin)) == 0 ||
-		    errno != EPERM)
-			_exit(3); /* must be denied: the socket stays fresh */
-	_exit(0);
-}
-
 static void on_decoy(const struct wd_event *ev, void *arg)
 {
 	(void)ev;
@@ -204,6 +195,7 @@ static void on_decoy(const struct wd_event *ev, void *arg)
 struct e2e {
 	double rate;
 	uint64_t n, lost;
+	double prod_ns; /* the producers' CPU per event */
 };
 
 /* The consumer as it was before a drain handed its own records straight
@@ -288,7 +280,8 @@ static struct e2e run_connect(struct wd_egress *e, const char *cg,
 	struct e2e out = {
 	    .rate = s.n && s.last_ns > t0 ? s.n / ((s.last_ns - t0) / 1e9) : 0,
 	    .n = s.n,
-	    .lost = lost1 - lost0};
+	    .lost = lost1 - lost0,
+	    .prod_ns = s.n ? (double)kid_cpu / s.n : 0};
 	int k = snprintf(extra, sizeof(extra),
 			 "cpu/event: producers %.0f ns, consumer %.0f ns %s",
 			 s.n ? (double)kid_cpu / s.n : 0,
@@ -710,6 +703,7 @@ int main(int argc, char **argv)
 	       (unsigned long long)before.lost,
 	       before.rate > 0 ? now.rate / before.rate : 0,
 	       now.rate >= GOAL_RATE && !now.lost ? "yes" : "no");
+	floor_report(e, per, now.rate, now.prod_ns, cgfd, cg);
 	if (nc > 2)
 		run_connect(e, cg, (uint64_t)sb.st_ino, (int)nc - 1, per,
 			    false);
