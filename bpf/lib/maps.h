@@ -97,10 +97,11 @@ static __always_inline void wd_call_count_pol(struct wd_call_policy *p,
 /* The current task's v2 cgroup id, as bpf_get_current_cgroup_id() reads
  * it (task_dfl_cgroup(current)->kn->id), through the task's BTF pointer:
  * loads, not a helper call (3.4% of a denied connect()'s producer CPU).
- * Safe without a reference: the program runs in an RCU read-side section
- * (css_set and cgroup are RCU-freed), and every load through the chain is
- * a fault-checked one, 0 if a pointer were NULL: cgroup id 0 has no policy
- * entry, so a bad read fails closed. */
+ * Safe without a reference in a program that runs in an RCU read-side
+ * section (cgroup sock_addr, lsm_cgroup and non-sleepable lsm programs:
+ * css_set and cgroup are RCU-freed), never from a sleepable one; every
+ * load through the chain is a fault-checked one, 0 if a pointer were NULL:
+ * cgroup id 0 has no policy entry, so a bad read fails closed. */
 static __always_inline __u64 wd_task_cgid(struct task_struct *t)
 {
 	return t->cgroups->dfl_cgrp->kn->id;
@@ -187,12 +188,17 @@ wd_event_reserve_at(__u32 size, __u16 kind, __u8 verdict, __s32 err, __u64 cgid,
 }
 
 /* A full record (path[0] = 0, family .. arg2 zero), for a program without
- * its policy entry at hand. */
+ * its policy entry at hand. The cgroup id through the helper: this one is
+ * also called from sleepable LSM programs (lsm.s/), which run outside an
+ * RCU read-side section, where the task's css_set could be freed under a
+ * walk of its pointers (a task moved to another cgroup meanwhile); the
+ * helper takes the RCU read lock itself. The task's own fields stay safe:
+ * it is current, and only it changes its cred. */
 static __always_inline struct wd_kevent *
 wd_event_reserve(__u16 kind, __u8 verdict, __s32 err)
 {
 	struct task_struct *t = bpf_get_current_task_btf();
-	__u64 cgid = wd_task_cgid(t);
+	__u64 cgid = bpf_get_current_cgroup_id();
 	struct wd_kevent *e =
 	    wd_event_reserve_at(sizeof(*e), kind, verdict, err, cgid,
 				bpf_map_lookup_elem(&wd_policy, &cgid), t);
