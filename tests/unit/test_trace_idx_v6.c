@@ -8,8 +8,6 @@
 #include "t.h"
 #include "test_trace_util.h"
 
-#include <dirent.h>
-
 #define H(c)                                                                   \
 	"sha256:" c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c  \
 	    c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c  \
@@ -39,20 +37,6 @@ static char *lines_refs(struct wd_trace *t)
 	json_decref(a);
 	wd_buf_append(&b, "", 1);
 	return b.data;
-}
-
-/* index files set aside as damaged (index.db*.broken-*) */
-static int count_broken(const char *dir)
-{
-	cleanup_free char *td = wd_asprintf("%s/trace", dir);
-	DIR *d = opendir(td);
-	struct dirent *e;
-	int n = 0;
-	while (d && (e = readdir(d)))
-		n += strstr(e->d_name, ".broken-") != NULL;
-	if (d)
-		closedir(d);
-	return n;
 }
 
 static int q_int(const char *dbp, const char *sql)
@@ -115,19 +99,13 @@ int main(void)
 
 	/* the same index as format 5 wrote it: every ref in refs, no ref0,
 	 * no view; and a row of a run the segments never had */
-	sqlite3 *db;
-	int rc = sqlite3_open(dbp, &db);
-	if (rc == SQLITE_OK)
-		rc = sqlite3_exec(
-		    db,
-		    "DROP VIEW allrefs;"
-		    "INSERT INTO refs(id, seq, ref, run_id) SELECT seq * 64, "
-		    "seq, ref0, run_id FROM records WHERE ref0 IS NOT NULL;"
-		    "ALTER TABLE records DROP COLUMN ref0;"
-		    "INSERT INTO runs(run_id, status) VALUES('v5-ghost', 'ok');"
-		    "PRAGMA user_version = 5;",
-		    NULL, NULL, NULL);
-	sqlite3_close(db);
+	int rc = tt_db_exec(
+	    dbp, "DROP VIEW allrefs;"
+		 "INSERT INTO refs(id, seq, ref, run_id) SELECT seq * 64, "
+		 "seq, ref0, run_id FROM records WHERE ref0 IS NOT NULL;"
+		 "ALTER TABLE records DROP COLUMN ref0;"
+		 "INSERT INTO runs(run_id, status) VALUES('v5-ghost', 'ok');"
+		 "PRAGMA user_version = 5;");
 	int orc = wd_trace_open(dir, &o, &t, &err);
 	char *refs5 = orc == 0 ? lines_refs(t) : NULL;
 	if (orc == 0)
@@ -136,7 +114,7 @@ int main(void)
 	T_OK(rc == SQLITE_OK && orc == 0 && before && after &&
 		 !strcmp(before, after) && refs5 && !strcmp(refs, refs5) &&
 		 q_int(dbp, "PRAGMA user_version") == 6 &&
-		 !strstr(after, "v5-ghost") && count_broken(dir) == 0,
+		 !strstr(after, "v5-ghost") && tt_count_broken(dir) == 0,
 	     "idx-v5-rebuilt-as-v6",
 	     "sqlite %d, open %d (%s), same rows %d, refs %s", rc, orc, err.msg,
 	     before && after && !strcmp(before, after),
