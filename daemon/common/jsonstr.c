@@ -1,5 +1,7 @@
 #include "common/jsonstr.h"
 
+#include <math.h>
+#include <stdio.h>
 #include <string.h>
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -135,5 +137,135 @@ char *wd_json_put_str(char *out, const char *str, size_t n, bool check_utf8)
 		}
 	}
 	*p++ = '"';
+	return p;
+}
+
+/* 10^k, k <= 22 (here only as a 128-bit integer factor) */
+static unsigned __int128 pow10_u128(int k)
+{
+	unsigned __int128 p = 1;
+	while (k-- > 0)
+		p *= 10;
+	return p;
+}
+
+/* The 17 significant digits of a = m * 2^e (m < 2^53) as an integer in
+ * [10^16, 10^17): round(a * 10^(16 - x)), ties to even, x =
+ * floor(log10(a)) after rounding. Exact: m * 10^k < 2^53 * 10^22 < 2^127
+ * (k = 16 - x <= 22, i.e. a >= 1e-6) and the division by 2^-e is a shift
+ * whose remainder decides the rounding. false when a is outside [1e-6,
+ * 1e17) (not covered: the caller uses snprintf). */
+static bool digits17(uint64_t m, int e, uint64_t *dig, int *x)
+{
+	static const uint64_t lo = 10000000000000000ull; /* 10^16 */
+	/* log10(a) from the binary exponent: off by at most one, fixed
+	 * below */
+	int xe =
+	    (int)floor((e + 63 - __builtin_clzll(m)) * 0.30102999566398120);
+	for (int tries = 0; tries < 3; tries++) {
+		int k = 16 - xe;
+		if (k < 0 || k > 22)
+			return false;
+		unsigned __int128 n = (unsigned __int128)m * pow10_u128(k);
+		unsigned __int128 q;
+		bool up = false;
+		if (e >= 0) {
+			if (e > 12) /* a < 1e17 < 2^57 */
+				return false;
+			q = n << e;
+		} else {
+			int sh = -e;
+			if (sh > 120)
+				return false;
+			q = n >> sh;
+			unsigned __int128 rem = n - (q << sh);
+			unsigned __int128 half = (unsigned __int128)1
+						 << (sh - 1);
+			up = rem > half || (rem == half && (q & 1));
+		}
+		if (q >= 10 * (unsigned __int128)lo) {
+			xe++;
+			continue;
+		}
+		if (q < lo) {
+			xe--;
+			continue;
+		}
+		uint64_t d = (uint64_t)q + up;
+		if (d == 10 * lo) { /* 9.99..95 rounded up: one more digit */
+			d = lo;
+			xe++;
+		}
+		*dig = d;
+		*x = xe;
+		return true;
+	}
+	return false;
+}
+
+char *wd_json_put_real(char *out, double d)
+{
+	char *p = out;
+	uint64_t bits;
+	memcpy(&bits, &d, sizeof(bits));
+	int be = (int)(bits >> 52 & 0x7ff);
+	uint64_t m = bits & ((1ull << 52) - 1);
+	uint64_t dig;
+	int x;
+	if (bits >> 63)
+		*p++ = '-';
+	if (!be && !m) {
+		memcpy(p, "0.0", 3);
+		return p + 3;
+	}
+	if (!be || be == 0x7ff ||
+	    !digits17(m | 1ull << 52, be - 1075, &dig, &x)) {
+		/* subnormal, or outside [1e-6, 1e17) */
+		char num[WD_JSON_REAL_MAX];
+		int n = snprintf(num, sizeof(num), "%.17g", d);
+		if (n < 0 || n >= (int)sizeof(num) - 2)
+			n = 0;
+		memcpy(out, num, n);
+		p = out + n;
+		if (!memchr(num, '.', n) && !memchr(num, 'e', n)) {
+			memcpy(p, ".0", 2);
+			p += 2;
+		}
+		return p;
+	}
+	char ds[17];
+	for (int i = 16; i >= 0; i--, dig /= 10)
+		ds[i] = (char)('0' + dig % 10);
+	int nd = 17; /* %g drops trailing zeros */
+	while (nd > 1 && ds[nd - 1] == '0')
+		nd--;
+	if (x < -4) { /* %g's exponent form (x >= 17 is not covered) */
+		*p++ = ds[0];
+		if (nd > 1) {
+			*p++ = '.';
+			memcpy(p, ds + 1, nd - 1);
+			p += nd - 1;
+		}
+		memcpy(p, "e-0", 3); /* x is -5 or -6 here */
+		p[3] = (char)('0' - x);
+		return p + 4;
+	}
+	if (x < 0) {
+		*p++ = '0';
+		*p++ = '.';
+		for (int i = 0; i < -x - 1; i++)
+			*p++ = '0';
+		memcpy(p, ds, nd);
+		return p + nd;
+	}
+	memcpy(p, ds, x + 1);
+	p += x + 1;
+	*p++ = '.';
+	if (nd > x + 1) {
+		memcpy(p, ds + x + 1, nd - x - 1);
+		p += nd - x - 1;
+	} else {
+		*p++ = '0'; /* an integral value: ".0" keeps it real */
+	}
 	return p;
 }

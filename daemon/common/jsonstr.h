@@ -37,4 +37,16 @@ size_t wd_utf8_len(const unsigned char *s, size_t n);
  * valid already). Returns the end of what was written. */
 char *wd_json_put_str(char *out, const char *s, size_t n, bool check_utf8);
 
+/* Room wd_json_put_real can need. */
+#define WD_JSON_REAL_MAX 32
+
+/* A finite d as jansson and the trace write reals: exactly the bytes of
+ * snprintf("%.17g") (round-trips), then ".0" if that has neither '.' nor
+ * an exponent (it stays a real when read back). Without printf for
+ * 1e-6 <= |d| < 1e17 (and 0): the digits come from exact integer
+ * arithmetic, so they are the correctly rounded ones printf gives (ties to
+ * even); other magnitudes through snprintf. No NUL written. Returns the
+ * end of what was written. */
+char *wd_json_put_real(char *out, double d);
+
 #endif

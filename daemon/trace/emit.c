@@ -66,10 +66,7 @@ int wd_trace_emit(struct wd_buf *b, json_t *v)
 		double d = json_real_value(v);
 		if (!isfinite(d))
 			return -EINVAL;
-		int n = snprintf(num, sizeof(num), "%.17g", d);
-		if (!strpbrk(num, ".eE"))
-			n += snprintf(num + n, sizeof(num) - n, ".0");
-		wd_buf_append(b, num, n);
+		wd_buf_append(b, num, wd_json_put_real(num, d) - num);
 		return 0;
 	}
 	case JSON_TRUE:

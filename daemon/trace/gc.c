@@ -51,8 +51,8 @@ static int gc_payloads(struct wd_trace *t, uint64_t now_ns, struct wd_err *err)
 	r = sqlite3_prepare_v2(
 	    db,
 	    "SELECT r.run_id, f.ref, r.status, r.flagged, r.retention_days, "
-	    "coalesce(r.ended, 0), r.payloads_dropped FROM refs f JOIN runs r "
-	    "ON r.run_id = f.run_id",
+	    "coalesce(r.ended, 0), r.payloads_dropped FROM allrefs f JOIN runs "
+	    "r ON r.run_id = f.run_id ORDER BY f.id",
 	    -1, &st, NULL);
 	if (r != SQLITE_OK) {
 		pthread_mutex_unlock(&t->idx_mu);
@@ -288,12 +288,15 @@ static int gc_metadata(struct wd_trace *t, uint64_t now_ns, unsigned days,
 	json_t *blobs = json_array();
 	sqlite3_stmt *st;
 	if (k && sqlite3_prepare_v2(db,
-				    "SELECT DISTINCT ref FROM refs WHERE id < "
-				    "?1 AND ref NOT IN (SELECT ref FROM refs "
-				    "WHERE id >= ?1)",
+				    "SELECT ref FROM allrefs WHERE seq < ?1 "
+				    "AND id < ?2 AND ref NOT IN (SELECT ref "
+				    "FROM allrefs WHERE seq >= ?1 AND id >= "
+				    "?2) GROUP BY ref ORDER BY min(id)",
 				    -1, &st, NULL) == SQLITE_OK) {
-		/* refs are keyed by seq * WD_IDXREC_MAXREFS (index.c) */
-		sqlite3_bind_int64(st, 1, (int64_t)keep * WD_IDXREC_MAXREFS);
+		/* the same bound twice: by seq (records' key) and by id
+		 * (refs', seq * WD_IDXREC_MAXREFS + place, index.c) */
+		sqlite3_bind_int64(st, 1, (int64_t)keep);
+		sqlite3_bind_int64(st, 2, (int64_t)keep * WD_IDXREC_MAXREFS);
 		while (sqlite3_step(st) == SQLITE_ROW)
 			json_array_append_new(
 			    blobs,

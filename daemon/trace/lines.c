@@ -15,12 +15,19 @@ static int add_refs(sqlite3 *db, uint64_t after, uint64_t upto, json_t *by_seq)
 {
 	sqlite3_stmt *st;
 	if (sqlite3_prepare_v2(db,
-			       "SELECT seq, ref FROM refs WHERE seq > ? AND "
-			       "seq <= ? ORDER BY seq, id",
+			       "SELECT seq, ref FROM allrefs WHERE seq > ?1 "
+			       "AND seq <= ?2 AND id >= ?3 AND id < ?4 ORDER "
+			       "BY seq, id",
 			       -1, &st, NULL) != SQLITE_OK)
 		return -EIO;
 	sqlite3_bind_int64(st, 1, (sqlite3_int64)after);
 	sqlite3_bind_int64(st, 2, (sqlite3_int64)upto);
+	/* the same range by id, the key of refs (seq * WD_IDXREC_MAXREFS +
+	 * place, index.c) */
+	sqlite3_bind_int64(st, 3,
+			   (sqlite3_int64)(after + 1) * WD_IDXREC_MAXREFS);
+	sqlite3_bind_int64(st, 4,
+			   (sqlite3_int64)(upto + 1) * WD_IDXREC_MAXREFS);
 	int rc;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		char key[24];

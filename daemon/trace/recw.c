@@ -283,11 +283,8 @@ void wd_recw_real(struct wd_recw *w, const char *key, double d)
 		return;
 	}
 	/* as emit.c and jansson: %.17g round-trips, ".0" keeps it real */
-	char num[40];
-	int n = snprintf(num, sizeof(num), "%.17g", d);
-	if (!strpbrk(num, ".eE"))
-		n += snprintf(num + n, sizeof(num) - n, ".0");
-	wd_buf_append(&w->b, num, n);
+	char num[WD_JSON_REAL_MAX];
+	wd_buf_append(&w->b, num, wd_json_put_real(num, d) - num);
 	if (s.im >= 0)
 		w->v.m[s.im] = (struct wd_iv){.kind = WD_IV_REAL, .d = d};
 }

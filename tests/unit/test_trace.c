@@ -219,21 +219,6 @@ static void test_redaction(void)
 	free(dir);
 }
 
-/* index files set aside as damaged (index.db*.broken-*) */
-static int count_broken(const char *dir)
-{
-	char *p = wd_asprintf("%s/trace", dir);
-	DIR *d = opendir(p);
-	struct dirent *e;
-	int n = 0;
-	while (d && (e = readdir(d)))
-		n += strstr(e->d_name, ".broken-") != NULL;
-	if (d)
-		closedir(d);
-	free(p);
-	return n;
-}
-
 static void test_rotation_reindex(void)
 {
 	char *dir = tt_tmpdir();
@@ -301,37 +286,31 @@ static void test_rotation_reindex(void)
 	/* an index of the previous format (text hash keys, user_version 0),
 	 * with a row the segments do not have: dropped and rebuilt at open */
 	unlink(db);
-	int nbroken = count_broken(dir);
-	sqlite3 *old;
-	int orc = sqlite3_open(db, &old);
-	if (orc == SQLITE_OK)
-		orc = sqlite3_exec(
-		    old,
-		    "PRAGMA journal_mode=WAL;"
-		    "CREATE TABLE records(seq INTEGER PRIMARY KEY, seg INTEGER "
-		    "NOT NULL, off INTEGER NOT NULL, len INTEGER NOT NULL, ts "
-		    "INTEGER NOT NULL, run_id TEXT NOT NULL, step INTEGER, "
-		    "type TEXT, tool TEXT, call_id TEXT, status TEXT, "
-		    "prompt_hash TEXT, result_hash TEXT);"
-		    "CREATE INDEX rec_prompt ON records(prompt_hash) WHERE "
-		    "prompt_hash IS NOT NULL;"
-		    "CREATE TABLE runs(run_id TEXT PRIMARY KEY, agent TEXT);"
-		    "CREATE TABLE refs(ref TEXT NOT NULL, run_id TEXT NOT "
-		    "NULL, "
-		    "seq INTEGER NOT NULL, PRIMARY KEY(ref, seq)) WITHOUT "
-		    "ROWID;"
-		    "INSERT INTO records VALUES(999999, 1, 0, 10, 0, 'ghost', "
-		    "0, 'run_start', NULL, NULL, NULL, NULL, NULL);"
-		    "INSERT INTO runs VALUES('ghost', 'x');",
-		    NULL, NULL, NULL);
-	sqlite3_close(old);
+	int nbroken = tt_count_broken(dir);
+	int orc = tt_db_exec(
+	    db, "PRAGMA journal_mode=WAL;"
+		"CREATE TABLE records(seq INTEGER PRIMARY KEY, seg INTEGER "
+		"NOT NULL, off INTEGER NOT NULL, len INTEGER NOT NULL, ts "
+		"INTEGER NOT NULL, run_id TEXT NOT NULL, step INTEGER, "
+		"type TEXT, tool TEXT, call_id TEXT, status TEXT, "
+		"prompt_hash TEXT, result_hash TEXT);"
+		"CREATE INDEX rec_prompt ON records(prompt_hash) WHERE "
+		"prompt_hash IS NOT NULL;"
+		"CREATE TABLE runs(run_id TEXT PRIMARY KEY, agent TEXT);"
+		"CREATE TABLE refs(ref TEXT NOT NULL, run_id TEXT NOT "
+		"NULL, "
+		"seq INTEGER NOT NULL, PRIMARY KEY(ref, seq)) WITHOUT "
+		"ROWID;"
+		"INSERT INTO records VALUES(999999, 1, 0, 10, 0, 'ghost', "
+		"0, 'run_start', NULL, NULL, NULL, NULL, NULL);"
+		"INSERT INTO runs VALUES('ghost', 'x');");
 	r = wd_trace_open(dir, &o, &t, &err);
 	if (r == 0)
 		wd_trace_close(t);
 	char *upgraded = tt_dump_index(dir);
 	/* rebuilt in place, not set aside as a damaged file */
 	T_OK(orc == SQLITE_OK && r == 0 && upgraded &&
-		 !strcmp(before, upgraded) && count_broken(dir) == nbroken,
+		 !strcmp(before, upgraded) && tt_count_broken(dir) == nbroken,
 	     "trace-index-old-format-rebuilt",
 	     "differs, set aside, or open failed: %s", err.msg);
 	free(upgraded);

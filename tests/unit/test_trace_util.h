@@ -4,6 +4,7 @@
 
 #include "trace/trace.h"
 
+#include <dirent.h>
 #include <sqlite3.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -47,6 +48,33 @@ static __attribute__((unused)) int tt_append(struct wd_trace *t, json_t *r,
 		printf("# append: %s\n", err.msg);
 	json_decref(r);
 	return e;
+}
+
+/* Runs sql on the SQLite file at path (an index made by hand in a test);
+ * SQLITE_OK or the error code. */
+static __attribute__((unused)) int tt_db_exec(const char *path, const char *sql)
+{
+	sqlite3 *db;
+	int rc = sqlite3_open(path, &db);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
+	sqlite3_close(db);
+	return rc;
+}
+
+/* index files set aside as damaged (index.db*.broken-*) */
+static __attribute__((unused)) int tt_count_broken(const char *dir)
+{
+	char *p = wd_asprintf("%s/trace", dir);
+	DIR *d = opendir(p);
+	struct dirent *e;
+	int n = 0;
+	while (d && (e = readdir(d)))
+		n += strstr(e->d_name, ".broken-") != NULL;
+	if (d)
+		closedir(d);
+	free(p);
+	return n;
 }
 
 /* All rows of the index tables, as text, for comparisons. */
