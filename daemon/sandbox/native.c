@@ -477,6 +477,8 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 	 * and a round trip to the audit subsystem (~0.3 ms a call). Only the
 	 * reporting of Landlock denials waits for that second, not Landlock. */
 	static uint64_t audit_off_until;
+	/* the probe's AUDIT_GET, answered while the above was set up */
+	wd_probe_audit_settle();
 	uint64_t now = wd_now_ns();
 	/* the probe of this process asked moments ago (a one-shot call's):
 	 * its "off" is remembered as our own would be */
