@@ -75,7 +75,7 @@ struct wd_egress {
 	 * not pinned); keep_fd is opened only when a link must be made */
 	uint32_t keep_id[WD_EG_NKEEP];
 	uint8_t keep_tag[WD_EG_NKEEP][8];
-	bool unix_ok;	  /* connect_unix/sendmsg_unix loaded (6.7+) */
+	bool unix_ok; /* connect_unix/sendmsg_unix loaded (6.7+) */
 	/* one consumer at a time: the ring reader and the fields below
 	 * are not safe to share (sandbox/native.c drains from every call's
 	 * thread) */
