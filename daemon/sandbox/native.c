@@ -87,14 +87,12 @@ static void build_env(struct launch *l)
 		l->envp[5 + i] = wd_strdup(m->env[i]);
 }
 
-/* A call directory holds only .owner (tier 2's root is the shared
- * t2root, tier 1's scratch the shared t1scratch): two system calls instead
- * of a directory walk. false: something else is there, walk it. */
+/* A call directory is empty (tier 2's root is the shared t2root, tier
+ * 1's scratch the shared t1scratch; its lock is on itself): one rmdir
+ * instead of a directory walk. false: something else is there, walk it. */
 static bool rm_calldir(struct launch *l)
 {
-	char p[sizeof(l->calldir) + 8];
-	snprintf(p, sizeof(p), "%s/.owner", l->calldir);
-	return unlink(p) == 0 && rmdir(l->calldir) == 0;
+	return rmdir(l->calldir) == 0;
 }
 
 /* What is left of a call once every process of it is dead: its egress
@@ -297,13 +295,14 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 		snprintf(l.init_exec, sizeof(l.init_exec), "/proc/self/fd/%d",
 			 ifd);
 	}
-	snprintf(l.calldir, sizeof(l.calldir), "%s/calls/%s", wd_runtime_dir(),
-		 l.id);
+	snprintf(l.calldir, sizeof(l.calldir), "%s/calls", wd_runtime_dir());
 	if ((r = wd_mkdir_p(l.calldir, 0711)) < 0) {
 		wd_err_set(err, r, "call dir '%s': %s", l.calldir,
 			   strerror(-r));
 		goto out;
 	}
+	snprintf(l.calldir, sizeof(l.calldir), "%s/calls/%s", wd_runtime_dir(),
+		 l.id);
 	/* Held while this process lives: a start-up sweep removes what a
 	 * killed daemon's calls left behind as soon as the lock is free. */
 	if ((r = wd_sandbox_own_calldir(l.calldir, &l.ownerfd, err)) < 0)
