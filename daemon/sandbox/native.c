@@ -103,6 +103,7 @@ struct teardown {
 	struct wd_egress *eg; /* detach cgid from it, or NULL */
 	uint64_t cgid;
 	struct wd_cgroup cg;
+	bool cg_emptied; /* native_run's kill and wait found it empty */
 	int tier;
 	char calldir[256];
 	int ownerfd; /* held until the call directory is gone */
@@ -119,13 +120,24 @@ static void teardown_run(void *arg)
 	struct teardown *t = arg;
 	if (t->mntns >= 0)
 		close(t->mntns); /* its mounts go now, before its root */
-	if (t->eg)
-		wd_egress_detach(t->eg, t->cgid);
 	unsigned v1_mask = 0;
 	for (int c = 0; c < WD_CG_NCTRL; c++)
 		if (t->cg.v1[c][0])
 			v1_mask |= 1u << c;
-	wd_cgroup_destroy(&t->cg);
+	/* The leaves first: once the v2 one is gone, so are the programs
+	 * attached to it (a removed cgroup holds no process and the kernel
+	 * releases them), and only the call's map entries are left to
+	 * remove: 8 detaches fewer a call. A leaf that stays (a process the
+	 * kill left) keeps its programs until the detach. */
+	bool removed = false;
+	if (t->cg_emptied)
+		removed = t->cg.v2[0] && wd_cgroup_remove_emptied(&t->cg);
+	else
+		wd_cgroup_destroy(&t->cg);
+	if (t->eg && removed)
+		wd_egress_detach_removed(t->eg, t->cgid);
+	else if (t->eg)
+		wd_egress_detach(t->eg, t->cgid);
 	if (t->calldir[0]) {
 		struct launch l = {.tier = t->tier};
 		memcpy(l.calldir, t->calldir, sizeof(l.calldir));
@@ -569,9 +581,11 @@ out:
 		wd_lsm_end(l.lsm, l.cgid);
 	/* Every process of the call is dead before we return: the rest can
 	 * be removed behind our back. */
+	bool cg_emptied = false;
 	if (cg.v2[0]) {
 		wd_cgroup_kill(&cg);
-		if (wd_cgroup_wait_empty(&cg, 2000) < 0) {
+		cg_emptied = wd_cgroup_wait_empty(&cg, 2000) == 0;
+		if (!cg_emptied) {
 			/* the uid's release looks for them (uidpool.c) */
 			res->procs_left = true;
 			wd_warn("call %s: processes left in its cgroup after "
@@ -594,6 +608,7 @@ out:
 	td->eg = attached ? eg : NULL;
 	td->cgid = cg.v2_id;
 	td->cg = cg;
+	td->cg_emptied = cg_emptied;
 	td->tier = l.tier;
 	memcpy(td->calldir, l.calldir, sizeof(td->calldir));
 	td->ownerfd = l.ownerfd;
