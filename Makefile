@@ -88,7 +88,15 @@ LIBWARDEN := $(BUILD)/libwarden.a
 # first call (cli/*_lazy.c): a one-shot `warden exec` loads none
 CLI_LIB_OBJS := $(filter-out $(BUILD)/daemon/fleet/%,$(LIB_OBJS))
 LIBWARDEN_CLI := $(BUILD)/libwarden-cli.a
-CLI_LDLIBS = $(filter-out -lcurl -lnftables -lcrypto -lsqlite3,$(LDLIBS))
+# libbpf, libyaml and jansson linked in statically where their archives
+# are installed (BSD-2-Clause option of libbpf, MIT, MIT): each shared
+# library is ~10 page faults and its relocations at every start, and a
+# one-shot `warden exec` is a whole process (tests/bench/bench_exec.c:
+# -0.3 ms of CPU a call). The LGPL ones (libseccomp, libelf) stay shared.
+CLI_STATIC := $(foreach l,bpf yaml jansson,$(if $(filter /%,$(shell $(CC) -print-file-name=lib$(l).a)),$(l)))
+CLI_STATIC_LIBS := -Wl,-Bstatic $(addprefix -l,$(CLI_STATIC)) -Wl,-Bdynamic
+CLI_LDLIBS = $(if $(CLI_STATIC),$(CLI_STATIC_LIBS)) \
+	     $(filter-out -lcurl -lnftables -lcrypto -lsqlite3 $(addprefix -l,$(CLI_STATIC)),$(LDLIBS))
 
 $(BUILD)/%.o: %.c | $(BPF_SKELS) $(BUILD)/include/egress.sha256.h
 	@mkdir -p $(@D)

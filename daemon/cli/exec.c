@@ -6,6 +6,7 @@
 #include "cli/cli.h"
 #include "common/log.h"
 #include "enforce/egress.h"
+#include "enforce/probe.h"
 #include "policy/manifest.h"
 #include "sandbox/sandbox.h"
 
@@ -219,6 +220,11 @@ static int verb_exec(int argc, char **argv)
 		usage(stderr);
 		return WD_EXIT_USAGE;
 	}
+	/* The probe first, whatever the tier (each needs it): its AUDIT_GET
+	 * is answered by a kernel thread while we read the manifest and set
+	 * the call up (enforce/probe.h, wd_probe_audit_settle). */
+	if (geteuid() == 0)
+		(void)wd_probe();
 	struct wd_diag diag = {0};
 	struct wd_manifest *m = NULL;
 	if (wd_manifest_load_file(policy, &m, &diag) < 0) {

@@ -124,6 +124,26 @@ int wd_read_file(const char *path, char **out, size_t *len)
 	return 0;
 }
 
+ssize_t wd_read_small(const char *path, char *buf, size_t len)
+{
+	if (len < 2)
+		return -EINVAL;
+	cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t n;
+	do
+		n = read(fd, buf, len);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	/* a full buffer may be a cut value: never parse half of one */
+	if ((size_t)n >= len)
+		return -E2BIG;
+	buf[n] = 0;
+	return n;
+}
+
 const char *wd_runtime_dir(void)
 {
 	const char *d = getenv("WARDEN_RUNTIME_DIR");

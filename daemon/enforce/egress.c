@@ -484,9 +484,10 @@ void wd_egress_fds_from_skel(struct wd_egress *e)
 	e->slot_fd = bpf_map__fd(k->maps.wd_ring_slot);
 }
 
-static void call_free_maps(struct wd_egress *e, struct wd_egress_call *c)
+static void call_free_maps(struct wd_egress *e, struct wd_egress_call *c,
+			   bool cg_removed)
 {
-	for (int i = 0; i < WD_EG_NPROG; i++)
+	for (int i = 0; i < WD_EG_NPROG && !cg_removed; i++)
 		if (c->attached & (1u << i))
 			/* fails only if the cgroup is gone, and so are they */
 			bpf_prog_detach2(e->prog_fd[i], c->cgfd,
@@ -599,7 +600,7 @@ filed:
 	pthread_mutex_unlock(&e->lock);
 	return 0;
 fail:
-	call_free_maps(e, c);
+	call_free_maps(e, c, false);
 	free(c);
 	pthread_mutex_unlock(&e->lock);
 	return rc;
@@ -641,7 +642,7 @@ bool wd_egress_keep_warm(struct wd_egress *e, const char *dir)
 	return false;
 }
 
-int wd_egress_detach(struct wd_egress *e, uint64_t cgid)
+static int detach(struct wd_egress *e, uint64_t cgid, bool cg_removed)
 {
 	if (!e)
 		return -EINVAL;
@@ -660,9 +661,19 @@ int wd_egress_detach(struct wd_egress *e, uint64_t cgid)
 			wd_egress_pin_release(e, cgid);
 		return -ENOENT;
 	}
-	call_free_maps(e, c);
+	call_free_maps(e, c, cg_removed);
 	free(c);
 	return 0;
+}
+
+int wd_egress_detach(struct wd_egress *e, uint64_t cgid)
+{
+	return detach(e, cgid, false);
+}
+
+int wd_egress_detach_removed(struct wd_egress *e, uint64_t cgid)
+{
+	return detach(e, cgid, true);
 }
 
 int wd_egress_call_counts(struct wd_egress *e, uint64_t cgid, uint64_t *denied,
@@ -720,7 +731,7 @@ void wd_egress_close(struct wd_egress *e)
 	while (e->calls) {
 		struct wd_egress_call *c = e->calls;
 		e->calls = c->next;
-		call_free_maps(e, c);
+		call_free_maps(e, c, false);
 		free(c);
 	}
 	for (int i = 0; i < WD_EG_NKEEP; i++)

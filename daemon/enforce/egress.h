@@ -139,6 +139,10 @@ bool wd_egress_unix_ok(struct wd_egress *e);
  * cgid that was never (or only partly) attached: returns -ENOENT then,
  * after removing whatever map entries exist for it. */
 int wd_egress_detach(struct wd_egress *e, uint64_t cgid);
+/* wd_egress_detach for a call whose cgroup is removed already: its
+ * programs went with it (a removed cgroup holds no process, and the
+ * kernel releases what is attached to it), only its entries go. */
+int wd_egress_detach_removed(struct wd_egress *e, uint64_t cgid);
 /* The events the kernel programs raised for an attached call so far
  * (wd_call_policy.n_denied/n_audited: counted whether or not the ring
  * buffer had room for the record). Read it once the call's processes are

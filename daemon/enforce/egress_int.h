@@ -71,7 +71,11 @@ struct wd_egress {
 	bool keep_tried;
 	bool keep_pinned; /* the keep links are the pinned ones */
 	char *pin_hd;	  /* pinned: the directory of the pins (egress_pin.c) */
-	bool unix_ok;	  /* connect_unix/sendmsg_unix loaded (6.7+) */
+	/* pinned: the keep-warm programs as wd_version recorded them (id 0:
+	 * not pinned); keep_fd is opened only when a link must be made */
+	uint32_t keep_id[WD_EG_NKEEP];
+	uint8_t keep_tag[WD_EG_NKEEP][8];
+	bool unix_ok; /* connect_unix/sendmsg_unix loaded (6.7+) */
 	/* one consumer at a time: the ring reader and the fields below
 	 * are not safe to share (sandbox/native.c drains from every call's
 	 * thread) */

@@ -62,6 +62,9 @@ struct pin_version {
 	struct {
 		uint32_t type, key, value, max;
 	} map[PM_N];
+	/* each program's id when pinned: a keep link is checked against it
+	 * without opening the program (wd_egress_pin_keep) */
+	uint32_t id[PIN_NPROG];
 };
 
 static const char *pin_dir(void)
@@ -216,6 +219,13 @@ static int open_pins(struct wd_egress *e, const char *hd, const uint8_t sha[32],
 	for (int i = 0; i < PIN_NPROG; i++) {
 		if (!v.unix_ok && unix_prog(i))
 			continue;
+		if (i >= WD_EG_NPROG) {
+			/* keep-warm: opened only to make its link (below),
+			 * and checked then; a call attaches none of them */
+			e->keep_id[i - WD_EG_NPROG] = v.id[i];
+			memcpy(e->keep_tag[i - WD_EG_NPROG], v.tag[i], 8);
+			continue;
+		}
 		snprintf(p, sizeof(p), "%s/%s", hd, prog_name(i));
 		int fd = bpf_obj_get(p);
 		struct bpf_prog_info pi = {0};
@@ -315,6 +325,7 @@ static int create_pins(const char *dir, int dfd, const char *name,
 		    bpf_obj_pin(fd, p) < 0)
 			rc = -errno;
 		memcpy(v.tag[i], pi.tag, 8);
+		v.id[i] = pi.id;
 	}
 	for (int m = 0; m < PM_N && !rc; m++) {
 		int fd = *map_slot(e, m);
@@ -658,11 +669,29 @@ static bool keep_link_ok(const char *p, uint32_t prog_id, uint64_t cgid,
 	return ok;
 }
 
-static uint32_t prog_id_of(int fd)
+/* Keep program i from its pin, if it is still the one wd_version
+ * recorded (id and tag): only to make a link of it. */
+static bool open_keep(struct wd_egress *e, int i)
 {
+	if (e->keep_fd[i] >= 0)
+		return true;
+	char p[4200];
+	snprintf(p, sizeof(p), "%s/%s", e->pin_hd, wd_eg_keep_names[i]);
+	int fd = bpf_obj_get(p);
 	struct bpf_prog_info pi = {0};
-	uint32_t n = sizeof(pi);
-	return bpf_obj_get_info_by_fd(fd, &pi, &n) == 0 ? pi.id : 0;
+	uint32_t pl = sizeof(pi);
+	if (fd < 0 || bpf_obj_get_info_by_fd(fd, &pi, &pl) < 0 ||
+	    pi.type != BPF_PROG_TYPE_CGROUP_SOCK_ADDR ||
+	    pi.id != e->keep_id[i] || memcmp(pi.tag, e->keep_tag[i], 8)) {
+		if (fd >= 0)
+			close(fd);
+		wd_debug("egress: pinned keep program '%s' is not the one "
+			 "this build pinned",
+			 p);
+		return false;
+	}
+	e->keep_fd[i] = fd;
+	return true;
 }
 
 bool wd_egress_pin_keep(struct wd_egress *e, const char *dir)
@@ -675,13 +704,15 @@ bool wd_egress_pin_keep(struct wd_egress *e, const char *dir)
 		return false;
 	uint64_t cgid = st.st_ino; /* the kernel's cgroup id on cgroup2 */
 	char p[4200];
-	uint32_t id[WD_EG_NKEEP] = {0};
+	/* the ids wd_version recorded (open_pins): a link to a program of
+	 * that id is a link to the program this build pinned, whatever has
+	 * become of the program's own pin since (ids are not reused while
+	 * the kernel runs, and the pins go with it) */
+	const uint32_t *id = e->keep_id;
 	unsigned bad = 0;
 	for (int i = 0; i < WD_EG_NKEEP; i++) {
-		if (e->keep_fd[i] < 0)
-			continue;
-		if (!(id[i] = prog_id_of(e->keep_fd[i])))
-			return false;
+		if (!id[i])
+			continue; /* a unix type this kernel lacks */
 		snprintf(p, sizeof(p), "%s/link_%s", e->pin_hd,
 			 wd_eg_keep_names[i]);
 		if (!keep_link_ok(p, id[i], cgid, wd_eg_keep_at[i]))
@@ -702,6 +733,10 @@ bool wd_egress_pin_keep(struct wd_egress *e, const char *dir)
 		/* another caller's, made while we waited for the lock */
 		if (keep_link_ok(p, id[i], cgid, wd_eg_keep_at[i]))
 			continue;
+		if (!open_keep(e, i)) {
+			ok = false;
+			continue;
+		}
 		unlink(p);
 		int lfd =
 		    bpf_link_create(e->keep_fd[i], cfd, wd_eg_keep_at[i], NULL);

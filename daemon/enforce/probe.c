@@ -326,6 +326,38 @@ static void probe_boot_stable(struct wd_features *f)
 	wd_probe_namespaces(f);
 }
 
+/* AUDIT_GET blocks its sender until the kernel has started a thread to
+ * answer it (audit_send_reply: kthreadd forks one per request), 0.2 ms on
+ * a quiet machine and 2.5 ms under load, most of a one-shot call's probe:
+ * it is asked on a thread (small stack: it only makes the request) while
+ * the caller goes on, and the answer taken where it is first needed. */
+static struct wd_features g_audit_f;
+static pthread_t g_audit_t;
+static bool g_audit_running;
+static pthread_once_t g_audit_once = PTHREAD_ONCE_INIT;
+
+static void *audit_main(void *arg)
+{
+	wd_probe_audit(&g_audit_f);
+	return arg;
+}
+
+static void audit_begin(struct wd_features *f)
+{
+	pthread_attr_t at;
+	f->audit = false;
+	f->audit_enabled = -1;
+	f->audit_err = -EINPROGRESS;
+	g_audit_f = *f;
+	g_audit_running =
+	    pthread_attr_init(&at) == 0 &&
+	    pthread_attr_setstacksize(&at, 64 * 1024) == 0 &&
+	    pthread_create(&g_audit_t, &at, audit_main, NULL) == 0;
+	pthread_attr_destroy(&at);
+	if (!g_audit_running)
+		wd_probe_audit(f);
+}
+
 static struct wd_probe_key g_key;
 static bool g_key_ok;
 
@@ -367,12 +399,31 @@ static void do_probe(void)
 	 * cached */
 	wd_probe_io_uring(f);
 	wd_probe_ping(f);
-	wd_probe_audit(f);
+	/* asked on a thread of its own, read by wd_probe_audit_settle */
+	audit_begin(f);
 	f->cg_err = wd_cgroup_layout_detect(&f->cg);
+}
+
+static void do_audit_settle(void)
+{
+	if (!g_audit_running)
+		return;
+	pthread_join(g_audit_t, NULL);
+	g_audit_running = false;
+	g_basic.audit = g_audit_f.audit;
+	g_basic.audit_enabled = g_audit_f.audit_enabled;
+	g_basic.audit_err = g_audit_f.audit_err;
+}
+
+void wd_probe_audit_settle(void)
+{
+	(void)wd_probe();
+	pthread_once(&g_audit_once, do_audit_settle);
 }
 
 static void do_probe_tier3(void)
 {
+	wd_probe_audit_settle();
 	g_t3 = *wd_probe();
 	wd_probe_runsc(&g_t3);
 }

@@ -91,6 +91,12 @@ struct wd_features {
  * it can be trusted, else they run and the file is rewritten; the cgroup
  * layout, io_uring, ping and audit are always read afresh. */
 const struct wd_features *wd_probe(void);
+/* wd_probe()'s audit fields (audit, audit_enabled, audit_err) hold its
+ * answer only after this: the probe asks AUDIT_GET on a thread of its own
+ * (the kernel starts a thread to answer each request, probe.c) and this
+ * waits for that answer. Until then audit_err is -EINPROGRESS.
+ * Thread-safe; wd_probe_tier3/full have it settled already. */
+void wd_probe_audit_settle(void);
 /* When wd_probe()'s audit answer (audit_enabled) was asked
  * (wd_now_ns), or 0. */
 uint64_t wd_probe_audit_at_ns(void);

@@ -106,10 +106,11 @@ static void build_identity(char *out, size_t len)
 int wd_probe_key_now(struct wd_probe_key *k)
 {
 	memset(k, 0, sizeof(*k));
-	cleanup_free char *b = NULL;
-	int r = wd_read_file("/proc/sys/kernel/random/boot_id", &b, NULL);
+	char b[64];
+	ssize_t r =
+	    wd_read_small("/proc/sys/kernel/random/boot_id", b, sizeof(b));
 	if (r < 0)
-		return r;
+		return (int)r;
 	wd_probe_strip_nl(b);
 	if (!b[0] || wd_strlcpy(k->boot_id, b, sizeof(k->boot_id)) < 0)
 		return -EINVAL;
@@ -123,12 +124,11 @@ int wd_probe_key_now(struct wd_probe_key *k)
 					 "ipc",	 "uts", "net"};
 	size_t off = 0;
 	for (size_t i = 0; i < WD_ARRAY_SIZE(ns); i++) {
-		char p[64];
-		cleanup_free char *v = NULL;
+		char p[64], v[64];
 		snprintf(p, sizeof(p), "/proc/sys/user/max_%s_namespaces",
 			 ns[i]);
-		if (wd_read_file(p, &v, NULL) < 0)
-			v = wd_strdup("?");
+		if (wd_read_small(p, v, sizeof(v)) < 0)
+			wd_strlcpy(v, "?", sizeof(v));
 		wd_probe_strip_nl(v);
 		int n = snprintf(k->sysctl + off, sizeof(k->sysctl) - off,
 				 "%s%s", i ? "," : "", v);

@@ -234,10 +234,11 @@ void wd_probe_namespaces(struct wd_features *f)
 
 void wd_probe_io_uring(struct wd_features *f)
 {
-	cleanup_free char *s = NULL;
+	char s[64];
 	f->io_uring_disabled = -1;
-	f->io_uring_err =
-	    wd_read_file("/proc/sys/kernel/io_uring_disabled", &s, NULL);
+	ssize_t n =
+	    wd_read_small("/proc/sys/kernel/io_uring_disabled", s, sizeof(s));
+	f->io_uring_err = n < 0 ? (int)n : 0;
 	if (!f->io_uring_err && s[0] >= '0' && s[0] <= '9')
 		f->io_uring_disabled = atoi(s);
 	else if (!f->io_uring_err)
@@ -249,10 +250,11 @@ void wd_probe_io_uring(struct wd_features *f)
  * (policy/families.h), whatever the node says; status reports it. */
 void wd_probe_ping(struct wd_features *f)
 {
-	cleanup_free char *s = NULL;
+	char s[64];
 	f->ping_gid_lo = f->ping_gid_hi = -1;
-	f->ping_err =
-	    wd_read_file("/proc/sys/net/ipv4/ping_group_range", &s, NULL);
+	ssize_t n =
+	    wd_read_small("/proc/sys/net/ipv4/ping_group_range", s, sizeof(s));
+	f->ping_err = n < 0 ? (int)n : 0;
 	if (!f->ping_err &&
 	    sscanf(s, "%ld %ld", &f->ping_gid_lo, &f->ping_gid_hi) != 2) {
 		f->ping_gid_lo = f->ping_gid_hi = -1;

@@ -523,6 +523,12 @@ void wd_cgroup_destroy(struct wd_cgroup *cg)
 		wd_cgroup_kill(cg);
 		wd_cgroup_wait_empty(cg, 2000);
 	}
+	wd_cgroup_remove_emptied(cg);
+}
+
+bool wd_cgroup_remove_emptied(struct wd_cgroup *cg)
+{
+	bool gone = true;
 	for (int c = 0; c < WD_CG_NCTRL; c++)
 		if (cg->v1[c][0]) {
 			rmdir_retry(cg->v1[c]);
@@ -534,6 +540,8 @@ void wd_cgroup_destroy(struct wd_cgroup *cg)
 	}
 	if (cg->v2[0]) {
 		rmdir_retry(cg->v2);
+		gone = access(cg->v2, F_OK) < 0 && errno == ENOENT;
 		cg->v2[0] = 0;
 	}
+	return gone;
 }

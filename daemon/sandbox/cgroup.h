@@ -57,6 +57,11 @@ uint64_t wd_cgroup_oom_kills(struct wd_cgroup *cg);
 int wd_cgroup_remove_dir(const char *dir);
 /* Kill what remains, wait for it, remove the leaves. Safe to call twice. */
 void wd_cgroup_destroy(struct wd_cgroup *cg);
+/* wd_cgroup_destroy for a call whose v2 leaf a kill and a wait found empty
+ * already (nothing of the call can enter it again: the leaf is root's, and
+ * every process of the call is in it): the leaves removed without killing
+ * and waiting once more. true when the v2 leaf is gone. */
+bool wd_cgroup_remove_emptied(struct wd_cgroup *cg);
 /* Call fn with the mount point of every cgroup v1 hierarchy of this
  * node (all of them: runsc makes leaves in blkio, cpuset, devices, ...). */
 void wd_cgroup_each_v1(void (*fn)(const char *mp, void *arg), void *arg);

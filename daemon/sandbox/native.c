@@ -87,14 +87,12 @@ static void build_env(struct launch *l)
 		l->envp[5 + i] = wd_strdup(m->env[i]);
 }
 
-/* A call directory holds only .owner (tier 2's root is the shared
- * t2root, tier 1's scratch the shared t1scratch): two system calls instead
- * of a directory walk. false: something else is there, walk it. */
+/* A call directory is empty (tier 2's root is the shared t2root, tier
+ * 1's scratch the shared t1scratch; its lock is on itself): one rmdir
+ * instead of a directory walk. false: something else is there, walk it. */
 static bool rm_calldir(struct launch *l)
 {
-	char p[sizeof(l->calldir) + 8];
-	snprintf(p, sizeof(p), "%s/.owner", l->calldir);
-	return unlink(p) == 0 && rmdir(l->calldir) == 0;
+	return rmdir(l->calldir) == 0;
 }
 
 /* What is left of a call once every process of it is dead: its egress
@@ -105,6 +103,7 @@ struct teardown {
 	struct wd_egress *eg; /* detach cgid from it, or NULL */
 	uint64_t cgid;
 	struct wd_cgroup cg;
+	bool cg_emptied; /* native_run's kill and wait found it empty */
 	int tier;
 	char calldir[256];
 	int ownerfd; /* held until the call directory is gone */
@@ -121,13 +120,24 @@ static void teardown_run(void *arg)
 	struct teardown *t = arg;
 	if (t->mntns >= 0)
 		close(t->mntns); /* its mounts go now, before its root */
-	if (t->eg)
-		wd_egress_detach(t->eg, t->cgid);
 	unsigned v1_mask = 0;
 	for (int c = 0; c < WD_CG_NCTRL; c++)
 		if (t->cg.v1[c][0])
 			v1_mask |= 1u << c;
-	wd_cgroup_destroy(&t->cg);
+	/* The leaves first: once the v2 one is gone, so are the programs
+	 * attached to it (a removed cgroup holds no process and the kernel
+	 * releases them), and only the call's map entries are left to
+	 * remove: 8 detaches fewer a call. A leaf that stays (a process the
+	 * kill left) keeps its programs until the detach. */
+	bool removed = false;
+	if (t->cg_emptied)
+		removed = t->cg.v2[0] && wd_cgroup_remove_emptied(&t->cg);
+	else
+		wd_cgroup_destroy(&t->cg);
+	if (t->eg && removed)
+		wd_egress_detach_removed(t->eg, t->cgid);
+	else if (t->eg)
+		wd_egress_detach(t->eg, t->cgid);
 	if (t->calldir[0]) {
 		struct launch l = {.tier = t->tier};
 		memcpy(l.calldir, t->calldir, sizeof(l.calldir));
@@ -297,13 +307,14 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 		snprintf(l.init_exec, sizeof(l.init_exec), "/proc/self/fd/%d",
 			 ifd);
 	}
-	snprintf(l.calldir, sizeof(l.calldir), "%s/calls/%s", wd_runtime_dir(),
-		 l.id);
+	snprintf(l.calldir, sizeof(l.calldir), "%s/calls", wd_runtime_dir());
 	if ((r = wd_mkdir_p(l.calldir, 0711)) < 0) {
 		wd_err_set(err, r, "call dir '%s': %s", l.calldir,
 			   strerror(-r));
 		goto out;
 	}
+	snprintf(l.calldir, sizeof(l.calldir), "%s/calls/%s", wd_runtime_dir(),
+		 l.id);
 	/* Held while this process lives: a start-up sweep removes what a
 	 * killed daemon's calls left behind as soon as the lock is free. */
 	if ((r = wd_sandbox_own_calldir(l.calldir, &l.ownerfd, err)) < 0)
@@ -477,6 +488,8 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 	 * and a round trip to the audit subsystem (~0.3 ms a call). Only the
 	 * reporting of Landlock denials waits for that second, not Landlock. */
 	static uint64_t audit_off_until;
+	/* the probe's AUDIT_GET, answered while the above was set up */
+	wd_probe_audit_settle();
 	uint64_t now = wd_now_ns();
 	/* the probe of this process asked moments ago (a one-shot call's):
 	 * its "off" is remembered as our own would be */
@@ -568,9 +581,11 @@ out:
 		wd_lsm_end(l.lsm, l.cgid);
 	/* Every process of the call is dead before we return: the rest can
 	 * be removed behind our back. */
+	bool cg_emptied = false;
 	if (cg.v2[0]) {
 		wd_cgroup_kill(&cg);
-		if (wd_cgroup_wait_empty(&cg, 2000) < 0) {
+		cg_emptied = wd_cgroup_wait_empty(&cg, 2000) == 0;
+		if (!cg_emptied) {
 			/* the uid's release looks for them (uidpool.c) */
 			res->procs_left = true;
 			wd_warn("call %s: processes left in its cgroup after "
@@ -593,6 +608,7 @@ out:
 	td->eg = attached ? eg : NULL;
 	td->cgid = cg.v2_id;
 	td->cg = cg;
+	td->cg_emptied = cg_emptied;
 	td->tier = l.tier;
 	memcpy(td->calldir, l.calldir, sizeof(td->calldir));
 	td->ownerfd = l.ownerfd;

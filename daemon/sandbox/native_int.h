@@ -61,7 +61,7 @@ struct launch {
 	gid_t gid;
 	char id[40];
 	char calldir[256]; /* host dir for this call (scratch, root) */
-	int ownerfd;	   /* calldir/.owner, flock'ed while the call lives */
+	int ownerfd;	   /* calldir itself, flock'ed while the call lives */
 	char scratch[300]; /* tier 1 TMPDIR/HOME */
 	/* tier 1: the options of the tmpfs T mounts on scratch in a mount
 	 * namespace of its own (size: memory_mb; owner: the call's uid) */

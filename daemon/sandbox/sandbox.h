@@ -134,9 +134,10 @@ int wd_sandbox_protect_self(void);
  * behind: call directories and warden cgroups with no process. Returns the
  * number removed. Called at daemon start. */
 int wd_sandbox_sweep(void);
-/* Mark a call directory as owned by this process: calldir/.owner, locked
- * (flock) through *fd until it is closed, which the kernel does when the
- * process dies. 0 or -errno (with err). */
+/* Make the call directory calldir (its parent exists) owned by this
+ * process: the directory locked (flock) through *fd until it is closed,
+ * which the kernel does when the process dies; it appears under its name
+ * locked already. 0 or -errno (with err). */
 int wd_sandbox_own_calldir(const char *calldir, int *fd, struct wd_err *err);
 void wd_result_free(struct wd_result *r);
 json_t *wd_result_to_json(const struct wd_result *r);

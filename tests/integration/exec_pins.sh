@@ -108,6 +108,27 @@ expect_match pins/keep-links-remade-denied "$r" '^rc=[1-9][0-9]* loads=0 hits\+=
 expect_eq pins/keep-links-remade "$(keep_links)" "$nkeep"
 [ "$(bpftool -j link show pinned "$H/link_wd_keep_connect6" 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin).get("type"))' 2>/dev/null)" = cgroup ] &&
 	pass pins/keep-link-impostor-replaced || fail pins/keep-link-impostor-replaced "$(bpftool link show pinned "$H/link_wd_keep_connect6" 2>&1)"
+# a keep program's own pin swapped for another program (here the denying
+# wd_connect4: linked above the calls it would refuse every call's
+# connects) and its link gone: a call checks keep links against the ids
+# wd_version recorded and opens a keep program only to link it, so the
+# impostor is refused there, never linked; the call runs on its own
+# programs. (The old build opened and checked every keep pin each call.)
+pid_of() { bpftool -j prog show pinned "$1" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])'; }
+cid=$(pid_of "$H/wd_connect4")
+rm -f "$H/wd_keep_connect4" "$H/link_wd_keep_connect4"
+bpftool prog pin pinned "$H/wd_connect4" "$H/wd_keep_connect4"
+r=$(call)
+expect_match pins/keep-program-impostor-call-denied "$r" '^rc=[1-9][0-9]* loads=0 hits\+=0$'
+# (calls attach wd_connect4 itself without a link: any link of it is one
+# made of the impostor; warden/ itself may be gone, kept by no link now)
+n=$(bpftool -j link show | python3 -c '
+import json, sys
+pid = int(sys.argv[1])
+print(sum(1 for l in json.load(sys.stdin) if l.get("prog_id") == pid))' "$cid")
+expect_eq pins/keep-program-impostor-never-linked "$n" 0
+[ ! -e "$H/link_wd_keep_connect4" ] && pass pins/keep-program-impostor-no-link-pin ||
+	fail pins/keep-program-impostor-no-link-pin "$(bpftool link show pinned "$H/link_wd_keep_connect4" 2>&1)"
 
 # no map entries left behind by finished calls
 n=$(bpftool -j map dump pinned "$H/wd_policy" 2>/dev/null | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')

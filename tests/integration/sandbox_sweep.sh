@@ -13,10 +13,13 @@ old=$(head -c8 /dev/urandom | od -An -tx1 | tr -d ' \n')
 new=$(head -c8 /dev/urandom | od -An -tx1 | tr -d ' \n')
 dead=$(head -c8 /dev/urandom | od -An -tx1 | tr -d ' \n')
 live=$(head -c8 /dev/urandom | od -An -tx1 | tr -d ' \n')
+dead2=$(head -c8 /dev/urandom | od -An -tx1 | tr -d ' \n')
+live2=$(head -c8 /dev/urandom | od -An -tx1 | tr -d ' \n')
 cleanup() {
 	[ -n "${WPID:-}" ] && kill "$WPID" 2>/dev/null && wait "$WPID" 2>/dev/null
 	[ -n "${HOLDER:-}" ] && kill "$HOLDER" 2>/dev/null && wait "$HOLDER" 2>/dev/null
-	for d in "$V2/warden/$old" "$V2/warden/$new" "$V2/warden/$dead" "$V2/warden/$live" /sys/fs/cgroup/pids/warden/$old; do rmdir "$d" 2>/dev/null; done
+	[ -n "${HOLDER2:-}" ] && kill "$HOLDER2" 2>/dev/null && wait "$HOLDER2" 2>/dev/null
+	for d in "$V2/warden/$old" "$V2/warden/$new" "$V2/warden/$dead" "$V2/warden/$live" "$V2/warden/$dead2" "$V2/warden/$live2" /sys/fs/cgroup/pids/warden/$old; do rmdir "$d" 2>/dev/null; done
 	rm -rf "$T"
 }
 trap cleanup EXIT
@@ -30,6 +33,13 @@ touch "$T/rt/calls/$dead/.owner" "$T/rt/calls/$live/.owner"
 flock "$T/rt/calls/$live/.owner" sleep 120 &
 HOLDER=$!
 for i in $(seq 50); do flock -n "$T/rt/calls/$live/.owner" true || break; sleep 0.05; done
+# the same two as this warden makes them: the lock on the directory
+# itself, which has the sticky bit (sandbox.c wd_sandbox_own_calldir)
+mkdir -p "$V2/warden/$dead2" "$V2/warden/$live2" "$T/rt/calls/$dead2" "$T/rt/calls/$live2"
+chmod 1711 "$T/rt/calls/$dead2" "$T/rt/calls/$live2"
+flock "$T/rt/calls/$live2" sleep 120 &
+HOLDER2=$!
+for i in $(seq 50); do flock -n "$T/rt/calls/$live2" true || break; sleep 0.05; done
 
 "$WARDEND" --state "$T/state" --policy policy --socket "$T/s" >"$T/log" 2>&1 &
 WPID=$!
@@ -45,4 +55,8 @@ fi
 [ -d "$T/rt/calls/$dead" ] && fail sweep-dead-owner-call-dir "still there" || pass sweep-dead-owner-call-dir
 [ -d "$V2/warden/$live" ] && pass sweep-keeps-live-owner-cgroup || fail sweep-keeps-live-owner-cgroup "removed a live call's cgroup"
 [ -d "$T/rt/calls/$live" ] && pass sweep-keeps-live-owner-call-dir || fail sweep-keeps-live-owner-call-dir "removed"
+[ -d "$V2/warden/$dead2" ] && fail sweep-dead-dirlock-cgroup "still there" || pass sweep-dead-dirlock-cgroup
+[ -d "$T/rt/calls/$dead2" ] && fail sweep-dead-dirlock-call-dir "still there" || pass sweep-dead-dirlock-call-dir
+[ -d "$V2/warden/$live2" ] && pass sweep-keeps-live-dirlock-cgroup || fail sweep-keeps-live-dirlock-cgroup "removed a live call's cgroup"
+[ -d "$T/rt/calls/$live2" ] && pass sweep-keeps-live-dirlock-call-dir || fail sweep-keeps-live-dirlock-call-dir "removed"
 finish

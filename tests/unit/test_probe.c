@@ -571,6 +571,11 @@ int main(void)
 	test_bpf(f);
 	test_landlock(f);
 	test_seccomp(f);
+	/* the audit answer is asked on a thread and read when settled: after
+	 * that it is an answer, never the pending state */
+	wd_probe_audit_settle();
+	T_OK(f->audit_err != -EINPROGRESS && (f->audit || f->audit_err < 0),
+	     "audit_settled", "audit %d err %d", f->audit, f->audit_err);
 	test_namespaces_sysctls(f);
 	test_lsm(f, secfs_before);
 	test_cache(f);
