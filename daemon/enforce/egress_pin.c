@@ -61,9 +61,13 @@ struct pin_version {
 	uint8_t tag[PIN_NPROG][8];
 	struct {
 		uint32_t type, key, value, max;
+		/* the map's kernel id when pinned (ids are unique within a
+		 * boot): a same-shaped map put in its place is not ours */
+		uint32_t id;
 	} map[PM_N];
 	/* each program's id when pinned: a keep link is checked against it
-	 * without opening the program (wd_egress_pin_keep) */
+	 * without opening the program (wd_egress_pin_keep), a call's
+	 * programs when opened */
 	uint32_t id[PIN_NPROG];
 };
 
@@ -233,7 +237,7 @@ static int open_pins(struct wd_egress *e, const char *hd, const uint8_t sha[32],
 		*prog_slot(e, i) = fd;
 		if (fd < 0 || bpf_obj_get_info_by_fd(fd, &pi, &pl) < 0 ||
 		    pi.type != BPF_PROG_TYPE_CGROUP_SOCK_ADDR ||
-		    memcmp(pi.tag, v.tag[i], 8)) {
+		    memcmp(pi.tag, v.tag[i], 8) || pi.id != v.id[i]) {
 			close_pins(e);
 			return wd_err_set(err, -ESTALE,
 					  "egress: pinned program '%s' is "
@@ -251,12 +255,12 @@ static int open_pins(struct wd_egress *e, const char *hd, const uint8_t sha[32],
 		if (fd < 0 || bpf_obj_get_info_by_fd(fd, &i2, &l2) < 0 ||
 		    i2.type != v.map[m].type || i2.key_size != v.map[m].key ||
 		    i2.value_size != v.map[m].value ||
-		    i2.max_entries != v.map[m].max) {
+		    i2.max_entries != v.map[m].max || i2.id != v.map[m].id) {
 			close_pins(e);
 			return wd_err_set(err, -ESTALE,
-					  "egress: pinned map '%s' is missing "
-					  "or not of the shape this build "
-					  "pinned",
+					  "egress: pinned map '%s' is missing, "
+					  "of another shape or not the one "
+					  "this build pinned",
 					  p);
 		}
 	}
@@ -339,6 +343,7 @@ static int create_pins(const char *dir, int dfd, const char *name,
 		v.map[m].key = mi.key_size;
 		v.map[m].value = mi.value_size;
 		v.map[m].max = mi.max_entries;
+		v.map[m].id = mi.id;
 	}
 	if (!rc) {
 		uint32_t zero = 0;

@@ -169,6 +169,37 @@ r=$(call)
 expect_match pins/swapped-program-never-used "$r" '^rc=[1-9][0-9]* .*hits\+=0$'
 expect_match pins/swapped-program-replaced "$r" 'loads=[1-9][0-9]*'
 
+# our hash, wd_policy swapped for a map of the same type and shape (made by
+# root, not by this build's load): the call's entries would go where its
+# programs never look (every connect denied as a policy miss, its denials
+# unrecorded); judged by the id the version record holds: replaced
+H=$(hashdir)
+pshape=$(bpftool -j map show pinned "$H/wd_policy" | python3 -c 'import json,sys; m=json.load(sys.stdin); print(m["type"], m["bytes_key"], m["bytes_value"], m["max_entries"])')
+set -- $pshape
+rm -f "$H/wd_policy"
+bpftool map create "$H/wd_policy" type "$1" key "$2" value "$3" entries "$4" name wd_policy
+sid=$(bpftool -j map show pinned "$H/wd_policy" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+r=$(call)
+expect_match pins/same-shape-map-replaced "$r" 'loads=[1-9][0-9]* hits\+=0$'
+nid=$(bpftool -j map show pinned "$H/wd_policy" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+[ -n "$nid" ] && [ "$nid" != "$sid" ] && pass pins/same-shape-map-not-kept || fail pins/same-shape-map-not-kept "id $sid -> $nid"
+expect_match pins/same-shape-map-denial-reported "$(cat "$T/out")" 'denied bpf: connect.*127\.0\.0\.1'
+
+# our hash, wd_connect4 swapped for wd_connect4 of another load of the
+# same object (same tag, another program with other maps): replaced
+H=$(hashdir)
+O=/sys/fs/bpf/wd-other-$$ # this namespace's own bpffs
+bpftool prog loadall "$BUILD/bpf/egress.bpf.o" "$O" 2>/dev/null
+if [ -e "$O/wd_connect4" ]; then
+	rm -f "$H/wd_connect4"
+	bpftool prog pin pinned "$O/wd_connect4" "$H/wd_connect4"
+	r=$(call)
+	expect_match pins/other-load-program-replaced "$r" 'loads=[1-9][0-9]* hits\+=0$'
+else
+	skip pins/other-load-program-replaced "bpftool prog loadall of $BUILD/bpf/egress.bpf.o failed"
+fi
+rm -rf "$O"
+
 # a pin dir that is not root's, or that others can write: refused
 chown 65534 "$PIN"
 r=$(call)
