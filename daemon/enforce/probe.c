@@ -396,9 +396,13 @@ static void do_probe(void)
 				     path);
 	}
 	/* may change at any time, or differ by mount namespace: never
-	 * cached */
-	wd_probe_io_uring(f);
-	wd_probe_ping(f);
+	 * cached. io_uring and ping are read by wd_probe_full (only `warden
+	 * status` and the fleet's node report show them: a call decides
+	 * nothing on them) */
+	f->io_uring_disabled = -1;
+	f->io_uring_err = -EAGAIN;
+	f->ping_gid_lo = f->ping_gid_hi = -1;
+	f->ping_err = -EAGAIN;
 	/* asked on a thread of its own, read by wd_probe_audit_settle */
 	audit_begin(f);
 	f->cg_err = wd_cgroup_layout_detect(&f->cg);
@@ -431,6 +435,8 @@ static void do_probe_tier3(void)
 static void do_probe_full(void)
 {
 	g_full = *wd_probe_tier3();
+	wd_probe_io_uring(&g_full);
+	wd_probe_ping(&g_full);
 	wd_probe_runsc_run(&g_full);
 }
 

@@ -89,7 +89,8 @@ struct wd_features {
  * probes (kernel, BTF and BPF loads, LSM list, Landlock, seccomp,
  * namespaces) come from the per-boot cache file (wd_probe_cache_read) when
  * it can be trusted, else they run and the file is rewritten; the cgroup
- * layout, io_uring, ping and audit are always read afresh. */
+ * layout and audit are always read afresh. io_uring and ping are not read
+ * here (-1, err -EAGAIN): wd_probe_full reads them. */
 const struct wd_features *wd_probe(void);
 /* wd_probe()'s audit fields (audit, audit_enabled, audit_err) hold its
  * answer only after this: the probe asks AUDIT_GET on a thread of its own
@@ -106,7 +107,8 @@ uint64_t wd_probe_audit_at_ns(void);
 const struct wd_features *wd_probe_tier3(void);
 /* wd_probe_tier3() plus a real `runsc --platform=ptrace --network=none do
  * /bin/true` (~0.2 s) unless the cache file keyed by runsc's path, size and
- * mtime already holds the answer. Cached for the process, thread-safe. */
+ * mtime already holds the answer, and io_uring's and ping's sysctls (read
+ * afresh). Cached for the process, thread-safe. */
 const struct wd_features *wd_probe_full(void);
 
 /* The per-boot cache (probe_cache.c). Its key: a probe made under another

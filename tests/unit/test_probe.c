@@ -355,17 +355,27 @@ static void test_namespaces_sysctls(const struct wd_features *f)
 	cleanup_free char *u = run("unshare -n true 2>/dev/null && echo ok");
 	T_OK((f->ns_err[WD_NS_NET] == 0) == (u && !strncmp(u, "ok", 2)),
 	     "netns_matches_unshare_tool", "probe %d", f->ns_err[WD_NS_NET]);
+	/* a call's probe does not read io_uring's sysctl (nothing it decides
+	 * depends on it); the full one (`warden status`) does */
+	T_OK(f->io_uring_disabled == -1 && f->io_uring_err == -EAGAIN &&
+		 f->ping_err == -EAGAIN,
+	     "io_uring_ping_not_read_for_a_call", "io_uring %d err %d ping %d",
+	     f->io_uring_disabled, f->io_uring_err, f->ping_err);
+	const struct wd_features *full = wd_probe_full();
 	cleanup_free char *io =
 	    run("sysctl -n kernel.io_uring_disabled 2>/dev/null");
 	if (io && io[0]) {
 		chomp(io);
-		T_OK(f->io_uring_disabled == atoi(io),
+		T_OK(full->io_uring_disabled == atoi(io),
 		     "io_uring_matches_sysctl", "probe %d sysctl %s",
-		     f->io_uring_disabled, io);
+		     full->io_uring_disabled, io);
 	} else {
-		T_OK(f->io_uring_disabled == -1 && f->io_uring_err < 0,
-		     "io_uring_unknown_reported", "%d", f->io_uring_disabled);
+		T_OK(full->io_uring_disabled == -1 && full->io_uring_err < 0,
+		     "io_uring_unknown_reported", "%d",
+		     full->io_uring_disabled);
 	}
+	T_OK(full->ping_err != -EAGAIN, "ping_read_by_full", "err %d",
+	     full->ping_err);
 	T_OK(f->audit ? (f->audit_enabled >= 0 && f->audit_enabled <= 2)
 		      : f->audit_err < 0,
 	     "audit_state_consistent", "audit %d enabled %d err %d", f->audit,
