@@ -331,14 +331,27 @@ static void probe_boot_stable(struct wd_features *f)
  * a quiet machine and 2.5 ms under load, most of a one-shot call's probe:
  * it is asked on a thread (small stack: it only makes the request) while
  * the caller goes on, and the answer taken where it is first needed. */
+/* The thread is detached: a process that never needs the answer (wardend
+ * before its first call, a verb that probes and exits) leaves nothing to
+ * join; the answer is handed over under g_audit_mu. */
 static struct wd_features g_audit_f;
-static pthread_t g_audit_t;
-static bool g_audit_running;
+static bool g_audit_running, g_audit_done;
+static pthread_mutex_t g_audit_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_audit_cv = PTHREAD_COND_INITIALIZER;
 static pthread_once_t g_audit_once = PTHREAD_ONCE_INIT;
 
 static void *audit_main(void *arg)
 {
-	wd_probe_audit(&g_audit_f);
+	struct wd_features a;
+	pthread_mutex_lock(&g_audit_mu);
+	a = g_audit_f;
+	pthread_mutex_unlock(&g_audit_mu);
+	wd_probe_audit(&a);
+	pthread_mutex_lock(&g_audit_mu);
+	g_audit_f = a;
+	g_audit_done = true;
+	pthread_cond_broadcast(&g_audit_cv);
+	pthread_mutex_unlock(&g_audit_mu);
 	return arg;
 }
 
@@ -348,11 +361,13 @@ static void audit_begin(struct wd_features *f)
 	f->audit = false;
 	f->audit_enabled = -1;
 	f->audit_err = -EINPROGRESS;
+	pthread_t t;
 	g_audit_f = *f;
 	g_audit_running =
 	    pthread_attr_init(&at) == 0 &&
 	    pthread_attr_setstacksize(&at, 64 * 1024) == 0 &&
-	    pthread_create(&g_audit_t, &at, audit_main, NULL) == 0;
+	    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED) == 0 &&
+	    pthread_create(&t, &at, audit_main, NULL) == 0;
 	pthread_attr_destroy(&at);
 	if (!g_audit_running)
 		wd_probe_audit(f);
@@ -412,7 +427,10 @@ static void do_audit_settle(void)
 {
 	if (!g_audit_running)
 		return;
-	pthread_join(g_audit_t, NULL);
+	pthread_mutex_lock(&g_audit_mu);
+	while (!g_audit_done)
+		pthread_cond_wait(&g_audit_cv, &g_audit_mu);
+	pthread_mutex_unlock(&g_audit_mu);
 	g_audit_running = false;
 	g_basic.audit = g_audit_f.audit;
 	g_basic.audit_enabled = g_audit_f.audit_enabled;
