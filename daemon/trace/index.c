@@ -560,6 +560,7 @@ int wd_idx_add(struct wd_idx *x, uint64_t seq, uint64_t seg, uint64_t off,
 	if (!run || !type)
 		return 0; /* not a record the index understands */
 	sqlite3_stmt *st = x->st[S_REC];
+	enum wd_rec_type rt = wd_rec_type_of(type);
 	sqlite3_bind_int64(st, 1, seq);
 	sqlite3_bind_int64(st, 2, seg);
 	sqlite3_bind_int64(st, 3, off);
@@ -576,13 +577,9 @@ int wd_idx_add(struct wd_idx *x, uint64_t seq, uint64_t seg, uint64_t off,
 	bind_key(st, 14, f->s[WD_IDXREC_PROMPT]);
 	bind_key(st, 15, f->s[WD_IDXREC_RESULT]);
 	bind_str(st, 16,
-		 wd_rec_type_of(type) == WD_REC_TOOL_RESULT
-		     ? f->s[WD_IDXREC_CHECK]
-		     : NULL);
+		 rt == WD_REC_TOOL_RESULT ? f->s[WD_IDXREC_CHECK] : NULL);
 	/* a gc record's refs name dropped blobs, not references */
-	bind_str(st, 17,
-		 f->nrefs && wd_rec_type_of(type) != WD_REC_GC ? f->refs[0]
-							       : NULL);
+	bind_str(st, 17, f->nrefs && rt != WD_REC_GC ? f->refs[0] : NULL);
 	if (run_step(st) < 0)
 		return -EIO;
 	if (sqlite3_changes(x->db) == 0)
@@ -593,7 +590,6 @@ int wd_idx_add(struct wd_idx *x, uint64_t seq, uint64_t seg, uint64_t off,
 	 * records), or a payload_read of a run this store never held
 	 * (another node's, read here through the fleet): the record row
 	 * only, no runs row to make up */
-	enum wd_rec_type rt = wd_rec_type_of(type);
 	if ((rt == WD_REC_GC || rt == WD_REC_PAYLOAD_READ) &&
 	    !json_object_get(x->aggmap, run) && !run_known(x, run))
 		return 0;
