@@ -15,6 +15,7 @@
 #include "enforce/egress.h"
 #include "lib/policy.h"
 #include "t.h"
+#include "test_cgroup_util.h"
 
 #ifndef MSG_FASTOPEN
 #define MSG_FASTOPEN 0x20000000
@@ -366,13 +367,9 @@ int main(void)
 	}
 	T_PASS("egress_open");
 
-	snprintf(cg_path, sizeof(cg_path),
-		 "/sys/fs/cgroup/unified/warden-test-%d", (int)getpid());
-	if (access("/sys/fs/cgroup/unified/cgroup.procs", F_OK))
-		snprintf(cg_path, sizeof(cg_path),
-			 "/sys/fs/cgroup/warden-test-%d", (int)getpid());
-	if (mkdir(cg_path, 0755)) {
-		T_FAIL("cgroup", "mkdir %s: %s", cg_path, strerror(errno));
+	int crc = tc_scratch_cgroup(cg_path, sizeof(cg_path), "warden-test");
+	if (crc) {
+		T_FAIL("cgroup", "mkdir %s: %s", cg_path, strerror(-crc));
 		return T_DONE();
 	}
 	int cgfd = open(cg_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

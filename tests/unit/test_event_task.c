@@ -21,6 +21,7 @@
 #include "enforce/egress.h"
 #include "lib/events.h"
 #include "t.h"
+#include "test_cgroup_util.h"
 
 static char cg_path[256];
 
@@ -98,13 +99,9 @@ int main(void)
 		T_FAIL("egress_open", "%s", err.msg);
 		return T_DONE();
 	}
-	snprintf(cg_path, sizeof(cg_path),
-		 "/sys/fs/cgroup/unified/warden-evtask-%d", (int)getpid());
-	if (access("/sys/fs/cgroup/unified/cgroup.procs", F_OK))
-		snprintf(cg_path, sizeof(cg_path),
-			 "/sys/fs/cgroup/warden-evtask-%d", (int)getpid());
-	if (mkdir(cg_path, 0755)) {
-		T_FAIL("cgroup", "mkdir %s: %s", cg_path, strerror(errno));
+	int crc = tc_scratch_cgroup(cg_path, sizeof(cg_path), "warden-evtask");
+	if (crc) {
+		T_FAIL("cgroup", "mkdir %s: %s", cg_path, strerror(-crc));
 		wd_egress_close(e);
 		return T_DONE();
 	}

@@ -22,6 +22,7 @@
 #include "events/stream.h"
 #include "lib/events.h"
 #include "t.h"
+#include "test_cgroup_util.h"
 
 static char cg_path[256];
 
@@ -166,14 +167,11 @@ int main(void)
 		T_FAIL("wakeup_egress_open", "%s", err.msg);
 		return T_DONE();
 	}
-	snprintf(cg_path, sizeof(cg_path),
-		 "/sys/fs/cgroup/unified/warden-test-wake-%d", (int)getpid());
-	if (access("/sys/fs/cgroup/unified/cgroup.procs", F_OK))
-		snprintf(cg_path, sizeof(cg_path),
-			 "/sys/fs/cgroup/warden-test-wake-%d", (int)getpid());
-	if (mkdir(cg_path, 0755)) {
+	int crc =
+	    tc_scratch_cgroup(cg_path, sizeof(cg_path), "warden-test-wake");
+	if (crc) {
 		T_FAIL("wakeup_cgroup", "mkdir %s: %s", cg_path,
-		       strerror(errno));
+		       strerror(-crc));
 		wd_egress_close(e);
 		return T_DONE();
 	}
