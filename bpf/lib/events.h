@@ -50,8 +50,10 @@ enum wd_kev_verdict {
  * producing CPU an irq_work (a self-IPI; a VM exit under virtualisation),
  * so a record wakes the consumer (BPF_RB_FORCE_WAKEUP) only when
  * WD_WAKE_GAP_NS have passed since its CPU last did, or when the ring is
- * at least half full and WD_WAKE_GAP_FULL_NS have passed; every other
- * record goes in with BPF_RB_NO_WAKEUP. A sparse denial therefore wakes
+ * at least half full and WD_WAKE_GAP_FULL_NS have passed (the fill is
+ * looked at by a CPU at most once per WD_WAKE_GAP_FULL_NS: a ring filling
+ * up is woken for at most that much later); every other record goes in
+ * with BPF_RB_NO_WAKEUP. A sparse denial therefore wakes
  * the consumer at once, a flood at most once per gap per CPU.
  * Consumer's side of the contract: a record submitted without a wake-up
  * follows a wake-up on its CPU by less than WD_WAKE_GAP_NS, so a consumer

@@ -79,8 +79,10 @@ struct wd_egress_val {
 enum wd_loss_idx {
 	WD_LOSS_RINGBUF = 0,	 /* bpf_ringbuf_reserve failed: event lost */
 	WD_LOSS_POLICY_MISS = 1, /* no wd_policy entry: denied, event sent */
-	/* 2 reserved. 3 is not a count: the CPU's last consumer wake-up
-	 * (bpf_ktime_get_boot_ns), state of wd_event_submit (maps.h). */
+	/* 2 and 3 are not counts but state of wd_event_submit (maps.h),
+	 * bpf_ktime_get_boot_ns times: 2 the CPU's last look at the ring's
+	 * fill, 3 its last consumer wake-up. */
+	WD_STATE_FULL_CHECK_NS = 2,
 	WD_STATE_WAKE_NS = 3,
 	WD_LOSS_NR = 4, /* map size */
 };
