@@ -48,17 +48,28 @@ static __always_inline int judge(struct bpf_sock_addr *ctx, const __u32 a[4],
 	    !(pol->families_mask & (1ull << (ctx->user_family & 63))))
 		goto deny;
 
+	/* Only the lookups that can find a key of the call: a call without
+	 * rules (network.allow: [], no names) walked the trie twice to find
+	 * nothing, ~37 ns of a denied connect()'s ~320 ns; one with only
+	 * port rules (or only any-port ones) once in vain. */
+	__u32 rf = pol->flags;
+	if (rf & WD_POL_DNS) /* answers of the call's resolver */
+		rf |= WD_POL_PORT_RULES | WD_POL_ANYPORT_RULES;
+	if (!(rf & (WD_POL_PORT_RULES | WD_POL_ANYPORT_RULES)))
+		goto deny;
 	key.prefixlen = WD_EGRESS_KEY_FIXED_BITS + 128;
 	key.cgid_lo = (__u32)cgid;
 	key.cgid_hi = cgid >> 32;
 	key.port = port_be;
 	__builtin_memcpy(key.addr, a, 16);
-	if (bpf_map_lookup_elem(&wd_egress_rules, &key))
+	if ((rf & WD_POL_PORT_RULES) &&
+	    bpf_map_lookup_elem(&wd_egress_rules, &key))
 		return 1;
 	/* Any-port rules: looked up separately so that a longer prefix with
 	 * another port cannot shadow a shorter any-port prefix. */
 	key.port = 0;
-	if (bpf_map_lookup_elem(&wd_egress_rules, &key))
+	if ((rf & WD_POL_ANYPORT_RULES) &&
+	    bpf_map_lookup_elem(&wd_egress_rules, &key))
 		return 1;
 
 deny:;

@@ -33,6 +33,12 @@
  * there (else to ::ffff:127.0.0.1, which an unconnected v6 UDP send cannot
  * reach) */
 #define WD_POL_DNS6 (1u << 5)
+/* which lookups of wd_egress_rules can find a key of the call (judge() in
+ * egress.bpf.c makes only those): keys with a port, keys of any port
+ * (port 0). Set by daemon/enforce/egress.c at attach, both for a call
+ * with names (its resolver's answers are pinned later) */
+#define WD_POL_PORT_RULES    (1u << 6)
+#define WD_POL_ANYPORT_RULES (1u << 7)
 
 /* Value of wd_policy (key: __u64 cgroup id). A missing entry for a cgroup a
  * program is attached to means deny (fail closed). */

@@ -556,9 +556,15 @@ int wd_egress_attach(struct wd_egress *e, int cgroup_fd, uint64_t cgid,
 		rc = add_rule(e, c, &rules[i], (uint32_t)i, err);
 	if (rc)
 		goto fail;
+	uint32_t kinds = 0; /* the trie lookups the programs make */
+	for (int i = 0; i < n; i++)
+		kinds |= rules[i].needs_resolve
+			     ? WD_POL_PORT_RULES | WD_POL_ANYPORT_RULES
+			 : rules[i].port ? WD_POL_PORT_RULES
+					 : WD_POL_ANYPORT_RULES;
 	struct wd_call_policy pol = {
 	    .flags = WD_POL_EGRESS | (audit ? WD_POL_AUDIT : 0) |
-		     (families_mask ? WD_POL_FAMILIES : 0),
+		     (families_mask ? WD_POL_FAMILIES : 0) | kinds,
 	    .n_rules = (uint32_t)n,
 	    .families_mask = families_mask,
 	};

@@ -557,6 +557,29 @@ int main(void)
 	     "audit_mode", "attach %d connect %d events %d", rc, rc2, evs.n);
 	wd_egress_detach(e, cg_id);
 
+	/* rules of one kind, only any-port or only with a port: the
+	 * programs make only the trie lookup that kind can answer
+	 * (WD_POL_PORT_RULES, WD_POL_ANYPORT_RULES); same verdicts */
+	struct wd_net_rule one;
+	rule(&one, "127.0.0.0", 8, 0);
+	rc = wd_egress_attach(e, cgfd, cg_id, &one, 1, false, 0, &err);
+	a.port = P_NO;
+	rc2 = run(&a);
+	wd_egress_detach(e, cg_id);
+	rule(&one, "127.0.0.1", 32, P_OK);
+	int k1 = wd_egress_attach(e, cgfd, cg_id, &one, 1, false, 0, &err);
+	a.port = P_OK;
+	int k2 = run(&a);
+	a.port = P_NO;
+	int k3 = run(&a);
+	wd_egress_detach(e, cg_id);
+	drain(e);
+	T_OK(rc == 0 && rc2 == 0 && k1 == 0 && k2 == 0 && k3 == EPERM,
+	     "one_rule_kind",
+	     "any-port: attach %d connect %d; port: attach %d, its port %d, "
+	     "another %d",
+	     rc, rc2, k1, k2, k3);
+
 	/* a name adds nothing by itself: only what the call's resolver
 	 * answered (wd_egress_answer) is reachable, on the rule's port, until
 	 * the answer is withdrawn */
