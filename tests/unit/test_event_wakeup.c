@@ -66,6 +66,27 @@ static int deny_n(int n)
 	return child_rc(p);
 }
 
+/* A child in the cgroup, on CPU 0 (every record under one CPU's wake-up
+ * state): one denial, then n more when told to (a byte on go[1]). Its
+ * pid, or -1; the caller closes go[0] and writes go[1]. */
+static pid_t deny_one_then(int go[2], int n)
+{
+	fflush(stdout); /* a child must not print the parent's lines again */
+	pid_t kid = fork();
+	if (kid == 0) {
+		cpu_set_t one;
+		CPU_ZERO(&one);
+		CPU_SET(0, &one);
+		char c;
+		close(go[1]);
+		if (join_cgroup() || sched_setaffinity(0, sizeof(one), &one) ||
+		    deny_n_here(1) || read(go[0], &c, 1) != 1 || deny_n_here(n))
+			_exit(3);
+		_exit(0);
+	}
+	return kid;
+}
+
 /* Latest arrival: wall clock at hand-over minus the denial's time. */
 struct late {
 	int n;
@@ -119,6 +140,51 @@ static void count(const struct wd_event *ev, void *arg)
 {
 	if (!strcmp(ev->target, "127.0.0.1:9"))
 		(*(int *)arg)++;
+}
+
+/* A burst that fills half the ring within WD_WAKE_GAP_NS of its CPU's
+ * last wake-up wakes the consumer by itself (wd_event_submit's look at
+ * the fill), before the ring could overflow. A 16 KiB ring (half: ~93
+ * short records), a consumer that only waits (nothing read yet: no bound
+ * on its wait), a child on one CPU that makes one denial (it wakes the
+ * consumer), then, told to at once, 150 more (~13 KiB: no loss). Without
+ * the fill's wake-up nothing would wake the consumer until a later
+ * denial. A burst slower than the gap is woken by the gap instead (the
+ * check passes without telling the two apart). */
+static void half_full_wakes(int cgfd, uint64_t cgid)
+{
+	struct wd_err err = {0};
+	struct wd_egress *e = NULL;
+	struct wd_egress_opts o = {.ring_bytes = 16384};
+	int rc = wd_egress_open_opts(&e, &o, &err);
+	if (!rc)
+		rc = wd_egress_attach(e, cgfd, cgid, NULL, 0, false, 0, &err);
+	int go[2] = {-1, -1};
+	if (rc || pipe(go)) {
+		T_FAIL("half_full_ring_wakes", "setup: %s", err.msg);
+		wd_egress_close(e);
+		return;
+	}
+	pid_t kid = deny_one_then(go, 150);
+	close(go[0]);
+	int w1 = wd_egress_wait(e, 5000); /* the first denial's wake-up */
+	if (write(go[1], "x", 1) != 1)
+		w1 = -1;
+	close(go[1]);
+	uint64_t t0 = wd_wall_ns();
+	int w2 = wd_egress_wait(e, 1000); /* the fill's */
+	uint64_t waited = wd_wall_ns() - t0;
+	int crc = child_rc(kid), got = 0;
+	wd_egress_consume(e, count, &got);
+	struct wd_egress_loss l = {0};
+	wd_egress_loss(e, &l);
+	T_OK(w1 == 1 && w2 == 1 && crc == 0 && got == 151 && !l.ringbuf,
+	     "half_full_ring_wakes",
+	     "first wake %d, second %d after %.2f ms, child %d, %d of 151 "
+	     "events, %llu lost",
+	     w1, w2, waited / 1e6, crc, got, (unsigned long long)l.ringbuf);
+	wd_egress_detach(e, cgid);
+	wd_egress_close(e);
 }
 
 /* Events handed to a call, checked for order: ts_ns never goes back, and
@@ -289,21 +355,7 @@ int main(void)
 		wd_bpf_route_drain(e, &srt, on_late, &a); /* nothing left */
 		usleep(60000); /* past the consumer's active window */
 		a = (struct late){0};
-		fflush(stdout);
-		pid_t kid = fork();
-		if (kid == 0) {
-			cpu_set_t one;
-			CPU_ZERO(&one);
-			CPU_SET(0, &one);
-			char c;
-			close(go[1]);
-			if (join_cgroup() ||
-			    sched_setaffinity(0, sizeof(one), &one) ||
-			    deny_n_here(1) || read(go[0], &c, 1) != 1 ||
-			    deny_n_here(1))
-				_exit(3);
-			_exit(0);
-		}
+		pid_t kid = deny_one_then(go, 1);
 		close(go[0]);
 		supervise(e, &srt, 1, &a);
 		if (write(go[1], "x", 1) != 1)
@@ -365,6 +417,7 @@ int main(void)
 	     mine);
 	wd_stream_free(s);
 	wd_egress_detach(e, cgid);
+	half_full_wakes(cgfd, cgid);
 out:
 	wd_egress_close(e);
 	close(cgfd);
