@@ -194,6 +194,20 @@ static int dir_ok(const char *pin)
  *            not empty: never used, reported and replaced. */
 static int pin_open(const char *pin, const char **what)
 {
+	/* a namespace's file is a regular one: a device, a FIFO or a
+	 * directory put there is not even opened */
+	struct stat st;
+	*what = "lstat";
+	if (lstat(pin, &st) < 0)
+		return -errno;
+	if (S_ISLNK(st.st_mode)) {
+		*what = "a symlink";
+		return -EPERM;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		*what = "not a regular file";
+		return -EPERM;
+	}
 	*what = "open";
 	cleanup_close int fd =
 	    open(pin, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
@@ -204,7 +218,6 @@ static int pin_open(const char *pin, const char **what)
 	}
 	int r = ns_ours(fd);
 	if (r < 0) {
-		struct stat st;
 		if (fstat(fd, &st) < 0)
 			return -errno;
 		bool nsfs = ioctl(fd, NS_GET_NSTYPE) >= 0;
