@@ -299,12 +299,16 @@ static void *pin_main(void *arg)
 		}
 		if (r < 0) {
 			k->pin_err = r;
-			k->pin_what = "its directory is not root's alone";
+			k->pin_what = r == -EPERM ? "a directory that is not "
+						    "root's alone"
+						  : "its directory";
 			goto private;
 		}
 	}
-	/* The fast path, without the lock: a pin is only ever replaced
-	 * by a complete one (mounted on top after the old is gone). */
+	/* The fast path, without the lock: whatever it opens is judged in
+	 * full, and one that looks while the pin is being replaced (after
+	 * the umount, before the mount) finds a plain file or nothing and
+	 * takes the lock below. */
 	if ((r = pin_open(pin, &what)) >= 0)
 		goto pinned;
 	char lk[4200];
@@ -365,10 +369,14 @@ int wd_netns_empty_fd(struct wd_err *err)
 		int fd = wd_netns_end(&shared_job, err);
 		/* logged here, once per process: what a call finds at the
 		 * pin is root's doing or a failure root should see */
-		if (shared_job.pin_err)
+		int pe = shared_job.pin_err;
+		/* found: what was there says it all; else what failed */
+		bool found = pe == -EPERM || pe == -ENOTEMPTY;
+		if (pe)
 			wd_warn(
-			    "netns pin '%s': %s: %s; %s", wd_netns_pin_path(),
-			    shared_job.pin_what, strerror(-shared_job.pin_err),
+			    "netns pin '%s': %s%s%s%s; %s", wd_netns_pin_path(),
+			    found ? "found " : "", shared_job.pin_what,
+			    found ? "" : ": ", found ? "" : strerror(-pe),
 			    !shared_job.pinned ? "a private empty namespace "
 						 "instead"
 			    : fd >= 0	       ? "replaced by a new one"

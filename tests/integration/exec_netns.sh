@@ -152,6 +152,17 @@ export WARDEN_NETNS_PIN=$T/pw/pin
 w=$(ns t1-none)
 [ -n "$w" ] && [ "$w" != "$host" ] && [ "$w" != "$x1" ] && [ ! -e "$T/pw/pin" ] &&
 	pass netns/pin-dir-refused || fail netns/pin-dir-refused "call '$w' host '$host' ($(ls -la "$T/pw"; cat "$T/err"))"
-expect_match netns/pin-dir-reported "$(cat "$T/err")" "netns pin '$T/pw/pin': its directory"
+expect_match netns/pin-dir-reported "$(cat "$T/err")" "netns pin '$T/pw/pin': found a directory that is not root's alone"
+# A read-only file system: no pin can be made; a private namespace
+mkdir -m 755 "$T/ro"
+if mount --bind "$T/ro" "$T/ro" && mount -o remount,bind,ro "$T/ro"; then
+	export WARDEN_NETNS_PIN=$T/ro/pin
+	o=$(ns t1-none)
+	[ -n "$o" ] && [ "$o" != "$host" ] && [ "$o" != "$x1" ] && ! is_mount "$T/ro/pin" &&
+		pass netns/pin-readonly-private || fail netns/pin-readonly-private "call '$o' host '$host' ($(cat "$T/err"))"
+	expect_match netns/pin-readonly-reported "$(cat "$T/err")" "netns pin '$T/ro/pin': .*a private empty namespace instead"
+else
+	skip netns/pin-readonly-private "cannot make a read-only bind mount here"
+fi
 unset WARDEN_NETNS_PIN
 finish
