@@ -1,36 +1,56 @@
-/* Empty network namespaces, made on a thread: see netns.h. */
+/* Empty network namespaces, made on a thread, and the node's pinned one:
+ * see netns.h. */
 #include "sandbox/netns.h"
 
+#include "common/log.h"
+
 #include <fcntl.h>
+#include <linux/netlink.h>
+#include <linux/nsfs.h>
+#include <linux/rtnetlink.h>
+#include <net/if.h>
 #include <sched.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-/* On a thread of its own: unshare(CLONE_NEWNET) changes the calling
- * thread's namespace only, and this thread ends right after; the fd keeps
- * the namespace alive. */
+/* A new namespace for the calling thread, which must be a thread of its
+ * own that ends soon after (unshare(CLONE_NEWNET) changes the calling
+ * thread's namespace only): its fd, or -errno with *step set. */
+static int mk_here(const char **step)
+{
+	*step = "unshare(CLONE_NEWNET)";
+	if (unshare(CLONE_NEWNET) < 0)
+		return -errno;
+	*step = "open /proc/thread-self/ns/net";
+	int fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
 static void *mk_main(void *arg)
 {
 	struct wd_netns_job *k = arg;
-	k->step = "unshare(CLONE_NEWNET)";
-	if (unshare(CLONE_NEWNET) < 0) {
-		k->fd = -errno;
-		return NULL;
-	}
-	k->step = "open /proc/thread-self/ns/net";
-	k->fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-	if (k->fd < 0)
-		k->fd = -errno;
+	k->fd = mk_here(&k->step);
 	return NULL;
+}
+
+static void job_start(struct wd_netns_job *j, void *(*fn)(void *))
+{
+	*j = (struct wd_netns_job){.fd = -EINVAL, .step = "thread"};
+	int e = pthread_create(&j->t, NULL, fn, j);
+	if (e)
+		j->fd = -e;
+	j->running = e == 0;
 }
 
 void wd_netns_begin(struct wd_netns_job *j)
 {
-	*j = (struct wd_netns_job){.fd = -EINVAL, .step = "thread"};
-	int e = pthread_create(&j->t, NULL, mk_main, j);
-	if (e)
-		j->fd = -e;
-	j->running = e == 0;
+	job_start(j, mk_main);
 }
 
 int wd_netns_end(struct wd_netns_job *j, struct wd_err *err)
@@ -46,6 +66,288 @@ int wd_netns_end(struct wd_netns_job *j, struct wd_err *err)
 	return j->fd;
 }
 
+const char *wd_netns_pin_path(void)
+{
+	const char *p = getenv("WARDEN_NETNS_PIN");
+	return p && *p ? p : WD_NETNS_PIN_DEFAULT;
+}
+
+/* 0 when fd is a network namespace owned by our own user namespace, else
+ * -EPERM (or -errno). The owner matters: whoever holds CAP_NET_ADMIN in
+ * the owning user namespace (any user, for a user namespace of their own)
+ * can add links or bring lo up at any time after we looked; in ours, only
+ * root can, or enter it. */
+static int ns_ours(int fd)
+{
+	int t = ioctl(fd, NS_GET_NSTYPE);
+	if (t < 0)
+		/* not an nsfs file: ENOTTY, EINVAL */
+		return -EPERM;
+	if (t != CLONE_NEWNET)
+		return -EPERM;
+	cleanup_close int u = ioctl(fd, NS_GET_USERNS);
+	if (u < 0)
+		return -EPERM;
+	struct stat a, b;
+	if (fstat(u, &a) < 0 || stat("/proc/self/ns/user", &b) < 0)
+		return -errno;
+	return a.st_dev == b.st_dev && a.st_ino == b.st_ino ? 0 : -EPERM;
+}
+
+/* 0 when the calling thread's network namespace has one link, the
+ * loopback (ifindex 1), and it is down; -ENOTEMPTY when it has anything
+ * else; -errno. One RTM_GETLINK dump (~16 us of CPU, netns.h). Links are what
+ * make a namespace reachable: with no link up there is no route to any
+ * address, 127.0.0.1 included; its abstract unix names are kept apart by
+ * Landlock's scope (netns.h). */
+static int links_empty(void)
+{
+	cleanup_close int s =
+	    socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+	if (s < 0)
+		return -errno;
+	struct {
+		struct nlmsghdr h;
+		struct ifinfomsg i;
+	} req = {
+	    .h = {.nlmsg_len = sizeof(req),
+		  .nlmsg_type = RTM_GETLINK,
+		  .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP,
+		  .nlmsg_seq = 1},
+	    .i = {.ifi_family = AF_UNSPEC},
+	};
+	struct sockaddr_nl k = {.nl_family = AF_NETLINK};
+	if (sendto(s, &req, sizeof(req), 0, (struct sockaddr *)&k, sizeof(k)) <
+	    0)
+		return -errno;
+	/* a dump part never splits a message: one link's is ~1.5 KiB. On
+	 * the stack (pin_main's thread has the default one), not in TLS:
+	 * static TLS is carved from every thread's stack, small ones too */
+	char buf[16384] __attribute__((aligned(NLMSG_ALIGNTO)));
+	int links = 0;
+	for (;;) {
+		ssize_t n = recv(s, buf, sizeof(buf), 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		int len = (int)n;
+		for (struct nlmsghdr *h = (struct nlmsghdr *)buf;
+		     NLMSG_OK(h, len); h = NLMSG_NEXT(h, len)) {
+			if (h->nlmsg_type == NLMSG_DONE)
+				return links == 1 ? 0 : -ENOTEMPTY;
+			if (h->nlmsg_type == NLMSG_ERROR) {
+				const struct nlmsgerr *e = NLMSG_DATA(h);
+				if (h->nlmsg_len < NLMSG_LENGTH(sizeof(*e)))
+					return -EIO;
+				return e->error < 0 ? e->error : -EIO;
+			}
+			if (h->nlmsg_type != RTM_NEWLINK)
+				continue;
+			if (h->nlmsg_len <
+			    NLMSG_LENGTH(sizeof(struct ifinfomsg)))
+				return -EIO;
+			const struct ifinfomsg *i = NLMSG_DATA(h);
+			/* a second link, or lo up: not empty; no need to
+			 * read the rest */
+			if (++links > 1 || i->ifi_index != 1 ||
+			    !(i->ifi_flags & IFF_LOOPBACK) ||
+			    (i->ifi_flags & IFF_UP))
+				return -ENOTEMPTY;
+		}
+	}
+}
+
+/* The pin's directory: a directory (not a symlink to one) that only root
+ * can write, or anyone could put their own file or mount in its place (a
+ * mount needs root, a rename of the directory does not): 0, -EPERM, or
+ * -errno. */
+static int dir_ok(const char *pin)
+{
+	char dir[4096];
+	if (wd_strlcpy(dir, pin, sizeof(dir)) < 0)
+		return -ENAMETOOLONG;
+	char *slash = strrchr(dir, '/');
+	if (!slash || !slash[1])
+		return -EINVAL;
+	if (slash == dir)
+		slash[1] = 0; /* "/" */
+	else
+		*slash = 0;
+	struct stat ds;
+	if (lstat(dir, &ds) < 0)
+		return -errno;
+	return S_ISDIR(ds.st_mode) && ds.st_uid == 0 && !(ds.st_mode & 022)
+		   ? 0
+		   : -EPERM;
+}
+
+/* What is at the pin, opened and judged on the calling thread (which it
+ * moves into the namespace found: a thread of its own). An fd of it when
+ * it is an empty network namespace of ours; else -errno, with *what
+ * saying what was found:
+ *   -ENOENT: nothing;
+ *   -ENODATA: a regular file that is no namespace: the mount point an
+ *            earlier boot left (mounts do not outlive a boot) or one whose
+ *            mount was taken away — expected, nothing to report;
+ *   -EPERM, -ENOTEMPTY: something else, a namespace that is not ours or
+ *            not empty: never used, reported and replaced. */
+static int pin_open(const char *pin, const char **what)
+{
+	/* a namespace's file is a regular one: a device, a FIFO or a
+	 * directory put there is not even opened */
+	struct stat st;
+	*what = "lstat";
+	if (lstat(pin, &st) < 0)
+		return -errno;
+	if (S_ISLNK(st.st_mode)) {
+		*what = "a symlink";
+		return -EPERM;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		*what = "not a regular file";
+		return -EPERM;
+	}
+	*what = "open";
+	cleanup_close int fd =
+	    open(pin, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0) {
+		if (errno == ELOOP)
+			*what = "a symlink";
+		return errno == ELOOP ? -EPERM : -errno;
+	}
+	int r = ns_ours(fd);
+	if (r < 0) {
+		if (fstat(fd, &st) < 0)
+			return -errno;
+		bool nsfs = ioctl(fd, NS_GET_NSTYPE) >= 0;
+		if (!nsfs && S_ISREG(st.st_mode)) {
+			*what = "a plain file";
+			return -ENODATA;
+		}
+		*what = nsfs ? "a namespace of another type or user namespace"
+			     : "not a regular file";
+		return -EPERM;
+	}
+	*what = "setns";
+	if (setns(fd, CLONE_NEWNET) < 0)
+		return -errno;
+	*what = "a network namespace that is not empty (a link other than "
+		"lo, or lo up)";
+	if ((r = links_empty()) < 0) {
+		if (r != -ENOTEMPTY)
+			*what = "links dump";
+		return r;
+	}
+	return steal_fd(&fd);
+}
+
+/* Under the lock: removes whatever is mounted at the pin, leaves a plain
+ * root file there, and mounts a new empty namespace on it (made on this
+ * thread). A rename cannot move a mountpoint, hence in place, under the
+ * lock. The new namespace's fd, or -errno with *step. */
+static int pin_make(const char *pin, const char **step)
+{
+	/* every layer: a bad namespace may have been stacked on ours */
+	*step = "umount";
+	for (int i = 0; i < 64; i++) {
+		if (umount2(pin, MNT_DETACH | UMOUNT_NOFOLLOW) == 0)
+			continue;
+		if (errno == EINVAL || errno == ENOENT)
+			break; /* no (more) mount there */
+		return -errno;
+	}
+	*step = "mount point";
+	struct stat st;
+	if (lstat(pin, &st) == 0 && !S_ISREG(st.st_mode) && unlink(pin) < 0)
+		return -errno;
+	int f = open(pin, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0444);
+	if (f < 0)
+		return -errno;
+	close(f);
+	cleanup_close int fd = mk_here(step);
+	if (fd < 0)
+		return fd;
+	*step = "bind mount";
+	char src[64];
+	snprintf(src, sizeof(src), "/proc/self/fd/%d", fd);
+	if (mount(src, pin, NULL, MS_BIND, NULL) < 0)
+		return -errno;
+	return steal_fd(&fd);
+}
+
+/* The shared namespace's thread: the pinned one (checked), else a new
+ * pin, else a private namespace. On its own thread: pin_open setns'es. */
+static void *pin_main(void *arg)
+{
+	struct wd_netns_job *k = arg;
+	const char *pin = wd_netns_pin_path();
+	const char *what = "";
+	cleanup_close int lfd = -1;
+	k->pinned = false;
+	k->pin_err = 0;
+	k->pin_what = "";
+	int r = dir_ok(pin);
+	if (r < 0) {
+		/* the directory is made once, as the runtime dir is */
+		char dir[4096];
+		if (r == -ENOENT && wd_strlcpy(dir, pin, sizeof(dir)) == 0 &&
+		    strrchr(dir, '/') && strrchr(dir, '/') != dir) {
+			*strrchr(dir, '/') = 0;
+			if (wd_mkdir_p(dir, 0711) == 0)
+				r = dir_ok(pin);
+		}
+		if (r < 0) {
+			k->pin_err = r;
+			k->pin_what = r == -EPERM ? "a directory that is not "
+						    "root's alone"
+						  : "its directory";
+			goto private;
+		}
+	}
+	/* The fast path, without the lock: whatever it opens is judged in
+	 * full, and one that looks while the pin is being replaced (after
+	 * the umount, before the mount) finds a plain file or nothing and
+	 * takes the lock below. */
+	if ((r = pin_open(pin, &what)) >= 0)
+		goto pinned;
+	char lk[4200];
+	snprintf(lk, sizeof(lk), "%s.lock", pin);
+	lfd = open(lk, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (lfd < 0 || flock(lfd, LOCK_EX) < 0) {
+		k->pin_err = -errno;
+		k->pin_what = "lock";
+		goto private;
+	}
+	/* another call may have made it while we waited */
+	if ((r = pin_open(pin, &what)) >= 0)
+		goto pinned;
+	if (r == -EPERM || r == -ENOTEMPTY) {
+		/* reported by the caller, then replaced */
+		k->pin_err = r;
+		k->pin_what = what;
+	}
+	const char *step = "";
+	if ((r = pin_make(pin, &step)) >= 0) {
+		k->pinned = true;
+		k->fd = r;
+		return NULL;
+	}
+	if (!k->pin_err) {
+		k->pin_err = r;
+		k->pin_what = step;
+	}
+	/* never a call without an empty namespace: a private one */
+      private:
+	k->fd = mk_here(&k->step);
+	return NULL;
+pinned:
+	k->pinned = true;
+	k->pin_err = 0;
+	k->fd = r;
+	return NULL;
+}
+
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static int shared_fd = -1;
 static struct wd_netns_job shared_job; /* while .running: being made */
@@ -54,7 +356,7 @@ void wd_netns_empty_begin(void)
 {
 	pthread_mutex_lock(&mu);
 	if (shared_fd < 0 && !shared_job.running)
-		wd_netns_begin(&shared_job);
+		job_start(&shared_job, pin_main);
 	pthread_mutex_unlock(&mu);
 }
 
@@ -63,8 +365,22 @@ int wd_netns_empty_fd(struct wd_err *err)
 	pthread_mutex_lock(&mu);
 	if (shared_fd < 0) {
 		if (!shared_job.running)
-			wd_netns_begin(&shared_job);
+			job_start(&shared_job, pin_main);
 		int fd = wd_netns_end(&shared_job, err);
+		/* logged here, once per process: what a call finds at the
+		 * pin is root's doing or a failure root should see */
+		int pe = shared_job.pin_err;
+		/* found: what was there says it all; else what failed */
+		bool found = pe == -EPERM || pe == -ENOTEMPTY;
+		if (pe)
+			wd_warn(
+			    "netns pin '%s': %s%s%s%s; %s", wd_netns_pin_path(),
+			    found ? "found " : "", shared_job.pin_what,
+			    found ? "" : ": ", found ? "" : strerror(-pe),
+			    !shared_job.pinned ? "a private empty namespace "
+						 "instead"
+			    : fd >= 0	       ? "replaced by a new one"
+					       : "");
 		if (fd < 0) {
 			pthread_mutex_unlock(&mu);
 			return fd;
