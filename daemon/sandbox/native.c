@@ -592,8 +592,8 @@ out:
 		wd_lsm_end(l.lsm, l.cgid);
 	/* Every process of the call is dead before we return: the rest can
 	 * be removed behind our back. */
-	bool cg_emptied = false;
-	if (cg.v2[0]) {
+	bool cg_emptied = l.cg_empty;
+	if (cg.v2[0] && !cg_emptied) {
 		wd_cgroup_kill(&cg);
 		cg_emptied = wd_cgroup_wait_empty(&cg, 2000) == 0;
 		if (!cg_emptied) {
