@@ -8,6 +8,7 @@
 #include "enforce/egress.h"
 #include "enforce/probe.h"
 #include "policy/manifest.h"
+#include "sandbox/reaper.h"
 #include "sandbox/sandbox.h"
 
 #include <getopt.h>
@@ -294,6 +295,10 @@ static int verb_exec(int argc, char **argv)
 	/* one call in this process: the node's pinned programs, attached to
 	 * its cgroup, instead of a load of our own (enforce/egress_pin.c) */
 	wd_egress_shared_use_pins(true);
+	/* without names in network.allow its DNS programs stay unopened */
+	wd_egress_pins_no_names(!wd_manifest_names(m));
+	/* and its teardown inline: nothing else would use the thread */
+	wd_reaper_inline();
 	if (wd_sandbox_run(&call, &res, &err) < 0) {
 		if (json) {
 			json_t *o = wd_result_to_json(&res);

@@ -72,6 +72,14 @@ int wd_egress_open_pinned(struct wd_egress **out, struct wd_err *err);
  * Never closed. */
 struct wd_egress *wd_egress_shared(struct wd_err *err);
 void wd_egress_shared_use_pins(bool on);
+/* The pinned instance of a process whose calls name no host in
+ * network.allow (a one-shot `warden exec` that has read its manifest):
+ * the four programs that only DNS redirection attaches (recvmsg4,6,
+ * getpeername4,6: wd_egress_dns) are not opened, 12 bpf()/close calls
+ * fewer. A call that names hosts on it anyway is refused by
+ * wd_egress_dns ("not loaded"), never run without them. Set before the
+ * instance is opened. */
+void wd_egress_pins_no_names(bool on);
 /* The process-wide instance if a call has opened it, else NULL (never
  * opens it: a loss probe must not load BPF programs). */
 struct wd_egress *wd_egress_shared_peek(void);

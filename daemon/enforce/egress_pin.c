@@ -105,6 +105,13 @@ static int *map_slot(struct wd_egress *e, int m)
  * skeleton embeds (test_egress_sha checks the two agree) */
 static const uint8_t object_sha[32] = EGRESS_BPF_SHA256;
 
+static bool no_names;
+
+void wd_egress_pins_no_names(bool on)
+{
+	__atomic_store_n(&no_names, on, __ATOMIC_RELAXED);
+}
+
 /* Root's and writable by root alone; a directory, not a symlink. */
 static int check_owner(const char *p, struct wd_err *err)
 {
@@ -222,6 +229,10 @@ static int open_pins(struct wd_egress *e, const char *hd, const uint8_t sha[32],
 	e->unix_ok = v.unix_ok;
 	for (int i = 0; i < PIN_NPROG; i++) {
 		if (!v.unix_ok && unix_prog(i))
+			continue;
+		/* DNS redirection only (wd_egress_pins_no_names) */
+		if (i >= WD_EG_FIRST_DNS && i < WD_EG_NPROG &&
+		    __atomic_load_n(&no_names, __ATOMIC_RELAXED))
 			continue;
 		if (i >= WD_EG_NPROG) {
 			/* keep-warm: opened only to make its link (below),

@@ -138,7 +138,11 @@ static void teardown_run(void *arg)
 		wd_egress_detach_removed(t->eg, t->cgid);
 	else if (t->eg)
 		wd_egress_detach(t->eg, t->cgid);
-	if (t->calldir[0]) {
+	/* kept as the next call's, else removed */
+	if (t->calldir[0] && t->ownerfd >= 0 &&
+	    wd_sandbox_spare_calldir(t->calldir, t->ownerfd))
+		t->ownerfd = -1;
+	else if (t->calldir[0]) {
 		struct launch l = {.tier = t->tier};
 		memcpy(l.calldir, t->calldir, sizeof(l.calldir));
 		if (!rm_calldir(&l))
@@ -307,17 +311,24 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 		snprintf(l.init_exec, sizeof(l.init_exec), "/proc/self/fd/%d",
 			 ifd);
 	}
-	snprintf(l.calldir, sizeof(l.calldir), "%s/calls", wd_runtime_dir());
-	if ((r = wd_mkdir_p(l.calldir, 0711)) < 0) {
-		wd_err_set(err, r, "call dir '%s': %s", l.calldir,
-			   strerror(-r));
-		goto out;
-	}
+	/* Held while this process lives: a start-up sweep removes what a
+	 * killed daemon's calls left behind as soon as the lock is free.
+	 * calls/ is made when it is missing, not walked up to per call. */
 	snprintf(l.calldir, sizeof(l.calldir), "%s/calls/%s", wd_runtime_dir(),
 		 l.id);
-	/* Held while this process lives: a start-up sweep removes what a
-	 * killed daemon's calls left behind as soon as the lock is free. */
-	if ((r = wd_sandbox_own_calldir(l.calldir, &l.ownerfd, err)) < 0)
+	r = wd_sandbox_own_calldir(l.calldir, &l.ownerfd, err);
+	if (r == -ENOENT) {
+		char calls[sizeof(l.calldir)];
+		snprintf(calls, sizeof(calls), "%s/calls", wd_runtime_dir());
+		if ((r = wd_mkdir_p(calls, 0711)) < 0) {
+			wd_err_set(err, r, "call dir '%s': %s", calls,
+				   strerror(-r));
+			goto out;
+		}
+		*err = (struct wd_err){0};
+		r = wd_sandbox_own_calldir(l.calldir, &l.ownerfd, err);
+	}
+	if (r < 0)
 		goto out;
 	/* Tier 2: every call mounts its new root on this one directory, in
 	 * its own mount namespace (on the host it stays empty): no directory
@@ -581,8 +592,8 @@ out:
 		wd_lsm_end(l.lsm, l.cgid);
 	/* Every process of the call is dead before we return: the rest can
 	 * be removed behind our back. */
-	bool cg_emptied = false;
-	if (cg.v2[0]) {
+	bool cg_emptied = l.cg_empty;
+	if (cg.v2[0] && !cg_emptied) {
 		wd_cgroup_kill(&cg);
 		cg_emptied = wd_cgroup_wait_empty(&cg, 2000) == 0;
 		if (!cg_emptied) {

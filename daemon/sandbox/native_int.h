@@ -68,9 +68,13 @@ struct launch {
 	char scratch_opts[96];
 	char root[300]; /* tier 2 new root mountpoint */
 	bool netns;	/* a new, empty network namespace of the call's own */
-	int netfd;	/* the empty namespace the first process joins: the
-			 * call's own (netns: ours to close) or tier 1's shared
-			 * one (netns.h: not ours); -1 */
+	/* the supervisor saw the call's cgroup empty once its first process
+	 * had exited and the cgroup been killed: nothing of the call is
+	 * left to start another (native_run skips its own kill and wait) */
+	bool cg_empty;
+	int netfd; /* the empty namespace the first process joins: the
+		    * call's own (netns: ours to close) or tier 1's shared
+		    * one (netns.h: not ours); -1 */
 	char **argv;
 	char *exec_path; /* argv[0] with symlinks resolved: tier 2 binds
 			  * targets, not the links (/bin/sh -> dash) */

@@ -372,6 +372,7 @@ int wd_native_supervise(struct launch *l, pid_t child, struct wd_cgroup *cg,
 	}
 	if (!exited) {
 		wd_cgroup_kill(cg);
+		killed = true;
 		while (waitpid(child, &status, 0) < 0 && errno == EINTR)
 			;
 	}
@@ -389,9 +390,10 @@ int wd_native_supervise(struct launch *l, pid_t child, struct wd_cgroup *cg,
 		 * process is gone: read until it has (landlock_audit.h). */
 		char tag[64];
 		snprintf(tag, sizeof(tag), "call=%s", l->id);
-		if (wd_cgroup_wait_empty(cg, 2000) == 0 &&
-		    wd_landlock_audit_barrier(lla, tag, 250, on_landlock,
-					      &col) == 0) {
+		bool empty = wd_cgroup_wait_empty(cg, 2000) == 0;
+		l->cg_empty = empty && killed;
+		if (empty && wd_landlock_audit_barrier(
+				 lla, tag, 250, on_landlock, &col) == 0) {
 			/* all of the call's records are read */
 		} else {
 			uint64_t until = wd_now_ns() + 250000000ull;

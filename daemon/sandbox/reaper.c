@@ -23,7 +23,7 @@ static pthread_cond_t cv_work = PTHREAD_COND_INITIALIZER;
 static pthread_cond_t cv_idle = PTHREAD_COND_INITIALIZER;
 static struct job *head, **tail = &head;
 static int queued;
-static bool busy, started, failed;
+static bool busy, started, failed, inline_only;
 static pid_t owner; /* the process whose thread runs the queue */
 
 static void *reaper_main(void *unused)
@@ -98,7 +98,7 @@ static bool start_locked(void)
 void wd_reaper_submit(void (*fn)(void *arg), void *arg)
 {
 	pthread_mutex_lock(&mu);
-	if (queued >= REAP_QUEUE_MAX || !start_locked()) {
+	if (inline_only || queued >= REAP_QUEUE_MAX || !start_locked()) {
 		pthread_mutex_unlock(&mu);
 		fn(arg);
 		return;
@@ -110,5 +110,12 @@ void wd_reaper_submit(void (*fn)(void *arg), void *arg)
 	tail = &j->next;
 	queued++;
 	pthread_cond_signal(&cv_work);
+	pthread_mutex_unlock(&mu);
+}
+
+void wd_reaper_inline(void)
+{
+	pthread_mutex_lock(&mu);
+	inline_only = true;
 	pthread_mutex_unlock(&mu);
 }

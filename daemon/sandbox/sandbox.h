@@ -139,6 +139,10 @@ int wd_sandbox_sweep(void);
  * which the kernel does when the process dies; it appears under its name
  * locked already. 0 or -errno (with err). */
 int wd_sandbox_own_calldir(const char *calldir, int *fd, struct wd_err *err);
+/* Give the call directory calldir, locked through fd, back as a spare
+ * for the next call's wd_sandbox_own_calldir: true if it was empty and is
+ * one now (fd closed); false: nothing done, remove it. */
+bool wd_sandbox_spare_calldir(const char *calldir, int fd);
 void wd_result_free(struct wd_result *r);
 json_t *wd_result_to_json(const struct wd_result *r);
 
