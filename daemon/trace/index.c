@@ -24,14 +24,16 @@ enum {
 	S_REF,
 	S_TAIL,
 	S_RUN_KNOWN,
+	S_HKEY,
+	S_HKEYS, /* HKEY_ROWS rows at once */
 	S_N
 };
 
 static const char *const sqls[S_N] = {
     [S_REC] = "INSERT OR IGNORE INTO records(seq, seg, off, len, ts, "
 	      "run_id, step, type, tool, call_id, status, prompt_hash, "
-	      "result_hash, prompt_key, result_key, refusal_check, ref0) "
-	      "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+	      "result_hash, refusal_check, ref0) "
+	      "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
     /* one statement per run and transaction for the run's aggregates */
     [S_RUN_NEW] =
 	"INSERT INTO runs(run_id, status, started, last_ts, steps, "
@@ -63,6 +65,8 @@ static const char *const sqls[S_N] = {
     [S_TAIL] = "SELECT seq, seg, off + len + 1 FROM records ORDER BY seq "
 	       "DESC LIMIT 1",
     [S_RUN_KNOWN] = "SELECT 1 FROM runs WHERE run_id = ?1",
+    [S_HKEY] = "INSERT OR IGNORE INTO hkeys(b, key, seq) VALUES(?1 "
+	       ">> " WD_IDX_HKEY_SHIFT_S ", ?2, ?1)",
 };
 
 /* The index format: an index.db of another version (PRAGMA user_version) is
@@ -82,8 +86,16 @@ static const char *const sqls[S_N] = {
  * 6: records.ref0, a record's first distinct ref, in its own row; refs
  *    holds only the others (a record names one ref mostly: a row and a
  *    statement less per record, ~2 us of the index thread's ~10 us in
- *    SQLite); the view allrefs reads both as refs was read. */
-#define WD_IDX_VERSION 6
+ *    SQLite); the view allrefs reads both as refs was read.
+ * 7: the prompt and result hash keys in a table of their own, hkeys(b,
+ *    key, seq), b = seq >> WD_IDX_HKEY_SHIFT, instead of two indexes on
+ *    records: the keys of random hashes made every transaction rewrite
+ *    pages all over those indexes (~1.7 us a record of the index
+ *    thread's ~4.5 us at a million records, more as the index grows);
+ *    the keys of a transaction are sorted and go to its newest bucket or
+ *    two, a few pages. A lookup probes each bucket (a 64k-record bucket:
+ *    ~15 probes a million records). */
+#define WD_IDX_VERSION 7
 
 /* 16 KiB pages (new index files only; an existing file keeps its size). */
 static const char pragmas[] = "PRAGMA page_size=16384;"
@@ -93,9 +105,10 @@ static const char pragmas[] = "PRAGMA page_size=16384;"
 			      "PRAGMA temp_store=MEMORY;";
 
 /* Lookups by hash go through an INTEGER key (the first 64 bits of the
- * sha256) whose index entries are ~6x smaller than the 71-byte text's; the
- * query compares the full text too, so a colliding key cannot return a
- * wrong row. refs are only read by gc, whole or by seq range: a rowid table
+ * sha256, hkeys.key) whose entries are ~6x smaller than the 71-byte
+ * text's; the query compares the full text too, so a colliding key (or a
+ * prompt key that is another record's result key) cannot return a wrong
+ * row. refs are only read by gc, whole or by seq range: a rowid table
  * without any index, id = seq * WD_IDXREC_MAXREFS + the ref's place among
  * the record's distinct refs, so rows are appended in id order and adding a
  * record twice adds its refs once. The first of them is records.ref0 (place
@@ -107,13 +120,10 @@ static const char schema[] =
     "INTEGER NOT NULL, off INTEGER NOT NULL, len INTEGER NOT NULL, ts "
     "INTEGER NOT NULL, run_id TEXT NOT NULL, step INTEGER, type TEXT, tool "
     "TEXT, call_id TEXT, status TEXT, prompt_hash TEXT, result_hash TEXT, "
-    "prompt_key INTEGER, result_key INTEGER, refusal_check TEXT, ref0 "
-    "TEXT);"
+    "refusal_check TEXT, ref0 TEXT);"
     "CREATE INDEX IF NOT EXISTS rec_run ON records(run_id, seq);"
-    "CREATE INDEX IF NOT EXISTS rec_prompt ON records(prompt_key) WHERE "
-    "prompt_key IS NOT NULL;"
-    "CREATE INDEX IF NOT EXISTS rec_result ON records(result_key) WHERE "
-    "result_key IS NOT NULL;"
+    "CREATE TABLE IF NOT EXISTS hkeys(b INTEGER NOT NULL, key INTEGER NOT "
+    "NULL, seq INTEGER NOT NULL, PRIMARY KEY(b, key, seq)) WITHOUT ROWID;"
     "CREATE INDEX IF NOT EXISTS rec_tool ON records(tool, status) WHERE "
     "tool IS NOT NULL;"
     "CREATE TABLE IF NOT EXISTS runs(run_id TEXT PRIMARY KEY, agent TEXT, "
@@ -179,8 +189,17 @@ struct agg {
 	int64_t steps, records, in, out, mc, nusd, cached;
 };
 
+#define HKEY_ROWS 128
+/* hkeys rows of a transaction: added at commit, sorted, HKEY_ROWS rows a
+ * statement (a statement's own cost was ~half of a row's). */
+struct hkey {
+	int64_t key, seq;
+};
+
 struct wd_idx {
 	sqlite3 *db;
+	struct hkey *hk; /* the transaction's hash keys, added at commit */
+	size_t nhk, caphk;
 	sqlite3_stmt *st[S_N];
 	struct agg *agg;
 	size_t nagg, capagg;
@@ -218,6 +237,7 @@ static int agg_flush_one(struct wd_idx *x, struct agg *a)
 
 static void agg_reset(struct wd_idx *x)
 {
+	x->nhk = 0;
 	for (size_t i = 0; i < x->nagg; i++) {
 		free(x->agg[i].run);
 		free(x->agg[i].model);
@@ -226,9 +246,55 @@ static void agg_reset(struct wd_idx *x)
 	json_object_clear(x->aggmap);
 }
 
+static int cmp_hkey(const void *a, const void *b)
+{
+	const struct hkey *p = a, *q = b;
+	int64_t pb = p->seq >> WD_IDX_HKEY_SHIFT,
+		qb = q->seq >> WD_IDX_HKEY_SHIFT;
+	if (pb != qb)
+		return pb < qb ? -1 : 1;
+	if (p->key != q->key)
+		return p->key < q->key ? -1 : 1;
+	return p->seq < q->seq ? -1 : p->seq > q->seq;
+}
+
+static void hkey_add(struct wd_idx *x, const char *hash, uint64_t seq)
+{
+	if (x->nhk == x->caphk) {
+		x->caphk = x->caphk ? x->caphk * 2 : 4096;
+		x->hk = wd_realloc(x->hk, x->caphk * sizeof(*x->hk));
+	}
+	x->hk[x->nhk++] = (struct hkey){wd_idx_key(hash), (int64_t)seq};
+}
+
+static int hkey_flush(struct wd_idx *x)
+{
+	qsort(x->hk, x->nhk, sizeof(*x->hk), cmp_hkey);
+	size_t n = 0;
+	for (size_t i = 0; i < x->nhk; i++)
+		if (!n || x->hk[i].key != x->hk[n - 1].key ||
+		    x->hk[i].seq != x->hk[n - 1].seq)
+			x->hk[n++] = x->hk[i];
+	size_t i = 0;
+	while (i < n) {
+		bool many = n - i >= HKEY_ROWS;
+		sqlite3_stmt *st = x->st[many ? S_HKEYS : S_HKEY];
+		for (int j = 0; j < (many ? HKEY_ROWS : 1); j++, i++) {
+			sqlite3_bind_int64(st, 2 * j + 1, x->hk[i].seq);
+			sqlite3_bind_int64(st, 2 * j + 2, x->hk[i].key);
+		}
+		int rc = sqlite3_step(st);
+		sqlite3_reset(st);
+		if (rc != SQLITE_DONE)
+			return -EIO;
+	}
+	x->nhk = 0;
+	return 0;
+}
+
 static int agg_flush(struct wd_idx *x)
 {
-	int r = 0;
+	int r = hkey_flush(x);
 	for (size_t i = 0; !r && i < x->nagg; i++)
 		r = agg_flush_one(x, &x->agg[i]);
 	agg_reset(x);
@@ -266,6 +332,7 @@ void wd_idx_close(struct wd_idx *x)
 		return;
 	agg_reset(x);
 	free(x->agg);
+	free(x->hk);
 	json_decref(x->aggmap);
 	for (int i = 0; i < S_N; i++)
 		sqlite3_finalize(x->st[i]);
@@ -302,7 +369,8 @@ static int idx_upgrade(sqlite3 *db, const char *path, char **msg)
 		rc = sqlite3_exec(db,
 				  "DROP VIEW IF EXISTS allrefs; DROP TABLE IF "
 				  "EXISTS records; DROP TABLE IF EXISTS runs; "
-				  "DROP TABLE IF EXISTS refs;",
+				  "DROP TABLE IF EXISTS refs; DROP TABLE IF "
+				  "EXISTS hkeys;",
 				  NULL, NULL, msg);
 		if (rc == SQLITE_OK)
 			rc = sqlite3_exec(db, schema, NULL, NULL, msg);
@@ -382,11 +450,22 @@ int wd_idx_open(const char *path, struct wd_idx **out, struct wd_err *err)
 	if (sqlite3_exec(x->db, pragmas, NULL, NULL, &msg) != SQLITE_OK ||
 	    idx_upgrade(x->db, path, &msg) < 0)
 		goto fail;
+	struct wd_buf many = {0};
+	wd_buf_printf(&many, "INSERT OR IGNORE INTO hkeys(b, key, seq) VALUES");
+	for (int j = 0; j < HKEY_ROWS; j++)
+		wd_buf_printf(&many,
+			      "%s(?%d >> " WD_IDX_HKEY_SHIFT_S ", ?%d, ?%d)",
+			      j ? "," : "", 2 * j + 1, 2 * j + 2, 2 * j + 1);
+	wd_buf_append(&many, "", 1);
 	for (int i = 0; i < S_N; i++)
-		if (sqlite3_prepare_v3(x->db, sqls[i], -1,
+		if (sqlite3_prepare_v3(x->db,
+				       i == S_HKEYS ? many.data : sqls[i], -1,
 				       SQLITE_PREPARE_PERSISTENT, &x->st[i],
-				       NULL) != SQLITE_OK)
+				       NULL) != SQLITE_OK) {
+			wd_buf_free(&many);
 			goto fail;
+		}
+	wd_buf_free(&many);
 	*out = x;
 	return 0;
 fail:
@@ -425,7 +504,7 @@ int wd_idx_clear(struct wd_idx *x)
 {
 	return sqlite3_exec(x->db,
 			    "DELETE FROM records; DELETE FROM runs; DELETE "
-			    "FROM refs;",
+			    "FROM refs; DELETE FROM hkeys;",
 			    NULL, NULL, NULL) == SQLITE_OK
 		   ? 0
 		   : -EIO;
@@ -457,14 +536,6 @@ static void bind_str(sqlite3_stmt *st, int i, const char *s)
 {
 	if (s)
 		sqlite3_bind_text(st, i, s, -1, SQLITE_STATIC);
-	else
-		sqlite3_bind_null(st, i);
-}
-
-static void bind_key(sqlite3_stmt *st, int i, const char *s)
-{
-	if (s)
-		sqlite3_bind_int64(st, i, wd_idx_key(s));
 	else
 		sqlite3_bind_null(st, i);
 }
@@ -574,16 +645,18 @@ int wd_idx_add(struct wd_idx *x, uint64_t seq, uint64_t seg, uint64_t off,
 	bind_str(st, 11, f->s[WD_IDXREC_STATUS]);
 	bind_str(st, 12, f->s[WD_IDXREC_PROMPT]);
 	bind_str(st, 13, f->s[WD_IDXREC_RESULT]);
-	bind_key(st, 14, f->s[WD_IDXREC_PROMPT]);
-	bind_key(st, 15, f->s[WD_IDXREC_RESULT]);
-	bind_str(st, 16,
+	bind_str(st, 14,
 		 rt == WD_REC_TOOL_RESULT ? f->s[WD_IDXREC_CHECK] : NULL);
 	/* a gc record's refs name dropped blobs, not references */
-	bind_str(st, 17, f->nrefs && rt != WD_REC_GC ? f->refs[0] : NULL);
+	bind_str(st, 15, f->nrefs && rt != WD_REC_GC ? f->refs[0] : NULL);
 	if (run_step(st) < 0)
 		return -EIO;
 	if (sqlite3_changes(x->db) == 0)
 		return 0; /* already indexed */
+	if (f->s[WD_IDXREC_PROMPT])
+		hkey_add(x, f->s[WD_IDXREC_PROMPT], seq);
+	if (f->s[WD_IDXREC_RESULT])
+		hkey_add(x, f->s[WD_IDXREC_RESULT], seq);
 
 	/* a `gc` record of a run the index no longer knows (metadata
 	 * retention dropped its records, or the store's own "trace-gc"

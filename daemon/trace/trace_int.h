@@ -197,6 +197,18 @@ struct wd_idxrec *wd_idx_extract(json_t *rec);
  * "sha256:<hex>" value, else a 64-bit hash of the text. Queries compare the
  * text as well. */
 int64_t wd_idx_key(const char *s);
+/* hkeys: the records by the key of their prompt or result hash, in
+ * buckets of 2^WD_IDX_HKEY_SHIFT seqs (b = seq >> shift). WD_IDX_HKEY_SEQS
+ * is a subquery of the seqs whose hash has the key given as its %lld. */
+#define WD_IDX_HKEY_SHIFT   16
+#define WD_IDX_STR_(x)	    #x
+#define WD_IDX_STR(x)	    WD_IDX_STR_(x)
+#define WD_IDX_HKEY_SHIFT_S WD_IDX_STR(WD_IDX_HKEY_SHIFT)
+#define WD_IDX_HKEY_SEQS                                                       \
+	"WITH RECURSIVE hb(b) AS (SELECT (SELECT min(seq) FROM records) "      \
+	">> " WD_IDX_HKEY_SHIFT_S " UNION ALL SELECT b + 1 FROM hb WHERE b < " \
+	"(SELECT max(seq) FROM records) >> " WD_IDX_HKEY_SHIFT_S ") SELECT "   \
+	"h.seq FROM hb JOIN hkeys h ON h.b = hb.b AND h.key = %lld"
 /* A line at off of len bytes lies within a segment of size bytes (an
  * index row is checked before its bytes are read). */
 static inline bool wd_trace_span_ok(uint64_t off, uint64_t len, uint64_t size)

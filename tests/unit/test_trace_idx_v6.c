@@ -3,7 +3,7 @@
  * allrefs in the order refs had (id = seq * 64 + place). An index of
  * format 5 (every ref in refs, no ref0) is rebuilt from the segments at
  * open in place (not set aside as a damaged file), never read as format
- * 6: the rows equal a fresh index's and the
+ * 6 (nor as 7, the current format): the rows equal a fresh index's and the
  * refs a reader gets (wd_trace_lines) are the same, in the same order. */
 #include "t.h"
 #include "test_trace_util.h"
@@ -91,7 +91,7 @@ int main(void)
 		 q_int(dbp, "SELECT count(*) FROM records WHERE ref0 IS "
 			    "NOT NULL") == 2 &&
 		 q_int(dbp, "SELECT id FROM refs") == 3 * 64 + 1 &&
-		 q_int(dbp, "PRAGMA user_version") == 6,
+		 q_int(dbp, "PRAGMA user_version") == 7,
 	     "idx-v6-first-ref-in-records", "refs %d, ref0 %d, version %d",
 	     q_int(dbp, "SELECT count(*) FROM refs"),
 	     q_int(dbp, "SELECT count(*) FROM records WHERE ref0 IS NOT NULL"),
@@ -113,7 +113,7 @@ int main(void)
 	char *after = tt_dump_index(dir);
 	T_OK(rc == SQLITE_OK && orc == 0 && before && after &&
 		 !strcmp(before, after) && refs5 && !strcmp(refs, refs5) &&
-		 q_int(dbp, "PRAGMA user_version") == 6 &&
+		 q_int(dbp, "PRAGMA user_version") == 7 &&
 		 !strstr(after, "v5-ghost") && tt_count_broken(dir) == 0,
 	     "idx-v5-rebuilt-as-v6",
 	     "sqlite %d, open %d (%s), same rows %d, refs %s", rc, orc, err.msg,

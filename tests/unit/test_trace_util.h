@@ -93,6 +93,7 @@ static __attribute__((unused)) char *tt_dump_index(const char *state)
 	    "SELECT * FROM records ORDER BY seq",
 	    "SELECT * FROM runs ORDER BY run_id",
 	    "SELECT * FROM refs ORDER BY ref, seq",
+	    "SELECT * FROM hkeys ORDER BY b, key, seq",
 	};
 	for (size_t i = 0; i < WD_ARRAY_SIZE(q); i++) {
 		sqlite3_stmt *st;
