@@ -26,6 +26,7 @@ enum {
 	S_RUN_KNOWN,
 	S_HKEY,
 	S_HKEYS, /* HKEY_ROWS rows at once */
+	S_RECS,	 /* REC_ROWS records at once */
 	S_N
 };
 
@@ -196,8 +197,20 @@ struct hkey {
 	int64_t key, seq;
 };
 
+/* Records known to be new (seq above every indexed one) whose index
+ * blocks stay where they are until the commit (wd_idx_add_kept): inserted
+ * REC_ROWS a statement. */
+#define REC_ROWS 32
+struct rec_row {
+	uint64_t seq, seg, off, len, ts;
+	const struct wd_idxrec *f;
+};
+
 struct wd_idx {
 	sqlite3 *db;
+	struct rec_row rows[REC_ROWS];
+	size_t nrows;
+	int64_t newest;	 /* the transaction's highest seq in records */
 	struct hkey *hk; /* the transaction's hash keys, added at commit */
 	size_t nhk, caphk;
 	sqlite3_stmt *st[S_N];
@@ -238,6 +251,7 @@ static int agg_flush_one(struct wd_idx *x, struct agg *a)
 static void agg_reset(struct wd_idx *x)
 {
 	x->nhk = 0;
+	x->nrows = 0;
 	for (size_t i = 0; i < x->nagg; i++) {
 		free(x->agg[i].run);
 		free(x->agg[i].model);
@@ -292,9 +306,13 @@ static int hkey_flush(struct wd_idx *x)
 	return 0;
 }
 
+static int rows_flush(struct wd_idx *x);
+
 static int agg_flush(struct wd_idx *x)
 {
-	int r = hkey_flush(x);
+	int r = rows_flush(x);
+	if (!r)
+		r = hkey_flush(x);
 	for (size_t i = 0; !r && i < x->nagg; i++)
 		r = agg_flush_one(x, &x->agg[i]);
 	agg_reset(x);
@@ -450,22 +468,34 @@ int wd_idx_open(const char *path, struct wd_idx **out, struct wd_err *err)
 	if (sqlite3_exec(x->db, pragmas, NULL, NULL, &msg) != SQLITE_OK ||
 	    idx_upgrade(x->db, path, &msg) < 0)
 		goto fail;
-	struct wd_buf many = {0};
+	struct wd_buf many = {0}, recs = {0};
 	wd_buf_printf(&many, "INSERT OR IGNORE INTO hkeys(b, key, seq) VALUES");
 	for (int j = 0; j < HKEY_ROWS; j++)
 		wd_buf_printf(&many,
 			      "%s(?%d >> " WD_IDX_HKEY_SHIFT_S ", ?%d, ?%d)",
 			      j ? "," : "", 2 * j + 1, 2 * j + 2, 2 * j + 1);
 	wd_buf_append(&many, "", 1);
-	for (int i = 0; i < S_N; i++)
-		if (sqlite3_prepare_v3(x->db,
-				       i == S_HKEYS ? many.data : sqls[i], -1,
+	/* S_REC's statement with REC_ROWS rows of its parameters */
+	const char *vals = strstr(sqls[S_REC], " VALUES(");
+	wd_buf_append(&recs, sqls[S_REC], vals - sqls[S_REC] + 7);
+	for (int j = 1; j < REC_ROWS; j++)
+		wd_buf_printf(&recs, "%s,", vals + 7);
+	wd_buf_printf(&recs, "%s", vals + 7);
+	wd_buf_append(&recs, "", 1);
+	for (int i = 0; i < S_N; i++) {
+		const char *sql = i == S_HKEYS	? many.data
+				  : i == S_RECS ? recs.data
+						: sqls[i];
+		if (sqlite3_prepare_v3(x->db, sql, -1,
 				       SQLITE_PREPARE_PERSISTENT, &x->st[i],
 				       NULL) != SQLITE_OK) {
 			wd_buf_free(&many);
+			wd_buf_free(&recs);
 			goto fail;
 		}
+	}
 	wd_buf_free(&many);
+	wd_buf_free(&recs);
 	*out = x;
 	return 0;
 fail:
@@ -478,9 +508,13 @@ fail:
 
 int wd_idx_begin(struct wd_idx *x)
 {
-	return sqlite3_exec(x->db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK
-		   ? 0
-		   : -EIO;
+	uint64_t seq, seg, end;
+	x->nrows = 0;
+	if (sqlite3_exec(x->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK ||
+	    wd_idx_tail(x, &seq, &seg, &end) < 0)
+		return -EIO;
+	x->newest = (int64_t)seq;
+	return 0;
 }
 
 int wd_idx_commit(struct wd_idx *x)
@@ -622,37 +656,75 @@ static bool run_known(struct wd_idx *x, const char *run)
 	return known;
 }
 
-int wd_idx_add(struct wd_idx *x, uint64_t seq, uint64_t seg, uint64_t off,
-	       uint64_t len, uint64_t ts, const struct wd_idxrec *f)
+/* A records row's 15 parameters from parameter 1 + at. */
+static void bind_rec(sqlite3_stmt *st, int at, const struct rec_row *w)
+{
+	const struct wd_idxrec *f = w->f;
+	enum wd_rec_type rt = wd_rec_type_of(f->s[WD_IDXREC_TYPE]);
+	sqlite3_bind_int64(st, at + 1, w->seq);
+	sqlite3_bind_int64(st, at + 2, w->seg);
+	sqlite3_bind_int64(st, at + 3, w->off);
+	sqlite3_bind_int64(st, at + 4, w->len);
+	sqlite3_bind_int64(st, at + 5, w->ts);
+	bind_str(st, at + 6, f->s[WD_IDXREC_RUN]);
+	sqlite3_bind_int64(st, at + 7, f->step);
+	bind_str(st, at + 8, f->s[WD_IDXREC_TYPE]);
+	bind_str(st, at + 9, f->s[WD_IDXREC_TOOL]);
+	bind_str(st, at + 10, f->s[WD_IDXREC_CALL]);
+	bind_str(st, at + 11, f->s[WD_IDXREC_STATUS]);
+	bind_str(st, at + 12, f->s[WD_IDXREC_PROMPT]);
+	bind_str(st, at + 13, f->s[WD_IDXREC_RESULT]);
+	bind_str(st, at + 14,
+		 rt == WD_REC_TOOL_RESULT ? f->s[WD_IDXREC_CHECK] : NULL);
+	/* a gc record's refs name dropped blobs, not references */
+	bind_str(st, at + 15, f->nrefs && rt != WD_REC_GC ? f->refs[0] : NULL);
+}
+
+static int rows_flush(struct wd_idx *x)
+{
+	size_t i = 0;
+	while (i < x->nrows) {
+		bool many = x->nrows - i == REC_ROWS;
+		sqlite3_stmt *st = x->st[many ? S_RECS : S_REC];
+		for (int j = 0; j < (many ? REC_ROWS : 1); j++, i++)
+			bind_rec(st, 15 * j, &x->rows[i]);
+		int rc = sqlite3_step(st);
+		sqlite3_reset(st);
+		if (rc != SQLITE_DONE)
+			return -EIO;
+	}
+	x->nrows = 0;
+	return 0;
+}
+
+static int idx_add(struct wd_idx *x, uint64_t seq, uint64_t seg, uint64_t off,
+		   uint64_t len, uint64_t ts, const struct wd_idxrec *f,
+		   bool kept)
 {
 	const char *run = f->s[WD_IDXREC_RUN];
 	const char *type = f->s[WD_IDXREC_TYPE];
 	int64_t step = f->step;
 	if (!run || !type)
 		return 0; /* not a record the index understands */
-	sqlite3_stmt *st = x->st[S_REC];
 	enum wd_rec_type rt = wd_rec_type_of(type);
-	sqlite3_bind_int64(st, 1, seq);
-	sqlite3_bind_int64(st, 2, seg);
-	sqlite3_bind_int64(st, 3, off);
-	sqlite3_bind_int64(st, 4, len);
-	sqlite3_bind_int64(st, 5, ts);
-	bind_str(st, 6, run);
-	sqlite3_bind_int64(st, 7, step);
-	bind_str(st, 8, type);
-	bind_str(st, 9, f->s[WD_IDXREC_TOOL]);
-	bind_str(st, 10, f->s[WD_IDXREC_CALL]);
-	bind_str(st, 11, f->s[WD_IDXREC_STATUS]);
-	bind_str(st, 12, f->s[WD_IDXREC_PROMPT]);
-	bind_str(st, 13, f->s[WD_IDXREC_RESULT]);
-	bind_str(st, 14,
-		 rt == WD_REC_TOOL_RESULT ? f->s[WD_IDXREC_CHECK] : NULL);
-	/* a gc record's refs name dropped blobs, not references */
-	bind_str(st, 15, f->nrefs && rt != WD_REC_GC ? f->refs[0] : NULL);
-	if (run_step(st) < 0)
-		return -EIO;
-	if (sqlite3_changes(x->db) == 0)
-		return 0; /* already indexed */
+	struct rec_row w = {seq, seg, off, len, ts, f};
+	if (kept && (int64_t)seq > x->newest) {
+		/* above every seq in records: a new row for certain */
+		x->rows[x->nrows++] = w;
+		if (x->nrows == REC_ROWS && rows_flush(x) < 0)
+			return -EIO;
+	} else {
+		sqlite3_stmt *st = x->st[S_REC];
+		if (rows_flush(x) < 0)
+			return -EIO;
+		bind_rec(st, 0, &w);
+		if (run_step(st) < 0)
+			return -EIO;
+		if (sqlite3_changes(x->db) == 0)
+			return 0; /* already indexed */
+	}
+	if ((int64_t)seq > x->newest)
+		x->newest = (int64_t)seq;
 	if (f->s[WD_IDXREC_PROMPT])
 		hkey_add(x, f->s[WD_IDXREC_PROMPT], seq);
 	if (f->s[WD_IDXREC_RESULT])
@@ -689,6 +761,7 @@ int wd_idx_add(struct wd_idx *x, uint64_t seq, uint64_t seg, uint64_t off,
 	if (run_level && agg_flush_one(x, ag) < 0)
 		return -EIO;
 
+	sqlite3_stmt *st;
 	if (rt == WD_REC_RUN_START) {
 		const char *pl = f->s[WD_IDXREC_PAYLOADS];
 		st = x->st[S_RUN_START];
@@ -763,4 +836,16 @@ int wd_idx_add(struct wd_idx *x, uint64_t seq, uint64_t seg, uint64_t off,
 			return -EIO;
 	}
 	return 0;
+}
+
+int wd_idx_add(struct wd_idx *x, uint64_t seq, uint64_t seg, uint64_t off,
+	       uint64_t len, uint64_t ts, const struct wd_idxrec *f)
+{
+	return idx_add(x, seq, seg, off, len, ts, f, false);
+}
+
+int wd_idx_add_kept(struct wd_idx *x, uint64_t seq, uint64_t seg, uint64_t off,
+		    uint64_t len, uint64_t ts, const struct wd_idxrec *f)
+{
+	return idx_add(x, seq, seg, off, len, ts, f, true);
 }

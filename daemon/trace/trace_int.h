@@ -187,6 +187,11 @@ int wd_idx_rollback(struct wd_idx *x);
 /* Idempotent: a seq already present is ignored. */
 int wd_idx_add(struct wd_idx *x, uint64_t seq, uint64_t seg, uint64_t off,
 	       uint64_t len, uint64_t ts_us, const struct wd_idxrec *f);
+/* The same with f (and its strings) unchanged where it is until the
+ * transaction's commit or rollback: a record above every indexed seq is
+ * then inserted with others, several rows a statement. */
+int wd_idx_add_kept(struct wd_idx *x, uint64_t seq, uint64_t seg, uint64_t off,
+		    uint64_t len, uint64_t ts_us, const struct wd_idxrec *f);
 int wd_idx_clear(struct wd_idx *x);
 /* Where indexing stopped: last indexed seq and the end of its line. */
 int wd_idx_tail(struct wd_idx *x, uint64_t *seq, uint64_t *seg, uint64_t *end);

@@ -104,8 +104,18 @@ int main(void)
 		  false);
 	/* past the first bucket */
 	uint64_t n = (1u << WD_IDX_HKEY_SHIFT) + 10;
-	for (uint64_t i = 3; i < n; i++)
-		tt_append(t, tt_rec("v7-fill", (int)(i % 1000), "flag"), false);
+	for (uint64_t i = 3; i < n; i++) {
+		static const char *const types[] = {"model_call",
+						    "tool_attempt", "flag"};
+		char run[32];
+		snprintf(run, sizeof(run), "v7-fill-%llu",
+			 (unsigned long long)i / 50);
+		json_t *r = tt_rec(run, (int)(i % 50), types[i % 3]);
+		json_object_set_new(r, "gen_ai.usage.input_tokens",
+				    json_integer((json_int_t)i));
+		json_object_set_new(r, "gen_ai.tool.name", json_string("t"));
+		tt_append(t, r, false);
+	}
 	tt_append(t, tt_rec("v7-b", 0, "run_start"), false);
 	tt_append(t, hrec("v7-b", 1, "model_call", "prompt_hash", H("a")),
 		  false);
@@ -117,6 +127,17 @@ int main(void)
 	    wd_asprintf("v7-a,v7-b,|2,%llu,|3,|%llu,|",
 			(unsigned long long)n + 2, (unsigned long long)n + 3);
 	char *live = answers(t);
+	/* the rows the index thread wrote, many a statement, equal a
+	 * rebuild's, one a statement */
+	char *dump = tt_dump_index(dir);
+	int rr = wd_trace_reindex(t, &err);
+	char *rebuilt = tt_dump_index(dir);
+	T_OK(rr == 0 && dump && rebuilt && strlen(dump) > 1000000 &&
+		 !strcmp(dump, rebuilt),
+	     "idx-v7-live-equals-rebuilt", "reindex %d, same %d", rr,
+	     dump && rebuilt && !strcmp(dump, rebuilt));
+	free(dump);
+	free(rebuilt);
 	wd_trace_close(t);
 	char *dbp = wd_asprintf("%s/trace/index.db", dir);
 	T_OK(!fr && !strcmp(live, want) &&
