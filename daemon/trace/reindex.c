@@ -9,18 +9,33 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* Records per catch-up transaction. */
+#define CU_CHUNK 20000
+
 struct cu_ctx {
 	struct wd_trace *t;
 	uint64_t seg, base, n, upto;
 	bool live, done;
 	int r;
+	/* the transaction's index blocks, kept until it ends
+	 * (wd_idx_add_kept) */
+	struct wd_idxrec *kept[CU_CHUNK];
+	size_t nkept;
 };
+
+static void cu_free(struct cu_ctx *c)
+{
+	for (size_t i = 0; i < c->nkept; i++)
+		free(c->kept[i]);
+	c->nkept = 0;
+}
 
 /* Under idx_mu: commit what the transaction holds, tell waiting readers
  * (live catch-up) and start the next transaction. */
 static int cu_commit(struct cu_ctx *c, uint64_t seq)
 {
 	int r = wd_idx_commit(c->t->idx);
+	cu_free(c);
 	if (r < 0)
 		return r;
 	if (c->live) {
@@ -45,13 +60,14 @@ static int cu_cb(void *p, const char *line, size_t len, uint64_t off,
 	uint64_t ts =
 	    wd_trace_parse_ts(json_string_value(json_object_get(rec, "ts")));
 	struct wd_idxrec *f = wd_idx_extract(rec);
-	c->r = wd_idx_add(c->t->idx, seq, c->seg, c->base + off, len, ts, f);
-	free(f);
+	c->kept[c->nkept++] = f;
+	c->r =
+	    wd_idx_add_kept(c->t->idx, seq, c->seg, c->base + off, len, ts, f);
 	if (c->r < 0)
 		return c->r;
 	if (c->upto && seq == c->upto)
 		c->done = true;
-	if (++c->n % 20000 == 0 && (c->r = cu_commit(c, seq)) < 0)
+	if (++c->n % CU_CHUNK == 0 && (c->r = cu_commit(c, seq)) < 0)
 		return c->r;
 	return c->done ? -ECANCELED : 0;
 }
@@ -124,23 +140,28 @@ static int catch_up_locked(struct wd_trace *t, uint64_t upto, uint64_t upto_seg,
 			break;
 		if (!len)
 			continue;
-		struct cu_ctx c = {.t = t,
-				   .seg = segs[i],
-				   .base = from,
-				   .upto = upto,
-				   .live = live};
-		if ((r = wd_idx_begin(t->idx)) < 0)
+		struct cu_ctx *c = wd_calloc(1, sizeof(*c));
+		*c = (struct cu_ctx){.t = t,
+				     .seg = segs[i],
+				     .base = from,
+				     .upto = upto,
+				     .live = live};
+		if ((r = wd_idx_begin(t->idx)) < 0) {
+			free(c);
 			break;
+		}
 		/* past damaged lines too: the records after them were
 		 * acknowledged and stay readable (verify reports the
 		 * damage) */
-		wd_trace_scan_skip(buf, len, cu_cb, &c, NULL);
-		r = c.r;
-		done = c.done;
+		wd_trace_scan_skip(buf, len, cu_cb, c, NULL);
+		r = c->r;
+		done = c->done;
 		if (!r)
 			r = wd_idx_commit(t->idx);
 		else
 			wd_idx_rollback(t->idx);
+		cu_free(c);
+		free(c);
 	}
 	return r;
 }
