@@ -146,6 +146,20 @@ struct wd_recw;
 struct wd_idxrec *wd_recw_idx(const struct wd_recw *w);
 /* wd_idx_extract's first half: the members of a parsed record. */
 void wd_idx_extract_vals(json_t *rec, struct wd_idxvals *out);
+/* The same from a segment line's bytes, with its seq and ts (NULL if not a
+ * string), without jansson (idxscan.c): 0, or -1 for a line it does not
+ * take, which json_loadb must then judge. The strings are copied into
+ * scratch (len + 1 bytes), which must outlive the values. */
+int wd_idx_scan_line(const char *line, size_t len, char *scratch,
+		     struct wd_idxvals *out, uint64_t *seq, const char **ts);
+/* The JSON of a framed line: an object with an integer seq and a string
+ * prev (wd_trace_check_line's parse), or -EBADMSG. */
+int wd_trace_parse_line(const char *line, size_t len, json_t **rec);
+/* wd_trace_scan_skip checking frames only: cb gets rec = NULL. */
+size_t wd_trace_scan_frames(const char *buf, size_t len,
+			    int (*cb)(void *ctx, const char *line, size_t len,
+				      uint64_t off, json_t *rec),
+			    void *ctx);
 
 /* One record waiting in the group-commit buffer: where its line sits in the
  * batch buffer and what the index needs from it. */
