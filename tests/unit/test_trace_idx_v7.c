@@ -16,21 +16,6 @@
 	    c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c  \
 		c
 
-static int q_int(const char *dbp, const char *sql)
-{
-	sqlite3 *db;
-	sqlite3_stmt *st;
-	int v = -1;
-	if (sqlite3_open(dbp, &db) == SQLITE_OK &&
-	    sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
-		if (sqlite3_step(st) == SQLITE_ROW)
-			v = sqlite3_column_int(st, 0);
-		sqlite3_finalize(st);
-	}
-	sqlite3_close(db);
-	return v;
-}
-
 /* "run,run," of the runs (or "seq,seq," of the records) a query finds;
  * "error" if it fails */
 static char *found(struct wd_trace *t, const char *prompt, const char *result,
@@ -141,12 +126,12 @@ int main(void)
 	wd_trace_close(t);
 	char *dbp = wd_asprintf("%s/trace/index.db", dir);
 	T_OK(!fr && !strcmp(live, want) &&
-		 q_int(dbp, "SELECT count(*) FROM hkeys") == 4 &&
-		 q_int(dbp, "SELECT count(DISTINCT b) FROM hkeys") == 2 &&
-		 q_int(dbp, "PRAGMA user_version") == 7,
+		 tt_db_int(dbp, "SELECT count(*) FROM hkeys") == 4 &&
+		 tt_db_int(dbp, "SELECT count(DISTINCT b) FROM hkeys") == 2 &&
+		 tt_db_int(dbp, "PRAGMA user_version") == 7,
 	     "idx-v7-hash-lookups", "found %s, want %s; hkeys %d, version %d",
-	     live, want, q_int(dbp, "SELECT count(*) FROM hkeys"),
-	     q_int(dbp, "PRAGMA user_version"));
+	     live, want, tt_db_int(dbp, "SELECT count(*) FROM hkeys"),
+	     tt_db_int(dbp, "PRAGMA user_version"));
 	char *before = tt_dump_index(dir);
 
 	/* the same index as format 6 had it: keys in records, indexed there,
@@ -167,7 +152,7 @@ int main(void)
 	char *after = tt_dump_index(dir);
 	T_OK(rc == SQLITE_OK && orc == 0 && before && after &&
 		 !strcmp(before, after) && again && !strcmp(again, want) &&
-		 q_int(dbp, "PRAGMA user_version") == 7 &&
+		 tt_db_int(dbp, "PRAGMA user_version") == 7 &&
 		 tt_count_broken(dir) == 0,
 	     "idx-v6-rebuilt-as-v7",
 	     "sqlite %d, open %d (%s), same rows %d, found %s", rc, orc,
