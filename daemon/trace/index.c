@@ -283,6 +283,8 @@ static void hkey_add(struct wd_idx *x, const char *hash, uint64_t seq)
 
 static int hkey_flush(struct wd_idx *x)
 {
+	if (!x->nhk)
+		return 0; /* hk may be NULL: not for qsort */
 	qsort(x->hk, x->nhk, sizeof(*x->hk), cmp_hkey);
 	size_t n = 0;
 	for (size_t i = 0; i < x->nhk; i++)
