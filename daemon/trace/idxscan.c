@@ -3,10 +3,11 @@
  * ~2/3 of its CPU in json_loadb. Strict: a line is taken only if it is
  * plain JSON that json_loadb(JSON_REJECT_DUPLICATES) accepts and every
  * value the index reads is read here exactly as jansson reads it; anything
- * else (an escape in a key or in a value the index reads, a \u escape, a
- * byte >= 0x80, a control character, a duplicate key, a big number, deep
- * nesting) answers "not here" and the caller parses the line with jansson
- * as before. tests/unit/test_idxscan.c holds the two to the same rows. */
+ * else (an escape in a key or in a value the index reads, a \u escape,
+ * bytes that are not UTF-8, a control character, a duplicate key, a big
+ * number, deep nesting) answers "not here" and the caller parses the line with
+ * jansson as before. tests/unit/test_idxscan.c holds the two to the same rows.
+ */
 #include "trace/trace_int.h"
 
 #include <errno.h>
@@ -29,9 +30,38 @@ static void ws(struct sc *s)
 		s->p++;
 }
 
+/* The bytes of one UTF-8 character at p (< end) that jansson's loader
+ * takes in a string (no overlong form, no surrogate, at most U+10FFFF),
+ * else 0. */
+static size_t utf8_len(const unsigned char *p, const unsigned char *end)
+{
+	unsigned char c = p[0];
+	size_t n;
+	uint32_t v;
+	if (c >= 0xc2 && c <= 0xdf)
+		n = 2, v = c & 0x1f;
+	else if (c >= 0xe0 && c <= 0xef)
+		n = 3, v = c & 0x0f;
+	else if (c >= 0xf0 && c <= 0xf4)
+		n = 4, v = c & 0x07;
+	else
+		return 0;
+	if ((size_t)(end - p) < n)
+		return 0;
+	for (size_t i = 1; i < n; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		v = v << 6 | (p[i] & 0x3f);
+	}
+	if ((n == 3 && v < 0x800) || (n == 4 && v < 0x10000) ||
+	    (v >= 0xd800 && v <= 0xdfff) || v > 0x10ffff)
+		return 0;
+	return n;
+}
+
 /* A string at s->p ('"'): its bytes [*b, *b + *n) between the quotes.
  * escaped: whether it has a (simple, valid) escape; a \u escape, a control
- * character or a byte >= 0x80 is -1. */
+ * character or a byte sequence that is not UTF-8 is -1. */
 static int str(struct sc *s, const char **b, size_t *n, bool *escaped)
 {
 	if (s->p >= s->end || *s->p != '"')
@@ -40,8 +70,16 @@ static int str(struct sc *s, const char **b, size_t *n, bool *escaped)
 	*escaped = false;
 	while (q < s->end && *q != '"') {
 		unsigned char c = (unsigned char)*q;
-		if (c < 0x20 || c >= 0x80)
+		if (c < 0x20)
 			return -1;
+		if (c >= 0x80) {
+			size_t u = utf8_len((const unsigned char *)q,
+					    (const unsigned char *)s->end);
+			if (!u)
+				return -1;
+			q += u;
+			continue;
+		}
 		if (c == '\\') {
 			if (q + 1 >= s->end || !strchr("\"\\/bfnrt", q[1]) ||
 			    !q[1])

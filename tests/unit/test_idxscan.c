@@ -97,6 +97,9 @@ static const char *const taken[] = {
 	 "\"retention_days\":7.5}",
     " { \"seq\" : -0 , \"prev\" : \"\" , \"run_id\" : \"r\" , \"type\" : "
     "\"flag\" , \"step\" : 1.0 , \"a\" : [ ] , \"b\" : { } } ",
+    /* UTF-8, in a read value, a key and a dropped one */
+    HEAD "\"run_id\":\"r\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\",\"type\":"
+	 "\"x\",\"\xc3\xa9\":1,\"text\":\"\xed\x9f\xbf\xf4\x8f\xbf\xbf\"}",
     HEAD "\"run_id\":\"r\",\"type\":\"x\",\"trace\":\"not an object\","
 	 "\"replay\":[1,2],\"step\":9223372036854775807,\"in\":1e308}",
 };
@@ -104,12 +107,18 @@ static const char *const taken[] = {
 /* left to jansson (taken: a failure); the ones jansson accepts must
  * still parse */
 static const char *const left[] = {
-    HEAD "\"run_id\":\"r\\u00e9\",\"type\":\"x\"}",  /* \u in a value */
-    HEAD "\"run_\\u0069d\":\"r\",\"type\":\"x\"}",   /* escape in a key */
-    HEAD "\"run_id\":\"r\\n\",\"type\":\"x\"}",	     /* escape, read value */
-    HEAD "\"run_id\":\"r\xc3\xa9\",\"type\":\"x\"}", /* UTF-8 */
+    HEAD "\"run_id\":\"r\\u00e9\",\"type\":\"x\"}", /* \u in a value */
+    HEAD "\"run_\\u0069d\":\"r\",\"type\":\"x\"}",  /* escape in a key */
+    HEAD "\"run_id\":\"r\\n\",\"type\":\"x\"}",	    /* escape, read value */
     HEAD "\"run_id\":\"r\",\"type\":\"x\",\"text\":\"\\u0001\"}",
     /* rejected by jansson too */
+    HEAD "\"a\":\"\xc0\xaf\"}", /* overlong */
+    HEAD "\"a\":\"\xe0\x80\xaf\"}",
+    HEAD "\"a\":\"\xed\xa0\x80\"}",	/* surrogate */
+    HEAD "\"a\":\"\xf4\x90\x80\x80\"}", /* > U+10FFFF */
+    HEAD "\"a\":\"\xc3\"}",		/* cut */
+    HEAD "\"a\":\"\xa9\"}",		/* continuation */
+    HEAD "\"a\":\"\xf8\x88\x80\x80\x80\"}",
     HEAD "\"run_id\":\"r\",\"run_id\":\"s\"}",	      /* duplicate */
     HEAD "\"run_id\":\"r\",\"o\":{\"a\":1,\"a\":2}}", /* nested dup */
     HEAD "\"run_id\":\"r\",\"trace\":{\"payloads\":\"a\",\"payloads\":"
