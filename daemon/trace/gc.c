@@ -207,7 +207,7 @@ static int exec_sql(sqlite3 *db, const char *sql)
 static int unindex(struct wd_trace *t, uint64_t keep)
 {
 	sqlite3 *db = wd_idx_db(t->idx);
-	char sql[512];
+	char sql[768];
 	int r = wd_idx_begin(t->idx);
 	if (r < 0)
 		return r;
@@ -220,14 +220,18 @@ static int unindex(struct wd_trace *t, uint64_t keep)
 		 "gc_runs) ORDER BY seq",
 		 (unsigned long long)keep, (unsigned long long)keep);
 	r = exec_sql(db, sql);
+	/* hkeys: by its key's first column, the bucket (seq >> shift); the
+	 * re-added records' rows stay (wd_idx_add adds them once) */
 	snprintf(sql, sizeof(sql),
 		 "DELETE FROM records WHERE seq < %llu OR seq IN (SELECT seq "
 		 "FROM gc_readd); DELETE FROM refs WHERE id < %llu * %d; "
 		 "DELETE FROM refs WHERE id >= (SELECT min(seq) FROM gc_readd) "
 		 "* %d AND seq IN (SELECT seq FROM gc_readd); DELETE FROM runs "
-		 "WHERE run_id IN (SELECT run_id FROM gc_runs)",
+		 "WHERE run_id IN (SELECT run_id FROM gc_runs); DELETE FROM "
+		 "hkeys WHERE b <= %llu >> %d AND seq < %llu",
 		 (unsigned long long)keep, (unsigned long long)keep,
-		 WD_IDXREC_MAXREFS, WD_IDXREC_MAXREFS);
+		 WD_IDXREC_MAXREFS, WD_IDXREC_MAXREFS, (unsigned long long)keep,
+		 WD_IDX_HKEY_SHIFT, (unsigned long long)keep);
 	if (!r)
 		r = exec_sql(db, sql);
 	sqlite3_stmt *st = NULL;

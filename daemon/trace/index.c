@@ -24,14 +24,17 @@ enum {
 	S_REF,
 	S_TAIL,
 	S_RUN_KNOWN,
+	S_HKEY,
+	S_HKEYS, /* HKEY_ROWS rows at once */
+	S_RECS,	 /* REC_ROWS records at once */
 	S_N
 };
 
 static const char *const sqls[S_N] = {
     [S_REC] = "INSERT OR IGNORE INTO records(seq, seg, off, len, ts, "
 	      "run_id, step, type, tool, call_id, status, prompt_hash, "
-	      "result_hash, prompt_key, result_key, refusal_check, ref0) "
-	      "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+	      "result_hash, refusal_check, ref0) "
+	      "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
     /* one statement per run and transaction for the run's aggregates */
     [S_RUN_NEW] =
 	"INSERT INTO runs(run_id, status, started, last_ts, steps, "
@@ -63,6 +66,8 @@ static const char *const sqls[S_N] = {
     [S_TAIL] = "SELECT seq, seg, off + len + 1 FROM records ORDER BY seq "
 	       "DESC LIMIT 1",
     [S_RUN_KNOWN] = "SELECT 1 FROM runs WHERE run_id = ?1",
+    [S_HKEY] = "INSERT OR IGNORE INTO hkeys(b, key, seq) VALUES(?1 "
+	       ">> " WD_IDX_HKEY_SHIFT_S ", ?2, ?1)",
 };
 
 /* The index format: an index.db of another version (PRAGMA user_version) is
@@ -82,8 +87,16 @@ static const char *const sqls[S_N] = {
  * 6: records.ref0, a record's first distinct ref, in its own row; refs
  *    holds only the others (a record names one ref mostly: a row and a
  *    statement less per record, ~2 us of the index thread's ~10 us in
- *    SQLite); the view allrefs reads both as refs was read. */
-#define WD_IDX_VERSION 6
+ *    SQLite); the view allrefs reads both as refs was read.
+ * 7: the prompt and result hash keys in a table of their own, hkeys(b,
+ *    key, seq), b = seq >> WD_IDX_HKEY_SHIFT, instead of two indexes on
+ *    records: the keys of random hashes made every transaction rewrite
+ *    pages all over those indexes (~1.7 us a record of the index
+ *    thread's ~4.5 us at a million records, more as the index grows);
+ *    the keys of a transaction are sorted and go to its newest bucket or
+ *    two, a few pages. A lookup probes each bucket (a 64k-record bucket:
+ *    ~15 probes a million records). */
+#define WD_IDX_VERSION 7
 
 /* 16 KiB pages (new index files only; an existing file keeps its size). */
 static const char pragmas[] = "PRAGMA page_size=16384;"
@@ -93,9 +106,10 @@ static const char pragmas[] = "PRAGMA page_size=16384;"
 			      "PRAGMA temp_store=MEMORY;";
 
 /* Lookups by hash go through an INTEGER key (the first 64 bits of the
- * sha256) whose index entries are ~6x smaller than the 71-byte text's; the
- * query compares the full text too, so a colliding key cannot return a
- * wrong row. refs are only read by gc, whole or by seq range: a rowid table
+ * sha256, hkeys.key) whose entries are ~6x smaller than the 71-byte
+ * text's; the query compares the full text too, so a colliding key (or a
+ * prompt key that is another record's result key) cannot return a wrong
+ * row. refs are only read by gc, whole or by seq range: a rowid table
  * without any index, id = seq * WD_IDXREC_MAXREFS + the ref's place among
  * the record's distinct refs, so rows are appended in id order and adding a
  * record twice adds its refs once. The first of them is records.ref0 (place
@@ -107,13 +121,10 @@ static const char schema[] =
     "INTEGER NOT NULL, off INTEGER NOT NULL, len INTEGER NOT NULL, ts "
     "INTEGER NOT NULL, run_id TEXT NOT NULL, step INTEGER, type TEXT, tool "
     "TEXT, call_id TEXT, status TEXT, prompt_hash TEXT, result_hash TEXT, "
-    "prompt_key INTEGER, result_key INTEGER, refusal_check TEXT, ref0 "
-    "TEXT);"
+    "refusal_check TEXT, ref0 TEXT);"
     "CREATE INDEX IF NOT EXISTS rec_run ON records(run_id, seq);"
-    "CREATE INDEX IF NOT EXISTS rec_prompt ON records(prompt_key) WHERE "
-    "prompt_key IS NOT NULL;"
-    "CREATE INDEX IF NOT EXISTS rec_result ON records(result_key) WHERE "
-    "result_key IS NOT NULL;"
+    "CREATE TABLE IF NOT EXISTS hkeys(b INTEGER NOT NULL, key INTEGER NOT "
+    "NULL, seq INTEGER NOT NULL, PRIMARY KEY(b, key, seq)) WITHOUT ROWID;"
     "CREATE INDEX IF NOT EXISTS rec_tool ON records(tool, status) WHERE "
     "tool IS NOT NULL;"
     "CREATE TABLE IF NOT EXISTS runs(run_id TEXT PRIMARY KEY, agent TEXT, "
@@ -179,8 +190,29 @@ struct agg {
 	int64_t steps, records, in, out, mc, nusd, cached;
 };
 
+#define HKEY_ROWS 128
+/* hkeys rows of a transaction: added at commit, sorted, HKEY_ROWS rows a
+ * statement (a statement's own cost was ~half of a row's). */
+struct hkey {
+	int64_t key, seq;
+};
+
+/* Records known to be new (seq above every indexed one) whose index
+ * blocks stay where they are until the commit (wd_idx_add_kept): inserted
+ * REC_ROWS a statement. */
+#define REC_ROWS 32
+struct rec_row {
+	uint64_t seq, seg, off, len, ts;
+	const struct wd_idxrec *f;
+};
+
 struct wd_idx {
 	sqlite3 *db;
+	struct rec_row rows[REC_ROWS];
+	size_t nrows;
+	int64_t newest;	 /* the transaction's highest seq in records */
+	struct hkey *hk; /* the transaction's hash keys, added at commit */
+	size_t nhk, caphk;
 	sqlite3_stmt *st[S_N];
 	struct agg *agg;
 	size_t nagg, capagg;
@@ -218,6 +250,8 @@ static int agg_flush_one(struct wd_idx *x, struct agg *a)
 
 static void agg_reset(struct wd_idx *x)
 {
+	x->nhk = 0;
+	x->nrows = 0;
 	for (size_t i = 0; i < x->nagg; i++) {
 		free(x->agg[i].run);
 		free(x->agg[i].model);
@@ -226,9 +260,61 @@ static void agg_reset(struct wd_idx *x)
 	json_object_clear(x->aggmap);
 }
 
+static int cmp_hkey(const void *a, const void *b)
+{
+	const struct hkey *p = a, *q = b;
+	int64_t pb = p->seq >> WD_IDX_HKEY_SHIFT,
+		qb = q->seq >> WD_IDX_HKEY_SHIFT;
+	if (pb != qb)
+		return pb < qb ? -1 : 1;
+	if (p->key != q->key)
+		return p->key < q->key ? -1 : 1;
+	return p->seq < q->seq ? -1 : p->seq > q->seq;
+}
+
+static void hkey_add(struct wd_idx *x, const char *hash, uint64_t seq)
+{
+	if (x->nhk == x->caphk) {
+		x->caphk = x->caphk ? x->caphk * 2 : 4096;
+		x->hk = wd_realloc(x->hk, x->caphk * sizeof(*x->hk));
+	}
+	x->hk[x->nhk++] = (struct hkey){wd_idx_key(hash), (int64_t)seq};
+}
+
+static int hkey_flush(struct wd_idx *x)
+{
+	if (!x->nhk)
+		return 0; /* hk may be NULL: not for qsort */
+	qsort(x->hk, x->nhk, sizeof(*x->hk), cmp_hkey);
+	size_t n = 0;
+	for (size_t i = 0; i < x->nhk; i++)
+		if (!n || x->hk[i].key != x->hk[n - 1].key ||
+		    x->hk[i].seq != x->hk[n - 1].seq)
+			x->hk[n++] = x->hk[i];
+	size_t i = 0;
+	while (i < n) {
+		bool many = n - i >= HKEY_ROWS;
+		sqlite3_stmt *st = x->st[many ? S_HKEYS : S_HKEY];
+		for (int j = 0; j < (many ? HKEY_ROWS : 1); j++, i++) {
+			sqlite3_bind_int64(st, 2 * j + 1, x->hk[i].seq);
+			sqlite3_bind_int64(st, 2 * j + 2, x->hk[i].key);
+		}
+		int rc = sqlite3_step(st);
+		sqlite3_reset(st);
+		if (rc != SQLITE_DONE)
+			return -EIO;
+	}
+	x->nhk = 0;
+	return 0;
+}
+
+static int rows_flush(struct wd_idx *x);
+
 static int agg_flush(struct wd_idx *x)
 {
-	int r = 0;
+	int r = rows_flush(x);
+	if (!r)
+		r = hkey_flush(x);
 	for (size_t i = 0; !r && i < x->nagg; i++)
 		r = agg_flush_one(x, &x->agg[i]);
 	agg_reset(x);
@@ -266,6 +352,7 @@ void wd_idx_close(struct wd_idx *x)
 		return;
 	agg_reset(x);
 	free(x->agg);
+	free(x->hk);
 	json_decref(x->aggmap);
 	for (int i = 0; i < S_N; i++)
 		sqlite3_finalize(x->st[i]);
@@ -302,7 +389,8 @@ static int idx_upgrade(sqlite3 *db, const char *path, char **msg)
 		rc = sqlite3_exec(db,
 				  "DROP VIEW IF EXISTS allrefs; DROP TABLE IF "
 				  "EXISTS records; DROP TABLE IF EXISTS runs; "
-				  "DROP TABLE IF EXISTS refs;",
+				  "DROP TABLE IF EXISTS refs; DROP TABLE IF "
+				  "EXISTS hkeys;",
 				  NULL, NULL, msg);
 		if (rc == SQLITE_OK)
 			rc = sqlite3_exec(db, schema, NULL, NULL, msg);
@@ -382,11 +470,34 @@ int wd_idx_open(const char *path, struct wd_idx **out, struct wd_err *err)
 	if (sqlite3_exec(x->db, pragmas, NULL, NULL, &msg) != SQLITE_OK ||
 	    idx_upgrade(x->db, path, &msg) < 0)
 		goto fail;
-	for (int i = 0; i < S_N; i++)
-		if (sqlite3_prepare_v3(x->db, sqls[i], -1,
+	struct wd_buf many = {0}, recs = {0};
+	wd_buf_printf(&many, "INSERT OR IGNORE INTO hkeys(b, key, seq) VALUES");
+	for (int j = 0; j < HKEY_ROWS; j++)
+		wd_buf_printf(&many,
+			      "%s(?%d >> " WD_IDX_HKEY_SHIFT_S ", ?%d, ?%d)",
+			      j ? "," : "", 2 * j + 1, 2 * j + 2, 2 * j + 1);
+	wd_buf_append(&many, "", 1);
+	/* S_REC's statement with REC_ROWS rows of its parameters */
+	const char *vals = strstr(sqls[S_REC], " VALUES(");
+	wd_buf_append(&recs, sqls[S_REC], vals - sqls[S_REC] + 7);
+	for (int j = 1; j < REC_ROWS; j++)
+		wd_buf_printf(&recs, "%s,", vals + 7);
+	wd_buf_printf(&recs, "%s", vals + 7);
+	wd_buf_append(&recs, "", 1);
+	for (int i = 0; i < S_N; i++) {
+		const char *sql = i == S_HKEYS	? many.data
+				  : i == S_RECS ? recs.data
+						: sqls[i];
+		if (sqlite3_prepare_v3(x->db, sql, -1,
 				       SQLITE_PREPARE_PERSISTENT, &x->st[i],
-				       NULL) != SQLITE_OK)
+				       NULL) != SQLITE_OK) {
+			wd_buf_free(&many);
+			wd_buf_free(&recs);
 			goto fail;
+		}
+	}
+	wd_buf_free(&many);
+	wd_buf_free(&recs);
 	*out = x;
 	return 0;
 fail:
@@ -399,9 +510,13 @@ fail:
 
 int wd_idx_begin(struct wd_idx *x)
 {
-	return sqlite3_exec(x->db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK
-		   ? 0
-		   : -EIO;
+	uint64_t seq, seg, end;
+	x->nrows = 0;
+	if (sqlite3_exec(x->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK ||
+	    wd_idx_tail(x, &seq, &seg, &end) < 0)
+		return -EIO;
+	x->newest = (int64_t)seq;
+	return 0;
 }
 
 int wd_idx_commit(struct wd_idx *x)
@@ -425,7 +540,7 @@ int wd_idx_clear(struct wd_idx *x)
 {
 	return sqlite3_exec(x->db,
 			    "DELETE FROM records; DELETE FROM runs; DELETE "
-			    "FROM refs;",
+			    "FROM refs; DELETE FROM hkeys;",
 			    NULL, NULL, NULL) == SQLITE_OK
 		   ? 0
 		   : -EIO;
@@ -457,14 +572,6 @@ static void bind_str(sqlite3_stmt *st, int i, const char *s)
 {
 	if (s)
 		sqlite3_bind_text(st, i, s, -1, SQLITE_STATIC);
-	else
-		sqlite3_bind_null(st, i);
-}
-
-static void bind_key(sqlite3_stmt *st, int i, const char *s)
-{
-	if (s)
-		sqlite3_bind_int64(st, i, wd_idx_key(s));
 	else
 		sqlite3_bind_null(st, i);
 }
@@ -551,39 +658,79 @@ static bool run_known(struct wd_idx *x, const char *run)
 	return known;
 }
 
-int wd_idx_add(struct wd_idx *x, uint64_t seq, uint64_t seg, uint64_t off,
-	       uint64_t len, uint64_t ts, const struct wd_idxrec *f)
+/* A records row's 15 parameters from parameter 1 + at. */
+static void bind_rec(sqlite3_stmt *st, int at, const struct rec_row *w)
+{
+	const struct wd_idxrec *f = w->f;
+	enum wd_rec_type rt = wd_rec_type_of(f->s[WD_IDXREC_TYPE]);
+	sqlite3_bind_int64(st, at + 1, w->seq);
+	sqlite3_bind_int64(st, at + 2, w->seg);
+	sqlite3_bind_int64(st, at + 3, w->off);
+	sqlite3_bind_int64(st, at + 4, w->len);
+	sqlite3_bind_int64(st, at + 5, w->ts);
+	bind_str(st, at + 6, f->s[WD_IDXREC_RUN]);
+	sqlite3_bind_int64(st, at + 7, f->step);
+	bind_str(st, at + 8, f->s[WD_IDXREC_TYPE]);
+	bind_str(st, at + 9, f->s[WD_IDXREC_TOOL]);
+	bind_str(st, at + 10, f->s[WD_IDXREC_CALL]);
+	bind_str(st, at + 11, f->s[WD_IDXREC_STATUS]);
+	bind_str(st, at + 12, f->s[WD_IDXREC_PROMPT]);
+	bind_str(st, at + 13, f->s[WD_IDXREC_RESULT]);
+	bind_str(st, at + 14,
+		 rt == WD_REC_TOOL_RESULT ? f->s[WD_IDXREC_CHECK] : NULL);
+	/* a gc record's refs name dropped blobs, not references */
+	bind_str(st, at + 15, f->nrefs && rt != WD_REC_GC ? f->refs[0] : NULL);
+}
+
+static int rows_flush(struct wd_idx *x)
+{
+	size_t i = 0;
+	while (i < x->nrows) {
+		bool many = x->nrows - i == REC_ROWS;
+		sqlite3_stmt *st = x->st[many ? S_RECS : S_REC];
+		for (int j = 0; j < (many ? REC_ROWS : 1); j++, i++)
+			bind_rec(st, 15 * j, &x->rows[i]);
+		int rc = sqlite3_step(st);
+		sqlite3_reset(st);
+		if (rc != SQLITE_DONE)
+			return -EIO;
+	}
+	x->nrows = 0;
+	return 0;
+}
+
+static int idx_add(struct wd_idx *x, uint64_t seq, uint64_t seg, uint64_t off,
+		   uint64_t len, uint64_t ts, const struct wd_idxrec *f,
+		   bool kept)
 {
 	const char *run = f->s[WD_IDXREC_RUN];
 	const char *type = f->s[WD_IDXREC_TYPE];
 	int64_t step = f->step;
 	if (!run || !type)
 		return 0; /* not a record the index understands */
-	sqlite3_stmt *st = x->st[S_REC];
 	enum wd_rec_type rt = wd_rec_type_of(type);
-	sqlite3_bind_int64(st, 1, seq);
-	sqlite3_bind_int64(st, 2, seg);
-	sqlite3_bind_int64(st, 3, off);
-	sqlite3_bind_int64(st, 4, len);
-	sqlite3_bind_int64(st, 5, ts);
-	bind_str(st, 6, run);
-	sqlite3_bind_int64(st, 7, step);
-	bind_str(st, 8, type);
-	bind_str(st, 9, f->s[WD_IDXREC_TOOL]);
-	bind_str(st, 10, f->s[WD_IDXREC_CALL]);
-	bind_str(st, 11, f->s[WD_IDXREC_STATUS]);
-	bind_str(st, 12, f->s[WD_IDXREC_PROMPT]);
-	bind_str(st, 13, f->s[WD_IDXREC_RESULT]);
-	bind_key(st, 14, f->s[WD_IDXREC_PROMPT]);
-	bind_key(st, 15, f->s[WD_IDXREC_RESULT]);
-	bind_str(st, 16,
-		 rt == WD_REC_TOOL_RESULT ? f->s[WD_IDXREC_CHECK] : NULL);
-	/* a gc record's refs name dropped blobs, not references */
-	bind_str(st, 17, f->nrefs && rt != WD_REC_GC ? f->refs[0] : NULL);
-	if (run_step(st) < 0)
-		return -EIO;
-	if (sqlite3_changes(x->db) == 0)
-		return 0; /* already indexed */
+	struct rec_row w = {seq, seg, off, len, ts, f};
+	if (kept && (int64_t)seq > x->newest) {
+		/* above every seq in records: a new row for certain */
+		x->rows[x->nrows++] = w;
+		if (x->nrows == REC_ROWS && rows_flush(x) < 0)
+			return -EIO;
+	} else {
+		sqlite3_stmt *st = x->st[S_REC];
+		if (rows_flush(x) < 0)
+			return -EIO;
+		bind_rec(st, 0, &w);
+		if (run_step(st) < 0)
+			return -EIO;
+		if (sqlite3_changes(x->db) == 0)
+			return 0; /* already indexed */
+	}
+	if ((int64_t)seq > x->newest)
+		x->newest = (int64_t)seq;
+	if (f->s[WD_IDXREC_PROMPT])
+		hkey_add(x, f->s[WD_IDXREC_PROMPT], seq);
+	if (f->s[WD_IDXREC_RESULT])
+		hkey_add(x, f->s[WD_IDXREC_RESULT], seq);
 
 	/* a `gc` record of a run the index no longer knows (metadata
 	 * retention dropped its records, or the store's own "trace-gc"
@@ -616,6 +763,7 @@ int wd_idx_add(struct wd_idx *x, uint64_t seq, uint64_t seg, uint64_t off,
 	if (run_level && agg_flush_one(x, ag) < 0)
 		return -EIO;
 
+	sqlite3_stmt *st;
 	if (rt == WD_REC_RUN_START) {
 		const char *pl = f->s[WD_IDXREC_PAYLOADS];
 		st = x->st[S_RUN_START];
@@ -690,4 +838,16 @@ int wd_idx_add(struct wd_idx *x, uint64_t seq, uint64_t seg, uint64_t off,
 			return -EIO;
 	}
 	return 0;
+}
+
+int wd_idx_add(struct wd_idx *x, uint64_t seq, uint64_t seg, uint64_t off,
+	       uint64_t len, uint64_t ts, const struct wd_idxrec *f)
+{
+	return idx_add(x, seq, seg, off, len, ts, f, false);
+}
+
+int wd_idx_add_kept(struct wd_idx *x, uint64_t seq, uint64_t seg, uint64_t off,
+		    uint64_t len, uint64_t ts, const struct wd_idxrec *f)
+{
+	return idx_add(x, seq, seg, off, len, ts, f, true);
 }

@@ -71,8 +71,9 @@ static int index_pend(struct wd_trace *t, struct wd_pend *v, size_t n, char *ia)
 		struct wd_idxrec *f =
 		    (struct wd_idxrec *)(void *)(ia + v[i].idx_off);
 		wd_idx_resolve(f);
-		r = wd_idx_add(t->idx, v[i].seq, v[i].seg, v[i].fileoff,
-			       v[i].len, v[i].ts_us, f);
+		/* the blocks stay in ia until the next round */
+		r = wd_idx_add_kept(t->idx, v[i].seq, v[i].seg, v[i].fileoff,
+				    v[i].len, v[i].ts_us, f);
 	}
 	if (!r)
 		r = wd_idx_commit(t->idx);

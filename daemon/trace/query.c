@@ -128,14 +128,16 @@ int wd_trace_query_runs(struct wd_trace *t, const struct wd_trace_query *q,
 	if (q->prompt_hash) {
 		wd_buf_printf(&sql,
 			      " AND run_id IN (SELECT run_id FROM records "
-			      "WHERE prompt_key = %lld AND prompt_hash = ?)",
+			      "WHERE seq IN (" WD_IDX_HKEY_SEQS
+			      ") AND prompt_hash = ?)",
 			      (long long)wd_idx_key(q->prompt_hash));
 		args[n++] = q->prompt_hash;
 	}
 	if (q->result_hash) {
 		wd_buf_printf(&sql,
 			      " AND run_id IN (SELECT run_id FROM records "
-			      "WHERE result_key = %lld AND result_hash = ?)",
+			      "WHERE seq IN (" WD_IDX_HKEY_SEQS
+			      ") AND result_hash = ?)",
 			      (long long)wd_idx_key(q->result_hash));
 		args[n++] = q->result_hash;
 	}
@@ -187,13 +189,15 @@ int wd_trace_query_records(struct wd_trace *t, const struct wd_trace_query *q,
 	/* by the hash's key, then its text (a key may collide) */
 	if (q->prompt_hash) {
 		wd_buf_printf(&sql,
-			      " AND prompt_key = %lld AND prompt_hash = ?",
+			      " AND seq IN (" WD_IDX_HKEY_SEQS
+			      ") AND prompt_hash = ?",
 			      (long long)wd_idx_key(q->prompt_hash));
 		args[n++] = q->prompt_hash;
 	}
 	if (q->result_hash) {
 		wd_buf_printf(&sql,
-			      " AND result_key = %lld AND result_hash = ?",
+			      " AND seq IN (" WD_IDX_HKEY_SEQS
+			      ") AND result_hash = ?",
 			      (long long)wd_idx_key(q->result_hash));
 		args[n++] = q->result_hash;
 	}

@@ -9,18 +9,35 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* Records per catch-up transaction. */
+#define CU_CHUNK 20000
+
 struct cu_ctx {
 	struct wd_trace *t;
 	uint64_t seg, base, n, upto;
 	bool live, done;
 	int r;
+	/* the transaction's index blocks, kept until it ends
+	 * (wd_idx_add_kept) */
+	struct wd_idxrec *kept[CU_CHUNK];
+	size_t nkept;
+	char *scratch; /* the scanner's copies of a line's strings */
+	size_t scap;
 };
+
+static void cu_free(struct cu_ctx *c)
+{
+	for (size_t i = 0; i < c->nkept; i++)
+		free(c->kept[i]);
+	c->nkept = 0;
+}
 
 /* Under idx_mu: commit what the transaction holds, tell waiting readers
  * (live catch-up) and start the next transaction. */
 static int cu_commit(struct cu_ctx *c, uint64_t seq)
 {
 	int r = wd_idx_commit(c->t->idx);
+	cu_free(c);
 	if (r < 0)
 		return r;
 	if (c->live) {
@@ -33,25 +50,51 @@ static int cu_commit(struct cu_ctx *c, uint64_t seq)
 	return wd_idx_begin(c->t->idx);
 }
 
+/* A framed line: its fields by the strict scanner, or by jansson (which
+ * skips a line that is not a record, as wd_trace_scan_skip does). */
 static int cu_cb(void *p, const char *line, size_t len, uint64_t off,
-		 json_t *rec)
+		 json_t *unused)
 {
 	struct cu_ctx *c = p;
-	uint64_t seq = json_integer_value(json_object_get(rec, "seq"));
-	if (c->upto && seq > c->upto) {
-		c->done = true;
-		return -ECANCELED;
+	struct wd_idxvals v;
+	uint64_t seq, ts;
+	const char *tss;
+	struct wd_idxrec *f;
+	if (len + 1 > c->scap) {
+		c->scap = len + 1 > 2 * c->scap ? len + 1 : 2 * c->scap;
+		free(c->scratch);
+		c->scratch = wd_malloc(c->scap);
 	}
-	uint64_t ts =
-	    wd_trace_parse_ts(json_string_value(json_object_get(rec, "ts")));
-	struct wd_idxrec *f = wd_idx_extract(rec);
-	c->r = wd_idx_add(c->t->idx, seq, c->seg, c->base + off, len, ts, f);
-	free(f);
+	if (wd_idx_scan_line(line, len, c->scratch, &v, &seq, &tss) == 0) {
+		if (c->upto && seq > c->upto) {
+			c->done = true;
+			return -ECANCELED;
+		}
+		ts = wd_trace_parse_ts(tss);
+		f = wd_idx_build(&v);
+	} else {
+		json_t *rec;
+		if (wd_trace_parse_line(line, len, &rec) < 0)
+			return 0;
+		seq = json_integer_value(json_object_get(rec, "seq"));
+		if (c->upto && seq > c->upto) {
+			json_decref(rec);
+			c->done = true;
+			return -ECANCELED;
+		}
+		ts = wd_trace_parse_ts(
+		    json_string_value(json_object_get(rec, "ts")));
+		f = wd_idx_extract(rec);
+		json_decref(rec);
+	}
+	c->kept[c->nkept++] = f;
+	c->r =
+	    wd_idx_add_kept(c->t->idx, seq, c->seg, c->base + off, len, ts, f);
 	if (c->r < 0)
 		return c->r;
 	if (c->upto && seq == c->upto)
 		c->done = true;
-	if (++c->n % 20000 == 0 && (c->r = cu_commit(c, seq)) < 0)
+	if (++c->n % CU_CHUNK == 0 && (c->r = cu_commit(c, seq)) < 0)
 		return c->r;
 	return c->done ? -ECANCELED : 0;
 }
@@ -124,23 +167,29 @@ static int catch_up_locked(struct wd_trace *t, uint64_t upto, uint64_t upto_seg,
 			break;
 		if (!len)
 			continue;
-		struct cu_ctx c = {.t = t,
-				   .seg = segs[i],
-				   .base = from,
-				   .upto = upto,
-				   .live = live};
-		if ((r = wd_idx_begin(t->idx)) < 0)
+		struct cu_ctx *c = wd_calloc(1, sizeof(*c));
+		*c = (struct cu_ctx){.t = t,
+				     .seg = segs[i],
+				     .base = from,
+				     .upto = upto,
+				     .live = live};
+		if ((r = wd_idx_begin(t->idx)) < 0) {
+			free(c);
 			break;
+		}
 		/* past damaged lines too: the records after them were
 		 * acknowledged and stay readable (verify reports the
 		 * damage) */
-		wd_trace_scan_skip(buf, len, cu_cb, &c, NULL);
-		r = c.r;
-		done = c.done;
+		wd_trace_scan_frames(buf, len, cu_cb, c);
+		r = c->r;
+		done = c->done;
 		if (!r)
 			r = wd_idx_commit(t->idx);
 		else
 			wd_idx_rollback(t->idx);
+		cu_free(c);
+		free(c->scratch);
+		free(c);
 	}
 	return r;
 }

@@ -133,6 +133,20 @@ static int hexval(char c)
 	return -1;
 }
 
+int wd_trace_parse_line(const char *line, size_t len, json_t **rec)
+{
+	json_error_t je;
+	json_t *r = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je);
+	if (!r || !json_is_object(r) ||
+	    !json_is_integer(json_object_get(r, "seq")) ||
+	    !json_is_string(json_object_get(r, "prev"))) {
+		json_decref(r);
+		return -EBADMSG;
+	}
+	*rec = r;
+	return 0;
+}
+
 int wd_trace_check_line(const char *line, size_t len, char hash_hex[65],
 			json_t **rec)
 {
@@ -155,17 +169,8 @@ int wd_trace_check_line(const char *line, size_t len, char hash_hex[65],
 		return -EBADMSG;
 	if (memchr(line, '\n', len))
 		return -EBADMSG;
-	if (rec) {
-		json_error_t je;
-		json_t *r = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je);
-		if (!r || !json_is_object(r) ||
-		    !json_is_integer(json_object_get(r, "seq")) ||
-		    !json_is_string(json_object_get(r, "prev"))) {
-			json_decref(r);
-			return -EBADMSG;
-		}
-		*rec = r;
-	}
+	if (rec && wd_trace_parse_line(line, len, rec) < 0)
+		return -EBADMSG;
 	if (hash_hex)
 		wd_sha256_hex(line, len, hash_hex);
 	return 0;
@@ -211,10 +216,10 @@ size_t wd_trace_scan(const char *buf, size_t len, const char *prev_hex,
 	return off;
 }
 
-size_t wd_trace_scan_skip(const char *buf, size_t len,
-			  int (*cb)(void *ctx, const char *line, size_t len,
-				    uint64_t off, json_t *rec),
-			  void *ctx, size_t *bad_lines)
+static size_t scan_skip(const char *buf, size_t len,
+			int (*cb)(void *ctx, const char *line, size_t len,
+				  uint64_t off, json_t *rec),
+			void *ctx, size_t *bad_lines, bool parse)
 {
 	size_t off = 0, bad = 0;
 	while (off < len) {
@@ -223,7 +228,8 @@ size_t wd_trace_scan_skip(const char *buf, size_t len,
 			break; /* a partial line: not a record (yet) */
 		size_t ll = nl - (buf + off);
 		json_t *rec = NULL;
-		if (wd_trace_check_line(buf + off, ll, NULL, &rec) < 0) {
+		if (wd_trace_check_line(buf + off, ll, NULL,
+					parse ? &rec : NULL) < 0) {
 			bad++;
 			off += ll + 1;
 			continue;
@@ -237,4 +243,20 @@ size_t wd_trace_scan_skip(const char *buf, size_t len,
 	if (bad_lines)
 		*bad_lines = bad;
 	return off;
+}
+
+size_t wd_trace_scan_skip(const char *buf, size_t len,
+			  int (*cb)(void *ctx, const char *line, size_t len,
+				    uint64_t off, json_t *rec),
+			  void *ctx, size_t *bad_lines)
+{
+	return scan_skip(buf, len, cb, ctx, bad_lines, true);
+}
+
+size_t wd_trace_scan_frames(const char *buf, size_t len,
+			    int (*cb)(void *ctx, const char *line, size_t len,
+				      uint64_t off, json_t *rec),
+			    void *ctx)
+{
+	return scan_skip(buf, len, cb, ctx, NULL, false);
 }

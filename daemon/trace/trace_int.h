@@ -146,6 +146,20 @@ struct wd_recw;
 struct wd_idxrec *wd_recw_idx(const struct wd_recw *w);
 /* wd_idx_extract's first half: the members of a parsed record. */
 void wd_idx_extract_vals(json_t *rec, struct wd_idxvals *out);
+/* The same from a segment line's bytes, with its seq and ts (NULL if not a
+ * string), without jansson (idxscan.c): 0, or -1 for a line it does not
+ * take, which json_loadb must then judge. The strings are copied into
+ * scratch (len + 1 bytes), which must outlive the values. */
+int wd_idx_scan_line(const char *line, size_t len, char *scratch,
+		     struct wd_idxvals *out, uint64_t *seq, const char **ts);
+/* The JSON of a framed line: an object with an integer seq and a string
+ * prev (wd_trace_check_line's parse), or -EBADMSG. */
+int wd_trace_parse_line(const char *line, size_t len, json_t **rec);
+/* wd_trace_scan_skip checking frames only: cb gets rec = NULL. */
+size_t wd_trace_scan_frames(const char *buf, size_t len,
+			    int (*cb)(void *ctx, const char *line, size_t len,
+				      uint64_t off, json_t *rec),
+			    void *ctx);
 
 /* One record waiting in the group-commit buffer: where its line sits in the
  * batch buffer and what the index needs from it. */
@@ -187,6 +201,11 @@ int wd_idx_rollback(struct wd_idx *x);
 /* Idempotent: a seq already present is ignored. */
 int wd_idx_add(struct wd_idx *x, uint64_t seq, uint64_t seg, uint64_t off,
 	       uint64_t len, uint64_t ts_us, const struct wd_idxrec *f);
+/* The same with f (and its strings) unchanged where it is until the
+ * transaction's commit or rollback: a record above every indexed seq is
+ * then inserted with others, several rows a statement. */
+int wd_idx_add_kept(struct wd_idx *x, uint64_t seq, uint64_t seg, uint64_t off,
+		    uint64_t len, uint64_t ts_us, const struct wd_idxrec *f);
 int wd_idx_clear(struct wd_idx *x);
 /* Where indexing stopped: last indexed seq and the end of its line. */
 int wd_idx_tail(struct wd_idx *x, uint64_t *seq, uint64_t *seg, uint64_t *end);
@@ -197,6 +216,18 @@ struct wd_idxrec *wd_idx_extract(json_t *rec);
  * "sha256:<hex>" value, else a 64-bit hash of the text. Queries compare the
  * text as well. */
 int64_t wd_idx_key(const char *s);
+/* hkeys: the records by the key of their prompt or result hash, in
+ * buckets of 2^WD_IDX_HKEY_SHIFT seqs (b = seq >> shift). WD_IDX_HKEY_SEQS
+ * is a subquery of the seqs whose hash has the key given as its %lld. */
+#define WD_IDX_HKEY_SHIFT   16
+#define WD_IDX_STR_(x)	    #x
+#define WD_IDX_STR(x)	    WD_IDX_STR_(x)
+#define WD_IDX_HKEY_SHIFT_S WD_IDX_STR(WD_IDX_HKEY_SHIFT)
+#define WD_IDX_HKEY_SEQS                                                       \
+	"WITH RECURSIVE hb(b) AS (SELECT (SELECT min(seq) FROM records) "      \
+	">> " WD_IDX_HKEY_SHIFT_S " UNION ALL SELECT b + 1 FROM hb WHERE b < " \
+	"(SELECT max(seq) FROM records) >> " WD_IDX_HKEY_SHIFT_S ") SELECT "   \
+	"h.seq FROM hb JOIN hkeys h ON h.b = hb.b AND h.key = %lld"
 /* A line at off of len bytes lies within a segment of size bytes (an
  * index row is checked before its bytes are read). */
 static inline bool wd_trace_span_ok(uint64_t off, uint64_t len, uint64_t size)

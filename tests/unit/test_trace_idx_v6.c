@@ -3,7 +3,7 @@
  * allrefs in the order refs had (id = seq * 64 + place). An index of
  * format 5 (every ref in refs, no ref0) is rebuilt from the segments at
  * open in place (not set aside as a damaged file), never read as format
- * 6: the rows equal a fresh index's and the
+ * 6 (nor as 7, the current format): the rows equal a fresh index's and the
  * refs a reader gets (wd_trace_lines) are the same, in the same order. */
 #include "t.h"
 #include "test_trace_util.h"
@@ -39,21 +39,6 @@ static char *lines_refs(struct wd_trace *t)
 	return b.data;
 }
 
-static int q_int(const char *dbp, const char *sql)
-{
-	sqlite3 *db;
-	sqlite3_stmt *st;
-	int v = -1;
-	if (sqlite3_open(dbp, &db) == SQLITE_OK &&
-	    sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
-		if (sqlite3_step(st) == SQLITE_ROW)
-			v = sqlite3_column_int(st, 0);
-		sqlite3_finalize(st);
-	}
-	sqlite3_close(db);
-	return v;
-}
-
 int main(void)
 {
 	char *dir = tt_tmpdir();
@@ -87,15 +72,16 @@ int main(void)
 		 strstr(refs, "3:" H("b") " " H("c") " ;") &&
 		 strstr(refs, "1:;") && strstr(refs, "4:;"),
 	     "idx-v6-refs-in-order", "refs %s", refs ? refs : "(none)");
-	T_OK(q_int(dbp, "SELECT count(*) FROM refs") == 1 &&
-		 q_int(dbp, "SELECT count(*) FROM records WHERE ref0 IS "
-			    "NOT NULL") == 2 &&
-		 q_int(dbp, "SELECT id FROM refs") == 3 * 64 + 1 &&
-		 q_int(dbp, "PRAGMA user_version") == 6,
+	T_OK(tt_db_int(dbp, "SELECT count(*) FROM refs") == 1 &&
+		 tt_db_int(dbp, "SELECT count(*) FROM records WHERE ref0 IS "
+				"NOT NULL") == 2 &&
+		 tt_db_int(dbp, "SELECT id FROM refs") == 3 * 64 + 1 &&
+		 tt_db_int(dbp, "PRAGMA user_version") == 7,
 	     "idx-v6-first-ref-in-records", "refs %d, ref0 %d, version %d",
-	     q_int(dbp, "SELECT count(*) FROM refs"),
-	     q_int(dbp, "SELECT count(*) FROM records WHERE ref0 IS NOT NULL"),
-	     q_int(dbp, "PRAGMA user_version"));
+	     tt_db_int(dbp, "SELECT count(*) FROM refs"),
+	     tt_db_int(dbp,
+		       "SELECT count(*) FROM records WHERE ref0 IS NOT NULL"),
+	     tt_db_int(dbp, "PRAGMA user_version"));
 
 	/* the same index as format 5 wrote it: every ref in refs, no ref0,
 	 * no view; and a row of a run the segments never had */
@@ -113,7 +99,7 @@ int main(void)
 	char *after = tt_dump_index(dir);
 	T_OK(rc == SQLITE_OK && orc == 0 && before && after &&
 		 !strcmp(before, after) && refs5 && !strcmp(refs, refs5) &&
-		 q_int(dbp, "PRAGMA user_version") == 6 &&
+		 tt_db_int(dbp, "PRAGMA user_version") == 7 &&
 		 !strstr(after, "v5-ghost") && tt_count_broken(dir) == 0,
 	     "idx-v5-rebuilt-as-v6",
 	     "sqlite %d, open %d (%s), same rows %d, refs %s", rc, orc, err.msg,

@@ -63,6 +63,22 @@ static __attribute__((unused)) int tt_db_exec(const char *path, const char *sql)
 }
 
 /* index files set aside as damaged (index.db*.broken-*) */
+/* The first column of the first row of a query on an index file; -1 */
+static __attribute__((unused)) int tt_db_int(const char *dbp, const char *sql)
+{
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	int v = -1;
+	if (sqlite3_open(dbp, &db) == SQLITE_OK &&
+	    sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
+		if (sqlite3_step(st) == SQLITE_ROW)
+			v = sqlite3_column_int(st, 0);
+		sqlite3_finalize(st);
+	}
+	sqlite3_close(db);
+	return v;
+}
+
 static __attribute__((unused)) int tt_count_broken(const char *dir)
 {
 	char *p = wd_asprintf("%s/trace", dir);
@@ -93,6 +109,7 @@ static __attribute__((unused)) char *tt_dump_index(const char *state)
 	    "SELECT * FROM records ORDER BY seq",
 	    "SELECT * FROM runs ORDER BY run_id",
 	    "SELECT * FROM refs ORDER BY ref, seq",
+	    "SELECT * FROM hkeys ORDER BY b, key, seq",
 	};
 	for (size_t i = 0; i < WD_ARRAY_SIZE(q); i++) {
 		sqlite3_stmt *st;
