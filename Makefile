@@ -88,12 +88,18 @@ LIBWARDEN := $(BUILD)/libwarden.a
 # first call (cli/*_lazy.c): a one-shot `warden exec` loads none
 CLI_LIB_OBJS := $(filter-out $(BUILD)/daemon/fleet/%,$(LIB_OBJS))
 LIBWARDEN_CLI := $(BUILD)/libwarden-cli.a
-# libbpf, libyaml and jansson linked in statically where their archives
-# are installed (BSD-2-Clause option of libbpf, MIT, MIT): each shared
-# library is ~10 page faults and its relocations at every start, and a
-# one-shot `warden exec` is a whole process (tests/bench/bench_exec.c:
-# -0.3 ms of CPU a call). The LGPL ones (libseccomp, libelf) stay shared.
-CLI_STATIC := $(foreach l,bpf yaml jansson,$(if $(filter /%,$(shell $(CC) -print-file-name=lib$(l).a)),$(l)))
+# libbpf, libyaml, jansson, libseccomp, libelf and zlib linked in
+# statically where their archives are installed: each shared library is
+# an open, ~5 mmaps, ~10 page faults and its relocations at every start,
+# and a one-shot `warden exec` is a whole process (tests/bench/bench_exec.c:
+# the first three -0.3 ms of CPU a call; the last three -0.15 ms of CPU and
+# -0.2 ms of wall of `warden version`, 50 runs). libc stays shared (the
+# verbs that need libcurl, libnftables, libcrypto or libsqlite3 dlopen
+# them: cli/*_lazy.c). Licences: libbpf's BSD-2-Clause option, MIT, MIT;
+# libseccomp (LGPL-2.1) and elfutils' libelf (LGPL-3+ or GPL-2+) allow a
+# static link where the user can relink with a modified library: warden
+# is built from its source by this Makefile, so `make` relinks it.
+CLI_STATIC := $(foreach l,bpf yaml jansson seccomp elf z,$(if $(filter /%,$(shell $(CC) -print-file-name=lib$(l).a)),$(l)))
 CLI_STATIC_LIBS := -Wl,-Bstatic $(addprefix -l,$(CLI_STATIC)) -Wl,-Bdynamic
 CLI_LDLIBS = $(if $(CLI_STATIC),$(CLI_STATIC_LIBS)) \
 	     $(filter-out -lcurl -lnftables -lcrypto -lsqlite3 $(addprefix -l,$(CLI_STATIC)),$(LDLIBS))

@@ -8,7 +8,6 @@
  * So a row written live by either path equals the row a rebuild makes. */
 #include "trace/trace_int.h"
 
-#include <math.h>
 #include <pthread.h>
 #include <string.h>
 
@@ -225,6 +224,21 @@ static int64_t to_i64(double d)
 	return d >= -9.2e18 && d <= 9.2e18 ? (int64_t)d : 0;
 }
 
+/* llround's value (half away from zero) for |d| < 9.2e18, else 0 as
+ * to_i64: without libm, which the CLI would load for this one call */
+static int64_t round_i64(double d)
+{
+	if (!(d >= -9.2e18 && d <= 9.2e18))
+		return 0;
+	int64_t t = (int64_t)d;
+	double frac = d - (double)t; /* exact: |d| < 2^63, t its integer part */
+	if (frac >= 0.5)
+		t++;
+	else if (frac <= -0.5)
+		t--;
+	return t;
+}
+
 static bool is_num(const struct wd_iv *v)
 {
 	return v->kind == WD_IV_INT || v->kind == WD_IV_REAL;
@@ -325,7 +339,7 @@ size_t wd_idx_build_into(const struct wd_idxvals *v, struct wd_buf *out)
 	    .cached_tokens = to_i64(num(&v->m[WD_IM_CACHED])),
 	    .has_cost = cost->kind != WD_IV_NONE,
 	    .cost_nusd =
-		cost->kind != WD_IV_NONE ? llround(num(cost) * 1e9) : 0,
+		cost->kind != WD_IV_NONE ? round_i64(num(cost) * 1e9) : 0,
 	    .has_rd = is_num(rd),
 	    .rd = is_num(rd) ? to_i64(num(rd)) : 0,
 	    .flagged = v->m[WD_IM_FLAGGED].kind == WD_IV_TRUE,
