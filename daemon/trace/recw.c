@@ -5,6 +5,9 @@
 
 #include <math.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #define RED "[REDACTED]"
 /* as deep as jansson parses (JSON_PARSER_MAX_DEPTH): any args a model
@@ -99,6 +102,68 @@ static void emit_str(struct wd_buf *b, const char *s, size_t n)
 	    b, wd_json_put_str(wd_buf_room(b, WD_JSON_STR_MAX(n)), s, n, true));
 }
 
+/* A byte the JSON escaper stops at (a control, '"', '\\', >= 0x80), or
+ * the first byte of a pair that could start a built-in redaction pattern
+ * ("sk", "be", "x-", "au", case folded by ORing 0x20, as redact.c's
+ * next_candidate looks for them). */
+static bool plain_stop(const unsigned char *u, size_t i, size_t n)
+{
+	unsigned char c = u[i];
+	if (c < 0x20 || c == '"' || c == '\\' || c >= 0x80)
+		return true;
+	if (i + 1 >= n)
+		return false;
+	unsigned char a = c | 0x20, b = u[i + 1] | 0x20;
+	return (a == 's' && b == 'k') || (a == 'b' && b == 'e') ||
+	       (a == 'x' && b == '-') || (a == 'a' && b == 'u');
+}
+
+/* The common string in one pass: nothing to escape, nothing the built-in
+ * redaction could match, no extra patterns. Written as '"' s '"' (what
+ * wd_json_put_str writes for it, wd_trace_redact_text leaving it as is);
+ * false, nothing written, when the string needs the full path. */
+static bool put_plain(struct wd_recw *w, const char *s, size_t n)
+{
+	if (w->t && w->t->nrx)
+		return false;
+	const unsigned char *u = (const unsigned char *)s;
+	size_t i = 0;
+#if defined(__SSE2__)
+	const __m128i lo = _mm_set1_epi8(0x1f), fold = _mm_set1_epi8(0x20);
+	while (i + 17 <= n) {
+		__m128i x =
+		    _mm_loadu_si128((const __m128i *)(const void *)(u + i));
+		__m128i a = _mm_or_si128(x, fold);
+		__m128i b = _mm_or_si128(
+		    _mm_loadu_si128((const __m128i *)(const void *)(u + i + 1)),
+		    fold);
+#define PAIR(p, q)                                                             \
+	_mm_and_si128(_mm_cmpeq_epi8(a, _mm_set1_epi8(p)),                     \
+		      _mm_cmpeq_epi8(b, _mm_set1_epi8(q)))
+		__m128i m = _mm_or_si128(
+		    _mm_or_si128(_mm_or_si128(PAIR('s', 'k'), PAIR('b', 'e')),
+				 _mm_or_si128(PAIR('x', '-'), PAIR('a', 'u'))),
+		    _mm_or_si128(
+			_mm_cmpeq_epi8(_mm_max_epu8(x, lo), lo),
+			_mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')),
+				     _mm_cmpeq_epi8(x, _mm_set1_epi8('\\')))));
+#undef PAIR
+		if (_mm_movemask_epi8(m) | _mm_movemask_epi8(x))
+			return false;
+		i += 16;
+	}
+#endif
+	for (; i < n; i++)
+		if (plain_stop(u, i, n))
+			return false;
+	char *o = wd_buf_room(&w->b, n + 2);
+	o[0] = '"';
+	memcpy(o + 1, s, n);
+	o[n + 1] = '"';
+	wd_buf_end(&w->b, o + n + 2);
+	return true;
+}
+
 /* Where a value goes: the separator and key are written; returns the
  * WD_IM_* slot the value fills (-1 none) and whether the key is a *_ref
  * of the record. top: the record's own run_id/step/type. */
@@ -175,10 +240,12 @@ static void put_string(struct wd_recw *w, struct slot s, const char *str,
 	if (s.key && wd_trace_secret_key(s.key)) {
 		v = RED;
 		vn = sizeof(RED) - 1;
-	} else if ((red = wd_trace_redact_text(w->t, str, n, &vn))) {
-		v = red;
+		emit_str(&w->b, v, vn);
+	} else if (!put_plain(w, str, n)) {
+		if ((red = wd_trace_redact_text(w->t, str, n, &vn)))
+			v = red;
+		emit_str(&w->b, v, vn);
 	}
-	emit_str(&w->b, v, vn);
 	if (s.im >= 0)
 		keep_idx_str(w, &w->v.m[s.im], v, vn);
 	if (s.ref && w->v.nrefs < WD_IDXREC_MAXREFS && vn == 71 &&

@@ -6,6 +6,7 @@
  * redaction on the typed path, misuse refused with nothing written,
  * hash_only runs noted, invalid UTF-8, a record begun inside another. */
 #include "t.h"
+#include "common/jsonstr.h"
 #include "events/event.h"
 #include "trace/recw.h"
 #include "trace/trace.h"
@@ -352,6 +353,89 @@ static void both_ways(struct wd_trace *ta, struct wd_trace *tb)
 	(void)ok_line;
 }
 
+/* A string's bytes in a record = the escaper's output of what redaction
+ * leaves of it (what recw's one-pass path for plain strings must keep): a
+ * store without extra patterns, each pattern's first bytes and each byte
+ * the escaper stops at put at every offset of a string around the 16-byte
+ * steps, and a string of each length up to 40 bytes. */
+static void plain_path(void)
+{
+	char dc[] = "/tmp/wd-recw-c.XXXXXX";
+	struct wd_trace *t;
+	struct wd_err err = {0};
+	struct wd_trace_opts o = {0};
+	if (!mkdtemp(dc) || wd_trace_open(dc, &o, &t, &err)) {
+		T_FAIL("recw plain open", "%s", err.msg);
+		return;
+	}
+	static const char *const ins[] = {
+	    "sk-abcdefghijklmnop0123",
+	    "Bearer abcdefgh12345678",
+	    "x-api-key: zzzzzzzzzz",
+	    "AUTHORIZATION=Basic abc123",
+	    "sk",
+	    "be",
+	    "x-",
+	    "au",
+	    "\"",
+	    "\\",
+	    "\n",
+	    "\x01",
+	    "\xc3\xa9",
+	    "\xff",
+	    "\x7f",
+	    "s",
+	};
+	struct wd_recw *w0 = wd_recw_begin(t, "r", 0, WD_REC_FLAG);
+	size_t l0 = 0;
+	wd_recw_body(w0, &l0);
+	wd_recw_end(w0);
+	int bad = 0, n = 0;
+	char s[96], want[700];
+	for (size_t k = 0; k < WD_ARRAY_SIZE(ins) + 40; k++) {
+		for (size_t at = 0; at < 40; at++) {
+			size_t sl;
+			if (k < WD_ARRAY_SIZE(ins)) {
+				memset(s, 'q', 40);
+				size_t il = strlen(ins[k]);
+				memcpy(s + at, ins[k], il);
+				sl = at + il + (at % 3) * 7;
+				if (sl > 40 + il)
+					sl = 40 + il;
+				memset(s + at + il, 'q', sl - at - il);
+			} else {
+				if (at)
+					break;
+				sl = k - WD_ARRAY_SIZE(ins);
+				for (size_t i = 0; i < sl; i++)
+					s[i] = "abc ,.-_xyzKLM"[i % 14];
+			}
+			size_t rl = sl;
+			char *r = wd_trace_redact_text(t, s, sl, &rl);
+			char *e = wd_json_put_str(want, r ? r : s, rl, true);
+			free(r);
+			struct wd_recw *w =
+			    wd_recw_begin(t, "r", 0, WD_REC_FLAG);
+			wd_recw_strn(w, "k", s, sl);
+			size_t bl = 0;
+			const char *b = wd_recw_body(w, &bl);
+			size_t wl = (size_t)(e - want);
+			if (bl != l0 + 5 + wl || memcmp(b + l0, ",\"k\":", 5) ||
+			    memcmp(b + l0 + 5, want, wl)) {
+				if (bad++ < 3)
+					printf("# %.*s\n# want %.*s\n", (int)bl,
+					       b, (int)wl, want);
+			}
+			n++;
+			wd_recw_end(w);
+		}
+	}
+	T_OK(!bad, "recw string bytes = redaction then escaping (plain path)",
+	     "%d of %d differ", bad, n);
+	wd_trace_close(t);
+	wd_rm_rf(dc);
+}
+
 int main(void)
 {
 	char da[] = "/tmp/wd-recw-a.XXXXXX", db[] = "/tmp/wd-recw-b.XXXXXX";
@@ -378,6 +462,7 @@ int main(void)
 	wd_trace_put_blob(ta, NULL, "out", 3, rout, NULL);
 	wd_trace_put_blob(tb, NULL, "out", 3, rout, NULL);
 	both_ways(ta, tb);
+	plain_path();
 
 	/* hash_only noted from a typed run_start: nothing stored */
 	char ref[WD_TRACE_REF_LEN];
