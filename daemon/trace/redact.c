@@ -262,12 +262,16 @@ bool wd_trace_secret_key(const char *k)
 	    "api-key",	      "apikey",		"proxy-authorization",
 	    "x-goog-api-key", "openai_api_key", "anthropic_api_key",
 	};
-	/* they all start with a, x, p or o */
+	/* they all start with a, x, p or o; only a key of one of their
+	 * lengths is compared (every string key of every record comes here) */
 	char c0 = k[0] | 0x20;
 	if (c0 != 'a' && c0 != 'x' && c0 != 'p' && c0 != 'o')
 		return false;
+	size_t kl = strlen(k);
+	if (kl > 19 || !(0xa62c0u >> kl & 1)) /* 6 7 9 13 14 17 19 */
+		return false;
 	for (size_t i = 0; i < WD_ARRAY_SIZE(keys); i++)
-		if (!strcasecmp(k, keys[i]))
+		if (strlen(keys[i]) == kl && !strcasecmp(k, keys[i]))
 			return true;
 	return false;
 }

@@ -10,6 +10,7 @@
 #include "events/event.h"
 #include "trace/recw.h"
 #include "trace/trace.h"
+#include "trace/trace_int.h" /* wd_trace_secret_key */
 
 #include <math.h>
 #include <stdlib.h>
@@ -432,6 +433,22 @@ static void plain_path(void)
 	}
 	T_OK(!bad, "recw string bytes = redaction then escaping (plain path)",
 	     "%d of %d differ", bad, n);
+	/* the secret keys in any case, and keys one byte off */
+	static const char *const sk[] = {
+	    "Authorization",  "X-API-KEY",	"api_key",
+	    "API-key",	      "apikey",		"Proxy-Authorization",
+	    "x-goog-api-key", "OPENAI_API_KEY", "anthropic_api_key",
+	};
+	int ks = 0;
+	for (size_t k = 0; k < WD_ARRAY_SIZE(sk); k++) {
+		char longer[40];
+		snprintf(longer, sizeof(longer), "%sx", sk[k]);
+		ks += wd_trace_secret_key(sk[k]) &&
+		      !wd_trace_secret_key(longer) &&
+		      !wd_trace_secret_key(sk[k] + 1);
+	}
+	T_OK(ks == (int)WD_ARRAY_SIZE(sk), "recw secret keys found in any case",
+	     "%d of %zu", ks, WD_ARRAY_SIZE(sk));
 	wd_trace_close(t);
 	wd_rm_rf(dc);
 }
