@@ -164,6 +164,17 @@ static bool put_plain(struct wd_recw *w, const char *s, size_t n)
 	return true;
 }
 
+/* one byte, without a call while the buffer has room */
+static inline void put_ch(struct wd_buf *b, char c)
+{
+	if (b->len + 2 <= b->cap) {
+		b->data[b->len++] = c;
+		b->data[b->len] = 0;
+	} else {
+		wd_buf_append(b, &c, 1);
+	}
+}
+
 /* Where a value goes: the separator and key are written; returns the
  * WD_IM_* slot the value fills (-1 none) and whether the key is a *_ref
  * of the record. top: the record's own run_id/step/type. */
@@ -192,15 +203,23 @@ static struct slot put_key(struct wd_recw *w, const char *k, bool top)
 		fail(w);
 		return s;
 	}
-	if (w->any[d - 1])
-		wd_buf_append(&w->b, ",", 1);
-	w->any[d - 1] = true;
-	if (!k)
+	if (!k) {
+		if (w->any[d - 1])
+			put_ch(&w->b, ',');
+		w->any[d - 1] = true;
 		return s;
+	}
+	/* ',' "key" ':' in one reservation */
 	size_t kl = strlen(k);
-	size_t at = w->b.len;
-	emit_str(&w->b, k, kl);
-	size_t el = w->b.len - at;
+	char *o = wd_buf_room(&w->b, WD_JSON_STR_MAX(kl) + 2);
+	if (w->any[d - 1])
+		*o++ = ',';
+	w->any[d - 1] = true;
+	size_t at = (size_t)(o - w->b.data);
+	char *e = wd_json_put_str(o, k, kl, true);
+	size_t el = (size_t)(e - o);
+	*e++ = ':';
+	wd_buf_end(&w->b, e);
 	/* a key twice in one object: readers refuse the line
 	 * (JSON_REJECT_DUPLICATES), so the record is refused here */
 	for (unsigned i = w->kstart[d - 1]; i < w->nkeys; i++)
@@ -213,7 +232,6 @@ static struct slot put_key(struct wd_recw *w, const char *k, bool top)
 		w->keys[w->nkeys].off = (uint32_t)at;
 		w->keys[w->nkeys++].len = (uint32_t)el;
 	}
-	wd_buf_append(&w->b, ":", 1);
 	if (d == 1) {
 		s.im = wd_idx_member(k, kl);
 		if (!top && reserved(k, kl, s.im)) {
@@ -393,7 +411,7 @@ static void open_c(struct wd_recw *w, const char *key, bool arr)
 			   ? s.im
 			   : -1;
 	w->kstart[d] = w->nkeys;
-	wd_buf_append(&w->b, arr ? "[" : "{", 1);
+	put_ch(&w->b, arr ? '[' : '{');
 }
 
 static void close_c(struct wd_recw *w, bool arr)
@@ -406,7 +424,7 @@ static void close_c(struct wd_recw *w, bool arr)
 	}
 	w->depth--;
 	w->nkeys = w->kstart[w->depth];
-	wd_buf_append(&w->b, arr ? "]" : "}", 1);
+	put_ch(&w->b, arr ? ']' : '}');
 }
 
 void wd_recw_obj_begin(struct wd_recw *w, const char *key)
