@@ -113,9 +113,7 @@ static bool plain_stop(const unsigned char *u, size_t i, size_t n)
 		return true;
 	if (i + 1 >= n)
 		return false;
-	unsigned char a = c | 0x20, b = u[i + 1] | 0x20;
-	return (a == 's' && b == 'k') || (a == 'b' && b == 'e') ||
-	       (a == 'x' && b == '-') || (a == 'a' && b == 'u');
+	return wd_redact_pair(c | 0x20, u[i + 1] | 0x20);
 }
 
 /* The common string in one pass: nothing to escape, nothing the built-in
@@ -137,17 +135,12 @@ static bool put_plain(struct wd_recw *w, const char *s, size_t n)
 		__m128i b = _mm_or_si128(
 		    _mm_loadu_si128((const __m128i *)(const void *)(u + i + 1)),
 		    fold);
-#define PAIR(p, q)                                                             \
-	_mm_and_si128(_mm_cmpeq_epi8(a, _mm_set1_epi8(p)),                     \
-		      _mm_cmpeq_epi8(b, _mm_set1_epi8(q)))
 		__m128i m = _mm_or_si128(
-		    _mm_or_si128(_mm_or_si128(PAIR('s', 'k'), PAIR('b', 'e')),
-				 _mm_or_si128(PAIR('x', '-'), PAIR('a', 'u'))),
+		    wd_redact_pairs16(a, b),
 		    _mm_or_si128(
 			_mm_cmpeq_epi8(_mm_max_epu8(x, lo), lo),
 			_mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')),
 				     _mm_cmpeq_epi8(x, _mm_set1_epi8('\\')))));
-#undef PAIR
 		if (_mm_movemask_epi8(m) | _mm_movemask_epi8(x))
 			return false;
 		i += 16;

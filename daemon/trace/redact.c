@@ -92,13 +92,7 @@ static size_t next_candidate(const char *s, size_t len, size_t i)
 		__m128i b = _mm_or_si128(
 		    _mm_loadu_si128((const __m128i *)(const void *)(s + i + 1)),
 		    fold);
-#define PAIR(x, y)                                                             \
-	_mm_and_si128(_mm_cmpeq_epi8(a, _mm_set1_epi8(x)),                     \
-		      _mm_cmpeq_epi8(b, _mm_set1_epi8(y)))
-		__m128i m =
-		    _mm_or_si128(_mm_or_si128(PAIR('s', 'k'), PAIR('b', 'e')),
-				 _mm_or_si128(PAIR('x', '-'), PAIR('a', 'u')));
-#undef PAIR
+		__m128i m = wd_redact_pairs16(a, b);
 		int bits = _mm_movemask_epi8(m);
 		if (bits)
 			return i + (size_t)__builtin_ctz((unsigned)bits);

@@ -348,6 +348,27 @@ void wd_trace_redact_json(struct wd_trace *t, json_t *v);
 /* A key whose string value is redacted whole (authorization, api_key...;
  * any case). */
 bool wd_trace_secret_key(const char *k);
+/* Where a built-in redaction pattern could start: a byte a and the next
+ * b, both ORed with 0x20 (case folded), are "sk", "be", "x-" or "au" (the
+ * pairs redact.c's scanner stops at and recw.c's plain check refuses). */
+static inline bool wd_redact_pair(unsigned char a, unsigned char b)
+{
+	return (a == 's' && b == 'k') || (a == 'b' && b == 'e') ||
+	       (a == 'x' && b == '-') || (a == 'a' && b == 'u');
+}
+#if defined(__SSE2__)
+#include <emmintrin.h>
+/* the same for 16 bytes: 0xff where a[i], b[i] (folded) are such a pair */
+static inline __m128i wd_redact_pairs16(__m128i a, __m128i b)
+{
+#define WD_PAIR(x, y)                                                          \
+	_mm_and_si128(_mm_cmpeq_epi8(a, _mm_set1_epi8(x)),                     \
+		      _mm_cmpeq_epi8(b, _mm_set1_epi8(y)))
+	return _mm_or_si128(_mm_or_si128(WD_PAIR('s', 'k'), WD_PAIR('b', 'e')),
+			    _mm_or_si128(WD_PAIR('x', '-'), WD_PAIR('a', 'u')));
+#undef WD_PAIR
+}
+#endif
 /* Frame one record into the group-commit batch (store.c): mid is its
  * compact JSON ({"run_id":...}, midlen bytes, redacted), idx its index
  * fields (a wd_idx_build_into block, copied; may be NULL). Fills the seq, ts
