@@ -307,7 +307,12 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 	 * programs watch the host's network instead. */
 	bool no_net =
 	    m->n_net_allow == 0 && !m->net_listen && m->mode != WD_MODE_AUDIT;
-	l.netns = no_net && (l.tier == 2 || f->landlock_abi < 6);
+	/* a family beyond unix/inet/inet6 (netlink, packet, ...) reaches
+	 * other sockets of its namespace that neither Landlock's scope nor
+	 * the unix programs judge: such a call gets a namespace of its own,
+	 * never the one other calls share */
+	l.netns = no_net && (l.tier == 2 || f->landlock_abi < 6 ||
+			     m->n_socket_families > 0);
 	bool shared_net = no_net && !l.netns;
 	/* made while the rest is set up, joined just before the spawn */
 	if (l.netns)
