@@ -1,9 +1,11 @@
-/* Shared by the C benchmarks: the median of samples, and the peer side of
- * a spawn comparison (plain fork + exec, stdio on /dev/null). */
+/* Shared by the C benchmarks: the median of samples, the peer side of a
+ * spawn comparison (plain fork + exec, stdio on /dev/null), and the line
+ * that sets a figure against the one that held when issue 16 was filed. */
 #ifndef WD_BENCH_H
 #define WD_BENCH_H
 
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -22,7 +24,6 @@ static inline double bench_median(double *v, int n)
 	return v[n / 2];
 }
 
-/* Milliseconds from fork to the child's reaping. */
 /* Wall time of argv run to its end (ms); its exit status in *status when
  * status is not NULL (a command that fails fast is no measurement). */
 static inline double bench_run_status(char *const argv[], int *status)
@@ -47,6 +48,30 @@ static inline double bench_run_status(char *const argv[], int *status)
 static inline double bench_run_plain(char *const argv[])
 {
 	return bench_run_status(argv, NULL);
+}
+
+/* The 1-minute load average, -1 if unknown: printed beside a wall-clock
+ * figure, which moves with the machine's other load. */
+static inline double bench_load(void)
+{
+	double l;
+	return getloadavg(&l, 1) == 1 ? l : -1;
+}
+
+/* One figure against the one that held when issue 16 was filed, so a
+ * regression shows:
+ *   "<what> vs the <held><unit> that held at issue 16: <now><unit>,
+ *    <now/held>x (goal <goal>; load L)"
+ * prec: decimals of both figures; goal NULL when there is none. A ratio
+ * above 1 is worse for a time or a cost ratio, better for a rate. */
+static inline void bench_held(const char *what, double now, double held,
+			      int prec, const char *unit, const char *goal)
+{
+	printf("%s vs the %.*f%s that held at issue 16: %.*f%s, %.2fx "
+	       "(%s%s%sload %.2f)\n",
+	       what, prec, held, unit, prec, now, unit, now / held,
+	       goal ? "goal " : "", goal ? goal : "", goal ? "; " : "",
+	       bench_load());
 }
 
 #endif
