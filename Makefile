@@ -10,6 +10,8 @@
 #   make vmtest     BPF LSM + sandbox tests inside a guest kernel under qemu
 #   make install    PREFIX=/usr/local SYSCONFDIR=/etc DESTDIR=
 #   V=1             show commands; BUILD=dir for an out-of-tree build dir
+#   LDFLAGS=-Ldir   the CLI's static libraries (libbpf, libseccomp, ...)
+#                   from dir first; warden relinks when one of them changes
 
 BUILD    ?= build
 PREFIX   ?= /usr/local
@@ -98,8 +100,31 @@ LIBWARDEN_CLI := $(BUILD)/libwarden-cli.a
 # them: cli/*_lazy.c). Licences: libbpf's BSD-2-Clause option, MIT, MIT;
 # libseccomp (LGPL-2.1) and elfutils' libelf (LGPL-3+ or GPL-2+) allow a
 # static link where the user can relink with a modified library: warden
-# is built from its source by this Makefile, so `make` relinks it.
-CLI_STATIC := $(foreach l,bpf yaml jansson seccomp elf z,$(if $(filter /%,$(shell $(CC) -print-file-name=lib$(l).a)),$(l)))
+# is built from its source by this Makefile, so `make` relinks it
+# (against a modified one: `make LDFLAGS=-L<its dir>`).
+# lib$(1).a where `ld -Bstatic -l$(1)` of the link below finds it: the
+# first -L dir holding it (LDFLAGS, then pkg-config's), else $(CC)'s own
+# search; empty where there is none
+CLI_LDIRS := $(patsubst -L%,%,$(filter -L%,$(LDFLAGS) $(LDLIBS)))
+cli_archive = $(firstword $(wildcard $(addsuffix /lib$(1).a,$(CLI_LDIRS))) \
+	      $(filter /%,$(shell $(CC) $(CFLAGS) -print-file-name=lib$(1).a)))
+CLI_ARCHIVES := $(foreach l,bpf yaml jansson seccomp elf z,$(call cli_archive,$(l)))
+CLI_STATIC := $(patsubst lib%.a,%,$(notdir $(CLI_ARCHIVES)))
+# warden is relinked when one of those archives changes (a security update
+# of libseccomp, a new archive found first): their identities (path, inode,
+# size, mtime, ctime) are kept in CLI_STAMP, rewritten when they differ.
+# Not their mtimes alone: dpkg installs a file with the mtime it has in
+# the package (libseccomp.a here: 2024-05-25, installed 2026-12-02), so
+# an update can be older than a warden linked against its predecessor;
+# its inode and ctime are new.
+CLI_ARCHIVES_ID := $(if $(CLI_ARCHIVES),$(shell stat -L -c '%n:%i:%s:%Y:%Z' $(CLI_ARCHIVES)))
+CLI_STAMP := $(BUILD)/cli-archives.id
+ifneq ($(strip $(file <$(CLI_STAMP))),$(strip $(CLI_ARCHIVES_ID)))
+.PHONY: $(CLI_STAMP)
+endif
+$(CLI_STAMP):
+	@mkdir -p $(@D)
+	$(Q)printf '%s\n' '$(CLI_ARCHIVES_ID)' >$@
 CLI_STATIC_LIBS := -Wl,-Bstatic $(addprefix -l,$(CLI_STATIC)) -Wl,-Bdynamic
 CLI_LDLIBS = $(if $(CLI_STATIC),$(CLI_STATIC_LIBS)) \
 	     $(filter-out -lcurl -lnftables -lcrypto -lsqlite3 $(addprefix -l,$(CLI_STATIC)),$(LDLIBS))
@@ -118,9 +143,9 @@ $(LIBWARDEN_CLI): $(CLI_LIB_OBJS)
 	$(Q)ar rcs $@ $^
 
 # --whole-archive: CLI verbs and self-registering tables live in the library
-$(BUILD)/warden: $(CLI_OBJS) $(LIBWARDEN_CLI)
+$(BUILD)/warden: $(CLI_OBJS) $(LIBWARDEN_CLI) $(CLI_STAMP)
 	$(if $(Q),@echo "  LD      $@")
-	$(Q)$(CC) $(CFLAGS) -o $@ $(CLI_OBJS) -Wl,--whole-archive $(LIBWARDEN_CLI) -Wl,--no-whole-archive $(CLI_LDLIBS)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJS) -Wl,--whole-archive $(LIBWARDEN_CLI) -Wl,--no-whole-archive $(CLI_LDLIBS)
 
 $(BUILD)/wardend: $(D_OBJS) $(LIBWARDEN)
 	$(if $(Q),@echo "  LD      $@")
