@@ -158,28 +158,76 @@ static int links_empty(void)
 	}
 }
 
-/* The pin's directory: a directory (not a symlink to one) that only root
- * can write, or anyone could put their own file or mount in its place (a
- * mount needs root, a rename of the directory does not): 0, -EPERM, or
- * -errno. */
-static int dir_ok(const char *pin)
+/* One directory on the pin's path, opened (O_PATH) by the walk below:
+ * root's, and not writable by group or others -- or, above the pin's own
+ * directory, writable but sticky (as /tmp): there nobody but root can
+ * rename or remove an entry that is root's. Anything else lets a user put
+ * a directory, a file or a symlink of their own in the path's place (a
+ * mount needs root, a rename does not). */
+static bool dir_trusted(int fd, bool parent)
 {
-	char dir[4096];
-	if (wd_strlcpy(dir, pin, sizeof(dir)) < 0)
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != 0)
+		return false;
+	if (!(st.st_mode & 022))
+		return true;
+	return !parent && (st.st_mode & S_ISVTX);
+}
+
+/* Every directory from / down to the pin's, walked one component at a
+ * time without following a symlink (O_PATH | O_NOFOLLOW opens a symlink
+ * as itself: refused), each judged by dir_trusted. 0; -ENOENT when a
+ * component is missing below trusted ones (the caller may make it);
+ * -EPERM with what[] saying what and where; -EINVAL for a path that is
+ * not absolute and plain ("." or ".." components, "//"); or -errno. Only
+ * at a (re)judge, never per call (pin_main). */
+static int dir_ok(const char *pin, char *what, size_t nwhat)
+{
+	char path[4096];
+	if (wd_strlcpy(path, pin, sizeof(path)) < 0)
 		return -ENAMETOOLONG;
-	char *slash = strrchr(dir, '/');
-	if (!slash || !slash[1])
+	char *last = strrchr(path, '/');
+	if (path[0] != '/' || !last[1])
 		return -EINVAL;
-	if (slash == dir)
-		slash[1] = 0; /* "/" */
-	else
-		*slash = 0;
-	struct stat ds;
-	if (lstat(dir, &ds) < 0)
+	*last = 0; /* path: the pin's directory, "" for / */
+	cleanup_close int fd =
+	    open("/", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
 		return -errno;
-	return S_ISDIR(ds.st_mode) && ds.st_uid == 0 && !(ds.st_mode & 022)
-		   ? 0
-		   : -EPERM;
+	/* fd is the directory path[0, c) */
+	for (char *c = path;;) {
+		bool parent = *c == 0;
+		if (!dir_trusted(fd, parent)) {
+			*c = 0;
+			snprintf(what, nwhat,
+				 "a directory that is not root's alone ('%s')",
+				 path[0] ? path : "/");
+			return -EPERM;
+		}
+		if (parent)
+			return 0;
+		char *name = c + 1, *end = strchr(name, '/');
+		if (end)
+			*end = 0;
+		if (!*name || !strcmp(name, ".") || !strcmp(name, ".."))
+			return -EINVAL;
+		int n = openat(fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (n < 0)
+			return -errno;
+		close(fd);
+		fd = n;
+		struct stat st;
+		if (fstat(fd, &st) < 0)
+			return -errno;
+		if (S_ISLNK(st.st_mode)) {
+			snprintf(what, nwhat, "a symlink on its path ('%s')",
+				 path);
+			return -EPERM;
+		}
+		if (end)
+			*end = '/';
+		c = end ? end : name + strlen(name);
+	}
 }
 
 /* What is at the pin, opened and judged on the calling thread (which it
@@ -276,6 +324,10 @@ static int pin_make(const char *pin, const char **step)
 	return steal_fd(&fd);
 }
 
+/* What dir_ok found wrong, for pin_what: pin_main runs on one thread at a
+ * time (shared_job), its caller reads this after the join */
+static char pin_bad[4200];
+
 /* The shared namespace's thread: the pinned one (checked), else a new
  * pin, else a private namespace. On its own thread: pin_open setns'es. */
 static void *pin_main(void *arg)
@@ -287,21 +339,20 @@ static void *pin_main(void *arg)
 	k->pinned = false;
 	k->pin_err = 0;
 	k->pin_what = "";
-	int r = dir_ok(pin);
+	int r = dir_ok(pin, pin_bad, sizeof(pin_bad));
 	if (r < 0) {
-		/* the directory is made once, as the runtime dir is */
+		/* the directory is made once, as the runtime dir is (under
+		 * trusted ones only: dir_ok's -ENOENT) */
 		char dir[4096];
 		if (r == -ENOENT && wd_strlcpy(dir, pin, sizeof(dir)) == 0 &&
 		    strrchr(dir, '/') && strrchr(dir, '/') != dir) {
 			*strrchr(dir, '/') = 0;
 			if (wd_mkdir_p(dir, 0711) == 0)
-				r = dir_ok(pin);
+				r = dir_ok(pin, pin_bad, sizeof(pin_bad));
 		}
 		if (r < 0) {
 			k->pin_err = r;
-			k->pin_what = r == -EPERM ? "a directory that is not "
-						    "root's alone"
-						  : "its directory";
+			k->pin_what = r == -EPERM ? pin_bad : "its directory";
 			goto private;
 		}
 	}

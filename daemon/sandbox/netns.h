@@ -33,8 +33,12 @@
  *    is keyed by boot for free: after a reboot (with /run on tmpfs) the
  *    path is gone, or, elsewhere, an empty plain file, and a new one is
  *    made.
- *  - Trust, failing closed: the pin's directory is a directory only root
- *    can write (else the pin is not used at all); what is opened there
+ *  - Trust, failing closed: every directory on the pin's path, / down
+ *    to its own, is root's and not writable by group or others (above
+ *    its own, sticky ones of root's such as /tmp are fine), and none is
+ *    a symlink (walked with O_PATH | O_NOFOLLOW): else the pin is not
+ *    used at all, nor made (tests/integration/exec_netns.sh
+ *    pin-ancestor-*); what is opened there
  *    is used only if it is a network namespace (NS_GET_NSTYPE), owned by
  *    our own user namespace (NS_GET_USERNS: in another one its owner
  *    could add links whenever it likes) and empty: one RTM_GETLINK dump
