@@ -400,8 +400,31 @@ pinned:
 }
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+/* The shared namespace: its fd number never changes once set (a new
+ * namespace is dup3'ed onto it), so a call that read it before a re-judge
+ * joins the old one or the new one, both judged, never a closed or reused
+ * fd. */
 static int shared_fd = -1;
 static struct wd_netns_job shared_job; /* while .running: being made */
+/* shared_fd is the pinned one: the pin's identity when judged (an nsfs
+ * file's st_dev/st_ino, as lstat of the mount point shows it) */
+static bool shared_pinned;
+static dev_t pin_dev;
+static ino_t pin_ino;
+
+/* Under mu: the pin no longer shows the namespace we judged there
+ * (replaced, unmounted, removed: by root, or what held it went away).
+ * One lstat (~1 us) per call; the RTM_GETLINK dump only on a change.
+ * What the kernel lets change inside the same namespace (root bringing
+ * lo up) is root's restraint, as netns.h says. */
+static bool pin_moved(void)
+{
+	struct stat st;
+	if (!shared_pinned)
+		return false;
+	return lstat(wd_netns_pin_path(), &st) < 0 || st.st_dev != pin_dev ||
+	       st.st_ino != pin_ino;
+}
 
 void wd_netns_empty_begin(void)
 {
@@ -411,34 +434,62 @@ void wd_netns_empty_begin(void)
 	pthread_mutex_unlock(&mu);
 }
 
+/* Under mu: joins shared_job and takes its namespace as the shared one
+ * (the first, or one judged again); logs what it found. The shared fd,
+ * or -errno with err (the old one stays when a re-judge made none). */
+static int shared_take(struct wd_err *err)
+{
+	bool again = shared_fd >= 0;
+	int fd = wd_netns_end(&shared_job, err);
+	/* logged here: what a call finds at the pin is root's doing or a
+	 * failure root should see */
+	int pe = shared_job.pin_err;
+	/* found: what was there says it all; else what failed */
+	bool found = pe == -EPERM || pe == -ENOTEMPTY;
+	if (pe)
+		wd_warn("netns pin '%s': %s%s%s%s; %s", wd_netns_pin_path(),
+			found ? "found " : "", shared_job.pin_what,
+			found ? "" : ": ", found ? "" : strerror(-pe),
+			!shared_job.pinned ? "a private empty namespace "
+					     "instead"
+			: fd >= 0	   ? "replaced by a new one"
+					   : "");
+	if (fd < 0)
+		return again ? shared_fd : fd;
+	struct stat st;
+	bool pinned = shared_job.pinned && fstat(fd, &st) == 0;
+	if (again) {
+		if (dup3(fd, shared_fd, O_CLOEXEC) < 0) {
+			int e = -errno;
+			close(fd);
+			wd_warn("netns pin '%s': cannot take the namespace "
+				"judged again: %s; the one judged before kept",
+				wd_netns_pin_path(), strerror(-e));
+			return shared_fd;
+		}
+		close(fd);
+	} else {
+		shared_fd = fd;
+	}
+	shared_pinned = pinned;
+	if (pinned) {
+		pin_dev = st.st_dev;
+		pin_ino = st.st_ino;
+	}
+	return shared_fd;
+}
+
 int wd_netns_empty_fd(struct wd_err *err)
 {
 	pthread_mutex_lock(&mu);
-	if (shared_fd < 0) {
-		if (!shared_job.running)
-			job_start(&shared_job, pin_main);
-		int fd = wd_netns_end(&shared_job, err);
-		/* logged here, once per process: what a call finds at the
-		 * pin is root's doing or a failure root should see */
-		int pe = shared_job.pin_err;
-		/* found: what was there says it all; else what failed */
-		bool found = pe == -EPERM || pe == -ENOTEMPTY;
-		if (pe)
-			wd_warn(
-			    "netns pin '%s': %s%s%s%s; %s", wd_netns_pin_path(),
-			    found ? "found " : "", shared_job.pin_what,
-			    found ? "" : ": ", found ? "" : strerror(-pe),
-			    !shared_job.pinned ? "a private empty namespace "
-						 "instead"
-			    : fd >= 0	       ? "replaced by a new one"
-					       : "");
-		if (fd < 0) {
-			pthread_mutex_unlock(&mu);
-			return fd;
-		}
-		shared_fd = fd;
-	}
-	int r = shared_fd;
+	bool moved = shared_fd >= 0 && !shared_job.running && pin_moved();
+	if (moved)
+		wd_warn("netns pin '%s': no longer the namespace judged there "
+			"(net:[%lu]): judged again",
+			wd_netns_pin_path(), (unsigned long)pin_ino);
+	if ((shared_fd < 0 || moved) && !shared_job.running)
+		job_start(&shared_job, pin_main);
+	int r = shared_job.running ? shared_take(err) : shared_fd;
 	pthread_mutex_unlock(&mu);
 	return r;
 }

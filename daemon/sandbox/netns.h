@@ -50,6 +50,14 @@
  *    empty one is reported and replaced, never joined. What holds it
  *    empty after we looked is root's restraint (the same holds for a
  *    namespace only wardend's fd holds: /proc/PID/fd reaches it).
+ *  - A running process follows the pin: every call lstat()s it (~1.4 us
+ *    of thread CPU, tests/integration/daemon_netns_repin.sh) and
+ *    compares what is mounted there (st_dev/st_ino) with the namespace
+ *    it judged; when root replaced it, unmounted it, or what held it
+ *    went away, the pin is judged again as at first (joined, replaced,
+ *    or made) and the new namespace dup3()'ed onto the held fd, whose
+ *    number never changes: a call that read it just before joins the
+ *    old one, also judged. A process on a private namespace stays on it.
  *  - Races: the pin is made and replaced under a flock of "PIN.lock"
  *    (rename cannot move a mountpoint, so it is done in place): every
  *    layer mounted there is unmounted, a plain file left, and a new
@@ -98,8 +106,9 @@ const char *wd_netns_pin_path(void);
 void wd_netns_empty_begin(void);
 /* An fd of the shared namespace (owned by the process: never close it):
  * the pinned one, checked, or made and pinned; a private one where it
- * cannot be pinned. Opened on first use; thread-safe. -errno with a message
- * when it cannot be made (later calls retry). */
+ * cannot be pinned. Opened on first use, judged again when the pin no
+ * longer shows it (above); thread-safe. -errno with a message when it
+ * cannot be made (later calls retry). */
 int wd_netns_empty_fd(struct wd_err *err);
 
 #endif
