@@ -440,7 +440,8 @@ void wd_netns_empty_begin(void)
 static int shared_take(struct wd_err *err)
 {
 	bool again = shared_fd >= 0;
-	int fd = wd_netns_end(&shared_job, err);
+	struct wd_err le = {0};
+	int fd = wd_netns_end(&shared_job, again ? &le : err);
 	/* logged here: what a call finds at the pin is root's doing or a
 	 * failure root should see */
 	int pe = shared_job.pin_err;
@@ -454,6 +455,9 @@ static int shared_take(struct wd_err *err)
 					     "instead"
 			: fd >= 0	   ? "replaced by a new one"
 					   : "");
+	if (fd < 0 && again)
+		wd_warn("netns pin '%s': %s; the namespace judged before kept",
+			wd_netns_pin_path(), le.msg);
 	if (fd < 0)
 		return again ? shared_fd : fd;
 	struct stat st;
