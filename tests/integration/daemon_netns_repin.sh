@@ -11,6 +11,7 @@
 # after each change printed that one (repin/* fail there).
 . tests/lib.sh
 . tests/integration/daemon_lib/common.sh
+. tests/integration/daemon_lib/netns.sh
 [ "$(id -u)" -eq 0 ] || { skip daemon-netns-repin "needs root"; finish; }
 
 # every mount under $T (the test's pins), then the daemon test's cleanup
@@ -27,23 +28,8 @@ mkdir -m 755 "$T/pd"
 P=$T/pd/pin
 export WARDEN_NETNS_PIN=$P
 
-base_policy
-tool nsread '["/usr/bin/readlink", "/proc/self/ns/net"]' "input: stdin" \
-	"args_schema: {type: object, required: [n], additionalProperties: false, properties: {n: {type: string}}}" \
-	"auth: {mode: on_behalf_of_user, scopes: [\"test:echo\"]}" "side_effects: none"
-sed -i 's|read: \[|read: ["/proc", |' "$POL/tools/nsread.yaml"
-script nsrun <<'S'
-{"step": 0, "tool_calls": [{"name": "nsread", "arguments": {"n": "x"}}]}
-{"after": "nsread", "text": "ns=[{{result.stdout}}]"}
-{"text": "other: {{last}}"}
-S
-agent nsrun nsrun '[nsread]'
-write_gateway
+netns_policy
 start_daemon || { fail daemon-netns-repin-start "see log"; finish; }
-ns_of_run() {
-	setpriv --reuid 1000 --regid 1000 --clear-groups --no-new-privs "$WARDEN" run --json nsrun go 2>&1 |
-		grep '"type":"run_end"' | grep -o 'ns=\[net:\[[0-9]*\]' | sed 's/^ns=\[//'
-}
 pin_ns() { awk -v p="$1" '$5 == p' /proc/self/mountinfo | grep -q ' - nsfs ' && echo "net:[$(stat -L -c %i "$1")]"; }
 empty_at() { [ "$(nsenter --net="$1" ip -o link show | wc -l)" = 1 ] &&
 	! nsenter --net="$1" ip -o link show | grep -q 'state UP\|<[^>]*,UP'; }
