@@ -811,7 +811,8 @@ static void usage(FILE *out)
 	    "runsc) and print, for every manifest constraint and tier, the\n"
 	    "mechanism that enforces it on this node or why it cannot.\n\n"
 	    "  --json   one JSON object: kernel, features, cgroup, runsc,\n"
-	    "           mechanisms, constraints[], audit{}\n");
+	    "           mechanisms, constraints[], audit{}, model_routes,\n"
+	    "           fleet, uids{dir, lost, first_lost, fix}\n");
 }
 
 static int verb_status(int argc, char **argv)
@@ -852,6 +853,7 @@ static int verb_status(int argc, char **argv)
 		json_t *fl = wd_status_fleet(why, sizeof(why));
 		json_object_set_new(o, "fleet",
 				    fl ? fl : json_pack("{s:s}", "none", why));
+		json_object_set_new(o, "uids", wd_status_uids());
 		char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 		if (!s) {
 			json_decref(o);
@@ -866,6 +868,7 @@ static int verb_status(int argc, char **argv)
 		wd_status_text_report(&r);
 		wd_status_model_routes_text();
 		wd_status_fleet_text();
+		wd_status_uids_text();
 	}
 	report_free(&r);
 	return WD_EXIT_OK;

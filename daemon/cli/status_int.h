@@ -67,6 +67,10 @@ void wd_status_model_routes_text(void);
  * "fleet", or NULL with why (not in a fleet, daemon not reachable). */
 json_t *wd_status_fleet(char *why, size_t n);
 void wd_status_fleet_text(void);
+/* The per-call uids warden no longer reuses (status_uids.c): a new
+ * object {dir, lost, first_lost?, fix?} or {dir, error}. */
+json_t *wd_status_uids(void);
+void wd_status_uids_text(void);
 /* Print t as the report's text: words wrapped at 78 columns, indented 2,
  * continuation lines 4 (status_routes.c). */
 void wd_status_wrap(const char *t);

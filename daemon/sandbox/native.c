@@ -107,7 +107,10 @@ struct teardown {
 	int tier;
 	char calldir[256];
 	int ownerfd; /* held until the call directory is gone */
-	int mntns;   /* tier 2's mount namespace, or -1 */
+	/* the call's mount namespace (tier 2's root, tier 1's scratch
+	 * tmpfs), held when its first process was cloned on our memory
+	 * (native_child.c hold_mntns); else -1 */
+	int mntns;
 	const struct wd_cgroup_layout *lay;
 };
 

@@ -119,9 +119,11 @@ struct launch {
 	 * other calls of the manifest: read-only; see sandbox/plancache.h) */
 	struct wd_mount_plan *mplan;
 	void *mplan_ref;
-	/* tier 2: the call's mount namespace, held from G1's birth so that
-	 * its teardown (unmounting every bind, an RCU wait) happens when
-	 * the reaper closes this, not in G1's exit; -1 if not held */
+	/* the call's mount namespace (tier 2's new root, tier 1's scratch
+	 * tmpfs), held from its first process's birth (G1's, or T's once
+	 * it has exec'd) so that its teardown (unmounting, an RCU wait)
+	 * happens when the reaper closes this, not in the tool's exit; -1
+	 * if not held (the fork fallback, or both ways of holding failed) */
 	int mntns;
 };
 

@@ -158,28 +158,76 @@ static int links_empty(void)
 	}
 }
 
-/* The pin's directory: a directory (not a symlink to one) that only root
- * can write, or anyone could put their own file or mount in its place (a
- * mount needs root, a rename of the directory does not): 0, -EPERM, or
- * -errno. */
-static int dir_ok(const char *pin)
+/* One directory on the pin's path, opened (O_PATH) by the walk below:
+ * root's, and not writable by group or others -- or, above the pin's own
+ * directory, writable but sticky (as /tmp): there nobody but root can
+ * rename or remove an entry that is root's. Anything else lets a user put
+ * a directory, a file or a symlink of their own in the path's place (a
+ * mount needs root, a rename does not). */
+static bool dir_trusted(int fd, bool parent)
 {
-	char dir[4096];
-	if (wd_strlcpy(dir, pin, sizeof(dir)) < 0)
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != 0)
+		return false;
+	if (!(st.st_mode & 022))
+		return true;
+	return !parent && (st.st_mode & S_ISVTX);
+}
+
+/* Every directory from / down to the pin's, walked one component at a
+ * time without following a symlink (O_PATH | O_NOFOLLOW opens a symlink
+ * as itself: refused), each judged by dir_trusted. 0; -ENOENT when a
+ * component is missing below trusted ones (the caller may make it);
+ * -EPERM with what[] saying what and where; -EINVAL for a path that is
+ * not absolute and plain ("." or ".." components, "//"); or -errno. Only
+ * at a (re)judge, never per call (pin_main). */
+static int dir_ok(const char *pin, char *what, size_t nwhat)
+{
+	char path[4096];
+	if (wd_strlcpy(path, pin, sizeof(path)) < 0)
 		return -ENAMETOOLONG;
-	char *slash = strrchr(dir, '/');
-	if (!slash || !slash[1])
+	char *last = strrchr(path, '/');
+	if (path[0] != '/' || !last[1])
 		return -EINVAL;
-	if (slash == dir)
-		slash[1] = 0; /* "/" */
-	else
-		*slash = 0;
-	struct stat ds;
-	if (lstat(dir, &ds) < 0)
+	*last = 0; /* path: the pin's directory, "" for / */
+	cleanup_close int fd =
+	    open("/", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
 		return -errno;
-	return S_ISDIR(ds.st_mode) && ds.st_uid == 0 && !(ds.st_mode & 022)
-		   ? 0
-		   : -EPERM;
+	/* fd is the directory path[0, c) */
+	for (char *c = path;;) {
+		bool parent = *c == 0;
+		if (!dir_trusted(fd, parent)) {
+			*c = 0;
+			snprintf(what, nwhat,
+				 "a directory that is not root's alone ('%s')",
+				 path[0] ? path : "/");
+			return -EPERM;
+		}
+		if (parent)
+			return 0;
+		char *name = c + 1, *end = strchr(name, '/');
+		if (end)
+			*end = 0;
+		if (!*name || !strcmp(name, ".") || !strcmp(name, ".."))
+			return -EINVAL;
+		int n = openat(fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (n < 0)
+			return -errno;
+		close(fd);
+		fd = n;
+		struct stat st;
+		if (fstat(fd, &st) < 0)
+			return -errno;
+		if (S_ISLNK(st.st_mode)) {
+			snprintf(what, nwhat, "a symlink on its path ('%s')",
+				 path);
+			return -EPERM;
+		}
+		if (end)
+			*end = '/';
+		c = end ? end : name + strlen(name);
+	}
 }
 
 /* What is at the pin, opened and judged on the calling thread (which it
@@ -276,6 +324,10 @@ static int pin_make(const char *pin, const char **step)
 	return steal_fd(&fd);
 }
 
+/* What dir_ok found wrong, for pin_what: pin_main runs on one thread at a
+ * time (shared_job), its caller reads this after the join */
+static char pin_bad[4200];
+
 /* The shared namespace's thread: the pinned one (checked), else a new
  * pin, else a private namespace. On its own thread: pin_open setns'es. */
 static void *pin_main(void *arg)
@@ -287,21 +339,20 @@ static void *pin_main(void *arg)
 	k->pinned = false;
 	k->pin_err = 0;
 	k->pin_what = "";
-	int r = dir_ok(pin);
+	int r = dir_ok(pin, pin_bad, sizeof(pin_bad));
 	if (r < 0) {
-		/* the directory is made once, as the runtime dir is */
+		/* the directory is made once, as the runtime dir is (under
+		 * trusted ones only: dir_ok's -ENOENT) */
 		char dir[4096];
 		if (r == -ENOENT && wd_strlcpy(dir, pin, sizeof(dir)) == 0 &&
 		    strrchr(dir, '/') && strrchr(dir, '/') != dir) {
 			*strrchr(dir, '/') = 0;
 			if (wd_mkdir_p(dir, 0711) == 0)
-				r = dir_ok(pin);
+				r = dir_ok(pin, pin_bad, sizeof(pin_bad));
 		}
 		if (r < 0) {
 			k->pin_err = r;
-			k->pin_what = r == -EPERM ? "a directory that is not "
-						    "root's alone"
-						  : "its directory";
+			k->pin_what = r == -EPERM ? pin_bad : "its directory";
 			goto private;
 		}
 	}
@@ -349,8 +400,31 @@ pinned:
 }
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+/* The shared namespace: its fd number never changes once set (a new
+ * namespace is dup3'ed onto it), so a call that read it before a re-judge
+ * joins the old one or the new one, both judged, never a closed or reused
+ * fd. */
 static int shared_fd = -1;
 static struct wd_netns_job shared_job; /* while .running: being made */
+/* shared_fd is the pinned one: the pin's identity when judged (an nsfs
+ * file's st_dev/st_ino, as lstat of the mount point shows it) */
+static bool shared_pinned;
+static dev_t pin_dev;
+static ino_t pin_ino;
+
+/* Under mu: the pin no longer shows the namespace we judged there
+ * (replaced, unmounted, removed: by root, or what held it went away).
+ * One lstat (~1 us) per call; the RTM_GETLINK dump only on a change.
+ * What the kernel lets change inside the same namespace (root bringing
+ * lo up) is root's restraint, as netns.h says. */
+static bool pin_moved(void)
+{
+	struct stat st;
+	if (!shared_pinned)
+		return false;
+	return lstat(wd_netns_pin_path(), &st) < 0 || st.st_dev != pin_dev ||
+	       st.st_ino != pin_ino;
+}
 
 void wd_netns_empty_begin(void)
 {
@@ -360,34 +434,66 @@ void wd_netns_empty_begin(void)
 	pthread_mutex_unlock(&mu);
 }
 
+/* Under mu: joins shared_job and takes its namespace as the shared one
+ * (the first, or one judged again); logs what it found. The shared fd,
+ * or -errno with err (the old one stays when a re-judge made none). */
+static int shared_take(struct wd_err *err)
+{
+	bool again = shared_fd >= 0;
+	struct wd_err le = {0};
+	int fd = wd_netns_end(&shared_job, again ? &le : err);
+	/* logged here: what a call finds at the pin is root's doing or a
+	 * failure root should see */
+	int pe = shared_job.pin_err;
+	/* found: what was there says it all; else what failed */
+	bool found = pe == -EPERM || pe == -ENOTEMPTY;
+	if (pe)
+		wd_warn("netns pin '%s': %s%s%s%s; %s", wd_netns_pin_path(),
+			found ? "found " : "", shared_job.pin_what,
+			found ? "" : ": ", found ? "" : strerror(-pe),
+			!shared_job.pinned ? "a private empty namespace "
+					     "instead"
+			: fd >= 0	   ? "replaced by a new one"
+					   : "");
+	if (fd < 0 && again)
+		wd_warn("netns pin '%s': %s; the namespace judged before kept",
+			wd_netns_pin_path(), le.msg);
+	if (fd < 0)
+		return again ? shared_fd : fd;
+	struct stat st;
+	bool pinned = shared_job.pinned && fstat(fd, &st) == 0;
+	if (again) {
+		if (dup3(fd, shared_fd, O_CLOEXEC) < 0) {
+			int e = -errno;
+			close(fd);
+			wd_warn("netns pin '%s': cannot take the namespace "
+				"judged again: %s; the one judged before kept",
+				wd_netns_pin_path(), strerror(-e));
+			return shared_fd;
+		}
+		close(fd);
+	} else {
+		shared_fd = fd;
+	}
+	shared_pinned = pinned;
+	if (pinned) {
+		pin_dev = st.st_dev;
+		pin_ino = st.st_ino;
+	}
+	return shared_fd;
+}
+
 int wd_netns_empty_fd(struct wd_err *err)
 {
 	pthread_mutex_lock(&mu);
-	if (shared_fd < 0) {
-		if (!shared_job.running)
-			job_start(&shared_job, pin_main);
-		int fd = wd_netns_end(&shared_job, err);
-		/* logged here, once per process: what a call finds at the
-		 * pin is root's doing or a failure root should see */
-		int pe = shared_job.pin_err;
-		/* found: what was there says it all; else what failed */
-		bool found = pe == -EPERM || pe == -ENOTEMPTY;
-		if (pe)
-			wd_warn(
-			    "netns pin '%s': %s%s%s%s; %s", wd_netns_pin_path(),
-			    found ? "found " : "", shared_job.pin_what,
-			    found ? "" : ": ", found ? "" : strerror(-pe),
-			    !shared_job.pinned ? "a private empty namespace "
-						 "instead"
-			    : fd >= 0	       ? "replaced by a new one"
-					       : "");
-		if (fd < 0) {
-			pthread_mutex_unlock(&mu);
-			return fd;
-		}
-		shared_fd = fd;
-	}
-	int r = shared_fd;
+	bool moved = shared_fd >= 0 && !shared_job.running && pin_moved();
+	if (moved)
+		wd_warn("netns pin '%s': no longer the namespace judged there "
+			"(net:[%lu]): judged again",
+			wd_netns_pin_path(), (unsigned long)pin_ino);
+	if ((shared_fd < 0 || moved) && !shared_job.running)
+		job_start(&shared_job, pin_main);
+	int r = shared_job.running ? shared_take(err) : shared_fd;
 	pthread_mutex_unlock(&mu);
 	return r;
 }

@@ -33,8 +33,12 @@
  *    is keyed by boot for free: after a reboot (with /run on tmpfs) the
  *    path is gone, or, elsewhere, an empty plain file, and a new one is
  *    made.
- *  - Trust, failing closed: the pin's directory is a directory only root
- *    can write (else the pin is not used at all); what is opened there
+ *  - Trust, failing closed: every directory on the pin's path, / down
+ *    to its own, is root's and not writable by group or others (above
+ *    its own, sticky ones of root's such as /tmp are fine), and none is
+ *    a symlink (walked with O_PATH | O_NOFOLLOW): else the pin is not
+ *    used at all, nor made (tests/integration/exec_netns.sh
+ *    pin-ancestor-*); what is opened there
  *    is used only if it is a network namespace (NS_GET_NSTYPE), owned by
  *    our own user namespace (NS_GET_USERNS: in another one its owner
  *    could add links whenever it likes) and empty: one RTM_GETLINK dump
@@ -46,6 +50,14 @@
  *    empty one is reported and replaced, never joined. What holds it
  *    empty after we looked is root's restraint (the same holds for a
  *    namespace only wardend's fd holds: /proc/PID/fd reaches it).
+ *  - A running process follows the pin: every call lstat()s it (~1.4 us
+ *    of thread CPU, tests/integration/daemon_netns_repin.sh) and
+ *    compares what is mounted there (st_dev/st_ino) with the namespace
+ *    it judged; when root replaced it, unmounted it, or what held it
+ *    went away, the pin is judged again as at first (joined, replaced,
+ *    or made) and the new namespace dup3()'ed onto the held fd, whose
+ *    number never changes: a call that read it just before joins the
+ *    old one, also judged. A process on a private namespace stays on it.
  *  - Races: the pin is made and replaced under a flock of "PIN.lock"
  *    (rename cannot move a mountpoint, so it is done in place): every
  *    layer mounted there is unmounted, a plain file left, and a new
@@ -94,8 +106,9 @@ const char *wd_netns_pin_path(void);
 void wd_netns_empty_begin(void);
 /* An fd of the shared namespace (owned by the process: never close it):
  * the pinned one, checked, or made and pinned; a private one where it
- * cannot be pinned. Opened on first use; thread-safe. -errno with a message
- * when it cannot be made (later calls retry). */
+ * cannot be pinned. Opened on first use, judged again when the pin no
+ * longer shows it (above); thread-safe. -errno with a message when it
+ * cannot be made (later calls retry). */
 int wd_netns_empty_fd(struct wd_err *err);
 
 #endif

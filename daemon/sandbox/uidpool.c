@@ -10,6 +10,7 @@
 #include <pwd.h>
 #include <stdio.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -20,12 +21,18 @@ static bool g_range_set;
 
 /* A record's whole text while warden has never used its uid (rec_open) */
 #define REC_FRESH "fresh\n"
-/* A line appended to a record that a recover found a write path of gone
+/* The first line of a record that a recover found a write path of gone
  * (moved or removed: what it held cannot be found, the uid is never
  * reused), after it killed the uid's processes: later acquires walking
  * over the uid refuse it at once, without another walk of /proc (~1 ms
  * each; a one-shot `warden exec` starts among the first uids, where such
- * records stay for good). An older warden skips the line. */
+ * records stay for good). Below it, the record keeps the lost paths (for
+ * the operator: `warden status` counts such uids, wd_uid_lost_count) and
+ * those whose settling has not succeeded yet: every recover that walks
+ * over the uid settles these again, and drops each that is done, so a
+ * lost path never stops the cleanup of the others. Builds before this one
+ * appended the line at the end instead (still read as lost); an older
+ * warden skips the line. */
 #define REC_LOST "lost\n"
 
 /* An account or group of the node's user database (NSS: /etc/passwd,
@@ -179,10 +186,15 @@ int wd_uid_range_get(struct wd_uid_range *r, struct wd_err *err)
  * so that a call killed mid-way before one still has its files settled by
  * the next taker of its uid; under /run they would be forgotten, and that
  * taker would own them. */
-int wd_uid_dir(char *out, size_t n)
+void wd_uid_dir_name(char *out, size_t n)
 {
 	const char *d = getenv("WARDEN_UID_DIR");
 	snprintf(out, n, "%s", d && *d ? d : "/var/lib/warden/uids");
+}
+
+int wd_uid_dir(char *out, size_t n)
+{
+	wd_uid_dir_name(out, n);
 	if (mkdir(out, 0700) == 0 || errno == EEXIST)
 		return 0;
 	return wd_mkdir_p(out, 0700);
@@ -219,9 +231,34 @@ static int settle_path(int fd, uid_t uid, gid_t gid, uid_t owner, gid_t group)
 	return -EAGAIN;
 }
 
+static bool rec_is_lost(const char *buf)
+{
+	return !strncmp(buf, REC_LOST, strlen(REC_LOST)) ||
+	       strstr(buf, "\n" REC_LOST);
+}
+
+/* A lost uid's record, rewritten in place to REC_LOST and the path lines
+ * still pending (no longer than before: a record before had a "call" or
+ * REC_LOST line and these lines). The REC_LOST line is the first written
+ * and a crash before the truncation leaves whole lines of the old record
+ * after it at worst: the record says lost whatever happens, never "clean"
+ * (an empty record). 0 or -errno. */
+static int rec_write_lost(int fd, const char *pending, size_t n)
+{
+	struct wd_buf b = {0};
+	wd_buf_printf(&b, "%s%.*s", REC_LOST, (int)n, pending);
+	int r = 0;
+	if (pwrite(fd, b.data, b.len, 0) != (ssize_t)b.len ||
+	    ftruncate(fd, (off_t)b.len) < 0 || fdatasync(fd) < 0)
+		r = -errno;
+	wd_buf_free(&b);
+	return r;
+}
+
 /* Nothing of uid may remain: the work of a release, from the record of a
  * lease whose owner died (a crashed `warden exec`, a daemon killed with
- * -9). 0 when the uid is clean (record emptied), else -errno. */
+ * -9). 0 when the uid is clean (record emptied), else -errno: -ESTALE for
+ * a lost uid (REC_LOST), whose other paths are still settled here. */
 static int recover(int lockfd, uid_t uid, const struct wd_uid_range *rg,
 		   const char *rec_path)
 {
@@ -239,8 +276,11 @@ static int recover(int lockfd, uid_t uid, const struct wd_uid_range *rg,
 		return -errno;
 	}
 	buf[n] = 0;
+	char *orig = wd_strdup(buf); /* buf is cut into lines below */
 	int rc = 0;
-	bool lost = false;
+	bool was_lost = rec_is_lost(buf), lost = was_lost;
+	/* the path lines not done yet: lost, or not settled */
+	struct wd_buf pending = {0};
 	if (!strcmp(buf, REC_FRESH)) {
 		/* never used by warden here: not ours to clean, and taken
 		 * only if nothing of it runs (a uid of the range someone
@@ -252,13 +292,10 @@ static int recover(int lockfd, uid_t uid, const struct wd_uid_range *rg,
 				(unsigned)uid, rec_path);
 		goto out;
 	}
-	if (!strncmp(buf, REC_LOST, strlen(REC_LOST)) ||
-	    strstr(buf, "\n" REC_LOST)) {
-		rc = -ESTALE;
-		goto out;
-	}
-	/* its processes first: nothing may create files as we settle */
-	if (wd_uid_kill_procs(uid, 2000) > 0) {
+	/* its processes first: nothing may create files as we settle. A
+	 * lost uid's were killed when it was marked, and it never runs a
+	 * call again: not walked for again */
+	if (!was_lost && wd_uid_kill_procs(uid, 2000) > 0) {
 		wd_warn("uid %u (%s): processes outlive SIGKILL; not reused",
 			(unsigned)uid, rec_path);
 		rc = -EBUSY;
@@ -278,31 +315,89 @@ static int recover(int lockfd, uid_t uid, const struct wd_uid_range *rg,
 		if (fd < 0 || fstat(fd, &ps) < 0 || ps.st_dev != dev ||
 		    ps.st_ino != ino) {
 			/* moved or gone: what it held cannot be found */
-			wd_warn("uid %u (%s): write path '%s' is not the "
-				"one the call had; uid not reused",
-				(unsigned)uid, rec_path, p);
+			if (!was_lost)
+				wd_warn("uid %u (%s): write path '%s' is not "
+					"the one the call had; uid not reused",
+					(unsigned)uid, rec_path, p);
 			if (fd >= 0)
 				close(fd);
 			rc = -ESTALE;
 			lost = true;
+			wd_buf_printf(&pending, "%s\n", line);
 			continue;
 		}
-		int r = wd_acl_revoke(fd, uid, rg);
+		int r = wd_acl_revoke(fd, uid, rg), pr = 0;
 		if (r < 0 && r != -EOPNOTSUPP)
-			rc = r;
+			pr = r;
 		if ((r = settle_path(fd, uid, uid, ow, gr)) < 0)
-			rc = r;
+			pr = r;
 		close(fd);
+		if (pr < 0) {
+			rc = rc ? rc : pr;
+			wd_buf_printf(&pending, "%s\n", line);
+		}
+	}
+	if (lost) {
+		/* never reused; what is pending stays for the next walk */
+		const char *pd = pending.data ? pending.data : "";
+		/* unchanged (the usual walk over a lost uid): no write */
+		if (strncmp(orig, REC_LOST, strlen(REC_LOST)) ||
+		    strcmp(orig + strlen(REC_LOST), pd))
+			rec_write_lost(lockfd, pd, pending.len);
+		rc = -ESTALE;
+		goto out;
 	}
 	if (rc == 0 && wd_uid_count_sockets(uid) > 0)
 		rc = -EBUSY;
 	if (rc == 0)
 		rc = rec_write(lockfd, "", 0);
-	else if (lost)
-		rec_append(lockfd, REC_LOST);
 out:
+	wd_buf_free(&pending);
+	free(orig);
 	free(buf);
 	return rc;
+}
+
+int wd_uid_lost_count(const char *dir, uint32_t *first)
+{
+	*first = 0;
+	DIR *d = opendir(dir);
+	if (!d)
+		return -errno;
+	int n = 0;
+	for (struct dirent *e; (e = readdir(d));) {
+		char *end;
+		errno = 0;
+		unsigned long u = strtoul(e->d_name, &end, 10);
+		if (errno || *end || !e->d_name[0] || e->d_name[0] == '0' ||
+		    u > UINT32_MAX)
+			continue; /* ".new-*", ".", ".." */
+		int fd = openat(dirfd(d), e->d_name,
+				O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+		if (fd < 0)
+			continue;
+		/* the marker is the first line (or, from builds before,
+		 * the last): the whole record, as recover reads it */
+		struct stat st;
+		if (fstat(fd, &st) < 0 || st.st_size == 0 ||
+		    st.st_size > 1 << 20) {
+			close(fd);
+			continue;
+		}
+		char *buf = wd_malloc((size_t)st.st_size + 1);
+		ssize_t k = pread(fd, buf, (size_t)st.st_size, 0);
+		close(fd);
+		buf[k > 0 ? k : 0] = 0;
+		bool lost = rec_is_lost(buf);
+		free(buf);
+		if (!lost)
+			continue;
+		n++;
+		if (!*first || u < *first)
+			*first = (uint32_t)u;
+	}
+	closedir(d);
+	return n;
 }
 
 /* The record of uid, made if missing: a new one says REC_FRESH from its
@@ -505,19 +600,23 @@ void wd_uid_release(struct wd_uid_lease *l, bool procs_gone)
 		rc = -EINVAL;
 	if (!procs_gone && wd_uid_kill_procs(l->uid, 2000) > 0)
 		rc = -EBUSY;
+	/* with the range known and no process left, every path is cleaned
+	 * whatever another one's failure: one path's failure keeps the
+	 * record (the next acquire of the uid retries), not the other
+	 * paths' ACL entries */
+	bool go = rc == 0;
 	for (int i = 0; i < l->n_paths; i++) {
 		struct wd_uid_path *wp = &l->p[i];
 		int r;
 		/* the entry first: no new file of the uid from here on,
 		 * whoever might still hold a descriptor */
-		if (rc == 0 && wp->acl &&
+		if (go && wp->acl &&
 		    (r = wd_acl_revoke(wp->fd, l->uid, &rg)) < 0) {
 			wd_warn("uid %u: revoke ACL entry: %s",
 				(unsigned)l->uid, strerror(-r));
 			rc = r;
-		}
-		if (rc == 0 && (r = settle_path(wp->fd, l->uid, l->gid,
-						wp->owner, wp->group)) < 0) {
+		} else if (go && (r = settle_path(wp->fd, l->uid, l->gid,
+						  wp->owner, wp->group)) < 0) {
 			wd_warn("uid %u: settle files: %s", (unsigned)l->uid,
 				strerror(-r));
 			rc = r;

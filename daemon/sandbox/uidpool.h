@@ -137,5 +137,14 @@ int wd_uid_count_sockets(uid_t uid);
  * sandbox/settle.c), made if missing: $WARDEN_UID_DIR or
  * /var/lib/warden/uids. 0 or -errno. */
 int wd_uid_dir(char *out, size_t n);
+/* The same directory's name, not made. */
+void wd_uid_dir_name(char *out, size_t n);
+
+/* The uids whose record is lost (uidpool.c REC_LOST: a write path of a
+ * dead call's was moved or removed, so what it left there cannot be
+ * found; the uid is never reused): how many records in dir say so, the
+ * lowest such uid in *first (0 if none). -errno when dir cannot be read
+ * (-ENOENT: no call has run). */
+int wd_uid_lost_count(const char *dir, uint32_t *first);
 
 #endif

@@ -6,25 +6,11 @@
 # Without the pin, wardend made a namespace of its own that no path names.
 . tests/lib.sh
 . tests/integration/daemon_lib/common.sh
+. tests/integration/daemon_lib/netns.sh
 [ "$(id -u)" -eq 0 ] || { skip daemon-netns "needs root"; finish; }
 
-base_policy
-tool nsread '["/usr/bin/readlink", "/proc/self/ns/net"]' "input: stdin" \
-	"args_schema: {type: object, required: [n], additionalProperties: false, properties: {n: {type: string}}}" \
-	"auth: {mode: on_behalf_of_user, scopes: [\"test:echo\"]}" "side_effects: none"
-sed -i 's|read: \[|read: ["/proc", |' "$POL/tools/nsread.yaml"
-script nsrun <<'S'
-{"step": 0, "tool_calls": [{"name": "nsread", "arguments": {"n": "x"}}]}
-{"after": "nsread", "text": "ns=[{{result.stdout}}]"}
-{"text": "other: {{last}}"}
-S
-agent nsrun nsrun '[nsread]'
-write_gateway
+netns_policy
 start_daemon || { fail daemon-netns-start "see log"; finish; }
-ns_of_run() {
-	setpriv --reuid 1000 --regid 1000 --clear-groups --no-new-privs "$WARDEN" run --json nsrun go 2>&1 |
-		grep '"type":"run_end"' | grep -o 'ns=\[net:\[[0-9]*\]' | sed 's/^ns=\[//'
-}
 a=$(ns_of_run); b=$(ns_of_run)
 stop_daemon
 pin=${WARDEN_NETNS_PIN:-/run/warden/netns-empty}

@@ -164,5 +164,42 @@ if mount --bind "$T/ro" "$T/ro" && mount -o remount,bind,ro "$T/ro"; then
 else
 	skip netns/pin-readonly-private "cannot make a read-only bind mount here"
 fi
+# Every directory up to / is judged, not only the pin's (netns.c dir_ok):
+# a grandparent a non-root uid can write (it could rename the root-owned
+# directory below away and put its own in place), or a symlink anywhere
+# on the path, and the pin is not used, nor made; the call gets a private
+# empty namespace and it is reported. On the build before, only the pin's
+# own directory was looked at: pin-ancestor-* failed there.
+mkdir -m 755 "$T/ga" "$T/ga/g" "$T/ga/g/sub"
+chown 1000 "$T/ga/g"
+chmod 700 "$T/ga/g"
+export WARDEN_NETNS_PIN=$T/ga/g/sub/pin
+w=$(ns t1-none)
+[ -n "$w" ] && [ "$w" != "$host" ] && [ "$w" != "$x1" ] && ! is_mount "$T/ga/g/sub/pin" &&
+	pass netns/pin-ancestor-owner-refused || fail netns/pin-ancestor-owner-refused "call '$w' host '$host' ($(cat "$T/err"))"
+expect_match netns/pin-ancestor-owner-reported "$(cat "$T/err")" "netns pin '$T/ga/g/sub/pin': found a directory that is not root's alone \\('$T/ga/g'\\)"
+chown 0 "$T/ga/g"
+chmod 777 "$T/ga/g"
+w=$(ns t1-none)
+[ -n "$w" ] && [ "$w" != "$host" ] && [ "$w" != "$x1" ] && ! is_mount "$T/ga/g/sub/pin" &&
+	pass netns/pin-ancestor-writable-refused || fail netns/pin-ancestor-writable-refused "call '$w' host '$host' ($(cat "$T/err"))"
+expect_match netns/pin-ancestor-writable-reported "$(cat "$T/err")" "found a directory that is not root's alone \\('$T/ga/g'\\)"
+mkdir -m 755 "$T/real" "$T/real/sub"
+ln -s "$T/real" "$T/ln"
+export WARDEN_NETNS_PIN=$T/ln/sub/pin
+w=$(ns t1-none)
+[ -n "$w" ] && [ "$w" != "$host" ] && [ "$w" != "$x1" ] && ! is_mount "$T/real/sub/pin" &&
+	pass netns/pin-ancestor-symlink-refused || fail netns/pin-ancestor-symlink-refused "call '$w' host '$host' ($(cat "$T/err"))"
+expect_match netns/pin-ancestor-symlink-reported "$(cat "$T/err")" "found a symlink on its path \\('$T/ln'\\)"
+# a sticky ancestor of root's (as /tmp) is fine above the pin's directory
+chmod 1777 "$T/ga/g"
+export WARDEN_NETNS_PIN=$T/ga/g/sub/pin
+w=$(ns t1-none)
+[ -n "$w" ] && [ "$w" = "$(pin_ns "$T/ga/g/sub/pin")" ] && is_mount "$T/ga/g/sub/pin" &&
+	pass netns/pin-ancestor-sticky-pinned || fail netns/pin-ancestor-sticky-pinned "call '$w' pin $(pin_ns "$T/ga/g/sub/pin") ($(cat "$T/err"))"
 unset WARDEN_NETNS_PIN
+# and the default location still works (after the changes above)
+y=$(ns t1-none)
+[ -n "$y" ] && [ "$y" != "$host" ] && [ "$y" = "$(pin_ns "$node_pin")" ] && pass netns/pin-default-still ||
+	fail netns/pin-default-still "call '$y' node pin '$x1' ($(cat "$T/err"))"
 finish
