@@ -193,7 +193,8 @@ out:
 /* The floor line: an empty deny program and one that writes a minimal
  * record, each the median of 3 runs, beside ours (rate and producer CPU
  * per event of the one-producer end-to-end run); then each program's run
- * time, ours (the egress programs attached to our_cgfd, our_cg) too. */
+ * time: theirs, a minimal record with its timestamp (what the clock adds)
+ * and ours (the egress programs attached to our_cgfd, our_cg). */
 static void floor_report(struct wd_egress *e, long per, double our_rate,
 			 double our_ns, int our_cgfd, const char *our_cg)
 {
@@ -209,16 +210,19 @@ static void floor_report(struct wd_egress *e, long per, double our_rate,
 		bench_floor_bpf__destroy(b);
 		return;
 	}
-	int progs[2] = {bpf_program__fd(b->progs.wd_floor_deny),
-			bpf_program__fd(b->progs.wd_floor_ring)};
-	struct floor_fig f[3];
-	for (int k = 0; k < 3; k++) {
+	/* the floor's programs, then ours */
+	int progs[3] = {bpf_program__fd(b->progs.wd_floor_deny),
+			bpf_program__fd(b->progs.wd_floor_ring),
+			bpf_program__fd(b->progs.wd_floor_ring_ts)};
+	enum { OURS = 3 };
+	struct floor_fig f[OURS + 1];
+	for (int k = 0; k <= OURS; k++) {
 		double ns[3], rate[3], pns[3];
 		for (int i = 0; i < 3; i++) {
 			struct floor_fig one = {0};
-			rc = k < 2 ? floor_run(e, progs[k], per, &one)
-				   : floor_measure(e, our_cgfd, our_cg, per,
-						   &one);
+			rc = k < OURS ? floor_run(e, progs[k], per, &one)
+				      : floor_measure(e, our_cgfd, our_cg, per,
+						      &one);
 			if (rc) {
 				printf("SKIP events floor: %s\n",
 				       strerror(-rc));
@@ -243,11 +247,13 @@ static void floor_report(struct wd_egress *e, long per, double our_rate,
 	       loadavg(), f[0].ns_call, 1e9 / f[0].ns_call, f[0].rate,
 	       f[1].ns_call, f[1].rate, our_rate, our_ns,
 	       our_rate / (1e9 / f[0].ns_call),
-	       our_ns > 0 ? f[0].ns_call / our_ns : 0, f[2].ns_call, f[2].rate);
+	       our_ns > 0 ? f[0].ns_call / our_ns : 0, f[OURS].ns_call,
+	       f[OURS].rate);
 	printf("events program run time (kernel BPF stats, median of 3): "
-	       "empty deny %.0f ns/run, minimal ring record %.0f ns/run, ours "
-	       "(wd_connect4, a denial with its record) %.0f ns/run\n",
-	       f[0].prog_ns, f[1].prog_ns, f[2].prog_ns);
+	       "empty deny %.0f ns/run, minimal ring record %.0f ns/run, the "
+	       "same with its timestamp (bpf_ktime_get_boot_ns) %.0f ns/run, "
+	       "ours (wd_connect4, a denial with its record) %.0f ns/run\n",
+	       f[0].prog_ns, f[1].prog_ns, f[2].prog_ns, f[OURS].prog_ns);
 }
 
 #endif
