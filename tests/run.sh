@@ -13,6 +13,10 @@ cd "$(dirname "$0")/.."
 log=$(mktemp -d /tmp/warden-test.XXXXXX)
 passed=0 failed=0 skipped=0 rootskipped=0
 failures=() notroot=()
+# tier 1's empty netns pin (a per-boot bind mount): one the suite made is
+# unmounted at the end; one that was there before stays
+pin=${WARDEN_NETNS_PIN:-/run/warden/netns-empty}
+pin_before=$(mountpoint -q "$pin" 2>/dev/null && echo y)
 if [ "$(id -u)" -ne 0 ]; then
 	echo "NOT ROOT: the tests that need root (daemon, sandbox, trace access, demo)"
 	echo "will be skipped and this run cannot pass; run it as root (sudo make test)"
@@ -137,6 +141,9 @@ echo "logs: $log"
 if [ "$rootskipped" -gt 0 ]; then
 	echo "NOT RUN: ${#notroot[@]} tests need root and were skipped: ${notroot[*]}"
 	echo "NOT A PASS: run as root (sudo make test) to run them"
+fi
+if [ -z "$pin_before" ] && mountpoint -q "$pin" 2>/dev/null; then
+	umount -l "$pin" 2>/dev/null || true
 fi
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ] && [ "$rootskipped" -eq 0 ]
