@@ -494,7 +494,8 @@ int wd_uid_count_procs(uid_t uid)
  * than /proc/net/tcp: a node with 14,000 sockets formats them as text in
  * ~70 ms; the dump costs a fraction of that. TIME_WAIT entries are left
  * out: they belong to no uid and cannot be joined. */
-static int diag_count(int nl, uint8_t family, uint8_t proto, uid_t uid)
+static int diag_count(int nl, uint8_t family, uint8_t proto, uid_t uid,
+		      char *buf, size_t buf_len)
 {
 	struct {
 		struct nlmsghdr nh;
@@ -511,10 +512,9 @@ static int diag_count(int nl, uint8_t family, uint8_t proto, uid_t uid)
 		req.r.id.idiag_dport = 0;
 	if (send(nl, &req, sizeof(req), 0) < 0)
 		return -errno;
-	static __thread char buf[32768];
 	int n = 0;
 	for (;;) {
-		ssize_t len = recv(nl, buf, sizeof(buf), 0);
+		ssize_t len = recv(nl, buf, buf_len, 0);
 		if (len < 0)
 			return errno == EINTR ? n : -errno;
 		for (struct nlmsghdr *h = (struct nlmsghdr *)buf;
@@ -540,6 +540,12 @@ int wd_uid_count_sockets(uid_t uid)
 	static const uint8_t fams[] = {AF_INET, AF_INET6};
 	static const uint8_t protos[] = {IPPROTO_TCP, IPPROTO_UDP,
 					 IPPROTO_UDPLITE, IPPROTO_RAW};
+	/* from the heap, not a static thread-local: a 32 KiB __thread
+	 * buffer was zeroed into every thread's TLS at its creation (8 page
+	 * faults each: a one-shot `warden exec` starts 2-3 threads and counts
+	 * no sockets), and a thread stack may be small (probe.c: 64 KiB) */
+	enum { DIAG_BUF = 32768 };
+	cleanup_free char *buf = wd_malloc(DIAG_BUF);
 	int n = 0;
 	for (size_t f = 0; f < WD_ARRAY_SIZE(fams); f++)
 		for (size_t p = 0; p < WD_ARRAY_SIZE(protos); p++) {
@@ -547,7 +553,8 @@ int wd_uid_count_sockets(uid_t uid)
 					NETLINK_SOCK_DIAG);
 			if (nl < 0)
 				return 1; /* cannot tell: not clean */
-			int c = diag_count(nl, fams[f], protos[p], uid);
+			int c = diag_count(nl, fams[f], protos[p], uid, buf,
+					   DIAG_BUF);
 			close(nl);
 			if (c < 0)
 				return 1;
