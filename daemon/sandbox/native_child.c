@@ -299,7 +299,12 @@ static void close_parent_ends(struct launch *l)
  * (they would run on the daemon's data): every caught signal goes back to
  * its default action (ignored ones stay ignored across exec, as with fork),
  * then the daemon thread's mask, blocked over the clone, is restored.
- * Raw rt_sigaction: the kernel's struct, our own table (no CLONE_SIGHAND). */
+ * The clone does the first (CLONE_CLEAR_SIGHAND, 5.5; CLONE_INTO_CGROUP
+ * needs 5.7, so every kernel that takes the one takes the other), in the
+ * kernel before T runs a single instruction: T was resetting all 62 with
+ * one rt_sigaction each (22 us of its path to exec, measured), and only
+ * SIGPIPE is left to it. Raw rt_sigaction: the kernel's struct, our own
+ * table (no CLONE_SIGHAND). */
 /* A forked T (not sharing the daemon's memory) keeps the daemon's
  * dispositions but SIGPIPE's (see vm_child_signals). */
 static void pipe_default(struct launch *l)
@@ -313,22 +318,11 @@ static void pipe_default(struct launch *l)
 
 static void vm_child_signals(struct launch *l)
 {
-	struct {
-		unsigned long handler, flags, restorer, mask;
-	} old, dfl = {0};
-	for (int sig = 1; sig < 65; sig++) {
-		if (sig == SIGKILL || sig == SIGSTOP)
-			continue;
-		/* one call per signal; every signal is blocked meanwhile */
-		if (syscall(SYS_rt_sigaction, sig, &dfl, &old, 8) < 0)
-			child_fail(l, errno, "signals: reset %d", sig);
-		/* SIGPIPE is ignored by the supervisor for itself (a tool
-		 * leaving its pipes must not kill it): a tool starts with
-		 * the default action, as from a shell */
-		if (old.handler == (unsigned long)SIG_IGN && sig != SIGPIPE &&
-		    syscall(SYS_rt_sigaction, sig, &old, NULL, 8) < 0)
-			child_fail(l, errno, "signals: keep %d ignored", sig);
-	}
+	/* the caught ones are default already (the clone's
+	 * CLONE_CLEAR_SIGHAND). SIGPIPE is ignored by the supervisor for
+	 * itself (a tool leaving its pipes must not kill it): a tool starts
+	 * with the default action, as from a shell */
+	pipe_default(l);
 	if (syscall(SYS_rt_sigprocmask, SIG_SETMASK, &l->mask, NULL, 8) < 0)
 		child_fail(l, errno, "signals: mask");
 }
@@ -736,8 +730,8 @@ static char *vm_stack_new(void)
 /* Before a clone on our memory. The child's setresuid marks the shared mm
  * non-dumpable (commit_creds): make that this process's state from the
  * start rather than a side effect. Every signal blocked in this thread
- * until the clone returns (the child resets its own, vm_child_signals);
- * the caller restores l->mask. */
+ * until the clone returns (the clone resets the child's handlers, the
+ * child its mask: vm_child_signals); the caller restores l->mask. */
 static void vm_begin(struct launch *l)
 {
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
@@ -783,7 +777,8 @@ pid_t wd_native_spawn_tier1(struct launch *l)
 			 * (DESIGN §2); the cost is in tests/bench. */
 			struct wd_clone_args a = {
 			    .flags = CLONE_INTO_CGROUP | CLONE_VM |
-				     CLONE_PIDFD | CLONE_NEWIPC,
+				     CLONE_PIDFD | CLONE_NEWIPC |
+				     CLONE_CLEAR_SIGHAND,
 			    .pidfd = (uint64_t)(uintptr_t)&pidfd,
 			    .exit_signal = SIGCHLD,
 			    .stack = (uint64_t)(uintptr_t)stk,
@@ -839,7 +834,8 @@ pid_t wd_native_spawn_tier2(struct launch *l)
 			/* the network namespace G1 joins (l->netfd) */
 			uint64_t fl = CLONE_INTO_CGROUP | CLONE_VM |
 				      CLONE_PIDFD | CLONE_NEWNS | CLONE_NEWPID |
-				      CLONE_NEWIPC | CLONE_NEWUTS;
+				      CLONE_NEWIPC | CLONE_NEWUTS |
+				      CLONE_CLEAR_SIGHAND;
 			struct wd_clone_args a = {
 			    .flags = fl,
 			    .pidfd = (uint64_t)(uintptr_t)&pidfd,

@@ -27,6 +27,11 @@ struct wd_clone_args {
 	uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack,
 	    stack_size, tls, set_tid, set_tid_size, cgroup;
 };
+/* linux/sched.h (5.5): the child's caught signals go back to their
+ * default action in the clone itself; ignored ones stay ignored */
+#ifndef CLONE_CLEAR_SIGHAND
+#define CLONE_CLEAR_SIGHAND 0x100000000ULL
+#endif
 
 /* A message of `len` bytes at data with room for one SCM_RIGHTS fd: the
  * child sends T's seccomp listener with it, the parent receives it. The
