@@ -68,7 +68,7 @@ int main(void)
 	char *b2[] = {"/usr/bin/bwrap", "--ro-bind",	     "/",	  "/",
 		      "--unshare-all",	"--die-with-parent", "/bin/true", NULL};
 	char *const *cmd[4] = {w1, b1, w2, b2};
-	const int n = 20;
+	const int n = 100;
 	double *v[4];
 	/* every run must succeed: a call refused at once (say, a build
 	 * without warden-init for tier 2) would pass for a fast one */
@@ -94,7 +94,7 @@ int main(void)
 	for (int k = 0; k < 4; k++)
 		med[k] = bench_median(v[k], n);
 	printf("%-46s %12s %12s %8s %8s\n",
-	       "warden exec, whole process (median of 20)", "warden", "bwrap",
+	       "warden exec, whole process (median of 100)", "warden", "bwrap",
 	       "ratio", "goal");
 	printf("%-46s %9.3f ms %9.3f ms %7.2fx %8s\n",
 	       "tier 1 vs bwrap --bind / /", med[0], med[1], med[0] / med[1],
