@@ -97,6 +97,7 @@ struct wd_egress *wd_egress_new(void)
 	pthread_mutex_init(&e->lock, NULL);
 	pthread_mutex_init(&e->consume_lock, NULL);
 	e->poll_ep = -1;
+	e->pin_dfd = -1;
 	int *fds[] = {&e->policy_fd,   &e->rules_fd, &e->unix_fd, &e->loss_fd,
 		      &e->events_fd,   &e->rings_fd, &e->slot_fd, &e->owner_fd,
 		      &e->own_ring_fd, &e->own_slot};
@@ -760,6 +761,8 @@ void wd_egress_close(struct wd_egress *e)
 			if (e->keep_fd[i] >= 0)
 				close(e->keep_fd[i]);
 	}
+	if (e->pin_dfd >= 0)
+		close(e->pin_dfd);
 	free(e->pin_hd);
 	egress_bpf__destroy(e->skel);
 	pthread_mutex_destroy(&e->lock);

@@ -71,6 +71,7 @@ struct wd_egress {
 	bool keep_tried;
 	bool keep_pinned; /* the keep links are the pinned ones */
 	char *pin_hd;	  /* pinned: the directory of the pins (egress_pin.c) */
+	int pin_dfd;	  /* pinned: an O_PATH fd of pin_hd, or -1 */
 	/* pinned: the keep-warm programs as wd_version recorded them (id 0:
 	 * not pinned); keep_fd is opened only when a link must be made */
 	uint32_t keep_id[WD_EG_NKEEP];

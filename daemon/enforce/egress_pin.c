@@ -30,6 +30,8 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "egress.sha256.h"
 #include "egress.skel.h"
@@ -113,11 +115,10 @@ void wd_egress_pins_no_names(bool on)
 }
 
 /* Root's and writable by root alone; a directory, not a symlink. */
-static int check_owner(const char *p, struct wd_err *err)
+static int check_owner_st(const char *p, const struct stat *sp,
+			  struct wd_err *err)
 {
-	struct stat st;
-	if (lstat(p, &st) < 0)
-		return -errno;
+	struct stat st = *sp;
 	if (!S_ISDIR(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022))
 		return wd_err_set(err, -EPERM,
 				  "egress: pin dir '%s' is not ours (%s, owner "
@@ -130,6 +131,44 @@ static int check_owner(const char *p, struct wd_err *err)
 							"a directory",
 				  st.st_uid, st.st_mode & 07777);
 	return 0;
+}
+
+static int check_owner(const char *p, struct wd_err *err)
+{
+	struct stat st;
+	if (lstat(p, &st) < 0)
+		return -errno;
+	return check_owner_st(p, &st, err);
+}
+
+/* BPF_OBJ_GET of `name` in the directory `dfd` (BPF_F_PATH_FD, Linux
+ * 6.5+): one component walked, not the whole pin path (a bpffs walk of
+ * six components per object was ~1.6 us of each of a one-shot call's 33
+ * gets); `full` (the same object) where the kernel has no path_fd. */
+#define PIN_F_PATH_FD (1U << 14)
+static int path_fd_off; /* this kernel refused BPF_F_PATH_FD */
+
+static int pin_get(int dfd, const char *full, const char *name)
+{
+	if (dfd >= 0 && !__atomic_load_n(&path_fd_off, __ATOMIC_RELAXED)) {
+		struct {
+			uint64_t pathname;
+			uint32_t bpf_fd, file_flags;
+			int32_t path_fd;
+		} a = {.pathname = (uintptr_t)name,
+		       .file_flags = PIN_F_PATH_FD,
+		       .path_fd = dfd};
+		int fd = (int)syscall(SYS_bpf, BPF_OBJ_GET, &a, sizeof(a));
+		if (fd >= 0 || errno != EINVAL)
+			return fd;
+		/* EINVAL: a kernel before path_fd (its attr check refuses
+		 * the field), if the whole path works */
+		fd = bpf_obj_get(full);
+		if (fd >= 0)
+			__atomic_store_n(&path_fd_off, 1, __ATOMIC_RELAXED);
+		return fd;
+	}
+	return bpf_obj_get(full);
 }
 
 static bool on_bpffs(const char *p)
@@ -193,19 +232,44 @@ static void close_pins(struct wd_egress *e)
 /* Open every pin of hd into e, checked against wd_version and wd_version
  * against our object. 0; -EPERM (not ours, message in err); -ENOENT (no
  * such dir); -ESTALE (anything else: why in err). */
+static int open_pins_at(struct wd_egress *e, int dfd, const char *hd,
+			const uint8_t sha[32], struct wd_err *err);
+
+/* The pins of directory hd, checked (open_pins_at); e->pin_dfd holds the
+ * directory on success. */
 static int open_pins(struct wd_egress *e, const char *hd, const uint8_t sha[32],
 		     struct wd_err *err)
 {
-	char p[4200];
-	struct stat st;
-	if (lstat(hd, &st) < 0)
-		return -errno;
-	int rc = check_owner(hd, err);
-	if (rc < 0)
+	/* the directory judged is the one the pins are taken from */
+	int dfd = open(hd, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0) {
+		int rc = -errno;
+		/* a symlink or a file in its place: judged (not ours) */
+		if (rc != -ENOENT && check_owner(hd, err) < 0)
+			return -EPERM;
 		return rc;
+	}
+	struct stat st;
+	int rc = fstat(dfd, &st) < 0 ? -errno : check_owner_st(hd, &st, err);
+	if (rc == 0)
+		rc = open_pins_at(e, dfd, hd, sha, err);
+	if (rc < 0) {
+		close(dfd);
+		return rc;
+	}
+	if (e->pin_dfd >= 0)
+		close(e->pin_dfd);
+	e->pin_dfd = dfd;
+	return 0;
+}
+
+static int open_pins_at(struct wd_egress *e, int dfd, const char *hd,
+			const uint8_t sha[32], struct wd_err *err)
+{
+	char p[4200];
 	snprintf(p, sizeof(p), "%s/%s", hd, WD_PIN_VERSION);
 	struct pin_version v;
-	int vfd = bpf_obj_get(p);
+	int vfd = pin_get(dfd, p, WD_PIN_VERSION);
 	struct bpf_map_info mi = {0};
 	uint32_t ml = sizeof(mi);
 	uint32_t zero = 0;
@@ -242,7 +306,7 @@ static int open_pins(struct wd_egress *e, const char *hd, const uint8_t sha[32],
 			continue;
 		}
 		snprintf(p, sizeof(p), "%s/%s", hd, prog_name(i));
-		int fd = bpf_obj_get(p);
+		int fd = pin_get(dfd, p, prog_name(i));
 		struct bpf_prog_info pi = {0};
 		uint32_t pl = sizeof(pi);
 		*prog_slot(e, i) = fd;
@@ -259,7 +323,7 @@ static int open_pins(struct wd_egress *e, const char *hd, const uint8_t sha[32],
 	}
 	for (int m = 0; m < PM_N; m++) {
 		snprintf(p, sizeof(p), "%s/%s", hd, map_names[m]);
-		int fd = bpf_obj_get(p);
+		int fd = pin_get(dfd, p, map_names[m]);
 		struct bpf_map_info i2 = {0};
 		uint32_t l2 = sizeof(i2);
 		*map_slot(e, m) = fd;
@@ -670,10 +734,11 @@ void wd_egress_pin_release(struct wd_egress *e, uint64_t cgid)
  * attach type, on the directory as it is now (its cgroup id: a `warden/`
  * removed and made again has another, and the old link is defunct);
  * anything else is replaced under the pin dir's lock. */
-static bool keep_link_ok(const char *p, uint32_t prog_id, uint64_t cgid,
+static bool keep_link_ok(int dfd, const char *p, const char *name,
+			 uint32_t prog_id, uint64_t cgid,
 			 enum bpf_attach_type at)
 {
-	int fd = bpf_obj_get(p);
+	int fd = pin_get(dfd, p, name);
 	if (fd < 0)
 		return false;
 	struct bpf_link_info li = {0};
@@ -693,7 +758,7 @@ static bool open_keep(struct wd_egress *e, int i)
 		return true;
 	char p[4200];
 	snprintf(p, sizeof(p), "%s/%s", e->pin_hd, wd_eg_keep_names[i]);
-	int fd = bpf_obj_get(p);
+	int fd = pin_get(e->pin_dfd, p, wd_eg_keep_names[i]);
 	struct bpf_prog_info pi = {0};
 	uint32_t pl = sizeof(pi);
 	if (fd < 0 || bpf_obj_get_info_by_fd(fd, &pi, &pl) < 0 ||
@@ -719,7 +784,7 @@ bool wd_egress_pin_keep(struct wd_egress *e, const char *dir)
 	if (cfd < 0 || fstat(cfd, &st) < 0)
 		return false;
 	uint64_t cgid = st.st_ino; /* the kernel's cgroup id on cgroup2 */
-	char p[4200];
+	char p[4200], name[64];
 	/* the ids wd_version recorded (open_pins): a link to a program of
 	 * that id is a link to the program this build pinned, whatever has
 	 * become of the program's own pin since (ids are not reused while
@@ -729,9 +794,10 @@ bool wd_egress_pin_keep(struct wd_egress *e, const char *dir)
 	for (int i = 0; i < WD_EG_NKEEP; i++) {
 		if (!id[i])
 			continue; /* a unix type this kernel lacks */
-		snprintf(p, sizeof(p), "%s/link_%s", e->pin_hd,
-			 wd_eg_keep_names[i]);
-		if (!keep_link_ok(p, id[i], cgid, wd_eg_keep_at[i]))
+		snprintf(name, sizeof(name), "link_%s", wd_eg_keep_names[i]);
+		snprintf(p, sizeof(p), "%s/%s", e->pin_hd, name);
+		if (!keep_link_ok(e->pin_dfd, p, name, id[i], cgid,
+				  wd_eg_keep_at[i]))
 			bad |= 1u << i;
 	}
 	if (!bad)
@@ -744,10 +810,11 @@ bool wd_egress_pin_keep(struct wd_egress *e, const char *dir)
 	for (int i = 0; i < WD_EG_NKEEP; i++) {
 		if (!(bad & (1u << i)))
 			continue;
-		snprintf(p, sizeof(p), "%s/link_%s", e->pin_hd,
-			 wd_eg_keep_names[i]);
+		snprintf(name, sizeof(name), "link_%s", wd_eg_keep_names[i]);
+		snprintf(p, sizeof(p), "%s/%s", e->pin_hd, name);
 		/* another caller's, made while we waited for the lock */
-		if (keep_link_ok(p, id[i], cgid, wd_eg_keep_at[i]))
+		if (keep_link_ok(e->pin_dfd, p, name, id[i], cgid,
+				 wd_eg_keep_at[i]))
 			continue;
 		if (!open_keep(e, i)) {
 			ok = false;
