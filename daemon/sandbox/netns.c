@@ -493,7 +493,10 @@ int wd_netns_empty_fd(struct wd_err *err)
 			wd_netns_pin_path(), (unsigned long)pin_ino);
 	if ((shared_fd < 0 || moved) && !shared_job.running)
 		job_start(&shared_job, pin_main);
-	int r = shared_job.running ? shared_take(err) : shared_fd;
+	/* a job that could not start (no thread) is taken too: its error
+	 * says why, and a re-judge keeps the namespace judged before */
+	int r = shared_job.running || shared_fd < 0 || moved ? shared_take(err)
+							     : shared_fd;
 	pthread_mutex_unlock(&mu);
 	return r;
 }

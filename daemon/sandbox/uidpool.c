@@ -14,6 +14,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 static struct wd_uid_range g_range;
@@ -26,14 +27,20 @@ static bool g_range_set;
  * reused), after it killed the uid's processes: later acquires walking
  * over the uid refuse it at once, without another walk of /proc (~1 ms
  * each; a one-shot `warden exec` starts among the first uids, where such
- * records stay for good). Below it, the record keeps the lost paths (for
- * the operator: `warden status` counts such uids, wd_uid_lost_count) and
- * those whose settling has not succeeded yet: every recover that walks
- * over the uid settles these again, and drops each that is done, so a
- * lost path never stops the cleanup of the others. Builds before this one
+ * records stay for good). Below it, the record keeps the lost paths as
+ * gone lines (for the operator: `warden status` counts such uids,
+ * wd_uid_lost_count) and the path lines whose settling has not succeeded
+ * yet: a recover that walks over the uid settles these again (at most
+ * once a LOST_RETRY_S, the record's mtime saying when it last tried) and
+ * drops each that is done, so a lost path never stops the cleanup of the
+ * others. Builds before this one
  * appended the line at the end instead (still read as lost); an older
  * warden skips the line. */
 #define REC_LOST "lost\n"
+/* a lost uid's write path that was moved or removed: "gone DEV INO OWNER
+ * GROUP PATH" (a path line's fields), never opened again */
+#define REC_GONE     "gone "
+#define LOST_RETRY_S 60
 
 /* An account or group of the node's user database (NSS: /etc/passwd,
  * systemd's userdb, ...) with an id in [a, b]: -EINVAL naming it with
@@ -237,11 +244,12 @@ static bool rec_is_lost(const char *buf)
 	       strstr(buf, "\n" REC_LOST);
 }
 
-/* A lost uid's record, rewritten in place to REC_LOST and the path lines
- * still pending (no longer than before: a record before had a "call" or
- * REC_LOST line and these lines). The REC_LOST line is the first written
- * and a crash before the truncation leaves whole lines of the old record
- * after it at worst: the record says lost whatever happens, never "clean"
+/* A lost uid's record, rewritten in place to REC_LOST and the path and
+ * gone lines still to keep (no longer than before: a record before had a
+ * "call" or REC_LOST line and these lines). The REC_LOST line is the first
+ * written, so a crash before the truncation leaves the record starting
+ * "lost" with bytes of the old one after it (a cut line parses as nothing
+ * or as one more lost path): it says lost whatever happens, never "clean"
  * (an empty record). 0 or -errno. */
 static int rec_write_lost(int fd, const char *pending, size_t n)
 {
@@ -279,6 +287,15 @@ static int recover(int lockfd, uid_t uid, const struct wd_uid_range *rg,
 	char *orig = wd_strdup(buf); /* buf is cut into lines below */
 	int rc = 0;
 	bool was_lost = rec_is_lost(buf), lost = was_lost;
+	/* a lost uid's pending paths are retried at most once a minute
+	 * (each acquire that walks over it would otherwise walk their
+	 * trees again); its mtime is when that was last tried */
+	time_t now = time(NULL);
+	if (was_lost && st.st_mtime <= now &&
+	    now - st.st_mtime < LOST_RETRY_S) {
+		rc = -ESTALE;
+		goto out;
+	}
 	/* the path lines not done yet: lost, or not settled */
 	struct wd_buf pending = {0};
 	if (!strcmp(buf, REC_FRESH)) {
@@ -305,6 +322,12 @@ static int recover(int lockfd, uid_t uid, const struct wd_uid_range *rg,
 		unsigned long long dev, ino;
 		unsigned ow, gr;
 		int off = 0;
+		if (!strncmp(line, REC_GONE, strlen(REC_GONE))) {
+			/* moved or removed when last looked at: kept (the
+			 * record says what was lost), never opened again */
+			wd_buf_printf(&pending, "%s\n", line);
+			continue;
+		}
 		if (sscanf(line, "path %llx %llx %u %u %n", &dev, &ino, &ow,
 			   &gr, &off) < 4 ||
 		    !off)
@@ -323,7 +346,11 @@ static int recover(int lockfd, uid_t uid, const struct wd_uid_range *rg,
 				close(fd);
 			rc = -ESTALE;
 			lost = true;
-			wd_buf_printf(&pending, "%s\n", line);
+			/* as a gone line: whatever is at that path now (a
+			 * symlink anyone may have made there) is never
+			 * opened by a later walk */
+			wd_buf_printf(&pending, "%s%s\n", REC_GONE,
+				      line + strlen("path "));
 			continue;
 		}
 		int r = wd_acl_revoke(fd, uid, rg), pr = 0;
@@ -341,9 +368,16 @@ static int recover(int lockfd, uid_t uid, const struct wd_uid_range *rg,
 		/* never reused; what is pending stays for the next walk */
 		const char *pd = pending.data ? pending.data : "";
 		/* unchanged (the usual walk over a lost uid): no write */
+		int w = 0;
 		if (strncmp(orig, REC_LOST, strlen(REC_LOST)) ||
 		    strcmp(orig + strlen(REC_LOST), pd))
-			rec_write_lost(lockfd, pd, pending.len);
+			w = rec_write_lost(lockfd, pd, pending.len);
+		else if (futimens(lockfd, NULL) < 0) /* tried now */
+			w = -errno;
+		if (w < 0)
+			wd_log_errno(WD_LOG_WARN, w,
+				     "uid %u (%s): lost record not rewritten",
+				     (unsigned)uid, rec_path);
 		rc = -ESTALE;
 		goto out;
 	}
