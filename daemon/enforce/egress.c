@@ -74,10 +74,10 @@ int wd_egress_open_opts(struct wd_egress **out, const struct wd_egress_opts *o,
 	struct wd_egress *e = wd_egress_new();
 	/* cgroup/connect_unix and sendmsg_unix (6.7): a kernel without them
 	 * refuses the load: load again without them (warden status says
-	 * so). */
+	 * so), but only then */
 	rc = wd_egress_load_skel(e, ring, true, false, err);
 	e->unix_ok = !rc;
-	if (rc)
+	if (rc && wd_egress_unix_hook_missing())
 		rc = wd_egress_load_skel(e, ring, false, false, err);
 	if (rc)
 		goto fail;

@@ -143,6 +143,11 @@ bool wd_egress_names_ok(struct wd_egress *e, const char **why);
 
 /* The unix programs loaded (false on kernels before 6.7). */
 bool wd_egress_unix_ok(struct wd_egress *e);
+/* This kernel has no cgroup/connect_unix (before 6.7): a program of that
+ * attach type is refused with EINVAL. Only then may the egress object be
+ * loaded without its unix programs; any other failure to load them is a
+ * failure (fail closed), never a quiet downgrade. */
+bool wd_egress_unix_hook_missing(void);
 /* Detach the call's programs and delete its map entries. Safe to call for a
  * cgid that was never (or only partly) attached: returns -ENOENT then,
  * after removing whatever map entries exist for it. */

@@ -23,6 +23,7 @@
 #include "common/util.h"
 
 #include <dirent.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <linux/magic.h>
 #include <string.h>
@@ -148,27 +149,43 @@ static int check_owner(const char *p, struct wd_err *err)
 #define PIN_F_PATH_FD (1U << 14)
 static int path_fd_off; /* this kernel refused BPF_F_PATH_FD */
 
-static int pin_get(int dfd, const char *full, const char *name)
+/* cmd (BPF_OBJ_GET, or BPF_OBJ_PIN of fd) on `name` in the directory
+ * dfd; by `full` where the kernel has no path_fd. */
+static int pin_obj(int cmd, int dfd, const char *full, const char *name, int fd)
 {
 	if (dfd >= 0 && !__atomic_load_n(&path_fd_off, __ATOMIC_RELAXED)) {
 		struct {
 			uint64_t pathname;
 			uint32_t bpf_fd, file_flags;
 			int32_t path_fd;
-		} a = {.pathname = (uintptr_t)name,
-		       .file_flags = PIN_F_PATH_FD,
-		       .path_fd = dfd};
-		int fd = (int)syscall(SYS_bpf, BPF_OBJ_GET, &a, sizeof(a));
-		if (fd >= 0 || errno != EINVAL)
-			return fd;
+		} a;
+		/* every byte zero (the padding too: the kernel refuses a
+		 * non-zero byte past the last field it knows), and the
+		 * size ends at path_fd */
+		memset(&a, 0, sizeof(a));
+		a.pathname = (uintptr_t)name;
+		a.bpf_fd = cmd == BPF_OBJ_PIN ? (uint32_t)fd : 0;
+		a.file_flags = PIN_F_PATH_FD;
+		a.path_fd = dfd;
+		int r = (int)syscall(SYS_bpf, cmd, &a,
+				     offsetof(__typeof__(a), path_fd) +
+					 sizeof(a.path_fd));
+		if (r >= 0 || errno != EINVAL)
+			return r;
 		/* EINVAL: a kernel before path_fd (its attr check refuses
 		 * the field), if the whole path works */
-		fd = bpf_obj_get(full);
-		if (fd >= 0)
+		r = cmd == BPF_OBJ_PIN ? bpf_obj_pin(fd, full)
+				       : bpf_obj_get(full);
+		if (r >= 0)
 			__atomic_store_n(&path_fd_off, 1, __ATOMIC_RELAXED);
-		return fd;
+		return r;
 	}
-	return bpf_obj_get(full);
+	return cmd == BPF_OBJ_PIN ? bpf_obj_pin(fd, full) : bpf_obj_get(full);
+}
+
+static int pin_get(int dfd, const char *full, const char *name)
+{
+	return pin_obj(BPF_OBJ_GET, dfd, full, name, -1);
 }
 
 static bool on_bpffs(const char *p)
@@ -290,6 +307,13 @@ static int open_pins_at(struct wd_egress *e, int dfd, const char *hd,
 				  "egress: pins in '%s' are another build's "
 				  "(object hash differs)",
 				  hd);
+	/* made without the unix programs on a kernel that has their hook
+	 * (a failed load then, now never a reason to go without): stale */
+	if (!v.unix_ok && !wd_egress_unix_hook_missing())
+		return wd_err_set(err, -ESTALE,
+				  "egress: pins in '%s' lack the unix socket "
+				  "programs this kernel can run",
+				  hd);
 	e->unix_ok = v.unix_ok;
 	for (int i = 0; i < PIN_NPROG; i++) {
 		if (!v.unix_ok && unix_prog(i))
@@ -369,7 +393,9 @@ static int create_pins(const char *dir, int dfd, const char *name,
 	char tmp[64], p[4200], rnd[17];
 	int rc = wd_egress_load_skel(e, WD_RING_PINNED, true, true, err);
 	e->unix_ok = !rc;
-	if (rc)
+	/* without the unix programs only where the kernel lacks them: the
+	 * pins are used for the whole boot */
+	if (rc && wd_egress_unix_hook_missing())
 		rc = wd_egress_load_skel(e, WD_RING_PINNED, false, true, err);
 	if (rc)
 		goto out;
@@ -820,10 +846,15 @@ bool wd_egress_pin_keep(struct wd_egress *e, const char *dir)
 			ok = false;
 			continue;
 		}
-		unlink(p);
+		/* in the directory judged, not by a path walked again */
+		if (e->pin_dfd >= 0)
+			unlinkat(e->pin_dfd, name, 0);
+		else
+			unlink(p);
 		int lfd =
 		    bpf_link_create(e->keep_fd[i], cfd, wd_eg_keep_at[i], NULL);
-		if (lfd < 0 || bpf_obj_pin(lfd, p) < 0) {
+		if (lfd < 0 ||
+		    pin_obj(BPF_OBJ_PIN, e->pin_dfd, p, name, lfd) < 0) {
 			wd_log_errno(WD_LOG_DEBUG, -errno,
 				     "egress: keep link '%s' on '%s'", p, dir);
 			ok = false;

@@ -3,6 +3,7 @@
  * not reach whatever its write paths (policy/resolver_sockets.h). */
 #include <errno.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/util.h"
 #include "enforce/egress_int.h"
@@ -11,6 +12,27 @@
 bool wd_egress_unix_ok(struct wd_egress *e)
 {
 	return e && e->unix_ok;
+}
+
+bool wd_egress_unix_hook_missing(void)
+{
+	/* the smallest program of that attach type: r0 = 1; exit */
+	const struct bpf_insn insns[] = {
+	    {.code = BPF_ALU64 | BPF_MOV | BPF_K,
+	     .dst_reg = BPF_REG_0,
+	     .imm = 1},
+	    {.code = BPF_JMP | BPF_EXIT},
+	};
+	LIBBPF_OPTS(bpf_prog_load_opts, o,
+		    .expected_attach_type = WD_ATTACH_UNIX_CONNECT);
+	int fd = bpf_prog_load(BPF_PROG_TYPE_CGROUP_SOCK_ADDR, "wd_probe_unix",
+			       "GPL", insns, 2, &o);
+	if (fd >= 0) {
+		close(fd);
+		return false;
+	}
+	/* the kernel's answer for an attach type it does not know */
+	return errno == EINVAL;
 }
 
 /* A unix rule: v 1 allows the paths under path[0..len), v 0 denies them

@@ -74,6 +74,11 @@ r=$(call)
 expect_eq pins/second-call-attaches-only "$r" "rc=$(echo "$r" | sed 's/rc=\([0-9]*\).*/\1/') loads=0 hits+=0"
 expect_match pins/second-call-denied "$r" '^rc=[1-9]'
 expect_match pins/second-call-denial-reported "$(cat "$T/out")" 'denied bpf: connect.*127\.0\.0\.1'
+# the pins are taken by name under the judged directory's fd
+# (BPF_F_PATH_FD, 6.5+), never by a path walked again
+if [ "$(uname -r | awk -F. '{print $1 * 1000 + $2}')" -ge 6005 ]; then
+	expect_eq pins/gets-relative-to-dir "$(grep -c 'BPF_OBJ_GET, {pathname="/' "$T/st") $(grep -c 'BPF_OBJ_GET, {pathname="wd_connect4"' "$T/st")" "0 1"
+fi
 # no name in its network.allow: the programs only DNS redirection
 # attaches are not even opened (wd_egress_pins_no_names); a call that
 # names a host opens them (egress_names.sh runs such calls)
@@ -164,6 +169,48 @@ r=$(call)
 expect_match pins/tampered-version-replaced "$r" 'loads=[1-9][0-9]* hits\+=0$'
 id1=$(bpftool -j map show pinned "$H/wd_version" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
 [ -n "$id1" ] && [ "$id1" != "$id0" ] && pass pins/tampered-version-rewritten || fail pins/tampered-version-rewritten "id $id0 -> $id1"
+
+# wd_version made again, frozen, with the real ids and tags but the bytes
+# at OFFSET replaced by HEX (space-separated bytes): what an older build of
+# the same object, or a tampered record, would leave
+rewrite_version() {
+	local vsz val
+	vsz=$(bpftool -j map show pinned "$H/wd_version" | python3 -c 'import json,sys; print(json.load(sys.stdin)["bytes_value"])')
+	val=$(bpftool -j map dump pinned "$H/wd_version" | python3 -c '
+import json, sys
+v = [int(x, 16) for x in json.load(sys.stdin)[0]["value"]]
+off = int(sys.argv[1]); new = [int(x, 16) for x in sys.argv[2].split()]
+v[off:off + len(new)] = new
+print(" ".join("%02x" % b for b in v))' "$1" "$2")
+	rm -f "$H/wd_version"
+	bpftool map create "$H/wd_version" type array key 4 value "$vsz" entries 1 name wd_version &&
+		bpftool map update pinned "$H/wd_version" key 0 0 0 0 value hex $val &&
+		bpftool map freeze pinned "$H/wd_version"
+}
+# an older build's record in our hash's place: every id and tag right, one
+# byte of the object hash differs: another build's, replaced, never used
+H=$(hashdir)
+if rewrite_version 0 "$(bpftool -j map dump pinned "$H/wd_version" | python3 -c 'import json,sys; print("%02x" % (int(json.load(sys.stdin)[0]["value"][0], 16) ^ 0xff))')"; then
+	r=$(call)
+	expect_match pins/older-hash-record-replaced "$r" '^rc=[1-9][0-9]* loads=[1-9][0-9]* hits\+=0$'
+	expect_match pins/older-hash-record-denial-reported "$(cat "$T/out")" 'denied bpf: connect.*127\.0\.0\.1'
+else
+	fail pins/older-hash-record-replaced "could not rewrite wd_version with bpftool"
+fi
+# a record saying the unix programs were not loaded, on a kernel that has
+# their hook (a load that failed once, pinned for the boot): stale,
+# replaced, so unix sockets are judged again
+kv=$(uname -r | awk -F. '{print $1 * 1000 + $2}')
+if [ "$kv" -ge 6007 ]; then
+	H=$(hashdir)
+	rewrite_version 32 "00 00 00 00"
+	r=$(call)
+	expect_match pins/no-unix-record-replaced "$r" '^rc=[1-9][0-9]* loads=[1-9][0-9]* hits\+=0$'
+	u=$(bpftool -j map dump pinned "$(hashdir)/wd_version" | python3 -c 'import json,sys; print(int(json.load(sys.stdin)[0]["value"][32], 16))')
+	expect_eq pins/no-unix-record-remade-with-unix "$u" 1
+else
+	skip pins/no-unix-record-replaced "kernel $(uname -r) has no cgroup/connect_unix (6.7+)"
+fi
 
 # our hash, the connect4 program swapped for an allow-all one of the same
 # type (the keep-warm program): used, it would let the connect through
