@@ -84,7 +84,9 @@ struct wd_lsm *wd_lsm_shared(struct wd_err *err);
  * lsm/ program only when the last fd of its link is closed, and a process
  * forked while `l` was open holds copies (they are O_CLOEXEC, so only until
  * it execs): until then the programs stay attached, and judge nothing but
- * the calls `l` armed (owner tag, bpf/lsm_policy.h), i.e. nothing. */
+ * the calls `l` armed (owner tag, bpf/lsm_policy.h), i.e. nothing. The
+ * pinned instance's global links stay attached (their pins hold them)
+ * until the pins go. */
 void wd_lsm_close(struct wd_lsm *l);
 
 /* Per-hook state of `l`, WD_LSM_H_NR entries. */
