@@ -66,15 +66,17 @@ $(BUILD)/include/%.skel.h: $(BUILD)/bpf/%.bpf.o
 	@mkdir -p $(@D)
 	$(if $(Q),@echo "  SKEL    $@")
 	$(Q)$(BPFTOOL) gen skeleton $< name $(subst -,_,$*)_bpf > $@
-# the object's sha256, for its pin directory (enforce/egress_pin.c): taken
+# the object's sha256, for its pin directory (enforce/*_pin.c): taken
 # here so that no one-shot `warden exec` hashes the object at run time
 $(BUILD)/include/%.sha256.h: $(BUILD)/bpf/%.bpf.o
 	@mkdir -p $(@D)
 	$(Q)h=$$(sha256sum $< | cut -c1-64) && test $${#h} = 64 && \
 	  printf '#define %s_BPF_SHA256 {%s}\n' "$$(echo $* | tr a-z- A-Z_)" \
 	    "$$(echo $$h | sed 's/../0x&,/g')" > $@.tmp && mv $@.tmp $@
+# the objects pinned per boot (enforce/egress_pin.c, enforce/lsm_pin.c)
+BPF_SHAS := $(BUILD)/include/egress.sha256.h $(BUILD)/include/lsm.sha256.h
 # a skeleton only a bench includes is still kept (not an intermediate)
-.SECONDARY: $(BPF_SKELS) $(BUILD)/include/egress.sha256.h
+.SECONDARY: $(BPF_SKELS) $(BPF_SHAS)
 
 # ---- user space --------------------------------------------------------------
 LIB_DIRS := common policy sandbox enforce trace gateway runtime broker events alert api fleet
@@ -129,7 +131,7 @@ CLI_STATIC_LIBS := -Wl,-Bstatic $(addprefix -l,$(CLI_STATIC)) -Wl,-Bdynamic
 CLI_LDLIBS = $(if $(CLI_STATIC),$(CLI_STATIC_LIBS)) \
 	     $(filter-out -lcurl -lnftables -lcrypto -lsqlite3 $(addprefix -l,$(CLI_STATIC)),$(LDLIBS))
 
-$(BUILD)/%.o: %.c | $(BPF_SKELS) $(BUILD)/include/egress.sha256.h
+$(BUILD)/%.o: %.c | $(BPF_SKELS) $(BPF_SHAS)
 	@mkdir -p $(@D)
 	$(if $(Q),@echo "  CC      $<")
 	$(Q)$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -c $< -o $@

@@ -114,7 +114,12 @@ if [ -z "${VMTEST_NO_PYTHON:-}" ] && [ -x /usr/bin/python3 ]; then
 		done
 	done
 fi
-# Tools the guest tests may call besides busybox applets.
+# Tools the guest tests may call besides busybox applets: strace and
+# bpftool (tests/vm/lsm_pins.sh counts the BPF programs a call loads; it
+# skips without them), and any named in VMTEST_EXTRA_BINS.
+for t in strace bpftool; do
+	command -v "$t" >/dev/null && add_bin "$(command -v "$t")"
+done
 for t in ${VMTEST_EXTRA_BINS:-}; do add_bin "$(command -v "$t")" || die "no $t"; done
 
 mkdir -p "$root/w/$BUILD" "$root/w/tests"
@@ -143,7 +148,7 @@ echo "::1 localhost" >>"$root/etc/hosts"
 
 cat >"$root/init" <<EOF
 #!/bin/sh
-export PATH=/bin:/sbin:/usr/bin LD_LIBRARY_PATH=/lib/x86_64-linux-gnu:/usr/lib/x86_64-linux-gnu
+export PATH=/bin:/sbin:/usr/bin:/usr/sbin LD_LIBRARY_PATH=/lib/x86_64-linux-gnu:/usr/lib/x86_64-linux-gnu
 # The initramfs root (rootfs) has no parent mount, so pivot_root (tier-2
 # sandboxes) fails on it. Re-root onto a bind mount of it (no copy) first.
 if [ -z "\$WD_STAGE2" ]; then

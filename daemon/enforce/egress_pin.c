@@ -18,6 +18,7 @@
  * instance (one ring, one consumer: egress.c), not these pins.
  */
 #include "enforce/egress_int.h"
+#include "enforce/bpf_pin.h"
 #include "enforce/probe.h"
 #include "common/log.h"
 #include "common/util.h"
@@ -74,7 +75,7 @@ struct pin_version {
 	uint32_t id[PIN_NPROG];
 };
 
-static const char *pin_dir(void)
+const char *wd_pin_dir(void)
 {
 	const char *d = getenv("WARDEN_BPF_PIN_DIR");
 	return d && *d ? d : WD_PIN_DIR_DEFAULT;
@@ -116,17 +117,17 @@ void wd_egress_pins_no_names(bool on)
 }
 
 /* Root's and writable by root alone; a directory, not a symlink. */
-static int check_owner_st(const char *p, const struct stat *sp,
-			  struct wd_err *err)
+int wd_pin_owner_ok(const char *who, const char *p, const struct stat *sp,
+		    struct wd_err *err)
 {
 	struct stat st = *sp;
 	if (!S_ISDIR(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022))
 		return wd_err_set(err, -EPERM,
-				  "egress: pin dir '%s' is not ours (%s, owner "
+				  "%s: pin dir '%s' is not ours (%s, owner "
 				  "%u, mode %03o; want a directory of root's "
 				  "that only root can write): refusing the "
 				  "BPF objects pinned there",
-				  p,
+				  who, p,
 				  S_ISDIR(st.st_mode) ? "directory"
 						      : "not "
 							"a directory",
@@ -139,7 +140,7 @@ static int check_owner(const char *p, struct wd_err *err)
 	struct stat st;
 	if (lstat(p, &st) < 0)
 		return -errno;
-	return check_owner_st(p, &st, err);
+	return wd_pin_owner_ok("egress", p, &st, err);
 }
 
 /* BPF_OBJ_GET of `name` in the directory `dfd` (BPF_F_PATH_FD, Linux
@@ -183,7 +184,7 @@ static int pin_obj(int cmd, int dfd, const char *full, const char *name, int fd)
 	return cmd == BPF_OBJ_PIN ? bpf_obj_pin(fd, full) : bpf_obj_get(full);
 }
 
-static int pin_get(int dfd, const char *full, const char *name)
+int wd_pin_get(int dfd, const char *full, const char *name)
 {
 	return pin_obj(BPF_OBJ_GET, dfd, full, name, -1);
 }
@@ -196,7 +197,7 @@ static bool on_bpffs(const char *p)
 
 /* The pin dir exists, on bpffs (mounted on its parent if need be), and is
  * ours. */
-static int ensure_pin_dir(const char *dir, struct wd_err *err)
+int wd_pin_dir_ensure(const char *who, const char *dir, struct wd_err *err)
 {
 	char parent[4096];
 	if (wd_strlcpy(parent, dir, sizeof(parent)) < 0)
@@ -204,7 +205,7 @@ static int ensure_pin_dir(const char *dir, struct wd_err *err)
 	char *sl = strrchr(parent, '/');
 	if (!sl || sl == parent)
 		return wd_err_set(err, -EINVAL,
-				  "egress: pin dir '%s': want /PARENT/NAME",
+				  "%s: pin dir '%s': want /PARENT/NAME", who,
 				  dir);
 	*sl = 0;
 	if (!on_bpffs(parent) &&
@@ -212,22 +213,25 @@ static int ensure_pin_dir(const char *dir, struct wd_err *err)
 		  "mode=0700") < 0) {
 		int rc = -errno;
 		return wd_err_set(err, rc,
-				  "egress: '%s' is not a BPF filesystem and "
+				  "%s: '%s' is not a BPF filesystem and "
 				  "mounting one there failed: %s (cannot pin "
-				  "the egress programs)",
-				  parent, strerror(-rc));
+				  "the %s programs)",
+				  who, parent, strerror(-rc), who);
 	}
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
 		int rc = -errno;
-		return wd_err_set(err, rc, "egress: pin dir '%s': %s", dir,
+		return wd_err_set(err, rc, "%s: pin dir '%s': %s", who, dir,
 				  strerror(-rc));
 	}
 	if (!on_bpffs(dir))
 		return wd_err_set(err, -EXDEV,
-				  "egress: pin dir '%s' is not on a BPF "
+				  "%s: pin dir '%s' is not on a BPF "
 				  "filesystem",
-				  dir);
-	return check_owner(dir, err);
+				  who, dir);
+	struct stat st;
+	if (lstat(dir, &st) < 0)
+		return -errno;
+	return wd_pin_owner_ok(who, dir, &st, err);
 }
 
 static void close_pins(struct wd_egress *e)
@@ -267,7 +271,8 @@ static int open_pins(struct wd_egress *e, const char *hd, const uint8_t sha[32],
 		return rc;
 	}
 	struct stat st;
-	int rc = fstat(dfd, &st) < 0 ? -errno : check_owner_st(hd, &st, err);
+	int rc = fstat(dfd, &st) < 0 ? -errno
+				     : wd_pin_owner_ok("egress", hd, &st, err);
 	if (rc == 0)
 		rc = open_pins_at(e, dfd, hd, sha, err);
 	if (rc < 0) {
@@ -286,7 +291,7 @@ static int open_pins_at(struct wd_egress *e, int dfd, const char *hd,
 	char p[4200];
 	snprintf(p, sizeof(p), "%s/%s", hd, WD_PIN_VERSION);
 	struct pin_version v;
-	int vfd = pin_get(dfd, p, WD_PIN_VERSION);
+	int vfd = wd_pin_get(dfd, p, WD_PIN_VERSION);
 	struct bpf_map_info mi = {0};
 	uint32_t ml = sizeof(mi);
 	uint32_t zero = 0;
@@ -330,7 +335,7 @@ static int open_pins_at(struct wd_egress *e, int dfd, const char *hd,
 			continue;
 		}
 		snprintf(p, sizeof(p), "%s/%s", hd, prog_name(i));
-		int fd = pin_get(dfd, p, prog_name(i));
+		int fd = wd_pin_get(dfd, p, prog_name(i));
 		struct bpf_prog_info pi = {0};
 		uint32_t pl = sizeof(pi);
 		*prog_slot(e, i) = fd;
@@ -347,7 +352,7 @@ static int open_pins_at(struct wd_egress *e, int dfd, const char *hd,
 	}
 	for (int m = 0; m < PM_N; m++) {
 		snprintf(p, sizeof(p), "%s/%s", hd, map_names[m]);
-		int fd = pin_get(dfd, p, map_names[m]);
+		int fd = wd_pin_get(dfd, p, map_names[m]);
 		struct bpf_map_info i2 = {0};
 		uint32_t l2 = sizeof(i2);
 		*map_slot(e, m) = fd;
@@ -368,7 +373,7 @@ static int open_pins_at(struct wd_egress *e, int dfd, const char *hd,
 
 /* Remove a directory of pins (unlinking a pin drops the name only: a
  * program still attached to a cgroup stays attached). */
-static void remove_pins(int dfd, const char *name)
+void wd_pin_remove(int dfd, const char *name)
 {
 	int fd =
 	    openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -383,6 +388,38 @@ static void remove_pins(int dfd, const char *name)
 		close(fd);
 	if (unlinkat(dfd, name, AT_REMOVEDIR) < 0)
 		unlinkat(dfd, name, 0);
+}
+
+int wd_pin_commit(const char *who, const char *dir, int dfd, const char *tmp,
+		  const char *name, const void *ver, size_t vsz, int rc,
+		  struct wd_err *err)
+{
+	char p[4200];
+	if (!rc) {
+		uint32_t zero = 0;
+		int vfd = bpf_map_create(BPF_MAP_TYPE_ARRAY, WD_PIN_VERSION, 4,
+					 (uint32_t)vsz, 1, NULL);
+		snprintf(p, sizeof(p), "%s/%s/%s", dir, tmp, WD_PIN_VERSION);
+		/* frozen: not even root's syscalls can change it now */
+		if (vfd < 0 || bpf_map_update_elem(vfd, &zero, ver, 0) < 0 ||
+		    bpf_map_freeze(vfd) < 0 || bpf_obj_pin(vfd, p) < 0)
+			rc = -errno;
+		if (vfd >= 0)
+			close(vfd);
+	}
+	if (rc) {
+		wd_err_set(err, rc, "%s: pinning in '%s/%s': %s", who, dir, tmp,
+			   strerror(-rc));
+		wd_pin_remove(dfd, tmp);
+		return rc;
+	}
+	if (renameat(dfd, tmp, dfd, name) < 0) {
+		rc = -errno;
+		wd_err_set(err, rc, "%s: pin dir '%s/%s': rename: %s", who, dir,
+			   name, strerror(-rc));
+		wd_pin_remove(dfd, tmp);
+	}
+	return rc;
 }
 
 /* Load the object and pin it as <dir>/<name>, whole or not at all. */
@@ -446,30 +483,8 @@ static int create_pins(const char *dir, int dfd, const char *name,
 		v.map[m].max = mi.max_entries;
 		v.map[m].id = mi.id;
 	}
-	if (!rc) {
-		uint32_t zero = 0;
-		int vfd = bpf_map_create(BPF_MAP_TYPE_ARRAY, WD_PIN_VERSION, 4,
-					 sizeof(v), 1, NULL);
-		snprintf(p, sizeof(p), "%s/%s/%s", dir, tmp, WD_PIN_VERSION);
-		/* frozen: not even root's syscalls can change it now */
-		if (vfd < 0 || bpf_map_update_elem(vfd, &zero, &v, 0) < 0 ||
-		    bpf_map_freeze(vfd) < 0 || bpf_obj_pin(vfd, p) < 0)
-			rc = -errno;
-		if (vfd >= 0)
-			close(vfd);
-	}
-	if (rc) {
-		wd_err_set(err, rc, "egress: pinning in '%s/%s': %s", dir, tmp,
-			   strerror(-rc));
-		remove_pins(dfd, tmp);
-		goto out;
-	}
-	if (renameat(dfd, tmp, dfd, name) < 0) {
-		rc = -errno;
-		wd_err_set(err, rc, "egress: pin dir '%s/%s': rename: %s", dir,
-			   name, strerror(-rc));
-		remove_pins(dfd, tmp);
-	}
+	rc = wd_pin_commit("egress", dir, dfd, tmp, name, &v, sizeof(v), rc,
+			   err);
 out:
 	wd_egress_close(e);
 	return rc;
@@ -488,14 +503,14 @@ static int replace_pins(const char *dir, int dfd, const char *name,
 			continue;
 		wd_debug("egress: removing stale pins '%s/%s'", dir,
 			 de->d_name);
-		remove_pins(dfd, de->d_name);
+		wd_pin_remove(dfd, de->d_name);
 	}
 	if (d)
 		closedir(d);
 	return create_pins(dir, dfd, name, sha, err);
 }
 
-static bool cgroup_alive(int mfd, uint64_t cgid)
+bool wd_cgroup_alive(int mfd, uint64_t cgid)
 {
 	struct {
 		struct file_handle h;
@@ -585,7 +600,7 @@ static void sweep_dead(struct wd_egress *e)
 				if (bpf_map_lookup_elem(maps[j], &sl, &cg))
 					cg = 0;
 			}
-			if (cg && !cgroup_alive(mfd, cg))
+			if (cg && !wd_cgroup_alive(mfd, cg))
 				dead[n++] = cg;
 			key = next;
 			prev = &key;
@@ -600,7 +615,7 @@ static void sweep_dead(struct wd_egress *e)
 
 int wd_egress_open_pinned(struct wd_egress **out, struct wd_err *err)
 {
-	const char *dir = pin_dir();
+	const char *dir = wd_pin_dir();
 	const uint8_t *sha = object_sha;
 	char name[17], hd[4200];
 	int rc;
@@ -609,7 +624,7 @@ int wd_egress_open_pinned(struct wd_egress **out, struct wd_err *err)
 	for (int i = 0; i < 8; i++)
 		snprintf(name + 2 * i, 3, "%02x", sha[i]);
 	snprintf(hd, sizeof(hd), "%s/%s", dir, name);
-	if ((rc = ensure_pin_dir(dir, err)) < 0)
+	if ((rc = wd_pin_dir_ensure("egress", dir, err)) < 0)
 		return rc;
 
 	struct wd_egress *e = wd_egress_new();
@@ -764,7 +779,7 @@ static bool keep_link_ok(int dfd, const char *p, const char *name,
 			 uint32_t prog_id, uint64_t cgid,
 			 enum bpf_attach_type at)
 {
-	int fd = pin_get(dfd, p, name);
+	int fd = wd_pin_get(dfd, p, name);
 	if (fd < 0)
 		return false;
 	struct bpf_link_info li = {0};
@@ -784,7 +799,7 @@ static bool open_keep(struct wd_egress *e, int i)
 		return true;
 	char p[4200];
 	snprintf(p, sizeof(p), "%s/%s", e->pin_hd, wd_eg_keep_names[i]);
-	int fd = pin_get(e->pin_dfd, p, wd_eg_keep_names[i]);
+	int fd = wd_pin_get(e->pin_dfd, p, wd_eg_keep_names[i]);
 	struct bpf_prog_info pi = {0};
 	uint32_t pl = sizeof(pi);
 	if (fd < 0 || bpf_obj_get_info_by_fd(fd, &pi, &pl) < 0 ||
@@ -829,7 +844,7 @@ bool wd_egress_pin_keep(struct wd_egress *e, const char *dir)
 	if (!bad)
 		return true;
 	cleanup_close int dfd =
-	    open(pin_dir(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	    open(wd_pin_dir(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (dfd < 0 || flock(dfd, LOCK_EX) < 0)
 		return false;
 	bool ok = true;

@@ -1,4 +1,5 @@
 #include "enforce/lsm.h"
+#include "enforce/lsm_int.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -15,11 +16,8 @@
 #include "lsm_policy.h"
 #include "lsm.skel.h"
 
-/* Hook table: the program for each hook and how it attaches. */
-static const struct {
-	const char *hook, *prog, *attach;
-	bool per_cgroup; /* lsm_cgroup: attached to each call's cgroup */
-} hooks[WD_LSM_H_NR] = {
+#define hooks wd_lsm_hooks
+const struct wd_lsm_hook_def wd_lsm_hooks[WD_LSM_H_NR] = {
     [WD_LSM_H_SOCKET_CREATE] = {"socket_create", "wd_socket_create",
 				"lsm_cgroup", true},
     [WD_LSM_H_SOCKET_CONNECT] = {"socket_connect", "wd_socket_connect",
@@ -42,21 +40,11 @@ static const char *const base_devices[] = {
 
 struct wd_lsm_call {
 	uint64_t cgid;
-	bool created_policy; /* we inserted the wd_policy entry */
-	struct bpf_link *links[WD_LSM_H_NR];
+	bool created_policy;	  /* we inserted the wd_policy entry */
+	int link_fd[WD_LSM_H_NR]; /* lsm_cgroup links on the call (-1) */
 	struct wd_lsm_file_key *keys;
 	int n_keys;
 	struct wd_lsm_call *next;
-};
-
-struct wd_lsm {
-	struct lsm_bpf *skel; /* NULL when no program loads */
-	uint64_t owner;	      /* tag of this instance's calls (never 0) */
-	struct wd_egress_map_fds fds;
-	struct bpf_link *links[WD_LSM_H_NR]; /* global lsm/ programs */
-	struct wd_lsm_hook_status st[WD_LSM_H_NR];
-	pthread_mutex_t lock;
-	struct wd_lsm_call *calls;
 };
 
 const char *wd_lsm_hook_name(enum wd_lsm_hook h)
@@ -95,7 +83,7 @@ static int open_skel(struct wd_lsm *l, struct lsm_bpf **out)
 	return 0;
 }
 
-static void set_unavailable(struct wd_lsm_hook_status *st, int err,
+void wd_lsm_set_unavailable(struct wd_lsm_hook_status *st, int err,
 			    const char *why)
 {
 	st->active = false;
@@ -123,7 +111,7 @@ static int quiet_print(enum libbpf_print_level lvl, const char *fmt, va_list ap)
 	return 0;
 }
 
-static void probe_and_load(struct wd_lsm *l)
+void wd_lsm_load(struct wd_lsm *l)
 {
 	const struct wd_features *f = wd_probe();
 	struct lsm_bpf *s = NULL;
@@ -211,21 +199,24 @@ static void probe_and_load(struct wd_lsm *l)
 loaded:
 	libbpf_set_print(old);
 	l->skel = s;
+	if (s)
+		l->files_fd = bpf_map__fd(s->maps.wd_lsm_files);
 
 	for (int h = 0; h < WD_LSM_H_NR; h++) {
 		if (err[h]) {
-			set_unavailable(
+			wd_lsm_set_unavailable(
 			    &l->st[h], err[h],
 			    err[h] == -ECANCELED
 				? "switched off by WARDEN_LSM_DISABLE"
 				: "load refused");
 			continue;
 		}
+		l->prog_fd[h] = bpf_program__fd(prog_of(s, h));
 		if (!hooks[h].per_cgroup) {
 			l->links[h] = bpf_program__attach_lsm(prog_of(s, h));
 			if (!l->links[h]) {
-				set_unavailable(&l->st[h], -errno,
-						"attach refused");
+				wd_lsm_set_unavailable(&l->st[h], -errno,
+						       "attach refused");
 				continue;
 			}
 		}
@@ -245,15 +236,44 @@ static uint64_t new_owner(void)
 	       (uint32_t)(atomic_fetch_add(&next, 1) + 1);
 }
 
-int wd_lsm_open(struct wd_lsm **out, struct wd_egress *eg, struct wd_err *err)
+struct wd_lsm *wd_lsm_new(struct wd_egress *eg)
 {
 	struct wd_lsm *l = wd_calloc(1, sizeof(*l));
 	pthread_mutex_init(&l->lock, NULL);
+	if (eg)
+		wd_egress_map_fds(eg, &l->fds);
+	l->files_fd = -1;
+	for (int h = 0; h < WD_LSM_H_NR; h++) {
+		l->prog_fd[h] = -1;
+		l->glink_fd[h] = -1;
+		l->st[h].hook = hooks[h].hook;
+		l->st[h].attach = hooks[h].attach;
+	}
+	return l;
+}
+
+int wd_lsm_open(struct wd_lsm **out, struct wd_egress *eg, struct wd_err *err)
+{
+	struct wd_lsm *l = wd_lsm_new(eg);
 	l->owner = new_owner();
-	wd_egress_map_fds(eg, &l->fds);
-	probe_and_load(l);
+	wd_lsm_load(l);
 	*out = l;
 	return 0;
+}
+
+/* One-shot processes (their egress instance is the node's pinned one:
+ * per-call rings) use the node's pinned LSM instance, unless hooks are
+ * switched off by hand (WARDEN_LSM_DISABLE: the pinned programs are all
+ * that load), which makes a load of this process's own. */
+static int open_for(struct wd_lsm **out, struct wd_egress *eg,
+		    struct wd_err *err)
+{
+	struct wd_egress_map_fds fds;
+	wd_egress_map_fds(eg, &fds);
+	const char *dis = getenv("WARDEN_LSM_DISABLE");
+	if (fds.call_rings_on && !(dis && *dis))
+		return wd_lsm_open_pinned(out, eg, err);
+	return wd_lsm_open(out, eg, err);
 }
 
 struct wd_lsm *wd_lsm_shared(struct wd_err *err)
@@ -264,7 +284,7 @@ struct wd_lsm *wd_lsm_shared(struct wd_err *err)
 	if (!shared) {
 		struct wd_egress *eg = wd_egress_shared(err);
 		if (eg)
-			wd_lsm_open(&shared, eg, err);
+			open_for(&shared, eg, err);
 	}
 	struct wd_lsm *l = shared;
 	pthread_mutex_unlock(&mu);
@@ -331,7 +351,7 @@ static int add_file_rule(struct wd_lsm *l, struct wd_lsm_call *c,
 	    .ino = st->st_ino,
 	    .dev = (uint32_t)(major(st->st_dev) << 20 | minor(st->st_dev)),
 	};
-	int fd = bpf_map__fd(l->skel->maps.wd_lsm_files);
+	int fd = l->files_fd;
 	uint32_t v = 0;
 	bool known = bpf_map_lookup_elem(fd, &k, &v) == 0;
 	v |= access;
@@ -369,7 +389,7 @@ static int add_paths(struct wd_lsm *l, struct wd_lsm_call *c,
 /* Delete every file rule of cgid, including those a child added with
  * wd_lsm_allow_fd(). Keys are collected first: deleting while walking with
  * get_next_key can restart the walk. */
-static void sweep_files(int ffd, uint64_t cgid)
+void wd_lsm_sweep_files(int ffd, uint64_t cgid)
 {
 	struct wd_lsm_file_key k, next, *del = NULL;
 	int n = 0;
@@ -390,9 +410,9 @@ static void sweep_files(int ffd, uint64_t cgid)
 static void call_undo(struct wd_lsm *l, struct wd_lsm_call *c)
 {
 	for (int h = 0; h < WD_LSM_H_NR; h++)
-		if (c->links[h]) {
-			bpf_link__destroy(c->links[h]);
-			c->links[h] = NULL;
+		if (c->link_fd[h] >= 0) {
+			close(c->link_fd[h]);
+			c->link_fd[h] = -1;
 		}
 	int pfd = l->fds.policy;
 	struct wd_call_policy p;
@@ -405,11 +425,11 @@ static void call_undo(struct wd_lsm *l, struct wd_lsm_call *c)
 			bpf_map_update_elem(pfd, &c->cgid, &p, BPF_EXIST);
 		}
 	}
-	if (l->skel) {
-		int ffd = bpf_map__fd(l->skel->maps.wd_lsm_files);
+	if (l->files_fd >= 0) {
+		int ffd = l->files_fd;
 		for (int i = 0; i < c->n_keys; i++)
 			bpf_map_delete_elem(ffd, &c->keys[i]);
-		sweep_files(ffd, c->cgid);
+		wd_lsm_sweep_files(ffd, c->cgid);
 	}
 	free(c->keys);
 	c->keys = NULL;
@@ -428,7 +448,7 @@ static bool wants_unix(const struct wd_manifest *m)
 static int begin(struct wd_lsm *l, int cgroup_fd, uint64_t cgid,
 		 const struct wd_manifest *m, bool arm, struct wd_err *err)
 {
-	if (!l->skel || !wd_lsm_n_active(l) || m->tier == WD_TIER_3)
+	if (l->files_fd < 0 || !wd_lsm_n_active(l) || m->tier == WD_TIER_3)
 		return 0;
 	pthread_mutex_lock(&l->lock);
 	if (find_call(l, cgid)) {
@@ -439,6 +459,8 @@ static int begin(struct wd_lsm *l, int cgroup_fd, uint64_t cgid,
 	}
 	struct wd_lsm_call *c = wd_calloc(1, sizeof(*c));
 	c->cgid = cgid;
+	for (int h = 0; h < WD_LSM_H_NR; h++)
+		c->link_fd[h] = -1;
 	int rc = 0;
 
 	/* Files first: nothing is armed until the policy flags are set. */
@@ -469,9 +491,11 @@ static int begin(struct wd_lsm *l, int cgroup_fd, uint64_t cgid,
 	for (int h = 0; h < WD_LSM_H_NR; h++) {
 		if (!hooks[h].per_cgroup || !l->st[h].active)
 			continue;
-		c->links[h] =
-		    bpf_program__attach_cgroup(prog_of(l->skel, h), cgroup_fd);
-		if (!c->links[h]) {
+		/* what bpf_program__attach_cgroup does, on a program of our
+		 * own load or a pinned one alike */
+		c->link_fd[h] = bpf_link_create(l->prog_fd[h], cgroup_fd,
+						BPF_LSM_CGROUP, NULL);
+		if (c->link_fd[h] < 0) {
 			rc = -errno;
 			wd_err_set(err, rc, "bpf_lsm: attach %s to cgroup: %s",
 				   hooks[h].hook, strerror(-rc));
@@ -540,7 +564,7 @@ int wd_lsm_prepare(struct wd_lsm *l, int cgroup_fd, uint64_t cgid,
 int wd_lsm_arm(struct wd_lsm *l, uint64_t cgid)
 {
 	struct wd_call_policy p;
-	if (!l->skel)
+	if (l->files_fd < 0)
 		return 0;
 	if (bpf_map_lookup_elem(l->fds.policy, &cgid, &p) < 0)
 		return -errno;
@@ -558,7 +582,7 @@ int wd_lsm_arm(struct wd_lsm *l, uint64_t cgid)
 int wd_lsm_allow_fd(struct wd_lsm *l, uint64_t cgid, int fd, unsigned access)
 {
 	struct stat st;
-	if (!l->skel)
+	if (l->files_fd < 0)
 		return -ENOENT;
 	if (fstat(fd, &st) < 0)
 		return -errno;
@@ -567,7 +591,7 @@ int wd_lsm_allow_fd(struct wd_lsm *l, uint64_t cgid, int fd, unsigned access)
 	    .ino = st.st_ino,
 	    .dev = (uint32_t)(major(st.st_dev) << 20 | minor(st.st_dev)),
 	};
-	int mfd = bpf_map__fd(l->skel->maps.wd_lsm_files);
+	int mfd = l->files_fd;
 	uint32_t v = 0;
 	bpf_map_lookup_elem(mfd, &k, &v);
 	v |= access;
@@ -598,8 +622,17 @@ void wd_lsm_close(struct wd_lsm *l)
 		return;
 	while (l->calls)
 		wd_lsm_end(l, l->calls->cgid);
-	for (int h = 0; h < WD_LSM_H_NR; h++)
+	for (int h = 0; h < WD_LSM_H_NR; h++) {
 		bpf_link__destroy(l->links[h]);
+		if (l->glink_fd[h] >= 0)
+			close(l->glink_fd[h]);
+		/* a pinned instance's fds are its own; a load's, the skeleton's
+		 */
+		if (l->pinned && l->prog_fd[h] >= 0)
+			close(l->prog_fd[h]);
+	}
+	if (l->pinned && l->files_fd >= 0)
+		close(l->files_fd);
 	lsm_bpf__destroy(l->skel);
 	pthread_mutex_destroy(&l->lock);
 	free(l);

@@ -70,14 +70,23 @@ struct wd_lsm_hook_status {
  * Never fails because hooks are unavailable: that is reported per hook.
  * Fails (-errno) only on allocation or object-open errors. */
 int wd_lsm_open(struct wd_lsm **out, struct wd_egress *eg, struct wd_err *err);
-/* The process-wide instance on top of wd_egress_shared(). NULL (with err)
- * only if the egress object itself cannot load. Never closed. */
+/* The process-wide instance on top of wd_egress_shared(). Where that is
+ * the node's pinned egress instance (a one-shot `warden exec`), the node's
+ * pinned LSM instance (lsm_pin.c: loaded once per boot and build, its
+ * global programs attached for the boot through pinned links, the
+ * lsm_cgroup programs attached per call), unless WARDEN_LSM_DISABLE is set
+ * (a load of this process's own, without the hooks it names). NULL (with
+ * err) if the egress object cannot load, or if the LSM pins are not ours
+ * or cannot be made (the call is refused, never run without them). Never
+ * closed. */
 struct wd_lsm *wd_lsm_shared(struct wd_err *err);
 /* Ends every call and closes the instance's links. The kernel detaches an
  * lsm/ program only when the last fd of its link is closed, and a process
  * forked while `l` was open holds copies (they are O_CLOEXEC, so only until
  * it execs): until then the programs stay attached, and judge nothing but
- * the calls `l` armed (owner tag, bpf/lsm_policy.h), i.e. nothing. */
+ * the calls `l` armed (owner tag, bpf/lsm_policy.h), i.e. nothing. The
+ * pinned instance's global links stay attached (their pins hold them)
+ * until the pins go. */
 void wd_lsm_close(struct wd_lsm *l);
 
 /* Per-hook state of `l`, WD_LSM_H_NR entries. */

@@ -467,7 +467,15 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 			need_lsm = true;
 	struct wd_err lerr = {0};
 	struct wd_lsm *lsm = wd_lsm_shared(&lerr);
-	if (need_lsm && (!lsm || !wd_lsm_active())) {
+	if (!lsm) {
+		/* the egress object loaded (above): the LSM's own instance
+		 * was refused (the node's pins not ours, or not made) */
+		r = wd_err_set(err, lerr.code ? lerr.code : -EINVAL,
+			       "bpf_lsm: cannot enforce: %s",
+			       lerr.msg[0] ? lerr.msg : "instance unavailable");
+		goto out;
+	}
+	if (need_lsm && !wd_lsm_active()) {
 		r = wd_err_set(err, -ENOTSUP,
 			       "require bpf_lsm: cannot enforce: BPF LSM "
 			       "unavailable on this kernel%s%s (see warden "
