@@ -6,6 +6,7 @@
 
 #include "common/log.h"
 #include "gateway/gateway.h"
+#include "runtime/model_rec.h"
 #include "runtime/rt_int.h"
 #include "trace/trace.h"
 #include "trace/records.h"
@@ -218,114 +219,24 @@ static int model_step(struct wd_run *r, struct wd_err *err)
 	rt_subagent_schemas_free(ts, nsub);
 	free(ts);
 
-	/* record the call whatever happened */
-	json_t *rec = rt_rec_new(r, "model_call");
-	json_object_set_new(rec, "gen_ai.request.model", json_string(a->model));
-	if (resp.model)
-		json_object_set_new(rec, "gen_ai.response.model",
-				    json_string(resp.model));
-	if (resp.provider)
-		json_object_set_new(rec, "gen_ai.provider.name",
-				    json_string(resp.provider));
-	if (resp.response_id)
-		json_object_set_new(rec, "gen_ai.response.id",
-				    json_string(resp.response_id));
-	json_object_set_new(rec, "gen_ai.usage.input_tokens",
-			    json_integer((json_int_t)resp.usage.input_tokens));
-	json_object_set_new(rec, "gen_ai.usage.output_tokens",
-			    json_integer((json_int_t)resp.usage.output_tokens));
-	json_object_set_new(rec, "cached_tokens",
-			    json_integer((json_int_t)resp.usage.cached_tokens));
-	json_object_set_new(rec, "cost_usd", json_real(resp.cost_usd));
-	json_object_set_new(rec, "priced", json_boolean(resp.priced));
-	json_object_set_new(rec, "latency_ms",
-			    json_integer((json_int_t)(resp.latency_us / 1000)));
-	/* the parameters actually sent and the route (replay_defs.c) */
-	json_t *params = json_pack("{s:i}", "max_tokens",
-				   req.max_tokens ? (int)req.max_tokens : 4096);
-	if (req.temperature >= 0)
-		json_object_set_new(params, "temperature",
-				    json_real(req.temperature));
-	if (req.seed_set)
-		json_object_set_new(params, "seed",
-				    json_integer((json_int_t)req.seed));
-	json_object_set_new(rec, "params", params);
-	json_object_set_new(rec, "route", json_string(a->model));
-	if (resp.system_fingerprint)
-		json_object_set_new(rec, "system_fingerprint",
-				    json_string(resp.system_fingerprint));
-	if (from_record)
-		json_object_set_new(rec, "from_record", json_true());
+	/* record the call whatever happened (model_rec.c: typed, straight
+	 * into the store's buffer) */
+	struct rt_model_rec mr = {.model = a->model,
+				  .req = &req,
+				  .resp = &resp,
+				  .from_record = from_record,
+				  .hash_only = a->hash_only};
+	if (rc)
+		mr.error = err->msg;
+	json_t *rj = rc ? NULL : rt_model_response(&resp);
 	cleanup_free char *prompt = rt_conv_text(r);
-	if (prompt) {
-		char ref[WD_TRACE_REF_LEN], h[WD_TRACE_REF_LEN];
-		wd_trace_ref_redacted(r->rt->trace, prompt, strlen(prompt), h);
-		json_object_set_new(rec, "prompt_hash", json_string(h));
-		struct wd_err be = {0};
-		if (!wd_trace_put_blob(r->rt->trace, r->id, prompt,
-				       strlen(prompt), ref, &be))
-			json_object_set_new(rec, "prompt_ref",
-					    json_string(ref));
-	}
-	json_t *att = json_array();
-	for (int i = 0; i < resp.n_attempts; i++) {
-		struct wd_attempt *x = &resp.attempts[i];
-		json_t *o =
-		    json_pack("{s:s,s:s,s:i,s:I}", "provider", x->provider,
-			      "model", x->model, "status", x->http_status,
-			      "latency_ms", (json_int_t)(x->latency_us / 1000));
-		if (x->error[0])
-			json_object_set_new(o, "error", json_string(x->error));
-		json_array_append_new(att, o);
-	}
-	json_object_set_new(rec, "attempts", att);
-	json_t *rj = NULL;
-	if (!rc) {
-		json_t *tcs = json_array();
-		for (int i = 0; i < resp.n_tool_calls; i++) {
-			struct wd_tool_call *t = &resp.tool_calls[i];
-			json_t *o = json_pack(
-			    "{s:s,s:s,s:O}", "id", t->id ? t->id : "", "name",
-			    t->name ? t->name : "", "arguments",
-			    t->arguments ? t->arguments : json_object());
-			if (t->parse_error)
-				json_object_set_new(o, "parse_error",
-						    json_true());
-			json_array_append_new(tcs, o);
-		}
-		rj = json_pack("{s:s,s:s,s:O}", "stop_reason",
-			       wd_stop_reason_name(resp.stop_reason), "text",
-			       resp.text ? resp.text : "", "tool_calls", tcs);
-		json_decref(tcs);
-		cleanup_free char *rtext = json_dumps(rj, JSON_COMPACT);
-		char ref[WD_TRACE_REF_LEN];
-		struct wd_err be = {0};
-		if (rtext && !wd_trace_put_blob(r->rt->trace, r->id, rtext,
-						strlen(rtext), ref, &be))
-			json_object_set_new(rec, "response_ref",
-					    json_string(ref));
-		/* what the model said and called, without the provider's
-		 * per-call ids: compared by `warden trace diff` */
-		char oh[72];
-		json_t *red = wd_trace_redacted_copy(r->rt->trace, rj);
-		if (red && !wd_rec_output_hash(red, oh))
-			json_object_set_new(rec, "output_hash",
-					    json_string(oh));
-		json_decref(red);
-		if (!a->hash_only)
-			json_object_set(rec, "response", rj);
-		else
-			json_object_set_new(
-			    rec, "response",
-			    json_pack("{s:s,s:i}", "stop_reason",
-				      wd_stop_reason_name(resp.stop_reason),
-				      "tool_calls", resp.n_tool_calls));
-	} else {
-		json_object_set_new(rec, "error", json_string(err->msg));
-	}
+	rt_model_rec_payloads(r->rt->trace, r->id, &mr, prompt, &rj);
+	struct wd_recw *w =
+	    wd_recw_begin(r->rt->trace, r->id, r->step, WD_REC_MODEL_CALL);
+	rt_model_call_w(w, &mr);
 	struct wd_err re = {0};
-	int rrc = rt_record(r, rec, false, &re);
-	json_decref(rec);
+	int rrc = rt_record_w(r, w, false, NULL, &re);
+	wd_recw_end(w);
 
 	if (rc) {
 		if (rrc)

@@ -13,9 +13,15 @@ static const struct wd_rec_desc table[WD_REC__COUNT] = {
 	 "index, otlp, trace show, warden run, replay"},
     [WD_REC_MODEL_CALL] = {WD_REC_MODEL_CALL, "model_call",
 			   "gen_ai.request.model, gen_ai.response.model, "
-			   "prompt_hash, prompt_ref, response_ref, response, "
-			   "params{temperature, seed, max_tokens}, route, "
-			   "system_fingerprint, usage, cost_usd, latency_ms",
+			   "gen_ai.provider.name, gen_ai.response.id, "
+			   "gen_ai.usage.input_tokens, "
+			   "gen_ai.usage.output_tokens, cached_tokens, "
+			   "cost_usd, priced, latency_ms, params{max_tokens, "
+			   "temperature, seed}, route, system_fingerprint, "
+			   "from_record, prompt_hash, prompt_ref, "
+			   "attempts[{provider, model, status, latency_ms, "
+			   "error}], response_ref, output_hash, response | "
+			   "error (written by runtime/model_rec.c)",
 			   "index, otlp, trace show, warden run, replay"},
     [WD_REC_TOOL_ATTEMPT] = {WD_REC_TOOL_ATTEMPT, "tool_attempt",
 			     "gen_ai.tool.name, gen_ai.tool.call.id, "
