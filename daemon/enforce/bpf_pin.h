@@ -33,6 +33,16 @@ void wd_pin_remove(int dfd, const char *name);
 int wd_pin_commit(const char *who, const char *dir, int dfd, const char *tmp,
 		  const char *name, const void *ver, size_t vsz, int rc,
 		  struct wd_err *err);
+/* The pins of directory hd, opened by open_fn; missing or stale (any
+ * error but -EPERM, which is "not ours": refused), made again by make_fn
+ * (dfd: the pin dir) under an exclusive flock of the pin dir, after one
+ * more open_fn there (another creator's may be in place by then), and
+ * opened. 0 or -errno, the message in err. */
+int wd_pin_open_or_make(const char *who, const char *dir, const char *hd,
+			int (*open_fn)(void *ctx, const char *hd,
+				       struct wd_err *err),
+			int (*make_fn)(void *ctx, int dfd, struct wd_err *err),
+			void *ctx, struct wd_err *err);
 /* False only if the cgroup of id cgid is known gone (mfd: an fd of the
  * cgroup v2 root, for open_by_handle_at). */
 bool wd_cgroup_alive(int mfd, uint64_t cgid);

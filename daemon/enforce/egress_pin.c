@@ -613,61 +613,81 @@ static void sweep_dead(struct wd_egress *e)
 	}
 }
 
+int wd_pin_open_or_make(const char *who, const char *dir, const char *hd,
+			int (*open_fn)(void *ctx, const char *hd,
+				       struct wd_err *err),
+			int (*make_fn)(void *ctx, int dfd, struct wd_err *err),
+			void *ctx, struct wd_err *err)
+{
+	struct wd_err why = {0};
+	int rc = open_fn(ctx, hd, &why);
+	if (rc < 0 && rc != -EPERM) {
+		/* missing or stale: make ours, one creator at a time (the
+		 * lock goes with dfd) */
+		cleanup_close int dfd =
+		    open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (dfd < 0 || flock(dfd, LOCK_EX) < 0) {
+			rc = -errno;
+			return wd_err_set(err, rc, "%s: pin dir '%s': lock: %s",
+					  who, dir, strerror(-rc));
+		}
+		why = (struct wd_err){0};
+		rc = open_fn(ctx, hd, &why); /* another creator's? */
+		if (rc < 0 && rc != -EPERM) {
+			if (why.msg[0])
+				wd_debug("%s: replacing", why.msg);
+			if ((rc = make_fn(ctx, dfd, err)) == 0)
+				rc = open_fn(ctx, hd, err);
+			return rc;
+		}
+	}
+	if (rc == -EPERM && err)
+		*err = why;
+	return rc;
+}
+
+struct eg_pin_ctx {
+	struct wd_egress *e;
+	const char *dir, *name;
+};
+
+static int eg_open(void *ctx, const char *hd, struct wd_err *err)
+{
+	struct eg_pin_ctx *c = ctx;
+	return open_pins(c->e, hd, object_sha, err);
+}
+
+static int eg_make(void *ctx, int dfd, struct wd_err *err)
+{
+	struct eg_pin_ctx *c = ctx;
+	return replace_pins(c->dir, dfd, c->name, object_sha, err);
+}
+
 int wd_egress_open_pinned(struct wd_egress **out, struct wd_err *err)
 {
 	const char *dir = wd_pin_dir();
-	const uint8_t *sha = object_sha;
 	char name[17], hd[4200];
 	int rc;
 	*out = NULL;
 	wd_log_route_libbpf();
 	for (int i = 0; i < 8; i++)
-		snprintf(name + 2 * i, 3, "%02x", sha[i]);
+		snprintf(name + 2 * i, 3, "%02x", object_sha[i]);
 	snprintf(hd, sizeof(hd), "%s/%s", dir, name);
 	if ((rc = wd_pin_dir_ensure("egress", dir, err)) < 0)
 		return rc;
 
 	struct wd_egress *e = wd_egress_new();
 	e->pinned = true;
-	struct wd_err why = {0};
-	rc = open_pins(e, hd, sha, &why);
-	if (rc == -EPERM) {
-		*err = why;
-		goto fail;
-	}
+	struct eg_pin_ctx c = {e, dir, name};
+	rc = wd_pin_open_or_make("egress", dir, hd, eg_open, eg_make, &c, err);
 	if (rc < 0) {
-		/* missing or stale: make ours, one creator at a time */
-		cleanup_close int dfd =
-		    open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (dfd < 0 || flock(dfd, LOCK_EX) < 0) {
-			rc = -errno;
-			wd_err_set(err, rc, "egress: pin dir '%s': lock: %s",
-				   dir, strerror(-rc));
-			goto fail;
-		}
-		why = (struct wd_err){0};
-		rc = open_pins(e, hd, sha, &why); /* another creator's? */
-		if (rc == -EPERM) {
-			*err = why;
-			goto fail;
-		}
-		if (rc < 0) {
-			if (why.msg[0])
-				wd_debug("%s: replacing", why.msg);
-			if ((rc = replace_pins(dir, dfd, name, sha, err)) < 0)
-				goto fail;
-			if ((rc = open_pins(e, hd, sha, err)) < 0)
-				goto fail;
-		}
-		flock(dfd, LOCK_UN);
+		wd_egress_close(e);
+		return rc;
 	}
 	sweep_dead(e);
 	e->pin_hd = wd_strdup(hd);
 	*out = e;
 	return 0;
-fail:
-	wd_egress_close(e);
-	return rc;
 }
 
 int wd_egress_pin_claim(struct wd_egress *e, uint64_t cgid, struct wd_err *err)

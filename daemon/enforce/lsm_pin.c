@@ -39,7 +39,6 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -372,6 +371,22 @@ static void sweep_dead(struct wd_lsm *l)
 	}
 }
 
+struct lsm_pin_ctx {
+	struct wd_lsm *l;
+	const char *dir, *name;
+};
+
+static int lsm_open(void *ctx, const char *hd, struct wd_err *err)
+{
+	return open_pins(((struct lsm_pin_ctx *)ctx)->l, hd, err);
+}
+
+static int lsm_make(void *ctx, int dfd, struct wd_err *err)
+{
+	struct lsm_pin_ctx *c = ctx;
+	return replace_pins(c->l, c->dir, dfd, c->name, err);
+}
+
 int wd_lsm_open_pinned(struct wd_lsm **out, struct wd_egress *eg,
 		       struct wd_err *err)
 {
@@ -395,39 +410,14 @@ int wd_lsm_open_pinned(struct wd_lsm **out, struct wd_egress *eg,
 
 	struct wd_lsm *l = wd_lsm_new(eg);
 	l->pinned = true;
-	struct wd_err why = {0};
-	rc = open_pins(l, hd, &why);
-	if (rc < 0 && rc != -EPERM) {
-		/* missing or stale: make ours, one creator at a time */
-		cleanup_close int dfd =
-		    open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (dfd < 0 || flock(dfd, LOCK_EX) < 0) {
-			rc = -errno;
-			wd_err_set(err, rc, "bpf_lsm: pin dir '%s': lock: %s",
-				   dir, strerror(-rc));
-			goto fail;
-		}
-		why = (struct wd_err){0};
-		rc = open_pins(l, hd, &why); /* another creator's? */
-		if (rc < 0 && rc != -EPERM) {
-			if (why.msg[0])
-				wd_debug("%s: replacing", why.msg);
-			if ((rc = replace_pins(l, dir, dfd, name, err)) < 0)
-				goto fail;
-			if ((rc = open_pins(l, hd, err)) < 0)
-				goto fail;
-		}
-		flock(dfd, LOCK_UN);
-	}
-	if (rc == -EPERM) {
-		if (err)
-			*err = why;
-		goto fail;
+	struct lsm_pin_ctx c = {l, dir, name};
+	rc = wd_pin_open_or_make("bpf_lsm", dir, hd, lsm_open, lsm_make, &c,
+				 err);
+	if (rc < 0) {
+		wd_lsm_close(l);
+		return rc;
 	}
 	sweep_dead(l);
 	*out = l;
 	return 0;
-fail:
-	wd_lsm_close(l);
-	return rc;
 }
