@@ -117,6 +117,19 @@ void wd_cgroup_parent_keep(const char *parent)
 	pthread_mutex_unlock(&parents_mu);
 }
 
+void wd_cgroup_parents_keep(const struct wd_cgroup_layout *lay,
+			    const struct wd_cgroup *cg)
+{
+	char p[600];
+	snprintf(p, sizeof(p), "%s/warden", lay->v2_root);
+	wd_cgroup_parent_keep(p);
+	for (int c = 0; c < WD_CG_NCTRL; c++)
+		if (cg->v1[c][0]) {
+			snprintf(p, sizeof(p), "%s/warden", lay->v1_root[c]);
+			wd_cgroup_parent_keep(p);
+		}
+}
+
 void wd_cgroup_note_runsc_parents(void)
 {
 	pthread_mutex_lock(&parents_mu);

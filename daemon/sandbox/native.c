@@ -425,19 +425,8 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 	}
 	char warden_dir[sizeof(f->cg.v2_root) + 8];
 	snprintf(warden_dir, sizeof(warden_dir), "%s/warden", f->cg.v2_root);
-	if (wd_egress_keep_warm(eg, warden_dir)) {
-		wd_cgroup_parent_keep(warden_dir);
-		/* and the v1 warden/ parents beside it, for the boot too: a
-		 * one-shot call would otherwise make and remove memory/ and
-		 * pids/ warden/ each time (0.12 ms a call, measured) */
-		for (int c = 0; c < WD_CG_NCTRL; c++)
-			if (cg.v1[c][0]) {
-				char p[sizeof(f->cg.v1_root[c]) + 8];
-				snprintf(p, sizeof(p), "%s/warden",
-					 f->cg.v1_root[c]);
-				wd_cgroup_parent_keep(p);
-			}
-	}
+	if (wd_egress_keep_warm(eg, warden_dir))
+		wd_cgroup_parents_keep(&f->cg, &cg);
 	r = wd_egress_attach(eg, cg.v2_fd, cg.v2_id, m->net_allow,
 			     m->n_net_allow, m->mode == WD_MODE_AUDIT, 0, err);
 	if (r < 0)
