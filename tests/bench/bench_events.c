@@ -753,7 +753,7 @@ int main(int argc, char **argv)
 	       before.rate > 0 ? now.rate / before.rate : 0,
 	       now.rate >= GOAL_RATE && !now.lost ? "yes" : "no", now.flow_rate,
 	       before.flow_rate, producer_start());
-	floor_report(e, per, now.rate, now.prod_ns, cgfd, cg);
+	floor_report(e, per, now.rate, now.prod_ns, cgfd, cg, GOAL_RATE);
 	/* two producers whatever the cores (1.56 M/s held when issue 16 was
 	 * filed: printed against it so a regression shows), then one per
 	 * core where there are more */

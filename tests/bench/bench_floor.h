@@ -190,13 +190,15 @@ out:
 	return rc;
 }
 
-/* The floor line: an empty deny program and one that writes a minimal
+/* The floor lines: an empty deny program and one that writes a minimal
  * record, each the median of 3 runs, beside ours (rate and producer CPU
  * per event of the one-producer end-to-end run); then each program's run
  * time: theirs, a minimal record with its timestamp (what the clock adds)
- * and ours (the egress programs attached to our_cgfd, our_cg). */
+ * and ours (the egress programs attached to our_cgfd, our_cg); then the
+ * timestamped record's floor against goal (events/s). */
 static void floor_report(struct wd_egress *e, long per, double our_rate,
-			 double our_ns, int our_cgfd, const char *our_cg)
+			 double our_ns, int our_cgfd, const char *our_cg,
+			 double goal)
 {
 	struct wd_egress_map_fds fds;
 	wd_egress_map_fds(e, &fds);
@@ -254,6 +256,21 @@ static void floor_report(struct wd_egress *e, long per, double our_rate,
 	       "same with its timestamp (bpf_ktime_get_boot_ns) %.0f ns/run, "
 	       "ours (wd_connect4, a denial with its record) %.0f ns/run\n",
 	       f[0].prog_ns, f[1].prog_ns, f[2].prog_ns, f[OURS].prog_ns);
+	/* The least a warden record is (a timestamped minimal one) against
+	 * the goal: where the machine's syscall cost alone puts that floor
+	 * below the goal, no program that records its denials meets it
+	 * here, whatever the consumer does; said, with how near ours is. */
+	double ts_floor = 1e9 / f[2].ns_call;
+	printf("events floor vs the goal: a denied connect() writing a "
+	       "timestamped minimal record costs its producer %.0f ns of CPU "
+	       "here = %.0f/s at most (measured %.0f/s wall, load %.2f): the "
+	       "goal %.0f/s is %s; ours end to end %.0f/s wall = %.2f of that "
+	       "floor's measured rate, producer CPU %.0f ns = %.2fx the "
+	       "floor's\n",
+	       f[2].ns_call, ts_floor, f[2].rate, loadavg(), goal,
+	       ts_floor >= goal ? "within it" : "ABOVE it (out of reach here)",
+	       our_rate, f[2].rate > 0 ? our_rate / f[2].rate : 0, our_ns,
+	       our_ns / f[2].ns_call);
 }
 
 #endif
