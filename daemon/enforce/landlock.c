@@ -1,6 +1,8 @@
 #include "enforce/landlock.h"
+#include "common/safepath.h"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -127,12 +129,14 @@ int wd_landlock_allow(struct wd_landlock *ll, const char *path,
 		    LL_FS_MAKE_SOCK | LL_FS_REFER | LL_FS_TRUNCATE;
 		break;
 	}
-	cleanup_close int fd = open(path, O_PATH | O_CLOEXEC);
+	/* not through a symlink a tool could have made (safepath.h) */
+	char why[PATH_MAX + 160];
+	cleanup_close int fd = wd_open_trusted(path, O_PATH, why, sizeof(why));
 	if (fd < 0) {
-		if (errno == ENOENT)
+		if (fd == -ENOENT)
 			return 0;
-		return wd_err_set(err, -errno, "filesystem: '%s': %s", path,
-				  strerror(errno));
+		return wd_err_set(err, fd, "filesystem: '%s': %s", path,
+				  why[0] ? why : strerror(-fd));
 	}
 	struct stat st;
 	if (fstat(fd, &st) < 0)

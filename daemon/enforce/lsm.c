@@ -1,8 +1,11 @@
 #include "enforce/lsm.h"
 #include "enforce/lsm_int.h"
+#include "common/safepath.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -371,11 +374,20 @@ static int add_paths(struct wd_lsm *l, struct wd_lsm_call *c,
 {
 	for (int i = 0; i < pl->n; i++) {
 		struct stat st;
-		if (stat(pl->v[i], &st) < 0) {
-			if (errno == ENOENT || errno == ENOTDIR)
+		/* the inode the rule names: not through a symlink a tool
+		 * could have made (common/safepath.h) */
+		char why[PATH_MAX + 160];
+		int fd = wd_open_trusted(pl->v[i], O_PATH, why, sizeof(why));
+		if (fd >= 0 && fstat(fd, &st) < 0)
+			fd = -errno;
+		else if (fd >= 0)
+			close(fd);
+		if (fd < 0) {
+			if (fd == -ENOENT || fd == -ENOTDIR)
 				continue; /* nothing there: nothing granted */
-			return wd_err_set(err, -errno, "bpf_lsm: path '%s': %s",
-					  pl->v[i], strerror(errno));
+			return wd_err_set(err, fd, "bpf_lsm: path '%s': %s",
+					  pl->v[i],
+					  why[0] ? why : strerror(-fd));
 		}
 		int rc = add_file_rule(l, c, &st, access);
 		if (rc)

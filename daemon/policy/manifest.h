@@ -187,10 +187,14 @@ void wd_manifest_free_all(struct wd_manifest **v, int n);
 struct json_t;
 struct json_t *wd_manifest_to_json(const struct wd_manifest *m);
 
-/* Canonical form of an absolute path: realpath() of its longest existing
- * prefix (so /lib -> /usr/lib on merged-usr) with the rest lexically
- * normalised ("." "..", "//"). Returns 0 and a malloc'd *out, or -EINVAL
- * (relative, empty) / -ENAMETOOLONG with a message in err. */
+/* Canonical form of an absolute path: its longest existing prefix with
+ * every symlink resolved (so /lib -> /usr/lib on merged-usr), the rest
+ * lexically normalised ("." "..", "//"). A symlink is followed only when it
+ * and its directory are root's and no one else may write that directory
+ * (common/safepath.h): one a tool could have made refuses the path
+ * (-ELOOP, the link named in err). Returns 0 and a malloc'd *out, or
+ * -EINVAL (relative, empty) / -ENAMETOOLONG / -ELOOP with a message in
+ * err. */
 int wd_path_canonical(const char *path, char **out, struct wd_err *err);
 
 /* AF_* number of a socket family name ("netlink", "packet", "unix", ...)

@@ -3,6 +3,7 @@
  * mechanism names. */
 #include "policy/manifest.h"
 #include "policy/families.h"
+#include "common/safepath.h"
 
 #include <arpa/inet.h>
 #include <limits.h>
@@ -12,41 +13,6 @@
 /* ---- paths
  * ------------------------------------------------------------------- */
 
-/* Lexical normalisation of an absolute path: collapse "//", drop ".",
- * resolve ".." against the text (".." at "/" stays "/"). */
-static char *lexical_norm(const char *in)
-{
-	size_t len = strlen(in);
-	char *out = wd_malloc(len + 2);
-	size_t o = 0;
-	const char *p = in;
-	while (*p) {
-		while (*p == '/')
-			p++;
-		if (!*p)
-			break;
-		const char *e = strchr(p, '/');
-		size_t cl = e ? (size_t)(e - p) : strlen(p);
-		if (cl == 1 && p[0] == '.') {
-			/* skip */
-		} else if (cl == 2 && p[0] == '.' && p[1] == '.') {
-			while (o > 0 && out[o - 1] != '/')
-				o--;
-			if (o > 0)
-				o--; /* the '/' before the dropped component */
-		} else {
-			out[o++] = '/';
-			memcpy(out + o, p, cl);
-			o += cl;
-		}
-		p += cl;
-	}
-	if (o == 0)
-		out[o++] = '/';
-	out[o] = 0;
-	return out;
-}
-
 int wd_path_canonical(const char *path, char **out, struct wd_err *err)
 {
 	*out = NULL;
@@ -55,40 +21,17 @@ int wd_path_canonical(const char *path, char **out, struct wd_err *err)
 				  path ? path : "");
 	if (strlen(path) >= PATH_MAX)
 		return wd_err_set(err, -ENAMETOOLONG, "path is too long");
-	char *norm = lexical_norm(path);
-	char rp[PATH_MAX];
-	if (realpath(path, rp)) {
-		free(norm);
-		*out = wd_strdup(rp);
-		return 0;
-	}
-	/* Not (fully) existing: resolve the longest existing prefix of the
-	 * normalised path and keep the rest as written, so a future file
-	 * under /lib still lands under /usr/lib on merged-usr systems. */
-	size_t n = strlen(norm);
-	for (size_t cut = n; cut > 0; cut--) {
-		if (norm[cut] != '/' && norm[cut] != 0)
-			continue;
-		char save = norm[cut];
-		norm[cut] = 0;
-		bool ok = realpath(norm, rp) != NULL;
-		norm[cut] = save;
-		if (!ok)
-			continue;
-		const char *rest = norm + cut;
-		size_t rl = strlen(rp);
-		if (rl == 1 && *rest) /* prefix resolved to "/" */
-			rl = 0;
-		if (rl + strlen(rest) >= PATH_MAX) {
-			free(norm);
-			return wd_err_set(err, -ENAMETOOLONG,
-					  "path is too long");
-		}
-		*out = wd_asprintf("%.*s%s", (int)rl, rp, rest);
-		free(norm);
-		return 0;
-	}
-	*out = norm;
+	/* symlinks followed only where a tool cannot have made them
+	 * (common/safepath.h): a link left under a write path by an earlier
+	 * call refuses the manifest, never redirects its grants */
+	char rp[PATH_MAX], why[PATH_MAX + 160];
+	int r = wd_path_resolve_trusted(path, rp, sizeof(rp), why, sizeof(why));
+	if (r == -ENAMETOOLONG)
+		return wd_err_set(err, r, "path is too long");
+	if (r < 0)
+		return wd_err_set(err, r, "path '%s': %s", path,
+				  why[0] ? why : strerror(-r));
+	*out = wd_strdup(rp);
 	return 0;
 }
 

@@ -1,8 +1,10 @@
 #include "sandbox/common.h"
 #include "sandbox/mounts.h"
+#include "common/safepath.h"
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -408,6 +410,28 @@ fail:
 	return r;
 }
 
+/* A host path bound into the new root: opened first without following a
+ * symlink a tool could have made (common/safepath.h: a link left under a
+ * write path by an earlier call would otherwise bind its target), then
+ * bound from that very file through its /proc/self/fd link, so nothing
+ * put at the path in between is what gets bound. */
+static int bind_trusted(const struct wd_mop *o, struct wd_err *err)
+{
+	char why[PATH_MAX + 160], fdp[64];
+	int fd = wd_open_trusted(o->src, O_PATH, why, sizeof(why));
+	if (fd < 0)
+		return wd_err_set(err, fd, "mount setup: %s: %s", o->what,
+				  why[0] ? why : strerrordesc_np(-fd));
+	snprintf(fdp, sizeof(fdp), "/proc/self/fd/%d", fd);
+	int r = mount(fdp, o->dst, o->fstype, o->flags, o->data);
+	int e = errno;
+	close(fd);
+	if (r < 0)
+		return wd_err_set(err, -e, "mount setup: %s: %s", o->what,
+				  strerrordesc_np(e));
+	return 0;
+}
+
 int wd_mounts_apply(const struct wd_mount_plan *p, struct wd_err *err)
 {
 	for (int i = 0; i < p->n; i++) {
@@ -415,6 +439,13 @@ int wd_mounts_apply(const struct wd_mount_plan *p, struct wd_err *err)
 		int r = 0;
 		switch (o->kind) {
 		case MOP_MOUNT:
+			if ((o->flags & (MS_BIND | MS_REMOUNT)) == MS_BIND &&
+			    o->src && o->src[0] == '/') {
+				r = bind_trusted(o, err);
+				if (r < 0)
+					return r;
+				break;
+			}
 			r = mount(o->src, o->dst, o->fstype, o->flags, o->data);
 			break;
 		case MOP_MKDIR:

@@ -1,6 +1,7 @@
 /* OCI bundle generation for tier 3: see oci.h. */
 #include "sandbox/common.h"
 #include "sandbox/oci.h"
+#include "common/safepath.h"
 
 #include <dirent.h>
 #include <limits.h>
@@ -49,15 +50,24 @@ static json_t *mount_json(const char *dst, const char *type, const char *src,
 	return o;
 }
 
-static void add_bind(struct bind *b, int *k, const char *p, bool write,
-		     bool exec)
+static int add_bind(struct bind *b, int *k, const char *p, bool write,
+		    bool exec, struct wd_err *err)
 {
 	struct stat st;
 	/* A path the host lacks is not an error (a manifest may list /lib64
 	 * on a system without it); it simply is not there. */
 	if (!p || lstat(p, &st) < 0)
-		return;
-	b[(*k)++] = (struct bind){wd_strdup(p), wd_strdup(p), write, exec};
+		return 0;
+	/* runsc binds the source as root, following symlinks: it is given
+	 * the path resolved here, through root's links only (safepath.h);
+	 * one a tool could have made refuses the call */
+	char src[PATH_MAX], why[PATH_MAX + 160];
+	int r = wd_path_resolve_trusted(p, src, sizeof(src), why, sizeof(why));
+	if (r < 0)
+		return wd_err_set(err, r, "tier 3: filesystem: '%s': %s", p,
+				  why[0] ? why : strerror(-r));
+	b[(*k)++] = (struct bind){wd_strdup(src), wd_strdup(p), write, exec};
+	return 0;
 }
 
 /* A file of the program's start closure, named `p` by the kernel or the
@@ -136,19 +146,29 @@ static json_t *mounts_json(const struct wd_manifest *m, const char *argv0,
 
 	int n = m->fs_read.n + m->fs_exec.n + m->fs_write.n + nc + 1;
 	struct bind *b = wd_calloc(n, sizeof(*b));
-	int k = 0;
-	for (int i = 0; i < m->fs_read.n; i++)
-		add_bind(b, &k, m->fs_read.v[i], false, false);
-	for (int i = 0; i < m->fs_exec.n; i++)
-		add_bind(b, &k, m->fs_exec.v[i], false, true);
-	for (int i = 0; i < m->fs_write.n; i++)
-		add_bind(b, &k, m->fs_write.v[i], true, false);
-	for (int i = 0; i < nc; i++)
+	int k = 0, br = 0;
+	for (int i = 0; i < m->fs_read.n && !br; i++)
+		br = add_bind(b, &k, m->fs_read.v[i], false, false, err);
+	for (int i = 0; i < m->fs_exec.n && !br; i++)
+		br = add_bind(b, &k, m->fs_exec.v[i], false, true, err);
+	for (int i = 0; i < m->fs_write.n && !br; i++)
+		br = add_bind(b, &k, m->fs_write.v[i], true, false, err);
+	for (int i = 0; i < nc && !br; i++)
 		add_file_bind(b, &k, closure[i]);
 	wd_sb_free_strv(closure);
 	char rp[PATH_MAX];
-	if (argv0 && realpath(argv0, rp))
-		add_bind(b, &k, rp, false, true);
+	if (!br && argv0 && realpath(argv0, rp))
+		br = add_bind(b, &k, rp, false, true, err);
+	if (br) {
+		for (int i = 0; i < k; i++) {
+			free(b[i].src);
+			free(b[i].dst);
+		}
+		free(b);
+		json_decref(a);
+		errno = -br;
+		return NULL;
+	}
 	qsort(b, k, sizeof(*b), cmp_bind);
 	static const char *const ro[] = {"rbind", "ro",	    "nosuid",
 					 "nodev", "noexec", NULL};

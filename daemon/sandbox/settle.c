@@ -293,9 +293,16 @@ static long settle_one(int dfd, const char *name, const struct stat *st,
 			close(fd);
 		}
 	}
+	/* A symlink the tool made is never root's: warden's grants follow
+	 * root's links only (common/safepath.h), a tool's must stay one they
+	 * refuse (a link left under a write path would otherwise redirect a
+	 * later call's grant, made as root, to its target). */
+	uid_t to = owner;
+	if (S_ISLNK(st->st_mode) && to == 0)
+		to = WD_SETTLE_LINK_UID;
 	/* chown clears set-uid/set-gid on non-directories (and file
 	 * capabilities): no set-uid-to-the-principal file is left behind */
-	if (fchownat(dfd, name, u ? owner : (uid_t)-1, g ? group : (gid_t)-1,
+	if (fchownat(dfd, name, u ? to : (uid_t)-1, g ? group : (gid_t)-1,
 		     AT_SYMLINK_NOFOLLOW) < 0 &&
 	    errno != ENOENT)
 		return -errno;

@@ -1,6 +1,7 @@
 /* Per-call uids: allocation, records, release (see uidpool.h). */
 #include "sandbox/uidpool.h"
 #include "common/log.h"
+#include "common/safepath.h"
 #include "sandbox/reaper.h"
 
 #include <fcntl.h>
@@ -333,7 +334,11 @@ static int recover(int lockfd, uid_t uid, const struct wd_uid_range *rg,
 		    !off)
 			continue;
 		const char *p = line + off;
-		int fd = open(p, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+		/* a symlink a tool put in its place is not followed (as
+		 * root, to whatever it names): the path counts as moved */
+		int fd = wd_open_trusted(p, O_RDONLY | O_NONBLOCK, NULL, 0);
+		if (fd < 0)
+			errno = -fd;
 		struct stat ps;
 		if (fd < 0 || fstat(fd, &ps) < 0 || ps.st_dev != dev ||
 		    ps.st_ino != ino) {
@@ -569,15 +574,20 @@ int wd_uid_grant_paths(struct wd_uid_lease *l, uid_t principal, gid_t pgid,
 				  WD_UID_MAX_PATHS);
 	for (int i = 0; i < n; i++) {
 		struct wd_uid_path *wp = &l->p[l->n_paths];
-		/* O_NONBLOCK: a write path may be a FIFO */
-		int fd = open(paths[i], O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+		/* O_NONBLOCK: a write path may be a FIFO. Not through a
+		 * symlink a tool could have made (safepath.h): the grant
+		 * below is root's */
+		char why[PATH_MAX + 160];
+		int fd = wd_open_trusted(paths[i], O_RDONLY | O_NONBLOCK, why,
+					 sizeof(why));
 		struct stat st;
 		if (fd < 0 || fstat(fd, &st) < 0) {
-			r = -errno;
+			r = fd < 0 ? fd : -errno;
 			if (fd >= 0)
 				close(fd);
-			return wd_err_set(err, r, "filesystem.write '%s': %s",
-					  paths[i], strerror(-r));
+			return wd_err_set(
+			    err, r, "filesystem.write '%s': %s", paths[i],
+			    fd < 0 && why[0] ? why : strerror(-r));
 		}
 		*wp = (struct wd_uid_path){
 		    .fd = fd,

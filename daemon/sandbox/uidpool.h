@@ -120,9 +120,12 @@ void wd_uid_release_async(struct wd_uid_lease *l, bool procs_gone);
 int wd_acl_grant(int fd, uid_t uid, bool is_dir, const struct wd_uid_range *r);
 int wd_acl_revoke(int fd, uid_t uid, const struct wd_uid_range *r);
 /* Give every entry under fd (a directory or a file) owned by uid or gid
- * to owner/group instead; strips the ACLs of what it re-owns. Iterative,
- * two fds, never follows a symbolic link. Returns the number of entries
- * changed, or -errno (a tree it could not walk completely). */
+ * to owner/group instead; strips the ACLs of what it re-owns. A symlink
+ * whose owner would be root gets WD_SETTLE_LINK_UID instead: root's links
+ * are the ones warden's grants follow (common/safepath.h), a tool's never.
+ * Iterative, two fds, never follows a symbolic link. Returns the number
+ * of entries changed, or -errno (a tree it could not walk completely). */
+#define WD_SETTLE_LINK_UID ((uid_t)65534) /* the kernel's overflow uid */
 long wd_settle_tree(int fd, uid_t uid, gid_t gid, uid_t owner, gid_t group);
 /* Processes with uid in any of their ids: killed (SIGKILL, by pidfd) and
  * waited for up to wait_ms. Returns how many remain (0 = none). */
