@@ -355,6 +355,67 @@ static int oom_adj_reset(pid_t pid)
  * The namespace is otherwise the host's: the same paths, the same files.
  * Our copy of the host's mounts becomes a slave first: a mount made here
  * must not propagate back to the host through a shared /run. */
+/* Whether a path of pl shows /proc: "/", "/proc" or one under it. */
+static bool shows_proc(const struct wd_path_list *pl)
+{
+	for (int i = 0; i < pl->n; i++) {
+		const char *p = pl->v[i];
+		if (!strcmp(p, "/") ||
+		    (!strncmp(p, "/proc", 5) && (p[5] == 0 || p[5] == '/')))
+			return true;
+	}
+	return false;
+}
+
+/* The grants of pl that show /proc, made again on the call's own procfs
+ * ("/" as /proc itself; /proc/self/... now names the tool's own). */
+static void regrant_proc(struct launch *l, const struct wd_path_list *pl,
+			 enum wd_ll_grant g, unsigned lsm_access)
+{
+	for (int i = 0; i < pl->n; i++) {
+		const char *p = pl->v[i];
+		if (!shows_proc(&(struct wd_path_list){.v = &pl->v[i], .n = 1}))
+			continue;
+		if (!strcmp(p, "/"))
+			p = "/proc";
+		struct wd_err e = {0};
+		if (wd_landlock_allow(l->ll, p, g, &e) < 0)
+			child_fail(l, 0, "%s", e.msg);
+		if (l->lsm) {
+			int fd = open(p, O_RDONLY | O_CLOEXEC);
+			if (fd < 0 && errno == ENOENT)
+				continue;
+			if (fd < 0 || wd_lsm_allow_fd(l->lsm, l->cgid, fd,
+						      lsm_access) < 0)
+				child_fail(l, errno, "bpf_lsm: grant %s", p);
+			close(fd);
+		}
+	}
+}
+
+/* Tier 1 shares the host's pid namespace: the host's /proc, where the
+ * manifest grants it, lists every process of the node (other teams'
+ * calls: their argv, uids, limits, /proc/PID/net). In the call's mount
+ * namespace a procfs of its own is mounted over it with hidepid=invisible
+ * (hidepid=2 before 5.8): only the processes of the call's uid appear.
+ * The parent's rules name the host's procfs, which the new mount covers:
+ * the grants are made again on the new one. */
+static void own_proc(struct launch *l)
+{
+	const struct wd_manifest *m = l->m;
+	if (!shows_proc(&m->fs_read) && !shows_proc(&m->fs_exec) &&
+	    !shows_proc(&m->fs_write))
+		return;
+	const unsigned long fl = MS_NOSUID | MS_NODEV | MS_NOEXEC;
+	if (mount("proc", "/proc", "proc", fl, "hidepid=invisible") < 0 &&
+	    (errno != EINVAL ||
+	     mount("proc", "/proc", "proc", fl, "hidepid=2") < 0))
+		child_fail(l, errno, "/proc of the call's own (hidepid)");
+	regrant_proc(l, &m->fs_read, WD_LL_READ, WD_LSM_READ);
+	regrant_proc(l, &m->fs_exec, WD_LL_EXEC, WD_LSM_READ);
+	regrant_proc(l, &m->fs_write, WD_LL_WRITE, WD_LSM_READ | WD_LSM_WRITE);
+}
+
 static void scratch_tmpfs(struct launch *l)
 {
 	if (syscall(SYS_unshare, CLONE_NEWNS) < 0)
@@ -418,6 +479,7 @@ void wd_native_tier1_main(struct launch *l, bool self_v2)
 	if (!l->vm_child)
 		oom_adj_reset(0);
 	scratch_tmpfs(l);
+	own_proc(l);
 	/* the scratch is mounted: from here the BPF LSM's mount hooks (and
 	 * the rest) hold this call (native.c prepared it unarmed) */
 	if (l->lsm) {

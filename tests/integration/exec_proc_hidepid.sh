@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Tier 1 shares the host's pid namespace; a manifest that grants /proc got
+# the host's procfs, where every process of the node is listed: another
+# team's call with a secret in its argv, host daemons, /proc/1/net. The
+# call now gets a procfs of its own, hidepid=invisible. The attack runs
+# INSIDE the sandbox (a scan of /proc/*/cmdline); the verdict comes from
+# outside: the victims are live processes the test started (a host one as
+# root, a concurrent call of another manifest), whose argv carries a
+# marker the attacker prints if it can read it. The attacker also proves
+# its /proc works (its own status, /proc/meminfo, /proc/self/fd), so a
+# /proc refused whole would fail. On the old build it printed both
+# markers and counted every pid of the node.
+. tests/lib.sh
+set -u
+T=$(mktemp -d /var/tmp/warden-hidepid.XXXXXX)
+chmod 755 "$T"
+export WARDEN_RUNTIME_DIR=$T/rt WARDEN_UID_DIR=$T/uids
+mkdir -m 711 "$T/rt"
+PIDS=()
+trap 'for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$T"' EXIT
+M1="hostsecret-$$-$RANDOM" M2="callsecret-$$-$RANDOM"
+
+for grant in '"/proc"' '"/"'; do
+	n=${grant//[^a-z]/}
+	n=${n:-root}
+	cat >"$T/$n.yaml" <<Y
+name: hidepid
+tier: 1
+timeout_ms: 20000
+network: {allow: []}
+filesystem: {read: ["/usr", "/lib", "/lib64", "/etc/ld.so.cache", $grant], exec: ["/usr/bin"]}
+Y
+	# a host process and another call, each with a marker in argv
+	bash -c 'sleep 30; :' "$M1" &
+	PIDS+=($!)
+	HP=$!
+	"$WARDEN" exec --policy "$T/$n.yaml" -- /bin/sh -c "sleep 20 # $M2" >/dev/null 2>&1 &
+	PIDS+=($!)
+	for _ in $(seq 100); do
+		pgrep -f "$M2" >/dev/null && break
+		sleep 0.05
+	done
+	if ! pgrep -f "$M2" >/dev/null; then
+		fail "$n/victim-call-started" "the victim call never ran"
+		continue
+	fi
+	out=$("$WARDEN" exec --policy "$T/$n.yaml" -- /bin/sh -c '
+		for f in /proc/[0-9]*/cmdline; do tr "\0" " " <"$f"; echo; done 2>/dev/null
+		echo "pids: $(ls -d /proc/[0-9]* | wc -l)"
+		grep -c "^Uid:" /proc/self/status
+		head -1 /proc/meminfo
+		ls /proc/self/fd | wc -l' 2>/dev/null)
+	case $out in *"$M1"*) fail "$n/host-process-argv-hidden" "the call read a host process's argv" ;;
+	*) pass "$n/host-process-argv-hidden" ;; esac
+	case $out in *"$M2"*) fail "$n/other-call-argv-hidden" "the call read another call's argv" ;;
+	*) pass "$n/other-call-argv-hidden" ;; esac
+	[ -d "/proc/$HP" ] && pass "$n/host-victim-alive" || fail "$n/host-victim-alive" "gone"
+	expect_match "$n/own-proc-works" "$out" 'MemTotal:'
+	pids=$(printf '%s\n' "$out" | sed -n 's/^pids: //p')
+	[ -n "$pids" ] && [ "$pids" -lt 10 ] && pass "$n/only-own-pids" ||
+		fail "$n/only-own-pids" "saw ${pids:-no} pids"
+	for p in "${PIDS[@]}"; do { kill -9 "$p"; wait "$p"; } 2>/dev/null; done
+	pkill -9 -f "sleep 20 # $M2" 2>/dev/null
+	PIDS=()
+done
+finish
