@@ -20,6 +20,10 @@
 
 #define AF_INET	 2
 #define AF_INET6 10
+/* socket.h's, which vmlinux.h lacks */
+#define SOCK_DGRAM_   2
+#define SOL_SOCKET_   1
+#define SO_REUSEADDR_ 2
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -263,14 +267,30 @@ static __always_inline int judge_bind(struct bpf_sock_addr *ctx,
 	__u64 cgid = wd_task_cgid(t);
 	__u16 port_be = (__u16)ctx->user_port;
 	bool audit = false;
+	__u32 reuse = 0;
 	struct wd_call_policy *pol = bpf_map_lookup_elem(&wd_policy, &cgid);
 	if (!pol) {
 		wd_count(WD_LOSS_POLICY_MISS);
 		goto deny;
 	}
 	audit = pol->flags & WD_POL_AUDIT;
-	if (!port_be || (pol->flags & WD_POL_LISTEN))
+	if (!port_be)
 		return 1;
+	if (pol->flags & WD_POL_LISTEN) {
+		/* Two UDP sockets that both set SO_REUSEADDR share a port
+		 * whoever owns them, and the last bound takes the unicast
+		 * datagrams: a call's would take a host service's or another
+		 * call's. Refused on datagram sockets (a TCP SO_REUSEADDR
+		 * socket takes no port that is listening); a helper error
+		 * refuses too. */
+		int v = 0;
+		if (ctx->type != SOCK_DGRAM_ ||
+		    (!bpf_getsockopt(ctx, SOL_SOCKET_, SO_REUSEADDR_, &v,
+				     sizeof(v)) &&
+		     !v))
+			return 1;
+		reuse = WD_KEV_BIND_REUSEADDR;
+	}
 deny:;
 	struct wd_kevent *e = wd_event_reserve_short_pol(
 	    WD_KEV_BIND, audit ? WD_KEV_AUDITED : WD_KEV_DENIED,
@@ -280,7 +300,7 @@ deny:;
 		e->protocol = ctx->protocol;
 		e->port = bpf_ntohs(port_be);
 		__builtin_memcpy(e->addr, a, 16);
-		e->arg = 0;
+		e->arg = reuse;
 		e->arg2 = ctx->type;
 		wd_event_submit(e);
 	}

@@ -40,6 +40,10 @@ enum wd_kev_kind {
 	WD_KEV_KIND_MAX, /* first invalid value */
 };
 
+/* WD_KEV_BIND's arg: why a port was refused to a call with network.listen
+ * (0: a call without it) */
+#define WD_KEV_BIND_REUSEADDR 1 /* a datagram socket with SO_REUSEADDR */
+
 /* wd_kevent.verdict */
 enum wd_kev_verdict {
 	WD_KEV_DENIED = 0,

@@ -106,10 +106,16 @@ int wd_kevent_to_event(const void *data, size_t size, int64_t boot_to_wall_ns,
 	case WD_KEV_SENDMSG:
 	case WD_KEV_SOCKET_CONNECT:
 	case WD_KEV_BIND:
-		if (k->family == AF_INET || k->family == AF_INET6)
+		if (k->family == AF_INET || k->family == AF_INET6) {
 			fmt_addr(out->target, sizeof(out->target), k->addr,
 				 k->port);
-		else if (plen)
+			size_t tl = strlen(out->target);
+			if (k->kind == WD_KEV_BIND &&
+			    k->arg == WD_KEV_BIND_REUSEADDR)
+				snprintf(out->target + tl,
+					 sizeof(out->target) - tl,
+					 " (udp, SO_REUSEADDR)");
+		} else if (plen)
 			memcpy(out->target, k->path, plen);
 		else
 			snprintf(out->target, sizeof(out->target), "family=%u",
