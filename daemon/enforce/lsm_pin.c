@@ -92,6 +92,26 @@ static void link_name(char *b, size_t n, int h)
 	snprintf(b, n, "link_%s", wd_lsm_hooks[h].prog);
 }
 
+/* A load or attach error that may not hold on the next try (memory, a
+ * busy or interrupted attach, descriptors): never kept in the pins. The
+ * others (the verifier's EINVAL/EACCES, a missing hook's ENOENT/ESRCH,
+ * EOPNOTSUPP/ENOTSUPP, lockdown's EPERM) hold for the boot. */
+static bool lsm_err_passing(int e)
+{
+	switch (-e) {
+	case ENOMEM:
+	case EBUSY:
+	case EAGAIN:
+	case EINTR:
+	case ENOSPC:
+	case EMFILE:
+	case ENFILE:
+		return true;
+	default:
+		return false;
+	}
+}
+
 static int stale(struct wd_err *err, const char *hd, const char *what)
 {
 	return wd_err_set(err, -ESTALE, "bpf_lsm: %s in '%s'", what, hd);
@@ -138,6 +158,10 @@ static int open_pins_at(struct wd_lsm *l, int dfd, const char *hd,
 				     "one this build pinned");
 	}
 	for (int h = 0; h < WD_LSM_H_NR; h++) {
+		if (v.err[h] && lsm_err_passing(v.err[h]))
+			return stale(err, hd,
+				     "a hook pinned as refused for a passing "
+				     "reason");
 		if (v.err[h]) {
 			wd_lsm_set_unavailable(&l->st[h], v.err[h],
 					       v.attach[h] ? "attach refused"
@@ -254,6 +278,20 @@ static int create_pins(struct wd_lsm *l, const char *dir, int dfd,
 		goto out;
 	}
 	wd_lsm_load(t); /* loads, and attaches the global programs */
+	/* A hook refused for a passing reason (memory, a busy attach) is
+	 * not pinned as refused: the pins would keep it off for every
+	 * one-shot call until the reboot. This call loads its own instead
+	 * (wd_lsm_open_pinned), the next one tries to pin again. */
+	for (int h = 0; h < WD_LSM_H_NR; h++)
+		if (!t->st[h].active && lsm_err_passing(t->st[h].err)) {
+			rc = -EAGAIN;
+			wd_err_set(err, rc,
+				   "bpf_lsm: hook %s refused for now (%s): "
+				   "not pinned for the boot",
+				   wd_lsm_hooks[h].prog,
+				   strerror(-t->st[h].err));
+			goto out;
+		}
 	wd_rand_hex(rnd, 16);
 	snprintf(tmp, sizeof(tmp), TMP "%s", rnd);
 	if (mkdirat(dfd, tmp, 0700) < 0) {
@@ -413,6 +451,14 @@ int wd_lsm_open_pinned(struct wd_lsm **out, struct wd_egress *eg,
 	struct lsm_pin_ctx c = {l, dir, name};
 	rc = wd_pin_open_or_make("bpf_lsm", dir, hd, lsm_open, lsm_make, &c,
 				 err);
+	if (rc == -EAGAIN) {
+		/* a hook refused for now: not pinned, this process's own */
+		wd_debug("%s", err ? err->msg : "bpf_lsm: not pinned");
+		wd_lsm_close(l);
+		if (err)
+			*err = (struct wd_err){0};
+		return wd_lsm_open(out, eg, err);
+	}
 	if (rc < 0) {
 		wd_lsm_close(l);
 		return rc;
