@@ -8,13 +8,101 @@
 #include <linux/openat2.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_LINKS 40 /* as the kernel's own walk (MAXSYMLINKS) */
+
+/* Links the walk judged trusted, by where they are, with where they lead
+ * (absolute, lexically normal): a later path through one is rewritten and
+ * tried on the fast path again, so the system's /lib, /lib64 and the
+ * loader's own link cost one walk a process, not one a path (the
+ * one-shot `warden exec` met them five times a call). Only root may
+ * change a trusted link, yet an entry lives CACHE_NS alone. No lock
+ * waited for (a clone child may run this): one not free is passed by. */
+static int res_lexical(char *res, size_t *rl, size_t cap, const char *p);
+
+#define CACHE_N	 16
+#define CACHE_NS 2000000000ull
+static struct {
+	char link[128], to[256];
+	uint64_t at;
+} cache[CACHE_N];
+static char cache_lock;
+static int cache_next;
+
+static uint64_t mono_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+/* path with a cached link prefix replaced into out; false: none */
+static bool cache_rewrite(const char *path, char *out, size_t outlen)
+{
+	if (__atomic_test_and_set(&cache_lock, __ATOMIC_ACQUIRE))
+		return false;
+	bool hit = false;
+	uint64_t now = mono_ns();
+	for (int i = 0; i < CACHE_N && !hit; i++) {
+		size_t ll = strlen(cache[i].link);
+		if (!ll || now - cache[i].at > CACHE_NS ||
+		    strncmp(path, cache[i].link, ll) ||
+		    (path[ll] != '/' && path[ll] != 0))
+			continue;
+		int n = snprintf(out, outlen, "%s%s", cache[i].to, path + ll);
+		hit = n > 0 && (size_t)n < outlen;
+	}
+	__atomic_clear(&cache_lock, __ATOMIC_RELEASE);
+	return hit;
+}
+
+/* a trusted link at dir res (physical, "" the root) named name with
+ * target tgt: kept when where it leads is plain to compute (".." only
+ * leading the target: res is physical) */
+static void cache_note(const char *res, const char *name, const char *tgt)
+{
+	char link[128], to[256];
+	size_t rl = 0;
+	int n = snprintf(link, sizeof(link), "%s/%s", res, name);
+	if (n <= 0 || (size_t)n >= sizeof(link))
+		return;
+	const char *t = tgt;
+	while (t[0] == '.' && t[1] == '.' && (t[2] == '/' || !t[2]))
+		t += t[2] ? 3 : 2;
+	if (strstr(t, "/..") || !strncmp(t, "..", 2))
+		return;
+	to[0] = 0;
+	if (tgt[0] != '/') {
+		if ((rl = strlen(res)) >= sizeof(to))
+			return;
+		memcpy(to, res, rl + 1);
+	}
+	if (res_lexical(to, &rl, sizeof(to), tgt) < 0)
+		return;
+	if (rl == 0) {
+		to[rl++] = '/';
+		to[rl] = 0;
+	}
+	if (__atomic_test_and_set(&cache_lock, __ATOMIC_ACQUIRE))
+		return;
+	int slot = cache_next;
+	for (int i = 0; i < CACHE_N; i++)
+		if (!strcmp(cache[i].link, link))
+			slot = i;
+	memcpy(cache[slot].link, link, (size_t)n + 1);
+	memcpy(cache[slot].to, to, rl + 1);
+	cache[slot].at = mono_ns();
+	if (slot == cache_next)
+		cache_next = (cache_next + 1) % CACHE_N;
+	__atomic_clear(&cache_lock, __ATOMIC_RELEASE);
+}
 
 static int say(char *why, size_t n, int rc, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -89,24 +177,22 @@ static int res_lexical(char *res, size_t *rl, size_t cap, const char *p)
 
 /* Whether the symlink lfd, in directory dfd, may be followed (safepath.h:
  * root's, in a directory of root's no one else may write). */
-static int judge_link(int dfd, int lfd, const char *res, const char *name,
-		      char *why, size_t whylen)
+static int judge_link(const struct stat *d, const struct stat *l,
+		      const char *res, const char *name, char *why,
+		      size_t whylen)
 {
-	struct stat d, l;
-	if (fstat(dfd, &d) < 0 || fstat(lfd, &l) < 0)
-		return -errno;
-	if (l.st_uid != 0)
+	if (l->st_uid != 0)
 		return say(why, whylen, -ELOOP,
 			   "'%s/%s' is a symlink of uid %u, not root's: not "
 			   "followed (name its target instead)",
-			   res, name, (unsigned)l.st_uid);
-	if (d.st_uid != 0 || (d.st_mode & 022))
+			   res, name, (unsigned)l->st_uid);
+	if (d->st_uid != 0 || (d->st_mode & 022))
 		return say(why, whylen, -ELOOP,
 			   "'%s/%s' is a symlink in a directory %s: not "
 			   "followed (name its target instead)",
 			   res, name,
-			   d.st_uid != 0 ? "not root's"
-					 : "its group or others may write");
+			   d->st_uid != 0 ? "not root's"
+					  : "its group or others may write");
 	return 0;
 }
 
@@ -128,6 +214,8 @@ static int walk(const char *path, int flags, int *fd_out, char *out,
 	int dfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return -errno;
+	struct stat dst; /* dfd's, when dst_ok */
+	bool dst_ok = false;
 	char *p = rest;
 	for (;;) {
 		while (*p == '/')
@@ -153,6 +241,7 @@ static int walk(const char *path, int flags, int *fd_out, char *out,
 			}
 			close(dfd);
 			dfd = up;
+			dst_ok = false;
 			res_pop(res, &rl);
 			continue;
 		}
@@ -176,7 +265,13 @@ static int walk(const char *path, int flags, int *fd_out, char *out,
 		}
 		if (S_ISLNK(st.st_mode)) {
 			char tgt[PATH_MAX];
-			rc = judge_link(dfd, cfd, res, name, why, whylen);
+			if (!dst_ok && fstat(dfd, &dst) < 0) {
+				rc = -errno;
+				close(cfd);
+				goto out;
+			}
+			dst_ok = true;
+			rc = judge_link(&dst, &st, res, name, why, whylen);
 			ssize_t tl =
 			    rc ? -1 : readlinkat(cfd, "", tgt, sizeof(tgt) - 1);
 			if (!rc && tl < 0)
@@ -190,6 +285,8 @@ static int walk(const char *path, int flags, int *fd_out, char *out,
 				rc = -ENAMETOOLONG;
 			if (rc)
 				goto out;
+			tgt[tl] = 0;
+			cache_note(res, name, tgt);
 			/* the target in place of the link, the rest after
 			 * it (moved first: the two may overlap) */
 			memmove(rest + tl, p, pl + 1);
@@ -204,8 +301,13 @@ static int walk(const char *path, int flags, int *fd_out, char *out,
 				}
 				close(dfd);
 				dfd = root;
+				dst_ok = false;
 				rl = 0;
 				res[0] = 0;
+				/* past a trusted link judged before */
+				char rw[sizeof(rest)];
+				if (cache_rewrite(rest, rw, sizeof(rw)))
+					memcpy(rest, rw, strlen(rw) + 1);
 			}
 			continue;
 		}
@@ -247,6 +349,8 @@ static int walk(const char *path, int flags, int *fd_out, char *out,
 		}
 		close(dfd);
 		dfd = cfd;
+		dst = st;
+		dst_ok = true;
 	}
 	if (fd_out) { /* the path named a directory ("/", "a/..") */
 		int fd = (flags & O_PATH) ? fcntl(dfd, F_DUPFD_CLOEXEC, 0)
@@ -287,6 +391,13 @@ int wd_open_trusted(const char *path, int flags, char *why, size_t whylen)
 	 * filter refusing it): walked */
 	if (fd >= 0 || (fd != -ELOOP && fd != -ENOSYS && fd != -EPERM))
 		return fd;
+	char rw[PATH_MAX];
+	if (fd == -ELOOP && cache_rewrite(path, rw, sizeof(rw))) {
+		path = rw; /* past a trusted link already judged */
+		fd = open_nolinks(path, flags);
+		if (fd >= 0 || fd != -ELOOP)
+			return fd;
+	}
 	fd = -1;
 	int rc = walk(path, flags, &fd, NULL, 0, false, why, whylen);
 	return rc < 0 ? rc : fd;
@@ -302,6 +413,14 @@ int wd_path_resolve_trusted(const char *path, char *out, size_t outlen,
 			   path ? path : "");
 	/* no symlink on the way: the path as written, normalised */
 	int fd = open_nolinks(path, O_PATH);
+	char rw[PATH_MAX];
+	if (fd == -ELOOP && cache_rewrite(path, rw, sizeof(rw))) {
+		int f2 = open_nolinks(rw, O_PATH);
+		if (f2 >= 0) { /* past a trusted link already judged */
+			path = rw;
+			fd = f2;
+		}
+	}
 	if (fd >= 0) {
 		close(fd);
 		char res[PATH_MAX];
