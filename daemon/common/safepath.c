@@ -196,11 +196,10 @@ static int judge_link(const struct stat *d, const struct stat *l,
 	return 0;
 }
 
-/* The walk (safepath.h). fd_out: the last component opened with flags
- * (NULL: none opened); out: the path resolved; allow_missing: a missing
- * component ends the walk with the rest kept as written. */
-static int walk(const char *path, int flags, int *fd_out, char *out,
-		size_t outlen, bool allow_missing, char *why, size_t whylen)
+/* The walk (safepath.h), by descriptors: *fd_out the last component
+ * opened with flags. */
+static int walk(const char *path, int flags, int *fd_out, char *why,
+		size_t whylen)
 {
 	char rest[PATH_MAX * 2], res[PATH_MAX], name[NAME_MAX + 1];
 	size_t rl = 0, n = strlen(path);
@@ -248,13 +247,6 @@ static int walk(const char *path, int flags, int *fd_out, char *out,
 		int cfd = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 		if (cfd < 0) {
 			rc = -errno;
-			if (rc == -ENOENT && allow_missing) {
-				rc = res_push(res, &rl, sizeof(res), name, cl);
-				if (!rc)
-					rc = res_lexical(res, &rl, sizeof(res),
-							 p);
-				goto done;
-			}
 			goto out;
 		}
 		struct stat st;
@@ -320,7 +312,7 @@ static int walk(const char *path, int flags, int *fd_out, char *out,
 			q++;
 		if (!*q) { /* the last component */
 			int fd = cfd;
-			if (fd_out && !(flags & O_PATH)) {
+			if (!(flags & O_PATH)) {
 				/* by name again, refusing a symlink put there
 				 * meanwhile (ELOOP) */
 				close(cfd);
@@ -331,76 +323,122 @@ static int walk(const char *path, int flags, int *fd_out, char *out,
 					goto out;
 				}
 			}
-			if (fd_out)
-				*fd_out = fd;
-			else
-				close(fd);
-			goto done;
+			*fd_out = fd;
+			goto out;
 		}
 		if (!S_ISDIR(st.st_mode)) {
 			close(cfd);
 			rc = -ENOTDIR;
-			/* under a file: nothing more exists, kept as written */
-			if (allow_missing)
-				rc = res_lexical(res, &rl, sizeof(res), p);
-			if (rc)
-				goto out;
-			goto done;
+			goto out;
 		}
 		close(dfd);
 		dfd = cfd;
 		dst = st;
 		dst_ok = true;
 	}
-	if (fd_out) { /* the path named a directory ("/", "a/..") */
+	{ /* the path named a directory ("/", "a/..") */
 		int fd = (flags & O_PATH) ? fcntl(dfd, F_DUPFD_CLOEXEC, 0)
 					  : openat(dfd, ".", flags | O_CLOEXEC);
-		if (fd < 0) {
+		if (fd < 0)
 			rc = -errno;
-			goto out;
-		}
-		*fd_out = fd;
-	}
-done:
-	if (!rc && out) {
-		if (rl == 0) {
-			res[rl++] = '/';
-			res[rl] = 0;
-		}
-		if (rl + 1 > outlen) {
-			rc = -ENAMETOOLONG;
-			if (fd_out && *fd_out >= 0) {
-				close(*fd_out);
-				*fd_out = -1;
-			}
-		} else {
-			memcpy(out, res, rl + 1);
-		}
+		else
+			*fd_out = fd;
 	}
 out:
 	close(dfd);
 	return rc;
 }
 
-int wd_open_trusted(const char *path, int flags, char *why, size_t whylen)
+/* The resolution (safepath.h), by names: lstat of each component, of each
+ * link's directory, readlink. Not by descriptors, as a grant's open is:
+ * what it refuses is a link there now that a tool could have made, and a
+ * link put there afterwards is refused by the grant's open (no symlink on
+ * the resolved path), never followed. */
+static int resolve_names(const char *path, char *out, size_t outlen, char *why,
+			 size_t whylen)
 {
-	if (why && whylen)
-		why[0] = 0;
-	int fd = open_nolinks(path, flags);
-	/* a symlink on the way; or no openat2 (a kernel before 5.6, or a
-	 * filter refusing it): walked */
-	if (fd >= 0 || (fd != -ELOOP && fd != -ENOSYS && fd != -EPERM))
-		return fd;
-	char rw[PATH_MAX];
-	if (fd == -ELOOP && cache_rewrite(path, rw, sizeof(rw))) {
-		path = rw; /* past a trusted link already judged */
-		fd = open_nolinks(path, flags);
-		if (fd >= 0 || fd != -ELOOP)
-			return fd;
+	char rest[PATH_MAX * 2], res[PATH_MAX], name[NAME_MAX + 1];
+	size_t rl = 0, n = strlen(path);
+	int links = 0, rc = 0;
+	if (n >= sizeof(rest))
+		return -ENAMETOOLONG;
+	memcpy(rest, path, n + 1);
+	res[0] = 0;
+	char *p = rest;
+	for (;;) {
+		while (*p == '/')
+			p++;
+		if (!*p)
+			break;
+		size_t cl = strcspn(p, "/");
+		if (cl > NAME_MAX)
+			return -ENAMETOOLONG;
+		memcpy(name, p, cl);
+		name[cl] = 0;
+		p += cl;
+		if (cl == 1 && name[0] == '.')
+			continue;
+		if (cl == 2 && name[0] == '.' && name[1] == '.') {
+			res_pop(res, &rl);
+			continue;
+		}
+		size_t dl = rl;
+		if ((rc = res_push(res, &rl, sizeof(res), name, cl)) < 0)
+			return rc;
+		struct stat st;
+		if (lstat(res, &st) < 0) {
+			if (errno != ENOENT && errno != ENOTDIR)
+				return -errno;
+			/* missing (or under a file): kept as written */
+			if ((rc = res_lexical(res, &rl, sizeof(res), p)) < 0)
+				return rc;
+			break;
+		}
+		if (!S_ISLNK(st.st_mode))
+			continue;
+		struct stat dst;
+		char dir[PATH_MAX], tgt[PATH_MAX];
+		memcpy(dir, res, dl);
+		dir[dl] = 0;
+		res[dl] = 0; /* the link's directory, for messages */
+		if (lstat(dl ? dir : "/", &dst) < 0)
+			return -errno;
+		if ((rc = judge_link(&dst, &st, res, name, why, whylen)) < 0)
+			return rc;
+		res[dl] = '/';
+		ssize_t tl = readlink(res, tgt, sizeof(tgt) - 1);
+		if (tl < 0)
+			return -errno;
+		if (++links > MAX_LINKS)
+			return -ELOOP;
+		if ((size_t)tl >= sizeof(tgt) - 1)
+			return -ENAMETOOLONG;
+		tgt[tl] = 0;
+		rl = dl;
+		res[rl] = 0;
+		cache_note(res, name, tgt);
+		size_t pl = strlen(p);
+		if ((size_t)tl + pl + 1 > sizeof(rest))
+			return -ENAMETOOLONG;
+		memmove(rest + tl, p, pl + 1);
+		memcpy(rest, tgt, (size_t)tl);
+		p = rest;
+		if (tgt[0] == '/') {
+			rl = 0;
+			res[0] = 0;
+			char rw[sizeof(rest)];
+			if (cache_rewrite(rest, rw, sizeof(rw)))
+				memcpy(rest, rw, strlen(rw) + 1);
+		}
 	}
-	fd = -1;
-	int rc = walk(path, flags, &fd, NULL, 0, false, why, whylen);
-	return rc < 0 ? rc : fd;
+	if (rl == 0) {
+		res[rl++] = '/';
+		res[rl] = 0;
+	}
+	if (rl + 1 > outlen)
+		return -ENAMETOOLONG;
+	memcpy(out, res, rl + 1);
+	return 0;
 }
 
 int wd_path_resolve_trusted(const char *path, char *out, size_t outlen,
@@ -437,5 +475,40 @@ int wd_path_resolve_trusted(const char *path, char *out, size_t outlen,
 		memcpy(out, res, rl + 1);
 		return 0;
 	}
-	return walk(path, O_PATH, NULL, out, outlen, true, why, whylen);
+	return resolve_names(path, out, outlen, why, whylen);
+}
+
+int wd_open_trusted(const char *path, int flags, char *why, size_t whylen)
+{
+	if (why && whylen)
+		why[0] = 0;
+	int fd = open_nolinks(path, flags);
+	/* no openat2 (a kernel before 5.6, or a filter refusing it): the
+	 * walk by descriptors alone */
+	if (fd == -ENOSYS || fd == -EPERM)
+		goto walk;
+	if (fd >= 0 || fd != -ELOOP)
+		return fd;
+	/* a symlink on the way: past a trusted link judged before, or
+	 * resolved by names under the rule, then opened with no symlink on
+	 * the way (a link put there meanwhile makes that fail: the walk by
+	 * descriptors decides) */
+	char rw[PATH_MAX], rp[PATH_MAX];
+	const char *q = path;
+	if (cache_rewrite(path, rw, sizeof(rw))) {
+		q = rw;
+		fd = open_nolinks(q, flags);
+		if (fd != -ELOOP)
+			return fd;
+	}
+	int r = resolve_names(q, rp, sizeof(rp), why, whylen);
+	if (r < 0)
+		return r;
+	fd = open_nolinks(rp, flags);
+	if (fd != -ELOOP)
+		return fd;
+walk:
+	fd = -1;
+	r = walk(path, flags, &fd, why, whylen);
+	return r < 0 ? r : fd;
 }

@@ -29,8 +29,10 @@ int wd_open_trusted(const char *path, int flags, char *why, size_t whylen);
 /* The path with every symlink on it resolved under the same rule, into out
  * (outlen bytes); a missing component and everything after it kept as
  * written (lexically normalised), so a file still to be made resolves to
- * where it will be. 0, or -errno (-ELOOP with why as above, -ENAMETOOLONG,
- * -EINVAL for a relative path). */
+ * where it will be. By names (lstat, readlink: cheaper than descriptors);
+ * a link put on the resolved path afterwards is refused by the grant's
+ * wd_open_trusted, never followed. 0, or -errno (-ELOOP with why as
+ * above, -ENAMETOOLONG, -EINVAL for a relative path). */
 int wd_path_resolve_trusted(const char *path, char *out, size_t outlen,
 			    char *why, size_t whylen);
 
