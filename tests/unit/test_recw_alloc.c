@@ -18,6 +18,7 @@
  * names, the runtime's allocation hook counts instead. */
 #include "t.h"
 #include "common/util.h"
+#include "recw_model_call.h"
 #include "trace/recw.h"
 #include "trace/trace.h"
 
@@ -113,7 +114,7 @@ static void count_init(void)
 
 static char text[800];
 
-/* as bench_trace.c's append_typed */
+/* as bench_trace.c's append_typed: a new run every 20 steps */
 static int append_typed(struct wd_trace *t, uint64_t i, struct wd_err *err)
 {
 	char run[40], ph[WD_TRACE_REF_LEN];
@@ -121,22 +122,8 @@ static int append_typed(struct wd_trace *t, uint64_t i, struct wd_err *err)
 		 (unsigned long long)(i / 20));
 	uint64_t pn = i * 2654435761u % 1000;
 	wd_trace_ref_of(&pn, sizeof(pn), ph);
-	struct wd_recw *w =
-	    wd_recw_begin(t, run, (int64_t)(i % 20), WD_REC_MODEL_CALL);
-	wd_recw_str(w, "gen_ai.request.model", "claude-sonnet-4");
-	wd_recw_str(w, "prompt_hash", ph);
-	wd_recw_str(w, "prompt_ref", ph);
-	wd_recw_int(w, "gen_ai.usage.input_tokens", 6412);
-	wd_recw_int(w, "gen_ai.usage.output_tokens", 184);
-	wd_recw_real(w, "cost_usd", 0.0231);
-	wd_recw_int(w, "latency_ms", 1840);
-	wd_recw_obj_begin(w, "response");
-	wd_recw_str(w, "stop_reason", "tool_use");
-	wd_recw_str(w, "text", text);
-	wd_recw_obj_end(w);
-	int r = wd_trace_append_w(t, w, false, NULL, err);
-	wd_recw_end(w);
-	return r;
+	return wd_test_append_model_call(t, run, (int64_t)(i % 20), ph, text,
+					 err);
 }
 
 /* Appends records [from, to) in rounds of `round` (0: one round), each
