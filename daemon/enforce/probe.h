@@ -139,14 +139,16 @@ int wd_probe_cache_write(const char *path, const struct wd_probe_key *k,
  * the probe is not cached (not root, no key). After wd_probe(). */
 const struct wd_probe_key *wd_probe_cache_key(void);
 /* The files of the per-boot caches (this one, the seccomp programs':
- * seccomp_cache.c). Read: a regular file, root's, that only root can
- * write (a symlink is refused, not followed), of at most max bytes, whole:
- * 0 with *out (the caller's to free) and *len; -EPERM (not such a file),
- * -EINVAL (empty, too big, or changed while read), -ENOENT etc. from
- * open. Write: atomically (temp file + rename, mode 0644 root:root),
- * making the directory if needed; -EPERM when the directory is not root's
- * alone (a symlink, another owner, writable by group or others); 0 or
- * -errno. */
+ * seccomp_cache.c). Both first open the directory that holds the file
+ * (a symlink in its place is refused, not followed) and check it: root's,
+ * writable by root alone, else -EPERM; the file is then opened, written
+ * and renamed relative to that directory's fd. Read: a regular file,
+ * root's, that only root can write (a symlink is refused, not followed),
+ * of at most max bytes, whole: 0 with *out (the caller's to free) and
+ * *len; -EPERM (not such a file or directory), -EINVAL (empty, too big, or
+ * changed while read), -ENOENT etc. from open. Write: atomically (temp
+ * file + rename, mode 0644 root:root), making the directory if needed;
+ * 0 or -errno. */
 int wd_root_file_read(const char *path, void **out, size_t *len, size_t max);
 int wd_root_file_write(const char *path, const void *buf, size_t len);
 /* Only the cgroup layout (cheap; no BPF loads). 0 or -errno. */

@@ -10,10 +10,12 @@
  *
  * Threat: the cache decides which mechanisms a call relies on. A file we
  * did not write (another owner, writable by others, a symlink, garbage, an
- * older boot's or build's answers) is never trusted: the probe runs again
- * and the file is replaced by temp + rename. The checksum catches torn or
- * corrupt files, not attackers: only root can write a file that passes the
- * owner and mode checks.
+ * older boot's or build's answers), or one in a directory someone else can
+ * write or point elsewhere (not root's, writable by group or others, a
+ * symlink), is never trusted: the probe runs again and the file is
+ * replaced by temp + rename (not in such a directory: nothing is written). The
+ * checksum catches torn or corrupt files, not attackers: only root can write a
+ * file that passes the owner and mode checks.
  */
 #include "enforce/probe.h"
 #include "enforce/probe_int.h"
@@ -145,13 +147,57 @@ static uint32_t checksum(const struct cache_file *c)
 			       offsetof(struct cache_file, sum));
 }
 
+/* The directory holding path, opened (not followed if it is a symlink)
+ * and checked: root's, writable by root alone. Its fd (the caller closes
+ * it), *base the file's name in it (in path). Every later step is relative
+ * to the fd, so the directory checked is the one used: a path swapped
+ * after the check (a symlink, a rename) changes nothing. -EPERM when it is
+ * not such a directory (a symlink, another owner, writable by group or
+ * others), -ENOENT etc. from open. */
+static int root_dir_open(const char *path, const char **base)
+{
+	char dir[4096];
+	const char *slash = strrchr(path, '/');
+	*base = slash ? slash + 1 : path;
+	if (!**base)
+		return -EINVAL;
+	if (!slash)
+		wd_strlcpy(dir, ".", sizeof(dir));
+	else if (slash == path)
+		wd_strlcpy(dir, "/", sizeof(dir));
+	else if ((size_t)(slash - path) >= sizeof(dir))
+		return -ENAMETOOLONG;
+	else
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	/* O_NOFOLLOW: a symlink in place of the directory is refused (ELOOP),
+	 * not followed to a directory someone else keeps */
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0)
+		return errno == ELOOP || errno == ENOTDIR ? -EPERM : -errno;
+	struct stat ds;
+	if (fstat(dfd, &ds) < 0) {
+		int e = -errno;
+		close(dfd);
+		return e;
+	}
+	if (!S_ISDIR(ds.st_mode) || ds.st_uid != 0 || (ds.st_mode & 022)) {
+		close(dfd);
+		return -EPERM;
+	}
+	return dfd;
+}
+
 int wd_root_file_read(const char *path, void **out, size_t *len, size_t max)
 {
 	*out = NULL;
+	const char *base;
+	cleanup_close int dfd = root_dir_open(path, &base);
+	if (dfd < 0)
+		return dfd;
 	/* O_NOFOLLOW: a symlink planted in the runtime dir is refused, not
 	 * followed to a file that happens to pass the checks */
 	cleanup_close int fd =
-	    open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	    openat(dfd, base, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return errno == ELOOP ? -EPERM : -errno;
 	struct stat st;
@@ -176,7 +222,7 @@ int wd_root_file_read(const char *path, void **out, size_t *len, size_t max)
 int wd_root_file_write(const char *path, const void *buf, size_t len)
 {
 	int r;
-	char dir[4096], tmp[4200];
+	char dir[4096], tmp[300];
 	if (wd_strlcpy(dir, path, sizeof(dir)) < 0)
 		return -ENAMETOOLONG;
 	char *slash = strrchr(dir, '/');
@@ -186,21 +232,22 @@ int wd_root_file_write(const char *path, const void *buf, size_t len)
 		 * uid must be able to traverse it */
 		if ((r = wd_mkdir_p(dir, 0711)) < 0)
 			return r;
-		/* made, or found: a directory (not a symlink to one) that
-		 * only root can write, or the file would go wherever
-		 * someone else points it */
-		struct stat ds;
-		if (lstat(dir, &ds) < 0)
-			return -errno;
-		if (!S_ISDIR(ds.st_mode) || ds.st_uid != 0 ||
-		    (ds.st_mode & 022))
-			return -EPERM;
 	}
+	/* made, or found: a directory (not a symlink to one) that only root
+	 * can write, or the file would go wherever someone else points it;
+	 * the temp file and the rename are made in the directory checked */
+	const char *base;
+	cleanup_close int dfd = root_dir_open(path, &base);
+	if (dfd < 0)
+		return dfd;
 	char rnd[17];
 	wd_rand_hex(rnd, 16);
-	snprintf(tmp, sizeof(tmp), "%s.%s.tmp", path, rnd);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-		      0644);
+	if (snprintf(tmp, sizeof(tmp), "%s.%s.tmp", base, rnd) >=
+	    (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	int fd =
+	    openat(dfd, tmp,
+		   O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return -errno;
 	/* explicit: a umask must not matter, and neither may a group */
@@ -210,15 +257,15 @@ int wd_root_file_write(const char *path, const void *buf, size_t len)
 		r = wd_write_all(fd, buf, len);
 	if (r < 0) {
 		close(fd);
-		unlink(tmp);
+		unlinkat(dfd, tmp, 0);
 		return r;
 	}
 	close(fd);
 	/* rename over whatever is there (a tampered file, a symlink): the
 	 * directory entry is replaced, nothing is followed */
-	if (rename(tmp, path) < 0) {
+	if (renameat(dfd, tmp, dfd, base) < 0) {
 		r = -errno;
-		unlink(tmp);
+		unlinkat(dfd, tmp, 0);
 		return r;
 	}
 	return 0;

@@ -12,6 +12,7 @@
  * caller does), printed side by side as a ratio.
  *   bench_trace [DIR] [N_RECORDS] [noindex]
  *   (default: a temp dir, 1000000 records, with the index) */
+#include "recw_model_call.h"
 #include "trace/recw.h"
 #include "trace/trace.h"
 #include "trace/trace_int.h" /* wd_trace_iq_overflows */
@@ -172,22 +173,8 @@ static int append_typed(struct wd_trace *t, int thr, uint64_t i,
 	snprintf(run, sizeof(run), "run-%d-%06llu", thr,
 		 (unsigned long long)(i / 20));
 	prompt_hash(ph, i * 2654435761u % nprompts);
-	struct wd_recw *w =
-	    wd_recw_begin(t, run, (int64_t)(i % 20), WD_REC_MODEL_CALL);
-	wd_recw_str(w, "gen_ai.request.model", "claude-sonnet-4");
-	wd_recw_str(w, "prompt_hash", ph);
-	wd_recw_str(w, "prompt_ref", ph);
-	wd_recw_int(w, "gen_ai.usage.input_tokens", 6412);
-	wd_recw_int(w, "gen_ai.usage.output_tokens", 184);
-	wd_recw_real(w, "cost_usd", 0.0231);
-	wd_recw_int(w, "latency_ms", 1840);
-	wd_recw_obj_begin(w, "response");
-	wd_recw_str(w, "stop_reason", "tool_use");
-	wd_recw_str(w, "text", text);
-	wd_recw_obj_end(w);
-	int r = wd_trace_append_w(t, w, false, NULL, err);
-	wd_recw_end(w);
-	return r;
+	return wd_test_append_model_call(t, run, (int64_t)(i % 20), ph, text,
+					 err);
 }
 
 static void *appender(void *arg)

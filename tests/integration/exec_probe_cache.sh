@@ -2,7 +2,8 @@
 # The per-boot probe cache (enforce/probe_cache.c) through `warden exec`:
 # the first call probes and writes <runtime dir>/probe-kernel (root, 0644);
 # the next one reads it; a cache that is not root's, is writable by others,
-# is a symlink or is garbage is never trusted: the call probes again (seen
+# is a symlink or is garbage, or one in a runtime dir that is not root's
+# alone or is a symlink, is never trusted: the call probes again (seen
 # as the user-namespace probe's unshare(CLONE_NEWUSER), which a tier-1
 # call never makes itself) and the file is replaced. A tier-1 or tier-2
 # call never runs runsc: WARDEN_RUNSC names a wrapper that logs every run,
@@ -36,6 +37,8 @@ expect_eq pcache/written-root-0644 "$(stat -c '%u %a %F' "$C" 2>&1)" "0 644 regu
 expect_eq pcache/second-call-cached "$(probes)" "rc=0 n=0"
 ino=$(stat -c %i "$C")
 
+untrusted_dir pcache "$T/rt" "$C" probes reprobed "rc=0 n=1"
+expect_eq pcache/dir-restored-cached "$(probes)" "rc=0 n=0"
 untrusted_cache pcache "$C" probes reprobed "rc=0 n=1"
 [ "$(head -c 7 "$C")" = WDPROBE ] && pass pcache/garbage-rewritten || fail pcache/garbage-rewritten "$(head -c 20 "$C" | od -c | head -2)"
 # a byte of the answers flipped (the checksum): re-probed

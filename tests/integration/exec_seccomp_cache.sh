@@ -7,7 +7,8 @@
 # one did (uname denied by syscalls.deny). A file that is not root's, is
 # writable by others, is a symlink, is garbage, has a flipped byte or was
 # kept under another boot (its checksum made right) is never used: the
-# call builds again and the file is replaced. Another manifest's deny list
+# call builds again and the file is replaced. Nor is a good file in a
+# seccomp/ directory that is not root's alone or is a symlink. Another manifest's deny list
 # gets a program (and a file) of its own.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/cache_lib/untrusted.sh"
@@ -49,6 +50,8 @@ ino=$(stat -c %i "$F")
 cp -p "$F" "$T/good"
 
 call_deny() { call deny; }
+untrusted_dir sccache "$D" "$F" call_deny rebuilt "rc=1 built=1 denied=1"
+expect_eq sccache/dir-restored-cached "$(call deny)" "rc=1 built=0 denied=1"
 untrusted_cache sccache "$F" call_deny rebuilt "rc=1 built=1 denied=1"
 cmp -s "$F" "$T/good" && pass sccache/garbage-rewritten || fail sccache/garbage-rewritten "$(head -c 20 "$F" | od -c | head -2)"
 # a byte of the program flipped (the checksum): rebuilt

@@ -142,6 +142,30 @@ int main(void)
 		 lstat("/etc/passwd", &ps) == 0 && ps.st_size != 2592,
 	     "cache_rewrite_replaces_symlink", "r %d", r);
 
+	/* a good cache in a directory someone else could write, or behind
+	 * a symlink in place of the directory: not trusted (read) */
+	char rt[400], alt[400];
+	snprintf(rt, sizeof(rt), "%s/rt", dir);
+	snprintf(alt, sizeof(alt), "%s/alt", dir);
+	fresh(&k);
+	T_OK(rd(&k, &f) == 0, "cache_dir_control_trusted", "refused");
+	chmod(rt, 0771);
+	T_OK(rd(&k, &f) == -EPERM, "cache_dir_group_writable_refused",
+	     "trusted");
+	chmod(rt, 0717);
+	T_OK(rd(&k, &f) == -EPERM, "cache_dir_world_writable_refused",
+	     "trusted");
+	chmod(rt, 0711);
+	r = chown(rt, 65534, 65534);
+	T_OK(r == 0 && rd(&k, &f) == -EPERM, "cache_dir_not_root_refused",
+	     "trusted (chown %d)", r);
+	r = chown(rt, 0, 0) || rename(rt, alt) || symlink(alt, rt);
+	T_OK(r == 0 && rd(&k, &f) == -EPERM, "cache_dir_symlink_refused",
+	     "trusted (setup %d)", r);
+	r = unlink(rt) || rename(alt, rt);
+	T_OK(r == 0 && rd(&k, &f) == 0, "cache_dir_restored_trusted",
+	     "refused (setup %d)", r);
+
 	/* a directory someone else could write, or a symlink to one: no
 	 * file is written there */
 	char odir[400], opath[450], ldir[400];
