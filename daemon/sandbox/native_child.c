@@ -355,6 +355,27 @@ static int oom_adj_reset(pid_t pid)
  * The namespace is otherwise the host's: the same paths, the same files.
  * Our copy of the host's mounts becomes a slave first: a mount made here
  * must not propagate back to the host through a shared /run. */
+static void scratch_tmpfs(struct launch *l)
+{
+	if (syscall(SYS_unshare, CLONE_NEWNS) < 0)
+		child_fail(l, errno, "scratch: mount namespace");
+	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
+		child_fail(l, errno, "scratch: mount propagation");
+	if (mount("warden-scratch", l->scratch, "tmpfs",
+		  MS_NOSUID | MS_NODEV | MS_NOEXEC, l->scratch_opts) < 0)
+		child_fail(l, errno, "scratch: tmpfs");
+	struct wd_err e = {0};
+	if (wd_landlock_allow(l->ll, l->scratch, WD_LL_WRITE, &e) < 0)
+		child_fail(l, 0, "%s", e.msg);
+	if (l->lsm) {
+		int fd = open(l->scratch, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0 || wd_lsm_allow_fd(l->lsm, l->cgid, fd,
+					      WD_LSM_READ | WD_LSM_WRITE) < 0)
+			child_fail(l, errno, "bpf_lsm: grant scratch");
+		close(fd);
+	}
+}
+
 /* Whether a path of pl shows /proc: "/", "/proc" or one under it. */
 static bool shows_proc(const struct wd_path_list *pl)
 {
@@ -414,27 +435,6 @@ static void own_proc(struct launch *l)
 	regrant_proc(l, &m->fs_read, WD_LL_READ, WD_LSM_READ);
 	regrant_proc(l, &m->fs_exec, WD_LL_EXEC, WD_LSM_READ);
 	regrant_proc(l, &m->fs_write, WD_LL_WRITE, WD_LSM_READ | WD_LSM_WRITE);
-}
-
-static void scratch_tmpfs(struct launch *l)
-{
-	if (syscall(SYS_unshare, CLONE_NEWNS) < 0)
-		child_fail(l, errno, "scratch: mount namespace");
-	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
-		child_fail(l, errno, "scratch: mount propagation");
-	if (mount("warden-scratch", l->scratch, "tmpfs",
-		  MS_NOSUID | MS_NODEV | MS_NOEXEC, l->scratch_opts) < 0)
-		child_fail(l, errno, "scratch: tmpfs");
-	struct wd_err e = {0};
-	if (wd_landlock_allow(l->ll, l->scratch, WD_LL_WRITE, &e) < 0)
-		child_fail(l, 0, "%s", e.msg);
-	if (l->lsm) {
-		int fd = open(l->scratch, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (fd < 0 || wd_lsm_allow_fd(l->lsm, l->cgid, fd,
-					      WD_LSM_READ | WD_LSM_WRITE) < 0)
-			child_fail(l, errno, "bpf_lsm: grant scratch");
-		close(fd);
-	}
 }
 
 /* Tier 1's T, cloned by the daemon itself straight into the v2 leaf. The
