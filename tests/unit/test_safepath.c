@@ -121,9 +121,9 @@ static void opens(const char *pre)
 	T_OK(rc == -ELOOP && strstr(why, "group or others"),
 	     N("link-in-group-writable-dir-refused"), "rc %d (%s)", rc, why);
 	same_as("loop1", "real", &rc, why, sizeof(why));
-	T_OK(rc == -ELOOP, N(N("loop")), "rc %d", rc);
+	T_OK(rc == -ELOOP, N("loop"), "rc %d", rc);
 	same_as("nope/x", "real", &rc, why, sizeof(why));
-	T_OK(rc == -ENOENT, N(N("missing")), "rc %d", rc);
+	T_OK(rc == -ENOENT, N("missing"), "rc %d", rc);
 
 	/* a read-write open: the last component opened again by name */
 	char p[PATH_MAX];
@@ -136,8 +136,7 @@ static void opens(const char *pre)
 		close(fd);
 	snprintf(p, sizeof(p), "%s/rel", D);
 	fd = wd_open_trusted(p, O_RDONLY | O_DIRECTORY, why, sizeof(why));
-	T_OK(fd >= 0, N(N("open-dir-through-root-link")), "rc %d (%s)", fd,
-	     why);
+	T_OK(fd >= 0, N("open-dir-through-root-link"), "rc %d (%s)", fd, why);
 	if (fd >= 0)
 		close(fd);
 }
