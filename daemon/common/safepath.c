@@ -175,6 +175,36 @@ static int res_lexical(char *res, size_t *rl, size_t cap, const char *p)
 	return 0;
 }
 
+/* res (rl bytes, "" for the root) into out as a path: "/" for "" */
+static int res_out(const char *res, size_t rl, char *out, size_t outlen)
+{
+	if ((rl ? rl : 1) + 1 > outlen)
+		return -ENAMETOOLONG;
+	if (rl)
+		memcpy(out, res, rl + 1);
+	else
+		memcpy(out, "/", 2);
+	return 0;
+}
+
+/* The link's target tgt (tl bytes) spliced into rest (cap bytes) in place
+ * of the link, p the rest after it (moved first: the two may overlap);
+ * an absolute target past a trusted link judged before is rewritten
+ * (cache_rewrite). 0 or -ENAMETOOLONG. */
+static int splice_link(char *rest, size_t cap, const char *p, const char *tgt,
+		       size_t tl)
+{
+	size_t pl = strlen(p);
+	if (tl + pl + 1 > cap)
+		return -ENAMETOOLONG;
+	memmove(rest + tl, p, pl + 1);
+	memcpy(rest, tgt, tl);
+	char rw[PATH_MAX * 2];
+	if (tgt[0] == '/' && cache_rewrite(rest, rw, sizeof(rw)))
+		memcpy(rest, rw, strlen(rw) + 1);
+	return 0;
+}
+
 /* Whether the symlink lfd, in directory dfd, may be followed (safepath.h:
  * root's, in a directory of root's no one else may write). */
 static int judge_link(const struct stat *d, const struct stat *l,
@@ -272,17 +302,14 @@ static int walk(const char *path, int flags, int *fd_out, char *why,
 			if (!rc && (++links > MAX_LINKS ||
 				    (size_t)tl >= sizeof(tgt) - 1))
 				rc = links > MAX_LINKS ? -ELOOP : -ENAMETOOLONG;
-			size_t pl = strlen(p);
-			if (!rc && (size_t)tl + pl + 1 > sizeof(rest))
-				rc = -ENAMETOOLONG;
+			if (!rc) {
+				tgt[tl] = 0;
+				cache_note(res, name, tgt);
+				rc = splice_link(rest, sizeof(rest), p, tgt,
+						 (size_t)tl);
+			}
 			if (rc)
 				goto out;
-			tgt[tl] = 0;
-			cache_note(res, name, tgt);
-			/* the target in place of the link, the rest after
-			 * it (moved first: the two may overlap) */
-			memmove(rest + tl, p, pl + 1);
-			memcpy(rest, tgt, (size_t)tl);
 			p = rest;
 			if (tgt[0] == '/') {
 				int root =
@@ -296,10 +323,6 @@ static int walk(const char *path, int flags, int *fd_out, char *why,
 				dst_ok = false;
 				rl = 0;
 				res[0] = 0;
-				/* past a trusted link judged before */
-				char rw[sizeof(rest)];
-				if (cache_rewrite(rest, rw, sizeof(rw)))
-					memcpy(rest, rw, strlen(rw) + 1);
 			}
 			continue;
 		}
@@ -417,28 +440,15 @@ static int resolve_names(const char *path, char *out, size_t outlen, char *why,
 		rl = dl;
 		res[rl] = 0;
 		cache_note(res, name, tgt);
-		size_t pl = strlen(p);
-		if ((size_t)tl + pl + 1 > sizeof(rest))
-			return -ENAMETOOLONG;
-		memmove(rest + tl, p, pl + 1);
-		memcpy(rest, tgt, (size_t)tl);
+		if ((rc = splice_link(rest, sizeof(rest), p, tgt, (size_t)tl)))
+			return rc;
 		p = rest;
 		if (tgt[0] == '/') {
 			rl = 0;
 			res[0] = 0;
-			char rw[sizeof(rest)];
-			if (cache_rewrite(rest, rw, sizeof(rw)))
-				memcpy(rest, rw, strlen(rw) + 1);
 		}
 	}
-	if (rl == 0) {
-		res[rl++] = '/';
-		res[rl] = 0;
-	}
-	if (rl + 1 > outlen)
-		return -ENAMETOOLONG;
-	memcpy(out, res, rl + 1);
-	return 0;
+	return res_out(res, rl, out, outlen);
 }
 
 int wd_path_resolve_trusted(const char *path, char *out, size_t outlen,
@@ -466,14 +476,7 @@ int wd_path_resolve_trusted(const char *path, char *out, size_t outlen,
 		res[0] = 0;
 		if (res_lexical(res, &rl, sizeof(res), path) < 0)
 			return -ENAMETOOLONG;
-		if (rl == 0) {
-			res[rl++] = '/';
-			res[rl] = 0;
-		}
-		if (rl + 1 > outlen)
-			return -ENAMETOOLONG;
-		memcpy(out, res, rl + 1);
-		return 0;
+		return res_out(res, rl, out, outlen);
 	}
 	return resolve_names(path, out, outlen, why, whylen);
 }
