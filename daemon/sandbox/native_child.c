@@ -376,15 +376,19 @@ static void scratch_tmpfs(struct launch *l)
 	}
 }
 
-/* Whether a path of pl shows /proc: "/", "/proc" or one under it. */
+/* Whether path p shows /proc: "/", "/proc" or one under it. */
+static bool shows_proc_path(const char *p)
+{
+	return !strcmp(p, "/") ||
+	       (!strncmp(p, "/proc", 5) && (p[5] == 0 || p[5] == '/'));
+}
+
+/* Whether a path of pl does. */
 static bool shows_proc(const struct wd_path_list *pl)
 {
-	for (int i = 0; i < pl->n; i++) {
-		const char *p = pl->v[i];
-		if (!strcmp(p, "/") ||
-		    (!strncmp(p, "/proc", 5) && (p[5] == 0 || p[5] == '/')))
+	for (int i = 0; i < pl->n; i++)
+		if (shows_proc_path(pl->v[i]))
 			return true;
-	}
 	return false;
 }
 
@@ -395,7 +399,7 @@ static void regrant_proc(struct launch *l, const struct wd_path_list *pl,
 {
 	for (int i = 0; i < pl->n; i++) {
 		const char *p = pl->v[i];
-		if (!shows_proc(&(struct wd_path_list){.v = &pl->v[i], .n = 1}))
+		if (!shows_proc_path(p))
 			continue;
 		if (!strcmp(p, "/"))
 			p = "/proc";

@@ -337,8 +337,6 @@ static int recover(int lockfd, uid_t uid, const struct wd_uid_range *rg,
 		/* a symlink a tool put in its place is not followed (as
 		 * root, to whatever it names): the path counts as moved */
 		int fd = wd_open_trusted(p, O_RDONLY | O_NONBLOCK, NULL, 0);
-		if (fd < 0)
-			errno = -fd;
 		struct stat ps;
 		if (fd < 0 || fstat(fd, &ps) < 0 || ps.st_dev != dev ||
 		    ps.st_ino != ino) {
