@@ -378,10 +378,11 @@ static int add_paths(struct wd_lsm *l, struct wd_lsm_call *c,
 		 * could have made (common/safepath.h) */
 		char why[PATH_MAX + 160];
 		int fd = wd_open_trusted(pl->v[i], O_PATH, why, sizeof(why));
-		if (fd >= 0 && fstat(fd, &st) < 0)
-			fd = -errno;
-		else if (fd >= 0)
+		if (fd >= 0) {
+			int fr = fstat(fd, &st) < 0 ? -errno : 0;
 			close(fd);
+			fd = fr;
+		}
 		if (fd < 0) {
 			if (fd == -ENOENT || fd == -ENOTDIR)
 				continue; /* nothing there: nothing granted */
