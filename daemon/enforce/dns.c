@@ -505,10 +505,74 @@ bool wd_dns_would_look_up(const struct wd_net_rule *rules, int n,
 	return false;
 }
 
+int wd_dns_lookup_cached(struct wd_dns_cache *c, uint64_t now_ns,
+			 const struct wd_dns_upstream *u, const char *name,
+			 uint16_t qtype, struct wd_dns_rr *out, int max,
+			 struct wd_err *err)
+{
+	if (!c)
+		return wd_dns_lookup(u, name, qtype, out, max, err);
+	for (int i = 0; i < WD_DNS_CACHE_N; i++) {
+		struct wd_dns_cached *e = &c->e[i];
+		if (!e->exp_ns || e->qtype != qtype ||
+		    strcasecmp(e->name, name))
+			continue;
+		if (now_ns >= e->exp_ns) {
+			e->exp_ns = 0; /* gone: asked again below */
+			break;
+		}
+		uint64_t kept_s = (now_ns - e->at_ns) / 1000000000ull;
+		int k = e->n < max ? e->n : max;
+		for (int j = 0; j < k; j++) {
+			out[j] = e->rr[j];
+			out[j].ttl = out[j].ttl > kept_s + 1
+					 ? out[j].ttl - (uint32_t)kept_s
+					 : 1;
+		}
+		c->hits++;
+		return k;
+	}
+	c->misses++;
+	int m = wd_dns_lookup(u, name, qtype, out, max, err);
+	uint32_t ttl = m > 0 ? WD_DNS_CACHE_MAX_S : 0;
+	for (int j = 0; j < m; j++)
+		if (out[j].ttl < ttl)
+			ttl = out[j].ttl;
+	if (m > 0 && ttl > 0 && m <= WD_DNS_MAX_RR &&
+	    strlen(name) < sizeof(c->e[0].name)) {
+		struct wd_dns_cached *e = &c->e[c->next];
+		c->next = (c->next + 1) % WD_DNS_CACHE_N;
+		/* one entry per name and type: an expired one is replaced
+		 * in place of taking another slot */
+		for (int i = 0; i < WD_DNS_CACHE_N; i++)
+			if (c->e[i].qtype == qtype &&
+			    !strcasecmp(c->e[i].name, name)) {
+				e = &c->e[i];
+				break;
+			}
+		wd_strlcpy(e->name, name, sizeof(e->name));
+		e->qtype = qtype;
+		e->n = m;
+		memcpy(e->rr, out, (size_t)m * sizeof(out[0]));
+		e->at_ns = now_ns;
+		e->exp_ns = now_ns + (uint64_t)ttl * 1000000000ull;
+	}
+	return m;
+}
+
 void wd_dns_decide(const struct wd_net_rule *rules, int n,
 		   const struct wd_net_rule *priv, int npriv,
 		   const struct wd_dns_upstream *u,
 		   const struct wd_dns_query *q, struct wd_dns_decision *d)
+{
+	wd_dns_decide_cached(rules, n, priv, npriv, u, NULL, q, d);
+}
+
+void wd_dns_decide_cached(const struct wd_net_rule *rules, int n,
+			  const struct wd_net_rule *priv, int npriv,
+			  const struct wd_dns_upstream *u,
+			  struct wd_dns_cache *c, const struct wd_dns_query *q,
+			  struct wd_dns_decision *d)
 {
 	memset(d, 0, sizeof(*d));
 	bool any_port = false;
@@ -544,7 +608,8 @@ void wd_dns_decide(const struct wd_net_rule *rules, int n,
 	}
 	struct wd_dns_rr got[WD_DNS_MAX_RR];
 	struct wd_err err = {0};
-	int m = wd_dns_lookup(u, q->name, q->qtype, got, WD_DNS_MAX_RR, &err);
+	int m = wd_dns_lookup_cached(c, wd_now_ns(), u, q->name, q->qtype, got,
+				     WD_DNS_MAX_RR, &err);
 	if (m == -ENOENT) {
 		d->rcode = WD_DNS_NXDOMAIN;
 		return; /* the name does not exist: not a denial */

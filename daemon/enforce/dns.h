@@ -125,4 +125,39 @@ void wd_dns_decide(const struct wd_net_rule *rules, int n,
 		   const struct wd_dns_upstream *u,
 		   const struct wd_dns_query *q, struct wd_dns_decision *d);
 
+/* The answers of a call's lookups, kept for their TTL (a caching
+ * forwarder's, as systemd-resolved's or dnsmasq's: the call's second query
+ * of a name within its TTL is not sent upstream again). One per call's
+ * resolver, used by its thread alone: nothing is shared between calls (a
+ * node-wide cache would tell one call what another looked up, by its
+ * latency). Positive answers only (a name that does not exist, or an
+ * upstream that failed, is asked again), at most WD_DNS_CACHE_MAX_S; an
+ * answer with a TTL of 0 is not kept. An answer from the cache has its
+ * TTLs lowered by the time it was kept (at least 1 s). */
+#define WD_DNS_CACHE_N	   16
+#define WD_DNS_CACHE_MAX_S 300u
+struct wd_dns_cached {
+	char name[254];
+	uint16_t qtype;
+	int n;
+	struct wd_dns_rr rr[WD_DNS_MAX_RR];
+	uint64_t at_ns, exp_ns; /* wd_now_ns; exp_ns 0: empty */
+};
+struct wd_dns_cache {
+	struct wd_dns_cached e[WD_DNS_CACHE_N];
+	int next; /* the entry the next new answer replaces */
+	uint64_t hits, misses;
+};
+/* wd_dns_lookup through c (NULL: none), as of now_ns. */
+int wd_dns_lookup_cached(struct wd_dns_cache *c, uint64_t now_ns,
+			 const struct wd_dns_upstream *u, const char *name,
+			 uint16_t qtype, struct wd_dns_rr *out, int max,
+			 struct wd_err *err);
+/* wd_dns_decide, its lookup through c. */
+void wd_dns_decide_cached(const struct wd_net_rule *rules, int n,
+			  const struct wd_net_rule *priv, int npriv,
+			  const struct wd_dns_upstream *u,
+			  struct wd_dns_cache *c, const struct wd_dns_query *q,
+			  struct wd_dns_decision *d);
+
 #endif

@@ -88,6 +88,7 @@ struct wd_resolver {
 	void *off_arg;
 	char (*looked)[254]; /* names looked up (the thread's own) */
 	int nlooked;
+	struct wd_dns_cache *cache; /* the thread's own: its answers */
 	char failed[200]; /* why the thread ended on its own, under mu */
 };
 
@@ -351,7 +352,10 @@ static size_t handle(struct wd_resolver *r, const uint8_t *msg, size_t len,
 					     out, cap);
 	}
 	struct wd_dns_decision d;
-	wd_dns_decide(r->rules, r->n, r->priv, r->npriv, &r->up, &q, &d);
+	if (!r->cache)
+		r->cache = wd_calloc(1, sizeof(*r->cache));
+	wd_dns_decide_cached(r->rules, r->n, r->priv, r->npriv, &r->up,
+			     r->cache, &q, &d);
 	if (d.denied) {
 		if (d.rcode == WD_DNS_NXDOMAIN)
 			queue_denial(r, "dns.name", q.name, 0);
@@ -882,6 +886,7 @@ void wd_resolver_stop(struct wd_resolver *r)
 	pthread_mutex_destroy(&r->mu);
 	free(r->pins);
 	free(r->looked);
+	free(r->cache);
 	free(r->q);
 	free(r->rules);
 	free(r->priv);

@@ -39,7 +39,7 @@ chmod 755 "$S"
 cat >"$S/zone.json" <<'Z'
 {"svc.test": [["A", "127.0.0.2", 3]], "loop.test": [["A", "127.0.0.1", 30]],
  "a.wild.test": [["A", "127.0.0.5", 30]], "b.a.wild.test": [["A", "127.0.0.5", 30]],
- "evil.test": [["A", "127.0.0.2", 30]]}
+ "evil.test": [["A", "127.0.0.2", 30]], "cache.test": [["A", "127.0.0.2", 30]]}
 Z
 python3 tests/integration/dns_lib/zone.py "$S/zone.port" "$S/zone.json" "$S/zone.log" &
 PIDS+=($!)
@@ -254,6 +254,41 @@ out=$("$WARDEN" exec --json --dns-upstream "127.0.0.1:$ZP" --policy "$S/audit.ya
 	-- /usr/bin/python3 -c 'import socket; print(socket.getaddrinfo("evil.test", 0, socket.AF_INET)[0][4][0])' 2>/dev/null)
 expect_eq audit-answered "$(printf '%s' "$out" | jq_py 'd["stdout"].strip()')" 127.0.0.2
 expect_match audit-recorded "$(printf '%s' "$out" | jq_py '" ".join("%s:%s:%s" % (x["kind"], x["target"], x["verdict"]) for x in d["denials"] if x["source"] == "resolver")')" 'dns.name:evil.test:audited'
+
+# the call's resolver keeps its answers for their TTL (enforce/dns.h
+# wd_dns_cache): five queries of a name within its TTL reach the zone once,
+# the later answers' TTL lowered by the time kept; another call (its own
+# resolver, its own cache) asks again
+cat >"$S/cache.yaml" <<Y
+name: cache
+tier: 1
+timeout_ms: 20000
+network: {allow: ["cache.test:19200"], allow_private: ["127.0.0.2/32"]}
+filesystem: {read: ["/usr", "/etc", "/lib", "/lib64"], exec: ["/usr/bin"]}
+Y
+cat >"$S/cache.py" <<'PY'
+import socket, struct, sys, time
+q = struct.pack(">HHHHHH", 7, 0x0100, 1, 0, 0, 0) + b"\x05cache\x04test\x00" + struct.pack(">HH", 1, 1)
+out = []
+for i in range(5):
+    if i == 4:
+        time.sleep(2.2)
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(2)
+    s.sendto(q, (sys.argv[1], 53)); m, _ = s.recvfrom(1500)
+    n = struct.unpack(">H", m[6:8])[0]
+    out.append("%d/%d/%d" % (m[3] & 0xF, n, struct.unpack(">I", m[-10:-6])[0] if n else -1))
+print(" ".join(out))
+PY
+: >"$S/zone.log"
+for k in 1 2; do
+	out=$("$WARDEN" exec --json --dns-upstream "127.0.0.1:$ZP" --policy "$S/cache.yaml" \
+		-- /usr/bin/python3 -c "$(cat "$S/cache.py")" "$NODE_NS" 2>/dev/null)
+	ans=$(printf '%s' "$out" | jq_py 'd["stdout"].strip()')
+	# rcode/answers/ttl: the first as the zone gave it, the next three
+	# within its first second, the last after 2.2 s kept: 27 or 28
+	expect_match "cache-call$k-answers" "$ans" '^0/1/30 0/1/(29|30) 0/1/(29|30) 0/1/(29|30) 0/1/2[78]$'
+	expect_eq "cache-call$k-asked-upstream" "$(grep -c 'cache\.test A' "$S/zone.log")" "$k"
+done
 
 # a host resolver's unix socket under a write path (nscd's, a listener of
 # ours where no nscd runs): the manifest is refused, at `policy check` and

@@ -25,6 +25,13 @@
 static int up_fd = -1;
 static volatile int up_stop;
 
+static int up_queries; /* queries the upstream answered */
+
+static int asked(void)
+{
+	return __atomic_load_n(&up_queries, __ATOMIC_SEQ_CST);
+}
+
 static void *upstream(void *arg)
 {
 	(void)arg;
@@ -39,9 +46,23 @@ static void *upstream(void *arg)
 		struct wd_dns_query q;
 		if (wd_dns_parse_query(b, (size_t)n, &q))
 			continue;
+		__atomic_add_fetch(&up_queries, 1, __ATOMIC_SEQ_CST);
 		struct wd_dns_rr rr = {.ttl = 7};
 		int rc = WD_DNS_NOERROR, k = 0;
-		if (!strcmp(q.name, "up.example") && q.qtype == WD_DNS_A) {
+		if (!strncmp(q.name, "many", 4) && q.qtype == WD_DNS_A) {
+			rr.type = WD_DNS_A; /* many0.example, many1... */
+			rr.addr[10] = rr.addr[11] = 0xff;
+			inet_pton(AF_INET, "203.0.113.9", rr.addr + 12);
+			k = 1;
+		} else if (!strcmp(q.name, "zero.example") &&
+			   q.qtype == WD_DNS_A) {
+			rr.type = WD_DNS_A; /* TTL 0: never kept */
+			rr.ttl = 0;
+			rr.addr[10] = rr.addr[11] = 0xff;
+			inet_pton(AF_INET, "203.0.113.8", rr.addr + 12);
+			k = 1;
+		} else if (!strcmp(q.name, "up.example") &&
+			   q.qtype == WD_DNS_A) {
 			rr.type = WD_DNS_A;
 			rr.addr[10] = rr.addr[11] = 0xff;
 			inet_pton(AF_INET, "203.0.113.7", rr.addr + 12);
@@ -205,6 +226,69 @@ int main(void)
 	T_OK(n == 1 && rr[0].type == WD_DNS_AAAA, "lookup-aaaa", "n %d", n);
 	n = wd_dns_lookup(&u, "nope.example", WD_DNS_A, rr, 4, &err);
 	T_OK(n == -ENOENT, "lookup-nxdomain", "n %d", n);
+
+	/* a call's answers kept for their TTL (wd_dns_cache): asked
+	 * upstream once, then from the cache with the TTL lowered by the
+	 * time kept; by name without case, per type; gone at the TTL's end;
+	 * NXDOMAIN and TTL 0 never kept */
+	struct wd_dns_cache *dc = wd_calloc(1, sizeof(*dc));
+	uint64_t t0 = 1000ull * 1000000000ull, sec = 1000000000ull;
+	int a0 = asked();
+	n = wd_dns_lookup_cached(dc, t0, &u, "up.example", WD_DNS_A, rr, 4,
+				 &err);
+	T_OK(n == 1 && rr[0].ttl == 7 && asked() == a0 + 1, "cache-miss-asks",
+	     "n %d ttl %u asked %d", n, n > 0 ? rr[0].ttl : 0, asked() - a0);
+	n = wd_dns_lookup_cached(dc, t0 + 2 * sec + sec / 2, &u, "UP.Example",
+				 WD_DNS_A, rr, 4, &err);
+	if (n > 0)
+		wd_addr_text(rr[0].addr, at, sizeof(at));
+	T_OK(n == 1 && rr[0].ttl == 5 && !strcmp(at, "203.0.113.7") &&
+		 asked() == a0 + 1 && dc->hits == 1,
+	     "cache-hit-ttl-lowered", "n %d ttl %u %s asked %d hits %llu", n,
+	     n > 0 ? rr[0].ttl : 0, at, asked() - a0,
+	     (unsigned long long)dc->hits);
+	n = wd_dns_lookup_cached(dc, t0 + 3 * sec, &u, "up.example",
+				 WD_DNS_AAAA, rr, 4, &err);
+	T_OK(n == 1 && rr[0].type == WD_DNS_AAAA && asked() == a0 + 2,
+	     "cache-per-type", "n %d asked %d", n, asked() - a0);
+	n = wd_dns_lookup_cached(dc, t0 + 6 * sec + sec / 2, &u, "up.example",
+				 WD_DNS_A, rr, 4, &err);
+	T_OK(n == 1 && rr[0].ttl == 1 && asked() == a0 + 2, "cache-last-second",
+	     "n %d ttl %u asked %d", n, n > 0 ? rr[0].ttl : 0, asked() - a0);
+	n = wd_dns_lookup_cached(dc, t0 + 7 * sec, &u, "up.example", WD_DNS_A,
+				 rr, 4, &err);
+	T_OK(n == 1 && rr[0].ttl == 7 && asked() == a0 + 3,
+	     "cache-expired-asks-again", "n %d ttl %u asked %d", n,
+	     n > 0 ? rr[0].ttl : 0, asked() - a0);
+	for (int i = 0; i < 2; i++)
+		wd_dns_lookup_cached(dc, t0 + 8 * sec, &u, "nope.example",
+				     WD_DNS_A, rr, 4, &err);
+	T_OK(asked() == a0 + 5, "cache-nxdomain-not-kept", "asked %d",
+	     asked() - a0);
+	for (int i = 0; i < 2; i++)
+		n = wd_dns_lookup_cached(dc, t0 + 8 * sec, &u, "zero.example",
+					 WD_DNS_A, rr, 4, &err);
+	T_OK(n == 1 && asked() == a0 + 7, "cache-ttl0-not-kept",
+	     "n %d asked %d", n, asked() - a0);
+	/* more names than entries: the oldest answers go, not the newest */
+	for (int i = 0; i < WD_DNS_CACHE_N + 4; i++) {
+		char nm[32];
+		snprintf(nm, sizeof(nm), "many%d.example", i);
+		wd_dns_lookup_cached(dc, t0 + 9 * sec, &u, nm, WD_DNS_A, rr, 4,
+				     &err);
+	}
+	int a1 = asked();
+	char last[32];
+	snprintf(last, sizeof(last), "many%d.example", WD_DNS_CACHE_N + 3);
+	n = wd_dns_lookup_cached(dc, t0 + 9 * sec, &u, last, WD_DNS_A, rr, 4,
+				 &err);
+	T_OK(n == 1 && asked() == a1, "cache-keeps-newest", "n %d asked %d", n,
+	     asked() - a1);
+	n = wd_dns_lookup_cached(dc, t0 + 9 * sec, &u, "many0.example",
+				 WD_DNS_A, rr, 4, &err);
+	T_OK(n == 1 && asked() == a1 + 1, "cache-evicts-oldest",
+	     "n %d asked %d", n, asked() - a1);
+	free(dc);
 
 	/* decisions: search-svc by name, a one-label wildcard, a private
 	 * name with and without its range listed */
