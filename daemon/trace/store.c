@@ -31,20 +31,20 @@
 #define SYNC_EVERY_NS 1000000000ull /* non-durable data reaches disk within */
 /* Drop-behind: a segment's bytes are read back by offset (a run's records,
  * the index's catch-up), seldom and not soon after they were written, so
- * the writer does not leave them in the page cache: every WB_CHUNK bytes
- * written it starts their writeback, and drops what it started before
- * (written back by then: clean pages go, dirty ones or those still under
- * writeback stay), as it drops everything written back once a sync made
- * it clean. The newest WARM_BYTES stay for readers following the tail.
- * New page-cache pages are what a segment write costs: on a VM that hands
- * freed guest memory back to its host (virtio-balloon free page
- * reporting), each one is a host page fault on first touch; pages the
- * writer freed moments ago are not, and are what it gets next (write()
- * of fresh pages: 356-439 MB/s here, with drop-behind 1326-1412 MB/s).
- * Durability is fdatasync's alone: sync_file_range is only ever asked to
- * start writeback (its WAIT flags would consume the file's writeback
- * error, which the next fdatasync must see), fadvise drops only clean
- * pages. */
+ * the writer does not leave them in the page cache: once a sync has made
+ * them durable (and clean) they are dropped, all but the newest
+ * WARM_BYTES (readers following the tail), and a rotated segment whole.
+ * Every WB_CHUNK bytes written, their writeback is started, so that the
+ * next sync finds less to write. New page-cache pages are what a segment
+ * write costs: on a VM that hands freed guest memory back to its host
+ * (virtio-balloon free page reporting), each one is a host page fault on
+ * first touch; pages the writer freed moments ago are not, and are what
+ * it gets next (write() of fresh pages: 356-439 MB/s here, with
+ * drop-behind 1326-1412 MB/s). Only what fdatasync said is on disk is
+ * dropped: a page whose writeback failed is never thrown away before the
+ * error is seen. sync_file_range is only ever asked to start writeback
+ * (its WAIT flags would consume the file's writeback error, which the
+ * next fdatasync must see). */
 #define WB_CHUNK   (8u << 20)
 #define WARM_BYTES (8u << 20)
 
@@ -120,11 +120,10 @@ static void batch_free(struct wd_batch *b)
 	wd_buf_free(&b->ia);
 }
 
-/* Writer thread only: offers the page cache of the chunk whose writeback
- * began a chunk ago to be dropped, and starts writeback of what was
- * written since (synced: drops everything written since the last sync,
- * all clean now, which also takes what was still under writeback when it
- * was offered). Never the newest WARM_BYTES. Best effort, errors
+/* Writer thread only. synced: the segment is on disk up to seg_size (an
+ * fdatasync just returned 0): drops its page cache but the newest
+ * WARM_BYTES. Else starts writeback of what was written since it was
+ * last started, once that is WB_CHUNK or more. Best effort, errors
  * ignored: writeback that fails to start or fails is the next
  * fdatasync's to do and to report (the mapping keeps the error for it:
  * nothing here waits on writeback, which would consume it). */
@@ -135,30 +134,21 @@ static void drop_behind(struct wd_trace *t, bool synced)
 	/* cut back by a recovery */
 	if (t->wb_off > t->seg_size)
 		t->wb_off = t->seg_size;
-	if (t->drop_off > t->wb_off)
-		t->drop_off = t->wb_off;
 	if (t->clean_off > t->seg_size)
 		t->clean_off = t->seg_size;
-	uint64_t warm_from =
-	    t->seg_size > WARM_BYTES ? t->seg_size - WARM_BYTES : 0;
 	if (synced) {
+		uint64_t warm_from =
+		    t->seg_size > WARM_BYTES ? t->seg_size - WARM_BYTES : 0;
 		if (warm_from > t->clean_off &&
 		    !posix_fadvise(t->segfd, (off_t)t->clean_off,
 				   (off_t)(warm_from - t->clean_off),
 				   POSIX_FADV_DONTNEED))
 			t->clean_off = warm_from;
-		if (t->drop_off < t->clean_off)
-			t->drop_off = t->clean_off;
 		t->wb_off = t->seg_size;
 		return;
 	}
 	if (t->seg_size - t->wb_off < WB_CHUNK)
 		return;
-	uint64_t to = t->wb_off < warm_from ? t->wb_off : warm_from;
-	if (to > t->drop_off &&
-	    !posix_fadvise(t->segfd, (off_t)t->drop_off,
-			   (off_t)(to - t->drop_off), POSIX_FADV_DONTNEED))
-		t->drop_off = to;
 	(void)sync_file_range(t->segfd, (off_t)t->wb_off,
 			      (off_t)(t->seg_size - t->wb_off),
 			      SYNC_FILE_RANGE_WRITE);
@@ -192,7 +182,7 @@ static int open_segment(struct wd_trace *t, uint64_t first)
 	t->segfd = fd;
 	t->seg_first = first;
 	t->seg_size = st.st_size;
-	t->wb_off = t->drop_off = t->clean_off = 0;
+	t->wb_off = t->clean_off = 0;
 	return 0;
 }
 

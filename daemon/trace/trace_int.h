@@ -272,10 +272,9 @@ struct wd_trace {
 	uint64_t seg_first, seg_size;
 	uint64_t last_sync_ns;
 	/* the segment's bytes before wb_off were handed to writeback, those
-	 * before drop_off were offered to be dropped from the page cache,
-	 * those before clean_off were dropped once synced (store.c,
-	 * drop_behind) */
-	uint64_t wb_off, drop_off, clean_off;
+	 * before clean_off were dropped from the page cache once synced
+	 * (store.c, drop_behind) */
+	uint64_t wb_off, clean_off;
 
 	pthread_mutex_t idx_mu; /* the SQLite handle */
 
