@@ -512,15 +512,17 @@ int wd_dns_lookup_cached(struct wd_dns_cache *c, uint64_t now_ns,
 {
 	if (!c)
 		return wd_dns_lookup(u, name, qtype, out, max, err);
-	for (int i = 0; i < WD_DNS_CACHE_N; i++) {
-		struct wd_dns_cached *e = &c->e[i];
-		if (!e->exp_ns || e->qtype != qtype ||
-		    strcasecmp(e->name, name))
-			continue;
-		if (now_ns >= e->exp_ns) {
-			e->exp_ns = 0; /* gone: asked again below */
-			break;
+	/* the name and type's entry (one at most), else the oldest */
+	struct wd_dns_cached *e = &c->e[c->next];
+	bool found = false;
+	for (int i = 0; i < WD_DNS_CACHE_N && !found; i++) {
+		if (c->e[i].exp_ns && c->e[i].qtype == qtype &&
+		    !strcasecmp(c->e[i].name, name)) {
+			e = &c->e[i];
+			found = true;
 		}
+	}
+	if (found && now_ns < e->exp_ns) {
 		uint64_t kept_s = (now_ns - e->at_ns) / 1000000000ull;
 		int k = e->n < max ? e->n : max;
 		for (int j = 0; j < k; j++) {
@@ -532,24 +534,17 @@ int wd_dns_lookup_cached(struct wd_dns_cache *c, uint64_t now_ns,
 		c->hits++;
 		return k;
 	}
-	c->misses++;
+	if (found)
+		e->exp_ns = 0; /* expired: its slot takes the new answer */
 	int m = wd_dns_lookup(u, name, qtype, out, max, err);
 	uint32_t ttl = m > 0 ? WD_DNS_CACHE_MAX_S : 0;
 	for (int j = 0; j < m; j++)
 		if (out[j].ttl < ttl)
 			ttl = out[j].ttl;
 	if (m > 0 && ttl > 0 && m <= WD_DNS_MAX_RR &&
-	    strlen(name) < sizeof(c->e[0].name)) {
-		struct wd_dns_cached *e = &c->e[c->next];
-		c->next = (c->next + 1) % WD_DNS_CACHE_N;
-		/* one entry per name and type: an expired one is replaced
-		 * in place of taking another slot */
-		for (int i = 0; i < WD_DNS_CACHE_N; i++)
-			if (c->e[i].qtype == qtype &&
-			    !strcasecmp(c->e[i].name, name)) {
-				e = &c->e[i];
-				break;
-			}
+	    strlen(name) < sizeof(e->name)) {
+		if (!found)
+			c->next = (c->next + 1) % WD_DNS_CACHE_N;
 		wd_strlcpy(e->name, name, sizeof(e->name));
 		e->qtype = qtype;
 		e->n = m;
@@ -562,17 +557,8 @@ int wd_dns_lookup_cached(struct wd_dns_cache *c, uint64_t now_ns,
 
 void wd_dns_decide(const struct wd_net_rule *rules, int n,
 		   const struct wd_net_rule *priv, int npriv,
-		   const struct wd_dns_upstream *u,
+		   const struct wd_dns_upstream *u, struct wd_dns_cache *c,
 		   const struct wd_dns_query *q, struct wd_dns_decision *d)
-{
-	wd_dns_decide_cached(rules, n, priv, npriv, u, NULL, q, d);
-}
-
-void wd_dns_decide_cached(const struct wd_net_rule *rules, int n,
-			  const struct wd_net_rule *priv, int npriv,
-			  const struct wd_dns_upstream *u,
-			  struct wd_dns_cache *c, const struct wd_dns_query *q,
-			  struct wd_dns_decision *d)
 {
 	memset(d, 0, sizeof(*d));
 	bool any_port = false;

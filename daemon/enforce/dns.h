@@ -120,10 +120,6 @@ struct wd_dns_decision {
 	bool denied;
 	char why[200];
 };
-void wd_dns_decide(const struct wd_net_rule *rules, int n,
-		   const struct wd_net_rule *priv, int npriv,
-		   const struct wd_dns_upstream *u,
-		   const struct wd_dns_query *q, struct wd_dns_decision *d);
 
 /* The answers of a call's lookups, kept for their TTL (a caching
  * forwarder's, as systemd-resolved's or dnsmasq's: the call's second query
@@ -145,19 +141,18 @@ struct wd_dns_cached {
 };
 struct wd_dns_cache {
 	struct wd_dns_cached e[WD_DNS_CACHE_N];
-	int next; /* the entry the next new answer replaces */
-	uint64_t hits, misses;
+	int next;      /* the entry the next new answer replaces */
+	uint64_t hits; /* answers given from it */
 };
 /* wd_dns_lookup through c (NULL: none), as of now_ns. */
 int wd_dns_lookup_cached(struct wd_dns_cache *c, uint64_t now_ns,
 			 const struct wd_dns_upstream *u, const char *name,
 			 uint16_t qtype, struct wd_dns_rr *out, int max,
 			 struct wd_err *err);
-/* wd_dns_decide, its lookup through c. */
-void wd_dns_decide_cached(const struct wd_net_rule *rules, int n,
-			  const struct wd_net_rule *priv, int npriv,
-			  const struct wd_dns_upstream *u,
-			  struct wd_dns_cache *c, const struct wd_dns_query *q,
-			  struct wd_dns_decision *d);
+/* The decision, its lookup through c (NULL: none). */
+void wd_dns_decide(const struct wd_net_rule *rules, int n,
+		   const struct wd_net_rule *priv, int npriv,
+		   const struct wd_dns_upstream *u, struct wd_dns_cache *c,
+		   const struct wd_dns_query *q, struct wd_dns_decision *d);
 
 #endif

@@ -352,10 +352,8 @@ static size_t handle(struct wd_resolver *r, const uint8_t *msg, size_t len,
 					     out, cap);
 	}
 	struct wd_dns_decision d;
-	if (!r->cache)
-		r->cache = wd_calloc(1, sizeof(*r->cache));
-	wd_dns_decide_cached(r->rules, r->n, r->priv, r->npriv, &r->up,
-			     r->cache, &q, &d);
+	wd_dns_decide(r->rules, r->n, r->priv, r->npriv, &r->up, r->cache, &q,
+		      &d);
 	if (d.denied) {
 		if (d.rcode == WD_DNS_NXDOMAIN)
 			queue_denial(r, "dns.name", q.name, 0);
@@ -661,6 +659,7 @@ int wd_resolver_start(const struct wd_resolver_opts *o,
 {
 	*out = NULL;
 	struct wd_resolver *r = wd_calloc(1, sizeof(*r));
+	r->cache = wd_calloc(1, sizeof(*r->cache));
 	pthread_mutex_init(&r->mu, NULL);
 	r->udp = r->tcp = r->stopfd = r->evfd = r->diag = -1;
 	r->udp6 = r->tcp6 = -1;

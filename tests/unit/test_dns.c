@@ -301,36 +301,36 @@ int main(void)
 	struct wd_dns_decision d;
 	q = (struct wd_dns_query){.qtype = WD_DNS_A, .qclass = 1};
 	snprintf(q.name, sizeof(q.name), "up.example");
-	wd_dns_decide(rules, 4, NULL, 0, &u, &q, &d);
+	wd_dns_decide(rules, 4, NULL, 0, &u, NULL, &q, &d);
 	T_OK(d.rcode == WD_DNS_NOERROR && d.n == 1 && d.nports == 1 &&
 		 d.ports[0] == 443 && !d.denied,
 	     "decide-allowed", "rcode %d n %d port %u", d.rcode, d.n,
 	     d.nports ? d.ports[0] : 0);
 	snprintf(q.name, sizeof(q.name), "other.example");
-	wd_dns_decide(rules, 4, NULL, 0, &u, &q, &d);
+	wd_dns_decide(rules, 4, NULL, 0, &u, NULL, &q, &d);
 	T_OK(d.rcode == WD_DNS_NXDOMAIN && d.denied && strstr(d.why, "not in"),
 	     "decide-not-allowed", "rcode %d why %s", d.rcode, d.why);
 	snprintf(q.name, sizeof(q.name), "priv.example");
-	wd_dns_decide(rules, 4, NULL, 0, &u, &q, &d);
+	wd_dns_decide(rules, 4, NULL, 0, &u, NULL, &q, &d);
 	T_OK(d.rcode == WD_DNS_REFUSED && d.n == 0 && d.denied &&
 		 strstr(d.why, "10.1.2.3 is private"),
 	     "decide-private-refused", "rcode %d why %s", d.rcode, d.why);
 	snprintf(q.name, sizeof(q.name), "meta.example");
-	wd_dns_decide(rules, 4, NULL, 0, &u, &q, &d);
+	wd_dns_decide(rules, 4, NULL, 0, &u, NULL, &q, &d);
 	T_OK(d.rcode == WD_DNS_REFUSED && strstr(d.why, "metadata"),
 	     "decide-metadata-refused", "why %s", d.why);
 	struct wd_net_rule listed[] = {rule("priv.example:8080"),
 				       rule("10.0.0.0/8:*")};
 	snprintf(q.name, sizeof(q.name), "priv.example");
-	wd_dns_decide(listed, 1, NULL, 0, &u, &q, &d);
+	wd_dns_decide(listed, 1, NULL, 0, &u, NULL, &q, &d);
 	T_OK(d.rcode == WD_DNS_REFUSED, "decide-ip-rule-no-listing",
 	     "an IP rule means what it says: rcode %d", d.rcode);
-	wd_dns_decide(listed, 1, listed + 1, 1, &u, &q, &d);
+	wd_dns_decide(listed, 1, listed + 1, 1, &u, NULL, &q, &d);
 	T_OK(d.rcode == WD_DNS_NOERROR && d.n == 1, "decide-private-listed",
 	     "rcode %d n %d", d.rcode, d.n);
 	q.qtype = 16; /* TXT of an allowed name: no data, nothing asked */
 	snprintf(q.name, sizeof(q.name), "up.example");
-	wd_dns_decide(rules, 4, NULL, 0, &u, &q, &d);
+	wd_dns_decide(rules, 4, NULL, 0, &u, NULL, &q, &d);
 	T_OK(d.rcode == WD_DNS_NOERROR && d.n == 0, "decide-txt-nodata",
 	     "rcode %d n %d", d.rcode, d.n);
 
@@ -347,10 +347,10 @@ int main(void)
 				     rule("127.0.0.0/8:*")};
 	q.qtype = WD_DNS_A;
 	snprintf(q.name, sizeof(q.name), "search-svc.internal");
-	wd_dns_decide(demo, 1, demo + 1, 1, &hu, &q, &d);
+	wd_dns_decide(demo, 1, demo + 1, 1, &hu, NULL, &q, &d);
 	T_OK(d.rcode == WD_DNS_NOERROR && d.n == 1 && d.ports[0] == 9200,
 	     "hosts-decide", "rcode %d n %d", d.rcode, d.n);
-	wd_dns_decide(demo, 1, NULL, 0, &hu, &q, &d);
+	wd_dns_decide(demo, 1, NULL, 0, &hu, NULL, &q, &d);
 	T_OK(d.rcode == WD_DNS_REFUSED && strstr(d.why, "loopback"),
 	     "hosts-loopback-refused", "rcode %d %s", d.rcode, d.why);
 	unlink(hp);
