@@ -273,7 +273,7 @@ struct wd_trace {
 	uint64_t last_sync_ns;
 	/* the segment's bytes before wb_off were handed to writeback, those
 	 * before clean_off were dropped from the page cache once synced
-	 * (store.c, drop_behind) */
+	 * (segwrite.c) */
 	uint64_t wb_off, clean_off;
 
 	pthread_mutex_t idx_mu; /* the SQLite handle */
@@ -345,6 +345,18 @@ int wd_trace_idx_catch_up_live(struct wd_trace *t, uint64_t upto,
 /* Sorted list of segment first-seqs; free() it. */
 int wd_trace_list_segments(struct wd_trace *t, uint64_t **out, size_t *n);
 char *wd_trace_seg_path(struct wd_trace *t, uint64_t first);
+/* segwrite.c, the writer thread's (or the opener's before it starts):
+ * open segment `first` for appending, closing (and dropping from the
+ * page cache) the current one, synced by the caller; the blobs settled so
+ * far, then the segment, to disk, and what is on disk dropped from the
+ * page cache (-1 with errno; a durable record never names a blob that is
+ * not); write a batch, rotating segments (*nw: its records that reached
+ * a segment; on failure the partial write is cut back off, best effort).
+ * 0 or -errno. */
+int wd_trace_seg_open(struct wd_trace *t, uint64_t first);
+int wd_trace_seg_sync(struct wd_trace *t);
+int wd_trace_write_batch(struct wd_trace *t, struct wd_batch *b, bool sync,
+			 size_t *nw);
 char *wd_trace_blob_path(struct wd_trace *t, const char *hex);
 int wd_trace_load_blob(struct wd_trace *t, const char *hex, char **data,
 		       size_t *len);
