@@ -23,6 +23,9 @@ int wd_pin_owner_ok(const char *who, const char *p, const struct stat *st,
 /* BPF_OBJ_GET of `name` in directory dfd (BPF_F_PATH_FD where the kernel
  * has it), else of the whole path `full`; fd or -1 with errno. */
 int wd_pin_get(int dfd, const char *full, const char *name);
+/* BPF_OBJ_PIN of fd as `name` in directory dfd, the same way; 0 or -1
+ * with errno. */
+int wd_pin_put(int dfd, const char *full, const char *name, int fd);
 /* Remove the directory `name` of dfd and the pins in it (unlinking a pin
  * drops the name only: what an fd or a link still holds stays). */
 void wd_pin_remove(int dfd, const char *name);
