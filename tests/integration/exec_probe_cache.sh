@@ -35,7 +35,6 @@ probes() {
 expect_eq pcache/first-call-probes "$(probes)" "rc=0 n=1"
 expect_eq pcache/written-root-0644 "$(stat -c '%u %a %F' "$C" 2>&1)" "0 644 regular file"
 expect_eq pcache/second-call-cached "$(probes)" "rc=0 n=0"
-ino=$(stat -c %i "$C")
 
 untrusted_dir pcache "$T/rt" "$C" probes reprobed "rc=0 n=1"
 expect_eq pcache/dir-restored-cached "$(probes)" "rc=0 n=0"
@@ -43,14 +42,21 @@ untrusted_cache pcache "$C" probes reprobed "rc=0 n=1"
 [ "$(head -c 7 "$C")" = WDPROBE ] && pass pcache/garbage-rewritten || fail pcache/garbage-rewritten "$(head -c 20 "$C" | od -c | head -2)"
 # a byte of the answers flipped (the checksum): re-probed
 printf '\x01' | dd of="$C" bs=1 seek=600 conv=notrunc status=none
+# a hard link holds the corrupt file's inode: its number cannot be reused,
+# so a new number proves a new file renamed over it, and the held file
+# unchanged proves nothing was written in place
+ln "$C" "$T/held"
+ino=$(stat -c %i "$C") sum=$(cksum <"$C")
 expect_eq pcache/corrupt-reprobed "$(probes)" "rc=0 n=1"
+[ "$(stat -c %i "$C")" != "$ino" ] && [ "$(cksum <"$T/held")" = "$sum" ] &&
+	pass pcache/rewritten-by-rename || fail pcache/rewritten-by-rename "inode $ino -> $(stat -c %i "$C")"
+rm -f "$T/held"
 # a symlink to a good cache: not followed, replaced by a file
 cp -p "$C" "$T/good"
 rm -f "$C"; ln -s "$T/good" "$C"
 expect_eq pcache/symlink-reprobed "$(probes)" "rc=0 n=1"
 [ -f "$C" ] && [ ! -L "$C" ] && pass pcache/symlink-replaced || fail pcache/symlink-replaced "$(ls -l "$C")"
 expect_eq pcache/cached-again "$(probes)" "rc=0 n=0"
-[ "$(stat -c %i "$C")" != "$ino" ] && pass pcache/rewritten-by-rename || fail pcache/rewritten-by-rename "same inode $ino"
 
 # tiers 1 and 2 never run runsc (not even `runsc --version`)
 cat >"$T/runsc" <<EOF2
