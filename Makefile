@@ -195,9 +195,9 @@ $(BUILD)/tests/helpers/%: tests/helpers/%.c
 # The same sources with clang, in their own build dirs: ASan+UBSan for the
 # unit and integration tests, TSan for the concurrency tests (tests/sanitize.sh
 # lists them). A report fails the run: halt_on_error, and tests/run.sh turns
-# any report file into a FAIL line. native_child.c is not instrumented: its
-# CLONE_VM children run on the daemon's memory and thread state with raw
-# system calls only (docs/HACKING.md), where a sanitizer's runtime must not
+# any report file into a FAIL line. native_child.c and native_spawn.c are
+# not instrumented: their CLONE_VM children run on the daemon's memory and
+# thread state with raw system calls only (docs/HACKING.md), where a sanitizer's runtime must not
 # run (it would act on the parent thread's state and on a stack it does not
 # know). Under TSan that is not enough: the child still calls intercepted
 # libc (close, memset) and instrumented helpers, so TSan's runtime runs in
@@ -205,13 +205,14 @@ $(BUILD)/tests/helpers/%: tests/helpers/%.c
 # its report file as the call's uid, and dies holding TSan's report lock)
 # hung the daemon's next report for good (the approval storm in CI). The
 # TSan tree therefore spawns with fork(), which TSan intercepts
-# (WD_TSAN_SPAWN, native_child.c); ASan and the plain build keep CLONE_VM.
+# (WD_TSAN_SPAWN, native_child.c and native_spawn.c); ASan and the plain
+# build keep CLONE_VM.
 ASAN_BUILD ?= $(BUILD)-asan
 TSAN_BUILD ?= $(BUILD)-tsan
 ASAN_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
 TSAN_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=thread
 SAN_FLAGS_ALL = -fsanitize=% -fno-sanitize-recover=%
-$(BUILD)/daemon/sandbox/native_child.o: override CFLAGS := $(filter-out $(SAN_FLAGS_ALL),$(CFLAGS)) \
+$(BUILD)/daemon/sandbox/native_child.o $(BUILD)/daemon/sandbox/native_spawn.o: override CFLAGS := $(filter-out $(SAN_FLAGS_ALL),$(CFLAGS)) \
 	$(if $(findstring -fsanitize=thread,$(CFLAGS)),-DWD_TSAN_SPAWN)
 SAN_MAKE = $(MAKE) --no-print-directory CC=$(CLANG) WARN=-w
 sanitize-build:

@@ -8,7 +8,7 @@
  *           mounts, restricts itself, execs warden-init, which forks G2
  *           and reaps) ── G2 (execs the tool)
  * T (and, where it can, tier 2's G1: no C then) is a clone of the daemon
- * on the daemon's own memory until it execs (native_child.c); tier 1's T
+ * on the daemon's own memory until it execs (native_spawn.c); tier 1's T
  * also mounts its scratch tmpfs in a mount namespace of its own.
  * T is created inside the call's v2 cgroup (clone3 CLONE_INTO_CGROUP; by
  * the daemon in tier 1, by C in tier 2, C running nothing of the tool's
@@ -109,7 +109,7 @@ struct teardown {
 	int ownerfd; /* held until the call directory is gone */
 	/* the call's mount namespace (tier 2's root, tier 1's scratch
 	 * tmpfs), held when its first process was cloned on our memory
-	 * (native_child.c hold_mntns); else -1 */
+	 * (native_spawn.c hold_mntns); else -1 */
 	int mntns;
 	const struct wd_cgroup_layout *lay;
 };

@@ -139,6 +139,18 @@ int wd_native_build_landlock(struct launch *l, struct wd_err *err);
 /* Create T inside the call's v2 leaf (clone3 CLONE_INTO_CGROUP), or fork
  * when the kernel lacks it (*self_v2 = true: T joins by itself). */
 pid_t wd_native_clone_into_leaf(struct launch *l, bool *self_v2);
+/* T's programme for each tier, and tier 2's G1's; never return. */
+void wd_native_tier1_main(struct launch *l, bool self_v2)
+    __attribute__((noreturn));
+void wd_native_tier2_main(struct launch *l) __attribute__((noreturn));
+void wd_native_g1_main(struct launch *l, bool self_v2)
+    __attribute__((noreturn));
+/* Reset the daemon's OOM protection, inherited at clone, of process pid
+ * (0: ourselves), which must not share the daemon's memory. Best effort:
+ * 0 or -errno. */
+int wd_native_oom_adj_reset(pid_t pid);
+
+/* The spawn (native_spawn.c). */
 /* Tier 1's T: like wd_native_clone_into_leaf + wd_native_tier1_main, but
  * where it can, T shares the daemon's memory until it execs (clone3
  * CLONE_VM on a stack of its own, as posix_spawn does): no
@@ -146,10 +158,6 @@ pid_t wd_native_clone_into_leaf(struct launch *l, bool *self_v2);
  * The calling thread is suspended until T has exec'd or died. Returns T's
  * pid or -1 with errno. */
 pid_t wd_native_spawn_tier1(struct launch *l);
-/* T's programme for each tier; never return. */
-void wd_native_tier1_main(struct launch *l, bool self_v2)
-    __attribute__((noreturn));
-void wd_native_tier2_main(struct launch *l) __attribute__((noreturn));
 /* Tier 2's G1: created by the daemon on its own memory (clone3 CLONE_VM
  * with the call's new namespaces, into the v2 leaf) where it can; else
  * C, a fork, unshares and clones G1. Like wd_native_spawn_tier1, returns
