@@ -16,10 +16,13 @@
  *
  * The entry is added and removed under a per-inode lock (a file in the
  * uid records' directory, wd_uid_dir, flock'ed: several warden processes
- * may share a write path). The mask is raised to let the entry work; the mask
- * the path had before warden's first entry is kept in that lock file and put
- * back when the last entry of the range goes (a crashed call's entry stays
- * until its uid's next acquire revokes it: uidpool.c).
+ * may share a write path). The mask is raised to let the entry work, and
+ * every other group-class entry (named users and groups, the owning group)
+ * lowered to the old mask so that none gains access while a call runs; the
+ * mask and the lowered entries as they were before warden's first entry are
+ * kept in that lock file and put back when the last entry of the range goes
+ * (a crashed call's entry stays until its uid's next acquire revokes it:
+ * uidpool.c).
  */
 #include "sandbox/uidpool.h"
 #include "common/log.h"
@@ -188,9 +191,87 @@ static uint16_t group_class(const struct acl *a)
 	return m;
 }
 
+/* What warden's first entry on a path changed besides its own entries and
+ * the mask, kept in the path's lock file and put back by the last revoke:
+ * the mask before us (-1: none), and the group-class entries lowered to
+ * it, with the permissions they had. Raising the mask for our entry
+ * would otherwise make every other named entry, and the owning group,
+ * effective up to what it holds: a user:bob:rwx entry masked down to r-x
+ * would let bob write while a call runs. Lowered to the old mask, each
+ * keeps exactly the access it had. */
+struct acl_saved {
+	int mask;
+	struct acl lowered;
+};
+
+/* The lock file's text: "mask N" or "nomask", then one "lowered TAG ID
+ * PERM" line per entry. 0, or -ENOENT when it holds no record. */
+static int saved_read(int lfd, struct acl_saved *sv)
+{
+	sv->mask = -1;
+	sv->lowered.n = 0;
+	size_t cap = 32 + 40 * ACL_MAX;
+	cleanup_free char *b = wd_malloc(cap + 1);
+	ssize_t n = pread(lfd, b, cap, 0);
+	if (n <= 0)
+		return -ENOENT;
+	b[n] = 0;
+	unsigned m;
+	char *line = b, *nl = strchr(b, '\n');
+	if (sscanf(line, "mask %u", &m) == 1)
+		sv->mask = (int)(m & 7);
+	else if (strncmp(line, "nomask\n", 7))
+		return -ENOENT;
+	while (nl && (line = nl + 1) && *line) {
+		nl = strchr(line, '\n');
+		unsigned tag, id, perm;
+		if (sscanf(line, "lowered %u %u %u", &tag, &id, &perm) == 3 &&
+		    sv->lowered.n < ACL_MAX)
+			sv->lowered.e[sv->lowered.n++] = (struct acl_ent){
+			    (uint16_t)tag, (uint16_t)(perm & 7), id};
+	}
+	return 0;
+}
+
+static int saved_write(int lfd, const struct acl_saved *sv)
+{
+	size_t cap = 32 + 40 * ACL_MAX, n;
+	cleanup_free char *b = wd_malloc(cap);
+	n = sv->mask >= 0 ? (size_t)snprintf(b, cap, "mask %d\n", sv->mask)
+			  : (size_t)snprintf(b, cap, "nomask\n");
+	for (int i = 0; i < sv->lowered.n && n < cap; i++)
+		n += (size_t)snprintf(b + n, cap - n, "lowered %u %u %u\n",
+				      sv->lowered.e[i].tag, sv->lowered.e[i].id,
+				      sv->lowered.e[i].perm);
+	if (n >= cap)
+		return -E2BIG;
+	if (ftruncate(lfd, 0) < 0 || pwrite(lfd, b, n, 0) != (ssize_t)n)
+		return -errno;
+	return 0;
+}
+
+/* Lower every group-class entry but ours (the range's) to mask, noting
+ * in sv the permissions of each one lowered the first time. */
+static void lower_to_mask(struct acl *a, const struct wd_uid_range *r,
+			  uint16_t mask, struct acl_saved *sv)
+{
+	for (int i = 0; i < a->n; i++) {
+		struct acl_ent *e = &a->e[i];
+		bool other = (e->tag == ACL_USER && !in_range(r, e->id)) ||
+			     e->tag == ACL_GROUP || e->tag == ACL_GROUP_OBJ;
+		if (!other || !(e->perm & ~mask & 7))
+			continue;
+		if (!acl_find(&sv->lowered, e->tag, e->id) &&
+		    sv->lowered.n < ACL_MAX)
+			sv->lowered.e[sv->lowered.n++] = *e;
+		e->perm &= mask;
+	}
+}
+
 int wd_acl_grant(int fd, uid_t uid, bool is_dir, const struct wd_uid_range *r)
 {
 	struct acl a;
+	struct acl_saved sv;
 	int lfd = inode_lock(fd);
 	if (lfd < 0)
 		return lfd;
@@ -198,16 +279,24 @@ int wd_acl_grant(int fd, uid_t uid, bool is_dir, const struct wd_uid_range *r)
 	if (rc < 0)
 		goto out;
 	struct acl_ent *mask = acl_find(&a, ACL_MASK, (uint32_t)-1);
-	if (!any_in_range(&a, r)) {
-		/* the first of ours: remember the mask to put back */
-		char s[16];
-		int n = mask ? snprintf(s, sizeof(s), "mask %u\n", mask->perm)
-			     : snprintf(s, sizeof(s), "nomask\n");
-		if (ftruncate(lfd, 0) < 0 || pwrite(lfd, s, n, 0) != n) {
-			rc = -errno;
-			goto out;
-		}
+	bool first = !any_in_range(&a, r), note = first;
+	if (first) {
+		/* the first of ours: remember what to put back */
+		sv.mask = mask ? mask->perm : -1;
+		sv.lowered.n = 0;
+	} else if (saved_read(lfd, &sv) < 0) {
+		sv.mask = -1; /* no record: nothing known to lower to */
+		sv.lowered.n = 0;
 	}
+	/* without a mask there is no named entry: nothing to lower (the
+	 * owning group keeps what it had: see the mask made below) */
+	if (sv.mask >= 0) {
+		int had = sv.lowered.n;
+		lower_to_mask(&a, r, (uint16_t)sv.mask, &sv);
+		note |= sv.lowered.n != had;
+	}
+	if (note && (rc = saved_write(lfd, &sv)) < 0)
+		goto out;
 	uint16_t perm = is_dir ? 7 : 6;
 	struct acl_ent *u = acl_find(&a, ACL_USER, uid);
 	if (u) {
@@ -233,6 +322,7 @@ out:
 int wd_acl_revoke(int fd, uid_t uid, const struct wd_uid_range *r)
 {
 	struct acl a;
+	struct acl_saved sv;
 	int lfd = inode_lock(fd);
 	if (lfd < 0)
 		return lfd;
@@ -244,23 +334,34 @@ int wd_acl_revoke(int fd, uid_t uid, const struct wd_uid_range *r)
 		goto out; /* not there (a crash between record and grant) */
 	acl_del(&a, u);
 	struct acl_ent *mask = acl_find(&a, ACL_MASK, (uint32_t)-1);
-	if (!any_in_range(&a, r) && mask) {
-		/* the last of ours: the mask the path had before us */
-		char s[16] = {0};
-		unsigned saved;
-		(void)!pread(lfd, s, sizeof(s) - 1, 0);
+	bool last = !any_in_range(&a, r), known = false;
+	if (last && mask) {
+		/* the last of ours: the mask the path had before us, and
+		 * the entries lowered to it as they were (each unless
+		 * someone changed it since) */
+		known = saved_read(lfd, &sv) == 0;
 		bool named = false;
 		for (int i = 0; i < a.n; i++)
 			named |=
 			    a.e[i].tag == ACL_USER || a.e[i].tag == ACL_GROUP;
-		if (sscanf(s, "mask %u", &saved) == 1)
-			mask->perm = (uint16_t)(saved & 7);
+		if (known && sv.mask >= 0)
+			mask->perm = (uint16_t)sv.mask;
 		else if (!named)
 			acl_del(&a, mask); /* back to a plain mode */
 		else
 			mask->perm = group_class(&a);
+		for (int i = 0; known && sv.mask >= 0 && i < sv.lowered.n;
+		     i++) {
+			const struct acl_ent *l = &sv.lowered.e[i];
+			struct acl_ent *e = acl_find(&a, l->tag, l->id);
+			if (e && e->perm == (l->perm & sv.mask))
+				e->perm = l->perm;
+		}
 	}
 	rc = acl_write(fd, &a);
+	/* the record served: a later first entry writes its own */
+	if (rc == 0 && known)
+		(void)!ftruncate(lfd, 0);
 out:
 	close(lfd);
 	return rc;

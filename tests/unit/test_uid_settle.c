@@ -6,12 +6,48 @@
 #include "t.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
 #define X 2000004090u /* the "call's" uid in these tests */
+
+/* Whether a process of uid:gid (no supplementary groups) can make a
+ * directory in dir: the kernel's own answer, from outside any sandbox. */
+static bool can_create(const char *dir, uid_t uid, gid_t gid)
+{
+	pid_t p = fork();
+	if (p == 0) {
+		char f[128];
+		snprintf(f, sizeof(f), "%s/by-%u-%u", dir, uid, gid);
+		if (setgroups(0, NULL) < 0 || setresgid(gid, gid, gid) < 0 ||
+		    setresuid(uid, uid, uid) < 0)
+			_exit(2);
+		_exit(mkdir(f, 0700) == 0 ? 0 : 1);
+	}
+	int st = 0;
+	waitpid(p, &st, 0);
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+/* An access ACL of n (tag, perm, id) triples, written raw. */
+static int acl_set(int fd, const uint32_t (*e)[3], int n)
+{
+	char b[4 + 8 * 16];
+	uint32_t ver = 2;
+	memcpy(b, &ver, 4);
+	for (int i = 0; i < n; i++) {
+		uint16_t tag = (uint16_t)e[i][0], perm = (uint16_t)e[i][1];
+		memcpy(b + 4 + 8 * i, &tag, 2);
+		memcpy(b + 6 + 8 * i, &perm, 2);
+		memcpy(b + 8 + 8 * i, &e[i][2], 4);
+	}
+	return fsetxattr(fd, "system.posix_acl_access", b, 4 + 8 * (size_t)n,
+			 0);
+}
 
 static int owner_of(int dfd, const char *p)
 {
@@ -75,6 +111,52 @@ int main(void)
 		 errno == ENODATA,
 	     "acl-path-as-before", "mode %o, xattr errno %d",
 	     st.st_mode & 07777, errno);
+
+	/* Named entries masked down: user 1234 and group 4321 hold rwx, the
+	 * owning group rwx, the mask r-x: none may create in w2. A grant
+	 * raises the mask for the call's entry; none of them may gain by it,
+	 * while one call or two hold the path, and the last revoke puts the
+	 * ACL back byte for byte. */
+	char w2[64];
+	snprintf(w2, sizeof(w2), "%s/w2", dir);
+	mkdir(w2, 0770);
+	chmod(dir, 0755);
+	int w2fd = open(w2, O_RDONLY | O_DIRECTORY);
+	static const uint32_t masked[][3] = {{0x01, 7, ~0u}, {0x02, 7, 1234},
+					     {0x04, 7, ~0u}, {0x08, 7, 4321},
+					     {0x10, 5, ~0u}, {0x20, 0, ~0u}};
+	T_OK(acl_set(w2fd, masked, 6) == 0, "acl-masked-set", "%s",
+	     strerror(errno));
+	char before[256], after[256];
+	ssize_t nb =
+	    fgetxattr(w2fd, "system.posix_acl_access", before, sizeof(before));
+	T_OK(!can_create(w2, 1234, 9999) && !can_create(w2, 9998, 4321) &&
+		 !can_create(w2, 9998, 0),
+	     "acl-masked-before",
+	     "a masked-down entry writes before any grant");
+	T_OK(wd_acl_grant(w2fd, X, true, &r) == 0, "acl-masked-grant",
+	     "failed");
+	T_OK(can_create(w2, X, X), "acl-masked-call-writes",
+	     "the call's uid cannot create");
+	T_OK(!can_create(w2, 1234, 9999), "acl-masked-user-not-raised",
+	     "user 1234's masked-down rwx became effective during the call");
+	T_OK(!can_create(w2, 9998, 4321), "acl-masked-group-not-raised",
+	     "group 4321's masked-down rwx became effective during the call");
+	T_OK(!can_create(w2, 9998, 0), "acl-masked-owner-group-not-raised",
+	     "the owning group's masked-down rwx became effective");
+	T_OK(wd_acl_grant(w2fd, X + 1, true, &r) == 0 &&
+		 wd_acl_revoke(w2fd, X, &r) == 0,
+	     "acl-masked-second", "failed");
+	T_OK(!can_create(w2, 1234, 9999) && !can_create(w2, 9998, 4321) &&
+		 can_create(w2, X + 1, X + 1),
+	     "acl-masked-second-holds", "lowered entries raised, or X+1 lost");
+	T_OK(wd_acl_revoke(w2fd, X + 1, &r) == 0, "acl-masked-revoke-last",
+	     "failed");
+	ssize_t na =
+	    fgetxattr(w2fd, "system.posix_acl_access", after, sizeof(after));
+	T_OK(nb > 0 && na == nb && !memcmp(before, after, (size_t)nb),
+	     "acl-masked-as-before", "%zd bytes before, %zd after", nb, na);
+	close(w2fd);
 
 	/* settle: a 3,000-deep tree of X's, a symlink of X's pointing at a
 	 * file of X's outside the write path, a set-uid file */
