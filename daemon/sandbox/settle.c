@@ -156,28 +156,37 @@ static bool any_in_range(const struct acl *a, const struct wd_uid_range *r)
 	return false;
 }
 
-/* The per-inode lock (and saved-mask) file of fd, flock'ed. */
-static int inode_lock(int fd)
+/* The per-inode lock (and saved-mask) file of fd, flock'ed; its path in
+ * p (n bytes). The last revoke unlinks it: a lock taken on a file that
+ * was unlinked while this waited is let go and taken again on the file
+ * now at the path (a new one), so that two holders never lock two files. */
+static int inode_lock(int fd, char *p, size_t n)
 {
-	struct stat st;
+	struct stat st, l, now;
 	if (fstat(fd, &st) < 0)
 		return -errno;
-	char dir[400], p[512];
+	char dir[400];
 	int r = wd_uid_dir(dir, sizeof(dir));
 	if (r < 0)
 		return r;
-	snprintf(p, sizeof(p), "%s/acl-%llx-%llx", dir,
-		 (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
-	int lfd = open(p, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (lfd < 0)
-		return -errno;
-	while (flock(lfd, LOCK_EX) < 0)
-		if (errno != EINTR) {
-			int e = -errno;
-			close(lfd);
-			return e;
-		}
-	return lfd;
+	snprintf(p, n, "%s/acl-%llx-%llx", dir, (unsigned long long)st.st_dev,
+		 (unsigned long long)st.st_ino);
+	for (;;) {
+		int lfd =
+		    open(p, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (lfd < 0)
+			return -errno;
+		while (flock(lfd, LOCK_EX) < 0)
+			if (errno != EINTR) {
+				int e = -errno;
+				close(lfd);
+				return e;
+			}
+		if (fstat(lfd, &l) == 0 && lstat(p, &now) == 0 &&
+		    l.st_dev == now.st_dev && l.st_ino == now.st_ino)
+			return lfd;
+		close(lfd);
+	}
 }
 
 /* The group class's union: what setfacl computes for a mask. */
@@ -204,6 +213,30 @@ struct acl_saved {
 	struct acl lowered;
 };
 
+/* Whether line is prefix and then exactly n space-separated decimal
+ * numbers (each into v[i], at most UINT32_MAX). */
+static bool fields(const char *line, const char *prefix, unsigned long *v,
+		   int n)
+{
+	size_t pl = strlen(prefix);
+	if (strncmp(line, prefix, pl))
+		return false;
+	const char *p = line + pl;
+	for (int i = 0; i < n; i++) {
+		char *end;
+		if (*p < '0' || *p > '9')
+			return false;
+		errno = 0;
+		v[i] = strtoul(p, &end, 10);
+		if (errno || v[i] > UINT32_MAX)
+			return false;
+		p = end;
+		if (i + 1 < n && *p++ != ' ')
+			return false;
+	}
+	return *p == 0;
+}
+
 /* The lock file's text: "mask N" or "nomask", then one "lowered TAG ID
  * PERM" line per entry. 0, or -ENOENT when it holds no record. */
 static int saved_read(int lfd, struct acl_saved *sv)
@@ -216,20 +249,20 @@ static int saved_read(int lfd, struct acl_saved *sv)
 	if (n <= 0)
 		return -ENOENT;
 	b[n] = 0;
-	unsigned m;
-	char *line = b, *nl = strchr(b, '\n');
-	if (sscanf(line, "mask %u", &m) == 1)
-		sv->mask = (int)(m & 7);
-	else if (strncmp(line, "nomask\n", 7))
+	/* one line at a time: a field never read from the next line */
+	char *save = NULL, *line = strtok_r(b, "\n", &save);
+	unsigned long v[3];
+	if (line && !strcmp(line, "nomask"))
+		sv->mask = -1;
+	else if (line && fields(line, "mask ", v, 1) && v[0] <= 7)
+		sv->mask = (int)v[0];
+	else
 		return -ENOENT;
-	while (nl && (line = nl + 1) && *line) {
-		nl = strchr(line, '\n');
-		unsigned tag, id, perm;
-		if (sscanf(line, "lowered %u %u %u", &tag, &id, &perm) == 3 &&
-		    sv->lowered.n < ACL_MAX)
+	while ((line = strtok_r(NULL, "\n", &save)))
+		if (fields(line, "lowered ", v, 3) && v[0] <= 0xffff &&
+		    v[1] <= UINT32_MAX && v[2] <= 7 && sv->lowered.n < ACL_MAX)
 			sv->lowered.e[sv->lowered.n++] = (struct acl_ent){
-			    (uint16_t)tag, (uint16_t)(perm & 7), id};
-	}
+			    (uint16_t)v[0], (uint16_t)v[2], (uint32_t)v[1]};
 	return 0;
 }
 
@@ -245,9 +278,12 @@ static int saved_write(int lfd, const struct acl_saved *sv)
 				      sv->lowered.e[i].perm);
 	if (n >= cap)
 		return -E2BIG;
-	if (ftruncate(lfd, 0) < 0 || pwrite(lfd, b, n, 0) != (ssize_t)n)
+	if (ftruncate(lfd, 0) < 0)
 		return -errno;
-	return 0;
+	ssize_t w = pwrite(lfd, b, n, 0);
+	if (w < 0)
+		return -errno;
+	return w == (ssize_t)n ? 0 : -EIO;
 }
 
 /* Lower every group-class entry but ours (the range's) to mask, noting
@@ -272,7 +308,8 @@ int wd_acl_grant(int fd, uid_t uid, bool is_dir, const struct wd_uid_range *r)
 {
 	struct acl a;
 	struct acl_saved sv;
-	int lfd = inode_lock(fd);
+	char lp[512];
+	int lfd = inode_lock(fd, lp, sizeof(lp));
 	if (lfd < 0)
 		return lfd;
 	int rc = acl_read(fd, &a);
@@ -285,8 +322,12 @@ int wd_acl_grant(int fd, uid_t uid, bool is_dir, const struct wd_uid_range *r)
 		sv.mask = mask ? mask->perm : -1;
 		sv.lowered.n = 0;
 	} else if (saved_read(lfd, &sv) < 0) {
-		sv.mask = -1; /* no record: nothing known to lower to */
+		/* an entry of the range but no record (lost, or an entry
+		 * warden did not make): the mask as it is now is the best
+		 * known, recorded from here */
+		sv.mask = mask ? mask->perm : -1;
 		sv.lowered.n = 0;
+		note = true;
 	}
 	/* without a mask there is no named entry: nothing to lower (the
 	 * owning group keeps what it had: see the mask made below) */
@@ -323,7 +364,8 @@ int wd_acl_revoke(int fd, uid_t uid, const struct wd_uid_range *r)
 {
 	struct acl a;
 	struct acl_saved sv;
-	int lfd = inode_lock(fd);
+	char lp[512];
+	int lfd = inode_lock(fd, lp, sizeof(lp));
 	if (lfd < 0)
 		return lfd;
 	int rc = acl_read(fd, &a);
@@ -359,9 +401,10 @@ int wd_acl_revoke(int fd, uid_t uid, const struct wd_uid_range *r)
 		}
 	}
 	rc = acl_write(fd, &a);
-	/* the record served: a later first entry writes its own */
-	if (rc == 0 && known)
-		(void)!ftruncate(lfd, 0);
+	/* the last of ours gone: the record served (a later first entry
+	 * writes its own), and its file goes (inode_lock) */
+	if (rc == 0 && last)
+		unlink(lp);
 out:
 	close(lfd);
 	return rc;

@@ -5,6 +5,7 @@
 #include "sandbox/uidpool.h"
 #include "t.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <string.h>
@@ -79,6 +80,11 @@ int main(void)
 	snprintf(rt, sizeof(rt), "%s/rt", dir);
 	mkdir(rt, 0711);
 	setenv("WARDEN_RUNTIME_DIR", rt, 1);
+	/* the uid records and the ACL lock files: the test's own */
+	char ud[80];
+	snprintf(ud, sizeof(ud), "%s/uidrec", dir);
+	mkdir(ud, 0700);
+	setenv("WARDEN_UID_DIR", ud, 1);
 	char rtu[80];
 	snprintf(rtu, sizeof(rtu), "%s/uids", rt);
 	mkdir(rtu, 0700);
@@ -156,7 +162,57 @@ int main(void)
 	    fgetxattr(w2fd, "system.posix_acl_access", after, sizeof(after));
 	T_OK(nb > 0 && na == nb && !memcmp(before, after, (size_t)nb),
 	     "acl-masked-as-before", "%zd bytes before, %zd after", nb, na);
+	/* four processes granting and revoking at once, over and over: the
+	 * lock file a last revoke unlinks is never held twice (a lost
+	 * record would leave the mask raised or an entry lowered) */
+	pid_t kids[4];
+	for (int k = 0; k < 4; k++)
+		if ((kids[k] = fork()) == 0) {
+			int ok = 1;
+			for (int i = 0; i < 60; i++)
+				ok &= wd_acl_grant(w2fd, X - 10 - k, true,
+						   &r) == 0 &&
+				      wd_acl_revoke(w2fd, X - 10 - k, &r) == 0;
+			_exit(ok ? 0 : 1);
+		}
+	int kids_ok = 1;
+	for (int k = 0; k < 4; k++) {
+		int ws = 0;
+		waitpid(kids[k], &ws, 0);
+		kids_ok &= WIFEXITED(ws) && WEXITSTATUS(ws) == 0;
+	}
+	na = fgetxattr(w2fd, "system.posix_acl_access", after, sizeof(after));
+	T_OK(kids_ok && na == nb && !memcmp(before, after, (size_t)nb),
+	     "acl-concurrent-as-before", "children ok %d, %zd bytes vs %zd",
+	     kids_ok, na, nb);
 	close(w2fd);
+	/* the last revokes took their lock files with them */
+	int left = 0;
+	DIR *ud_d = opendir(ud);
+	for (struct dirent *de; ud_d && (de = readdir(ud_d));)
+		left += !strncmp(de->d_name, "acl-", 4);
+	if (ud_d)
+		closedir(ud_d);
+	T_OK(ud_d && left == 0, "acl-lock-files-gone", "%d left", left);
+
+	/* An entry of the range already there but no record of it (lost,
+	 * or not warden's): the mask as found is lowered to, not none */
+	char w3[64];
+	snprintf(w3, sizeof(w3), "%s/w3", dir);
+	mkdir(w3, 0770);
+	int w3fd = open(w3, O_RDONLY | O_DIRECTORY);
+	static const uint32_t foreign[][3] = {{0x01, 7, ~0u},	{0x02, 7, 1234},
+					      {0x02, 5, X - 2}, {0x04, 7, ~0u},
+					      {0x10, 5, ~0u},	{0x20, 0, ~0u}};
+	T_OK(acl_set(w3fd, foreign, 6) == 0 &&
+		 wd_acl_grant(w3fd, X, true, &r) == 0,
+	     "acl-norecord-grant", "%s", strerror(errno));
+	T_OK(can_create(w3, X, X) && !can_create(w3, 1234, 9999) &&
+		 !can_create(w3, 9998, 0),
+	     "acl-norecord-not-raised",
+	     "a masked-down entry became effective (no record)");
+	T_OK(wd_acl_revoke(w3fd, X, &r) == 0, "acl-norecord-revoke", "failed");
+	close(w3fd);
 
 	/* settle: a 3,000-deep tree of X's, a symlink of X's pointing at a
 	 * file of X's outside the write path, a set-uid file */
