@@ -420,7 +420,9 @@ static void regrant_proc(struct launch *l, const struct wd_path_list *pl,
 
 /* Tier 1 shares the host's pid namespace: the host's /proc, where the
  * manifest grants it, lists every process of the node (other teams'
- * calls: their argv, uids, limits, /proc/PID/net). In the call's mount
+ * calls: their argv, uids, limits, /proc/PID/net); where it does not,
+ * Landlock refuses reading it but not stat(): /proc/PID's existence, owner
+ * and start time of every process of the node. In the call's mount
  * namespace a procfs of its own is mounted over it with hidepid=invisible
  * (hidepid=2 before 5.8): only the processes of the call's uid appear.
  * The parent's rules name the host's procfs, which the new mount covers:
@@ -428,14 +430,14 @@ static void regrant_proc(struct launch *l, const struct wd_path_list *pl,
 static void own_proc(struct launch *l)
 {
 	const struct wd_manifest *m = l->m;
-	if (!shows_proc(&m->fs_read) && !shows_proc(&m->fs_exec) &&
-	    !shows_proc(&m->fs_write))
-		return;
 	const unsigned long fl = MS_NOSUID | MS_NODEV | MS_NOEXEC;
 	if (mount("proc", "/proc", "proc", fl, "hidepid=invisible") < 0 &&
 	    (errno != EINVAL ||
 	     mount("proc", "/proc", "proc", fl, "hidepid=2") < 0))
 		child_fail(l, errno, "/proc of the call's own (hidepid)");
+	if (!shows_proc(&m->fs_read) && !shows_proc(&m->fs_exec) &&
+	    !shows_proc(&m->fs_write))
+		return;
 	regrant_proc(l, &m->fs_read, WD_LL_READ, WD_LSM_READ);
 	regrant_proc(l, &m->fs_exec, WD_LL_EXEC, WD_LSM_READ);
 	regrant_proc(l, &m->fs_write, WD_LL_WRITE, WD_LSM_READ | WD_LSM_WRITE);

@@ -9,7 +9,8 @@
 # marker the attacker prints if it can read it. The attacker also proves
 # its /proc works (its own status, /proc/meminfo, /proc/self/fd), so a
 # /proc refused whole would fail. On the old build it printed both
-# markers and counted every pid of the node.
+# markers and counted every pid of the node. A call without /proc
+# granted gets the same procfs (stat of /proc/PID is not Landlock's).
 . tests/lib.sh
 set -u
 T=$(mktemp -d /var/tmp/warden-hidepid.XXXXXX)
@@ -63,4 +64,41 @@ Y
 	pkill -9 -f "sleep 20 # $M2" 2>/dev/null
 	PIDS=()
 done
+
+# Without /proc granted Landlock refuses reading it, but not stat(): on
+# the host's procfs a call still learned every process of the node, its
+# owner and start time, by stat of /proc/PID (the old build printed the
+# host victim's and the other call's owners). The call's own procfs
+# shows none but its own processes: the attacker stats the pids the
+# test knows are alive (a host process, another call, pid 1) and its own.
+cat >"$T/none.yaml" <<Y
+name: hidepid
+tier: 1
+timeout_ms: 20000
+network: {allow: []}
+filesystem: {read: ["/usr", "/lib", "/lib64", "/etc/ld.so.cache"], exec: ["/usr/bin"]}
+Y
+bash -c 'sleep 30; :' "$M1" &
+PIDS+=($!)
+HP=$!
+"$WARDEN" exec --policy "$T/none.yaml" -- /bin/sh -c "sleep 20 # $M2" >/dev/null 2>&1 &
+PIDS+=($!)
+for _ in $(seq 100); do
+	VP=$(pgrep -f "sleep 20 # $M2" | head -1)
+	[ -n "$VP" ] && break
+	sleep 0.05
+done
+if [ -z "$VP" ]; then
+	fail nogrant/victim-call-started "the victim call never ran"
+else
+	out=$("$WARDEN" exec --policy "$T/none.yaml" -- /bin/sh -c "
+		for p in $HP $VP 1; do stat -c 'seen %n %u' /proc/\$p 2>/dev/null || echo hidden; done
+		stat -c 'own %u' /proc/\$\$" 2>&1)
+	[ -d "/proc/$HP" ] && [ -d "/proc/$VP" ] && pass nogrant/victims-alive ||
+		fail nogrant/victims-alive "gone"
+	expect_eq nogrant/others-hidden "$(printf '%s\n' "$out" | grep -c '^hidden$')" 3
+	expect_match nogrant/own-pid-seen "$out" '^own [1-9][0-9]*$'
+fi
+for p in "${PIDS[@]}"; do { kill -9 "$p"; wait "$p"; } 2>/dev/null; done
+pkill -9 -f "sleep 20 # $M2" 2>/dev/null
 finish
