@@ -18,7 +18,9 @@ chmod 755 "$T"
 export WARDEN_RUNTIME_DIR=$T/rt WARDEN_UID_DIR=$T/uids
 mkdir -m 711 "$T/rt"
 PIDS=()
-trap 'for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$T"' EXIT
+# the victim calls' `warden exec` is killed with -9: its cgroups and
+# call directory are the test's to remove
+trap 'for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done; remove_calls "$T/rt"; rm -rf "$T"' EXIT
 M1="hostsecret-$$-$RANDOM" M2="callsecret-$$-$RANDOM"
 
 for grant in '"/proc"' '"/"'; do
