@@ -23,30 +23,42 @@ PIDS=()
 trap 'for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done; remove_calls "$T/rt"; rm -rf "$T"' EXIT
 M1="hostsecret-$$-$RANDOM" M2="callsecret-$$-$RANDOM"
 
-for grant in '"/proc"' '"/"'; do
-	n=${grant//[^a-z]/}
-	n=${n:-root}
-	cat >"$T/$n.yaml" <<Y
+# manifest NAME [GRANT]: $T/NAME.yaml, reading GRANT too
+manifest() {
+	cat >"$T/$1.yaml" <<Y
 name: hidepid
 tier: 1
 timeout_ms: 20000
 network: {allow: []}
-filesystem: {read: ["/usr", "/lib", "/lib64", "/etc/ld.so.cache", $grant], exec: ["/usr/bin"]}
+filesystem: {read: ["/usr", "/lib", "/lib64", "/etc/ld.so.cache"${2:+, $2}], exec: ["/usr/bin"]}
 Y
-	# a host process and another call, each with a marker in argv
+}
+# victims NAME: a host process (HP) and another call of manifest NAME
+# (VP, its tool's pid), each with a marker in argv; 1 if the call never ran
+victims() {
 	bash -c 'sleep 30; :' "$M1" &
 	PIDS+=($!)
 	HP=$!
-	"$WARDEN" exec --policy "$T/$n.yaml" -- /bin/sh -c "sleep 20 # $M2" >/dev/null 2>&1 &
+	"$WARDEN" exec --policy "$T/$1.yaml" -- /bin/sh -c "sleep 20 # $M2" >/dev/null 2>&1 &
 	PIDS+=($!)
+	VP=
 	for _ in $(seq 100); do
-		pgrep -f "$M2" >/dev/null && break
+		# the tool's shell, of the call's uid (not warden exec's)
+		VP=$(for p in $(pgrep -f "sleep 20 # $M2"); do
+			[ "$(stat -c %u "/proc/$p" 2>/dev/null)" != 0 ] && echo "$p"
+		done | head -1)
+		[ -n "$VP" ] && return 0
 		sleep 0.05
 	done
-	if ! pgrep -f "$M2" >/dev/null; then
-		fail "$n/victim-call-started" "the victim call never ran"
-		continue
-	fi
+	fail "$1/victim-call-started" "the victim call never ran"
+	return 1
+}
+
+for grant in '"/proc"' '"/"'; do
+	n=${grant//[^a-z]/}
+	n=${n:-root}
+	manifest "$n" "$grant"
+	victims "$n" || continue
 	out=$("$WARDEN" exec --policy "$T/$n.yaml" -- /bin/sh -c '
 		for f in /proc/[0-9]*/cmdline; do tr "\0" " " <"$f"; echo; done 2>/dev/null
 		echo "pids: $(ls -d /proc/[0-9]* | wc -l)"
@@ -73,26 +85,8 @@ done
 # host victim's and the other call's owners). The call's own procfs
 # shows none but its own processes: the attacker stats the pids the
 # test knows are alive (a host process, another call, pid 1) and its own.
-cat >"$T/none.yaml" <<Y
-name: hidepid
-tier: 1
-timeout_ms: 20000
-network: {allow: []}
-filesystem: {read: ["/usr", "/lib", "/lib64", "/etc/ld.so.cache"], exec: ["/usr/bin"]}
-Y
-bash -c 'sleep 30; :' "$M1" &
-PIDS+=($!)
-HP=$!
-"$WARDEN" exec --policy "$T/none.yaml" -- /bin/sh -c "sleep 20 # $M2" >/dev/null 2>&1 &
-PIDS+=($!)
-for _ in $(seq 100); do
-	VP=$(pgrep -f "sleep 20 # $M2" | head -1)
-	[ -n "$VP" ] && break
-	sleep 0.05
-done
-if [ -z "$VP" ]; then
-	fail nogrant/victim-call-started "the victim call never ran"
-else
+manifest none
+if victims none; then
 	out=$("$WARDEN" exec --policy "$T/none.yaml" -- /bin/sh -c "
 		for p in $HP $VP 1; do stat -c 'seen %n %u' /proc/\$p 2>/dev/null || echo hidden; done
 		stat -c 'own %u' /proc/\$\$" 2>&1)
