@@ -168,7 +168,7 @@ int wd_landlock_restrict(struct wd_landlock *ll)
 	if (syscall(__NR_landlock_restrict_self, ll->fd, flags) < 0)
 		return -errno;
 	/* Only our fd table changes: tier 1's T may share the daemon's
-	 * memory (sandbox/native_child.c), whose ll still owns its fd. */
+	 * memory (sandbox/native_spawn.c), whose ll still owns its fd. */
 	close(ll->fd);
 	return 0;
 }

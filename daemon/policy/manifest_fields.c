@@ -149,7 +149,7 @@ static int f_timeout(struct wd_ywalk *w, yaml_node_t *v, void *o)
 
 /* At least 16 MB: a call's first process is set up in its memory cgroup
  * while it still shares the supervisor's memory (until its exec; see
- * sandbox/native_child.c), and an OOM kill there would take the daemon
+ * sandbox/native_spawn.c), and an OOM kill there would take the daemon
  * with it. Its set-up charges (page tables, a copy of the mount table, a
  * tmpfs superblock) are far below this floor. */
 #define WD_MEMORY_MB_MIN 16

@@ -13,6 +13,7 @@
 # granted gets the same procfs (stat of /proc/PID is not Landlock's).
 . tests/lib.sh
 set -u
+[ "$(id -u)" -eq 0 ] || { skip exec-proc-hidepid "needs root"; finish; }
 T=$(mktemp -d /var/tmp/warden-hidepid.XXXXXX)
 chmod 755 "$T"
 export WARDEN_RUNTIME_DIR=$T/rt WARDEN_UID_DIR=$T/uids
@@ -36,7 +37,8 @@ Y
 # victims NAME: a host process (HP) and another call of manifest NAME
 # (VP, its tool's pid), each with a marker in argv; 1 if the call never ran
 victims() {
-	bash -c 'sleep 30; :' "$M1" &
+	# the marker in sleep's own argv[0]: kill -9 leaves no child
+	(exec -a "sleep-$M1" sleep 30) &
 	PIDS+=($!)
 	HP=$!
 	"$WARDEN" exec --policy "$T/$1.yaml" -- /bin/sh -c "sleep 20 # $M2" >/dev/null 2>&1 &
@@ -45,7 +47,8 @@ victims() {
 	for _ in $(seq 100); do
 		# the tool's shell, of the call's uid (not warden exec's)
 		VP=$(for p in $(pgrep -f "sleep 20 # $M2"); do
-			[ "$(stat -c %u "/proc/$p" 2>/dev/null)" != 0 ] && echo "$p"
+			u=$(stat -c %u "/proc/$p" 2>/dev/null)
+			[ -n "$u" ] && [ "$u" != 0 ] && echo "$p"
 		done | head -1)
 		[ -n "$VP" ] && return 0
 		sleep 0.05
