@@ -172,6 +172,42 @@ static void vm_begin(struct launch *l)
 	pthread_sigmask(SIG_BLOCK, &all, &l->mask);
 	l->vm_child = true;
 }
+
+/* Clones l's first process on our memory into l's cgroup, with flags
+ * added to the ones every such clone has: its pid, with *pidfd and *stk
+ * (the caller unmaps the stack once the child has left it); 0 where the
+ * copying spawn is to be used instead (no stack to be had, a kernel
+ * without these clone3 flags); -1 with errno on any other failure. */
+static pid_t vm_clone(struct launch *l, uint64_t flags, void (*entry)(void *),
+		      int *pidfd, char **stk)
+{
+	char *s = vm_stack_new();
+	if (!s)
+		return 0;
+	vm_begin(l);
+	*pidfd = -1;
+	flags |=
+	    CLONE_INTO_CGROUP | CLONE_VM | CLONE_PIDFD | CLONE_CLEAR_SIGHAND;
+	struct wd_clone_args a = {.flags = flags,
+				  .pidfd = (uint64_t)(uintptr_t)pidfd,
+				  .exit_signal = SIGCHLD,
+				  .stack = (uint64_t)(uintptr_t)s,
+				  .stack_size = VM_STACK,
+				  .cgroup = (uint64_t)l->cg->v2_fd};
+	long p = clone3_run(&a, entry, l);
+	pthread_sigmask(SIG_SETMASK, &l->mask, NULL);
+	if (p > 0) {
+		*stk = s;
+		return (pid_t)p;
+	}
+	l->vm_child = false;
+	munmap(s, VM_STACK);
+	int e = (int)-p;
+	if (e == ENOSYS || e == E2BIG || e == EINVAL)
+		return 0;
+	errno = e;
+	return -1;
+}
 #endif
 
 /* <linux/pidfd.h> (6.11); Debian 12's headers lack it */
@@ -197,53 +233,31 @@ pid_t wd_native_spawn_tier1(struct launch *l)
 	bool self_v2;
 #ifdef WD_HAVE_VM_CLONE
 	if (vm_spawn_safe(l->m)) {
-		char *stk = vm_stack_new();
-		if (stk) {
-			vm_begin(l);
-			int pidfd = -1;
-			/* Its own IPC namespace, dying with its last
-			 * process: SysV objects and POSIX message queues a
-			 * tool leaves cannot reach the next call, and the
-			 * host's (a root process's 0644 segment) are out of
-			 * sight. The other namespaces stay the host's
-			 * (DESIGN §2); the cost is in tests/bench. */
-			struct wd_clone_args a = {
-			    .flags = CLONE_INTO_CGROUP | CLONE_VM |
-				     CLONE_PIDFD | CLONE_NEWIPC |
-				     CLONE_CLEAR_SIGHAND,
-			    .pidfd = (uint64_t)(uintptr_t)&pidfd,
-			    .exit_signal = SIGCHLD,
-			    .stack = (uint64_t)(uintptr_t)stk,
-			    .stack_size = VM_STACK,
-			    .cgroup = (uint64_t)l->cg->v2_fd};
-			long p = clone3_run(&a, vm_entry, l);
-			int e = errno;
-			if (p < 0)
-				e = (int)-p;
-			pthread_sigmask(SIG_SETMASK, &l->mask, NULL);
-			if (p > 0) {
-				/* l is read by T until it execs: no write
-				 * to it (or to anything T reads) until then */
-				vm_wait_exec(l, (pid_t)p, pidfd);
-				/* the scratch's namespace: its teardown
-				 * (an RCU wait) on the reaper, not in the
-				 * tool's exit */
-				l->mntns = hold_mntns(pidfd, (pid_t)p);
-				close(pidfd);
-				munmap(stk, VM_STACK);
-				/* T is on its own memory now: the daemon's
-				 * protection is not the tool's (a process
-				 * the tool forked before this keeps it) */
-				wd_native_oom_adj_reset((pid_t)p);
-				return (pid_t)p;
-			}
-			l->vm_child = false;
+		int pidfd;
+		char *stk;
+		/* Its own IPC namespace, dying with its last process: SysV
+		 * objects and POSIX message queues a tool leaves cannot reach
+		 * the next call, and the host's (a root process's 0644
+		 * segment) are out of sight. The other namespaces stay the
+		 * host's (DESIGN §2); the cost is in tests/bench. */
+		pid_t p = vm_clone(l, CLONE_NEWIPC, vm_entry, &pidfd, &stk);
+		if (p > 0) {
+			/* l is read by T until it execs: no write to it (or
+			 * to anything T reads) until then */
+			vm_wait_exec(l, p, pidfd);
+			/* the scratch's namespace: its teardown (an RCU
+			 * wait) on the reaper, not in the tool's exit */
+			l->mntns = hold_mntns(pidfd, p);
+			close(pidfd);
 			munmap(stk, VM_STACK);
-			if (e != ENOSYS && e != E2BIG && e != EINVAL) {
-				errno = e;
-				return -1;
-			}
+			/* T is on its own memory now: the daemon's
+			 * protection is not the tool's (a process the tool
+			 * forked before this keeps it) */
+			wd_native_oom_adj_reset(p);
+			return p;
 		}
+		if (p < 0)
+			return -1;
 	}
 #endif
 	pid_t t = wd_native_clone_into_leaf(l, &self_v2);
@@ -255,58 +269,35 @@ pid_t wd_native_spawn_tier1(struct launch *l)
 pid_t wd_native_spawn_tier2(struct launch *l)
 {
 #ifdef WD_HAVE_VM_CLONE
-	if (vm_spawn_safe(l->m)) {
-		char *stk = vm_stack_new();
-		/* G1 polls this (die_with_parent): the daemon is its parent */
-		int self = (int)syscall(SYS_pidfd_open, getpid(), 0);
-		if (stk && self >= 0) {
-			vm_begin(l);
-			l->cpidfd = self;
-			int pidfd = -1;
-			/* the network namespace G1 joins (l->netfd) */
-			uint64_t fl = CLONE_INTO_CGROUP | CLONE_VM |
-				      CLONE_PIDFD | CLONE_NEWNS | CLONE_NEWPID |
-				      CLONE_NEWIPC | CLONE_NEWUTS |
-				      CLONE_CLEAR_SIGHAND;
-			struct wd_clone_args a = {
-			    .flags = fl,
-			    .pidfd = (uint64_t)(uintptr_t)&pidfd,
-			    .exit_signal = SIGCHLD,
-			    .stack = (uint64_t)(uintptr_t)stk,
-			    .stack_size = VM_STACK,
-			    .cgroup = (uint64_t)l->cg->v2_fd};
-			long p = clone3_run(&a, vm_entry_g1, l);
-			int e = errno;
-			if (p < 0)
-				e = (int)-p;
-			pthread_sigmask(SIG_SETMASK, &l->mask, NULL);
-			/* our fd table's copy: G1 has its own */
-			close(self);
-			if (p > 0) {
-				int ns = hold_mntns(pidfd, (pid_t)p);
-				/* l is read by G1 until it has exec'd the
-				 * init (its cpidfd too): no write to it
-				 * before; then stk is no one's */
-				vm_wait_exec(l, (pid_t)p, pidfd);
-				l->cpidfd = -1;
-				close(pidfd);
-				munmap(stk, VM_STACK);
-				l->mntns = ns;
-				return (pid_t)p;
-			}
-			l->vm_child = false;
+	/* G1 polls this (die_with_parent): the daemon is its parent */
+	int self = vm_spawn_safe(l->m)
+		       ? (int)syscall(SYS_pidfd_open, getpid(), 0)
+		       : -1;
+	if (self >= 0) {
+		int pidfd;
+		char *stk;
+		l->cpidfd = self;
+		/* the network namespace G1 joins (l->netfd) */
+		pid_t p = vm_clone(
+		    l, CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS,
+		    vm_entry_g1, &pidfd, &stk);
+		/* our fd table's copy: G1 has its own */
+		close(self);
+		if (p > 0) {
+			int ns = hold_mntns(pidfd, p);
+			/* l is read by G1 until it has exec'd the init (its
+			 * cpidfd too): no write to it before; then stk is no
+			 * one's */
+			vm_wait_exec(l, p, pidfd);
 			l->cpidfd = -1;
+			close(pidfd);
 			munmap(stk, VM_STACK);
-			if (e != ENOSYS && e != E2BIG && e != EINVAL) {
-				errno = e;
-				return -1;
-			}
-		} else {
-			if (stk)
-				munmap(stk, VM_STACK);
-			if (self >= 0)
-				close(self);
+			l->mntns = ns;
+			return p;
 		}
+		l->cpidfd = -1;
+		if (p < 0)
+			return -1;
 	}
 #endif
 	pid_t c = fork();
