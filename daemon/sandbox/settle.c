@@ -55,6 +55,9 @@
 #define ACL_XATTR	  "system.posix_acl_access"
 #define ACL_XATTR_DEFAULT "system.posix_acl_default"
 #define ACL_MAX		  512
+/* a lock file's record: "mask N\n", then a "lowered TAG ID PERM\n" line
+ * (at most 8 + 3 numbers of 10 digits + 3) per entry */
+#define SAVED_MAX (32 + 40 * ACL_MAX)
 
 struct acl_ent {
 	uint16_t tag, perm;
@@ -243,9 +246,8 @@ static int saved_read(int lfd, struct acl_saved *sv)
 {
 	sv->mask = -1;
 	sv->lowered.n = 0;
-	size_t cap = 32 + 40 * ACL_MAX;
-	cleanup_free char *b = wd_malloc(cap + 1);
-	ssize_t n = pread(lfd, b, cap, 0);
+	cleanup_free char *b = wd_malloc(SAVED_MAX + 1);
+	ssize_t n = pread(lfd, b, SAVED_MAX, 0);
 	if (n <= 0)
 		return -ENOENT;
 	b[n] = 0;
@@ -268,7 +270,7 @@ static int saved_read(int lfd, struct acl_saved *sv)
 
 static int saved_write(int lfd, const struct acl_saved *sv)
 {
-	size_t cap = 32 + 40 * ACL_MAX, n;
+	size_t cap = SAVED_MAX, n;
 	cleanup_free char *b = wd_malloc(cap);
 	n = sv->mask >= 0 ? (size_t)snprintf(b, cap, "mask %d\n", sv->mask)
 			  : (size_t)snprintf(b, cap, "nomask\n");
