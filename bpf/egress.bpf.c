@@ -322,15 +322,16 @@ int wd_bind6(struct bpf_sock_addr *ctx)
 	return judge_bind(ctx, a);
 }
 
-/* Neutral programs (always allow), attached once per process to the
- * directory above the call leaves (daemon/enforce/egress.c:
- * wd_egress_keep_warm). Attaching the first cgroup program of a type
+/* Neutral programs (always allow), attached once to warden/keep-warm, a
+ * cgroup that holds no process and is above no call leaf
+ * (daemon/enforce/egress_keep.c). Attaching the first cgroup program of a type
  * turns a kernel static key on and detaching the last turns it off: each
  * is a text patch with IPIs to every CPU, ~0.1 ms, which each call paid
  * four times on attach and four on detach when it was the only one. With
- * these held the per-call attach and detach only count. Programs of a
- * cgroup and of its ancestors all run and every one must allow, so an
- * allow-all program here never overrides a call's verdict. */
+ * these held the per-call attach and detach only count. No call runs
+ * them; and were one to (programs of a cgroup and of its ancestors all
+ * run, and every one must allow), an allow-all program never overrides a
+ * call's verdict. */
 SEC("cgroup/connect4")
 int wd_keep_connect4(struct bpf_sock_addr *ctx)
 {

@@ -129,10 +129,16 @@ else
 fi
 
 # The tests leave no call behind; drop the (then empty) parents warden
-# created in each hierarchy, so the node is as it was. rmdir only removes an
-# empty directory: a live call elsewhere keeps its parent.
+# created in each hierarchy and the v2 keep-warm/ in one that holds no call
+# (its pinned links go defunct; the next call links them again), so the
+# node is as it was.
+# rmdir only removes an empty directory: a live call elsewhere keeps its
+# parent.
 for d in /sys/fs/cgroup/*/warden /sys/fs/cgroup/warden; do
-	[ -d "$d" ] && rmdir "$d" 2>/dev/null
+	[ -d "$d" ] || continue
+	[ -z "$(find "$d" -mindepth 1 -maxdepth 1 -type d ! -name keep-warm)" ] &&
+		rmdir "$d/keep-warm" 2>/dev/null
+	rmdir "$d" 2>/dev/null
 done
 
 echo

@@ -587,8 +587,8 @@ int wd_egress_attach(struct wd_egress *e, int cgroup_fd, uint64_t cgid,
 	for (int i = 0; i < WD_EG_FIRST_DNS; i++) {
 		if (e->prog_fd[i] < 0)
 			continue;
-		/* ALLOW_MULTI: the keep-warm programs above run too, and
-		 * every program must allow */
+		/* ALLOW_MULTI: beside whatever another tool attached above
+		 * (as multi); every program must allow */
 		if (bpf_prog_attach(e->prog_fd[i], cgroup_fd, wd_eg_prog_at[i],
 				    BPF_F_ALLOW_MULTI) == 0) {
 			c->attached |= 1u << i;

@@ -108,14 +108,15 @@ int wd_egress_attach(struct wd_egress *e, int cgroup_fd, uint64_t cgid,
 		     const struct wd_net_rule *rules, int n, bool audit,
 		     uint64_t families_mask, struct wd_err *err);
 /* Keep the kernel's cgroup-BPF static keys on for the life of `e`: attach
- * allow-all programs of every type a call uses to `dir` (the cgroup v2
- * directory above the call leaves, which runs no process itself), once;
+ * allow-all programs of every type a call uses to `dir` (a cgroup v2
+ * directory that runs no process and is above no call leaf:
+ * sandbox/cgroup.h wd_cgroup_keep_dir), once;
  * later calls return at once. Without it each attach and detach of a lone
  * call patches kernel text on every CPU. Failure only costs that time
  * (logged at debug level). The programs never deny: a call's own programs
  * still judge. A pinned `e` (one-shot calls) attaches them through links
  * pinned for the boot (egress_pin.c) and returns true: `dir` must then
- * stay (sandbox/cgroup.h wd_cgroup_parent_keep); false: the links go with
+ * stay (sandbox/cgroup.h wd_cgroup_parents_keep); false: the links go with
  * `e`. */
 bool wd_egress_keep_warm(struct wd_egress *e, const char *dir);
 /* Unix sockets (cgroup/connect_unix, sendmsg_unix; kernel 6.7+): the

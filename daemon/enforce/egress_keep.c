@@ -17,21 +17,26 @@
  * IPIs to every CPU each time (bpf/egress.bpf.c, wd_keep_connect4). A
  * one-shot call's own links would go with its process, and a lone call
  * would pay both flips for every type it attaches. So the allow-all keep
- * programs are attached to the directory above the call leaves (the v2
- * `warden/`, which holds no process) through bpf links pinned beside the
- * programs, <hash dir>/link_<program>: they stay for the boot, and go when
- * the pins go (another build's pins removed, replace_pins: unpinning the
- * last reference to a link detaches it).
+ * programs are attached, through bpf links pinned beside the programs
+ * (<hash dir>/link_<program>), to a cgroup that holds no process and is
+ * above no call: warden/keep-warm, a sibling of the call leaves
+ * (sandbox/cgroup.h wd_cgroup_keep_dir). The static keys are per attach
+ * type, node-wide: any attachment keeps them on. On the leaves' parent
+ * (before) every connect, sendmsg and bind of every call also ran the
+ * allow-all program (+25 ns a denied connect(), 12 paired runs). The
+ * links stay for the boot and go when the pins go (another build's pins
+ * removed, replace_pins: unpinning the last reference to a link detaches
+ * it).
  *
- * Why they change no verdict: sock_addr programs of a cgroup and of its
- * ancestors all run (links attach as BPF_F_ALLOW_MULTI) and the kernel
- * ANDs them: bpf_prog_run_array_cg() sets -EPERM once any program returns
- * 0, and a later 1 never clears it. An allow-all program can only add
- * nothing (tests/integration/exec_pins.sh: keep-links-deny-still).
+ * Were a program ever run for a process there, it would change no
+ * verdict: sock_addr programs of a cgroup and of its ancestors all run
+ * (BPF_F_ALLOW_MULTI) and the kernel ANDs them: bpf_prog_run_array_cg()
+ * sets -EPERM once any program returns 0, and a later 1 never clears it
+ * (tests/integration/exec_pins.sh: keep-links-deny-still).
  *
  * A link pin is used only if it is a cgroup link of this very program
  * (by id: the program itself was checked against wd_version), of that
- * attach type, on the directory as it is now (its cgroup id: a `warden/`
+ * attach type, on the directory as it is now (its cgroup id: a keep-warm/
  * removed and made again has another, and the old link is defunct);
  * anything else is replaced under the pin dir's lock. */
 static bool keep_link_ok(int dfd, const char *p, const char *name,

@@ -36,7 +36,8 @@ static uint64_t cg_read_key(const char *dir, const char *file, const char *key)
 }
 
 /* The warden/ parents this process used, removed at its exit when empty
- * (a directory other processes still use stays: rmdir fails). Registered
+ * (a directory other processes still use stays: rmdir fails), the last
+ * noted first (warden/keep-warm before the warden/ it is in). Registered
  * on first use, before the reaper's exit drain, so it runs after it. */
 static pthread_mutex_t parents_mu = PTHREAD_MUTEX_INITIALIZER;
 static char parents[WD_CG_NCTRL + 4][512];
@@ -74,7 +75,7 @@ static void parents_remove_at_exit(void)
 	pthread_mutex_lock(&parents_mu);
 	bool mine = parents_owner == getpid();
 	bool runsc = parents_runsc;
-	for (int i = 0; mine && i < n_parents; i++)
+	for (int i = n_parents - 1; mine && i >= 0; i--)
 		rmdir(parents[i]);
 	n_parents = 0;
 	pthread_mutex_unlock(&parents_mu);
@@ -117,10 +118,22 @@ void wd_cgroup_parent_keep(const char *parent)
 	pthread_mutex_unlock(&parents_mu);
 }
 
+int wd_cgroup_keep_dir(const struct wd_cgroup_layout *lay, char *out, size_t n)
+{
+	snprintf(out, n, "%s/warden/keep-warm", lay->v2_root);
+	if (mkdir(out, 0755) == 0)
+		parent_note(out);
+	else if (errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
 void wd_cgroup_parents_keep(const struct wd_cgroup_layout *lay,
 			    const struct wd_cgroup *cg)
 {
 	char p[600];
+	snprintf(p, sizeof(p), "%s/warden/keep-warm", lay->v2_root);
+	wd_cgroup_parent_keep(p);
 	snprintf(p, sizeof(p), "%s/warden", lay->v2_root);
 	wd_cgroup_parent_keep(p);
 	for (int c = 0; c < WD_CG_NCTRL; c++)

@@ -72,8 +72,16 @@ void wd_cgroup_note_runsc_parents(void);
  * this process's exit: it holds objects kept for the boot (the v2 one, the
  * egress keep-warm links: enforce/egress_pin.c). */
 void wd_cgroup_parent_keep(const char *parent);
-/* wd_cgroup_parent_keep of the v2 warden/ and of every v1 warden/ cg has a
- * leaf under: kept for the boot beside the egress keep-warm links (a
+/* <v2 root>/warden/keep-warm, into out: the cgroup the egress keep-warm
+ * links hang on (enforce/egress_keep.c). A sibling of the call leaves that
+ * holds no process: on the leaves' parent, every connect, sendmsg and bind
+ * of every call would run an allow-all program too. Made if missing (then
+ * removed at this process's exit, unless kept: wd_cgroup_parents_keep);
+ * the sweep passes it by (no call id). 0 or -errno. */
+int wd_cgroup_keep_dir(const struct wd_cgroup_layout *lay, char *out, size_t n);
+/* wd_cgroup_parent_keep of the v2 warden/ and its keep-warm/, and of every
+ * v1 warden/ cg has a leaf under: kept for the boot beside the egress
+ * keep-warm links (a
  * one-shot call would otherwise make and remove memory/ and pids/ warden/
  * each time: 0.12 ms a call, measured). */
 void wd_cgroup_parents_keep(const struct wd_cgroup_layout *lay,

@@ -423,9 +423,9 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 			       err->msg);
 		goto out;
 	}
-	char warden_dir[sizeof(f->cg.v2_root) + 8];
-	snprintf(warden_dir, sizeof(warden_dir), "%s/warden", f->cg.v2_root);
-	if (wd_egress_keep_warm(eg, warden_dir))
+	char keep_dir[sizeof(f->cg.v2_root) + 24];
+	if (wd_cgroup_keep_dir(&f->cg, keep_dir, sizeof(keep_dir)) == 0 &&
+	    wd_egress_keep_warm(eg, keep_dir))
 		wd_cgroup_parents_keep(&f->cg, &cg);
 	r = wd_egress_attach(eg, cg.v2_fd, cg.v2_id, m->net_allow,
 			     m->n_net_allow, m->mode == WD_MODE_AUDIT, 0, err);

@@ -83,14 +83,15 @@ fi
 # attaches are not even opened (wd_egress_pins_no_names); a call that
 # names a host opens them (egress_names.sh runs such calls)
 expect_eq pins/no-names-no-dns-programs "$(grep -c 'wd_recvmsg4\|wd_recvmsg6\|wd_getpeername4\|wd_getpeername6' "$T/st")" 0
-# the keep-warm links (egress_pin.c): pinned beside the programs, attached
-# to the v2 warden/ above the call leaves, one per type the calls use, and
-# they stay between calls (the kernel's static keys stay on)
+# the keep-warm links (egress_keep.c): pinned beside the programs, attached
+# to the v2 warden/keep-warm (a sibling of the call leaves, no process in
+# it), one per type the calls use, and they stay between calls (the
+# kernel's static keys stay on)
 V2=/sys/fs/cgroup/unified
 [ -d "$V2" ] || V2=/sys/fs/cgroup
-keep_links() { # links of the v2 warden/ whose program is a pinned keep one
+keep_links() { # links of warden/keep-warm whose program is a pinned keep one
 	local cg ids
-	cg=$(stat -c %i "$V2/warden" 2>/dev/null) || { echo 0; return; }
+	cg=$(stat -c %i "$V2/warden/keep-warm" 2>/dev/null) || { echo 0; return; }
 	ids=$(for f in "$H"/wd_keep_*; do bpftool -j prog show pinned "$f" 2>/dev/null; done |
 		python3 -c 'import json,sys; [print(json.loads(l)["id"]) for l in sys.stdin if l.strip()]' | tr '\n' ' ')
 	bpftool -j link show | python3 -c '
@@ -102,8 +103,30 @@ nkeep=$(ls "$H" | grep -c '^wd_keep_')
 nlink=$(ls "$H" | grep -c '^link_wd_keep_')
 expect_eq pins/keep-links-pinned "$nlink" "$nkeep"
 expect_eq pins/keep-links-attached "$(keep_links)" "$nkeep"
-# an allow-all program above the call changes no verdict: the connect of
-# the call just made was denied with them attached (second-call-denied),
+# ... and no call runs them: the programs in effect on a running call's
+# leaf for its connects are its own wd_connect4 alone (on the leaves'
+# parent, the allow-all one ran for every connect of every call too)
+"$WARDEN" exec --policy "$T/m.yaml" -- "$T/probe" sleep 2 >/dev/null 2>&1 &
+WPID=$!
+leaf=
+for i in $(seq 50); do
+	for p in $(pgrep -P "$WPID" 2>/dev/null) $(pgrep -f "^$T/probe sleep 2" 2>/dev/null); do
+		c=$(sed -n 's/^0:://p' "/proc/$p/cgroup" 2>/dev/null)
+		case "$c" in /warden/*) leaf=$V2$c; break 2 ;; esac
+	done
+	sleep 0.1
+done
+if [ -n "$leaf" ]; then
+	eff=$(bpftool -j cgroup show "$leaf" effective 2>/dev/null | python3 -c '
+import json, sys
+print(" ".join(sorted(p.get("name", "?") for p in json.load(sys.stdin) if p.get("attach_type") in ("connect4", "cgroup_inet4_connect"))))')
+	expect_eq pins/keep-programs-not-on-calls "$eff" "wd_connect4"
+else
+	fail pins/keep-programs-not-on-calls "no running call's leaf found"
+fi
+wait "$WPID" 2>/dev/null
+# keep-warm links attached change no verdict: the connect of the call
+# just made was denied with them attached (second-call-denied),
 # and so is a unix socket outside the write paths
 r=$("$WARDEN" exec --policy "$T/m.yaml" -- "$T/probe" unix-connect "$T/nosock" 2>&1; echo "rc=$?")
 expect_match pins/keep-links-unix-still-denied "$r" 'denied bpf: connect_unix'

@@ -17,6 +17,9 @@ PIDS=()
 SHM_IDS=()
 cleanup() {
 	for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
+	# the cgroup leaves of the calls whose `warden exec` was killed (-9):
+	# left, every later call's sweep walks their map entries
+	remove_calls "$T/rt" "$T/rt-gone"
 	for i in "${SHM_IDS[@]}"; do ipcrm -m "$i" 2>/dev/null; done
 	# what an unisolated call would leave on the host (the old build)
 	ipcrm -M 0x5744 2>/dev/null; ipcrm -Q 0x5744 2>/dev/null
@@ -266,6 +269,8 @@ if wait_file "$W/gc2"; then
 	read -r GC2 _ <"$W/gc2"
 	kill -9 "$X" "$GC2"; wait "$X" 2>/dev/null
 	sleep 0.2
+	# the reboot empties the runtime dir: its call ids kept for cleanup
+	for id in $(ls "$T/rt/calls" 2>/dev/null); do mkdir -p "$T/rt-gone/calls/$id"; done
 	rm -rf "$T/rt" && mkdir -p -m 711 "$T/rt"
 	expect_eq "reboot/leftover-owned-by-uid" "$(stat -c %u "$W/gc2")" "$ONE"
 	out=$(WARDEN_UID_RANGE=$ONE-$ONE "$WARDEN" exec --policy "$M" --json -- "$P" write "$W/after2" 2>/dev/null)
