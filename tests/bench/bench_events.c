@@ -339,6 +339,26 @@ static struct e2e run_connect(struct wd_egress *e, int cgfd, const char *cg,
 	return out;
 }
 
+/* The run of r[3] with the median rate, with the most events any of the
+ * three lost (a run with loss does not count against the goal: neither
+ * does a median beside one). */
+static struct e2e e2e_median(const struct e2e r[3])
+{
+	int lo = 0, hi = 0;
+	for (int i = 1; i < 3; i++) {
+		if (r[i].rate < r[lo].rate)
+			lo = i;
+		if (r[i].rate >= r[hi].rate)
+			hi = i;
+	}
+	int mid = lo == hi ? 0 : 3 - lo - hi;
+	struct e2e m = r[mid];
+	for (int i = 0; i < 3; i++)
+		if (r[i].lost > m.lost)
+			m.lost = r[i].lost;
+	return m;
+}
+
 /* ---- capacity: the bench BPF producer ------------------------------- */
 
 struct wd_bench_args {
@@ -738,17 +758,26 @@ int main(int argc, char **argv)
 	       "%u bytes\n",
 	       nc, loadavg(), ring);
 	/* one producer: the consumer as it is, and as it was before (every
-	 * record through a mailbox), side by side */
-	struct e2e now =
-	    run_connect(e, cgfd, cg, (uint64_t)sb.st_ino, 1, per, false);
-	struct e2e before =
-	    run_connect(e, cgfd, cg, (uint64_t)sb.st_ino, 1, per, true);
-	printf("events one producer end to end: %.0f/s lost=%llu, before "
+	 * record through a mailbox), side by side; three runs of each,
+	 * taken in turn (a drift of the machine's syscall cost, +-10% run
+	 * to run here, falls on both), each printed above, the median
+	 * compared (the floor below is a median of 3 too) */
+	struct e2e nr[3], br[3];
+	for (int i = 0; i < 3; i++) {
+		nr[i] = run_connect(e, cgfd, cg, (uint64_t)sb.st_ino, 1, per,
+				    false);
+		br[i] =
+		    run_connect(e, cgfd, cg, (uint64_t)sb.st_ino, 1, per, true);
+	}
+	struct e2e now = e2e_median(nr), before = e2e_median(br);
+	printf("events one producer end to end (median of 3 runs: %.0f %.0f "
+	       "%.0f): %.0f/s lost=%llu (the most any run lost), before "
 	       "(records via the mailbox) %.0f/s lost=%llu: %.2fx (goal "
 	       ">= 1000000/s with zero loss: %s); from the first denial "
 	       "(without the producer's start) %.0f/s, before %.0f/s; "
-	       "producers started by %s, both runs\n",
-	       now.rate, (unsigned long long)now.lost, before.rate,
+	       "producers started by %s, every run\n",
+	       nr[0].rate, nr[1].rate, nr[2].rate, now.rate,
+	       (unsigned long long)now.lost, before.rate,
 	       (unsigned long long)before.lost,
 	       before.rate > 0 ? now.rate / before.rate : 0,
 	       now.rate >= GOAL_RATE && !now.lost ? "yes" : "no", now.flow_rate,
