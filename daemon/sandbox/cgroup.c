@@ -120,12 +120,24 @@ void wd_cgroup_parent_keep(const char *parent)
 
 int wd_cgroup_keep_dir(const struct wd_cgroup_layout *lay, char *out, size_t n)
 {
+	/* a mkdir the first time only: the egress keep-warm links are made
+	 * once a process (wd_egress_keep_warm) */
+	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	static pid_t made_by;
+	static int made_rc;
 	snprintf(out, n, "%s/warden/keep-warm", lay->v2_root);
-	if (mkdir(out, 0755) == 0)
-		parent_note(out);
-	else if (errno != EEXIST)
-		return -errno;
-	return 0;
+	pthread_mutex_lock(&mu);
+	if (made_by != getpid()) {
+		made_by = getpid();
+		made_rc = 0;
+		if (mkdir(out, 0755) == 0)
+			parent_note(out);
+		else if (errno != EEXIST)
+			made_rc = -errno;
+	}
+	int rc = made_rc;
+	pthread_mutex_unlock(&mu);
+	return rc;
 }
 
 void wd_cgroup_parents_keep(const struct wd_cgroup_layout *lay,

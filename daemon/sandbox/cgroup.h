@@ -69,15 +69,17 @@ void wd_cgroup_each_v1(void (*fn)(const char *mp, void *arg), void *arg);
  * process removes those too at its exit (when empty). Called before. */
 void wd_cgroup_note_runsc_parents(void);
 /* `parent` (a warden/ parent this process made or used) is not removed at
- * this process's exit: it holds objects kept for the boot (the v2 one, the
- * egress keep-warm links: enforce/egress_pin.c). */
+ * this process's exit: it holds objects kept for the boot (the v2
+ * warden/keep-warm, the egress keep-warm links: enforce/egress_keep.c). */
 void wd_cgroup_parent_keep(const char *parent);
 /* <v2 root>/warden/keep-warm, into out: the cgroup the egress keep-warm
  * links hang on (enforce/egress_keep.c). A sibling of the call leaves that
  * holds no process: on the leaves' parent, every connect, sendmsg and bind
- * of every call would run an allow-all program too. Made if missing (then
- * removed at this process's exit, unless kept: wd_cgroup_parents_keep);
- * the sweep passes it by (no call id). 0 or -errno. */
+ * of every call would run an allow-all program too. Made if missing by
+ * this process's first call (then removed at its exit, unless kept:
+ * wd_cgroup_parents_keep; links of others on it go defunct then, which
+ * costs their next call a relink, never a verdict); later calls only name
+ * it. The sweep passes it by (no call id). 0 or -errno. */
 int wd_cgroup_keep_dir(const struct wd_cgroup_layout *lay, char *out, size_t n);
 /* wd_cgroup_parent_keep of the v2 warden/ and its keep-warm/, and of every
  * v1 warden/ cg has a leaf under: kept for the boot beside the egress

@@ -56,7 +56,7 @@
 #define ACL_XATTR_DEFAULT "system.posix_acl_default"
 #define ACL_MAX		  512
 /* a lock file's record: "mask N\n", then a "lowered TAG ID PERM\n" line
- * (at most 8 + 3 numbers of 10 digits + 3) per entry */
+ * per entry (at most 31 bytes: a 16-bit tag, a 32-bit id, a perm digit) */
 #define SAVED_MAX (32 + 40 * ACL_MAX)
 
 struct acl_ent {

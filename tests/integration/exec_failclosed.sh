@@ -31,7 +31,8 @@ EOF
 
 # the call leaves (the warden/ parent itself goes when its last user exits;
 # warden/keep-warm, where the keep-warm links hang, is no call's)
-cg_list() { find /sys/fs/cgroup/unified/warden -mindepth 1 -maxdepth 1 -type d -regex '.*/\(wd-\)?[0-9a-f]\{16\}' 2>/dev/null | sort; }
+V2=$(awk '$3 == "cgroup2" {print $2; exit}' /proc/mounts)
+cg_list() { find "$V2/warden" -mindepth 1 -maxdepth 1 -type d -regextype posix-extended -regex '.*/(wd-)?[0-9a-f]{16}' 2>/dev/null | sort; }
 before=$(cg_list)
 
 # the control: with every mechanism present the same manifest runs

@@ -9,6 +9,9 @@ trap 'rm -rf "$T"' EXIT
 # A private runtime dir: leftovers are this test's own, whatever else runs.
 export WARDEN_RUNTIME_DIR=$T/rt
 jget() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
+# call leaves in every hierarchy; those left by earlier tests are not ours
+cg_leaves() { find /sys/fs/cgroup -maxdepth 3 -path '*/warden/*' -type d -regextype posix-extended -regex '.*/warden/(wd-)?[0-9a-f]{16}' 2>/dev/null | sort; }
+cg_before=$(cg_leaves)
 
 manifest() { # name tier extra-yaml-lines...
 	local n=$1 t=$2; shift 2
@@ -189,7 +192,7 @@ for tier in 1 2; do
 done
 
 # nothing left behind: cgroups, call dirs, processes
-left=$(find /sys/fs/cgroup -maxdepth 3 -path '*/warden/*' -type d -regex '.*/warden/[0-9a-f]\{16\}' 2>/dev/null | head -3)
+left=$(comm -13 <(printf '%s\n' "$cg_before") <(cg_leaves) | sed '/^$/d' | head -3)
 [ -z "$left" ] && pass "cgroups-removed" || fail "cgroups-removed" "$left"
 # (spare-<k>: an empty directory kept for the next call, sandbox.c)
 left=$(ls "$T/rt/calls" 2>/dev/null | grep -v '^spare-[0-9]$' | head -3)

@@ -141,8 +141,8 @@ expect_eq pins/keep-links-remade "$(keep_links)" "$nkeep"
 [ "$(bpftool -j link show pinned "$H/link_wd_keep_connect6" 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin).get("type"))' 2>/dev/null)" = cgroup ] &&
 	pass pins/keep-link-impostor-replaced || fail pins/keep-link-impostor-replaced "$(bpftool link show pinned "$H/link_wd_keep_connect6" 2>&1)"
 # a keep program's own pin swapped for another program (here the denying
-# wd_connect4: linked above the calls it would refuse every call's
-# connects) and its link gone: a call checks keep links against the ids
+# wd_connect4: linked anywhere, it is a program of ours taken for another)
+# and its link gone: a call checks keep links against the ids
 # wd_version recorded and opens a keep program only to link it, so the
 # impostor is refused there, never linked; the call runs on its own
 # programs. (The old build opened and checked every keep pin each call.)
@@ -153,7 +153,7 @@ bpftool prog pin pinned "$H/wd_connect4" "$H/wd_keep_connect4"
 r=$(call)
 expect_match pins/keep-program-impostor-call-denied "$r" '^rc=[1-9][0-9]* loads=0 hits\+=0$'
 # (calls attach wd_connect4 itself without a link: any link of it is one
-# made of the impostor; warden/ itself may be gone, kept by no link now)
+# made of the impostor; warden/keep-warm may be gone, kept by no link now)
 n=$(bpftool -j link show | python3 -c '
 import json, sys
 pid = int(sys.argv[1])
