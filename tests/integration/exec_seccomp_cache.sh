@@ -46,7 +46,6 @@ expect_eq sccache/other-manifest-builds "$(call open)" "rc=0 built=1 denied=0"
 expect_eq sccache/other-manifest-cached "$(call open)" "rc=0 built=0 denied=0"
 expect_eq sccache/one-file-each "$(ls "$D" | grep -vc tmp)" 2
 expect_eq sccache/first-still-cached "$(call deny)" "rc=1 built=0 denied=1"
-ino=$(stat -c %i "$F")
 cp -p "$F" "$T/good"
 
 call_deny() { call deny; }
@@ -57,7 +56,15 @@ cmp -s "$F" "$T/good" && pass sccache/garbage-rewritten || fail sccache/garbage-
 # a byte of the program flipped (the checksum): rebuilt
 size=$(stat -c %s "$F")
 printf '\x01' | dd of="$F" bs=1 seek=$((size - 5)) conv=notrunc status=none
+# a hard link holds the corrupt file's inode: its number cannot be reused
+# (ext4 hands freed numbers out again), so a new number proves a new file
+# renamed over it, and the held file unchanged proves no write in place
+ln "$F" "$T/held"
+ino=$(stat -c %i "$F") sum=$(cksum <"$F")
 expect_eq sccache/corrupt-rebuilt "$(call deny)" "rc=1 built=1 denied=1"
+[ "$(stat -c %i "$F")" != "$ino" ] && [ "$(cksum <"$T/held")" = "$sum" ] &&
+	pass sccache/rewritten-by-rename || fail sccache/rewritten-by-rename "inode $ino -> $(stat -c %i "$F")"
+rm -f "$T/held"
 # kept under another boot, the checksum made right: a file of this format
 # that a root process could have written, but not for this boot
 python3 - "$F" <<'EOF2'
@@ -76,5 +83,4 @@ rm -f "$F"; ln -s "$T/good" "$F"
 expect_eq sccache/symlink-rebuilt "$(call deny)" "rc=1 built=1 denied=1"
 [ -f "$F" ] && [ ! -L "$F" ] && pass sccache/symlink-replaced || fail sccache/symlink-replaced "$(ls -l "$F")"
 expect_eq sccache/cached-again "$(call deny)" "rc=1 built=0 denied=1"
-[ "$(stat -c %i "$F")" != "$ino" ] && pass sccache/rewritten-by-rename || fail sccache/rewritten-by-rename "same inode $ino"
 finish
