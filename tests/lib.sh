@@ -15,6 +15,9 @@ expect_eq() { if [ "$2" = "$3" ]; then pass "$1"; else fail "$1" "got '$2' want 
 # expect_match NAME TEXT REGEX
 expect_match() { if printf '%s' "$2" | grep -Eq -- "$3"; then pass "$1"; else fail "$1" "'$(printf '%s' "$2" | head -c 300)' !~ /$3/"; fi; }
 finish() { exit $_fail; }
+# call_leaves DIR...: the call leaves (cgroups named by a call id, with or
+# without tier 3's wd-) directly under each warden/ DIR, sorted
+call_leaves() { find "$@" -mindepth 1 -maxdepth 1 -type d -regextype posix-extended -regex '.*/(wd-)?[0-9a-f]{16}' 2>/dev/null | sort; }
 # remove_calls RUNDIR...: what the calls of a wardend killed with -9 left
 # (their cgroup leaves, v2 and every v1 hierarchy, and whatever still runs
 # in them), by the call ids under RUNDIR/calls -- what a later wardend's

@@ -118,6 +118,11 @@ void wd_cgroup_parent_keep(const char *parent)
 	pthread_mutex_unlock(&parents_mu);
 }
 
+static void keep_path(const struct wd_cgroup_layout *lay, char *out, size_t n)
+{
+	snprintf(out, n, "%s/warden/keep-warm", lay->v2_root);
+}
+
 int wd_cgroup_keep_dir(const struct wd_cgroup_layout *lay, char *out, size_t n)
 {
 	/* a mkdir the first time only: the egress keep-warm links are made
@@ -125,7 +130,7 @@ int wd_cgroup_keep_dir(const struct wd_cgroup_layout *lay, char *out, size_t n)
 	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 	static pid_t made_by;
 	static int made_rc;
-	snprintf(out, n, "%s/warden/keep-warm", lay->v2_root);
+	keep_path(lay, out, n);
 	pthread_mutex_lock(&mu);
 	if (made_by != getpid()) {
 		made_by = getpid();
@@ -144,7 +149,7 @@ void wd_cgroup_parents_keep(const struct wd_cgroup_layout *lay,
 			    const struct wd_cgroup *cg)
 {
 	char p[600];
-	snprintf(p, sizeof(p), "%s/warden/keep-warm", lay->v2_root);
+	keep_path(lay, p, sizeof(p));
 	wd_cgroup_parent_keep(p);
 	snprintf(p, sizeof(p), "%s/warden", lay->v2_root);
 	wd_cgroup_parent_keep(p);

@@ -32,7 +32,7 @@ EOF
 # the call leaves (the warden/ parent itself goes when its last user exits;
 # warden/keep-warm, where the keep-warm links hang, is no call's)
 V2=$(awk '$3 == "cgroup2" {print $2; exit}' /proc/mounts)
-cg_list() { find "$V2/warden" -mindepth 1 -maxdepth 1 -type d -regextype posix-extended -regex '.*/(wd-)?[0-9a-f]{16}' 2>/dev/null | sort; }
+cg_list() { call_leaves "$V2/warden"; }
 before=$(cg_list)
 
 # the control: with every mechanism present the same manifest runs

@@ -10,7 +10,7 @@ trap 'rm -rf "$T"' EXIT
 export WARDEN_RUNTIME_DIR=$T/rt
 jget() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
 # call leaves in every hierarchy; those left by earlier tests are not ours
-cg_leaves() { find /sys/fs/cgroup -maxdepth 3 -path '*/warden/*' -type d -regextype posix-extended -regex '.*/warden/(wd-)?[0-9a-f]{16}' 2>/dev/null | sort; }
+cg_leaves() { call_leaves /sys/fs/cgroup/*/warden /sys/fs/cgroup/warden; }
 cg_before=$(cg_leaves)
 
 manifest() { # name tier extra-yaml-lines...
