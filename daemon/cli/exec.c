@@ -224,8 +224,11 @@ static int verb_exec(int argc, char **argv)
 	/* The probe first, whatever the tier (each needs it): its AUDIT_GET
 	 * is answered by a kernel thread while we read the manifest and set
 	 * the call up (enforce/probe.h, wd_probe_audit_settle). */
-	if (geteuid() == 0)
+	if (geteuid() == 0) {
+		/* one call: the audit answer such calls share, when fresh */
+		wd_probe_one_call();
 		(void)wd_probe();
+	}
 	struct wd_diag diag = {0};
 	struct wd_manifest *m = NULL;
 	if (wd_manifest_load_file(policy, &m, &diag) < 0) {

@@ -340,13 +340,33 @@ static pthread_mutex_t g_audit_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t g_audit_cv = PTHREAD_COND_INITIALIZER;
 static pthread_once_t g_audit_once = PTHREAD_ONCE_INIT;
 
+static struct wd_probe_key g_key;
+static bool g_key_ok;
+static bool g_one_call; /* wd_probe_one_call */
+
+void wd_probe_one_call(void)
+{
+	g_one_call = true;
+}
+
+/* AUDIT_GET, and for a one-shot call its answer shared with the next
+ * ones (probe_cache.c) before anyone reads it: the process may exit as
+ * soon as it has the answer. A timeout is no answer to share. */
+static void audit_ask(struct wd_features *a)
+{
+	wd_probe_audit(a);
+	if (g_one_call && g_key_ok && a->audit_err != -ETIMEDOUT)
+		(void)wd_probe_audit_memo_write(g_key.boot_id, a,
+						wd_probe_audit_at_ns());
+}
+
 static void *audit_main(void *arg)
 {
 	struct wd_features a;
 	pthread_mutex_lock(&g_audit_mu);
 	a = g_audit_f;
 	pthread_mutex_unlock(&g_audit_mu);
-	wd_probe_audit(&a);
+	audit_ask(&a);
 	pthread_mutex_lock(&g_audit_mu);
 	g_audit_f = a;
 	g_audit_done = true;
@@ -370,11 +390,8 @@ static void audit_begin(struct wd_features *f)
 	    pthread_create(&t, &at, audit_main, NULL) == 0;
 	pthread_attr_destroy(&at);
 	if (!g_audit_running)
-		wd_probe_audit(f);
+		audit_ask(f);
 }
-
-static struct wd_probe_key g_key;
-static bool g_key_ok;
 
 const struct wd_probe_key *wd_probe_cache_key(void)
 {
@@ -418,9 +435,21 @@ static void do_probe(void)
 	f->io_uring_err = -EAGAIN;
 	f->ping_gid_lo = f->ping_gid_hi = -1;
 	f->ping_err = -EAGAIN;
-	/* asked on a thread of its own, read by wd_probe_audit_settle */
-	audit_begin(f);
-	f->cg_err = wd_cgroup_layout_detect(&f->cg);
+	/* asked on a thread of its own, read by wd_probe_audit_settle; a
+	 * one-shot call first takes an answer shared less than a second
+	 * ago, as it was then (when it was asked: native.c) */
+	uint64_t at;
+	if (g_one_call && g_key_ok &&
+	    wd_probe_audit_memo_read(g_key.boot_id, wd_now_ns(), f, &at) == 0)
+		wd_probe_audit_note_at(at);
+	else
+		audit_begin(f);
+	/* mountinfo, formatted by the kernel for every mount: ~0.1 ms of a
+	 * one-shot call, which takes the layout another one found while its
+	 * mounts are the same */
+	f->cg_err = g_one_call && g_key_ok
+			? wd_cgroup_layout_cached(g_key.boot_id, &f->cg)
+			: wd_cgroup_layout_detect(&f->cg);
 }
 
 static void do_audit_settle(void)

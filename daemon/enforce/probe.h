@@ -89,7 +89,8 @@ struct wd_features {
  * probes (kernel, BTF and BPF loads, LSM list, Landlock, seccomp,
  * namespaces) come from the per-boot cache file (wd_probe_cache_read) when
  * it can be trusted, else they run and the file is rewritten; the cgroup
- * layout and audit are always read afresh. io_uring and ping are not read
+ * layout and audit are read afresh (audit: a one-shot call takes one
+ * shared less than a second ago, wd_probe_one_call). io_uring and ping are not read
  * here (-1, err -EAGAIN): wd_probe_full reads them. */
 const struct wd_features *wd_probe(void);
 /* wd_probe()'s audit fields (audit, audit_enabled, audit_err) hold its
@@ -151,6 +152,33 @@ const struct wd_probe_key *wd_probe_cache_key(void);
  * 0 or -errno. */
 int wd_root_file_read(const char *path, void **out, size_t *len, size_t max);
 int wd_root_file_write(const char *path, const void *buf, size_t len);
+/* The audit answer one-shot calls share (probe_cache.c): one asked less
+ * than WD_AUDIT_MEMO_NS ago, in <runtime dir>/probe-audit, trusted as the
+ * probe cache is. Read: 0 with f's audit fields and *at_ns (when it was
+ * asked); -ESTALE (older, another boot's), -EINVAL (torn, not ours), or
+ * wd_root_file_read's errors. Write: in place (no temp file), 0 or
+ * -errno. Forget: removed, by whatever changes the audit state. */
+#define WD_AUDIT_MEMO_NS 1000000000ull
+int wd_probe_audit_memo_read(const char *boot_id, uint64_t now,
+			     struct wd_features *f, uint64_t *at_ns);
+int wd_probe_audit_memo_write(const char *boot_id,
+			      const struct wd_features *f, uint64_t at_ns);
+void wd_probe_audit_memo_forget(void);
+/* Before the first wd_probe(): this process is one call (`warden exec`).
+ * It takes the audit answer shared by such calls when it is fresh
+ * (wd_probe_audit_memo_read) and shares its own, and takes the cgroup
+ * layout from the file another one left while every mount it names is
+ * still the same mount (wd_cgroup_layout_cached). Everything else
+ * (wardend, `warden status`) always asks the kernel and reads mountinfo. */
+void wd_probe_one_call(void);
+/* The layout as wd_cgroup_layout_detect finds it, from
+ * <runtime dir>/probe-cgroup (a file of root's, as the probe cache) when
+ * each mount it names is still mounted there as the very same mount
+ * (statx STATX_MNT_ID_UNIQUE, 6.8: never reused within a boot; the mount
+ * namespace's copy is another mount) and the v2 root's cgroup.controllers
+ * reads the same; else detected and the file rewritten. A kernel without
+ * unique mount ids: always detected. 0 or -errno. */
+int wd_cgroup_layout_cached(const char *boot_id, struct wd_cgroup_layout *out);
 /* Only the cgroup layout (cheap; no BPF loads). 0 or -errno. */
 int wd_cgroup_layout_detect(struct wd_cgroup_layout *out);
 /* Same, from a mountinfo text and a reader of the v2 root's

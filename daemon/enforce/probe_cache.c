@@ -6,7 +6,8 @@
  * is probed once per boot, kernel and warden build, and kept in
  * <runtime dir>/probe-kernel. What can change at any time (the cgroup
  * mounts of this mount namespace, io_uring and ping sysctls, audit) is
- * read afresh by every process and never cached.
+ * read afresh by every process and never cached, but for the audit answer
+ * one-shot calls share for a second (below).
  *
  * Threat: the cache decides which mechanisms a call relies on. A file we
  * did not write (another owner, writable by others, a symlink, garbage, an
@@ -309,4 +310,118 @@ int wd_probe_cache_write(const char *path, const struct wd_probe_key *k,
 	c->f = *f;
 	c->sum = checksum(c);
 	return wd_root_file_write(path, c, sizeof(*c));
+}
+
+/* ---- the audit answer, shared by one-shot calls --------------------------
+ * AUDIT_GET makes the kernel start a thread for its answer (probe.c): the
+ * largest single cost of a one-shot `warden exec` that was left (~0.12 ms
+ * of its wall time, paired runs). A one-shot call takes an answer another
+ * one got less than a second ago (wd_probe_audit_memo): the staleness
+ * wardend already allows itself (native.c remembers "off" for a second).
+ * Kept in <runtime dir>/probe-audit, read and written as the probe cache
+ * is (root's file in root's directory), but overwritten in place: a
+ * process that exits while writing leaves a torn file (the checksum) and
+ * no temp file. */
+
+#define MEMO_MAGIC "WDAUDIT\1"
+
+struct audit_memo {
+	char magic[8];
+	char boot_id[40]; /* CLOCK_MONOTONIC restarts with the boot */
+	uint64_t at_ns;	  /* when it was asked (wd_now_ns) */
+	int32_t audit_enabled, audit_err;
+	uint8_t audit;
+	uint8_t pad[7];
+	uint32_t sum;
+};
+
+static int memo_path(char *out, size_t len)
+{
+	int n = snprintf(out, len, "%s/probe-audit", wd_runtime_dir());
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+static uint32_t memo_sum(const struct audit_memo *m)
+{
+	return (uint32_t)crc32(crc32(0L, Z_NULL, 0), (const Bytef *)m,
+			       offsetof(struct audit_memo, sum));
+}
+
+int wd_probe_audit_memo_read(const char *boot_id, uint64_t now,
+			     struct wd_features *f, uint64_t *at_ns)
+{
+	char path[4096];
+	cleanup_free struct audit_memo *m = NULL;
+	size_t n;
+	int r = memo_path(path, sizeof(path));
+	if (r < 0 || (r = wd_root_file_read(path, (void **)&m, &n,
+					    sizeof(*m))) < 0)
+		return r;
+	if (n != sizeof(*m) || memcmp(m->magic, MEMO_MAGIC, 8) ||
+	    memo_sum(m) != m->sum)
+		return -EINVAL;
+	m->boot_id[sizeof(m->boot_id) - 1] = 0;
+	if (strcmp(m->boot_id, boot_id) || m->at_ns > now ||
+	    now - m->at_ns >= WD_AUDIT_MEMO_NS)
+		return -ESTALE;
+	f->audit = m->audit != 0;
+	f->audit_enabled = m->audit_enabled;
+	f->audit_err = m->audit_err;
+	*at_ns = m->at_ns;
+	return 0;
+}
+
+int wd_probe_audit_memo_write(const char *boot_id,
+			      const struct wd_features *f, uint64_t at_ns)
+{
+	struct audit_memo m;
+	memset(&m, 0, sizeof(m));
+	memcpy(m.magic, MEMO_MAGIC, 8);
+	wd_strlcpy(m.boot_id, boot_id, sizeof(m.boot_id));
+	m.at_ns = at_ns;
+	m.audit = f->audit;
+	m.audit_enabled = f->audit_enabled;
+	m.audit_err = f->audit_err;
+	m.sum = memo_sum(&m);
+	char path[4096];
+	const char *base;
+	int r = memo_path(path, sizeof(path));
+	if (r < 0)
+		return r;
+	cleanup_close int dfd = root_dir_open(path, &base);
+	if (dfd < 0)
+		return dfd;
+	cleanup_close int fd =
+	    openat(dfd, base, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT) {
+		fd = openat(dfd, base,
+			    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			    0644);
+		if (fd >= 0 && (fchmod(fd, 0644) < 0 || fchown(fd, 0, 0) < 0))
+			return -errno;
+	}
+	if (fd < 0)
+		return errno == ELOOP ? -EPERM : -errno;
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	/* someone else's file: left alone (the reader refuses it too) */
+	if (!S_ISREG(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022))
+		return -EPERM;
+	if (pwrite(fd, &m, sizeof(m), 0) != (ssize_t)sizeof(m))
+		return -EIO;
+	if (st.st_size > (off_t)sizeof(m) && ftruncate(fd, sizeof(m)) < 0)
+		return -errno;
+	return 0;
+}
+
+void wd_probe_audit_memo_forget(void)
+{
+	char path[4096];
+	const char *base;
+	if (memo_path(path, sizeof(path)) < 0)
+		return;
+	cleanup_close int dfd = root_dir_open(path, &base);
+	if (dfd >= 0)
+		unlinkat(dfd, base, 0);
 }

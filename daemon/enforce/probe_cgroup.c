@@ -4,8 +4,12 @@
 #include "enforce/probe_int.h"
 #include "common/util.h"
 
+#include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <zlib.h>
 
 /* ---- cgroups ----------------------------------------------------------- */
 
@@ -148,4 +152,108 @@ int wd_cgroup_layout_detect(struct wd_cgroup_layout *out)
 		return r;
 	}
 	return wd_cgroup_layout_parse(mi, NULL, out);
+}
+
+/* ---- the layout one-shot calls share (wd_cgroup_layout_cached) -------- */
+
+#ifndef STATX_MNT_ID_UNIQUE
+#define STATX_MNT_ID_UNIQUE 0x00004000U /* <linux/stat.h>, 6.8 */
+#endif
+#ifndef STATX_ATTR_MOUNT_ROOT
+#define STATX_ATTR_MOUNT_ROOT 0x00002000
+#endif
+
+uint32_t wd_cgl_sum(const struct wd_cgl_file *c)
+{
+	return (uint32_t)crc32(crc32(0L, Z_NULL, 0), (const Bytef *)c,
+			       offsetof(struct wd_cgl_file, sum));
+}
+
+/* The never-reused id of the mount whose root path is, or -errno
+ * (-ENOTSUP: no such id on this kernel, or path not a mount's root). */
+static int mount_id(const char *path, uint64_t *id)
+{
+	struct statx sx;
+	if (statx(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW | AT_STATX_DONT_SYNC,
+		  STATX_MNT_ID_UNIQUE, &sx) < 0)
+		return -errno;
+	if (!(sx.stx_mask & STATX_MNT_ID_UNIQUE) ||
+	    !(sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) ||
+	    !(sx.stx_attributes & STATX_ATTR_MOUNT_ROOT) || !sx.stx_mnt_id)
+		return -ENOTSUP;
+	*id = sx.stx_mnt_id;
+	return 0;
+}
+
+static const char *cgl_path(const struct wd_cgroup_layout *l, int i)
+{
+	return i == 0 ? l->v2_root : l->v1_root[i - 1];
+}
+
+/* Every mount of l's ids into mnt; -errno when one has none. */
+static int cgl_ids(const struct wd_cgroup_layout *l, uint64_t *mnt)
+{
+	for (int i = 0; i < 1 + WD_CG_NCTRL; i++) {
+		mnt[i] = 0;
+		int r = cgl_path(l, i)[0] ? mount_id(cgl_path(l, i), &mnt[i])
+					  : 0;
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static bool controllers_same(const struct wd_cgroup_layout *l)
+{
+	if (!l->v2_root[0])
+		return true;
+	char p[300], now[sizeof(l->v2_controllers)];
+	snprintf(p, sizeof(p), "%s/cgroup.controllers", l->v2_root);
+	if (wd_read_small(p, now, sizeof(now)) < 0)
+		return false;
+	wd_probe_strip_nl(now);
+	return !strcmp(now, l->v2_controllers);
+}
+
+int wd_cgroup_layout_cached(const char *boot_id, struct wd_cgroup_layout *out)
+{
+	char path[4096];
+	if (snprintf(path, sizeof(path), "%s/probe-cgroup",
+		     wd_runtime_dir()) >= (int)sizeof(path))
+		return wd_cgroup_layout_detect(out);
+	cleanup_free struct wd_cgl_file *c = NULL;
+	size_t n;
+	if (wd_root_file_read(path, (void **)&c, &n, sizeof(*c)) == 0 &&
+	    n == sizeof(*c) && !memcmp(c->magic, WD_CGL_MAGIC, 8) &&
+	    c->layout_size == sizeof(c->lay) && wd_cgl_sum(c) == c->sum &&
+	    !strncmp(c->boot_id, boot_id, sizeof(c->boot_id))) {
+		uint64_t mnt[1 + WD_CG_NCTRL];
+		/* strings from the file bounded before any use */
+		c->lay.v2_root[sizeof(c->lay.v2_root) - 1] = 0;
+		c->lay.v2_controllers[sizeof(c->lay.v2_controllers) - 1] = 0;
+		for (int i = 0; i < WD_CG_NCTRL; i++)
+			c->lay.v1_root[i][sizeof(c->lay.v1_root[i]) - 1] = 0;
+		if (cgl_ids(&c->lay, mnt) == 0 &&
+		    !memcmp(mnt, c->mnt, sizeof(mnt)) &&
+		    controllers_same(&c->lay)) {
+			*out = c->lay;
+			return 0;
+		}
+	}
+	int r = wd_cgroup_layout_detect(out);
+	if (r < 0)
+		return r;
+	struct wd_cgl_file w;
+	memset(&w, 0, sizeof(w));
+	memcpy(w.magic, WD_CGL_MAGIC, 8);
+	wd_strlcpy(w.boot_id, boot_id, sizeof(w.boot_id));
+	w.layout_size = sizeof(w.lay);
+	w.lay = *out;
+	/* a kernel without unique mount ids keeps no file: mount ids are
+	 * reused, and a reused one would pass for the old mount */
+	if (cgl_ids(&w.lay, w.mnt) == 0) {
+		w.sum = wd_cgl_sum(&w);
+		(void)wd_root_file_write(path, &w, sizeof(w));
+	}
+	return 0;
 }

@@ -28,6 +28,22 @@ void wd_probe_namespaces(struct wd_features *f);
 void wd_probe_io_uring(struct wd_features *f);
 void wd_probe_ping(struct wd_features *f);
 void wd_probe_audit(struct wd_features *f);
+/* An audit answer taken from elsewhere (the one-shot calls' shared one):
+ * when it was asked, for wd_probe_audit_at_ns. */
+void wd_probe_audit_note_at(uint64_t at_ns);
+
+/* probe_cgroup.c: <runtime dir>/probe-cgroup (wd_cgroup_layout_cached) */
+#define WD_CGL_MAGIC "WDCGLAY\1"
+struct wd_cgl_file {
+	char magic[8];
+	char boot_id[40];
+	uint32_t layout_size; /* sizeof(struct wd_cgroup_layout) */
+	/* unique mount ids: the v2 root's, then each v1_root's; 0 none */
+	uint64_t mnt[1 + WD_CG_NCTRL];
+	struct wd_cgroup_layout lay;
+	uint32_t sum; /* crc32 of the above: torn, not forged */
+};
+uint32_t wd_cgl_sum(const struct wd_cgl_file *c);
 
 /* probe_runsc.c */
 /* Find runsc and its version; take the `runsc do` result from the cache

@@ -269,6 +269,11 @@ uint64_t wd_probe_audit_at_ns(void)
 	return __atomic_load_n(&audit_at, __ATOMIC_RELAXED);
 }
 
+void wd_probe_audit_note_at(uint64_t at_ns)
+{
+	__atomic_store_n(&audit_at, at_ns, __ATOMIC_RELAXED);
+}
+
 void wd_probe_audit(struct wd_features *f)
 {
 	f->audit_enabled = -1;

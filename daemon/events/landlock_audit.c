@@ -1,4 +1,5 @@
 #include "events/landlock_audit.h"
+#include "enforce/probe.h"
 
 #include <fcntl.h>
 #include <linux/audit.h>
@@ -354,6 +355,8 @@ int wd_landlock_audit_open(struct wd_landlock_audit **out, bool enable_audit,
 					  "on this node: no Landlock records");
 		}
 		int rc = with_ctl(audit_set_enabled, 1);
+		/* the answer one-shot calls share is "off": no longer */
+		wd_probe_audit_memo_forget();
 		if (rc) {
 			wd_landlock_audit_close(a);
 			return wd_err_set(err, rc,
@@ -640,8 +643,10 @@ int wd_landlock_audit_barrier(struct wd_landlock_audit *a, const char *tag,
 
 static void reader_free(struct wd_landlock_audit *a)
 {
-	if (a->prev_enabled == 0)
+	if (a->prev_enabled == 0) {
 		with_ctl(audit_set_enabled, 0);
+		wd_probe_audit_memo_forget();
+	}
 	if (a->fd >= 0)
 		close(a->fd);
 	free(a->buf);
