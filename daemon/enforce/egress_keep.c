@@ -80,6 +80,19 @@ static bool open_keep(struct wd_egress *e, int i)
 	return true;
 }
 
+/* Whether program id is attached to the cgroup of cfd for attach type at
+ * (its own attachments, not inherited ones). */
+static bool keep_attached(int cfd, uint32_t id, enum bpf_attach_type at)
+{
+	uint32_t ids[16], n = WD_ARRAY_SIZE(ids), fl = 0;
+	if (bpf_prog_query(cfd, at, 0, &fl, ids, &n) < 0)
+		return false;
+	for (uint32_t i = 0; i < n && i < WD_ARRAY_SIZE(ids); i++)
+		if (ids[i] == id)
+			return true;
+	return false;
+}
+
 bool wd_egress_pin_keep(struct wd_egress *e, const char *dir)
 {
 	if (!e->pin_hd)
@@ -95,6 +108,16 @@ bool wd_egress_pin_keep(struct wd_egress *e, const char *dir)
 	 * become of the program's own pin since (ids are not reused while
 	 * the kernel runs, and the pins go with it) */
 	const uint32_t *id = e->keep_id;
+	/* Every keep program attached to the directory as it is now: the
+	 * static keys are on, which is all the links are for. One query a
+	 * type instead of opening and asking each link pin (a one-shot
+	 * call's 8 pins: ~50 us); the pins are judged, and replaced, only
+	 * when an attachment is missing. */
+	bool warm = true;
+	for (int i = 0; i < WD_EG_NKEEP && warm; i++)
+		warm = !id[i] || keep_attached(cfd, id[i], wd_eg_keep_at[i]);
+	if (warm)
+		return true;
 	unsigned bad = 0;
 	for (int i = 0; i < WD_EG_NKEEP; i++) {
 		if (!id[i])
