@@ -39,10 +39,24 @@ static void *mk_main(void *arg)
 	return NULL;
 }
 
+/* The jobs' threads need a few pages (a 16 KB netlink buffer, paths): a
+ * stack of 256 KB, not glibc's 8 MB, whose unused part the exiting thread
+ * hands back with an madvise over all of it (a one-shot call's thread, on
+ * the other core while the call is set up). */
+#define JOB_STACK (256 << 10)
+
 static void job_start(struct wd_netns_job *j, void *(*fn)(void *))
 {
 	*j = (struct wd_netns_job){.fd = -EINVAL, .step = "thread"};
-	int e = pthread_create(&j->t, NULL, fn, j);
+	pthread_attr_t at;
+	bool attr = pthread_attr_init(&at) == 0;
+	if (attr && pthread_attr_setstacksize(&at, JOB_STACK) != 0) {
+		pthread_attr_destroy(&at);
+		attr = false;
+	}
+	int e = pthread_create(&j->t, attr ? &at : NULL, fn, j);
+	if (attr)
+		pthread_attr_destroy(&at);
 	if (e)
 		j->fd = -e;
 	j->running = e == 0;
