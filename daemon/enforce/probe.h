@@ -90,8 +90,8 @@ struct wd_features {
  * namespaces) come from the per-boot cache file (wd_probe_cache_read) when
  * it can be trusted, else they run and the file is rewritten; the cgroup
  * layout and audit are read afresh (audit: a one-shot call takes one
- * shared less than a second ago, wd_probe_one_call). io_uring and ping are not read
- * here (-1, err -EAGAIN): wd_probe_full reads them. */
+ * shared less than a second ago, wd_probe_one_call). io_uring and ping are not
+ * read here (-1, err -EAGAIN): wd_probe_full reads them. */
 const struct wd_features *wd_probe(void);
 /* wd_probe()'s audit fields (audit, audit_enabled, audit_err) hold its
  * answer only after this: the probe asks AUDIT_GET on a thread of its own
@@ -161,8 +161,8 @@ int wd_root_file_write(const char *path, const void *buf, size_t len);
 #define WD_AUDIT_MEMO_NS 1000000000ull
 int wd_probe_audit_memo_read(const char *boot_id, uint64_t now,
 			     struct wd_features *f, uint64_t *at_ns);
-int wd_probe_audit_memo_write(const char *boot_id,
-			      const struct wd_features *f, uint64_t at_ns);
+int wd_probe_audit_memo_write(const char *boot_id, const struct wd_features *f,
+			      uint64_t at_ns);
 void wd_probe_audit_memo_forget(void);
 /* Before the first wd_probe(): this process is one call (`warden exec`).
  * It takes the audit answer shared by such calls when it is fresh

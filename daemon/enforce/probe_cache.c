@@ -354,8 +354,8 @@ int wd_probe_audit_memo_read(const char *boot_id, uint64_t now,
 	cleanup_free struct audit_memo *m = NULL;
 	size_t n;
 	int r = memo_path(path, sizeof(path));
-	if (r < 0 || (r = wd_root_file_read(path, (void **)&m, &n,
-					    sizeof(*m))) < 0)
+	if (r < 0 ||
+	    (r = wd_root_file_read(path, (void **)&m, &n, sizeof(*m))) < 0)
 		return r;
 	if (n != sizeof(*m) || memcmp(m->magic, MEMO_MAGIC, 8) ||
 	    memo_sum(m) != m->sum)
@@ -371,8 +371,8 @@ int wd_probe_audit_memo_read(const char *boot_id, uint64_t now,
 	return 0;
 }
 
-int wd_probe_audit_memo_write(const char *boot_id,
-			      const struct wd_features *f, uint64_t at_ns)
+int wd_probe_audit_memo_write(const char *boot_id, const struct wd_features *f,
+			      uint64_t at_ns)
 {
 	struct audit_memo m;
 	memset(&m, 0, sizeof(m));
@@ -394,9 +394,9 @@ int wd_probe_audit_memo_write(const char *boot_id,
 	cleanup_close int fd =
 	    openat(dfd, base, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0 && errno == ENOENT) {
-		fd = openat(dfd, base,
-			    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-			    0644);
+		fd = openat(
+		    dfd, base,
+		    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 		if (fd >= 0 && (fchmod(fd, 0644) < 0 || fchown(fd, 0, 0) < 0))
 			return -errno;
 	}

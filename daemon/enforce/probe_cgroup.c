@@ -195,8 +195,8 @@ static int cgl_ids(const struct wd_cgroup_layout *l, uint64_t *mnt)
 {
 	for (int i = 0; i < 1 + WD_CG_NCTRL; i++) {
 		mnt[i] = 0;
-		int r = cgl_path(l, i)[0] ? mount_id(cgl_path(l, i), &mnt[i])
-					  : 0;
+		int r =
+		    cgl_path(l, i)[0] ? mount_id(cgl_path(l, i), &mnt[i]) : 0;
 		if (r < 0)
 			return r;
 	}
@@ -218,8 +218,8 @@ static bool controllers_same(const struct wd_cgroup_layout *l)
 int wd_cgroup_layout_cached(const char *boot_id, struct wd_cgroup_layout *out)
 {
 	char path[4096];
-	if (snprintf(path, sizeof(path), "%s/probe-cgroup",
-		     wd_runtime_dir()) >= (int)sizeof(path))
+	if (snprintf(path, sizeof(path), "%s/probe-cgroup", wd_runtime_dir()) >=
+	    (int)sizeof(path))
 		return wd_cgroup_layout_detect(out);
 	cleanup_free struct wd_cgl_file *c = NULL;
 	size_t n;

@@ -236,6 +236,7 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 			   .netfd = -1,
 			   .init_fd = -1};
 	struct wd_cgroup cg = {.v2_fd = -1};
+	struct wd_cgroup_job cgjob = {0}; /* the v1 leaves being made */
 	struct wd_egress *eg = NULL;
 	bool attached = false, routed = false;
 	struct wd_bpf_route route;
@@ -403,7 +404,10 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 	    .pids = m->pids ? m->pids : WD_DEFAULT_PIDS,
 	    .cpus = m->cpus,
 	};
-	if ((r = wd_cgroup_create(&cg, &f->cg, l.id, &lim, err)) < 0)
+	/* the v1 leaves are made while the rest is set up (cgroup.h),
+	 * waited for just before the spawn */
+	if ((r = wd_cgroup_create_begin(&cg, &f->cg, l.id, &lim, &cgjob, err)) <
+	    0)
 		goto out;
 	wd_result_enf(res, "cgroup", "%s (memory %s, pids %s%s)",
 		      f->cg.hybrid ? "hybrid v1+v2" : "v2",
@@ -424,9 +428,10 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 		goto out;
 	}
 	char keep_dir[sizeof(f->cg.v2_root) + 24];
-	if (wd_cgroup_keep_dir(&f->cg, keep_dir, sizeof(keep_dir)) == 0 &&
-	    wd_egress_keep_warm(eg, keep_dir))
-		wd_cgroup_parents_keep(&f->cg, &cg);
+	/* their parents kept at exit once the v1 leaves are known (below) */
+	bool keep_parents =
+	    wd_cgroup_keep_dir(&f->cg, keep_dir, sizeof(keep_dir)) == 0 &&
+	    wd_egress_keep_warm(eg, keep_dir);
 	r = wd_egress_attach(eg, cg.v2_fd, cg.v2_id, m->net_allow,
 			     m->n_net_allow, m->mode == WD_MODE_AUDIT, 0, err);
 	if (r < 0)
@@ -585,6 +590,11 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 	}
 	if (l.tier == 2)
 		wd_native_init_argv(&l, argc);
+	/* the v1 leaves T joins first thing */
+	if ((r = wd_cgroup_create_end(&cgjob, err)) < 0)
+		goto out;
+	if (keep_parents)
+		wd_cgroup_parents_keep(&f->cg, &cg);
 	/* the network namespace begun above: the call's own (either tier
 	 * joins it as its first process starts: native_child.c) or the
 	 * shared one */
@@ -622,6 +632,8 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 	r = wd_native_supervise(&l, child, &cg, eg, &route, res, err);
 
 out:
+	/* a step that failed while the v1 leaves were being made */
+	(void)wd_cgroup_create_end(&cgjob, NULL);
 	if (routed)
 		wd_bpf_route_del(&route);
 	if (l.lsm)

@@ -209,8 +209,7 @@ static void test_layout(void)
 	     "cgl_rewritten_taken", "n_v1 %d", got.n_v1);
 	/* the v2 root's controllers read otherwise: detected */
 	r = cgl_load(&c);
-	wd_strlcpy(c.lay.v2_controllers, "bogus",
-		   sizeof(c.lay.v2_controllers));
+	wd_strlcpy(c.lay.v2_controllers, "bogus", sizeof(c.lay.v2_controllers));
 	r = r || cgl_store(&c);
 	T_OK(r == 0 && wd_cgroup_layout_cached(boot, &got) == 0 &&
 		 !memcmp(&got, &want, sizeof(got)),
