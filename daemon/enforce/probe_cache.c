@@ -392,7 +392,7 @@ int wd_probe_audit_memo_write(const char *boot_id, const struct wd_features *f,
 	if (dfd < 0)
 		return dfd;
 	cleanup_close int fd =
-	    openat(dfd, base, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+	    openat(dfd, base, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0 && errno == ENOENT) {
 		fd = openat(
 		    dfd, base,

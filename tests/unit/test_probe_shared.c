@@ -107,6 +107,16 @@ static void test_memo(void)
 	T_OK(r == -EPERM && stat(memo, &st) == 0 && st.st_uid == 65534,
 	     "memo_others_file_not_written", "r %d uid %u", r, st.st_uid);
 
+	/* a FIFO in its place (no reader): not waited on, refused */
+	unlink(memo);
+	r = mkfifo(memo, 0644);
+	alarm(10); /* a write that blocks on it ends the test here */
+	int wr = wd_probe_audit_memo_write(boot, &g, t0);
+	alarm(0);
+	T_OK(r == 0 && wr < 0 && mrd(t0 + 1000, &f, &at) == -EPERM,
+	     "memo_fifo_refused_not_waited", "setup %d write %d", r, wr);
+	unlink(memo);
+
 	/* torn or damaged: refused; rewritten whole in place */
 	mfresh(t0);
 	r = truncate(memo, 30);
