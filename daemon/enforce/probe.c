@@ -351,11 +351,12 @@ void wd_probe_one_call(void)
 
 /* AUDIT_GET, and for a one-shot call its answer shared with the next
  * ones (probe_cache.c) before anyone reads it: the process may exit as
- * soon as it has the answer. A timeout is no answer to share. */
+ * soon as it has the answer. A failure (a timeout, no right to ask) is no
+ * answer to share. */
 static void audit_ask(struct wd_features *a)
 {
 	wd_probe_audit(a);
-	if (g_one_call && g_key_ok && a->audit_err != -ETIMEDOUT)
+	if (g_one_call && g_key_ok && a->audit_err == 0)
 		(void)wd_probe_audit_memo_write(g_key.boot_id, a,
 						wd_probe_audit_at_ns());
 }
@@ -428,8 +429,9 @@ static void do_probe(void)
 				     path);
 	}
 	/* may change at any time, or differ by mount namespace: never
-	 * cached. io_uring and ping are read by wd_probe_full (only `warden
-	 * status` and the fleet's node report show them: a call decides
+	 * cached (but the audit answer and the cgroup layout one-shot calls
+	 * share, below). io_uring and ping are read by wd_probe_full (only
+	 * `warden status` and the fleet's node report show them: a call decides
 	 * nothing on them) */
 	f->io_uring_disabled = -1;
 	f->io_uring_err = -EAGAIN;
@@ -448,7 +450,7 @@ static void do_probe(void)
 	 * one-shot call, which takes the layout another one found while its
 	 * mounts are the same */
 	f->cg_err = g_one_call && g_key_ok
-			? wd_cgroup_layout_cached(g_key.boot_id, &f->cg)
+			? wd_cgroup_layout_cached(&g_key, &f->cg)
 			: wd_cgroup_layout_detect(&f->cg);
 }
 

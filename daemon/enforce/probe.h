@@ -89,8 +89,8 @@ struct wd_features {
  * probes (kernel, BTF and BPF loads, LSM list, Landlock, seccomp,
  * namespaces) come from the per-boot cache file (wd_probe_cache_read) when
  * it can be trusted, else they run and the file is rewritten; the cgroup
- * layout and audit are read afresh (audit: a one-shot call takes one
- * shared less than a second ago, wd_probe_one_call). io_uring and ping are not
+ * layout and audit are read afresh, but by a one-shot call, which takes
+ * what another one found (wd_probe_one_call). io_uring and ping are not
  * read here (-1, err -EAGAIN): wd_probe_full reads them. */
 const struct wd_features *wd_probe(void);
 /* wd_probe()'s audit fields (audit, audit_enabled, audit_err) hold its
@@ -156,8 +156,11 @@ int wd_root_file_write(const char *path, const void *buf, size_t len);
  * than WD_AUDIT_MEMO_NS ago, in <runtime dir>/probe-audit, trusted as the
  * probe cache is. Read: 0 with f's audit fields and *at_ns (when it was
  * asked); -ESTALE (older, another boot's), -EINVAL (torn, not ours), or
- * wd_root_file_read's errors. Write: in place (no temp file), 0 or
- * -errno. Forget: removed, by whatever changes the audit state. */
+ * wd_root_file_read's errors. Write: in place (no temp file; a file there
+ * that is not a regular one of root's with one link is left alone,
+ * -EPERM), 0 or -errno. Forget: removed, by warden when it changes the
+ * audit state itself (landlock_audit.c); a change made by anyone else
+ * (auditctl) is seen once the answer is a second old. */
 #define WD_AUDIT_MEMO_NS 1000000000ull
 int wd_probe_audit_memo_read(const char *boot_id, uint64_t now,
 			     struct wd_features *f, uint64_t *at_ns);
@@ -171,14 +174,17 @@ void wd_probe_audit_memo_forget(void);
  * still the same mount (wd_cgroup_layout_cached). Everything else
  * (wardend, `warden status`) always asks the kernel and reads mountinfo. */
 void wd_probe_one_call(void);
-/* The layout as wd_cgroup_layout_detect finds it, from
- * <runtime dir>/probe-cgroup (a file of root's, as the probe cache) when
- * each mount it names is still mounted there as the very same mount
- * (statx STATX_MNT_ID_UNIQUE, 6.8: never reused within a boot; the mount
- * namespace's copy is another mount) and the v2 root's cgroup.controllers
- * reads the same; else detected and the file rewritten. A kernel without
- * unique mount ids: always detected. 0 or -errno. */
-int wd_cgroup_layout_cached(const char *boot_id, struct wd_cgroup_layout *out);
+/* The layout wd_cgroup_layout_detect found, from <runtime
+ * dir>/probe-cgroup (a file of root's, as the probe cache, written by
+ * this boot and build) when each mount it names is still mounted there as
+ * the very same mount (statx STATX_MNT_ID_UNIQUE, 6.8: never reused within
+ * a boot; the mount namespace's copy is another mount) and the v2 root's
+ * cgroup.controllers reads the same; else detected and the file
+ * rewritten. What it does not name (n_v1, hybrid: only reported) is as it
+ * was when written. A kernel without unique mount ids: always detected.
+ * 0 or -errno. */
+int wd_cgroup_layout_cached(const struct wd_probe_key *k,
+			    struct wd_cgroup_layout *out);
 /* Only the cgroup layout (cheap; no BPF loads). 0 or -errno. */
 int wd_cgroup_layout_detect(struct wd_cgroup_layout *out);
 /* Same, from a mountinfo text and a reader of the v2 root's

@@ -6,8 +6,9 @@
  * is probed once per boot, kernel and warden build, and kept in
  * <runtime dir>/probe-kernel. What can change at any time (the cgroup
  * mounts of this mount namespace, io_uring and ping sysctls, audit) is
- * read afresh by every process and never cached, but for the audit answer
- * one-shot calls share for a second (below).
+ * read afresh by every process and never cached, but for what one-shot
+ * calls share: the audit answer, for a second (below), and the cgroup
+ * layout while its mounts are the very same (probe_cgroup.c).
  *
  * Threat: the cache decides which mechanisms a call relies on. A file we
  * did not write (another owner, writable by others, a symlink, garbage, an
@@ -321,7 +322,10 @@ int wd_probe_cache_write(const char *path, const struct wd_probe_key *k,
  * Kept in <runtime dir>/probe-audit, read and written as the probe cache
  * is (root's file in root's directory), but overwritten in place: a
  * process that exits while writing leaves a torn file (the checksum) and
- * no temp file. */
+ * no temp file. Only answers (audit_err 0) are shared: a caller that
+ * could not ask (a container's root without CAP_AUDIT_CONTROL) shares
+ * nothing. The second is CLOCK_MONOTONIC's: a writer or reader in a time
+ * namespace with an offset finds the answer from the future or old. */
 
 #define MEMO_MAGIC "WDAUDIT\1"
 
@@ -391,8 +395,16 @@ int wd_probe_audit_memo_write(const char *boot_id, const struct wd_features *f,
 	cleanup_close int dfd = root_dir_open(path, &base);
 	if (dfd < 0)
 		return dfd;
+	/* judged before it is opened: a device node or a FIFO put there is
+	 * never opened for writing, a second link never written through */
+	struct stat st;
+	if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    (!S_ISREG(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022) ||
+	     st.st_nlink != 1))
+		return -EPERM;
 	cleanup_close int fd =
-	    openat(dfd, base, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	    openat(dfd, base,
+		   O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0 && errno == ENOENT) {
 		fd = openat(
 		    dfd, base,
@@ -402,11 +414,11 @@ int wd_probe_audit_memo_write(const char *boot_id, const struct wd_features *f,
 	}
 	if (fd < 0)
 		return errno == ELOOP ? -EPERM : -errno;
-	struct stat st;
 	if (fstat(fd, &st) < 0)
 		return -errno;
 	/* someone else's file: left alone (the reader refuses it too) */
-	if (!S_ISREG(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022))
+	if (!S_ISREG(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022) ||
+	    st.st_nlink != 1)
 		return -EPERM;
 	if (pwrite(fd, &m, sizeof(m), 0) != (ssize_t)sizeof(m))
 		return -EIO;

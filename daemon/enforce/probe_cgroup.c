@@ -215,7 +215,8 @@ static bool controllers_same(const struct wd_cgroup_layout *l)
 	return !strcmp(now, l->v2_controllers);
 }
 
-int wd_cgroup_layout_cached(const char *boot_id, struct wd_cgroup_layout *out)
+int wd_cgroup_layout_cached(const struct wd_probe_key *k,
+			    struct wd_cgroup_layout *out)
 {
 	char path[4096];
 	if (snprintf(path, sizeof(path), "%s/probe-cgroup", wd_runtime_dir()) >=
@@ -226,7 +227,8 @@ int wd_cgroup_layout_cached(const char *boot_id, struct wd_cgroup_layout *out)
 	if (wd_root_file_read(path, (void **)&c, &n, sizeof(*c)) == 0 &&
 	    n == sizeof(*c) && !memcmp(c->magic, WD_CGL_MAGIC, 8) &&
 	    c->layout_size == sizeof(c->lay) && wd_cgl_sum(c) == c->sum &&
-	    !strncmp(c->boot_id, boot_id, sizeof(c->boot_id))) {
+	    !strncmp(c->boot_id, k->boot_id, sizeof(c->boot_id)) &&
+	    !strncmp(c->build, k->build, sizeof(c->build))) {
 		uint64_t mnt[1 + WD_CG_NCTRL];
 		/* strings from the file bounded before any use */
 		c->lay.v2_root[sizeof(c->lay.v2_root) - 1] = 0;
@@ -244,14 +246,21 @@ int wd_cgroup_layout_cached(const char *boot_id, struct wd_cgroup_layout *out)
 	if (r < 0)
 		return r;
 	struct wd_cgl_file w;
+	struct wd_cgroup_layout again;
 	memset(&w, 0, sizeof(w));
 	memcpy(w.magic, WD_CGL_MAGIC, 8);
-	wd_strlcpy(w.boot_id, boot_id, sizeof(w.boot_id));
+	wd_strlcpy(w.boot_id, k->boot_id, sizeof(w.boot_id));
+	wd_strlcpy(w.build, k->build, sizeof(w.build));
 	w.layout_size = sizeof(w.lay);
 	w.lay = *out;
 	/* a kernel without unique mount ids keeps no file: mount ids are
-	 * reused, and a reused one would pass for the old mount */
-	if (cgl_ids(&w.lay, w.mnt) == 0) {
+	 * reused, and a reused one would pass for the old mount. The ids
+	 * are those of the mounts the layout names only if mountinfo still
+	 * reads the same after they were taken (a mount swapped in between
+	 * would be kept for the boot) */
+	if (cgl_ids(&w.lay, w.mnt) == 0 &&
+	    wd_cgroup_layout_detect(&again) == 0 &&
+	    !memcmp(&again, out, sizeof(again))) {
 		w.sum = wd_cgl_sum(&w);
 		(void)wd_root_file_write(path, &w, sizeof(w));
 	}

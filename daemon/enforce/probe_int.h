@@ -33,10 +33,11 @@ void wd_probe_audit(struct wd_features *f);
 void wd_probe_audit_note_at(uint64_t at_ns);
 
 /* probe_cgroup.c: <runtime dir>/probe-cgroup (wd_cgroup_layout_cached) */
-#define WD_CGL_MAGIC "WDCGLAY\1"
+#define WD_CGL_MAGIC "WDCGLAY\2"
 struct wd_cgl_file {
 	char magic[8];
 	char boot_id[40];
+	char build[96]; /* the writer's (wd_probe_key.build): its parser's */
 	uint32_t layout_size; /* sizeof(struct wd_cgroup_layout) */
 	/* unique mount ids: the v2 root's, then each v1_root's; 0 none */
 	uint64_t mnt[1 + WD_CG_NCTRL];

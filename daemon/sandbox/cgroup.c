@@ -408,7 +408,7 @@ static void *v1_main(void *arg)
 
 int wd_cgroup_create_begin(struct wd_cgroup *cg,
 			   const struct wd_cgroup_layout *lay, const char *id,
-			   const struct wd_cg_limits *lim,
+			   const struct wd_cg_limits *lim, bool threaded,
 			   struct wd_cgroup_job *job, struct wd_err *err)
 {
 	bool want[WD_CG_NCTRL] = {lim->memory_bytes > 0, lim->pids > 0,
@@ -422,6 +422,12 @@ int wd_cgroup_create_begin(struct wd_cgroup *cg,
 		return wd_err_set(err, -ENOTSUP,
 				  "cgroup: no cgroup v2 hierarchy on this node "
 				  "(needed for the call's identity and BPF)");
+	/* the v1 leaves are named from the job's copy: never a shorter one */
+	if (strlen(id) >= sizeof(job->id))
+		return wd_err_set(err, -ENAMETOOLONG,
+				  "cgroup: call id '%s' "
+				  "too long",
+				  id);
 	r = mkleaf(cg->v2, sizeof(cg->v2), lay->v2_root, id);
 	if (r < 0)
 		return wd_err_set(err, r, "cgroup '%s': cannot create: %s",
@@ -467,9 +473,15 @@ int wd_cgroup_create_begin(struct wd_cgroup *cg,
 	/* A v1 leaf to make (no spare) costs ~0.1 ms, the memory
 	 * controller's per-cpu state: made on a thread of its own while the
 	 * caller goes on with the call's set-up. It writes cg->v1 only. */
-	if (made && pthread_create(&job->t, NULL, v1_main, job) == 0)
-		job->running = true;
-	else
+	pthread_attr_t at;
+	if (made && threaded && pthread_attr_init(&at) == 0) {
+		/* a few pages of stack: paths, the limit writes */
+		if (pthread_attr_setstacksize(&at, 256 << 10) == 0 &&
+		    pthread_create(&job->t, &at, v1_main, job) == 0)
+			job->running = true;
+		pthread_attr_destroy(&at);
+	}
+	if (!job->running)
 		v1_leaves(job);
 	return 0;
 }
@@ -489,7 +501,7 @@ int wd_cgroup_create(struct wd_cgroup *cg, const struct wd_cgroup_layout *lay,
 		     struct wd_err *err)
 {
 	struct wd_cgroup_job job;
-	int r = wd_cgroup_create_begin(cg, lay, id, lim, &job, err);
+	int r = wd_cgroup_create_begin(cg, lay, id, lim, false, &job, err);
 	if (r == 0 && (r = wd_cgroup_create_end(&job, err)) < 0)
 		wd_cgroup_destroy(cg);
 	return r;

@@ -38,8 +38,9 @@ int wd_cgroup_create(struct wd_cgroup *cg, const struct wd_cgroup_layout *lay,
 		     const char *id, const struct wd_cg_limits *lim,
 		     struct wd_err *err);
 /* wd_cgroup_create in two steps: begin makes the v2 leaf (its id and fd
- * are set on return) and its v2 limits, and the v1 leaves on a thread of
- * its own when one must be made (no spare); end waits for those and
+ * are set on return) and its v2 limits, and the v1 leaves (on a thread of
+ * its own when `threaded` and one must be made: no spare); end waits for
+ * those and
  * returns their first error (the caller removes what was made, as with
  * any leaf: wd_cgroup_destroy). Between the two the caller may use the v2
  * leaf but not cg->v1, which the thread writes. */
@@ -49,14 +50,14 @@ struct wd_cgroup_job {
 	struct wd_cgroup *cg;
 	const struct wd_cgroup_layout *lay;
 	struct wd_cg_limits lim;
-	char id[40];
+	char id[64];
 	unsigned mask; /* the v1 controllers */
 	int rc;
 	struct wd_err err;
 };
 int wd_cgroup_create_begin(struct wd_cgroup *cg,
 			   const struct wd_cgroup_layout *lay, const char *id,
-			   const struct wd_cg_limits *lim,
+			   const struct wd_cg_limits *lim, bool threaded,
 			   struct wd_cgroup_job *job, struct wd_err *err);
 int wd_cgroup_create_end(struct wd_cgroup_job *job, struct wd_err *err);
 /* Move `pid` into every leaf. */

@@ -237,6 +237,9 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 			   .init_fd = -1};
 	struct wd_cgroup cg = {.v2_fd = -1};
 	struct wd_cgroup_job cgjob = {0}; /* the v1 leaves being made */
+	/* the keep-warm links are on: warden/ and warden/keep-warm stay at
+	 * our exit (set once the v1 leaves are known, at out:) */
+	bool keep_parents = false;
 	struct wd_egress *eg = NULL;
 	bool attached = false, routed = false;
 	struct wd_bpf_route route;
@@ -406,8 +409,8 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 	};
 	/* the v1 leaves are made while the rest is set up (cgroup.h),
 	 * waited for just before the spawn */
-	if ((r = wd_cgroup_create_begin(&cg, &f->cg, l.id, &lim, &cgjob, err)) <
-	    0)
+	if ((r = wd_cgroup_create_begin(&cg, &f->cg, l.id, &lim, true, &cgjob,
+					err)) < 0)
 		goto out;
 	wd_result_enf(res, "cgroup", "%s (memory %s, pids %s%s)",
 		      f->cg.hybrid ? "hybrid v1+v2" : "v2",
@@ -428,8 +431,7 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 		goto out;
 	}
 	char keep_dir[sizeof(f->cg.v2_root) + 24];
-	/* their parents kept at exit once the v1 leaves are known (below) */
-	bool keep_parents =
+	keep_parents =
 	    wd_cgroup_keep_dir(&f->cg, keep_dir, sizeof(keep_dir)) == 0 &&
 	    wd_egress_keep_warm(eg, keep_dir);
 	r = wd_egress_attach(eg, cg.v2_fd, cg.v2_id, m->net_allow,
@@ -593,8 +595,6 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 	/* the v1 leaves T joins first thing */
 	if ((r = wd_cgroup_create_end(&cgjob, err)) < 0)
 		goto out;
-	if (keep_parents)
-		wd_cgroup_parents_keep(&f->cg, &cg);
 	/* the network namespace begun above: the call's own (either tier
 	 * joins it as its first process starts: native_child.c) or the
 	 * shared one */
@@ -634,6 +634,8 @@ static int native_run(const struct wd_call *call, struct wd_result *res,
 out:
 	/* a step that failed while the v1 leaves were being made */
 	(void)wd_cgroup_create_end(&cgjob, NULL);
+	if (keep_parents)
+		wd_cgroup_parents_keep(&f->cg, &cg);
 	if (routed)
 		wd_bpf_route_del(&route);
 	if (l.lsm)

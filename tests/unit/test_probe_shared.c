@@ -21,6 +21,7 @@
 static char dir[] = "/tmp/warden-test-pshared.XXXXXX";
 static char memo[4200], cgl[4200];
 static const char *boot;
+static struct wd_probe_key key; /* this boot's and build's */
 
 /* ---- the audit answer ---------------------------------------------------- */
 
@@ -134,9 +135,22 @@ static void test_memo(void)
 	fd = open(memo, O_WRONLY | O_APPEND);
 	r = write(fd, "trailing garbage", 16);
 	close(fd);
+	struct stat before;
+	stat(memo, &before);
 	r = wd_probe_audit_memo_write(boot, &g, t0);
-	T_OK(r == 0 && mrd(t0 + 1000, &f, &at) == 0 && f.audit_enabled == 1,
+	T_OK(r == 0 && mrd(t0 + 1000, &f, &at) == 0 && f.audit_enabled == 1 &&
+		 stat(memo, &st) == 0 && st.st_ino == before.st_ino,
 	     "memo_rewritten_in_place", "r %d enabled %d", r, f.audit_enabled);
+	/* a second link to it: never written through */
+	char other_link[4300];
+	snprintf(other_link, sizeof(other_link), "%s.link", memo);
+	mfresh(t0);
+	r = link(memo, other_link);
+	int wl = wd_probe_audit_memo_write(boot, &g, t0);
+	T_OK(r == 0 && wl == -EPERM && mrd(t0 + 1000, &f, &at) == 0 &&
+		 f.audit_enabled == 7,
+	     "memo_hard_link_not_written", "setup %d write %d", r, wl);
+	unlink(other_link);
 
 	/* whatever changes the audit state removes it */
 	wd_probe_audit_memo_forget();
@@ -184,22 +198,28 @@ static void test_layout(void)
 		T_SKIP("cgl", "no cgroup2 mount here (%d)", r);
 		return;
 	}
-	r = wd_cgroup_layout_cached(boot, &got);
+	r = wd_cgroup_layout_cached(&key, &got);
 	struct stat st;
-	bool unique = stat(cgl, &st) == 0;
 	T_OK(r == 0 && !memcmp(&got, &want, sizeof(got)), "cgl_first_detected",
 	     "r %d: differs from mountinfo's", r);
+	/* whether this kernel has unique mount ids, asked here */
+	struct statx sx;
+	bool unique = statx(AT_FDCWD, want.v2_root, AT_SYMLINK_NOFOLLOW,
+			    0x4000U /* STATX_MNT_ID_UNIQUE */, &sx) == 0 &&
+		      (sx.stx_mask & 0x4000U);
 	if (!unique) {
 		/* kernels before 6.8: mount ids are reused, nothing kept */
-		T_SKIP("cgl_kept", "no unique mount ids (before 6.8): no file");
+		T_OK(stat(cgl, &st) < 0, "cgl_none_without_unique_ids",
+		     "a file was kept");
 		return;
 	}
+	T_OK(stat(cgl, &st) == 0, "cgl_kept", "no file written");
 	T_OK(st.st_uid == 0 && (st.st_mode & 0777) == 0644,
 	     "cgl_written_root_0644", "uid %u mode %o", st.st_uid,
 	     st.st_mode & 0777);
 	/* control: the same mounts, the file is taken */
 	r = cgl_mark();
-	T_OK(r == 0 && wd_cgroup_layout_cached(boot, &got) == 0 &&
+	T_OK(r == 0 && wd_cgroup_layout_cached(&key, &got) == 0 &&
 		 got.n_v1 == 77,
 	     "cgl_control_taken", "n_v1 %d (setup %d)", got.n_v1, r);
 
@@ -210,42 +230,54 @@ static void test_layout(void)
 	c.lay.n_v1 = 77;
 	c.mnt[0] ^= 1;
 	r = r || cgl_store(&c);
-	T_OK(r == 0 && wd_cgroup_layout_cached(boot, &got) == 0 &&
+	T_OK(r == 0 && wd_cgroup_layout_cached(&key, &got) == 0 &&
 		 !memcmp(&got, &want, sizeof(got)),
 	     "cgl_other_mount_detected", "n_v1 %d (setup %d)", got.n_v1, r);
 	r = cgl_mark();
-	T_OK(r == 0 && wd_cgroup_layout_cached(boot, &got) == 0 &&
+	T_OK(r == 0 && wd_cgroup_layout_cached(&key, &got) == 0 &&
 		 got.n_v1 == 77,
 	     "cgl_rewritten_taken", "n_v1 %d", got.n_v1);
 	/* the v2 root's controllers read otherwise: detected */
 	r = cgl_load(&c);
 	wd_strlcpy(c.lay.v2_controllers, "bogus", sizeof(c.lay.v2_controllers));
 	r = r || cgl_store(&c);
-	T_OK(r == 0 && wd_cgroup_layout_cached(boot, &got) == 0 &&
+	T_OK(r == 0 && wd_cgroup_layout_cached(&key, &got) == 0 &&
 		 !memcmp(&got, &want, sizeof(got)),
 	     "cgl_other_controllers_detected", "v2 '%s'", got.v2_controllers);
-	/* another boot's, not root's, damaged: detected */
-	const char *b = boot;
+	/* another boot's or build's, not root's, damaged: detected */
+	struct wd_probe_key k2 = key;
 	r = cgl_mark();
-	boot = "00000000-0000-0000-0000-000000000000";
-	T_OK(wd_cgroup_layout_cached(boot, &got) == 0 && got.n_v1 != 77,
+	wd_strlcpy(k2.boot_id, "00000000-0000-0000-0000-000000000000",
+		   sizeof(k2.boot_id));
+	T_OK(r == 0 && wd_cgroup_layout_cached(&k2, &got) == 0 &&
+		 got.n_v1 != 77,
 	     "cgl_other_boot_detected", "taken");
-	boot = b;
+	/* the file is ours again (this boot's), then another build asks */
+	r = wd_cgroup_layout_cached(&key, &got) || cgl_mark();
+	k2 = key;
+	wd_strlcpy(k2.build, "gnu:00", sizeof(k2.build));
+	T_OK(r == 0 && wd_cgroup_layout_cached(&k2, &got) == 0 &&
+		 got.n_v1 != 77,
+	     "cgl_other_build_detected", "taken");
+	r = wd_cgroup_layout_cached(&key, &got) || cgl_mark();
+	T_OK(r == 0 && wd_cgroup_layout_cached(&key, &got) == 0 &&
+		 got.n_v1 == 77,
+	     "cgl_ours_again_taken", "n_v1 %d (setup %d)", got.n_v1, r);
 	r = cgl_mark() || chown(cgl, 65534, 65534);
-	T_OK(r == 0 && wd_cgroup_layout_cached(boot, &got) == 0 &&
+	T_OK(r == 0 && wd_cgroup_layout_cached(&key, &got) == 0 &&
 		 got.n_v1 != 77,
 	     "cgl_not_root_detected", "taken (setup %d)", r);
-	r = cgl_mark();
-	int fd = open(cgl, O_RDWR);
-	char ch;
-	if (pread(fd, &ch, 1, 100) == 1) {
-		ch ^= 0x20;
-		r = pwrite(fd, &ch, 1, 100) != 1;
-	}
-	close(fd);
-	T_OK(wd_cgroup_layout_cached(boot, &got) == 0 && got.n_v1 != 77 &&
-		 !memcmp(&got, &want, sizeof(got)),
-	     "cgl_damaged_detected", "taken");
+	/* a field only the checksum covers (n_v1 is not a mount) changed
+	 * without it: detected */
+	r = wd_cgroup_layout_cached(&key, &got) || cgl_load(&c);
+	c.lay.n_v1 = 77;
+	int fd = open(cgl, O_WRONLY | O_TRUNC);
+	r = r || fd < 0 || write(fd, &c, sizeof(c)) != (ssize_t)sizeof(c);
+	if (fd >= 0)
+		close(fd);
+	T_OK(r == 0 && wd_cgroup_layout_cached(&key, &got) == 0 &&
+		 got.n_v1 != 77 && !memcmp(&got, &want, sizeof(got)),
+	     "cgl_damaged_detected", "taken (setup %d)", r);
 
 	/* the real kernel: in a mount namespace of its own (copies of the
 	 * same mounts: new mounts) the file of the host's is not taken */
@@ -261,7 +293,7 @@ static void test_layout(void)
 		struct wd_cgroup_layout l;
 		int n = -1;
 		if (unshare(CLONE_NEWNS) == 0 &&
-		    wd_cgroup_layout_cached(boot, &l) == 0)
+		    wd_cgroup_layout_cached(&key, &l) == 0)
 			n = l.n_v1;
 		_exit(write(p[1], &n, sizeof(n)) == sizeof(n) ? 0 : 1);
 	}
@@ -298,7 +330,8 @@ int main(void)
 		T_FAIL("probe_shared_key", "no boot id");
 		return T_DONE();
 	}
-	boot = k.boot_id;
+	key = k;
+	boot = key.boot_id;
 	test_memo();
 	test_layout();
 	wd_rm_rf(dir);
