@@ -32,7 +32,12 @@ agent loop10 loop10 '[echo]' 50
 agent one one '[echo]'
 agent gate gate '[gated]'
 write_gateway
-MPORT=$((20000 + RANDOM % 20000))
+# below the ephemeral range: a port an earlier bench's connections hold
+# as their local end (20000-40000 reached into 32768-60999) made the
+# daemon's metrics bind fail (a warning; no /metrics, no overhead figure)
+lo=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null)
+lo=${lo:-32768}
+MPORT=$((10000 + RANDOM % (lo > 12000 ? lo - 11000 : 1000)))
 start_daemon --metrics "127.0.0.1:$MPORT" --workers 64 || exit 1
 # a family's sum over its label sets
 metric() { curl -s "http://127.0.0.1:$MPORT/metrics" | awk -v k="$1" '$1==k || index($1, k "{")==1 {s+=$2; n++} END{if (n) printf "%.9f\n", s}'; }
