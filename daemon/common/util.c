@@ -7,6 +7,7 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <zlib.h>
 
 int wd_err_set(struct wd_err *err, int code, const char *fmt, ...)
 {
@@ -302,4 +303,27 @@ void wd_buf_free(struct wd_buf *b)
 	free(b->data);
 	b->data = NULL;
 	b->len = b->cap = 0;
+}
+
+uint32_t wd_crc32(const void *p, size_t len)
+{
+	return (uint32_t)crc32(crc32(0L, Z_NULL, 0), (const Bytef *)p,
+			       (uInt)len);
+}
+
+int wd_thread_start(pthread_t *t, size_t stack, bool detached,
+		    void *(*fn)(void *), void *arg)
+{
+	pthread_attr_t at;
+	int e = pthread_attr_init(&at);
+	if (e)
+		return e;
+	if ((stack && (e = pthread_attr_setstacksize(&at, stack))) ||
+	    (detached &&
+	     (e = pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED))))
+		goto out;
+	e = pthread_create(t, &at, fn, arg);
+out:
+	pthread_attr_destroy(&at);
+	return e;
 }

@@ -13,6 +13,7 @@
 #define WD_UTIL_H
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -96,7 +97,15 @@ int wd_write_all(int fd, const void *buf, size_t len);
 const char *wd_runtime_dir(void);
 
 /* Monotonic and wall clocks. */
-uint64_t wd_now_ns(void);  /* CLOCK_MONOTONIC */
+uint64_t wd_now_ns(void); /* CLOCK_MONOTONIC */
+/* crc32 (zlib) of len bytes: what the node's cache files carry to catch a
+ * torn or damaged file (not a forged one: their owner and mode checks). */
+uint32_t wd_crc32(const void *p, size_t len);
+/* pthread_create on a stack of `stack` bytes (0: glibc's 8 MB), detached
+ * or joinable: 0 or pthread_create's error. A small stack spares the
+ * exiting thread handing back (madvise) a mostly untouched 8 MB. */
+int wd_thread_start(pthread_t *t, size_t stack, bool detached,
+		    void *(*fn)(void *), void *arg);
 uint64_t wd_wall_ns(void); /* CLOCK_REALTIME */
 void wd_iso8601(uint64_t wall_ns, char *buf, size_t len);
 

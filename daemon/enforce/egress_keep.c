@@ -87,7 +87,7 @@ static bool keep_attached(int cfd, uint32_t id, enum bpf_attach_type at)
 	uint32_t ids[16], n = WD_ARRAY_SIZE(ids), fl = 0;
 	if (bpf_prog_query(cfd, at, 0, &fl, ids, &n) < 0)
 		return false;
-	for (uint32_t i = 0; i < n && i < WD_ARRAY_SIZE(ids); i++)
+	for (uint32_t i = 0; i < n; i++) /* n <= the array's on success */
 		if (ids[i] == id)
 			return true;
 	return false;

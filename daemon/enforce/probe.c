@@ -378,18 +378,13 @@ static void *audit_main(void *arg)
 
 static void audit_begin(struct wd_features *f)
 {
-	pthread_attr_t at;
 	f->audit = false;
 	f->audit_enabled = -1;
 	f->audit_err = -EINPROGRESS;
 	pthread_t t;
 	g_audit_f = *f;
 	g_audit_running =
-	    pthread_attr_init(&at) == 0 &&
-	    pthread_attr_setstacksize(&at, 64 * 1024) == 0 &&
-	    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED) == 0 &&
-	    pthread_create(&t, &at, audit_main, NULL) == 0;
-	pthread_attr_destroy(&at);
+	    wd_thread_start(&t, 64 * 1024, true, audit_main, NULL) == 0;
 	if (!g_audit_running)
 		audit_ask(f);
 }

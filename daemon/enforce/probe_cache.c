@@ -30,7 +30,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
-#include <zlib.h>
 
 #define CACHE_MAGIC   "WDPROBE\1"
 #define CACHE_VERSION 2u
@@ -48,10 +47,15 @@ struct cache_file {
 	uint32_t sum;
 };
 
+int wd_probe_runtime_path(char *out, size_t len, const char *name)
+{
+	int n = snprintf(out, len, "%s/%s", wd_runtime_dir(), name);
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
 int wd_probe_cache_path(char *out, size_t len)
 {
-	int n = snprintf(out, len, "%s/probe-kernel", wd_runtime_dir());
-	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+	return wd_probe_runtime_path(out, len, "probe-kernel");
 }
 
 /* The running executable's GNU build id, as hex. */
@@ -145,8 +149,7 @@ int wd_probe_key_now(struct wd_probe_key *k)
 
 static uint32_t checksum(const struct cache_file *c)
 {
-	return (uint32_t)crc32(crc32(0L, Z_NULL, 0), (const Bytef *)c,
-			       offsetof(struct cache_file, sum));
+	return wd_crc32(c, offsetof(struct cache_file, sum));
 }
 
 /* The directory holding path, opened (not followed if it is a symlink)
@@ -189,6 +192,12 @@ static int root_dir_open(const char *path, const char **base)
 	return dfd;
 }
 
+/* A file we trust: regular, root's, that only root can write. */
+static bool root_file_ok(const struct stat *st)
+{
+	return S_ISREG(st->st_mode) && st->st_uid == 0 && !(st->st_mode & 022);
+}
+
 int wd_root_file_read(const char *path, void **out, size_t *len, size_t max)
 {
 	*out = NULL;
@@ -205,7 +214,7 @@ int wd_root_file_read(const char *path, void **out, size_t *len, size_t max)
 	struct stat st;
 	if (fstat(fd, &st) < 0)
 		return -errno;
-	if (!S_ISREG(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022))
+	if (!root_file_ok(&st))
 		return -EPERM;
 	if (st.st_size <= 0 || (size_t)st.st_size > max)
 		return -EINVAL;
@@ -339,16 +348,9 @@ struct audit_memo {
 	uint32_t sum;
 };
 
-static int memo_path(char *out, size_t len)
-{
-	int n = snprintf(out, len, "%s/probe-audit", wd_runtime_dir());
-	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
-}
-
 static uint32_t memo_sum(const struct audit_memo *m)
 {
-	return (uint32_t)crc32(crc32(0L, Z_NULL, 0), (const Bytef *)m,
-			       offsetof(struct audit_memo, sum));
+	return wd_crc32(m, offsetof(struct audit_memo, sum));
 }
 
 int wd_probe_audit_memo_read(const char *boot_id, uint64_t now,
@@ -357,7 +359,7 @@ int wd_probe_audit_memo_read(const char *boot_id, uint64_t now,
 	char path[4096];
 	cleanup_free struct audit_memo *m = NULL;
 	size_t n;
-	int r = memo_path(path, sizeof(path));
+	int r = wd_probe_runtime_path(path, sizeof(path), "probe-audit");
 	if (r < 0 ||
 	    (r = wd_root_file_read(path, (void **)&m, &n, sizeof(*m))) < 0)
 		return r;
@@ -389,7 +391,7 @@ int wd_probe_audit_memo_write(const char *boot_id, const struct wd_features *f,
 	m.sum = memo_sum(&m);
 	char path[4096];
 	const char *base;
-	int r = memo_path(path, sizeof(path));
+	int r = wd_probe_runtime_path(path, sizeof(path), "probe-audit");
 	if (r < 0)
 		return r;
 	cleanup_close int dfd = root_dir_open(path, &base);
@@ -399,8 +401,7 @@ int wd_probe_audit_memo_write(const char *boot_id, const struct wd_features *f,
 	 * never opened for writing, a second link never written through */
 	struct stat st;
 	if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-	    (!S_ISREG(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022) ||
-	     st.st_nlink != 1))
+	    (!root_file_ok(&st) || st.st_nlink != 1))
 		return -EPERM;
 	cleanup_close int fd =
 	    openat(dfd, base,
@@ -417,8 +418,7 @@ int wd_probe_audit_memo_write(const char *boot_id, const struct wd_features *f,
 	if (fstat(fd, &st) < 0)
 		return -errno;
 	/* someone else's file: left alone (the reader refuses it too) */
-	if (!S_ISREG(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022) ||
-	    st.st_nlink != 1)
+	if (!root_file_ok(&st) || st.st_nlink != 1)
 		return -EPERM;
 	if (pwrite(fd, &m, sizeof(m), 0) != (ssize_t)sizeof(m))
 		return -EIO;
@@ -431,7 +431,7 @@ void wd_probe_audit_memo_forget(void)
 {
 	char path[4096];
 	const char *base;
-	if (memo_path(path, sizeof(path)) < 0)
+	if (wd_probe_runtime_path(path, sizeof(path), "probe-audit") < 0)
 		return;
 	cleanup_close int dfd = root_dir_open(path, &base);
 	if (dfd >= 0)

@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <zlib.h>
 
 /* ---- cgroups ----------------------------------------------------------- */
 
@@ -163,12 +162,6 @@ int wd_cgroup_layout_detect(struct wd_cgroup_layout *out)
 #define STATX_ATTR_MOUNT_ROOT 0x00002000
 #endif
 
-uint32_t wd_cgl_sum(const struct wd_cgl_file *c)
-{
-	return (uint32_t)crc32(crc32(0L, Z_NULL, 0), (const Bytef *)c,
-			       offsetof(struct wd_cgl_file, sum));
-}
-
 /* The never-reused id of the mount whose root path is, or -errno
  * (-ENOTSUP: no such id on this kernel, or path not a mount's root). */
 static int mount_id(const char *path, uint64_t *id)
@@ -219,14 +212,14 @@ int wd_cgroup_layout_cached(const struct wd_probe_key *k,
 			    struct wd_cgroup_layout *out)
 {
 	char path[4096];
-	if (snprintf(path, sizeof(path), "%s/probe-cgroup", wd_runtime_dir()) >=
-	    (int)sizeof(path))
+	if (wd_probe_runtime_path(path, sizeof(path), "probe-cgroup") < 0)
 		return wd_cgroup_layout_detect(out);
 	cleanup_free struct wd_cgl_file *c = NULL;
 	size_t n;
 	if (wd_root_file_read(path, (void **)&c, &n, sizeof(*c)) == 0 &&
 	    n == sizeof(*c) && !memcmp(c->magic, WD_CGL_MAGIC, 8) &&
-	    c->layout_size == sizeof(c->lay) && wd_cgl_sum(c) == c->sum &&
+	    c->layout_size == sizeof(c->lay) &&
+	    wd_crc32(c, offsetof(struct wd_cgl_file, sum)) == c->sum &&
 	    !strncmp(c->boot_id, k->boot_id, sizeof(c->boot_id)) &&
 	    !strncmp(c->build, k->build, sizeof(c->build))) {
 		uint64_t mnt[1 + WD_CG_NCTRL];
@@ -261,7 +254,7 @@ int wd_cgroup_layout_cached(const struct wd_probe_key *k,
 	if (cgl_ids(&w.lay, w.mnt) == 0 &&
 	    wd_cgroup_layout_detect(&again) == 0 &&
 	    !memcmp(&again, out, sizeof(again))) {
-		w.sum = wd_cgl_sum(&w);
+		w.sum = wd_crc32(&w, offsetof(struct wd_cgl_file, sum));
 		(void)wd_root_file_write(path, &w, sizeof(w));
 	}
 	return 0;

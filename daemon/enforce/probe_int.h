@@ -8,6 +8,10 @@
 
 #include "enforce/probe.h"
 
+/* probe_cache.c: <runtime dir>/NAME, the probe's files. 0 or
+ * -ENAMETOOLONG. */
+int wd_probe_runtime_path(char *out, size_t len, const char *name);
+
 /* probe.c: helpers */
 /* Wait for a probe child, killing it after timeout_ms. Returns the wait
  * status, or -ETIMEDOUT / -errno. */
@@ -42,9 +46,8 @@ struct wd_cgl_file {
 	/* unique mount ids: the v2 root's, then each v1_root's; 0 none */
 	uint64_t mnt[1 + WD_CG_NCTRL];
 	struct wd_cgroup_layout lay;
-	uint32_t sum; /* crc32 of the above: torn, not forged */
+	uint32_t sum; /* wd_crc32 of the above: torn, not forged */
 };
-uint32_t wd_cgl_sum(const struct wd_cgl_file *c);
 
 /* probe_runsc.c */
 /* Find runsc and its version; take the `runsc do` result from the cache

@@ -46,11 +46,6 @@ static void lib_version(char out[32])
 		 v ? v->micro : 0);
 }
 
-static uint32_t file_sum(const void *f, size_t len)
-{
-	return (uint32_t)crc32(crc32(0L, Z_NULL, 0), f, (uInt)len);
-}
-
 /* <runtime dir>/seccomp/<name>; the probe's key, or NULL: no file cache
  * (not root, no key) */
 static const struct wd_probe_key *file_path(const char *key, size_t key_len,
@@ -60,7 +55,7 @@ static const struct wd_probe_key *file_path(const char *key, size_t key_len,
 	if (!pk)
 		return NULL;
 	int n = snprintf(out, len, "%s/seccomp/%08x-%zu", wd_runtime_dir(),
-			 file_sum(key, key_len), key_len);
+			 wd_crc32(key, key_len), key_len);
 	return n < 0 || (size_t)n >= len ? NULL : pk;
 }
 
@@ -97,7 +92,7 @@ int wd_seccomp_file_get(const char *key, size_t key_len,
 		return -EINVAL;
 	uint32_t sum = h.sum;
 	memset(b + offsetof(struct sc_head, sum), 0, sizeof(h.sum));
-	if (file_sum(b, n) != sum)
+	if (wd_crc32(b, n) != sum)
 		return -EINVAL;
 	/* another boot, kernel, build or libseccomp, or another key under
 	 * the same name: every byte compared */
@@ -131,7 +126,7 @@ void wd_seccomp_file_put(const char *key, size_t key_len,
 	memcpy(b, &h, sizeof(h));
 	memcpy(b + sizeof(h), key, key_len);
 	memcpy(b + sizeof(h) + key_len, p->prog.filter, sz);
-	h.sum = file_sum(b, n);
+	h.sum = wd_crc32(b, n);
 	memcpy(b + offsetof(struct sc_head, sum), &h.sum, sizeof(h.sum));
 	int r = wd_root_file_write(path, b, n);
 	if (r < 0) /* only slower: the next process builds it again */

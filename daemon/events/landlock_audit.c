@@ -238,6 +238,9 @@ static int audit_get_enabled(int fd)
 
 static int audit_set_enabled(int fd, uint32_t on)
 {
+	/* the answer one-shot calls share (enforce/probe.h) is about to be
+	 * wrong: gone first, whether the kernel takes the change or not */
+	wd_probe_audit_memo_forget();
 	struct audit_status st = {0};
 	st.mask = AUDIT_STATUS_ENABLED;
 	st.enabled = on;
@@ -355,8 +358,6 @@ int wd_landlock_audit_open(struct wd_landlock_audit **out, bool enable_audit,
 					  "on this node: no Landlock records");
 		}
 		int rc = with_ctl(audit_set_enabled, 1);
-		/* the answer one-shot calls share is "off": no longer */
-		wd_probe_audit_memo_forget();
 		if (rc) {
 			wd_landlock_audit_close(a);
 			return wd_err_set(err, rc,
@@ -643,10 +644,8 @@ int wd_landlock_audit_barrier(struct wd_landlock_audit *a, const char *tag,
 
 static void reader_free(struct wd_landlock_audit *a)
 {
-	if (a->prev_enabled == 0) {
+	if (a->prev_enabled == 0)
 		with_ctl(audit_set_enabled, 0);
-		wd_probe_audit_memo_forget();
-	}
 	if (a->fd >= 0)
 		close(a->fd);
 	free(a->buf);

@@ -425,9 +425,7 @@ int wd_cgroup_create_begin(struct wd_cgroup *cg,
 	/* the v1 leaves are named from the job's copy: never a shorter one */
 	if (strlen(id) >= sizeof(job->id))
 		return wd_err_set(err, -ENAMETOOLONG,
-				  "cgroup: call id '%s' "
-				  "too long",
-				  id);
+				  "cgroup: call id '%s' too long", id);
 	r = mkleaf(cg->v2, sizeof(cg->v2), lay->v2_root, id);
 	if (r < 0)
 		return wd_err_set(err, r, "cgroup '%s': cannot create: %s",
@@ -473,14 +471,10 @@ int wd_cgroup_create_begin(struct wd_cgroup *cg,
 	/* A v1 leaf to make (no spare) costs ~0.1 ms, the memory
 	 * controller's per-cpu state: made on a thread of its own while the
 	 * caller goes on with the call's set-up. It writes cg->v1 only. */
-	pthread_attr_t at;
-	if (made && threaded && pthread_attr_init(&at) == 0) {
-		/* a few pages of stack: paths, the limit writes */
-		if (pthread_attr_setstacksize(&at, 256 << 10) == 0 &&
-		    pthread_create(&job->t, &at, v1_main, job) == 0)
-			job->running = true;
-		pthread_attr_destroy(&at);
-	}
+	/* (a few pages of stack: paths, the limit writes) */
+	job->running =
+	    made && threaded &&
+	    wd_thread_start(&job->t, 256 << 10, false, v1_main, job) == 0;
 	if (!job->running)
 		v1_leaves(job);
 	return 0;

@@ -40,9 +40,8 @@ int wd_cgroup_create(struct wd_cgroup *cg, const struct wd_cgroup_layout *lay,
 /* wd_cgroup_create in two steps: begin makes the v2 leaf (its id and fd
  * are set on return) and its v2 limits, and the v1 leaves (on a thread of
  * its own when `threaded` and one must be made: no spare); end waits for
- * those and
- * returns their first error (the caller removes what was made, as with
- * any leaf: wd_cgroup_destroy). Between the two the caller may use the v2
+ * those and returns their first error (the caller removes what was made, as
+ * with any leaf: wd_cgroup_destroy). Between the two the caller may use the v2
  * leaf but not cg->v1, which the thread writes. */
 struct wd_cgroup_job {
 	pthread_t t;

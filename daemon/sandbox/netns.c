@@ -48,15 +48,7 @@ static void *mk_main(void *arg)
 static void job_start(struct wd_netns_job *j, void *(*fn)(void *))
 {
 	*j = (struct wd_netns_job){.fd = -EINVAL, .step = "thread"};
-	pthread_attr_t at;
-	bool attr = pthread_attr_init(&at) == 0;
-	if (attr && pthread_attr_setstacksize(&at, JOB_STACK) != 0) {
-		pthread_attr_destroy(&at);
-		attr = false;
-	}
-	int e = pthread_create(&j->t, attr ? &at : NULL, fn, j);
-	if (attr)
-		pthread_attr_destroy(&at);
+	int e = wd_thread_start(&j->t, JOB_STACK, false, fn, j);
 	if (e)
 		j->fd = -e;
 	j->running = e == 0;

@@ -72,16 +72,11 @@ static bool start_locked(void)
 	if (failed)
 		return false;
 	pthread_t th;
-	pthread_attr_t at;
 	sigset_t all, old;
 	/* signals stay with the process's own threads */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
-	pthread_attr_init(&at);
-	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&at, 256 << 10);
-	int r = pthread_create(&th, &at, reaper_main, NULL);
-	pthread_attr_destroy(&at);
+	int r = wd_thread_start(&th, 256 << 10, true, reaper_main, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (r != 0 || atexit(drain_at_exit) != 0) {
 		/* without the exit drain a job could be lost: inline only */

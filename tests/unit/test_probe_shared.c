@@ -13,6 +13,7 @@
 #include "enforce/probe_int.h"
 
 #include <fcntl.h>
+#include <stddef.h>
 #include <sched.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -171,7 +172,7 @@ static int cgl_load(struct wd_cgl_file *c)
 
 static int cgl_store(struct wd_cgl_file *c)
 {
-	c->sum = wd_cgl_sum(c);
+	c->sum = wd_crc32(c, offsetof(struct wd_cgl_file, sum));
 	int fd = open(cgl, O_WRONLY | O_TRUNC);
 	ssize_t n = fd < 0 ? -1 : write(fd, c, sizeof(*c));
 	if (fd >= 0)
