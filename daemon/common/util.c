@@ -327,3 +327,55 @@ out:
 	pthread_attr_destroy(&at);
 	return e;
 }
+
+static void *aside_main(void *arg)
+{
+	struct wd_aside *a = arg;
+	__atomic_store_n(&a->started, 1, __ATOMIC_RELEASE);
+	/* placed aside to start at once, not kept there: a job that blocks
+	 * (a cgroup mkdir, an RCU wait) may wake on any CPU of the caller's */
+	(void)sched_setaffinity(0, sizeof(a->cpus), &a->cpus);
+	return a->fn(a->arg);
+}
+
+int wd_aside_start(struct wd_aside *a, size_t stack, void *(*fn)(void *),
+		   void *arg)
+{
+	pthread_attr_t at;
+	*a = (struct wd_aside){.fn = fn, .arg = arg};
+	int e = pthread_attr_init(&at);
+	if (e)
+		return e;
+	if (stack && (e = pthread_attr_setstacksize(&at, stack)))
+		goto out;
+	int me = sched_getcpu();
+	if (me >= 0 && sched_getaffinity(0, sizeof(a->cpus), &a->cpus) == 0 &&
+	    CPU_COUNT(&a->cpus) > 1 && CPU_ISSET(me, &a->cpus)) {
+		cpu_set_t other = a->cpus;
+		CPU_CLR(me, &other);
+		/* glibc sets it before the thread runs its first instruction */
+		if ((e = pthread_attr_setaffinity_np(&at, sizeof(other),
+						     &other)))
+			goto out;
+	} else {
+		CPU_ZERO(&a->cpus); /* no aside: nothing to give back */
+	}
+	e = pthread_create(&a->t, &at, aside_main, a);
+out:
+	pthread_attr_destroy(&at);
+	return e;
+}
+
+void *wd_aside_join(struct wd_aside *a)
+{
+	void *ret = NULL;
+	/* still waiting for the other CPUs (busy): ours, about to block in
+	 * the join, may take it as well. Had it started and exited since we
+	 * looked, glibc would set the caller's own CPUs to the caller's CPUs:
+	 * nothing changes. */
+	if (CPU_COUNT(&a->cpus) &&
+	    !__atomic_load_n(&a->started, __ATOMIC_ACQUIRE))
+		(void)pthread_setaffinity_np(a->t, sizeof(a->cpus), &a->cpus);
+	pthread_join(a->t, &ret);
+	return ret;
+}

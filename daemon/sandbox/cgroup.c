@@ -472,9 +472,8 @@ int wd_cgroup_create_begin(struct wd_cgroup *cg,
 	 * controller's per-cpu state: made on a thread of its own while the
 	 * caller goes on with the call's set-up. It writes cg->v1 only. */
 	/* (a few pages of stack: paths, the limit writes) */
-	job->running =
-	    made && threaded &&
-	    wd_thread_start(&job->t, 256 << 10, false, v1_main, job) == 0;
+	job->running = made && threaded &&
+		       wd_aside_start(&job->t, 256 << 10, v1_main, job) == 0;
 	if (!job->running)
 		v1_leaves(job);
 	return 0;
@@ -483,7 +482,7 @@ int wd_cgroup_create_begin(struct wd_cgroup *cg,
 int wd_cgroup_create_end(struct wd_cgroup_job *job, struct wd_err *err)
 {
 	if (job->running)
-		pthread_join(job->t, NULL);
+		wd_aside_join(&job->t);
 	job->running = false;
 	if (job->rc && err)
 		*err = job->err;

@@ -44,7 +44,7 @@ int wd_cgroup_create(struct wd_cgroup *cg, const struct wd_cgroup_layout *lay,
  * with any leaf: wd_cgroup_destroy). Between the two the caller may use the v2
  * leaf but not cg->v1, which the thread writes. */
 struct wd_cgroup_job {
-	pthread_t t;
+	struct wd_aside t;
 	bool running;
 	struct wd_cgroup *cg;
 	const struct wd_cgroup_layout *lay;

@@ -133,10 +133,10 @@ static void teardown_run(void *arg)
 	 * joined before the call directory (tier 2's mounts are under no
 	 * directory of the call's, but nothing of the call's is given back
 	 * while its mounts may still be there) */
-	pthread_t closer;
+	struct wd_aside closer;
 	bool closing = false;
 	if (t->mntns >= 0) {
-		closing = pthread_create(&closer, NULL, close_main,
+		closing = wd_aside_start(&closer, 64 << 10, close_main,
 					 (void *)(intptr_t)t->mntns) == 0;
 		if (!closing)
 			close(t->mntns);
@@ -160,7 +160,7 @@ static void teardown_run(void *arg)
 	else if (t->eg)
 		wd_egress_detach(t->eg, t->cgid);
 	if (closing)
-		pthread_join(closer, NULL);
+		wd_aside_join(&closer);
 	/* kept as the next call's, else removed */
 	if (t->calldir[0] && t->ownerfd >= 0 &&
 	    wd_sandbox_spare_calldir(t->calldir, t->ownerfd))

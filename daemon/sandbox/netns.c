@@ -48,7 +48,7 @@ static void *mk_main(void *arg)
 static void job_start(struct wd_netns_job *j, void *(*fn)(void *))
 {
 	*j = (struct wd_netns_job){.fd = -EINVAL, .step = "thread"};
-	int e = wd_thread_start(&j->t, JOB_STACK, false, fn, j);
+	int e = wd_aside_start(&j->t, JOB_STACK, fn, j);
 	if (e)
 		j->fd = -e;
 	j->running = e == 0;
@@ -62,7 +62,7 @@ void wd_netns_begin(struct wd_netns_job *j)
 int wd_netns_end(struct wd_netns_job *j, struct wd_err *err)
 {
 	if (j->running)
-		pthread_join(j->t, NULL);
+		wd_aside_join(&j->t);
 	j->running = false;
 	if (j->fd < 0)
 		return wd_err_set(err, j->fd,

@@ -82,7 +82,7 @@
  * is then off the call's path on a machine with a second core): begin,
  * then end for its fd. Every begin needs its end. */
 struct wd_netns_job {
-	pthread_t t;
+	struct wd_aside t;
 	bool running; /* the thread was started and not yet joined */
 	int fd;	      /* the namespace, or -errno */
 	const char *step;
