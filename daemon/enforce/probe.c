@@ -403,21 +403,37 @@ static void do_probe(void)
 	memset(f, 0, sizeof(*f));
 	/* only root's probe is cached: the file is root's, and a non-root
 	 * caller's answers (no BPF, fewer namespaces) are not the node's */
-	bool cacheable = geteuid() == 0 && wd_probe_key_now(&key) == 0 &&
+	/* a one-shot call decides nothing on the namespace answers: it
+	 * leaves their sysctls out of the key it looks for */
+	bool cacheable = geteuid() == 0 &&
+			 (g_one_call ? wd_probe_key_base(&key)
+				     : wd_probe_key_now(&key)) == 0 &&
 			 wd_probe_cache_path(path, sizeof(path)) == 0;
 	int r = cacheable ? wd_probe_cache_read(path, &key, f) : -ENOENT;
 	if (cacheable) {
 		g_key = key;
+		memset(g_key.sysctl, 0, sizeof(g_key.sysctl));
 		g_key_ok = true;
 	}
 	if (r == 0) {
 		f->from_cache = true;
+		if (!key.sysctl[0]) {
+			/* the file's may follow other sysctls: not asked */
+			f->userns = false;
+			f->userns_err = -EAGAIN;
+			for (int i = 0; i < WD_NS_N; i++)
+				f->ns_err[i] = -EAGAIN;
+		}
 	} else {
 		if (cacheable && r != -ENOENT)
 			wd_debug("probe: cache '%s' not used (%s): probing",
 				 path, strerror(-r));
 		memset(f, 0, sizeof(*f));
 		probe_boot_stable(f);
+		/* written under the whole key, whoever probed */
+		if (cacheable && !key.sysctl[0] &&
+		    wd_probe_key_sysctls(&key) < 0)
+			cacheable = false;
 		if (cacheable && (r = wd_probe_cache_write(path, &key, f)) < 0)
 			/* only slower: the next process probes again */
 			wd_log_errno(WD_LOG_DEBUG, r, "probe: cache '%s'",

@@ -123,12 +123,21 @@ struct wd_probe_key {
 };
 /* <runtime dir>/probe-kernel. 0 or -ENAMETOOLONG. */
 int wd_probe_cache_path(char *out, size_t len);
-/* This boot's, kernel's and build's key. 0 or -errno. */
+/* This boot's, kernel's, build's and namespace sysctls' key. 0 or
+ * -errno. */
 int wd_probe_key_now(struct wd_probe_key *k);
+/* Its boot, kernel and build only (sysctl left empty), and the sysctls
+ * added to such a key: a one-shot call never reads the namespace answers
+ * (only `warden status` and the fleet's node report show them), so it
+ * does not read the six sysctls either (~50 us) unless it probes and
+ * writes the cache. 0 or -errno. */
+int wd_probe_key_base(struct wd_probe_key *k);
+int wd_probe_key_sysctls(struct wd_probe_key *k);
 /* The cached features if the file can be trusted: 0; -EPERM if it is not
  * a regular root-owned file that only root can write (a symlink is
  * refused, not followed); -EINVAL if it is not a whole cache of this
- * format (garbage, torn, checksum); -ESTALE if its key is not `k`; -ENOENT
+ * format (garbage, torn, checksum); -ESTALE if its key is not `k` (a key
+ * without sysctls, wd_probe_key_base's, matches on the rest); -ENOENT
  * etc. from open. */
 int wd_probe_cache_read(const char *path, const struct wd_probe_key *k,
 			struct wd_features *out);
@@ -136,8 +145,10 @@ int wd_probe_cache_read(const char *path, const struct wd_probe_key *k,
  * the directory if needed. 0 or -errno. */
 int wd_probe_cache_write(const char *path, const struct wd_probe_key *k,
 			 const struct wd_features *f);
-/* The key this process's probe was read or written under, or NULL when
- * the probe is not cached (not root, no key). After wd_probe(). */
+/* The boot, kernel and build of the key this process's probe was read or
+ * written under (its sysctl empty, whichever the probe read: what the
+ * seccomp programs' cache depends on), or NULL when the probe is not
+ * cached (not root, no key). After wd_probe(). */
 const struct wd_probe_key *wd_probe_cache_key(void);
 /* The files of the per-boot caches (this one, the seccomp programs':
  * seccomp_cache.c). Both first open the directory that holds the file

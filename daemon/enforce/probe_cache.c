@@ -113,6 +113,12 @@ static void build_identity(char *out, size_t len)
 
 int wd_probe_key_now(struct wd_probe_key *k)
 {
+	int r = wd_probe_key_base(k);
+	return r < 0 ? r : wd_probe_key_sysctls(k);
+}
+
+int wd_probe_key_base(struct wd_probe_key *k)
+{
 	memset(k, 0, sizeof(*k));
 	char b[64];
 	ssize_t r =
@@ -127,7 +133,13 @@ int wd_probe_key_now(struct wd_probe_key *k)
 		return -errno;
 	wd_strlcpy(k->release, u.release, sizeof(k->release));
 	build_identity(k->build, sizeof(k->build));
+	return 0;
+}
+
+int wd_probe_key_sysctls(struct wd_probe_key *k)
+{
 	/* the namespace probes' answers follow these sysctls */
+	memset(k->sysctl, 0, sizeof(k->sysctl));
 	static const char *const ns[] = {"user", "mnt", "pid",
 					 "ipc",	 "uts", "net"};
 	size_t off = 0;
@@ -297,8 +309,13 @@ int wd_probe_cache_read(const char *path, const struct wd_probe_key *k,
 	    c->features_size != sizeof(struct wd_features) ||
 	    checksum(c) != c->sum)
 		return -EINVAL;
-	/* every string of the key is compared whole, NUL included */
-	if (memcmp(&c->key, k, sizeof(*k)))
+	/* every string of the key is compared whole, NUL included; the
+	 * sysctls only when the caller read them */
+	if (memcmp(c->key.boot_id, k->boot_id, sizeof(k->boot_id)) ||
+	    memcmp(c->key.release, k->release, sizeof(k->release)) ||
+	    memcmp(c->key.build, k->build, sizeof(k->build)) ||
+	    (k->sysctl[0] &&
+	     memcmp(c->key.sysctl, k->sysctl, sizeof(k->sysctl))))
 		return -ESTALE;
 	*out = c->f;
 	/* strings from the file are bounded before anyone prints them */

@@ -7,8 +7,10 @@
 
 #include "common/util.h"
 #include "enforce/probe.h"
+#include "enforce/probe_int.h"
 
 #include <fcntl.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -29,6 +31,37 @@ static int rd(const struct wd_probe_key *k, struct wd_features *f)
 {
 	memset(f, 0, sizeof(*f));
 	return wd_probe_cache_read(path, k, f);
+}
+
+/* wd_probe() in a child process whose runtime dir is d/rt, a one-shot
+ * call's (wd_probe_one_call) or not: its features in *out. */
+static int probe_child(const char *d, bool one, struct wd_features *out)
+{
+	int p[2];
+	memset(out, 0, sizeof(*out));
+	if (pipe(p) < 0)
+		return -errno;
+	pid_t pid = fork();
+	if (pid == 0) {
+		char rt[4200];
+		snprintf(rt, sizeof(rt), "%s/rt", d);
+		setenv("WARDEN_RUNTIME_DIR", rt, 1);
+		if (one)
+			wd_probe_one_call();
+		const struct wd_features *f = wd_probe();
+		_exit(write(p[1], f, sizeof(*f)) == (ssize_t)sizeof(*f) ? 0
+									: 1);
+	}
+	close(p[1]);
+	ssize_t n = pid > 0 ? wd_probe_read_full(p[0], out, sizeof(*out)) : -1;
+	close(p[0]);
+	int st = 0;
+	if (pid > 0)
+		waitpid(pid, &st, 0);
+	return n == (ssize_t)sizeof(*out) && WIFEXITED(st) &&
+		       WEXITSTATUS(st) == 0
+		   ? 0
+		   : -EIO;
 }
 
 static void fresh(const struct wd_probe_key *k)
@@ -81,6 +114,30 @@ int main(void)
 	k2 = k;
 	wd_strlcpy(k2.build, "gnu:00", sizeof(k2.build));
 	T_OK(rd(&k2, &f) == -ESTALE, "cache_other_build_stale", "trusted");
+	/* other namespace sysctls: stale for a key that has them; a key
+	 * without them (a one-shot call's) matches on boot, kernel, build */
+	k2 = k;
+	k2.sysctl[0] = k2.sysctl[0] == '7' ? '8' : '7';
+	T_OK(rd(&k2, &f) == -ESTALE, "cache_other_sysctls_stale", "trusted");
+	struct wd_probe_key kb;
+	r = wd_probe_key_base(&kb);
+	T_OK(r == 0 && !kb.sysctl[0] && !strcmp(kb.boot_id, k.boot_id) &&
+		 !strcmp(kb.release, k.release) && !strcmp(kb.build, k.build),
+	     "key_base_no_sysctls", "r %d sysctl '%s'", r, kb.sysctl);
+	r = rd(&kb, &f);
+	T_OK(r == 0 && f.landlock_abi == 4242, "cache_base_key_matches", "r %d",
+	     r);
+	k2 = kb;
+	wd_strlcpy(k2.build, "gnu:00", sizeof(k2.build));
+	T_OK(rd(&k2, &f) == -ESTALE, "cache_base_key_other_build_stale",
+	     "trusted");
+	k2 = kb;
+	k2.boot_id[0] ^= 1;
+	T_OK(rd(&k2, &f) == -ESTALE, "cache_base_key_other_boot_stale",
+	     "trusted");
+	r = wd_probe_key_sysctls(&kb);
+	T_OK(r == 0 && !memcmp(&kb, &k, sizeof(k)), "key_base_plus_sysctls",
+	     "r %d: not the whole key", r);
 
 	/* not root's */
 	fresh(&k);
@@ -183,9 +240,38 @@ int main(void)
 	     "write_dir_symlink_refused", "r %d", r);
 	unlink(ldir);
 
-	/* wd_probe() itself: a first process writes the cache, the next
-	 * trusts it; a tampered one (not root's) is re-probed: see
-	 * tests/integration/exec_probe_cache.sh */
+	/* wd_probe() itself: a one-shot call's process takes a cache written
+	 * under other namespace sysctls (it decides nothing on their answers,
+	 * which it then does not claim to know); any other process re-probes
+	 * and writes the cache under the whole key. (A first process writes
+	 * the cache, the next trusts it, a tampered one is re-probed: see
+	 * tests/integration/exec_probe_cache.sh.) */
+	snprintf(path, sizeof(path), "%s/rt/probe-kernel", dir);
+	struct wd_probe_key ko = k;
+	ko.sysctl[0] = ko.sysctl[0] == '7' ? '8' : '7';
+	fresh(&ko);
+	struct wd_features c;
+	r = probe_child(dir, true, &c);
+	T_OK(r == 0 && c.from_cache && c.landlock_abi == 4242 &&
+		 c.userns_err == -EAGAIN && c.ns_err[0] == -EAGAIN &&
+		 c.ns_err[WD_NS_N - 1] == -EAGAIN,
+	     "one_shot_takes_cache_not_ns_answers",
+	     "r %d from_cache %d abi %d userns_err %d", r, c.from_cache,
+	     c.landlock_abi, c.userns_err);
+	r = probe_child(dir, false, &c);
+	T_OK(r == 0 && !c.from_cache && c.landlock_abi != 4242 &&
+		 c.userns_err != -EAGAIN,
+	     "other_sysctls_reprobed", "r %d from_cache %d abi %d", r,
+	     c.from_cache, c.landlock_abi);
+	r = rd(&k, &f);
+	T_OK(r == 0 && f.landlock_abi == c.landlock_abi,
+	     "reprobe_written_whole_key", "r %d", r);
+	/* the one-shot call that must probe writes the whole key too */
+	unlink(path);
+	r = probe_child(dir, true, &c);
+	T_OK(r == 0 && !c.from_cache && rd(&k, &f) == 0,
+	     "one_shot_probe_writes_whole_key", "r %d from_cache %d", r,
+	     c.from_cache);
 	wd_rm_rf(dir);
 	return T_DONE();
 }
