@@ -334,7 +334,8 @@ static void *aside_main(void *arg)
 	__atomic_store_n(&a->started, 1, __ATOMIC_RELEASE);
 	/* placed aside to start at once, not kept there: a job that blocks
 	 * (a cgroup mkdir, an RCU wait) may wake on any CPU of the caller's */
-	(void)sched_setaffinity(0, sizeof(a->cpus), &a->cpus);
+	if (CPU_COUNT(&a->cpus))
+		(void)sched_setaffinity(0, sizeof(a->cpus), &a->cpus);
 	return a->fn(a->arg);
 }
 
@@ -353,7 +354,7 @@ int wd_aside_start(struct wd_aside *a, size_t stack, void *(*fn)(void *),
 	    CPU_COUNT(&a->cpus) > 1 && CPU_ISSET(me, &a->cpus)) {
 		cpu_set_t other = a->cpus;
 		CPU_CLR(me, &other);
-		/* glibc sets it before the thread runs its first instruction */
+		/* glibc sets it on the new thread before its start routine */
 		if ((e = pthread_attr_setaffinity_np(&at, sizeof(other),
 						     &other)))
 			goto out;
@@ -361,6 +362,17 @@ int wd_aside_start(struct wd_aside *a, size_t stack, void *(*fn)(void *),
 		CPU_ZERO(&a->cpus); /* no aside: nothing to give back */
 	}
 	e = pthread_create(&a->t, &at, aside_main, a);
+	if (e == EINVAL && CPU_COUNT(&a->cpus)) {
+		/* the other CPUs went (a cpuset changed, a CPU offline)
+		 * between our look and the thread's placement: a job is
+		 * never refused for want of another CPU */
+		CPU_ZERO(&a->cpus);
+		pthread_attr_destroy(&at);
+		if ((e = pthread_attr_init(&at)) ||
+		    (stack && (e = pthread_attr_setstacksize(&at, stack))))
+			goto out;
+		e = pthread_create(&a->t, &at, aside_main, a);
+	}
 out:
 	pthread_attr_destroy(&at);
 	return e;
@@ -369,13 +381,15 @@ out:
 void *wd_aside_join(struct wd_aside *a)
 {
 	void *ret = NULL;
-	/* still waiting for the other CPUs (busy): ours, about to block in
-	 * the join, may take it as well. Had it started and exited since we
-	 * looked, glibc would set the caller's own CPUs to the caller's CPUs:
-	 * nothing changes. */
+	cpu_set_t mine;
+	/* still waiting for the other CPUs (busy): the joiner's, about to
+	 * block in the join, may take it as well. Had it started and exited
+	 * since we looked, glibc (its tid then 0) would set the joiner's own
+	 * CPUs to the joiner's own CPUs: nothing changes. */
 	if (CPU_COUNT(&a->cpus) &&
-	    !__atomic_load_n(&a->started, __ATOMIC_ACQUIRE))
-		(void)pthread_setaffinity_np(a->t, sizeof(a->cpus), &a->cpus);
+	    !__atomic_load_n(&a->started, __ATOMIC_ACQUIRE) &&
+	    sched_getaffinity(0, sizeof(mine), &mine) == 0)
+		(void)pthread_setaffinity_np(a->t, sizeof(mine), &mine);
 	pthread_join(a->t, &ret);
 	return ret;
 }

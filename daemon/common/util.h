@@ -114,12 +114,14 @@ int wd_thread_start(pthread_t *t, size_t stack, bool detached,
  * keeps working; 75 us when placed on the idle other CPU), so a job meant
  * to run while the caller goes on ran after it instead. Once running, the
  * thread may run on any of the caller's CPUs again, and wd_aside_join
- * lets any of them take a job still waiting to start. Joinable; a stack of
- * `stack` bytes (0: glibc's). */
+ * lets any of the joiner's take a job still waiting to start. A stack of
+ * `stack` bytes (0: glibc's). 0 or pthread_create's (positive) error, as
+ * wd_thread_start; *a is read by the thread as it starts: it stays where
+ * it is until wd_aside_join, called exactly once for a started job. */
 struct wd_aside {
 	pthread_t t;
 	int started;	/* set by the thread as it starts */
-	cpu_set_t cpus; /* the caller's CPUs */
+	cpu_set_t cpus; /* the caller's CPUs; empty: not placed aside */
 	void *(*fn)(void *);
 	void *arg;
 };

@@ -419,12 +419,13 @@ static void do_probe(void)
 		if (cacheable && r != -ENOENT)
 			wd_debug("probe: cache '%s' not used (%s): probing",
 				 path, strerror(-r));
-		memset(f, 0, sizeof(*f));
-		probe_boot_stable(f);
-		/* written under the whole key, whoever probed */
+		/* written under the whole key, whoever probes, read before
+		 * the probes whose answers follow it */
 		if (cacheable && !key.sysctl[0] &&
 		    wd_probe_key_sysctls(&key) < 0)
 			cacheable = false;
+		memset(f, 0, sizeof(*f));
+		probe_boot_stable(f);
 		if (cacheable && (r = wd_probe_cache_write(path, &key, f)) < 0)
 			/* only slower: the next process probes again */
 			wd_log_errno(WD_LOG_DEBUG, r, "probe: cache '%s'",

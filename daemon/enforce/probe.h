@@ -91,7 +91,8 @@ struct wd_features {
  * it can be trusted, else they run and the file is rewritten; the cgroup
  * layout and audit are read afresh, but by a one-shot call, which takes
  * what another one found (wd_probe_one_call). io_uring and ping are not
- * read here (-1, err -EAGAIN): wd_probe_full reads them. */
+ * read here (-1, err -EAGAIN): wd_probe_full reads them; nor, by a one-shot
+ * call that found the cache, the namespace answers (-EAGAIN). */
 const struct wd_features *wd_probe(void);
 /* wd_probe()'s audit fields (audit, audit_enabled, audit_err) hold its
  * answer only after this: the probe asks AUDIT_GET on a thread of its own
@@ -113,7 +114,9 @@ const struct wd_features *wd_probe_tier3(void);
 const struct wd_features *wd_probe_full(void);
 
 /* The per-boot cache (probe_cache.c). Its key: a probe made under another
- * boot, kernel, warden build or namespace sysctls is never used. */
+ * boot, kernel or warden build is never used, nor one made under other
+ * namespace sysctls but by a one-shot call, which takes none of its
+ * namespace answers (wd_probe_key_base). */
 struct wd_probe_key {
 	char boot_id[40]; /* /proc/sys/kernel/random/boot_id */
 	char release[65]; /* uname -r */
@@ -182,8 +185,11 @@ void wd_probe_audit_memo_forget(void);
  * It takes the audit answer shared by such calls when it is fresh
  * (wd_probe_audit_memo_read) and shares its own, and takes the cgroup
  * layout from the file another one left while every mount it names is
- * still the same mount (wd_cgroup_layout_cached). Everything else
- * (wardend, `warden status`) always asks the kernel and reads mountinfo. */
+ * still the same mount (wd_cgroup_layout_cached). It looks for the probe
+ * cache without the namespace sysctls, and its wd_probe() then holds no
+ * namespace answers (userns_err, ns_err: -EAGAIN, "not asked"): nothing of
+ * a call decides on them. Everything else (wardend, `warden status`)
+ * always asks the kernel and reads mountinfo. */
 void wd_probe_one_call(void);
 /* The layout wd_cgroup_layout_detect found, from <runtime
  * dir>/probe-cgroup (a file of root's, as the probe cache, written by

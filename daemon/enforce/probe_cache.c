@@ -2,7 +2,8 @@
  *
  * What a tier-1/2 call needs from the probe (BTF, BPF program types,
  * the LSM list, Landlock, seccomp, namespaces) cannot change while the
- * kernel runs, except the namespace limits (sysctls, part of the key). It
+ * kernel runs, except the namespace limits (sysctls, part of the key; a
+ * one-shot call leaves them out and takes no namespace answer). It
  * is probed once per boot, kernel and warden build, and kept in
  * <runtime dir>/probe-kernel. What can change at any time (the cgroup
  * mounts of this mount namespace, io_uring and ping sysctls, audit) is
