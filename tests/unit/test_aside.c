@@ -68,6 +68,7 @@ static void join_takes_waiting_job(const cpu_set_t *mine)
 		T_FAIL(n, "no other CPU (%d) or pipe", other);
 		return;
 	}
+	fflush(stdout); /* the child's copy is never written */
 	pid_t pid = fork();
 	if (pid == 0) {
 		cpu_set_t o;
