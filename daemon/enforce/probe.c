@@ -331,13 +331,13 @@ static void probe_boot_stable(struct wd_features *f)
  * a quiet machine and 2.5 ms under load, most of a one-shot call's probe:
  * it is asked on a thread (small stack: it only makes the request) while
  * the caller goes on, and the answer taken where it is first needed. */
-/* Started aside (common/util.h: on another CPU, or it would wait for the
- * caller to block) and joined by the settle, the one reader of its answer
- * (g_audit_f); a process that never settles (a verb that probes and exits)
- * leaves it unjoined until it exits: one thread a process (pthread_once). */
+/* The thread is detached: a process that never needs the answer (wardend
+ * before its first call, a verb that probes and exits) leaves nothing to
+ * join; the answer is handed over under g_audit_mu. */
 static struct wd_features g_audit_f;
-static bool g_audit_running;
-static struct wd_aside g_audit_th;
+static bool g_audit_running, g_audit_done;
+static pthread_mutex_t g_audit_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_audit_cv = PTHREAD_COND_INITIALIZER;
 static pthread_once_t g_audit_once = PTHREAD_ONCE_INIT;
 
 static struct wd_probe_key g_key;
@@ -363,7 +363,16 @@ static void audit_ask(struct wd_features *a)
 
 static void *audit_main(void *arg)
 {
-	audit_ask(&g_audit_f); /* read once joined */
+	struct wd_features a;
+	pthread_mutex_lock(&g_audit_mu);
+	a = g_audit_f;
+	pthread_mutex_unlock(&g_audit_mu);
+	audit_ask(&a);
+	pthread_mutex_lock(&g_audit_mu);
+	g_audit_f = a;
+	g_audit_done = true;
+	pthread_cond_broadcast(&g_audit_cv);
+	pthread_mutex_unlock(&g_audit_mu);
 	return arg;
 }
 
@@ -372,10 +381,10 @@ static void audit_begin(struct wd_features *f)
 	f->audit = false;
 	f->audit_enabled = -1;
 	f->audit_err = -EINPROGRESS;
+	pthread_t t;
 	g_audit_f = *f;
-	/* aside: started on another CPU, not after the caller's set-up */
 	g_audit_running =
-	    wd_aside_start(&g_audit_th, 64 * 1024, audit_main, NULL) == 0;
+	    wd_thread_start(&t, 64 * 1024, true, audit_main, NULL) == 0;
 	if (!g_audit_running)
 		audit_ask(f);
 }
@@ -461,7 +470,10 @@ static void do_audit_settle(void)
 {
 	if (!g_audit_running)
 		return;
-	wd_aside_join(&g_audit_th);
+	pthread_mutex_lock(&g_audit_mu);
+	while (!g_audit_done)
+		pthread_cond_wait(&g_audit_cv, &g_audit_mu);
+	pthread_mutex_unlock(&g_audit_mu);
 	g_audit_running = false;
 	g_basic.audit = g_audit_f.audit;
 	g_basic.audit_enabled = g_audit_f.audit_enabled;
