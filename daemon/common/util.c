@@ -311,8 +311,10 @@ uint32_t wd_crc32(const void *p, size_t len)
 			       (uInt)len);
 }
 
-int wd_thread_start(pthread_t *t, size_t stack, bool detached,
-		    void *(*fn)(void *), void *arg)
+/* pthread_create with a stack size, detached or not, and placed on cpus
+ * (NULL: anywhere) */
+static int thread_start(pthread_t *t, size_t stack, bool detached,
+			const cpu_set_t *cpus, void *(*fn)(void *), void *arg)
 {
 	pthread_attr_t at;
 	int e = pthread_attr_init(&at);
@@ -320,12 +322,20 @@ int wd_thread_start(pthread_t *t, size_t stack, bool detached,
 		return e;
 	if ((stack && (e = pthread_attr_setstacksize(&at, stack))) ||
 	    (detached &&
-	     (e = pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED))))
+	     (e = pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED))) ||
+	    (cpus &&
+	     (e = pthread_attr_setaffinity_np(&at, sizeof(*cpus), cpus))))
 		goto out;
 	e = pthread_create(t, &at, fn, arg);
 out:
 	pthread_attr_destroy(&at);
 	return e;
+}
+
+int wd_thread_start(pthread_t *t, size_t stack, bool detached,
+		    void *(*fn)(void *), void *arg)
+{
+	return thread_start(t, stack, detached, NULL, fn, arg);
 }
 
 static void *aside_main(void *arg)
@@ -342,39 +352,24 @@ static void *aside_main(void *arg)
 int wd_aside_start(struct wd_aside *a, size_t stack, void *(*fn)(void *),
 		   void *arg)
 {
-	pthread_attr_t at;
 	*a = (struct wd_aside){.fn = fn, .arg = arg};
-	int e = pthread_attr_init(&at);
-	if (e)
-		return e;
-	if (stack && (e = pthread_attr_setstacksize(&at, stack)))
-		goto out;
 	int me = sched_getcpu();
-	if (me >= 0 && sched_getaffinity(0, sizeof(a->cpus), &a->cpus) == 0 &&
-	    CPU_COUNT(&a->cpus) > 1 && CPU_ISSET(me, &a->cpus)) {
-		cpu_set_t other = a->cpus;
-		CPU_CLR(me, &other);
-		/* glibc sets it on the new thread before its start routine */
-		if ((e = pthread_attr_setaffinity_np(&at, sizeof(other),
-						     &other)))
-			goto out;
-	} else {
+	if (me < 0 || sched_getaffinity(0, sizeof(a->cpus), &a->cpus) < 0 ||
+	    CPU_COUNT(&a->cpus) < 2 || !CPU_ISSET(me, &a->cpus)) {
 		CPU_ZERO(&a->cpus); /* no aside: nothing to give back */
+		return thread_start(&a->t, stack, false, NULL, aside_main, a);
 	}
-	e = pthread_create(&a->t, &at, aside_main, a);
-	if (e == EINVAL && CPU_COUNT(&a->cpus)) {
+	cpu_set_t other = a->cpus;
+	CPU_CLR(me, &other);
+	/* glibc places the new thread before its start routine runs */
+	int e = thread_start(&a->t, stack, false, &other, aside_main, a);
+	if (e == EINVAL) {
 		/* the other CPUs went (a cpuset changed, a CPU offline)
 		 * between our look and the thread's placement: a job is
 		 * never refused for want of another CPU */
 		CPU_ZERO(&a->cpus);
-		pthread_attr_destroy(&at);
-		if ((e = pthread_attr_init(&at)) ||
-		    (stack && (e = pthread_attr_setstacksize(&at, stack))))
-			goto out;
-		e = pthread_create(&a->t, &at, aside_main, a);
+		e = thread_start(&a->t, stack, false, NULL, aside_main, a);
 	}
-out:
-	pthread_attr_destroy(&at);
 	return e;
 }
 
