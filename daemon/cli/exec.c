@@ -201,11 +201,23 @@ static int verb_exec(int argc, char **argv)
 			stdin_file = optarg;
 			break;
 		case 'u':
-			uid = strtol(optarg, NULL, 10);
+		case 'g': {
+			/* a typo must not become 0: root's, owner of what
+			 * the call leaves (uid_t's -1 is "no change") */
+			unsigned long long v = 0;
+			if (wd_parse_uint(optarg, 0, UINT32_MAX - 1, &v)) {
+				fprintf(stderr,
+					"warden exec: --%s wants a numeric "
+					"id, not '%s'\n",
+					c == 'u' ? "uid" : "gid", optarg);
+				return WD_EXIT_USAGE;
+			}
+			if (c == 'u')
+				uid = (long)v;
+			else
+				gid = (long)v;
 			break;
-		case 'g':
-			gid = strtol(optarg, NULL, 10);
-			break;
+		}
 		case 'h':
 			usage(stdout);
 			return WD_EXIT_OK;

@@ -97,6 +97,26 @@ int wd_strlcpy(char *dst, const char *src, size_t size)
 	return 0;
 }
 
+int wd_parse_uint(const char *s, unsigned long long min, unsigned long long max,
+		  unsigned long long *out)
+{
+	unsigned long long v = 0;
+	const char *p = s;
+	/* no strtoull: it takes a sign, blanks and a prefix of garbage */
+	for (; *p >= '0' && *p <= '9'; p++) {
+		unsigned d = (unsigned)(*p - '0');
+		if (v > (~0ULL - d) / 10)
+			return -ERANGE;
+		v = v * 10 + d;
+	}
+	if (p == s || *p)
+		return -EINVAL;
+	if (v < min || v > max)
+		return -ERANGE;
+	*out = v;
+	return 0;
+}
+
 int wd_read_file(const char *path, char **out, size_t *len)
 {
 	cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);

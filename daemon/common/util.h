@@ -80,6 +80,10 @@ char *wd_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Bounded copy; returns -ENAMETOOLONG if truncated. */
 int wd_strlcpy(char *dst, const char *src, size_t size);
+/* A command-line number: decimal digits only, whole, in [min, max]: 0,
+ * else -EINVAL (not a number: "", "12x", "-1", " 3") or -ERANGE. */
+int wd_parse_uint(const char *s, unsigned long long min, unsigned long long max,
+		  unsigned long long *out);
 
 /* Files. All return 0 / -errno. */
 int wd_read_file(const char *path, char **out, size_t *len);

@@ -102,9 +102,16 @@ static void usage(FILE *f)
 	    "beyond it is counted\n"
 	    "                  (warden_denial_events_lost_total"
 	    "{reason=\"bpf_ringbuf\"}), never allowed\n"
-	    "  --warm-pool N   keep N tier-3 sandboxes ready per tool call "
-	    "shape (0: cold starts;\n"
-	    "                  overrides warm_pool.size of daemon.yaml)\n"
+	    "  --warm-pool N   keep N (0..64) tier-3 sandboxes ready per "
+	    "tool call shape (0: cold\n"
+	    "                  starts; overrides warm_pool.size of "
+	    "daemon.yaml)\n"
+	    "  --workers N     runs in progress at once, 1..1024 (default "
+	    "8)\n"
+	    "  --approval-ttl SECONDS  a pending approval expires after "
+	    "this, 1..2592000\n"
+	    "                  (default: each agent's "
+	    "bounds.approval_ttl_s)\n"
 	    "  --otlp URL      export GenAI spans to this OTLP/HTTP "
 	    "collector (overrides\n"
 	    "                  trace.otlp.endpoint of daemon.yaml)\n"
@@ -276,11 +283,37 @@ int main(int argc, char **argv)
 			metrics = optarg;
 			break;
 		case 'w':
-			ro.workers = atoi(optarg);
-			break;
 		case 't':
-			ro.approval_ttl_s = (unsigned)atoi(optarg);
+		case 'P': {
+			/* whole numbers in range: a typo is no default */
+			static const struct {
+				int c;
+				const char *name;
+				unsigned long long min, max;
+			} nums[] = {{'w', "workers", 1, 1024},
+				    {'t', "approval-ttl", 1, 30 * 86400},
+				    {'P', "warm-pool", 0, 64}};
+			unsigned long long v = 0;
+			size_t i = 0;
+			while (nums[i].c != c)
+				i++;
+			if (wd_parse_uint(optarg, nums[i].min, nums[i].max,
+					  &v)) {
+				fprintf(stderr,
+					"wardend: --%s wants a whole number "
+					"from %llu to %llu, not '%s'\n",
+					nums[i].name, nums[i].min, nums[i].max,
+					optarg);
+				return 2;
+			}
+			if (c == 'w')
+				ro.workers = (int)v;
+			else if (c == 't')
+				ro.approval_ttl_s = (unsigned)v;
+			else
+				warm_pool = (int)v;
 			break;
+		}
 		case 'A':
 			ac.webhook_url = optarg;
 			break;
@@ -307,13 +340,6 @@ int main(int argc, char **argv)
 			break;
 		case 'j':
 			wd_log_set_json(true);
-			break;
-		case 'P':
-			warm_pool = atoi(optarg);
-			if (warm_pool < 0) {
-				usage(stderr);
-				return 2;
-			}
 			break;
 		case 'O':
 			otlp_url = optarg;
@@ -461,6 +487,17 @@ int main(int argc, char **argv)
 	ac.generator_url = gen_url;
 	if (!state || !*state)
 		state = DEFAULT_STATE;
+	/* the scrape endpoint bound first: monitoring that asked for it
+	 * must not get a daemon that runs without it (a typo, a port
+	 * already taken) */
+	int metrics_fd = -1;
+	if (metrics) {
+		struct wd_err me = {0};
+		if (wd_metrics_listen(metrics, &metrics_fd, &me)) {
+			fprintf(stderr, "wardend: %s\n", me.msg);
+			return me.code == -EINVAL ? 2 : 1;
+		}
+	}
 	wd_log_route_libbpf();
 
 	/* Signals are taken synchronously by the main thread; every other
@@ -633,8 +670,16 @@ int main(int argc, char **argv)
 		wd_daemon_config_free(dc);
 		return 1;
 	}
-	if (metrics && wd_server_start_metrics(srv, metrics, &err))
-		wd_warn("metrics: %s", err.msg);
+	if (metrics_fd >= 0 &&
+	    wd_server_start_metrics(srv, metrics_fd, metrics, &err)) {
+		wd_error("metrics: %s", err.msg);
+		wd_server_stop(srv);
+		wd_fleet_stop(fleet);
+		wd_rt_close(rt);
+		wd_otlp_stop(otlp);
+		wd_daemon_config_free(dc);
+		return 1;
+	}
 	wd_info("listening on %s (state %s, policy %s)", sock, state, policy);
 	int oe = wd_sandbox_protect_self();
 	if (oe)

@@ -803,21 +803,36 @@ int wd_server_start(struct wd_rt *rt, struct wd_fleet *fleet,
 #define METRICS_PER_ADDR 16u
 #define METRICS_MAX_CONN 128u
 
-int wd_server_start_metrics(struct wd_server *s, const char *addr,
-			    struct wd_err *err)
+int wd_metrics_listen(const char *addr, int *fd_out, struct wd_err *err)
 {
-	cleanup_free char *host = wd_strdup(addr);
-	char *colon = strrchr(host, ':');
+	*fd_out = -1;
+	const char *colon = strrchr(addr, ':');
 	if (!colon)
-		return wd_err_set(err, -EINVAL, "--metrics wants ADDR:PORT");
-	*colon = 0;
-	struct sockaddr_in sin = {.sin_family = AF_INET,
-				  .sin_port = htons(atoi(colon + 1))};
-	if (!*host)
-		sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	else if (inet_pton(AF_INET, host, &sin.sin_addr) != 1)
 		return wd_err_set(err, -EINVAL,
-				  "--metrics: bad IPv4 address %s", host);
+				  "--metrics wants ADDR:PORT (IPv4, or :PORT "
+				  "for loopback), not '%s'",
+				  addr);
+	/* the port whole, 1..65535: a typo must not become port 0 (a
+	 * random port no scraper knows) or a port modulo 65536 */
+	unsigned long long port = 0;
+	if (wd_parse_uint(colon + 1, 1, 65535, &port))
+		return wd_err_set(err, -EINVAL,
+				  "--metrics '%s': the port wants 1..65535",
+				  addr);
+	struct sockaddr_in sin = {.sin_family = AF_INET,
+				  .sin_port = htons((uint16_t)port)};
+	size_t hl = (size_t)(colon - addr);
+	char host[INET_ADDRSTRLEN] = "";
+	if (hl < sizeof(host))
+		memcpy(host, addr, hl);
+	if (!hl)
+		sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	else if (hl >= sizeof(host) ||
+		 inet_pton(AF_INET, host, &sin.sin_addr) != 1)
+		return wd_err_set(err, -EINVAL,
+				  "--metrics '%s': the address wants IPv4 "
+				  "dotted quad (e.g. 127.0.0.1:9464)",
+				  addr);
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return wd_err_set(err, -errno, "--metrics: socket: %s",
@@ -827,9 +842,16 @@ int wd_server_start_metrics(struct wd_server *s, const char *addr,
 	if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0) {
 		int e = errno;
 		close(fd);
-		return wd_err_set(err, -e, "cannot listen on %s: %s", addr,
-				  strerror(e));
+		return wd_err_set(err, -e, "--metrics: cannot listen on %s: %s",
+				  addr, strerror(e));
 	}
+	*fd_out = fd;
+	return 0;
+}
+
+int wd_server_start_metrics(struct wd_server *s, int fd, const char *addr,
+			    struct wd_err *err)
+{
 	/* the unix socket's front door, keyed by address: a client holding
 	 * idle or slowloris connections is cut at the request deadline and
 	 * at METRICS_PER_ADDR, so a probe from another address gets in */

@@ -19,8 +19,13 @@ struct wd_fleet;
 int wd_server_start(struct wd_rt *rt, struct wd_fleet *fleet,
 		    const char *socket_path, const struct wd_api_limits *lim,
 		    struct wd_server **out, struct wd_err *err);
-/* Optional TCP listener for GET /metrics and /healthz only ("ADDR:PORT"). */
-int wd_server_start_metrics(struct wd_server *s, const char *addr,
+/* The optional TCP listener for GET /metrics and /healthz only: `addr` is
+ * "ADDR:PORT" (IPv4; ":PORT" is loopback; port 1..65535, nothing else),
+ * bound into *fd_out before the daemon opens anything else, so a typo or a
+ * port in use stops the start. */
+int wd_metrics_listen(const char *addr, int *fd_out, struct wd_err *err);
+/* Serves that socket (taken: closed on failure too). */
+int wd_server_start_metrics(struct wd_server *s, int fd, const char *addr,
 			    struct wd_err *err);
 /* Stops accepting, ends open streams, closes every connection, removes
  * the socket. */

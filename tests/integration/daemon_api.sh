@@ -110,6 +110,24 @@ kill $CP 2>/dev/null; wait $CP 2>/dev/null
 expect_match events-follow "$(cat "$T/follow.out")" '"kind":"connect"'
 m=$(curl -s "http://127.0.0.1:$MPORT/metrics")
 expect_match metrics-denials "$m" 'warden_denials_total\{team="[^"]*",agent="netter",tool="net",tier="[123]",verdict="denied"\} [1-9]'
+# --metrics that cannot be served stops the start, before the daemon opens
+# anything (a scraper that asked for it would otherwise find nothing there)
+out=$(timeout 20 "$WARDEND" --state "$T/state2" --policy "$POL" --socket "$T/s2.sock" \
+	--metrics "127.0.0.1:$MPORT" 2>&1); rc=$?
+expect_match metrics-port-taken-refused "$rc $out" "^1 .*cannot listen on 127.0.0.1:$MPORT: Address already in use"
+expect_eq metrics-port-taken-nothing-opened "$(ls -d "$T/state2" "$T/s2.sock" 2>/dev/null | wc -l)" 0
+for a in "127.0.0.1:9464x" "127.0.0.1:65536" "127.0.0.1:0" "localhost:9464"; do
+	out=$(timeout 20 "$WARDEND" --state "$T/state2" --policy "$POL" --socket "$T/s2.sock" \
+		--metrics "$a" 2>&1); rc=$?
+	expect_match "metrics-bad-addr[$a]" "$rc $out" "^2 wardend: --metrics '$a': the (port|address) wants"
+done
+# numbers whole and in range: a typo is no default
+for a in "--workers 8x" "--workers 0" "--approval-ttl -5" "--warm-pool 65"; do
+	out=$(timeout 20 "$WARDEND" --state "$T/state2" --policy "$POL" --socket "$T/s2.sock" \
+		$a 2>&1); rc=$?
+	expect_match "bad-number[$a]" "$rc $out" "^2 wardend: ${a% *} wants a whole number from [0-9]+ to [0-9]+, not '${a#* }'"
+done
+expect_eq bad-args-nothing-opened "$(ls -d "$T/state2" "$T/s2.sock" 2>/dev/null | wc -l)" 0
 stop_daemon
 expect_eq socket-removed "$([ -e "$SOCK" ] && echo yes || echo no)" no
 finish

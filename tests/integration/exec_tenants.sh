@@ -229,6 +229,11 @@ expect_eq "settle/recycled-uid-cannot-chmod" "$(stat -c %a "$W/left")" 644
 chown 4242:4243 "$W"; rm -f "$W/left2"
 "$WARDEN" exec --policy "$M" --uid 4244 --gid 4245 -- "$P" write "$W/left2" >/dev/null 2>&1
 expect_eq "settle/file-owner-is-caller" "$(stat -c %u:%g "$W/left2" 2>/dev/null)" "4244:4245"
+# a typo in the caller's id is refused, not read as 0 (root) and run
+rm -f "$W/left3"
+out=$("$WARDEN" exec --policy "$M" --uid 4244x --gid 4245 -- "$P" write "$W/left3" 2>&1); rc=$?
+expect_match "settle/bad-uid-refused" "$rc $out" "^2 warden exec: --uid wants a numeric id, not '4244x'"
+[ -e "$W/left3" ] && fail "settle/bad-uid-nothing-ran" "the call ran" || pass "settle/bad-uid-nothing-ran"
 
 # -- range exhausted: refused, never shared --------------------------------
 WARDEN_UID_RANGE=$ONE-$ONE "$WARDEN" exec --policy "$M" -- "$P" hold "$W/h2" 4 >/dev/null 2>&1 &
