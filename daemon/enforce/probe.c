@@ -331,13 +331,15 @@ static void probe_boot_stable(struct wd_features *f)
  * a quiet machine and 2.5 ms under load, most of a one-shot call's probe:
  * it is asked on a thread (small stack: it only makes the request) while
  * the caller goes on, and the answer taken where it is first needed. */
-/* The thread is detached: a process that never needs the answer (wardend
- * before its first call, a verb that probes and exits) leaves nothing to
- * join; the answer is handed over under g_audit_mu. */
+/* Started aside (common/util.h: on another CPU, or it would wait for the
+ * caller to block) and joined by the settle, the one reader of its answer
+ * (g_audit_f). A process that never settles (wardend before its first
+ * call, a verb that probes and exits) joins it at exit (audit_at_exit):
+ * one thread a process (pthread_once), never left to the exit. */
 static struct wd_features g_audit_f;
-static bool g_audit_running, g_audit_done;
-static pthread_mutex_t g_audit_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t g_audit_cv = PTHREAD_COND_INITIALIZER;
+static bool g_audit_running;
+static struct wd_aside g_audit_th;
+static pid_t g_audit_pid; /* the process that started it: not a fork's */
 static pthread_once_t g_audit_once = PTHREAD_ONCE_INIT;
 
 static struct wd_probe_key g_key;
@@ -363,17 +365,17 @@ static void audit_ask(struct wd_features *a)
 
 static void *audit_main(void *arg)
 {
-	struct wd_features a;
-	pthread_mutex_lock(&g_audit_mu);
-	a = g_audit_f;
-	pthread_mutex_unlock(&g_audit_mu);
-	audit_ask(&a);
-	pthread_mutex_lock(&g_audit_mu);
-	g_audit_f = a;
-	g_audit_done = true;
-	pthread_cond_broadcast(&g_audit_cv);
-	pthread_mutex_unlock(&g_audit_mu);
+	audit_ask(&g_audit_f); /* read once joined */
 	return arg;
+}
+
+static void do_audit_settle(void);
+
+static void audit_at_exit(void)
+{
+	/* a forked child that exits has no such thread to join */
+	if (getpid() == g_audit_pid)
+		pthread_once(&g_audit_once, do_audit_settle);
 }
 
 static void audit_begin(struct wd_features *f)
@@ -381,12 +383,17 @@ static void audit_begin(struct wd_features *f)
 	f->audit = false;
 	f->audit_enabled = -1;
 	f->audit_err = -EINPROGRESS;
-	pthread_t t;
 	g_audit_f = *f;
+	/* aside: started on another CPU, not after the caller's set-up */
 	g_audit_running =
-	    wd_thread_start(&t, 64 * 1024, true, audit_main, NULL) == 0;
-	if (!g_audit_running)
+	    wd_aside_start(&g_audit_th, 64 * 1024, audit_main, NULL) == 0;
+	if (!g_audit_running) {
 		audit_ask(f);
+		return;
+	}
+	g_audit_pid = getpid();
+	/* the answer comes within the request's receive timeout */
+	(void)atexit(audit_at_exit);
 }
 
 const struct wd_probe_key *wd_probe_cache_key(void)
@@ -470,10 +477,7 @@ static void do_audit_settle(void)
 {
 	if (!g_audit_running)
 		return;
-	pthread_mutex_lock(&g_audit_mu);
-	while (!g_audit_done)
-		pthread_cond_wait(&g_audit_cv, &g_audit_mu);
-	pthread_mutex_unlock(&g_audit_mu);
+	wd_aside_join(&g_audit_th);
 	g_audit_running = false;
 	g_basic.audit = g_audit_f.audit;
 	g_basic.audit_enabled = g_audit_f.audit_enabled;
