@@ -30,9 +30,24 @@ static size_t collect(char *p, size_t sz, size_t n, void *ud)
 static long answer_timeout_s(void)
 {
 	const char *e = getenv("WARDEN_TIMEOUT");
-	char *end;
-	long v = e && *e ? strtol(e, &end, 10) : 0;
-	return e && *e && !*end && v > 0 && v <= 86400 ? v : 60;
+	unsigned long long v = 60;
+	if (e && *e && wd_parse_uint(e, 1, 86400, &v))
+		v = 60; /* refused before any call: timeout_env_bad */
+	return (long)v;
+}
+
+/* A $WARDEN_TIMEOUT that is no count of seconds ("5m", "0") is refused,
+ * not replaced by the default. */
+static int timeout_env_bad(struct wd_err *err)
+{
+	const char *e = getenv("WARDEN_TIMEOUT");
+	unsigned long long v;
+	if (!e || !*e || !wd_parse_uint(e, 1, 86400, &v))
+		return 0;
+	return wd_err_set(err, -EINVAL,
+			  "WARDEN_TIMEOUT wants whole seconds, 1 to 86400, "
+			  "not '%s'",
+			  e);
 }
 
 static CURL *make_handle(const char *socket, const char *method,
@@ -161,6 +176,8 @@ int wd_api_call(const char *socket, const char *method, const char *path,
 	cleanup_free char *text = NULL;
 	*resp = NULL;
 	*status = 0;
+	if (timeout_env_bad(err))
+		return err->code;
 	CURL *c = make_handle(socket, method, path, &hdrs);
 	if (!c)
 		return wd_err_set(err, -ENOMEM, "curl_easy_init failed");
@@ -250,6 +267,8 @@ int wd_api_stream(const char *socket, const char *path,
 {
 	struct curl_slist *hdrs = NULL;
 	struct stream_ctx s = {.line = line, .arg = arg};
+	if (timeout_env_bad(err))
+		return err->code;
 	CURL *c = make_handle(socket, "GET", path, &hdrs);
 	if (!c)
 		return wd_err_set(err, -ENOMEM, "curl_easy_init failed");

@@ -44,7 +44,10 @@ int wd_api_parse_since(const char *s, uint64_t now_wall_ns, uint64_t *out_ns)
 			unit = 86400;
 		else
 			goto date;
-		if (v > 1ull << 32)
+		/* a count of seconds that fits in 64 bits of nanoseconds:
+		 * past it the product would wrap (213504d is not 25 min) */
+		if (v > 1ull << 32 ||
+		    (unit && v > UINT64_MAX / (unit * 1000000000ull)))
 			return -EINVAL;
 		if (!unit) {
 			*out_ns = (uint64_t)v * 1000000000ull;
@@ -289,6 +292,12 @@ static int trace_filters(const char *(*query)(void *arg, const char *key),
 			return wd_err_set(err, 400,
 					  "replay_of: only /v1/trace/runs "
 					  "takes it");
+		if ((i == WD_TQ_TYPE) != (req->ep == WD_EP_RUN_PAYLOAD))
+			return wd_err_set(
+			    err, 400, "%s: %s", keys[i],
+			    i == WD_TQ_TYPE
+				? "only /v1/runs/ID/payload/STEP takes it"
+				: "a step's payloads take only type");
 		size_t l = strlen(v);
 		if (!l || l > 128)
 			return wd_err_set(err, 400, "bad %s", keys[i]);
@@ -298,6 +307,9 @@ static int trace_filters(const char *(*query)(void *arg, const char *key),
 		req->tq[i] = wd_strndup(v, l);
 	}
 	const char *since = query(qarg, "since");
+	if (since && req->ep == WD_EP_RUN_PAYLOAD)
+		return wd_err_set(err, 400,
+				  "since: a step's payloads take only type");
 	if (since && wd_api_parse_since(since, wd_wall_ns(), &req->since_ns))
 		return wd_err_set(err, 400, "bad since (YYYY-MM-DD, 24h, 7d)");
 	return 0;
@@ -501,6 +513,10 @@ int wd_api_parse(const char *method, const char *path,
 		rc = get ? 0 : wd_err_set(err, 405, "use GET");
 		const char *f = query(qarg, "follow");
 		req->follow = f && (!strcmp(f, "1") || !strcmp(f, "true"));
+		if (!rc && f && !req->follow && strcmp(f, "0") &&
+		    strcmp(f, "false"))
+			rc =
+			    wd_err_set(err, 400, "follow: 1, true, 0 or false");
 		const char *s = query(qarg, "since");
 		if (!rc && s && parse_u64(s, &req->since_seq))
 			rc = wd_err_set(err, 400, "bad since");
@@ -573,6 +589,49 @@ out:
 	if (rc)
 		wd_api_req_free(req);
 	return rc;
+}
+
+const char *wd_api_query_keys(enum wd_api_ep ep)
+{
+	switch (ep) {
+	case WD_EP_RUN_STREAM:
+		return "since";
+	case WD_EP_RUN_PAYLOAD:
+		return "type";
+	case WD_EP_TRACE_RUNS:
+		return "agent team user tool status prompt_hash result_hash "
+		       "replay_of since limit after";
+	case WD_EP_TRACE_RECORDS:
+		return "agent team user tool status prompt_hash result_hash "
+		       "since limit after";
+	case WD_EP_COST:
+	case WD_EP_FLEET_COST:
+		return "by since";
+	case WD_EP_EVENTS:
+		return "follow since";
+	case WD_EP_FLEET_RUNS:
+		return "state limit";
+	case WD_EP_FLEET_TRACE_RUNS:
+		return "limit";
+	case WD_EP_FLEET_TRACE_VERIFY:
+		return "run";
+	default:
+		return "";
+	}
+}
+
+bool wd_api_query_key_ok(enum wd_api_ep ep, const char *key)
+{
+	if (ep == WD_EP_METRICS || ep == WD_EP_HEALTHZ)
+		return true;
+	size_t n = strlen(key);
+	const char *k = wd_api_query_keys(ep);
+	if (!n)
+		return false;
+	for (const char *p = k; (p = strstr(p, key)); p += n)
+		if ((p == k || p[-1] == ' ') && (p[n] == ' ' || !p[n]))
+			return true;
+	return false;
 }
 
 void wd_api_req_free(struct wd_api_req *req)

@@ -104,6 +104,12 @@ int wd_api_parse(const char *method, const char *path,
 		 const char *body, size_t body_len, struct wd_api_req *req,
 		 struct wd_err *err);
 void wd_api_req_free(struct wd_api_req *req);
+/* The query keys endpoint `ep` reads, space separated ("" for none): the
+ * caller refuses any other key (an answer to a question that was not
+ * asked is no answer). /metrics and /healthz take whatever a scraper or a
+ * probe adds. */
+const char *wd_api_query_keys(enum wd_api_ep ep);
+bool wd_api_query_key_ok(enum wd_api_ep ep, const char *key);
 
 /* "2026-11-29", "2026-11-29T10:00:00Z", "24h", "7d", "30m", or seconds since
  * the epoch; 0 or -EINVAL. */

@@ -57,13 +57,19 @@ static int verb_cost(int argc, char **argv)
 	struct wd_buf path = {0};
 	wd_buf_printf(&path, "/v1/cost?by=%s", by);
 	if (since) {
-		/* the value goes in a query string: only safe characters */
-		for (const char *p = since; *p; p++)
-			if (!strchr("0123456789-:TZsmhd", *p)) {
-				fprintf(stderr, "warden cost: bad --since\n");
-				wd_buf_free(&path);
-				return WD_EXIT_USAGE;
-			}
+		/* the value goes in a query string: only safe characters;
+		 * and a bare number ("30": days? 1970?) is no WHEN */
+		if (!*since ||
+		    strspn(since, "0123456789-:TZsmhd") != strlen(since) ||
+		    strspn(since, "0123456789") == strlen(since)) {
+			fprintf(stderr,
+				"warden cost: --since wants a date "
+				"(2026-11-29[T10:00:00Z]) or an age (7d, 24h, "
+				"30m), not '%s'\n",
+				since);
+			wd_buf_free(&path);
+			return WD_EXIT_USAGE;
+		}
 		wd_buf_printf(&path, "&since=%s", since);
 	}
 	long st = 0;

@@ -118,15 +118,14 @@ static int events_main(int argc, char **argv)
 			c.json = true;
 			break;
 		case 's': {
-			char *end;
-			errno = 0;
-			since = strtoull(optarg, &end, 10);
-			if (errno || *end || end == optarg) {
+			unsigned long long v = 0;
+			if (wd_parse_uint(optarg, 0, UINT64_MAX, &v)) {
 				fprintf(stderr,
 					"warden events: bad --since '%s'\n",
 					optarg);
 				return WD_EXIT_USAGE;
 			}
+			since = v;
 			break;
 		}
 		case 'S':

@@ -278,7 +278,8 @@ static int verb_fleet(int argc, char **argv)
 	     strspn(state, "abcdefghijklmnopqrstuvwxyz") != strlen(state)) ||
 	    (limit && strspn(limit, "0123456789") != strlen(limit)) ||
 	    (by && strspn(by, "abcdefghijklmnopqrstuvwxyz") != strlen(by)) ||
-	    (since && strspn(since, "0123456789-:TZsmhd") != strlen(since))) {
+	    (since && (strspn(since, "0123456789-:TZsmhd") != strlen(since) ||
+		       strspn(since, "0123456789") == strlen(since)))) {
 		fprintf(stderr, "warden fleet: bad argument\n");
 		return WD_EXIT_USAGE;
 	}

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 extern const struct wd_verb __start_wd_verbs[];
 extern const struct wd_verb __stop_wd_verbs[];
@@ -119,10 +120,22 @@ int main(int argc, char **argv)
 {
 	wd_log_set_ident("warden");
 	const char *lvl = getenv("WARDEN_LOG");
-	if (lvl && !strcmp(lvl, "debug"))
-		wd_log_set_level(WD_LOG_DEBUG);
-	else if (lvl && !strcmp(lvl, "info"))
-		wd_log_set_level(WD_LOG_INFO);
+	static const char *const lvls[] = {[WD_LOG_ERROR] = "error",
+					   [WD_LOG_WARN] = "warn",
+					   [WD_LOG_INFO] = "info",
+					   [WD_LOG_DEBUG] = "debug"};
+	if (lvl && *lvl) {
+		size_t i = 0;
+		while (i < WD_ARRAY_SIZE(lvls) && strcasecmp(lvl, lvls[i]))
+			i++;
+		if (i < WD_ARRAY_SIZE(lvls))
+			wd_log_set_level((enum wd_log_level)i);
+		else
+			fprintf(stderr,
+				"warden: WARDEN_LOG='%s' is not error, warn, "
+				"info or debug: the default level\n",
+				lvl);
+	}
 	while (argc > 1 && !strcmp(argv[1], "-v")) {
 		wd_log_set_level(WD_LOG_DEBUG);
 		argv++;

@@ -32,7 +32,7 @@ static void usage(FILE *f)
 	       "sha256, hash checked\n"
 	       "  grep --prompt-hash H | --result-hash H | --tool T [--status "
 	       "S] [--json]\n"
-	       "  verify [RUN] [--json]    chain, framing, blobs; exit 1 on "
+	       "  verify [RUN...] [--json] chain, framing, blobs; exit 1 on "
 	       "damage\n"
 	       "  reindex                  rebuild the index from the "
 	       "segments\n"
@@ -44,8 +44,10 @@ static void usage(FILE *f)
 	       "(default 395, all runs)\n"
 	       "  verify|gc --fleet ...    the same for the shipped trace "
 	       "(warden fleet verify|gc)\n"
-	       "  export --otlp URL [RUN...]  send spans to an OTLP/HTTP "
-	       "collector\n"
+	       "  export --otlp URL [RUN... | --since TIME --agent A --team T "
+	       "--user U\n"
+	       "                           --tool T --status S]  send spans "
+	       "to an OTLP/HTTP collector\n"
 	       "  html RUN [-o FILE]       the run as one self-contained HTML "
 	       "page (timeline,\n"
 	       "                           payloads, denials at their step, "
@@ -60,6 +62,8 @@ static void usage(FILE *f)
 
 	       "TIME: 2024-05-01[T12:00:00], @EPOCH, or an age like 7d, 12h, "
 	       "30m\n"
+	       "An option a subcommand does not read is refused, not "
+	       "ignored.\n"
 	       "--state DIR (or $WARDEN_STATE): read the store directly; "
 	       "without it ls, show,\n"
 	       "payload, grep, html, diff and failures ask wardend "
@@ -71,16 +75,40 @@ static void usage(FILE *f)
 	       "use /var/lib/warden\n");
 }
 
+/* A plain decimal, digits with an optional fraction ("1.5"): no sign,
+ * blank, exponent, hex, inf or nan (strtod takes them all). The number, or
+ * -1 when s is not one. */
+static double plain_decimal(const char *s, const char **end)
+{
+	const char *p = s;
+	double v = 0, scale = 1;
+	for (; *p >= '0' && *p <= '9'; p++)
+		v = v * 10 + (*p - '0');
+	if (p == s)
+		return -1;
+	if (*p == '.') {
+		const char *f = ++p;
+		for (; *p >= '0' && *p <= '9'; p++)
+			v += (*p - '0') * (scale /= 10);
+		if (p == f)
+			return -1;
+	}
+	*end = p;
+	return v;
+}
+
 /* 0 on failure */
 uint64_t ts_parse_time(const char *s)
 {
-	char *end;
+	const char *end = NULL;
 	if (s[0] == '@') {
-		double v = strtod(s + 1, &end);
-		return *end || v < 0 ? 0 : (uint64_t)(v * 1e9);
+		double v = plain_decimal(s + 1, &end);
+		/* past 2^64 ns (year 2554) is no time of ours */
+		return v < 0 || *end || v * 1e9 >= 18e18 ? 0
+							 : (uint64_t)(v * 1e9);
 	}
-	double v = strtod(s, &end);
-	if (end != s && *end && !end[1] && v >= 0) {
+	double v = plain_decimal(s, &end);
+	if (v >= 0 && *end && !end[1]) {
 		uint64_t mul = 0;
 		switch (*end) {
 		case 's':
@@ -97,9 +125,11 @@ uint64_t ts_parse_time(const char *s)
 			break;
 		}
 		if (mul) {
-			uint64_t ago = (uint64_t)(v * mul * 1e9);
+			/* an age past the epoch is everything (computed in
+			 * double: the ns of 300000d do not fit 64 bits) */
+			double ago = v * (double)mul * 1e9;
 			uint64_t now = wd_wall_ns();
-			return ago < now ? now - ago : 1;
+			return ago < (double)now ? now - (uint64_t)ago : 1;
 		}
 	}
 	struct tm tm = {0};
@@ -137,11 +167,23 @@ static const struct option lo[] = {
     {0, 0, 0, 0},
 };
 
+/* each option's bit in trace_opts.given, by its letter ('o' is -o of
+ * --output) */
+static const char opt_letters[] = "saTutSinprXyMjPHOk";
+
+static int opt_bit(int c)
+{
+	const char *p = strchr(opt_letters, c == 'o' ? 'O' : c);
+	return c && p ? (int)(p - opt_letters) : -1;
+}
+
 static int parse(int argc, char **argv, struct trace_opts *o)
 {
 	int c;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "ho:", lo, NULL)) != -1) {
+		if (opt_bit(c) >= 0)
+			o->given |= 1u << opt_bit(c);
 		switch (c) {
 		case 's':
 			o->state = optarg;
@@ -566,12 +608,25 @@ static int cmd_grep(struct tsrc *s, struct trace_opts *o)
 
 static int cmd_verify(struct wd_trace *t, struct trace_opts *o)
 {
-	json_t *p = NULL;
-	struct wd_err err = {0};
-	int r = wd_trace_verify(t, o->argc ? o->argv[0] : NULL, &p, &err);
-	if (r < 0 && r != -EBADMSG) {
-		wd_error("trace verify: %s", err.msg);
-		return WD_EXIT_FAIL;
+	json_t *p = json_array();
+	int r = 0;
+	/* every run named (none: the whole store), their problems together */
+	for (int i = 0; i < (o->argc ? o->argc : 1); i++) {
+		json_t *pi = NULL;
+		struct wd_err err = {0};
+		int ri =
+		    wd_trace_verify(t, o->argc ? o->argv[i] : NULL, &pi, &err);
+		if (ri < 0 && ri != -EBADMSG) {
+			wd_error("trace verify: %s", err.msg);
+			json_decref(pi);
+			json_decref(p);
+			return WD_EXIT_FAIL;
+		}
+		if (pi)
+			json_array_extend(p, pi);
+		json_decref(pi);
+		if (ri)
+			r = ri;
 	}
 	if (o->json) {
 		json_t *out =
@@ -736,6 +791,12 @@ static int cmd_export(struct wd_trace *t, struct trace_opts *o)
 		usage(stderr);
 		return WD_EXIT_USAGE;
 	}
+	if (o->argc &&
+	    (o->given & ~(1u << opt_bit('s') | 1u << opt_bit('X')))) {
+		fprintf(stderr, "warden trace export: the runs named, or the "
+				"runs the filters select: not both\n");
+		return WD_EXIT_USAGE;
+	}
 	struct wd_err err = {0};
 	struct wd_otlp *x;
 	struct wd_otlp_opts oo = {.endpoint = o->otlp, .queue_max = 1 << 16};
@@ -745,7 +806,12 @@ static int cmd_export(struct wd_trace *t, struct trace_opts *o)
 	}
 	json_t *runs = NULL;
 	if (!o->argc) {
-		struct wd_trace_query q = {.since_ns = o->since_ns};
+		struct wd_trace_query q = {.agent = o->agent,
+					   .team = o->team,
+					   .user = o->user,
+					   .tool = o->tool,
+					   .status = o->status,
+					   .since_ns = o->since_ns};
 		if (wd_trace_query_runs(t, &q, &runs, &err) < 0) {
 			wd_otlp_stop(x);
 			wd_error("trace export: %s", err.msg);
@@ -808,6 +874,59 @@ static int trace_reads(struct tsrc *s, const char *sub, struct trace_opts *o)
 	return trace_failures_cmd(s, o);
 }
 
+/* What each subcommand reads: an option it would not read, or a RUN it
+ * would not look at, is refused, not ignored ("trace ls RUN" listed every
+ * run; "trace export --agent A" exported every agent's). */
+static const struct {
+	const char *sub, *opts; /* opt_letters */
+	int min_args, max_args; /* -1: any number */
+} subs[] = {
+    {"ls", "saTutSijk", 0, 0},	    {"show", "sjk", 1, 1},
+    {"payload", "syjPk", 1, 2},	    {"grep", "sprtSaTuijk", 0, 0},
+    {"html", "sOk", 1, 1},	    {"diff", "sHjOk", 2, 2},
+    {"failures", "saTutijk", 0, 0}, {"verify", "sj", 0, -1},
+    {"reindex", "s", 0, 0},	    {"gc", "snMj", 0, 0},
+    {"export", "sXiaTutS", 0, -1},
+};
+
+static int check_sub(const char *sub, const struct trace_opts *o)
+{
+	for (size_t i = 0; i < WD_ARRAY_SIZE(subs); i++) {
+		if (strcmp(subs[i].sub, sub))
+			continue;
+		for (const char *l = opt_letters; *l; l++) {
+			if (!(o->given & (1u << opt_bit(*l))) ||
+			    strchr(subs[i].opts, *l))
+				continue;
+			const char *name = "?";
+			for (const struct option *x = lo; x->name; x++)
+				if (x->val == *l)
+					name = x->name;
+			fprintf(stderr,
+				"warden trace %s: --%s does not apply to "
+				"%s\n",
+				sub, name, sub);
+			return WD_EXIT_USAGE;
+		}
+		if (o->argc < subs[i].min_args ||
+		    (subs[i].max_args >= 0 && o->argc > subs[i].max_args)) {
+			fprintf(stderr,
+				"warden trace %s: %s (%d given; see warden "
+				"trace --help)\n",
+				sub,
+				subs[i].max_args == 0 ? "takes no RUN argument"
+				: subs[i].max_args == 1 ? "wants one RUN"
+				: subs[i].max_args == 2 && subs[i].min_args == 2
+				    ? "wants two RUNs"
+				    : "wants RUN and STEP",
+				o->argc);
+			return WD_EXIT_USAGE;
+		}
+		return 0;
+	}
+	return WD_EXIT_USAGE;
+}
+
 static int verb_trace(int argc, char **argv)
 {
 	wd_cli_sub_first(argc, argv, lo);
@@ -840,6 +959,8 @@ static int verb_trace(int argc, char **argv)
 	}
 	struct trace_opts o = {0};
 	int rc = parse(argc - 1, argv + 1, &o);
+	if (!rc)
+		rc = check_sub(sub, &o);
 	if (rc)
 		return rc;
 	struct tsrc src = {.sock = wd_cli_socket(o.socket)};

@@ -24,6 +24,7 @@ struct trace_opts {
 	bool html;	  /* diff --html */
 	bool policy;	  /* payload --policy: the run's recorded definitions */
 	bool state_given; /* --state or $WARDEN_STATE: read the store */
+	uint32_t given;	  /* the options given: 1 << opt_bit() */
 	int argc;	  /* positional args after options */
 	char **argv;
 };

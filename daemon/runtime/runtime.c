@@ -478,11 +478,7 @@ int wd_rt_open(const struct wd_rt_opts *o, struct wd_rt **out,
 	rt->state_dir = wd_strdup(o->state_dir);
 	rt->policy_dir = wd_strdup(o->policy_dir);
 	rt->runs_dir = wd_asprintf("%s/runs", o->state_dir);
-	rt->approval_ttl_s = o->approval_ttl_s;
-	if (!rt->approval_ttl_s) {
-		const char *e = getenv("WARDEN_APPROVAL_TTL");
-		rt->approval_ttl_s = e ? (unsigned)atoi(e) : 0; /* 0: agent's */
-	}
+	rt->approval_ttl_s = o->approval_ttl_s; /* 0: the agent's */
 	rt->webhook = o->webhook_url ? wd_strdup(o->webhook_url) : NULL;
 	rt->approvals = json_object();
 	rt->unended = json_object();

@@ -47,7 +47,7 @@ struct wd_rt_opts {
 	const char *state_dir;
 	const char *policy_dir;
 	int workers;		 /* 0 = 8 */
-	unsigned approval_ttl_s; /* 0 = $WARDEN_APPROVAL_TTL or 3600 */
+	unsigned approval_ttl_s; /* 0: each agent's bounds */
 	const char *webhook_url; /* approval TTL notifications; NULL = none */
 	const struct wd_alert_config *alert; /* NULL = no denial alerting */
 	int warm_pool; /* tier-3 sandboxes kept ready per call

@@ -41,8 +41,11 @@ static void find_init(void)
 	}
 	for (int i = 0; i < nc; i++) {
 		char *real = realpath(cand[i], NULL);
-		if (!real)
+		if (!real) {
+			if (env && *env && i == 0)
+				break; /* named explicitly: no other one */
 			continue;
+		}
 		struct stat st;
 		int fd = open(real, O_PATH | O_CLOEXEC);
 		/* root's, and only root may change it: it runs as every

@@ -110,8 +110,9 @@ static void usage(FILE *f)
 	    "8)\n"
 	    "  --approval-ttl SECONDS  a pending approval expires after "
 	    "this, 1..2592000\n"
-	    "                  (default: each agent's "
-	    "bounds.approval_ttl_s)\n"
+	    "                  (default: $WARDEN_APPROVAL_TTL, else each "
+	    "agent's\n"
+	    "                  bounds.approval_ttl_s)\n"
 	    "  --otlp URL      export GenAI spans to this OTLP/HTTP "
 	    "collector (overrides\n"
 	    "                  trace.otlp.endpoint of daemon.yaml)\n"
@@ -191,6 +192,20 @@ static void raise_nofile(const struct wd_api_limits *l)
 		    (unsigned long long)want);
 }
 
+/* an http(s) URL with a host, printable ASCII without blanks */
+static bool url_ok(const char *u)
+{
+	const char *h = !strncmp(u, "http://", 7)    ? u + 7
+			: !strncmp(u, "https://", 8) ? u + 8
+						     : NULL;
+	if (!h || !*h || *h == '/' || *h == ':')
+		return false;
+	for (; *u; u++)
+		if ((unsigned char)*u <= 0x20 || (unsigned char)*u >= 0x7f)
+			return false;
+	return true;
+}
+
 /* --fleet-capacity T1,T2,T3: each tier's room; the node's, the largest.
  * 0, or -1 with the usage error printed. */
 static int parse_tiers(const char *arg, int tiers[3], long *total)
@@ -255,7 +270,8 @@ int main(int argc, char **argv)
 	bool dns_set = false;
 	struct wd_rt_opts ro = {0};
 	struct wd_fleet_opts fo = {.tier_capacity = {-1, -1, -1}};
-	long fleet_cap = -1;		 /* -1: the workers */
+	long fleet_cap = -1; /* -1: the workers */
+	bool lease_given = false;
 	int when_down = -1;		 /* -1: daemon.yaml's */
 	struct wd_alert_config ac = {0}; /* defaults: 60 s / 1 h, x5, min 20 */
 	/* the daemon's spike alerts judge denials: an agent whose manifest
@@ -271,13 +287,24 @@ int main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "hv", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
-			state = optarg;
-			break;
 		case 'p':
-			policy = optarg;
-			break;
 		case 'S':
-			sock = optarg;
+			/* "--state $UNSET" is a mistake, not the default */
+			if (!*optarg) {
+				fprintf(stderr,
+					"wardend: --%s wants a path, "
+					"not an empty string\n",
+					c == 's'   ? "state"
+					: c == 'p' ? "policy"
+						   : "socket");
+				return 2;
+			}
+			if (c == 's')
+				state = optarg;
+			else if (c == 'p')
+				policy = optarg;
+			else
+				sock = optarg;
 			break;
 		case 'm':
 			metrics = optarg;
@@ -419,8 +446,10 @@ int main(int argc, char **argv)
 			}
 			if (c == 'C')
 				fleet_cap = v;
-			else
+			else {
 				fo.lease_ms = (unsigned)v;
+				lease_given = true;
+			}
 			break;
 		}
 		case 'l': {
@@ -463,10 +492,32 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if (fo.lease_ms && fo.lease_ms < WD_FLEET_LEASE_MS_MIN) {
+	if (lease_given && fo.lease_ms < WD_FLEET_LEASE_MS_MIN) {
 		fprintf(stderr, "wardend: --fleet-lease-ms: at least %u\n",
 			WD_FLEET_LEASE_MS_MIN);
 		return 2;
+	}
+	if (ro.webhook_url && !url_ok(ro.webhook_url)) {
+		fprintf(stderr,
+			"wardend: --webhook wants an http:// or https:// URL "
+			"with a host, printable, no spaces: '%s'\n",
+			ro.webhook_url);
+		return 2;
+	}
+	/* the environment's TTL, as strictly as the option's: "-1" is no
+	 * approval that never expires, "1h" no one-second one */
+	const char *ttl_env = getenv("WARDEN_APPROVAL_TTL");
+	if (!ro.approval_ttl_s && ttl_env && *ttl_env) {
+		unsigned long long v = 0;
+		if (wd_parse_uint(ttl_env, 1, 30 * 86400, &v)) {
+			fprintf(stderr,
+				"wardend: WARDEN_APPROVAL_TTL wants a whole "
+				"number of seconds from 1 to 2592000, not "
+				"'%s'\n",
+				ttl_env);
+			return 2;
+		}
+		ro.approval_ttl_s = (unsigned)v;
 	}
 	if (!sock || !*sock)
 		sock = "/run/warden/wardend.sock";

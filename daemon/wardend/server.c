@@ -126,6 +126,23 @@ static const char *query_get(void *arg, const char *key)
 	return MHD_lookup_connection_value(arg, MHD_GET_ARGUMENT_KIND, key);
 }
 
+struct key_check {
+	enum wd_api_ep ep;
+	char bad[64]; /* the first key the endpoint does not read */
+};
+
+static enum MHD_Result key_check(void *cls, enum MHD_ValueKind kind,
+				 const char *key, const char *value)
+{
+	struct key_check *k = cls;
+	(void)kind;
+	(void)value;
+	if (wd_api_query_key_ok(k->ep, key))
+		return MHD_YES;
+	snprintf(k->bad, sizeof(k->bad), "%s", key);
+	return MHD_NO;
+}
+
 /* ---- streaming (runs and events) ----
  *
  * MHD runs a few epoll workers, so a stream's reader must never wait: it
@@ -639,6 +656,17 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *con,
 			      st->body.len, &q, &err);
 	if (rc)
 		return send_err(con, rc >= 400 && rc < 600 ? rc : 400, err.msg);
+	struct key_check kc = {.ep = q.ep};
+	MHD_get_connection_values(con, MHD_GET_ARGUMENT_KIND, key_check, &kc);
+	if (kc.bad[0]) {
+		const char *keys = wd_api_query_keys(q.ep);
+		wd_err_set(&err, 400,
+			   "query parameter '%s': this endpoint does not read "
+			   "it (it reads %s%s)",
+			   kc.bad, *keys ? "only: " : "none", keys);
+		wd_api_req_free(&q);
+		return send_err(con, 400, err.msg);
+	}
 	struct wd_caller who;
 	if (l->metrics_only) {
 		if (q.ep != WD_EP_METRICS && q.ep != WD_EP_HEALTHZ) {

@@ -41,6 +41,10 @@ expect_match unknown-endpoint "$(api GET /v1/nope)" '^404 '
 expect_match bad-json "$(api POST /v1/runs '{"agent":')" '^400 .*not JSON'
 expect_match wrong-method "$(api GET /v1/policy/reload)" '^405 '
 expect_match bad-run-id "$(api GET '/v1/runs/..%2f..%2fetc')" '^(400|404) '
+# a query parameter the endpoint does not read is refused, not ignored
+expect_match unread-query-key "$(api GET '/v1/trace/runs?agent=one&nosuch=1')" "^400 .*query parameter 'nosuch': this endpoint does not read it"
+expect_match unread-filter-type "$(api GET '/v1/trace/runs?type=tool_result')" "^400 .*type: only /v1/runs/ID/payload/STEP"
+expect_match status-no-keys "$(api GET '/v1/status?verbose=1')" "^400 .*'verbose'.*reads none"
 expect_match unknown-agent "$(api POST /v1/runs '{"agent":"ghost","task":"x"}')" "^404 .*no agent 'ghost'"
 expect_match status "$(api GET /v1/status)" '^200 .*"agents":3'
 
@@ -127,7 +131,15 @@ for a in "--workers 8x" "--workers 0" "--approval-ttl -5" "--warm-pool 65"; do
 		$a 2>&1); rc=$?
 	expect_match "bad-number[$a]" "$rc $out" "^2 wardend: ${a% *} wants a whole number from [0-9]+ to [0-9]+, not '${a#* }'"
 done
+out=$(WARDEN_APPROVAL_TTL=1h timeout 20 "$WARDEND" --state "$T/state2" --policy "$POL" --socket "$T/s2.sock" 2>&1); rc=$?
+expect_match bad-approval-ttl-env "$rc $out" "^2 wardend: WARDEN_APPROVAL_TTL wants a whole number of seconds"
+out=$(timeout 20 "$WARDEND" --state "$T/state2" --policy "$POL" --socket "$T/s2.sock" --webhook htp://x 2>&1); rc=$?
+expect_match bad-webhook-url "$rc $out" "^2 wardend: --webhook wants an http:// or https:// URL"
+out=$(timeout 20 "$WARDEND" --state "" --policy "$POL" --socket "$T/s2.sock" 2>&1); rc=$?
+expect_match empty-state-refused "$rc $out" "^2 wardend: --state wants a path"
 expect_eq bad-args-nothing-opened "$(ls -d "$T/state2" "$T/s2.sock" 2>/dev/null | wc -l)" 0
+out=$(WARDEN_TIMEOUT=5m "$WARDEN" approvals ls 2>&1); rc=$?
+expect_match bad-timeout-env "$rc $out" "^[12] .*WARDEN_TIMEOUT wants whole seconds, 1 to 86400, not '5m'"
 stop_daemon
 expect_eq socket-removed "$([ -e "$SOCK" ] && echo yes || echo no)" no
 finish

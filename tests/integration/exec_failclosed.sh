@@ -98,6 +98,20 @@ else
 	skip failclosed-no-btf-egress "no /sys/kernel/btf/vmlinux on this node"
 fi
 
+# tier 2's pid 1 named by $WARDEN_INIT: a path that is not there is
+# refused, not replaced by the warden-init next to the binary
+sed 's/^tier: 1$/tier: 2/' "$tmp/ok.yaml" >"$tmp/ok2.yaml"
+out=$(WARDEN_INIT=/nonexistent/warden-init "$WARDEN" exec --policy "$tmp/ok2.yaml" -- /usr/bin/touch "$tmp/w/ran" 2>&1)
+rc=$?
+expect_eq failclosed-init-named-missing-exit125 "$rc" 125
+expect_match failclosed-init-named-missing-names-it "$out" 'warden-init not found .*at \$WARDEN_INIT=/nonexistent/warden-init'
+if [ -e "$tmp/w/ran" ]; then
+	fail failclosed-init-named-missing-nothing-ran "the tool ran"
+	rm -f "$tmp/w/ran"
+else
+	pass failclosed-init-named-missing-nothing-ran
+fi
+
 after=$(cg_list)
 expect_eq failclosed-no-cgroup-left "$after" "$before"
 finish

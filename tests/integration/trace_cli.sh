@@ -146,6 +146,13 @@ expect_eq trace-cli-verify-blob-exit "$rc" 1
 expect_match trace-cli-verify-blob-location "$out" "\"file\": \"blobs/$(basename "$(dirname "$B")")/$(basename "$B")\""
 cp "$S/blob.bak" "$B"
 $WARDEN trace verify r-ok --state "$S" >/dev/null; expect_eq trace-cli-verify-run "$?" 0
+# every run named is verified ("verify r-ok r-b" checked r-ok only)
+cp "$bf" "$S/blob.keep"; printf 'x' >>"$bf"
+$WARDEN trace verify r-ok --state "$S" >/dev/null; expect_eq trace-cli-verify-run-other-damaged "$?" 0
+out=$($WARDEN trace verify r-ok r-b --state "$S"); rc=$?
+expect_eq trace-cli-verify-runs-exit "$rc" 1
+expect_match trace-cli-verify-runs-names "$out" "blobs/${ref:0:2}/${ref:2}"
+cp "$S/blob.keep" "$bf"
 
 # reindex gives the same answers
 before=$($WARDEN trace ls --state "$S" --json)
@@ -198,6 +205,21 @@ print("ok" if ok else "bad: %r %r" % (chat[:1], tool[:1]))
 PY
 )
 expect_eq trace-cli-export-genai-spans "$check" ok
+# the filters select what goes (they were parsed and ignored: every run went)
+out=$($WARDEN trace export --otlp "http://127.0.0.1:$PORT" --agent billing --state "$S" 2>&1); rc=$?
+expect_eq trace-cli-export-agent "$rc:$out" "0:exported 2 spans (0 failed, 0 dropped)"
+out=$($WARDEN trace export --otlp "http://127.0.0.1:$PORT" --agent billing r-ok --state "$S" 2>&1); rc=$?
+expect_match trace-cli-export-runs-or-filters "$rc $out" "^2 .*not both"
+# an option a subcommand does not read, or a RUN it would not look at, is
+# refused ("trace ls r-ok" listed every run)
+out=$($WARDEN trace ls r-ok --state "$S" 2>&1); rc=$?
+expect_match trace-cli-ls-run-refused "$rc $out" "^2 warden trace ls: takes no RUN argument"
+out=$($WARDEN trace ls --type tool_result --state "$S" 2>&1); rc=$?
+expect_match trace-cli-ls-type-refused "$rc $out" "^2 warden trace ls: --type does not apply to ls"
+out=$($WARDEN trace gc --since 1d --state "$S" 2>&1); rc=$?
+expect_match trace-cli-gc-since-refused "$rc $out" "^2 warden trace gc: --since does not apply to gc"
+out=$($WARDEN trace ls --since @nan --state "$S" 2>&1); rc=$?
+expect_match trace-cli-since-nan-refused "$rc $out" "^2 warden trace: bad time '@nan'"
 kill "$COL_PID" 2>/dev/null; wait "$COL_PID" 2>/dev/null; COL_PID=
 t0=$(date +%s)
 $WARDEN trace export --otlp "http://127.0.0.1:$PORT" --state "$S" >/dev/null 2>&1; rc=$?

@@ -69,7 +69,21 @@ static int deny_n(int n)
 /* A child in the cgroup, on CPU 0 (every record under one CPU's wake-up
  * state): one denial, then n more when told to (a byte on go[1]). Its
  * pid, or -1; the caller closes go[0] and writes go[1]. */
-static pid_t deny_one_then(int go[2], int n)
+/* Busy for `us` microseconds (no sleep: the CPU stays the child's). */
+static void spin_us(unsigned us)
+{
+	struct timespec a, b;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	do
+		clock_gettime(CLOCK_MONOTONIC, &b);
+	while ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) <
+	       (long)us * 1000);
+}
+
+/* One denial, then on `go` n more: the first `pause_at` of them, a pause
+ * of `pause_us`, the rest (pause_at 0: no pause). */
+static pid_t deny_one_then_paced(int go[2], int n, int pause_at,
+				 unsigned pause_us)
 {
 	fflush(stdout); /* a child must not print the parent's lines again */
 	pid_t kid = fork();
@@ -80,11 +94,22 @@ static pid_t deny_one_then(int go[2], int n)
 		char c;
 		close(go[1]);
 		if (join_cgroup() || sched_setaffinity(0, sizeof(one), &one) ||
-		    deny_n_here(1) || read(go[0], &c, 1) != 1 || deny_n_here(n))
+		    deny_n_here(1) || read(go[0], &c, 1) != 1)
 			_exit(3);
-		_exit(0);
+		if (pause_at && pause_at < n) {
+			if (deny_n_here(pause_at))
+				_exit(3);
+			spin_us(pause_us);
+			n -= pause_at;
+		}
+		_exit(deny_n_here(n) ? 3 : 0);
 	}
 	return kid;
+}
+
+static pid_t deny_one_then(int go[2], int n)
+{
+	return deny_one_then_paced(go, n, 0, 0);
 }
 
 /* Latest arrival: wall clock at hand-over minus the denial's time. */
@@ -144,7 +169,8 @@ static void count(const struct wd_event *ev, void *arg)
 
 /* A burst that fills half the ring within WD_WAKE_GAP_NS of its CPU's
  * last wake-up wakes the consumer by itself (wd_event_submit's look at
- * the fill), before the ring could overflow. A 16 KiB ring (half: ~93
+ * the fill, at most once per WD_WAKE_GAP_FULL_NS), before the ring could
+ * overflow. A 16 KiB ring (half: ~93
  * short records), a consumer that only waits (nothing read yet: no bound
  * on its wait), a child on one CPU that makes one denial (it wakes the
  * consumer), then, told to at once, 150 more (~13 KiB: no loss). Without
@@ -165,7 +191,11 @@ static void half_full_wakes(int cgfd, uint64_t cgid)
 		wd_egress_close(e);
 		return;
 	}
-	pid_t kid = deny_one_then(go, 150);
+	/* past half after 100, then a pause: the CPU's next look at the
+	 * fill comes after WD_WAKE_GAP_FULL_NS whatever the burst's speed (a
+	 * burst of 150 at full speed could end before that look, and
+	 * nothing would wake this consumer, which waits without a bound) */
+	pid_t kid = deny_one_then_paced(go, 150, 100, 200);
 	close(go[0]);
 	int w1 = wd_egress_wait(e, 5000); /* the first denial's wake-up */
 	if (write(go[1], "x", 1) != 1)
