@@ -32,13 +32,13 @@ static long answer_timeout_s(void)
 	const char *e = getenv("WARDEN_TIMEOUT");
 	unsigned long long v = 60;
 	if (e && *e && wd_parse_uint(e, 1, 86400, &v))
-		v = 60; /* refused before any call: timeout_env_bad */
+		v = 60; /* refused before any call: wd_api_timeout_check */
 	return (long)v;
 }
 
 /* A $WARDEN_TIMEOUT that is no count of seconds ("5m", "0") is refused,
  * not replaced by the default. */
-static int timeout_env_bad(struct wd_err *err)
+int wd_api_timeout_check(struct wd_err *err)
 {
 	const char *e = getenv("WARDEN_TIMEOUT");
 	unsigned long long v;
@@ -176,7 +176,7 @@ int wd_api_call(const char *socket, const char *method, const char *path,
 	cleanup_free char *text = NULL;
 	*resp = NULL;
 	*status = 0;
-	if (timeout_env_bad(err))
+	if (wd_api_timeout_check(err))
 		return err->code;
 	CURL *c = make_handle(socket, method, path, &hdrs);
 	if (!c)
@@ -267,7 +267,7 @@ int wd_api_stream(const char *socket, const char *path,
 {
 	struct curl_slist *hdrs = NULL;
 	struct stream_ctx s = {.line = line, .arg = arg};
-	if (timeout_env_bad(err))
+	if (wd_api_timeout_check(err))
 		return err->code;
 	CURL *c = make_handle(socket, "GET", path, &hdrs);
 	if (!c)

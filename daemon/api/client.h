@@ -10,6 +10,9 @@
 
 #include "common/util.h"
 
+/* $WARDEN_TIMEOUT, whole seconds 1..86400 when set: 0, or -EINVAL with
+ * the message (wd_api_call and wd_api_stream refuse to run with it). */
+int wd_api_timeout_check(struct wd_err *err);
 /* One request. `body` may be NULL (GET) and is sent as application/json.
  * On a response (any status) returns 0 with *status set and *resp the
  * parsed JSON body (NULL if the body was not JSON). -ECONNREFUSED/-ENOENT

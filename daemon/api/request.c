@@ -626,7 +626,8 @@ bool wd_api_query_key_ok(enum wd_api_ep ep, const char *key)
 		return true;
 	size_t n = strlen(key);
 	const char *k = wd_api_query_keys(ep);
-	if (!n)
+	/* a key is a word: "by since" is none of the words */
+	if (!n || strspn(key, "abcdefghijklmnopqrstuvwxyz_") != n)
 		return false;
 	for (const char *p = k; (p = strstr(p, key)); p += n)
 		if ((p == k || p[-1] == ' ') && (p[n] == ' ' || !p[n]))

@@ -7,6 +7,7 @@
  * the probe and then rendered either as aligned text (status_text.c) or as
  * JSON (status_json.c), so both outputs always say the same thing.
  */
+#include "api/client.h"
 #include "cli/cli.h"
 #include "cli/status_int.h"
 #include "common/log.h"
@@ -835,6 +836,11 @@ static int verb_status(int argc, char **argv)
 			usage(stderr);
 			return WD_EXIT_USAGE;
 		}
+	}
+	struct wd_err te = {0};
+	if (wd_api_timeout_check(&te)) {
+		fprintf(stderr, "warden status: %s\n", te.msg);
+		return WD_EXIT_USAGE;
 	}
 	struct report r = {.f = wd_probe_full()};
 	/* Loads the shared egress + LSM objects (enforce/lsm.c) the way a

@@ -740,7 +740,12 @@ static int cmd_payload_policy(struct tsrc *s, struct trace_opts *o)
 
 static int cmd_payload(struct tsrc *s, struct trace_opts *o)
 {
-	if (o->policy && o->argc == 1)
+	if (o->policy && (o->argc != 1 || o->type)) {
+		fprintf(stderr, "warden trace payload: --policy takes RUN "
+				"alone (no STEP, no --type)\n");
+		return WD_EXIT_USAGE;
+	}
+	if (o->policy)
 		return cmd_payload_policy(s, o);
 	char *end = NULL;
 	long long step = o->argc == 2 ? strtoll(o->argv[1], &end, 10) : -1;

@@ -339,7 +339,8 @@ static void probe_boot_stable(struct wd_features *f)
 static struct wd_features g_audit_f;
 static bool g_audit_running;
 static struct wd_aside g_audit_th;
-static pid_t g_audit_pid; /* the process that started it: not a fork's */
+static pid_t g_audit_pid;   /* the process that started it: not a fork's */
+static bool g_audit_forked; /* this process is a fork of that one */
 static pthread_once_t g_audit_once = PTHREAD_ONCE_INIT;
 
 static struct wd_probe_key g_key;
@@ -373,9 +374,16 @@ static void do_audit_settle(void);
 
 static void audit_at_exit(void)
 {
-	/* a forked child that exits has no such thread to join */
-	if (getpid() == g_audit_pid)
+	/* a forked child that exits has no such thread to join (by the
+	 * fork handler; by the pid too, for a fork that ran no handlers) */
+	if (!__atomic_load_n(&g_audit_forked, __ATOMIC_ACQUIRE) &&
+	    getpid() == __atomic_load_n(&g_audit_pid, __ATOMIC_ACQUIRE))
 		pthread_once(&g_audit_once, do_audit_settle);
+}
+
+static void audit_forked(void)
+{
+	__atomic_store_n(&g_audit_forked, true, __ATOMIC_RELEASE);
 }
 
 static void audit_begin(struct wd_features *f)
@@ -391,7 +399,8 @@ static void audit_begin(struct wd_features *f)
 		audit_ask(f);
 		return;
 	}
-	g_audit_pid = getpid();
+	__atomic_store_n(&g_audit_pid, getpid(), __ATOMIC_RELEASE);
+	(void)pthread_atfork(NULL, NULL, audit_forked);
 	/* the answer comes within the request's receive timeout */
 	(void)atexit(audit_at_exit);
 }

@@ -509,11 +509,12 @@ int main(int argc, char **argv)
 	const char *ttl_env = getenv("WARDEN_APPROVAL_TTL");
 	if (!ro.approval_ttl_s && ttl_env && *ttl_env) {
 		unsigned long long v = 0;
-		if (wd_parse_uint(ttl_env, 1, 30 * 86400, &v)) {
+		/* 0: each agent's, as before */
+		if (wd_parse_uint(ttl_env, 0, 30 * 86400, &v)) {
 			fprintf(stderr,
 				"wardend: WARDEN_APPROVAL_TTL wants a whole "
-				"number of seconds from 1 to 2592000, not "
-				"'%s'\n",
+				"number of seconds from 1 to 2592000 (0: each "
+				"agent's), not '%s'\n",
 				ttl_env);
 			return 2;
 		}

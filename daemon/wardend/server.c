@@ -128,7 +128,8 @@ static const char *query_get(void *arg, const char *key)
 
 struct key_check {
 	enum wd_api_ep ep;
-	char bad[64]; /* the first key the endpoint does not read */
+	bool bad;
+	char key[64]; /* the first key the endpoint does not read, printable */
 };
 
 static enum MHD_Result key_check(void *cls, enum MHD_ValueKind kind,
@@ -139,7 +140,12 @@ static enum MHD_Result key_check(void *cls, enum MHD_ValueKind kind,
 	(void)value;
 	if (wd_api_query_key_ok(k->ep, key))
 		return MHD_YES;
-	snprintf(k->bad, sizeof(k->bad), "%s", key);
+	/* "?&x=1" has an empty key: refused as well, and named '' */
+	k->bad = true;
+	size_t i = 0;
+	for (; key && key[i] && i + 1 < sizeof(k->key); i++)
+		k->key[i] = key[i] > 0x20 && key[i] < 0x7f ? key[i] : '?';
+	k->key[i] = 0;
 	return MHD_NO;
 }
 
@@ -657,13 +663,16 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *con,
 	if (rc)
 		return send_err(con, rc >= 400 && rc < 600 ? rc : 400, err.msg);
 	struct key_check kc = {.ep = q.ep};
-	MHD_get_connection_values(con, MHD_GET_ARGUMENT_KIND, key_check, &kc);
-	if (kc.bad[0]) {
+	/* the metrics listener's own refusal first: it names no API */
+	if (!l->metrics_only)
+		MHD_get_connection_values(con, MHD_GET_ARGUMENT_KIND, key_check,
+					  &kc);
+	if (kc.bad) {
 		const char *keys = wd_api_query_keys(q.ep);
 		wd_err_set(&err, 400,
 			   "query parameter '%s': this endpoint does not read "
 			   "it (it reads %s%s)",
-			   kc.bad, *keys ? "only: " : "none", keys);
+			   kc.key, *keys ? "only: " : "none", keys);
 		wd_api_req_free(&q);
 		return send_err(con, 400, err.msg);
 	}
@@ -867,7 +876,10 @@ int wd_metrics_listen(const char *addr, int *fd_out, struct wd_err *err)
 				  strerror(errno));
 	int one = 1;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0) {
+	/* listening at once: with SO_REUSEADDR a bind beside a socket that
+	 * is bound but not yet listening succeeds, and the listen fails */
+	if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0 ||
+	    listen(fd, SOMAXCONN) < 0) {
 		int e = errno;
 		close(fd);
 		return wd_err_set(err, -e, "--metrics: cannot listen on %s: %s",

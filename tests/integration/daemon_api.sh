@@ -45,6 +45,8 @@ expect_match bad-run-id "$(api GET '/v1/runs/..%2f..%2fetc')" '^(400|404) '
 expect_match unread-query-key "$(api GET '/v1/trace/runs?agent=one&nosuch=1')" "^400 .*query parameter 'nosuch': this endpoint does not read it"
 expect_match unread-filter-type "$(api GET '/v1/trace/runs?type=tool_result')" "^400 .*type: only /v1/runs/ID/payload/STEP"
 expect_match status-no-keys "$(api GET '/v1/status?verbose=1')" "^400 .*'verbose'.*reads none"
+expect_match unread-empty-key "$(api GET '/v1/trace/runs?&agnet=x')" "^400 .*query parameter '':"
+expect_match unread-spaced-key "$(api GET '/v1/cost?by+since=1')" "^400 .*query parameter 'by since'"
 expect_match unknown-agent "$(api POST /v1/runs '{"agent":"ghost","task":"x"}')" "^404 .*no agent 'ghost'"
 expect_match status "$(api GET /v1/status)" '^200 .*"agents":3'
 

@@ -92,6 +92,8 @@ int main(void)
 	    {WD_EP_FLEET_TRACE_RUNS, "limit", true},
 	    {WD_EP_EVENTS, "follow", true},
 	    {WD_EP_STATUS, "verbose", false},
+	    {WD_EP_COST, "by since", false},
+	    {WD_EP_COST, "by", true},
 	    {WD_EP_METRICS, "name[]", true},
 	};
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
