@@ -144,7 +144,7 @@ static enum MHD_Result key_check(void *cls, enum MHD_ValueKind kind,
 	k->bad = true;
 	size_t i = 0;
 	for (; key && key[i] && i + 1 < sizeof(k->key); i++)
-		k->key[i] = key[i] > 0x20 && key[i] < 0x7f ? key[i] : '?';
+		k->key[i] = key[i] >= 0x20 && key[i] < 0x7f ? key[i] : '?';
 	k->key[i] = 0;
 	return MHD_NO;
 }
