@@ -25,7 +25,9 @@ bool wd_api_id_ok(const char *s)
 
 int wd_api_parse_since(const char *s, uint64_t now_wall_ns, uint64_t *out_ns)
 {
-	if (!s || !*s)
+	/* a date, an age or seconds all start with a digit: no blank or
+	 * sign (strtoull and strptime would skip them) */
+	if (!s || !isdigit((unsigned char)*s))
 		return -EINVAL;
 	char *end;
 	errno = 0;

@@ -290,14 +290,20 @@ static const char *short_ref(const char *ref, char *buf, size_t n)
 	return buf;
 }
 
+/* The runs the filter options select (ls, export). */
+static struct wd_trace_query runs_query(const struct trace_opts *o)
+{
+	return (struct wd_trace_query){.agent = o->agent,
+				       .team = o->team,
+				       .user = o->user,
+				       .tool = o->tool,
+				       .status = o->status,
+				       .since_ns = o->since_ns};
+}
+
 static int cmd_ls(struct tsrc *s, struct trace_opts *o)
 {
-	struct wd_trace_query q = {.agent = o->agent,
-				   .team = o->team,
-				   .user = o->user,
-				   .tool = o->tool,
-				   .status = o->status,
-				   .since_ns = o->since_ns};
+	struct wd_trace_query q = runs_query(o);
 	json_t *a;
 	struct wd_err err = {0};
 	if (ts_runs(s, &q, &a, &err) < 0) {
@@ -811,12 +817,7 @@ static int cmd_export(struct wd_trace *t, struct trace_opts *o)
 	}
 	json_t *runs = NULL;
 	if (!o->argc) {
-		struct wd_trace_query q = {.agent = o->agent,
-					   .team = o->team,
-					   .user = o->user,
-					   .tool = o->tool,
-					   .status = o->status,
-					   .since_ns = o->since_ns};
+		struct wd_trace_query q = runs_query(o);
 		if (wd_trace_query_runs(t, &q, &runs, &err) < 0) {
 			wd_otlp_stop(x);
 			wd_error("trace export: %s", err.msg);

@@ -57,6 +57,9 @@ int main(void)
 	     {"213504d"});
 	CASE("since-hours-wrap-refused", "/v1/trace/runs", 400, {"since"},
 	     {"5124096h"});
+	CASE("since-blank-refused", "/v1/trace/runs", 400, {"since"}, {" 7d"});
+	CASE("since-sign-refused", "/v1/trace/runs", 400, {"since"}, {"+7d"});
+	CASE("since-date", "/v1/trace/runs", 0, {"since"}, {"2026-11-29"});
 	CASE("events-follow-1", "/v1/events", 0, {"follow"}, {"1"});
 	CASE("events-follow-false", "/v1/events", 0, {"follow"}, {"false"});
 	CASE("events-follow-yes-refused", "/v1/events", 400, {"follow"},
