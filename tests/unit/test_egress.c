@@ -380,11 +380,34 @@ int main(void)
 	int tcp_no = listener(AF_INET, SOCK_STREAM, "127.0.0.1");
 	int tcp_any = listener(AF_INET, SOCK_STREAM, "0.0.0.0");
 	int tcp6 = listener(AF_INET6, SOCK_STREAM, "::1");
-	int udp_ok = listener(AF_INET, SOCK_DGRAM, "127.0.0.1");
-	int udp_no = listener(AF_INET, SOCK_DGRAM, "127.0.0.1");
 	uint16_t P_OK = port_of(tcp_ok), P_NO = port_of(tcp_no),
-		 P_ANY = port_of(tcp_any), P6 = port_of(tcp6),
-		 PU_OK = port_of(udp_ok), PU_NO = port_of(udp_no);
+		 P_ANY = port_of(tcp_any), P6 = port_of(tcp6);
+	/* a rule allows its port whatever the protocol (network.allow is
+	 * ADDR:PORT): the UDP ports must be none of the TCP ones, or a
+	 * denied sendto meets a TCP rule's port (seen once in CI: rc 0).
+	 * A clashing pair stays bound until we have ours, so the kernel
+	 * does not hand the same ports out again. */
+	int udp_ok = -1, udp_no = -1, held[16], n_held = 0;
+	uint16_t PU_OK = 0, PU_NO = 0;
+	for (;;) {
+		udp_ok = listener(AF_INET, SOCK_DGRAM, "127.0.0.1");
+		udp_no = listener(AF_INET, SOCK_DGRAM, "127.0.0.1");
+		PU_OK = port_of(udp_ok);
+		PU_NO = port_of(udp_no);
+		bool clash = false;
+		for (int i = 0; i < 2; i++) {
+			uint16_t u = i ? PU_NO : PU_OK;
+			clash |=
+			    u == P_OK || u == P_NO || u == P_ANY || u == P6;
+		}
+		if (udp_ok < 0 || udp_no < 0 || !clash ||
+		    n_held + 2 > (int)(sizeof(held) / sizeof(held[0])))
+			break;
+		held[n_held++] = udp_ok;
+		held[n_held++] = udp_no;
+	}
+	while (n_held)
+		close(held[--n_held]);
 	T_OK(tcp_ok >= 0 && tcp_no >= 0 && tcp_any >= 0 && tcp6 >= 0 &&
 		 udp_ok >= 0 && udp_no >= 0,
 	     "listeners", "could not start loopback listeners");
